@@ -1,0 +1,54 @@
+# pg_chronicle: PGXS build.
+#
+#   make PG_CONFIG=/path/to/pg_config install    build and install
+#   make check-all                               every test layer, every provisioned version
+#   make installcheck                            pg_regress against a temporary instance
+
+EXTENSION = pg_chronicle
+EXTVERSION = 0.1.0
+
+MODULE_big = pg_chronicle
+OBJS = \
+	src/pg_chronicle.o \
+	src/worker.o \
+	src/collector.o \
+	src/sources.o \
+	src/source_io.o \
+	src/source_wal.o \
+	src/source_checkpointer.o \
+	src/source_bgwriter.o \
+	src/source_database.o
+
+# The install script is built from the pieces in src/sql, in name order.
+DATA_built = $(EXTENSION)--$(EXTVERSION).sql
+DATA = $(wildcard $(EXTENSION)--*--*.sql)
+
+# pg_regress: sql/ and expected/, on a temporary instance that preloads the
+# library (the collector runs, but the tests read only what they write).
+REGRESS = $(patsubst sql/%.sql,%,$(sort $(wildcard sql/*.sql)))
+REGRESS_OPTS = --temp-instance=tmp_check_regress \
+	--temp-config=$(srcdir)/test/regress.conf \
+	--load-extension=$(EXTENSION)
+NO_INSTALLCHECK_TEMP = 1
+
+# Perl TAP tests in test/t, with PostgreSQL::Test::Cluster.
+TAP_TESTS = 1
+PROVE_TESTS = $(sort $(wildcard test/t/*.pl))
+
+EXTRA_CLEAN = $(DATA_built) tmp_check_regress tmp_check results regression.diffs regression.out log
+
+PG_CONFIG ?= pg_config
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)
+
+$(DATA_built): $(sort $(wildcard src/sql/*.sql))
+	cat $^ > $@
+
+# prove_installcheck from PGXS runs test/t with the installed server.
+.PHONY: tapcheck
+tapcheck:
+	$(prove_installcheck)
+
+.PHONY: check-all
+check-all:
+	tools/test.sh

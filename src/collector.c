@@ -1,0 +1,660 @@
+/*-------------------------------------------------------------------------
+ *
+ * collector.c
+ *		One snapshot: every source read, changed rows written, the snapshot
+ *		row with its own cost written last.
+ *
+ * The collector is source-agnostic.  For each source it keeps the previous
+ * reading of every key (in a hash table, in the source's own memory
+ * context) and writes only the rows that changed since then; a keyframe
+ * writes every row.  The rows of one source go to its history table in a
+ * single INSERT ... SELECT FROM unnest($arrays), so one snapshot costs one
+ * statement per source whatever the number of rows.
+ *
+ * Each source runs inside its own subtransaction: an error in one source
+ * is caught, counted, logged once and retried with exponential backoff,
+ * while the other sources go on recording.  The reading of a source only
+ * replaces the previous one after its rows were written, so a failed
+ * insert never leaves the sparse chain with a hole.
+ *
+ * Copyright (c) 2026, pg_chronicle developers
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "commands/extension.h"
+#include "executor/instrument.h"
+#include "executor/spi.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/resowner.h"
+#include "utils/timestamp.h"
+
+#include "pg_chronicle.h"
+
+/* The previous reading of one key. */
+typedef struct ChronicleRow
+{
+	char		key[CHRONICLE_KEY_LEN];
+	Datum	   *values;
+	bool	   *nulls;
+} ChronicleRow;
+
+/* Collector-private state of one source, kept across snapshots. */
+typedef struct ChronicleSourceState
+{
+	MemoryContext cxt[2];		/* previous and next reading */
+	int			cur;			/* which of cxt holds the previous reading */
+	HTAB	   *prev;			/* in cxt[cur]; NULL before the first one */
+	SPIPlanPtr	plan;			/* the INSERT, kept across snapshots */
+	int16		typlen[CHRONICLE_MAX_COLUMNS];
+	bool		typbyval[CHRONICLE_MAX_COLUMNS];
+	char		typalign[CHRONICLE_MAX_COLUMNS];
+	Oid			arraytype[CHRONICLE_MAX_COLUMNS];
+	bool		initialized;
+
+	/* error backoff */
+	int			failures;		/* consecutive failed collections */
+	int			skip;			/* snapshots left to skip */
+	TimestampTz last_logged;
+	char		last_error[CHRONICLE_ERRMSG_LEN];
+} ChronicleSourceState;
+
+struct ChronicleEmitter
+{
+	const ChronicleSource *source;
+	ChronicleSourceState *state;
+	bool		keyframe;
+	HTAB	   *next;			/* this reading, in cxt[1 - cur] */
+
+	/* changed rows, column-major, in the snapshot's memory context */
+	int			nrows;
+	int			maxrows;
+	Datum	   *values[CHRONICLE_MAX_COLUMNS];
+	bool	   *nulls[CHRONICLE_MAX_COLUMNS];
+	StringInfoData keybuf;
+};
+
+static ChronicleSourceState source_state[CHRONICLE_MAX_SOURCES];
+static SPIPlanPtr snapshot_plan = NULL;
+static TimestampTz next_maintenance = 0;
+static bool keyframe_pending = true;	/* no previous reading to trust */
+
+/* How long a failing source is left alone at most, in snapshots. */
+#define CHRONICLE_MAX_BACKOFF	64
+/* A repeated identical error is logged again after this long. */
+#define CHRONICLE_RELOG_USECS	(10 * 60 * USECS_PER_SEC)
+/* Partitions are checked (and old ones dropped) at least this often. */
+#define CHRONICLE_MAINTENANCE_USECS	(60 * 60 * USECS_PER_SEC)
+
+static void
+source_state_init(int i)
+{
+	const ChronicleSource *src = chronicle_sources[i];
+	ChronicleSourceState *st = &source_state[i];
+
+	if (st->initialized)
+		return;
+	if (src->ncolumns > CHRONICLE_MAX_COLUMNS)
+		elog(ERROR, "source \"%s\" has too many columns", src->name);
+
+	for (int c = 0; c < src->ncolumns; c++)
+	{
+		get_typlenbyvalalign(src->columns[c].type, &st->typlen[c],
+							 &st->typbyval[c], &st->typalign[c]);
+		st->arraytype[c] = get_array_type(src->columns[c].type);
+		if (!OidIsValid(st->arraytype[c]))
+			elog(ERROR, "no array type for column \"%s\" of source \"%s\"",
+				 src->columns[c].name, src->name);
+	}
+	st->cxt[0] = AllocSetContextCreate(TopMemoryContext, "chronicle source",
+									   ALLOCSET_SMALL_SIZES);
+	st->cxt[1] = AllocSetContextCreate(TopMemoryContext, "chronicle source",
+									   ALLOCSET_SMALL_SIZES);
+	MemoryContextSetIdentifier(st->cxt[0], src->name);
+	MemoryContextSetIdentifier(st->cxt[1], src->name);
+	st->cur = 0;
+	st->prev = NULL;
+	st->plan = NULL;
+	st->initialized = true;
+}
+
+/*
+ * Forget every previous reading and every prepared statement, so that the
+ * next snapshot is a keyframe planned afresh.  Used when the extension was
+ * dropped, after an error that aborted a whole snapshot, and at start.
+ */
+void
+chronicle_forget_previous(void)
+{
+	for (int i = 0; i < chronicle_nsources; i++)
+	{
+		ChronicleSourceState *st = &source_state[i];
+
+		if (!st->initialized)
+			continue;
+		MemoryContextReset(st->cxt[0]);
+		MemoryContextReset(st->cxt[1]);
+		st->prev = NULL;
+		if (st->plan)
+			SPI_freeplan(st->plan);
+		st->plan = NULL;
+	}
+	if (snapshot_plan)
+		SPI_freeplan(snapshot_plan);
+	snapshot_plan = NULL;
+	next_maintenance = 0;
+	keyframe_pending = true;
+}
+
+/*
+ * Is the extension installed in the database we are connected to?  Must be
+ * called inside a transaction.
+ */
+bool
+chronicle_extension_ready(void)
+{
+	return OidIsValid(get_extension_oid("pg_chronicle", true));
+}
+
+/* Build the key of a row from its key columns. */
+static void
+row_key(ChronicleEmitter *em, const Datum *values, const bool *nulls)
+{
+	const ChronicleSource *src = em->source;
+
+	resetStringInfo(&em->keybuf);
+	for (int c = 0; c < src->nkeys; c++)
+	{
+		if (c > 0)
+			appendStringInfoChar(&em->keybuf, '\x1f');
+		if (nulls[c])
+		{
+			appendStringInfoChar(&em->keybuf, '\x1e');
+			continue;
+		}
+		switch (src->columns[c].type)
+		{
+			case TEXTOID:
+				appendStringInfoString(&em->keybuf,
+									   TextDatumGetCString(values[c]));
+				break;
+			case INT8OID:
+				appendStringInfo(&em->keybuf, INT64_FORMAT,
+								 DatumGetInt64(values[c]));
+				break;
+			case INT4OID:
+				appendStringInfo(&em->keybuf, "%d", DatumGetInt32(values[c]));
+				break;
+			case OIDOID:
+				appendStringInfo(&em->keybuf, "%u", DatumGetObjectId(values[c]));
+				break;
+			case BOOLOID:
+				appendStringInfoChar(&em->keybuf, DatumGetBool(values[c]) ? 't' : 'f');
+				break;
+			default:
+				elog(ERROR, "unsupported key column type %u in source \"%s\"",
+					 src->columns[c].type, src->name);
+		}
+	}
+	if (em->keybuf.len >= CHRONICLE_KEY_LEN)
+		elog(ERROR, "key of source \"%s\" too long: \"%s\"",
+			 src->name, em->keybuf.data);
+}
+
+void
+chronicle_emit_row(ChronicleEmitter *em, const Datum *values, const bool *nulls)
+{
+	const ChronicleSource *src = em->source;
+	ChronicleSourceState *st = em->state;
+	ChronicleRow *next;
+	ChronicleRow *prev = NULL;
+	bool		found;
+	bool		changed;
+	MemoryContext oldcxt;
+
+	row_key(em, values, nulls);
+
+	/* Remember this reading of the key, whether or not it gets written. */
+	oldcxt = MemoryContextSwitchTo(st->cxt[1 - st->cur]);
+	next = hash_search(em->next, em->keybuf.data, HASH_ENTER, &found);
+	if (found)
+		elog(ERROR, "source \"%s\" emitted key \"%s\" twice",
+			 src->name, em->keybuf.data);
+	next->values = palloc(sizeof(Datum) * src->ncolumns);
+	next->nulls = palloc(sizeof(bool) * src->ncolumns);
+	for (int c = 0; c < src->ncolumns; c++)
+	{
+		next->nulls[c] = nulls[c];
+		next->values[c] = nulls[c] ? (Datum) 0 :
+			datumCopy(values[c], st->typbyval[c], st->typlen[c]);
+	}
+	MemoryContextSwitchTo(oldcxt);
+
+	/* Did it change since the previous reading? */
+	if (!em->keyframe && st->prev != NULL)
+		prev = hash_search(st->prev, em->keybuf.data, HASH_FIND, NULL);
+	changed = (prev == NULL);
+	for (int c = src->nkeys; !changed && c < src->ncolumns; c++)
+	{
+		if (prev->nulls[c] != nulls[c])
+			changed = true;
+		else if (!nulls[c] &&
+				 !datumIsEqual(prev->values[c], values[c],
+							   st->typbyval[c], st->typlen[c]))
+			changed = true;
+	}
+	if (!changed)
+		return;
+
+	/* Queue it for the INSERT. */
+	if (em->nrows == em->maxrows)
+	{
+		int			newmax = em->maxrows * 2;
+
+		for (int c = 0; c < src->ncolumns; c++)
+		{
+			em->values[c] = repalloc(em->values[c], sizeof(Datum) * newmax);
+			em->nulls[c] = repalloc(em->nulls[c], sizeof(bool) * newmax);
+		}
+		em->maxrows = newmax;
+	}
+	for (int c = 0; c < src->ncolumns; c++)
+	{
+		em->values[c][em->nrows] = next->values[c];
+		em->nulls[c][em->nrows] = next->nulls[c];
+	}
+	em->nrows++;
+}
+
+/*
+ * Prepare "INSERT INTO chronicle.<name>_history (ts, cols...) SELECT $1, u.*
+ * FROM ROWS FROM (unnest($2), unnest($3), ...) AS u": one array parameter a
+ * column, one statement a source.
+ */
+static SPIPlanPtr
+prepare_insert(const ChronicleSource *src, ChronicleSourceState *st)
+{
+	StringInfoData sql;
+	Oid			argtypes[CHRONICLE_MAX_COLUMNS + 1];
+	SPIPlanPtr	plan;
+
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "INSERT INTO %s.%s (ts",
+					 quote_identifier(CHRONICLE_SCHEMA),
+					 quote_identifier(psprintf("%s_history", src->name)));
+	for (int c = 0; c < src->ncolumns; c++)
+		appendStringInfo(&sql, ", %s", quote_identifier(src->columns[c].name));
+	appendStringInfoString(&sql, ") SELECT $1, u.* FROM ROWS FROM (");
+	argtypes[0] = TIMESTAMPTZOID;
+	for (int c = 0; c < src->ncolumns; c++)
+	{
+		appendStringInfo(&sql, "%spg_catalog.unnest($%d)", c > 0 ? ", " : "", c + 2);
+		argtypes[c + 1] = st->arraytype[c];
+	}
+	appendStringInfoString(&sql, ") AS u");
+
+	plan = SPI_prepare(sql.data, src->ncolumns + 1, argtypes);
+	if (plan == NULL)
+		elog(ERROR, "SPI_prepare failed for source \"%s\": %s",
+			 src->name, SPI_result_code_string(SPI_result));
+	if (SPI_keepplan(plan) != 0)
+		elog(ERROR, "SPI_keepplan failed");
+	pfree(sql.data);
+	return plan;
+}
+
+/* Write the queued rows of a source. */
+static void
+flush_rows(ChronicleEmitter *em, TimestampTz ts)
+{
+	const ChronicleSource *src = em->source;
+	ChronicleSourceState *st = em->state;
+	Datum		args[CHRONICLE_MAX_COLUMNS + 1];
+	int			dims[1];
+	int			lbs[1] = {1};
+	int			ret;
+
+	if (em->nrows == 0)
+		return;
+	if (st->plan == NULL)
+		st->plan = prepare_insert(src, st);
+
+	args[0] = TimestampTzGetDatum(ts);
+	dims[0] = em->nrows;
+	for (int c = 0; c < src->ncolumns; c++)
+		args[c + 1] = PointerGetDatum(construct_md_array(em->values[c], em->nulls[c],
+														 1, dims, lbs,
+														 src->columns[c].type,
+														 st->typlen[c],
+														 st->typbyval[c],
+														 st->typalign[c]));
+
+	ret = SPI_execute_plan(st->plan, args, NULL, false, 0);
+	if (ret != SPI_OK_INSERT)
+		elog(ERROR, "insert into history of source \"%s\" failed: %s",
+			 src->name, SPI_result_code_string(ret));
+}
+
+/*
+ * Report a source's failure: once per distinct message, and again only
+ * every ten minutes while it keeps failing the same way.
+ */
+static void
+report_source_error(const ChronicleSource *src, ChronicleSourceState *st,
+					ErrorData *edata, ChronicleCollector by, TimestampTz now)
+{
+	bool		same = strncmp(st->last_error, edata->message,
+							   CHRONICLE_ERRMSG_LEN - 1) == 0;
+
+	if (by == CHRONICLE_BY_SQL ||
+		!same || now - st->last_logged >= CHRONICLE_RELOG_USECS)
+	{
+		ereport(WARNING,
+				(errcode(edata->sqlerrcode),
+				 errmsg("pg_chronicle: source \"%s\" failed: %s",
+						src->name, edata->message),
+				 edata->detail ? errdetail_internal("%s", edata->detail) : 0,
+				 by == CHRONICLE_BY_WORKER ?
+				 errhint("The other sources go on recording; \"%s\" is retried with backoff "
+						 "(%d consecutive failures) and this message is repeated at most every ten minutes.",
+						 src->name, st->failures) : 0));
+		st->last_logged = now;
+	}
+	strlcpy(st->last_error, edata->message, CHRONICLE_ERRMSG_LEN);
+}
+
+/* Make sure today's and tomorrow's partitions exist; drop expired ones. */
+static void
+maintain_partitions(TimestampTz now)
+{
+	int			ret;
+
+	if (now < next_maintenance)
+		return;
+	ret = SPI_execute("SELECT chronicle.maintain()", false, 0);
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "chronicle.maintain() failed: %s",
+			 SPI_result_code_string(ret));
+	next_maintenance = now + CHRONICLE_MAINTENANCE_USECS;
+}
+
+/* The segment a snapshot taken from SQL continues, if any. */
+static TimestampTz
+latest_segment(TimestampTz ts)
+{
+	int			ret;
+	bool		isnull;
+	Datum		d;
+
+	ret = SPI_execute("SELECT segment FROM chronicle.snapshot"
+					  " WHERE ts > pg_catalog.pg_postmaster_start_time()"
+					  " ORDER BY ts DESC LIMIT 1", true, 1);
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "could not read the latest snapshot: %s",
+			 SPI_result_code_string(ret));
+	if (SPI_processed == 0)
+		return ts;
+	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	return isnull ? ts : DatumGetTimestampTz(d);
+}
+
+static void
+insert_snapshot_row(TimestampTz ts, TimestampTz segment, bool keyframe,
+					ChronicleCollector by, double duration_ms, int64 rows,
+					int64 wal_bytes, int errors)
+{
+	Datum		args[8];
+	Oid			argtypes[8] = {TIMESTAMPTZOID, TIMESTAMPTZOID, BOOLOID, TEXTOID,
+	FLOAT8OID, INT8OID, INT8OID, INT4OID};
+	int			ret;
+
+	if (snapshot_plan == NULL)
+	{
+		snapshot_plan = SPI_prepare("INSERT INTO chronicle.snapshot"
+									" (ts, segment, keyframe, collector, duration_ms,"
+									" rows_written, wal_bytes, errors)"
+									" VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+									8, argtypes);
+		if (snapshot_plan == NULL)
+			elog(ERROR, "SPI_prepare failed: %s",
+				 SPI_result_code_string(SPI_result));
+		SPI_keepplan(snapshot_plan);
+	}
+	args[0] = TimestampTzGetDatum(ts);
+	args[1] = TimestampTzGetDatum(segment);
+	args[2] = BoolGetDatum(keyframe);
+	args[3] = CStringGetTextDatum(by == CHRONICLE_BY_WORKER ? "worker" : "sql");
+	args[4] = Float8GetDatum(duration_ms);
+	args[5] = Int64GetDatum(rows);
+	args[6] = Int64GetDatum(wal_bytes);
+	args[7] = Int32GetDatum(errors);
+	ret = SPI_execute_plan(snapshot_plan, args, NULL, false, 0);
+	if (ret != SPI_OK_INSERT)
+		elog(ERROR, "insert into chronicle.snapshot failed: %s",
+			 SPI_result_code_string(ret));
+}
+
+/*
+ * Collect one source into the history, inside a subtransaction.  Returns
+ * the number of rows written, or -1 on failure.
+ */
+static int64
+collect_source(int i, MemoryContext snapcxt, TimestampTz ts, bool keyframe,
+			   ChronicleCollector by)
+{
+	const ChronicleSource *src = chronicle_sources[i];
+	ChronicleSourceState *st = &source_state[i];
+	ChronicleShared *shared = chronicle_shared();
+	ResourceOwner oldowner = CurrentResourceOwner;
+	ChronicleEmitter em;
+	HASHCTL		ctl;
+	volatile int64 rows = -1;
+
+	source_state_init(i);
+
+	/* Start the next reading in the other memory context. */
+	MemoryContextReset(st->cxt[1 - st->cur]);
+	memset(&em, 0, sizeof(em));
+	em.source = src;
+	em.state = st;
+	em.keyframe = keyframe || st->prev == NULL;
+	ctl.keysize = CHRONICLE_KEY_LEN;
+	ctl.entrysize = sizeof(ChronicleRow);
+	ctl.hcxt = st->cxt[1 - st->cur];
+	em.next = hash_create("chronicle reading", 64, &ctl,
+						  HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+	em.maxrows = 64;
+	MemoryContextSwitchTo(snapcxt);
+	for (int c = 0; c < src->ncolumns; c++)
+	{
+		em.values[c] = palloc(sizeof(Datum) * em.maxrows);
+		em.nulls[c] = palloc(sizeof(bool) * em.maxrows);
+	}
+	initStringInfo(&em.keybuf);
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(snapcxt);
+
+	PG_TRY();
+	{
+		if (chronicle_debug_fail_source && *chronicle_debug_fail_source &&
+			strcmp(chronicle_debug_fail_source, src->name) == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INTERNAL_ERROR),
+					 errmsg("injected failure (chronicle.debug_fail_source)")));
+
+		src->collect(&em);
+		flush_rows(&em, ts);
+
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(snapcxt);
+		CurrentResourceOwner = oldowner;
+
+		/* The new reading becomes the previous one. */
+		MemoryContextReset(st->cxt[st->cur]);
+		st->cur = 1 - st->cur;
+		st->prev = em.next;
+		rows = em.nrows;
+
+		if (st->failures > 0 && by == CHRONICLE_BY_WORKER)
+			ereport(LOG,
+					(errmsg("pg_chronicle: source \"%s\" recording again after %d failures",
+							src->name, st->failures)));
+		st->failures = 0;
+		st->last_error[0] = '\0';
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+		TimestampTz now = GetCurrentTimestamp();
+
+		MemoryContextSwitchTo(snapcxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(snapcxt);
+		CurrentResourceOwner = oldowner;
+
+		/* This reading was not written: keep the previous one. */
+		MemoryContextReset(st->cxt[1 - st->cur]);
+		/* The plan may refer to a dropped table: plan afresh next time. */
+		if (st->plan)
+			SPI_freeplan(st->plan);
+		st->plan = NULL;
+
+		st->failures++;
+		st->skip = Min(1 << Min(st->failures - 1, 6), CHRONICLE_MAX_BACKOFF) - 1;
+		report_source_error(src, st, edata, by, now);
+
+		if (shared)
+		{
+			SpinLockAcquire(&shared->mutex);
+			shared->sources[i].errors++;
+			shared->sources[i].last_error_time = now;
+			strlcpy(shared->sources[i].last_error, edata->message,
+					CHRONICLE_ERRMSG_LEN);
+			SpinLockRelease(&shared->mutex);
+		}
+		FreeErrorData(edata);
+	}
+	PG_END_TRY();
+
+	if (rows >= 0 && shared)
+	{
+		SpinLockAcquire(&shared->mutex);
+		shared->sources[i].snapshots++;
+		shared->sources[i].rows += rows;
+		SpinLockRelease(&shared->mutex);
+	}
+	return rows;
+}
+
+/*
+ * Take one snapshot of every enabled source.  The caller provides the
+ * transaction and the SPI connection.  segment is the start of the
+ * recording this snapshot continues, 0 to let the collector decide.
+ */
+ChronicleSnapshotResult
+chronicle_take_snapshot(ChronicleCollector by, TimestampTz segment,
+						bool keyframe)
+{
+	ChronicleSnapshotResult result = {0};
+	ChronicleShared *shared = chronicle_shared();
+	MemoryContext oldcxt = CurrentMemoryContext;
+	MemoryContext snapcxt;
+	instr_time	start,
+				duration;
+	int64		wal_start = pgWalUsage.wal_bytes;
+	double		duration_ms;
+	TimestampTz ts;
+
+	INSTR_TIME_SET_CURRENT(start);
+	ts = GetCurrentTimestamp();
+	result.ts = ts;
+
+	snapcxt = AllocSetContextCreate(CurrentMemoryContext, "chronicle snapshot",
+									ALLOCSET_DEFAULT_SIZES);
+	MemoryContextSwitchTo(snapcxt);
+
+	/* A worker outside this transaction must see fresh numbers. */
+	pgstat_clear_snapshot();
+
+	maintain_partitions(ts);
+	if (segment == 0)
+		segment = (by == CHRONICLE_BY_SQL) ? latest_segment(ts) : ts;
+	result.segment = segment;
+
+	if (shared && by == CHRONICLE_BY_WORKER)
+	{
+		SpinLockAcquire(&shared->mutex);
+		if (shared->force_keyframe)
+			keyframe = true;
+		shared->force_keyframe = false;
+		SpinLockRelease(&shared->mutex);
+	}
+	keyframe |= keyframe_pending;
+	result.keyframe = keyframe;
+
+	for (int i = 0; i < chronicle_nsources; i++)
+	{
+		const ChronicleSource *src = chronicle_sources[i];
+		ChronicleSourceState *st = &source_state[i];
+		int64		rows;
+
+		if (!chronicle_source_enabled[i])
+			continue;
+		if (src->available && !src->available())
+			continue;
+		if (by == CHRONICLE_BY_WORKER && st->skip > 0)
+		{
+			st->skip--;
+			if (shared)
+			{
+				SpinLockAcquire(&shared->mutex);
+				shared->sources[i].skipped++;
+				SpinLockRelease(&shared->mutex);
+			}
+			result.errors++;
+			continue;
+		}
+		rows = collect_source(i, snapcxt, ts, keyframe, by);
+		if (rows < 0)
+			result.errors++;
+		else
+			result.rows += rows;
+	}
+
+	INSTR_TIME_SET_CURRENT(duration);
+	INSTR_TIME_SUBTRACT(duration, start);
+	duration_ms = INSTR_TIME_GET_MILLISEC(duration);
+	insert_snapshot_row(ts, segment, keyframe, by, duration_ms, result.rows,
+						(int64) (pgWalUsage.wal_bytes - wal_start),
+						result.errors);
+
+	keyframe_pending = false;
+	if (shared)
+	{
+		SpinLockAcquire(&shared->mutex);
+		shared->last_snapshot = ts;
+		shared->snapshots++;
+		shared->rows += result.rows;
+		shared->wal_bytes += (int64) (pgWalUsage.wal_bytes - wal_start);
+		shared->cost_us[shared->cost_next % CHRONICLE_COST_SLOTS] = duration_ms * 1000.0;
+		shared->cost_next++;
+		SpinLockRelease(&shared->mutex);
+	}
+
+	MemoryContextSwitchTo(oldcxt);
+	MemoryContextDelete(snapcxt);
+	return result;
+}

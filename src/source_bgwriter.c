@@ -1,0 +1,58 @@
+/*-------------------------------------------------------------------------
+ *
+ * source_bgwriter.c
+ *		pg_stat_bgwriter: one row per snapshot.
+ *
+ * Copyright (c) 2026, pg_chronicle developers
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "pgstat.h"
+#include "utils/timestamp.h"
+
+#include "pg_chronicle.h"
+
+enum
+{
+	BGW_BUFFERS_CLEAN,
+	BGW_MAXWRITTEN_CLEAN,
+	BGW_BUFFERS_ALLOC,
+	BGW_STATS_RESET,
+	BGW_NCOLUMNS
+};
+
+static const ChronicleColumn bgwriter_columns[BGW_NCOLUMNS] = {
+	[BGW_BUFFERS_CLEAN] = {"buffers_clean", INT8OID},
+	[BGW_MAXWRITTEN_CLEAN] = {"maxwritten_clean", INT8OID},
+	[BGW_BUFFERS_ALLOC] = {"buffers_alloc", INT8OID},
+	[BGW_STATS_RESET] = {"stats_reset", TIMESTAMPTZOID},
+};
+
+static void
+bgwriter_collect(ChronicleEmitter *emitter)
+{
+	PgStat_BgWriterStats *s = pgstat_fetch_stat_bgwriter();
+	Datum		values[BGW_NCOLUMNS] = {0};
+	bool		nulls[BGW_NCOLUMNS] = {0};
+
+	values[BGW_BUFFERS_CLEAN] = Int64GetDatum(s->buf_written_clean);
+	values[BGW_MAXWRITTEN_CLEAN] = Int64GetDatum(s->maxwritten_clean);
+	values[BGW_BUFFERS_ALLOC] = Int64GetDatum(s->buf_alloc);
+	if (s->stat_reset_timestamp != 0)
+		values[BGW_STATS_RESET] = TimestampTzGetDatum(s->stat_reset_timestamp);
+	else
+		nulls[BGW_STATS_RESET] = true;
+	chronicle_emit_row(emitter, values, nulls);
+}
+
+const ChronicleSource chronicle_source_bgwriter = {
+	.name = "bgwriter",
+	.description = "pg_stat_bgwriter",
+	.columns = bgwriter_columns,
+	.ncolumns = BGW_NCOLUMNS,
+	.nkeys = 0,
+	.collect = bgwriter_collect,
+};

@@ -1,0 +1,87 @@
+/*-------------------------------------------------------------------------
+ *
+ * source_checkpointer.c
+ *		pg_stat_checkpointer: one row per snapshot.
+ *
+ * pg_stat_checkpointer exists since PostgreSQL 17; 18 adds num_done and
+ * slru_written.  Columns the running version lacks stay NULL.
+ *
+ * Copyright (c) 2026, pg_chronicle developers
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "pgstat.h"
+#include "utils/timestamp.h"
+
+#include "pg_chronicle.h"
+
+enum
+{
+	CKPT_NUM_TIMED,
+	CKPT_NUM_REQUESTED,
+	CKPT_NUM_DONE,
+	CKPT_RESTARTPOINTS_TIMED,
+	CKPT_RESTARTPOINTS_REQ,
+	CKPT_RESTARTPOINTS_DONE,
+	CKPT_WRITE_TIME,
+	CKPT_SYNC_TIME,
+	CKPT_BUFFERS_WRITTEN,
+	CKPT_SLRU_WRITTEN,
+	CKPT_STATS_RESET,
+	CKPT_NCOLUMNS
+};
+
+static const ChronicleColumn checkpointer_columns[CKPT_NCOLUMNS] = {
+	[CKPT_NUM_TIMED] = {"num_timed", INT8OID},
+	[CKPT_NUM_REQUESTED] = {"num_requested", INT8OID},
+	[CKPT_NUM_DONE] = {"num_done", INT8OID},
+	[CKPT_RESTARTPOINTS_TIMED] = {"restartpoints_timed", INT8OID},
+	[CKPT_RESTARTPOINTS_REQ] = {"restartpoints_req", INT8OID},
+	[CKPT_RESTARTPOINTS_DONE] = {"restartpoints_done", INT8OID},
+	[CKPT_WRITE_TIME] = {"write_time", FLOAT8OID},
+	[CKPT_SYNC_TIME] = {"sync_time", FLOAT8OID},
+	[CKPT_BUFFERS_WRITTEN] = {"buffers_written", INT8OID},
+	[CKPT_SLRU_WRITTEN] = {"slru_written", INT8OID},
+	[CKPT_STATS_RESET] = {"stats_reset", TIMESTAMPTZOID},
+};
+
+static void
+checkpointer_collect(ChronicleEmitter *emitter)
+{
+	PgStat_CheckpointerStats *s = pgstat_fetch_stat_checkpointer();
+	Datum		values[CKPT_NCOLUMNS] = {0};
+	bool		nulls[CKPT_NCOLUMNS] = {0};
+
+	values[CKPT_NUM_TIMED] = Int64GetDatum(s->num_timed);
+	values[CKPT_NUM_REQUESTED] = Int64GetDatum(s->num_requested);
+	values[CKPT_RESTARTPOINTS_TIMED] = Int64GetDatum(s->restartpoints_timed);
+	values[CKPT_RESTARTPOINTS_REQ] = Int64GetDatum(s->restartpoints_requested);
+	values[CKPT_RESTARTPOINTS_DONE] = Int64GetDatum(s->restartpoints_performed);
+	/* already in milliseconds */
+	values[CKPT_WRITE_TIME] = Float8GetDatum((double) s->write_time);
+	values[CKPT_SYNC_TIME] = Float8GetDatum((double) s->sync_time);
+	values[CKPT_BUFFERS_WRITTEN] = Int64GetDatum(s->buffers_written);
+#if PG_VERSION_NUM >= 180000
+	values[CKPT_NUM_DONE] = Int64GetDatum(s->num_performed);
+	values[CKPT_SLRU_WRITTEN] = Int64GetDatum(s->slru_written);
+#else
+	nulls[CKPT_NUM_DONE] = nulls[CKPT_SLRU_WRITTEN] = true;
+#endif
+	if (s->stat_reset_timestamp != 0)
+		values[CKPT_STATS_RESET] = TimestampTzGetDatum(s->stat_reset_timestamp);
+	else
+		nulls[CKPT_STATS_RESET] = true;
+	chronicle_emit_row(emitter, values, nulls);
+}
+
+const ChronicleSource chronicle_source_checkpointer = {
+	.name = "checkpointer",
+	.description = "pg_stat_checkpointer",
+	.columns = checkpointer_columns,
+	.ncolumns = CKPT_NCOLUMNS,
+	.nkeys = 0,
+	.collect = checkpointer_collect,
+};

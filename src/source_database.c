@@ -1,0 +1,184 @@
+/*-------------------------------------------------------------------------
+ *
+ * source_database.c
+ *		pg_stat_database: one row per database, and the shared-objects row
+ *		(datid 0) the view also shows.
+ *
+ * TPS comes from here (xact_commit, xact_rollback).  The databases are
+ * listed from pg_database, as the view does.  numbackends is a gauge of
+ * backend status, not a counter: the wait sampler records sessions, so it
+ * is left out.  parallel_workers_* exist since PostgreSQL 18.
+ *
+ * Copyright (c) 2026, pg_chronicle developers
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "catalog/pg_database.h"
+#include "catalog/pg_type.h"
+#include "pgstat.h"
+#include "utils/builtins.h"
+#include "utils/rel.h"
+#include "utils/timestamp.h"
+
+#include "pg_chronicle.h"
+
+enum
+{
+	DB_DATID,
+	DB_DATNAME,
+	DB_XACT_COMMIT,
+	DB_XACT_ROLLBACK,
+	DB_BLKS_READ,
+	DB_BLKS_HIT,
+	DB_TUP_RETURNED,
+	DB_TUP_FETCHED,
+	DB_TUP_INSERTED,
+	DB_TUP_UPDATED,
+	DB_TUP_DELETED,
+	DB_CONFLICTS,
+	DB_TEMP_FILES,
+	DB_TEMP_BYTES,
+	DB_DEADLOCKS,
+	DB_CHECKSUM_FAILURES,
+	DB_BLK_READ_TIME,
+	DB_BLK_WRITE_TIME,
+	DB_SESSION_TIME,
+	DB_ACTIVE_TIME,
+	DB_IDLE_IN_TRANSACTION_TIME,
+	DB_SESSIONS,
+	DB_SESSIONS_ABANDONED,
+	DB_SESSIONS_FATAL,
+	DB_SESSIONS_KILLED,
+	DB_PARALLEL_WORKERS_TO_LAUNCH,
+	DB_PARALLEL_WORKERS_LAUNCHED,
+	DB_STATS_RESET,
+	DB_NCOLUMNS
+};
+
+static const ChronicleColumn database_columns[DB_NCOLUMNS] = {
+	[DB_DATID] = {"datid", OIDOID},
+	[DB_DATNAME] = {"datname", TEXTOID},
+	[DB_XACT_COMMIT] = {"xact_commit", INT8OID},
+	[DB_XACT_ROLLBACK] = {"xact_rollback", INT8OID},
+	[DB_BLKS_READ] = {"blks_read", INT8OID},
+	[DB_BLKS_HIT] = {"blks_hit", INT8OID},
+	[DB_TUP_RETURNED] = {"tup_returned", INT8OID},
+	[DB_TUP_FETCHED] = {"tup_fetched", INT8OID},
+	[DB_TUP_INSERTED] = {"tup_inserted", INT8OID},
+	[DB_TUP_UPDATED] = {"tup_updated", INT8OID},
+	[DB_TUP_DELETED] = {"tup_deleted", INT8OID},
+	[DB_CONFLICTS] = {"conflicts", INT8OID},
+	[DB_TEMP_FILES] = {"temp_files", INT8OID},
+	[DB_TEMP_BYTES] = {"temp_bytes", INT8OID},
+	[DB_DEADLOCKS] = {"deadlocks", INT8OID},
+	[DB_CHECKSUM_FAILURES] = {"checksum_failures", INT8OID},
+	[DB_BLK_READ_TIME] = {"blk_read_time", FLOAT8OID},
+	[DB_BLK_WRITE_TIME] = {"blk_write_time", FLOAT8OID},
+	[DB_SESSION_TIME] = {"session_time", FLOAT8OID},
+	[DB_ACTIVE_TIME] = {"active_time", FLOAT8OID},
+	[DB_IDLE_IN_TRANSACTION_TIME] = {"idle_in_transaction_time", FLOAT8OID},
+	[DB_SESSIONS] = {"sessions", INT8OID},
+	[DB_SESSIONS_ABANDONED] = {"sessions_abandoned", INT8OID},
+	[DB_SESSIONS_FATAL] = {"sessions_fatal", INT8OID},
+	[DB_SESSIONS_KILLED] = {"sessions_killed", INT8OID},
+	[DB_PARALLEL_WORKERS_TO_LAUNCH] = {"parallel_workers_to_launch", INT8OID},
+	[DB_PARALLEL_WORKERS_LAUNCHED] = {"parallel_workers_launched", INT8OID},
+	[DB_STATS_RESET] = {"stats_reset", TIMESTAMPTZOID},
+};
+
+/* microseconds to the view's milliseconds */
+#define US_TO_MS(x) Float8GetDatum((double) (x) / 1000.0)
+
+static void
+emit_database(ChronicleEmitter *emitter, Oid datid, const char *datname)
+{
+	PgStat_StatDBEntry *e = pgstat_fetch_stat_dbentry(datid);
+	Datum		values[DB_NCOLUMNS] = {0};
+	bool		nulls[DB_NCOLUMNS] = {0};
+
+	/* No entry yet: the view shows zeros; nothing to record. */
+	if (e == NULL)
+		return;
+
+	values[DB_DATID] = ObjectIdGetDatum(datid);
+	if (datname)
+		values[DB_DATNAME] = CStringGetTextDatum(datname);
+	else
+		nulls[DB_DATNAME] = true;
+	values[DB_XACT_COMMIT] = Int64GetDatum(e->xact_commit);
+	values[DB_XACT_ROLLBACK] = Int64GetDatum(e->xact_rollback);
+	values[DB_BLKS_READ] = Int64GetDatum(e->blocks_fetched - e->blocks_hit);
+	values[DB_BLKS_HIT] = Int64GetDatum(e->blocks_hit);
+	values[DB_TUP_RETURNED] = Int64GetDatum(e->tuples_returned);
+	values[DB_TUP_FETCHED] = Int64GetDatum(e->tuples_fetched);
+	values[DB_TUP_INSERTED] = Int64GetDatum(e->tuples_inserted);
+	values[DB_TUP_UPDATED] = Int64GetDatum(e->tuples_updated);
+	values[DB_TUP_DELETED] = Int64GetDatum(e->tuples_deleted);
+	values[DB_CONFLICTS] = Int64GetDatum(e->conflict_tablespace +
+										 e->conflict_lock +
+										 e->conflict_snapshot +
+										 e->conflict_logicalslot +
+										 e->conflict_bufferpin +
+										 e->conflict_startup_deadlock);
+	values[DB_TEMP_FILES] = Int64GetDatum(e->temp_files);
+	values[DB_TEMP_BYTES] = Int64GetDatum(e->temp_bytes);
+	values[DB_DEADLOCKS] = Int64GetDatum(e->deadlocks);
+	values[DB_CHECKSUM_FAILURES] = Int64GetDatum(e->checksum_failures);
+	values[DB_BLK_READ_TIME] = US_TO_MS(e->blk_read_time);
+	values[DB_BLK_WRITE_TIME] = US_TO_MS(e->blk_write_time);
+	values[DB_SESSION_TIME] = US_TO_MS(e->session_time);
+	values[DB_ACTIVE_TIME] = US_TO_MS(e->active_time);
+	values[DB_IDLE_IN_TRANSACTION_TIME] = US_TO_MS(e->idle_in_transaction_time);
+	values[DB_SESSIONS] = Int64GetDatum(e->sessions);
+	values[DB_SESSIONS_ABANDONED] = Int64GetDatum(e->sessions_abandoned);
+	values[DB_SESSIONS_FATAL] = Int64GetDatum(e->sessions_fatal);
+	values[DB_SESSIONS_KILLED] = Int64GetDatum(e->sessions_killed);
+#if PG_VERSION_NUM >= 180000
+	values[DB_PARALLEL_WORKERS_TO_LAUNCH] = Int64GetDatum(e->parallel_workers_to_launch);
+	values[DB_PARALLEL_WORKERS_LAUNCHED] = Int64GetDatum(e->parallel_workers_launched);
+#else
+	nulls[DB_PARALLEL_WORKERS_TO_LAUNCH] = nulls[DB_PARALLEL_WORKERS_LAUNCHED] = true;
+#endif
+	if (e->stat_reset_timestamp != 0)
+		values[DB_STATS_RESET] = TimestampTzGetDatum(e->stat_reset_timestamp);
+	else
+		nulls[DB_STATS_RESET] = true;
+
+	chronicle_emit_row(emitter, values, nulls);
+}
+
+static void
+database_collect(ChronicleEmitter *emitter)
+{
+	Relation	rel;
+	SysScanDesc scan;
+	HeapTuple	tup;
+
+	/* Shared objects, as the view's row with datid 0. */
+	emit_database(emitter, InvalidOid, NULL);
+
+	rel = table_open(DatabaseRelationId, AccessShareLock);
+	scan = systable_beginscan(rel, InvalidOid, false, NULL, 0, NULL);
+	while (HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		Form_pg_database db = (Form_pg_database) GETSTRUCT(tup);
+
+		emit_database(emitter, db->oid, NameStr(db->datname));
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+}
+
+const ChronicleSource chronicle_source_database = {
+	.name = "database",
+	.description = "pg_stat_database",
+	.columns = database_columns,
+	.ncolumns = DB_NCOLUMNS,
+	.nkeys = 1,
+	.collect = database_collect,
+};

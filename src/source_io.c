@@ -1,0 +1,198 @@
+/*-------------------------------------------------------------------------
+ *
+ * source_io.c
+ *		pg_stat_io: every (backend_type, object, context) row, every column.
+ *
+ * Built the way pg_stat_get_io() in pgstatfuncs.c builds the view, from
+ * pgstat_fetch_stat_io(): a row for each combination the server tracks,
+ * with NULL in the cells it does not track.  Names are stored, never enum
+ * integers: IOOp, IOObject and IOContext differ between major versions.
+ *
+ * PostgreSQL 18 counts bytes (read_bytes, write_bytes, extend_bytes) and
+ * has "wal" object rows; 16 and 17 report op_bytes (always BLCKSZ)
+ * instead.  Each history row has both kinds of column, NULL where the
+ * running version has none.
+ *
+ * Copyright (c) 2026, pg_chronicle developers
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+#include "pg_chronicle.h"
+
+enum
+{
+	IO_BACKEND_TYPE,
+	IO_OBJECT,
+	IO_CONTEXT,
+	IO_READS,
+	IO_READ_BYTES,
+	IO_READ_TIME,
+	IO_WRITES,
+	IO_WRITE_BYTES,
+	IO_WRITE_TIME,
+	IO_WRITEBACKS,
+	IO_WRITEBACK_TIME,
+	IO_EXTENDS,
+	IO_EXTEND_BYTES,
+	IO_EXTEND_TIME,
+	IO_OP_BYTES,
+	IO_HITS,
+	IO_EVICTIONS,
+	IO_REUSES,
+	IO_FSYNCS,
+	IO_FSYNC_TIME,
+	IO_STATS_RESET,
+	IO_NCOLUMNS
+};
+
+static const ChronicleColumn io_columns[IO_NCOLUMNS] = {
+	[IO_BACKEND_TYPE] = {"backend_type", TEXTOID},
+	[IO_OBJECT] = {"object", TEXTOID},
+	[IO_CONTEXT] = {"context", TEXTOID},
+	[IO_READS] = {"reads", INT8OID},
+	[IO_READ_BYTES] = {"read_bytes", INT8OID},
+	[IO_READ_TIME] = {"read_time", FLOAT8OID},
+	[IO_WRITES] = {"writes", INT8OID},
+	[IO_WRITE_BYTES] = {"write_bytes", INT8OID},
+	[IO_WRITE_TIME] = {"write_time", FLOAT8OID},
+	[IO_WRITEBACKS] = {"writebacks", INT8OID},
+	[IO_WRITEBACK_TIME] = {"writeback_time", FLOAT8OID},
+	[IO_EXTENDS] = {"extends", INT8OID},
+	[IO_EXTEND_BYTES] = {"extend_bytes", INT8OID},
+	[IO_EXTEND_TIME] = {"extend_time", FLOAT8OID},
+	[IO_OP_BYTES] = {"op_bytes", INT8OID},
+	[IO_HITS] = {"hits", INT8OID},
+	[IO_EVICTIONS] = {"evictions", INT8OID},
+	[IO_REUSES] = {"reuses", INT8OID},
+	[IO_FSYNCS] = {"fsyncs", INT8OID},
+	[IO_FSYNC_TIME] = {"fsync_time", FLOAT8OID},
+	[IO_STATS_RESET] = {"stats_reset", TIMESTAMPTZOID},
+};
+
+/*
+ * Where each IOOp goes: its count column, its time column (-1 when not
+ * timed) and its bytes column (-1 when not counted in bytes).  Indexed by
+ * the running version's own enum, so the enum's order does not matter.
+ */
+typedef struct IoOpColumns
+{
+	int			count;
+	int			time;
+	int			bytes;
+} IoOpColumns;
+
+static IoOpColumns
+io_op_columns(IOOp op)
+{
+	switch (op)
+	{
+		case IOOP_EVICT:
+			return (IoOpColumns) {IO_EVICTIONS, -1, -1};
+		case IOOP_EXTEND:
+			return (IoOpColumns) {IO_EXTENDS, IO_EXTEND_TIME, IO_EXTEND_BYTES};
+		case IOOP_FSYNC:
+			return (IoOpColumns) {IO_FSYNCS, IO_FSYNC_TIME, -1};
+		case IOOP_HIT:
+			return (IoOpColumns) {IO_HITS, -1, -1};
+		case IOOP_READ:
+			return (IoOpColumns) {IO_READS, IO_READ_TIME, IO_READ_BYTES};
+		case IOOP_REUSE:
+			return (IoOpColumns) {IO_REUSES, -1, -1};
+		case IOOP_WRITE:
+			return (IoOpColumns) {IO_WRITES, IO_WRITE_TIME, IO_WRITE_BYTES};
+		case IOOP_WRITEBACK:
+			return (IoOpColumns) {IO_WRITEBACKS, IO_WRITEBACK_TIME, -1};
+	}
+	elog(ERROR, "unrecognized IOOp %d", (int) op);
+	pg_unreachable();
+}
+
+static void
+io_collect(ChronicleEmitter *emitter)
+{
+	PgStat_IO  *io = pgstat_fetch_stat_io();
+
+	for (int bktype = 0; bktype < BACKEND_NUM_TYPES; bktype++)
+	{
+		PgStat_BktypeIO *stats = &io->stats[bktype];
+		Datum		bktype_desc;
+
+		if (!pgstat_tracks_io_bktype(bktype))
+			continue;
+		bktype_desc = CStringGetTextDatum(GetBackendTypeDesc(bktype));
+
+		for (int obj = 0; obj < IOOBJECT_NUM_TYPES; obj++)
+		{
+			Datum		obj_name = CStringGetTextDatum(pgstat_get_io_object_name(obj));
+
+			for (int ctx = 0; ctx < IOCONTEXT_NUM_TYPES; ctx++)
+			{
+				Datum		values[IO_NCOLUMNS] = {0};
+				bool		nulls[IO_NCOLUMNS];
+
+				if (!pgstat_tracks_io_object(bktype, obj, ctx))
+					continue;
+
+				memset(nulls, true, sizeof(nulls));
+				values[IO_BACKEND_TYPE] = bktype_desc;
+				values[IO_OBJECT] = obj_name;
+				values[IO_CONTEXT] = CStringGetTextDatum(pgstat_get_io_context_name(ctx));
+				nulls[IO_BACKEND_TYPE] = nulls[IO_OBJECT] = nulls[IO_CONTEXT] = false;
+				if (io->stat_reset_timestamp != 0)
+				{
+					values[IO_STATS_RESET] = TimestampTzGetDatum(io->stat_reset_timestamp);
+					nulls[IO_STATS_RESET] = false;
+				}
+#if PG_VERSION_NUM < 180000
+				values[IO_OP_BYTES] = Int64GetDatum(BLCKSZ);
+				nulls[IO_OP_BYTES] = false;
+#endif
+
+				for (int op = 0; op < IOOP_NUM_TYPES; op++)
+				{
+					IoOpColumns col = io_op_columns(op);
+
+					/* Untracked cells stay NULL, as in the view. */
+					if (!pgstat_tracks_io_op(bktype, obj, ctx, op))
+						continue;
+
+					values[col.count] = Int64GetDatum(stats->counts[obj][ctx][op]);
+					nulls[col.count] = false;
+					if (col.time >= 0)
+					{
+						/* stored in microseconds, shown in milliseconds */
+						values[col.time] =
+							Float8GetDatum((double) stats->times[obj][ctx][op] / 1000.0);
+						nulls[col.time] = false;
+					}
+#if PG_VERSION_NUM >= 180000
+					if (col.bytes >= 0)
+					{
+						values[col.bytes] =
+							ChronicleUInt64GetDatum(stats->bytes[obj][ctx][op]);
+						nulls[col.bytes] = false;
+					}
+#endif
+				}
+				chronicle_emit_row(emitter, values, nulls);
+			}
+		}
+	}
+}
+
+const ChronicleSource chronicle_source_io = {
+	.name = "io",
+	.description = "pg_stat_io",
+	.columns = io_columns,
+	.ncolumns = IO_NCOLUMNS,
+	.nkeys = 3,
+	.collect = io_collect,
+};

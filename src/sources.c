@@ -1,0 +1,33 @@
+/*-------------------------------------------------------------------------
+ *
+ * sources.c
+ *		The list of statistics sources.  Adding a source is one C file with
+ *		a ChronicleSource, one line here and one history table in
+ *		sql/pg_chronicle--*.sql.
+ *
+ * Copyright (c) 2026, pg_chronicle developers
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "pg_chronicle.h"
+
+extern const ChronicleSource chronicle_source_io;
+extern const ChronicleSource chronicle_source_wal;
+extern const ChronicleSource chronicle_source_checkpointer;
+extern const ChronicleSource chronicle_source_bgwriter;
+extern const ChronicleSource chronicle_source_database;
+
+const ChronicleSource *const chronicle_sources[] = {
+	&chronicle_source_io,
+	&chronicle_source_wal,
+	&chronicle_source_checkpointer,
+	&chronicle_source_bgwriter,
+	&chronicle_source_database,
+};
+
+const int	chronicle_nsources = lengthof(chronicle_sources);
+
+StaticAssertDecl(lengthof(chronicle_sources) <= CHRONICLE_MAX_SOURCES,
+				 "too many sources for CHRONICLE_MAX_SOURCES");

@@ -1,0 +1,191 @@
+#!/usr/bin/env bash
+# Run every test layer of pg_chronicle against every provisioned PostgreSQL:
+#   1. pg_regress (sql/, expected/) on a temporary instance,
+#   2. pgTAP suites (test/pgtap/) with pg_prove on a temporary instance,
+#   3. Perl TAP tests (test/t/) with PostgreSQL::Test::Cluster.
+# Ends with "N passed, N failed, N skipped" and exits non-zero on any failure.
+#
+#   tools/test.sh                       PostgreSQL 17 and 18, provisioned
+#   PG_CONFIG=/path/pg_config tools/test.sh   that server only, nothing built
+#   PG_CHRONICLE_VERSIONS="18" tools/test.sh  only 18
+#   PG_CHRONICLE_LAYERS="regress tap" tools/test.sh   some layers only
+#   PROVE_TESTS=test/t/001_worker.pl tools/test.sh    some TAP files only
+#
+# initdb refuses to run as root: as root, this script installs the system
+# packages it needs, creates the unprivileged user "pgchronicle" and runs
+# itself as that user on a copy of the tree.
+set -uo pipefail
+
+src=$(cd "$(dirname "$0")/.." && pwd)
+
+if [ "$(id -u)" = 0 ]; then
+	"$src/tools/install-deps.sh" || exit 1
+	id pgchronicle >/dev/null 2>&1 ||
+		useradd --system --create-home --home-dir /var/lib/pgchronicle \
+			--shell /bin/bash pgchronicle
+	home=$(getent passwd pgchronicle | cut -d: -f6)
+	work=$(mktemp -d /tmp/pg_chronicle-test.XXXXXX)
+	# A copy the unprivileged user can build in; .git is not needed.
+	tar -C "$src" --exclude=.git --exclude='*.o' --exclude='*.so' \
+		--exclude=tmp_check --exclude=tmp_check_regress --exclude=results -cf - . |
+		tar -C "$work" -xf -
+	chown -R pgchronicle: "$work"
+	runuser -u pgchronicle -- env HOME="$home" PATH="$PATH" \
+		${PG_CONFIG:+PG_CONFIG="$PG_CONFIG"} \
+		${PG_CHRONICLE_VERSIONS:+PG_CHRONICLE_VERSIONS="$PG_CHRONICLE_VERSIONS"} \
+		${PG_CHRONICLE_LAYERS:+PG_CHRONICLE_LAYERS="$PG_CHRONICLE_LAYERS"} \
+		${PROVE_TESTS:+PROVE_TESTS="$PROVE_TESTS"} \
+		${PG_CHRONICLE_KEEP:+PG_CHRONICLE_KEEP="$PG_CHRONICLE_KEEP"} \
+		bash "$work/tools/test.sh" "$@"
+	rc=$?
+	# Keep the tree of a failed run for its logs.
+	if [ $rc -eq 0 ] && [ -z "${PG_CHRONICLE_KEEP:-}" ]; then
+		rm -rf "$work"
+	else
+		echo "test tree kept in $work"
+	fi
+	exit $rc
+fi
+
+cd "$src"
+layers=${PG_CHRONICLE_LAYERS:-regress pgtap tap}
+passed=0
+failed=0
+skipped=0
+summary=()
+
+if [ -n "${PG_CONFIG:-}" ]; then
+	configs=("$PG_CONFIG")
+else
+	"$src/tools/install-deps.sh" || exit 1
+	configs=()
+	for v in ${PG_CHRONICLE_VERSIONS:-17 18}; do
+		if cfg=$("$src/tools/provision-pg.sh" "$v" | tail -n 1) && [ -x "$cfg" ]; then
+			configs+=("$cfg")
+		else
+			echo "FAILED: could not provision PostgreSQL $v" >&2
+			failed=$((failed + 1))
+			summary+=("pg$v: provisioning failed")
+		fi
+	done
+fi
+
+# count_tap FILE: add the ok / not ok lines of TAP output to the totals.
+count_tap() {
+	local p f s
+	p=$(grep -cE '^[[:space:]]*ok [0-9]+' "$1" || true)
+	f=$(grep -cE '^[[:space:]]*not ok [0-9]+' "$1" || true)
+	s=$(grep -cE '^[[:space:]]*ok [0-9]+.*# *(skip|SKIP)' "$1" || true)
+	echo "$((p - s)) $f $s"
+}
+
+free_port() {
+	python3 - <<'PY' 2>/dev/null || echo $((20000 + RANDOM % 20000))
+import socket
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])
+PY
+}
+
+run_pgtap() {			# pg_config
+	local cfg=$1 bindir tmp port rc out
+	bindir=$("$cfg" --bindir)
+	if [ ! -f "$("$cfg" --sharedir)/extension/pgtap.control" ]; then
+		echo "SKIPPED: pgTAP is not installed in $("$cfg" --sharedir)" >&2
+		return 3
+	fi
+	if ! command -v pg_prove >/dev/null; then
+		echo "SKIPPED: pg_prove not found" >&2
+		return 3
+	fi
+	tmp=$(mktemp -d)
+	port=$(free_port)
+	"$bindir/initdb" -D "$tmp/data" -U postgres --no-sync >"$tmp/initdb.log" 2>&1 || { cat "$tmp/initdb.log"; return 1; }
+	cat >>"$tmp/data/postgresql.conf" <<CONF
+port = $port
+listen_addresses = ''
+unix_socket_directories = '$tmp'
+shared_preload_libraries = 'pg_chronicle'
+chronicle.database = 'chronicle_tap'
+chronicle.enabled = off
+CONF
+	"$bindir/pg_ctl" -D "$tmp/data" -l "$tmp/server.log" -w start >/dev/null || { cat "$tmp/server.log"; return 1; }
+	"$bindir/createdb" -h "$tmp" -p "$port" -U postgres chronicle_tap
+	"$bindir/psql" -X -q -h "$tmp" -p "$port" -U postgres -d chronicle_tap \
+		-c 'CREATE EXTENSION pgtap' -c 'CREATE EXTENSION pg_chronicle'
+	out=$tmp/pg_prove.out
+	PATH="$bindir:$PATH" pg_prove -v -h "$tmp" -p "$port" -U postgres -d chronicle_tap \
+		test/pgtap/*.sql >"$out" 2>&1
+	rc=$?
+	cat "$out"
+	"$bindir/pg_ctl" -D "$tmp/data" -m fast stop >/dev/null
+	cp "$out" pgtap.out
+	rm -rf "$tmp"
+	return $rc
+}
+
+for cfg in "${configs[@]}"; do
+	ver=$("$cfg" --version)
+	echo "=== $ver ($cfg)"
+	make -s clean PG_CONFIG="$cfg" >/dev/null 2>&1
+	if ! make -s PG_CONFIG="$cfg" >build.log 2>&1 || ! make -s PG_CONFIG="$cfg" install >>build.log 2>&1; then
+		cat build.log
+		echo "FAILED: build against $ver"
+		failed=$((failed + 1))
+		summary+=("$ver: build failed")
+		continue
+	fi
+	grep -E 'warning:' build.log && echo "(compiler warnings above)"
+
+	for layer in $layers; do
+		out=$(mktemp)
+		case $layer in
+			regress)
+				make PG_CONFIG="$cfg" installcheck >"$out" 2>&1
+				rc=$?
+				cat "$out"
+				[ $rc -ne 0 ] && [ -f regression.diffs ] && cat regression.diffs
+				;;
+			pgtap)
+				run_pgtap "$cfg" >"$out" 2>&1
+				rc=$?
+				cat "$out"
+				;;
+			tap)
+				make PG_CONFIG="$cfg" tapcheck ${PROVE_TESTS:+PROVE_TESTS="$PROVE_TESTS"} \
+					PROVE_FLAGS="-v" >"$out" 2>&1
+				rc=$?
+				cat "$out"
+				if [ $rc -ne 0 ]; then
+					for f in tmp_check/log/regress_log_*; do
+						[ -f "$f" ] && { echo "--- $f (last 60 lines)"; tail -n 60 "$f"; }
+					done
+				fi
+				;;
+		esac
+		read -r p f s < <(count_tap "$out")
+		if [ "$rc" = 3 ]; then
+			skipped=$((skipped + 1))
+			summary+=("$ver $layer: SKIPPED")
+		else
+			# A runner that failed without a failing test line still fails.
+			if [ $rc -ne 0 ] && [ "$f" = 0 ]; then
+				f=1
+			fi
+			passed=$((passed + p))
+			failed=$((failed + f))
+			skipped=$((skipped + s))
+			summary+=("$ver $layer: $p passed, $f failed, $s skipped")
+		fi
+		rm -f "$out"
+	done
+done
+
+echo
+echo "=== summary"
+for line in "${summary[@]}"; do
+	echo "  $line"
+done
+echo "$passed passed, $failed failed, $skipped skipped"
+[ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]
