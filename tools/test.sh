@@ -125,6 +125,17 @@ CONF
 	return $rc
 }
 
+# META.json, once: it does not depend on the server.
+out=$(mktemp)
+python3 tools/check-meta.py META.json pg_chronicle.control >"$out" 2>&1
+rc=$?
+cat "$out"
+read -r p f s < <(count_tap "$out")
+[ $rc -ne 0 ] && [ "$f" = 0 ] && f=1
+passed=$((passed + p)); failed=$((failed + f))
+summary+=("META.json: $p passed, $f failed")
+rm -f "$out"
+
 for cfg in "${configs[@]}"; do
 	ver=$("$cfg" --version)
 	echo "=== $ver ($cfg)"

@@ -1,0 +1,91 @@
+-- Core objects: schema, history tables, partitions, snapshot(), status(),
+-- and who may read what.
+\set VERBOSITY terse
+
+-- The history tables, one per source, all partitioned by time.
+SELECT c.relname, p.partstrat
+  FROM pg_class c JOIN pg_partitioned_table p ON p.partrelid = c.oid
+ WHERE c.relnamespace = 'chronicle'::regnamespace
+ ORDER BY 1;
+
+-- One snapshot from SQL writes a keyframe: every row of every source.
+SELECT chronicle.snapshot() AS ts \gset
+SELECT keyframe, collector, errors, rows_written > 0 AS wrote,
+       segment = ts AS own_segment
+  FROM chronicle.snapshot WHERE ts = :'ts';
+
+-- pg_stat_io: every row of the view, with the same keys.
+SELECT (SELECT count(*) FROM chronicle.io_history WHERE ts = :'ts') =
+       (SELECT count(*) FROM pg_stat_io) AS all_io_rows;
+SELECT count(*) AS io_rows_missing
+  FROM pg_stat_io v
+ WHERE NOT EXISTS (SELECT FROM chronicle.io_history h
+                    WHERE h.ts = :'ts' AND h.backend_type = v.backend_type
+                      AND h.object = v.object AND h.context = v.context);
+-- Untracked cells stay NULL, as in the view.
+SELECT count(*) AS null_mismatches
+  FROM pg_stat_io v JOIN chronicle.io_history h
+    ON h.ts = :'ts' AND h.backend_type = v.backend_type
+   AND h.object = v.object AND h.context = v.context
+ WHERE (v.reads IS NULL) <> (h.reads IS NULL)
+    OR (v.writes IS NULL) <> (h.writes IS NULL)
+    OR (v.extends IS NULL) <> (h.extends IS NULL)
+    OR (v.hits IS NULL) <> (h.hits IS NULL)
+    OR (v.fsyncs IS NULL) <> (h.fsyncs IS NULL)
+    OR (v.evictions IS NULL) <> (h.evictions IS NULL);
+
+-- One row for each single-row source, one per database for pg_stat_database.
+SELECT (SELECT count(*) FROM chronicle.wal_history WHERE ts = :'ts') AS wal,
+       (SELECT count(*) FROM chronicle.checkpointer_history WHERE ts = :'ts') AS checkpointer,
+       (SELECT count(*) FROM chronicle.bgwriter_history WHERE ts = :'ts') AS bgwriter;
+SELECT count(*) FILTER (WHERE datid = 0) AS shared_row,
+       count(*) FILTER (WHERE datname = current_database()) AS this_db
+  FROM chronicle.database_history WHERE ts = :'ts';
+
+-- A second snapshot from SQL continues the same segment.
+SELECT chronicle.snapshot() AS ts2 \gset
+SELECT segment = :'ts' AS same_segment FROM chronicle.snapshot WHERE ts = :'ts2';
+
+-- Partitions: created on demand, bad ranges refused.
+SELECT chronicle.ensure_partitions('2020-01-01', '2020-01-03');
+SELECT chronicle.ensure_partitions('2020-01-01', '2020-01-03');
+SELECT chronicle.ensure_partitions('2020-01-03', '2020-01-01');
+SELECT chronicle.ensure_partitions(NULL, '2020-01-01');
+-- Retention drops whole partitions, never rows of the current ones.
+SELECT partitions_dropped > 0 AS dropped_old FROM chronicle.maintain('30 days');
+SELECT count(*) AS old_partitions_left
+  FROM pg_class WHERE relnamespace = 'chronicle'::regnamespace
+   AND relname ~ '_p2020';
+SELECT * FROM chronicle.maintain('-1 day');
+
+-- status(): the shape is stable; the worker is off in this instance.
+SELECT running, state FROM chronicle.status();
+SELECT source, enabled, errors FROM chronicle.source_status() ORDER BY source;
+
+-- Settings have bounds.
+ALTER SYSTEM SET chronicle.snapshot_interval = '10ms';
+ALTER SYSTEM SET chronicle.snapshot_interval = '2h';
+ALTER SYSTEM SET chronicle.retention = '-1';
+ALTER SYSTEM SET chronicle.database = '';
+SHOW chronicle.snapshot_interval;
+
+-- History is not for everyone.
+CREATE ROLE regress_chronicle_nobody;
+CREATE ROLE regress_chronicle_monitor IN ROLE pg_monitor;
+SET ROLE regress_chronicle_nobody;
+SELECT count(*) FROM chronicle.io_history;
+SELECT chronicle.snapshot();
+RESET ROLE;
+SET ROLE regress_chronicle_monitor;
+SELECT count(*) > 0 AS monitor_reads FROM chronicle.io_history;
+SELECT running FROM chronicle.status();
+SELECT chronicle.snapshot();
+RESET ROLE;
+DROP ROLE regress_chronicle_nobody;
+DROP ROLE regress_chronicle_monitor;
+
+-- Every function of the extension pins its search_path.
+SELECT p.oid::regprocedure
+  FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid AND d.classid = 'pg_proc'::regclass
+ WHERE d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'pg_chronicle')
+   AND NOT EXISTS (SELECT FROM unnest(p.proconfig) c WHERE c LIKE 'search_path=%');
