@@ -1,0 +1,15 @@
+-- Benchmark runs: a labelled time range, with what the server looked like
+-- when it started.  Created by chronicle.run_begin()/run_end() or by
+-- labelling a past range (src/sql/30_analysis.sql).
+CREATE TABLE chronicle.run (
+	run_id         integer GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	label          text NOT NULL UNIQUE CHECK (label <> ''),
+	started        timestamptz NOT NULL,
+	ended          timestamptz,            -- NULL while the run is open
+	meta           jsonb NOT NULL DEFAULT '{}',
+	settings       jsonb NOT NULL DEFAULT '{}',   -- non-default settings at the start
+	server_version text,
+	CHECK (ended IS NULL OR ended >= started)
+);
+COMMENT ON TABLE chronicle.run IS
+	'Benchmark runs: a labelled time range with its metadata, non-default settings and server version';
