@@ -17,6 +17,11 @@
  * replaces the previous one after its rows were written, so a failed
  * insert never leaves the sparse chain with a hole.
  *
+ * During recovery (a standby) nothing can be written: the same rows are
+ * serialized into one record of the standby ring in shared memory instead
+ * (standby.c), and written to the tables after promotion by
+ * chronicle_write_ring(), in the order they were taken.
+ *
  * Copyright (c) 2026, pg_chronicle developers
  *
  *-------------------------------------------------------------------------
@@ -24,6 +29,7 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "catalog/pg_type.h"
 #include "commands/extension.h"
 #include "executor/instrument.h"
@@ -60,6 +66,9 @@ typedef struct ChronicleSourceState
 	bool		typbyval[CHRONICLE_MAX_COLUMNS];
 	char		typalign[CHRONICLE_MAX_COLUMNS];
 	Oid			arraytype[CHRONICLE_MAX_COLUMNS];
+	FmgrInfo	outfunc[CHRONICLE_MAX_COLUMNS]; /* for the standby ring */
+	FmgrInfo	infunc[CHRONICLE_MAX_COLUMNS];
+	Oid			typioparam[CHRONICLE_MAX_COLUMNS];
 	bool		initialized;
 
 	/* error backoff */
@@ -75,6 +84,8 @@ struct ChronicleEmitter
 	ChronicleSourceState *state;
 	bool		keyframe;
 	HTAB	   *next;			/* this reading, in cxt[1 - cur] */
+	StringInfo	ring;			/* recovery: rows go here, not to a table */
+	int			source_index;
 
 	/* changed rows, column-major, in the snapshot's memory context */
 	int			nrows;
@@ -88,6 +99,14 @@ static ChronicleSourceState source_state[CHRONICLE_MAX_SOURCES];
 static SPIPlanPtr snapshot_plan = NULL;
 static TimestampTz next_maintenance = 0;
 static bool keyframe_pending = true;	/* no previous reading to trust */
+static int	ring_since_keyframe = 0;	/* ring snapshots since a keyframe */
+
+/*
+ * In the standby ring every this many snapshots is a keyframe, so that the
+ * ring stays readable (and writable after promotion) from a keyframe on
+ * when its oldest snapshots are evicted.
+ */
+#define CHRONICLE_RING_KEYFRAME_EVERY	60
 
 /* How long a failing source is left alone at most, in snapshots. */
 #define CHRONICLE_MAX_BACKOFF	64
@@ -109,12 +128,19 @@ source_state_init(int i)
 
 	for (int c = 0; c < src->ncolumns; c++)
 	{
+		Oid			func;
+		bool		isvarlena;
+
 		get_typlenbyvalalign(src->columns[c].type, &st->typlen[c],
 							 &st->typbyval[c], &st->typalign[c]);
 		st->arraytype[c] = get_array_type(src->columns[c].type);
 		if (!OidIsValid(st->arraytype[c]))
 			elog(ERROR, "no array type for column \"%s\" of source \"%s\"",
 				 src->columns[c].name, src->name);
+		getTypeOutputInfo(src->columns[c].type, &func, &isvarlena);
+		fmgr_info_cxt(func, &st->outfunc[c], TopMemoryContext);
+		getTypeInputInfo(src->columns[c].type, &func, &st->typioparam[c]);
+		fmgr_info_cxt(func, &st->infunc[c], TopMemoryContext);
 	}
 	st->cxt[0] = AllocSetContextCreate(TopMemoryContext, "chronicle source",
 									   ALLOCSET_SMALL_SIZES);
@@ -326,6 +352,36 @@ flush_rows(ChronicleEmitter *em, TimestampTz ts)
 
 	if (em->nrows == 0)
 		return;
+
+	if (em->ring)
+	{
+		/* Recovery: serialize the rows into the ring record. */
+		for (int r = 0; r < em->nrows; r++)
+		{
+			uint16		si = (uint16) em->source_index;
+
+			appendBinaryStringInfo(em->ring, (char *) &si, sizeof(si));
+			for (int c = 0; c < src->ncolumns; c++)
+			{
+				int32		len = -1;
+
+				if (em->nulls[c][r])
+					appendBinaryStringInfo(em->ring, (char *) &len, sizeof(len));
+				else
+				{
+					char	   *out = OutputFunctionCall(&st->outfunc[c],
+														 em->values[c][r]);
+
+					len = strlen(out);
+					appendBinaryStringInfo(em->ring, (char *) &len, sizeof(len));
+					appendBinaryStringInfo(em->ring, out, len);
+					pfree(out);
+				}
+			}
+		}
+		return;
+	}
+
 	if (st->plan == NULL)
 		st->plan = prepare_insert(src, st);
 
@@ -450,7 +506,7 @@ insert_snapshot_row(TimestampTz ts, TimestampTz segment, bool keyframe,
  */
 static int64
 collect_source(int i, MemoryContext snapcxt, TimestampTz ts, bool keyframe,
-			   ChronicleCollector by)
+			   ChronicleCollector by, StringInfo ring)
 {
 	const ChronicleSource *src = chronicle_sources[i];
 	ChronicleSourceState *st = &source_state[i];
@@ -458,6 +514,7 @@ collect_source(int i, MemoryContext snapcxt, TimestampTz ts, bool keyframe,
 	ResourceOwner oldowner = CurrentResourceOwner;
 	ChronicleEmitter em;
 	HASHCTL		ctl;
+	int			ringlen;
 	volatile int64 rows = -1;
 
 	source_state_init(i);
@@ -467,6 +524,8 @@ collect_source(int i, MemoryContext snapcxt, TimestampTz ts, bool keyframe,
 	memset(&em, 0, sizeof(em));
 	em.source = src;
 	em.state = st;
+	em.ring = ring;
+	em.source_index = i;
 	em.keyframe = keyframe || st->prev == NULL;
 	ctl.keysize = CHRONICLE_KEY_LEN;
 	ctl.entrysize = sizeof(ChronicleRow);
@@ -482,6 +541,7 @@ collect_source(int i, MemoryContext snapcxt, TimestampTz ts, bool keyframe,
 	}
 	initStringInfo(&em.keybuf);
 
+	ringlen = ring ? ring->len : 0;
 	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(snapcxt);
 
@@ -527,6 +587,9 @@ collect_source(int i, MemoryContext snapcxt, TimestampTz ts, bool keyframe,
 
 		/* This reading was not written: keep the previous one. */
 		MemoryContextReset(st->cxt[1 - st->cur]);
+		/* nor half of it serialized into the ring record */
+		if (ring)
+			ring->len = ringlen;
 		/* The plan may refer to a dropped table: plan afresh next time. */
 		if (st->plan)
 			SPI_freeplan(st->plan);
@@ -577,6 +640,9 @@ chronicle_take_snapshot(ChronicleCollector by, TimestampTz segment,
 	int64		wal_start = pgWalUsage.wal_bytes;
 	double		duration_ms;
 	TimestampTz ts;
+	StringInfo	ring = NULL;
+	bool		newsegment = (segment == 0);
+	bool		lost = false;
 
 	INSTR_TIME_SET_CURRENT(start);
 	ts = GetCurrentTimestamp();
@@ -589,10 +655,26 @@ chronicle_take_snapshot(ChronicleCollector by, TimestampTz segment,
 	/* A worker outside this transaction must see fresh numbers. */
 	pgstat_clear_snapshot();
 
-	maintain_partitions(ts);
+	/* In recovery, the worker's snapshots go to the standby ring. */
+	if (by == CHRONICLE_BY_WORKER && RecoveryInProgress())
+	{
+		ring = makeStringInfo();
+		appendStringInfoSpaces(ring, sizeof(ChronicleRingRecord));
+		if (++ring_since_keyframe >= CHRONICLE_RING_KEYFRAME_EVERY)
+			keyframe = true;
+	}
+	else
+		maintain_partitions(ts);
 	if (segment == 0)
-		segment = (by == CHRONICLE_BY_SQL) ? latest_segment(ts) : ts;
+		segment = (by == CHRONICLE_BY_SQL && ring == NULL) ? latest_segment(ts) : ts;
 	result.segment = segment;
+
+	/*
+	 * A new recording starts with a keyframe: its sparse rows could not be
+	 * read against anything earlier.
+	 */
+	if (newsegment && by == CHRONICLE_BY_WORKER)
+		keyframe = true;
 
 	if (shared && by == CHRONICLE_BY_WORKER)
 	{
@@ -612,7 +694,20 @@ chronicle_take_snapshot(ChronicleCollector by, TimestampTz segment,
 		int64		rows;
 
 		if (!chronicle_source_enabled[i])
+		{
+			/*
+			 * Forget the source's last reading: when it is enabled again,
+			 * its first rows are a full set, not changes against a reading
+			 * that is long out of date.
+			 */
+			if (st->initialized && st->prev != NULL)
+			{
+				MemoryContextReset(st->cxt[0]);
+				MemoryContextReset(st->cxt[1]);
+				st->prev = NULL;
+			}
 			continue;
+		}
 		if (src->available && !src->available())
 			continue;
 		if (by == CHRONICLE_BY_WORKER && st->skip > 0)
@@ -627,7 +722,7 @@ chronicle_take_snapshot(ChronicleCollector by, TimestampTz segment,
 			result.errors++;
 			continue;
 		}
-		rows = collect_source(i, snapcxt, ts, keyframe, by);
+		rows = collect_source(i, snapcxt, ts, keyframe, by, ring);
 		if (rows < 0)
 			result.errors++;
 		else
@@ -637,11 +732,30 @@ chronicle_take_snapshot(ChronicleCollector by, TimestampTz segment,
 	INSTR_TIME_SET_CURRENT(duration);
 	INSTR_TIME_SUBTRACT(duration, start);
 	duration_ms = INSTR_TIME_GET_MILLISEC(duration);
-	insert_snapshot_row(ts, segment, keyframe, by, duration_ms, result.rows,
-						(int64) (pgWalUsage.wal_bytes - wal_start),
-						result.errors);
+	if (ring)
+	{
+		ChronicleRingRecord rec;
 
-	keyframe_pending = false;
+		memset(&rec, 0, sizeof(rec));
+		rec.len = ring->len;
+		rec.nrows = (uint32) result.rows;
+		rec.ts = ts;
+		rec.duration_ms = duration_ms;
+		rec.errors = result.errors;
+		rec.keyframe = keyframe;
+		rec.newsegment = newsegment;
+		memcpy(ring->data, &rec, sizeof(rec));
+		if (!chronicle_ring_append(ring->data, ring->len, ts))
+			lost = true;		/* too large: the next one must be full */
+		else if (keyframe)
+			ring_since_keyframe = 0;
+	}
+	else
+		insert_snapshot_row(ts, segment, keyframe, by, duration_ms, result.rows,
+							(int64) (pgWalUsage.wal_bytes - wal_start),
+							result.errors);
+
+	keyframe_pending = lost;
 	if (shared)
 	{
 		SpinLockAcquire(&shared->mutex);
@@ -657,4 +771,130 @@ chronicle_take_snapshot(ChronicleCollector by, TimestampTz segment,
 	MemoryContextSwitchTo(oldcxt);
 	MemoryContextDelete(snapcxt);
 	return result;
+}
+
+/*
+ * After promotion: write the snapshots of the standby ring into the tables,
+ * oldest first, and empty the ring.  The caller provides the transaction
+ * and the SPI connection, and has checked that the extension exists.
+ * Snapshots before the ring's first keyframe (their predecessors were
+ * evicted) cannot be read as sparse rows and are dropped.  Returns the
+ * number of snapshots written; *upto is the ring position to consume with
+ * chronicle_ring_consume() once the transaction committed.
+ */
+int64
+chronicle_write_ring(uint64 *upto)
+{
+	uint64		tail,
+				head;
+	char	   *copy = chronicle_ring_copy(&tail, &head);
+	MemoryContext oldcxt = CurrentMemoryContext;
+	MemoryContext cxt;
+	TimestampTz segment = 0;
+	TimestampTz first_ts = 0,
+				last_ts = 0;
+	int64		written = 0;
+	uint64		pos;
+
+	*upto = head;
+	if (copy == NULL)
+		return 0;
+
+	/* Partitions for the ring's days. */
+	for (pos = 0; pos < head - tail;)
+	{
+		ChronicleRingRecord rec;
+
+		memcpy(&rec, copy + pos, sizeof(rec));
+		if (first_ts == 0)
+			first_ts = rec.ts;
+		last_ts = rec.ts;
+		pos += rec.len;
+	}
+	{
+		Oid			argtypes[2] = {TIMESTAMPTZOID, TIMESTAMPTZOID};
+		Datum		args[2] = {TimestampTzGetDatum(first_ts),
+		TimestampTzGetDatum(last_ts)};
+
+		if (SPI_execute_with_args("SELECT chronicle.ensure_partitions($1, $2)",
+								  2, argtypes, args, NULL, false, 0) != SPI_OK_SELECT)
+			elog(ERROR, "could not create the partitions for the standby ring");
+	}
+
+	cxt = AllocSetContextCreate(CurrentMemoryContext, "chronicle ring write",
+								ALLOCSET_DEFAULT_SIZES);
+	for (pos = 0; pos < head - tail;)
+	{
+		ChronicleRingRecord rec;
+		const char *p;
+		ChronicleEmitter ems[CHRONICLE_MAX_SOURCES];
+
+		memcpy(&rec, copy + pos, sizeof(rec));
+		pos += rec.len;
+		if (rec.newsegment || (segment == 0 && rec.keyframe))
+			segment = rec.ts;
+		if (segment == 0)
+			continue;			/* before the first keyframe */
+
+		MemoryContextSwitchTo(cxt);
+		memset(ems, 0, sizeof(ems));
+		p = copy + pos - rec.len + sizeof(rec);
+		for (uint32 r = 0; r < rec.nrows; r++)
+		{
+			uint16		si;
+			ChronicleEmitter *em;
+			const ChronicleSource *src;
+
+			memcpy(&si, p, sizeof(si));
+			p += sizeof(si);
+			if (si >= chronicle_nsources)
+				elog(ERROR, "corrupt standby ring record");
+			source_state_init(si);
+			em = &ems[si];
+			src = chronicle_sources[si];
+			if (em->source == NULL)
+			{
+				em->source = src;
+				em->state = &source_state[si];
+				em->maxrows = rec.nrows;
+				for (int c = 0; c < src->ncolumns; c++)
+				{
+					em->values[c] = palloc(sizeof(Datum) * rec.nrows);
+					em->nulls[c] = palloc(sizeof(bool) * rec.nrows);
+				}
+			}
+			for (int c = 0; c < src->ncolumns; c++)
+			{
+				int32		len;
+
+				memcpy(&len, p, sizeof(len));
+				p += sizeof(len);
+				em->nulls[c][em->nrows] = (len < 0);
+				if (len < 0)
+					em->values[c][em->nrows] = (Datum) 0;
+				else
+				{
+					char	   *str = pnstrdup(p, len);
+
+					em->values[c][em->nrows] =
+						InputFunctionCall(&em->state->infunc[c], str,
+										  em->state->typioparam[c], -1);
+					p += len;
+				}
+			}
+			em->nrows++;
+		}
+		for (int i = 0; i < chronicle_nsources; i++)
+			if (ems[i].source)
+				flush_rows(&ems[i], rec.ts);
+		insert_snapshot_row(rec.ts, segment, rec.keyframe, CHRONICLE_BY_WORKER,
+							rec.duration_ms, rec.nrows, 0, rec.errors);
+		written++;
+		MemoryContextSwitchTo(oldcxt);
+		MemoryContextReset(cxt);
+	}
+	MemoryContextSwitchTo(oldcxt);
+	MemoryContextDelete(cxt);
+	pfree(copy);
+	return written;
 }

@@ -11,6 +11,7 @@
 #include "postgres.h"
 
 #include <math.h>
+#include <signal.h>
 
 #include "access/xlog.h"
 #include "executor/spi.h"
@@ -19,7 +20,9 @@
 #include "miscadmin.h"
 #include "postmaster/bgworker.h"
 #include "storage/ipc.h"
+#include "storage/latch.h"
 #include "storage/shmem.h"
+#include "utils/wait_event.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/timestamp.h"
@@ -37,6 +40,7 @@ char	   *chronicle_database = NULL;
 int			chronicle_retention = 7 * 24 * 60;	/* minutes */
 bool		chronicle_source_enabled[CHRONICLE_MAX_SOURCES];
 char	   *chronicle_debug_fail_source = NULL;
+int			chronicle_standby_ring_kb = 4096;
 static bool chronicle_worker_enabled = true;
 
 bool		chronicle_preloaded = false;
@@ -48,6 +52,15 @@ static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 PG_FUNCTION_INFO_V1(chronicle_snapshot);
 PG_FUNCTION_INFO_V1(chronicle_status);
 PG_FUNCTION_INFO_V1(chronicle_source_status);
+PG_FUNCTION_INFO_V1(chronicle_start);
+PG_FUNCTION_INFO_V1(chronicle_stop);
+
+/* The shared state and the standby ring after it, in one allocation. */
+static Size
+shared_size(void)
+{
+	return add_size(MAXALIGN(sizeof(ChronicleShared)), chronicle_ring_bytes());
+}
 
 static void
 shared_init(void *ptr)
@@ -57,6 +70,7 @@ shared_init(void *ptr)
 	memset(s, 0, sizeof(ChronicleShared));
 	SpinLockInit(&s->mutex);
 	s->force_keyframe = true;
+	chronicle_ring_init(s);
 }
 
 static void
@@ -64,7 +78,7 @@ chronicle_shmem_request(void)
 {
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
-	RequestAddinShmemSpace(MAXALIGN(sizeof(ChronicleShared)));
+	RequestAddinShmemSpace(shared_size());
 }
 
 static void
@@ -76,7 +90,7 @@ chronicle_shmem_startup(void)
 		prev_shmem_startup_hook();
 
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	shared = ShmemInitStruct("pg_chronicle", sizeof(ChronicleShared), &found);
+	shared = ShmemInitStruct("pg_chronicle", shared_size(), &found);
 	if (!found)
 		shared_init(shared);
 	LWLockRelease(AddinShmemInitLock);
@@ -90,17 +104,25 @@ chronicle_shmem_startup(void)
 ChronicleShared *
 chronicle_shared(void)
 {
-	if (shared != NULL)
+	static bool tranche_named = false;
+
+	if (shared != NULL && tranche_named)
 		return shared;
 #if PG_VERSION_NUM >= 170000
-	if (!chronicle_preloaded && IsUnderPostmaster)
+	if (shared == NULL && !chronicle_preloaded && IsUnderPostmaster)
 	{
 		bool		found;
 
-		shared = GetNamedDSMSegment("pg_chronicle", sizeof(ChronicleShared),
+		shared = GetNamedDSMSegment("pg_chronicle", shared_size(),
 									shared_init, &found);
 	}
 #endif
+	/* Name the ring's lock in this process, for wait events. */
+	if (shared != NULL)
+	{
+		LWLockRegisterTranche(shared->ring_tranche, "pg_chronicle_ring");
+		tranche_named = true;
+	}
 	return shared;
 }
 
@@ -174,6 +196,15 @@ _PG_init(void)
 							 true,
 							 PGC_SIGHUP, 0,
 							 NULL, NULL, NULL);
+	DefineCustomIntVariable("chronicle.standby_ring_size",
+							"Memory for the snapshots the collector takes on a standby.",
+							"During recovery nothing can be written; snapshots are kept in "
+							"this ring of shared memory and written to the tables after "
+							"promotion.  0 disables recording on standbys.",
+							&chronicle_standby_ring_kb,
+							4096, 0, 1024 * 1024,
+							PGC_POSTMASTER, GUC_UNIT_KB,
+							NULL, NULL, NULL);
 	DefineCustomStringVariable("chronicle.debug_fail_source",
 							   "Makes the named source fail on every snapshot (for tests).",
 							   NULL,
@@ -369,6 +400,190 @@ chronicle_source_status(PG_FUNCTION_ARGS)
 		}
 		else
 			nulls[6] = nulls[7] = true;
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
+
+/*
+ * Workers that chronicle.start() launches and chronicle.stop() stops when
+ * pg_chronicle is not preloaded.  Each is a main function of this library
+ * that takes the database oid as bgw_main_arg, claims its place in shared
+ * state itself (and exits when another copy runs), and reports its PID.
+ * A further worker (the wait-event sampler) is one more line here.
+ */
+typedef struct ChronicleDynamicWorker
+{
+	const char *name;			/* as chronicle.start() reports it */
+	const char *function;		/* bgw_function_name */
+	const char *type;			/* bgw_type */
+	pid_t		(*running) (void);	/* PID when running, else 0 */
+} ChronicleDynamicWorker;
+
+static pid_t
+collector_pid(void)
+{
+	ChronicleShared *s = chronicle_shared();
+	pid_t		pid;
+
+	if (s == NULL)
+		return 0;
+	SpinLockAcquire(&s->mutex);
+	pid = s->worker_pid;
+	SpinLockRelease(&s->mutex);
+	return pid;
+}
+
+static const ChronicleDynamicWorker dynamic_workers[] = {
+	{"collector", "chronicle_worker_main", "pg_chronicle collector", collector_pid},
+};
+
+/* Launch one dynamic worker in the current database; returns its PID. */
+static pid_t
+launch_dynamic_worker(const ChronicleDynamicWorker *dw)
+{
+	BackgroundWorker worker;
+	BackgroundWorkerHandle *handle;
+	BgwHandleStatus status;
+	pid_t		pid;
+
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS |
+		BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_ConsistentState;
+	worker.bgw_restart_time = BGW_NEVER_RESTART;
+	strlcpy(worker.bgw_library_name, "pg_chronicle", BGW_MAXLEN);
+	strlcpy(worker.bgw_function_name, dw->function, BGW_MAXLEN);
+	snprintf(worker.bgw_name, BGW_MAXLEN, "%s (dynamic)", dw->type);
+	strlcpy(worker.bgw_type, dw->type, BGW_MAXLEN);
+	worker.bgw_main_arg = ObjectIdGetDatum(MyDatabaseId);
+	worker.bgw_notify_pid = MyProcPid;
+
+	if (!RegisterDynamicBackgroundWorker(&worker, &handle))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+				 errmsg("could not start the pg_chronicle %s: no free background worker slot",
+						dw->name),
+				 errhint("Raise max_worker_processes (needs a restart) or stop another background worker.")));
+
+	status = WaitForBackgroundWorkerStartup(handle, &pid);
+	if (status == BGWH_STOPPED)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the pg_chronicle %s exited right after it started", dw->name),
+				 errhint("The server log says why.")));
+	if (status == BGWH_POSTMASTER_DIED)
+		ereport(ERROR,
+				(errcode(ERRCODE_ADMIN_SHUTDOWN),
+				 errmsg("cannot start the pg_chronicle %s without the postmaster", dw->name)));
+	Assert(status == BGWH_STARTED);
+	return pid;
+}
+
+/*
+ * chronicle.start(): start the collector (and any other dynamic worker) as
+ * a dynamic background worker in the current database, when pg_chronicle
+ * is not preloaded.  One row per worker: its PID and whether this call
+ * started it.  A worker that already runs is reported with a NOTICE.
+ */
+Datum
+chronicle_start(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+
+	if (chronicle_shared() == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("chronicle.start() needs PostgreSQL 17 or later when pg_chronicle is not preloaded"),
+				 errhint("Add pg_chronicle to shared_preload_libraries and restart, "
+						 "or schedule SELECT chronicle.snapshot() with pg_cron.")));
+
+	InitMaterializedSRF(fcinfo, 0);
+	for (int i = 0; i < lengthof(dynamic_workers); i++)
+	{
+		const ChronicleDynamicWorker *dw = &dynamic_workers[i];
+		Datum		values[3];
+		bool		nulls[3] = {0};
+		pid_t		pid = dw->running();
+		bool		started = false;
+
+		if (chronicle_preloaded)
+			ereport(NOTICE,
+					(errmsg("pg_chronicle is preloaded: the postmaster runs the %s", dw->name),
+					 errhint("Use chronicle.enabled to pause and resume recording.")));
+		else if (pid != 0)
+			ereport(NOTICE,
+					(errmsg("the pg_chronicle %s is already running (PID %d)",
+							dw->name, (int) pid)));
+		else
+		{
+			pid = launch_dynamic_worker(dw);
+			started = true;
+		}
+		values[0] = CStringGetTextDatum(dw->name);
+		values[1] = Int32GetDatum((int32) pid);
+		nulls[1] = (pid == 0);
+		values[2] = BoolGetDatum(started);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
+
+/*
+ * chronicle.stop(): stop the dynamic workers chronicle.start() started
+ * (SIGTERM, then wait until they are gone).  A preloaded collector is
+ * refused: the postmaster would start it again; chronicle.enabled = off
+ * pauses it instead.
+ */
+Datum
+chronicle_stop(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+
+	if (chronicle_preloaded)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the pg_chronicle collector is preloaded and cannot be stopped from SQL"),
+				 errhint("Set chronicle.enabled = off and reload to pause recording, "
+						 "or remove pg_chronicle from shared_preload_libraries and restart.")));
+
+	InitMaterializedSRF(fcinfo, 0);
+	for (int i = 0; i < lengthof(dynamic_workers); i++)
+	{
+		const ChronicleDynamicWorker *dw = &dynamic_workers[i];
+		Datum		values[3];
+		bool		nulls[3] = {0};
+		pid_t		pid = dw->running();
+		bool		stopped = false;
+
+		if (pid == 0)
+			ereport(NOTICE,
+					(errmsg("the pg_chronicle %s is not running", dw->name)));
+		else if (kill(pid, SIGTERM) != 0)
+			ereport(WARNING,
+					(errmsg("could not signal the pg_chronicle %s (PID %d): %m",
+							dw->name, (int) pid)));
+		else
+		{
+			/* Wait up to 10 s for it to leave. */
+			for (int n = 0; n < 1000 && dw->running() == pid; n++)
+			{
+				(void) WaitLatch(MyLatch,
+								 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+								 10, PG_WAIT_EXTENSION);
+				ResetLatch(MyLatch);
+				CHECK_FOR_INTERRUPTS();
+			}
+			stopped = dw->running() != pid;
+			if (!stopped)
+				ereport(WARNING,
+						(errmsg("the pg_chronicle %s (PID %d) did not stop within 10 s",
+								dw->name, (int) pid)));
+		}
+		values[0] = CStringGetTextDatum(dw->name);
+		values[1] = Int32GetDatum((int32) pid);
+		nulls[1] = (pid == 0);
+		values[2] = BoolGetDatum(stopped);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;

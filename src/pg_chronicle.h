@@ -115,7 +115,37 @@ typedef struct ChronicleShared
 												 * snapshots */
 	int64		cost_next;
 	ChronicleSourceStatus sources[CHRONICLE_MAX_SOURCES];
+
+	/*
+	 * The preloaded worker's failed attempts to connect to
+	 * chronicle.database in a row (a missing database): it waits longer
+	 * before each new attempt.
+	 */
+	int			connect_failures;
+
+	/*
+	 * The standby ring (standby.c): snapshots taken during recovery, kept
+	 * here until promotion.  ring_lock protects the ring_* fields and the
+	 * ring's bytes, which follow this struct (ring_size of them).  The
+	 * positions are logical byte offsets that only grow; the byte of
+	 * position p is at p % ring_size.
+	 */
+	LWLock		ring_lock;
+	int			ring_tranche;
+	uint64		ring_size;
+	uint64		ring_head;		/* where the next record goes */
+	uint64		ring_tail;		/* the oldest record */
+	int64		ring_records;	/* snapshots in the ring */
+	int64		ring_evicted;	/* snapshots dropped to make room */
+	int64		ring_written;	/* snapshots written to the tables after
+								 * promotion */
+	TimestampTz ring_oldest;
+	TimestampTz ring_newest;
 } ChronicleShared;
+
+/* The ring's bytes follow the struct. */
+#define ChronicleRingData(s) \
+	((char *) (s) + MAXALIGN(sizeof(ChronicleShared)))
 
 /* pg_chronicle.c */
 extern int	chronicle_snapshot_interval;
@@ -123,6 +153,7 @@ extern char *chronicle_database;
 extern int	chronicle_retention;
 extern bool chronicle_source_enabled[CHRONICLE_MAX_SOURCES];
 extern char *chronicle_debug_fail_source;
+extern int	chronicle_standby_ring_kb;
 extern bool chronicle_preloaded;
 extern ChronicleShared *chronicle_shared(void);
 extern bool chronicle_worker_should_record(void);
@@ -148,6 +179,33 @@ extern ChronicleSnapshotResult chronicle_take_snapshot(ChronicleCollector by,
 													   bool keyframe);
 extern void chronicle_forget_previous(void);
 extern bool chronicle_extension_ready(void);
+extern int64 chronicle_write_ring(uint64 *upto);
+
+/* standby.c: the ring of snapshots taken during recovery */
+extern Size chronicle_ring_bytes(void);
+extern void chronicle_ring_init(ChronicleShared *s);
+extern bool chronicle_ring_append(const char *data, uint32 len,
+								  TimestampTz ts);
+extern char *chronicle_ring_copy(uint64 *tail, uint64 *head);
+extern void chronicle_ring_consume(uint64 upto, int64 written);
+extern bool chronicle_ring_pending(void);
+
+/*
+ * Layout of one ring record (one snapshot), all little pieces copied with
+ * memcpy (no alignment): a header, then rows, each a uint16 source index
+ * followed by, for every column of the source, an int32 length (-1 for
+ * NULL) and that many bytes of the value's text output.
+ */
+typedef struct ChronicleRingRecord
+{
+	uint32		len;			/* of the whole record, header included */
+	uint32		nrows;
+	TimestampTz ts;
+	double		duration_ms;
+	int32		errors;
+	bool		keyframe;
+	bool		newsegment;		/* first snapshot of a recording */
+} ChronicleRingRecord;
 
 /* worker.c */
 extern PGDLLEXPORT void chronicle_worker_main(Datum main_arg);

@@ -168,9 +168,13 @@ io_collect(ChronicleEmitter *emitter)
 					nulls[col.count] = false;
 					if (col.time >= 0)
 					{
-						/* stored in microseconds, shown in milliseconds */
+						/*
+						 * stored in microseconds, shown in milliseconds;
+						 * multiplied as pgstatfuncs.c does, so the value
+						 * is bit for bit the view's
+						 */
 						values[col.time] =
-							Float8GetDatum((double) stats->times[obj][ctx][op] / 1000.0);
+							Float8GetDatum(stats->times[obj][ctx][op] * (double) 0.001);
 						nulls[col.time] = false;
 					}
 #if PG_VERSION_NUM >= 180000

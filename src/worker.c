@@ -15,6 +15,16 @@
  *
  * The loop knows nothing about the sources.
  *
+ * Two ways to run: preloaded (registered by _PG_init, connects to
+ * chronicle.database, restarted by the postmaster) or dynamic (started by
+ * chronicle.start() in the caller's database, whose oid is bgw_main_arg,
+ * never restarted).  Only one collector runs at a time: a second one that
+ * finds another live collector in the shared state exits at once.
+ *
+ * During recovery the snapshots go to the standby ring (standby.c); after
+ * promotion the ring is written to the tables in a transaction of its own
+ * and recording goes on in a new segment.
+ *
  * Copyright (c) 2026, pg_chronicle developers
  *
  *-------------------------------------------------------------------------
@@ -37,6 +47,8 @@
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
+#include "commands/dbcommands.h"
+
 #include "pg_chronicle.h"
 
 /* What the loop is doing, for chronicle.status() and for logging once. */
@@ -47,18 +59,26 @@ typedef enum WorkerState
 	WS_NO_EXTENSION,
 	WS_RECOVERY,
 	WS_ERROR,
+	WS_CONNECTING,
 } WorkerState;
 
 static const char *const state_names[] = {
 	[WS_RECORDING] = "recording",
 	[WS_DISABLED] = "disabled (chronicle.enabled = off)",
 	[WS_NO_EXTENSION] = "waiting for CREATE EXTENSION pg_chronicle",
-	[WS_RECOVERY] = "in recovery: not writing",
+	[WS_RECOVERY] = "in recovery: recording into the standby ring",
 	[WS_ERROR] = "backing off after an error",
+	[WS_CONNECTING] = "waiting to connect to chronicle.database",
 };
 
 static WorkerState state = WS_RECORDING;
 static char *connected_database = NULL;
+static bool dynamic_worker = false;
+
+/* Failed attempts to write the standby ring after promotion, in a row. */
+static int	ring_write_failures = 0;
+
+#define CHRONICLE_RING_WRITE_ATTEMPTS	3
 
 static void
 set_state(WorkerState newstate)
@@ -75,7 +95,9 @@ set_state(WorkerState newstate)
 							connected_database)));
 		else if (newstate == WS_RECOVERY)
 			ereport(LOG,
-					(errmsg("pg_chronicle: server is in recovery; not writing history")));
+					(errmsg("pg_chronicle: server is in recovery; keeping snapshots in the standby ring "
+							"(chronicle.standby_ring_size = %d kB) until promotion",
+							chronicle_standby_ring_kb)));
 		else if (newstate == WS_RECORDING)
 			ereport(LOG,
 					(errmsg("pg_chronicle: recording into database \"%s\"",
@@ -93,7 +115,8 @@ worker_detach(int code, Datum arg)
 	ChronicleShared *shared = chronicle_shared();
 
 	SpinLockAcquire(&shared->mutex);
-	shared->worker_pid = 0;
+	if (shared->worker_pid == MyProcPid)
+		shared->worker_pid = 0;
 	SpinLockRelease(&shared->mutex);
 }
 
@@ -107,6 +130,10 @@ snapshot_transaction(TimestampTz *segment)
 	MemoryContext oldcxt = CurrentMemoryContext;
 	volatile bool ok = true;
 
+	volatile bool ring_attempted = false;
+	uint64		ring_upto = 0;
+	int64		ring_written = 0;
+
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	PushActiveSnapshot(GetTransactionSnapshot());
@@ -115,7 +142,19 @@ snapshot_transaction(TimestampTz *segment)
 	PG_TRY();
 	{
 		if (RecoveryInProgress())
+		{
+			/* Entering recovery starts a new recording in the ring. */
+			if (state != WS_RECOVERY)
+				*segment = 0;
 			set_state(WS_RECOVERY);
+			if (chronicle_ring_bytes() > 0)
+			{
+				ChronicleSnapshotResult res;
+
+				res = chronicle_take_snapshot(CHRONICLE_BY_WORKER, *segment, false);
+				*segment = res.segment;
+			}
+		}
 		else if (!chronicle_extension_ready())
 		{
 			if (state != WS_NO_EXTENSION)
@@ -123,10 +162,29 @@ snapshot_transaction(TimestampTz *segment)
 			*segment = 0;
 			set_state(WS_NO_EXTENSION);
 		}
+		else if (chronicle_ring_pending())
+		{
+			/*
+			 * Promoted (or started on a primary whose ring still holds a
+			 * standby's snapshots): write the ring first, in a transaction
+			 * of its own, so a failure of the live snapshot cannot lose it.
+			 * Recording then goes on in a new segment, with a keyframe.
+			 */
+			ring_attempted = true;
+			if (SPI_connect() != SPI_OK_CONNECT)
+				elog(ERROR, "SPI_connect failed");
+			ring_written = chronicle_write_ring(&ring_upto);
+			SPI_finish();
+			*segment = 0;
+			chronicle_forget_previous();
+		}
 		else
 		{
 			ChronicleSnapshotResult res;
 
+			/* Promoted: the live recording is a new segment. */
+			if (state == WS_RECOVERY)
+				*segment = 0;
 			if (SPI_connect() != SPI_OK_CONNECT)
 				elog(ERROR, "SPI_connect failed");
 			res = chronicle_take_snapshot(CHRONICLE_BY_WORKER, *segment, false);
@@ -136,6 +194,15 @@ snapshot_transaction(TimestampTz *segment)
 		}
 		PopActiveSnapshot();
 		CommitTransactionCommand();
+
+		if (ring_attempted)
+		{
+			chronicle_ring_consume(ring_upto, ring_written);
+			ring_write_failures = 0;
+			ereport(LOG,
+					(errmsg("pg_chronicle: wrote %lld snapshots of the standby ring into the history",
+							(long long) ring_written)));
+		}
 	}
 	PG_CATCH();
 	{
@@ -174,12 +241,92 @@ snapshot_transaction(TimestampTz *segment)
 		chronicle_forget_previous();
 		set_state(WS_ERROR);
 		ok = false;
+
+		/*
+		 * A ring that cannot be written must not block recording forever:
+		 * after a few attempts it is dropped, and that is said.
+		 */
+		if (ring_attempted &&
+			++ring_write_failures >= CHRONICLE_RING_WRITE_ATTEMPTS)
+		{
+			uint64		tail,
+						head;
+			char	   *copy = chronicle_ring_copy(&tail, &head);
+
+			ereport(WARNING,
+					(errmsg("pg_chronicle: dropping the standby ring after %d failed attempts to write it",
+							ring_write_failures)));
+			if (copy)
+				pfree(copy);
+			chronicle_ring_consume(head, 0);
+			ring_write_failures = 0;
+		}
 	}
 	PG_END_TRY();
 
 	pgstat_report_stat(true);
 	pgstat_report_activity(STATE_IDLE, NULL);
 	return ok;
+}
+
+/*
+ * The preloaded worker cannot know whether chronicle.database exists before
+ * it connects, and connecting to a missing one is FATAL: the postmaster
+ * restarts it every bgw_restart_time (10 s).  To keep the log quiet it
+ * counts its failed attempts in shared memory and waits longer before each
+ * new one, doubling up to five minutes between attempts; a reload that
+ * changes chronicle.database ends the wait at once.
+ */
+static void
+wait_before_connecting(ChronicleShared *shared)
+{
+	int			failures;
+	int64		wait_ms;
+	TimestampTz until;
+	char	   *wanted;
+
+	SpinLockAcquire(&shared->mutex);
+	failures = shared->connect_failures;
+	SpinLockRelease(&shared->mutex);
+	if (failures == 0)
+		return;
+
+	/* 10 s (the restart time) + this: 10, 20, 40, 80, 160, 300 s */
+	wait_ms = Min((int64) 10000 << Min(failures - 1, 5), 300000) - 10000;
+	if (wait_ms <= 0)
+		return;
+
+	ereport(LOG,
+			(errmsg("pg_chronicle: could not connect to database \"%s\" (%d attempts in a row); "
+					"next attempt in %d s",
+					chronicle_database, failures, (int) ((wait_ms + 10000) / 1000)),
+			 errhint("Create the database, or set chronicle.database to one that exists and reload.")));
+	connected_database = chronicle_database;
+	set_state(WS_CONNECTING);
+
+	wanted = pstrdup(chronicle_database);
+	until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), wait_ms);
+	for (;;)
+	{
+		long		left;
+
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+			if (strcmp(wanted, chronicle_database) != 0)
+				break;
+		}
+		left = (long) ((until - GetCurrentTimestamp()) / 1000);
+		if (left <= 0)
+			break;
+		(void) WaitLatch(MyLatch,
+						 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 left, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+	pfree(wanted);
 }
 
 void
@@ -191,19 +338,64 @@ chronicle_worker_main(Datum main_arg)
 	int			backoff = 0;	/* ticks to wait after an escaped error */
 	int			failures = 0;	/* consecutive escaped errors */
 
+	pid_t		other = 0;
+
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
 
-	connected_database = MemoryContextStrdup(TopMemoryContext, chronicle_database);
-	BackgroundWorkerInitializeConnection(connected_database, NULL, 0);
+	if (shared == NULL)
+		elog(ERROR, "pg_chronicle: no shared state for the collector");
+	dynamic_worker = DatumGetObjectId(main_arg) != InvalidOid;
 
+	/* One collector at a time: claim the shared state, or leave. */
 	SpinLockAcquire(&shared->mutex);
-	shared->worker_pid = MyProcPid;
-	shared->worker_started = GetCurrentTimestamp();
-	shared->force_keyframe = true;
+	if (shared->worker_pid != 0 && shared->worker_pid != MyProcPid &&
+		kill(shared->worker_pid, 0) == 0)
+		other = shared->worker_pid;
+	else
+	{
+		shared->worker_pid = MyProcPid;
+		shared->worker_started = GetCurrentTimestamp();
+		shared->force_keyframe = true;
+	}
 	SpinLockRelease(&shared->mutex);
+	if (other != 0)
+	{
+		ereport(LOG,
+				(errmsg("pg_chronicle: another collector is running (PID %d); exiting",
+						(int) other)));
+		proc_exit(0);			/* 0: a dynamic worker is not restarted */
+	}
 	before_shmem_exit(worker_detach, (Datum) 0);
+
+	if (dynamic_worker)
+	{
+		/* chronicle.start(): the database it was called in. */
+		BackgroundWorkerInitializeConnectionByOid(DatumGetObjectId(main_arg),
+												  InvalidOid, 0);
+		StartTransactionCommand();
+		connected_database = get_database_name(MyDatabaseId);
+		if (connected_database == NULL)
+			ereport(FATAL,
+					(errcode(ERRCODE_UNDEFINED_DATABASE),
+					 errmsg("pg_chronicle: the database of chronicle.start() no longer exists")));
+		connected_database = MemoryContextStrdup(TopMemoryContext, connected_database);
+		CommitTransactionCommand();
+	}
+	else
+	{
+		wait_before_connecting(shared);
+		connected_database = MemoryContextStrdup(TopMemoryContext, chronicle_database);
+		SpinLockAcquire(&shared->mutex);
+		shared->connect_failures++;
+		SpinLockRelease(&shared->mutex);
+		/* FATAL when the database does not exist: counted above */
+		BackgroundWorkerInitializeConnection(connected_database, NULL, 0);
+		SpinLockAcquire(&shared->mutex);
+		shared->connect_failures = 0;
+		SpinLockRelease(&shared->mutex);
+	}
 
 	/* The recorder's writes need not wait for the WAL flush. */
 	SetConfigOption("synchronous_commit", "off", PGC_SUSET, PGC_S_OVERRIDE);
@@ -213,7 +405,8 @@ chronicle_worker_main(Datum main_arg)
 	pgstat_report_appname("pg_chronicle collector");
 
 	ereport(LOG,
-			(errmsg("pg_chronicle: collector started in database \"%s\", one snapshot every %d ms",
+			(errmsg("pg_chronicle: %s collector started in database \"%s\", one snapshot every %d ms",
+					dynamic_worker ? "dynamic" : "preloaded",
 					connected_database, chronicle_snapshot_interval)));
 	set_state(WS_RECORDING);
 
@@ -229,7 +422,9 @@ chronicle_worker_main(Datum main_arg)
 		{
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
-			if (strcmp(chronicle_database, connected_database) != 0)
+			/* A dynamic collector stays in the database it was started in. */
+			if (!dynamic_worker &&
+				strcmp(chronicle_database, connected_database) != 0)
 			{
 				ereport(LOG,
 						(errmsg("pg_chronicle: chronicle.database changed from \"%s\" to \"%s\"; "

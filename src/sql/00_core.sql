@@ -195,3 +195,57 @@ REVOKE ALL ON FUNCTION chronicle.status() FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle.source_status() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION chronicle.status() TO pg_monitor, pg_read_all_stats;
 GRANT EXECUTE ON FUNCTION chronicle.source_status() TO pg_monitor, pg_read_all_stats;
+
+-- Start and stop the collector without shared_preload_libraries (17+).
+CREATE FUNCTION chronicle.start(OUT worker text, OUT pid integer, OUT started boolean)
+RETURNS SETOF record
+LANGUAGE C
+SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'chronicle_start';
+
+COMMENT ON FUNCTION chronicle.start() IS
+	'Starts the collector as a dynamic background worker recording into this database (when pg_chronicle is not preloaded)';
+
+CREATE FUNCTION chronicle.stop(OUT worker text, OUT pid integer, OUT stopped boolean)
+RETURNS SETOF record
+LANGUAGE C
+SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'chronicle_stop';
+
+COMMENT ON FUNCTION chronicle.stop() IS
+	'Stops the dynamic collector started by chronicle.start(); refused when pg_chronicle is preloaded';
+
+-- The standby ring: snapshots taken during recovery, until promotion.
+CREATE FUNCTION chronicle.standby_history(source text,
+	OUT ts timestamptz, OUT keyframe boolean, OUT "row" jsonb)
+RETURNS SETOF record
+LANGUAGE C
+SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'chronicle_standby_history';
+
+COMMENT ON FUNCTION chronicle.standby_history(text) IS
+	'Rows of one source kept in the standby ring (sparse as in the tables), one jsonb object per row';
+
+CREATE FUNCTION chronicle.standby_ring(
+	OUT snapshots bigint,
+	OUT oldest timestamptz,
+	OUT newest timestamptz,
+	OUT bytes_used bigint,
+	OUT bytes_total bigint,
+	OUT evicted bigint,
+	OUT written bigint,
+	OUT in_recovery boolean)
+RETURNS record
+LANGUAGE C
+SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'chronicle_standby_ring';
+
+COMMENT ON FUNCTION chronicle.standby_ring() IS
+	'How many snapshots the standby ring holds, their time range, its fill, evictions and snapshots written after promotion';
+
+REVOKE ALL ON FUNCTION chronicle.start() FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle.stop() FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle.standby_history(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle.standby_ring() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION chronicle.standby_history(text) TO pg_monitor, pg_read_all_stats;
+GRANT EXECUTE ON FUNCTION chronicle.standby_ring() TO pg_monitor, pg_read_all_stats;
