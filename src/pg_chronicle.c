@@ -40,7 +40,7 @@ char	   *chronicle_database = NULL;
 int			chronicle_retention = 7 * 24 * 60;	/* minutes */
 bool		chronicle_source_enabled[CHRONICLE_MAX_SOURCES];
 char	   *chronicle_debug_fail_source = NULL;
-int			chronicle_standby_ring_kb = 4096;
+int			chronicle_standby_ring_kb = CHRONICLE_RING_KB_DEFAULT;
 static bool chronicle_worker_enabled = true;
 
 bool		chronicle_preloaded = false;
@@ -196,14 +196,23 @@ _PG_init(void)
 							 true,
 							 PGC_SIGHUP, 0,
 							 NULL, NULL, NULL);
+	/*
+	 * The ring is sized once, with the shared memory.  A PGC_POSTMASTER
+	 * setting cannot be defined by a library loaded after startup: without
+	 * preload the setting exists (so postgresql.conf may name it) but the
+	 * DSM segment always gets the default size (its size must be the same
+	 * in every backend that attaches it).
+	 */
 	DefineCustomIntVariable("chronicle.standby_ring_size",
 							"Memory for the snapshots the collector takes on a standby.",
 							"During recovery nothing can be written; snapshots are kept in "
 							"this ring of shared memory and written to the tables after "
-							"promotion.  0 disables recording on standbys.",
+							"promotion.  0 disables recording on standbys.  Used only "
+							"when pg_chronicle is preloaded.",
 							&chronicle_standby_ring_kb,
-							4096, 0, 1024 * 1024,
-							PGC_POSTMASTER, GUC_UNIT_KB,
+							CHRONICLE_RING_KB_DEFAULT, 0, 1024 * 1024,
+							chronicle_preloaded ? PGC_POSTMASTER : PGC_SUSET,
+							GUC_UNIT_KB,
 							NULL, NULL, NULL);
 	DefineCustomStringVariable("chronicle.debug_fail_source",
 							   "Makes the named source fail on every snapshot (for tests).",

@@ -31,6 +31,7 @@
 #define CHRONICLE_KEY_LEN		256
 #define CHRONICLE_ERRMSG_LEN	256
 #define CHRONICLE_COST_SLOTS	1024
+#define CHRONICLE_RING_KB_DEFAULT	4096
 
 /* One column of a source's history table (after the leading ts column). */
 typedef struct ChronicleColumn

@@ -48,6 +48,8 @@ PG_FUNCTION_INFO_V1(chronicle_standby_ring);
 Size
 chronicle_ring_bytes(void)
 {
+	if (!chronicle_preloaded)
+		return (Size) CHRONICLE_RING_KB_DEFAULT * 1024;
 	return (Size) chronicle_standby_ring_kb * 1024;
 }
 

@@ -1,0 +1,44 @@
+# chronicle.database names a database that does not exist: the preloaded
+# worker cannot connect (FATAL), and waits longer before each new attempt
+# instead of failing every 10 s; a reload that fixes the setting ends the
+# wait and recording starts.
+use strict;
+use warnings FATAL => 'all';
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('missing_db');
+$node->init;
+$node->append_conf('postgresql.conf', q{
+shared_preload_libraries = 'pg_chronicle'
+chronicle.database = 'no_such_database'
+chronicle.snapshot_interval = '200ms'
+});
+$node->start;
+$node->safe_psql('postgres', 'CREATE EXTENSION pg_chronicle');
+
+# Without backoff the postmaster would restart the worker every 10 s:
+# 5 attempts in 45 s.  With it, attempts come at 0, 10, 30, 70 ... s.
+sleep 45;
+my $log = slurp_file($node->logfile);
+my $fatals = () = $log =~ /FATAL:  database "no_such_database" does not exist/g;
+ok($fatals >= 2 && $fatals <= 3,
+	"connection attempts back off: $fatals failures in 45 s (10 s restarts would give 5)");
+like($log, qr/pg_chronicle: could not connect to database "no_such_database" \(\d+ attempts in a row\); next attempt in \d+ s/,
+	'the worker says when it tries again');
+like($node->safe_psql('postgres', 'SELECT state FROM chronicle.status()'),
+	qr/waiting to connect/, 'status() shows the waiting worker');
+
+# Fix the setting: the waiting worker connects at once, not after its wait.
+$node->safe_psql('postgres', "ALTER SYSTEM SET chronicle.database = 'postgres'");
+$node->reload;
+$node->poll_query_until('postgres',
+	"SELECT count(*) >= 3 FROM chronicle.snapshot WHERE collector = 'worker'")
+  or die 'the worker did not start recording after the fix';
+pass('after the setting is fixed the worker records');
+is($node->safe_psql('postgres', 'SELECT running, state FROM chronicle.status()'),
+	't|recording', 'status(): running and recording');
+
+$node->stop;
+done_testing();
