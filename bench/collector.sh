@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# Benchmark of the collector (README "Benchmarks" -> "Collector"):
+#   1. under pgbench at a fixed rate (-R RATE -c 8) for BENCH_SECONDS:
+#      worker time per snapshot (p50, p99, from chronicle.snapshot.duration_ms),
+#      collector CPU as a share of one core (/proc/<pid>/stat, utime+stime),
+#      bytes of history per recorded second (pg_total_relation_size of every
+#      chronicle table before/after), WAL per snapshot (snapshot.wal_bytes);
+#   2. pgbench TPS with the collector on vs off as interleaved pairs
+#      (chronicle.enabled switched by reload), ratio on/off per pair.
+#
+#   PG_CONFIG=/path/pg_config bench/collector.sh      (as root or as a normal user)
+#
+# Environment: BENCH_RATE (500), BENCH_SECONDS (60), BENCH_PAIRS (5),
+# BENCH_PAIR_SECONDS (20), BENCH_CLIENTS (8), BENCH_SCALE (10),
+# BENCH_INTERVAL (1s).
+set -euo pipefail
+
+src=$(cd "$(dirname "$0")/.." && pwd)
+
+if [ "$(id -u)" = 0 ]; then
+	id pgchronicle >/dev/null 2>&1 ||
+		useradd --system --create-home --home-dir /var/lib/pgchronicle \
+			--shell /bin/bash pgchronicle
+	home=$(getent passwd pgchronicle | cut -d: -f6)
+	work=$(mktemp -d /tmp/pg_chronicle-bench.XXXXXX)
+	tar -C "$src" --exclude=.git --exclude='*.o' --exclude='*.so' \
+		--exclude=tmp_check --exclude=tmp_check_regress --exclude=results -cf - . |
+		tar -C "$work" -xf -
+	chown -R pgchronicle: "$work"
+	rc=0
+	runuser -u pgchronicle -- env HOME="$home" PATH="$PATH" \
+		$(env | grep -E '^(PG_CONFIG|BENCH_[A-Z_]+)=' || true) \
+		bash "$work/bench/collector.sh" "$@" || rc=$?
+	rm -rf "$work"
+	exit $rc
+fi
+
+rate=${BENCH_RATE:-500}
+seconds=${BENCH_SECONDS:-60}
+pairs=${BENCH_PAIRS:-5}
+pair_seconds=${BENCH_PAIR_SECONDS:-20}
+clients=${BENCH_CLIENTS:-8}
+scale=${BENCH_SCALE:-10}
+interval=${BENCH_INTERVAL:-1s}
+
+log() { echo "bench: $*" >&2; }
+
+cd "$src"
+cfg=${PG_CONFIG:-$("$src/tools/provision-pg.sh" 18 | tail -n 1)}
+bindir=$("$cfg" --bindir)
+make -s clean PG_CONFIG="$cfg" >/dev/null 2>&1 || true
+make -s PG_CONFIG="$cfg" >/dev/null
+make -s PG_CONFIG="$cfg" install >/dev/null
+
+tmp=$(mktemp -d /tmp/pg_chronicle-bench-data.XXXXXX)
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+cleanup() {
+	"$bindir/pg_ctl" -D "$tmp/data" -m immediate stop >/dev/null 2>&1 || true
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+"$bindir/initdb" -D "$tmp/data" -U postgres --no-sync >/dev/null 2>&1
+cat >>"$tmp/data/postgresql.conf" <<CONF
+port = $port
+listen_addresses = ''
+unix_socket_directories = '$tmp'
+shared_preload_libraries = 'pg_chronicle'
+chronicle.snapshot_interval = '$interval'
+shared_buffers = '128MB'
+max_connections = 100
+CONF
+"$bindir/pg_ctl" -D "$tmp/data" -l "$tmp/server.log" -w start >/dev/null
+export PGHOST=$tmp PGPORT=$port PGUSER=postgres PGDATABASE=postgres
+q() { "$bindir/psql" -X -q -At -v ON_ERROR_STOP=1 -c "$1"; }
+
+q 'CREATE EXTENSION pg_chronicle'
+"$bindir/pgbench" -i -q -s "$scale" >/dev/null 2>&1
+q 'CHECKPOINT' >/dev/null
+sleep 3
+
+echo "PostgreSQL: $("$cfg" --version); cassert: $(q 'SHOW debug_assertions')"
+echo "machine: $(nproc) cores, $(uname -r); shared_buffers 128MB, interval $interval"
+
+# --- 1. fixed rate -------------------------------------------------------
+hist_size() {
+	q "SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c
+	    WHERE c.relnamespace = 'chronicle'::regnamespace AND c.relkind = 'r'"
+}
+pid=$(q 'SELECT pid FROM chronicle.status()')
+hz=$(getconf CLK_TCK)
+cpu() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
+
+size0=$(hist_size)
+t0=$(q 'SELECT clock_timestamp()')
+cpu0=$(cpu)
+w0=$(date +%s.%N)
+"$bindir/pgbench" -R "$rate" -c "$clients" -j 2 -T "$seconds" >"$tmp/fixed.out" 2>&1
+w1=$(date +%s.%N)
+cpu1=$(cpu)
+t1=$(q 'SELECT clock_timestamp()')
+q 'CHECKPOINT' >/dev/null
+size1=$(hist_size)
+
+echo
+echo "== 1. pgbench -R $rate -c $clients -T $seconds (TPC-B), collector at $interval"
+grep -E '^tps' "$tmp/fixed.out" | sed 's/^/pgbench: /'
+awk -v c0="$cpu0" -v c1="$cpu1" -v hz="$hz" -v w0="$w0" -v w1="$w1" 'BEGIN {
+	printf "collector CPU: %.3f s in %.1f s = %.3f %% of one core\n",
+		(c1 - c0) / hz, w1 - w0, 100 * (c1 - c0) / hz / (w1 - w0) }'
+"$bindir/psql" -X -q -v ON_ERROR_STOP=1 -v t0="$t0" -v t1="$t1" \
+	-v size0="$size0" -v size1="$size1" <<'SQL'
+\pset footer off
+SELECT count(*) AS snapshots,
+       round(percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ms)::numeric, 3) AS "ms p50",
+       round(percentile_cont(0.99) WITHIN GROUP (ORDER BY duration_ms)::numeric, 3) AS "ms p99",
+       round(max(duration_ms)::numeric, 3) AS "ms max",
+       round(avg(wal_bytes)) AS "WAL B/snapshot",
+       round(avg(wal_bytes) FILTER (WHERE NOT keyframe)) AS "WAL B/sparse snapshot",
+       round(avg(rows_written), 1) AS "rows/snapshot",
+       round((:size1 - :size0) / extract(epoch FROM max(ts) - min(ts))) AS "history B/s"
+  FROM chronicle.snapshot
+ WHERE collector = 'worker' AND ts BETWEEN :'t0' AND :'t1';
+-- history rows per source in the window (what the bytes are made of)
+SELECT 'io' AS source, count(*) AS rows FROM chronicle.io_history WHERE ts BETWEEN :'t0' AND :'t1'
+UNION ALL SELECT 'wal', count(*) FROM chronicle.wal_history WHERE ts BETWEEN :'t0' AND :'t1'
+UNION ALL SELECT 'checkpointer', count(*) FROM chronicle.checkpointer_history WHERE ts BETWEEN :'t0' AND :'t1'
+UNION ALL SELECT 'bgwriter', count(*) FROM chronicle.bgwriter_history WHERE ts BETWEEN :'t0' AND :'t1'
+UNION ALL SELECT 'database', count(*) FROM chronicle.database_history WHERE ts BETWEEN :'t0' AND :'t1';
+SQL
+
+# --- 2. TPS on vs off, interleaved pairs ---------------------------------
+echo
+echo "== 2. pgbench -c $clients -j 2 -T $pair_seconds, collector on vs off, $pairs interleaved pairs"
+set_enabled() {
+	q "ALTER SYSTEM SET chronicle.enabled = $1" >/dev/null
+	q 'SELECT pg_reload_conf()' >/dev/null
+	sleep 1
+}
+tps() {
+	"$bindir/pgbench" -c "$clients" -j 2 -T "$pair_seconds" 2>/dev/null |
+		awk '/^tps/ {print $3; exit}'
+}
+ratios=()
+for i in $(seq 1 "$pairs"); do
+	# alternate which goes first, so drift does not favour one side
+	if [ $((i % 2)) = 1 ]; then
+		set_enabled on; on=$(tps); set_enabled off; off=$(tps)
+	else
+		set_enabled off; off=$(tps); set_enabled on; on=$(tps)
+	fi
+	r=$(awk -v a="$on" -v b="$off" 'BEGIN {printf "%.4f", a / b}')
+	ratios+=("$r")
+	printf 'pair %d: on %.1f tps, off %.1f tps, on/off %s\n' "$i" "$on" "$off" "$r"
+done
+printf '%s\n' "${ratios[@]}" | sort -n | awk '
+	{ v[NR] = $1; s += $1 }
+	END { printf "on/off: mean %.4f, median %.4f, min %.4f, max %.4f (%d pairs)\n",
+		s / NR, (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2), v[1], v[NR], NR }'
+set_enabled on
