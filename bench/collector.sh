@@ -121,12 +121,29 @@ SELECT count(*) AS snapshots,
        round((:size1 - :size0) / extract(epoch FROM max(ts) - min(ts))) AS "history B/s"
   FROM chronicle.snapshot
  WHERE collector = 'worker' AND ts BETWEEN :'t0' AND :'t1';
--- history rows per source in the window (what the bytes are made of)
-SELECT 'io' AS source, count(*) AS rows FROM chronicle.io_history WHERE ts BETWEEN :'t0' AND :'t1'
-UNION ALL SELECT 'wal', count(*) FROM chronicle.wal_history WHERE ts BETWEEN :'t0' AND :'t1'
-UNION ALL SELECT 'checkpointer', count(*) FROM chronicle.checkpointer_history WHERE ts BETWEEN :'t0' AND :'t1'
-UNION ALL SELECT 'bgwriter', count(*) FROM chronicle.bgwriter_history WHERE ts BETWEEN :'t0' AND :'t1'
-UNION ALL SELECT 'database', count(*) FROM chronicle.database_history WHERE ts BETWEEN :'t0' AND :'t1';
+-- what the bytes are made of: rows per second and row size per table
+WITH w AS (SELECT extract(epoch FROM :'t1'::timestamptz - :'t0'::timestamptz) AS secs),
+r AS (
+	SELECT 'snapshot' AS tbl, count(*) AS n, avg(pg_column_size(h.*)) AS sz
+	  FROM chronicle.snapshot h WHERE ts BETWEEN :'t0' AND :'t1'
+	UNION ALL SELECT 'io_history', count(*), avg(pg_column_size(h.*))
+	  FROM chronicle.io_history h WHERE ts BETWEEN :'t0' AND :'t1'
+	UNION ALL SELECT 'wal_history', count(*), avg(pg_column_size(h.*))
+	  FROM chronicle.wal_history h WHERE ts BETWEEN :'t0' AND :'t1'
+	UNION ALL SELECT 'checkpointer_history', count(*), avg(pg_column_size(h.*))
+	  FROM chronicle.checkpointer_history h WHERE ts BETWEEN :'t0' AND :'t1'
+	UNION ALL SELECT 'bgwriter_history', count(*), avg(pg_column_size(h.*))
+	  FROM chronicle.bgwriter_history h WHERE ts BETWEEN :'t0' AND :'t1'
+	UNION ALL SELECT 'database_history', count(*), avg(pg_column_size(h.*))
+	  FROM chronicle.database_history h WHERE ts BETWEEN :'t0' AND :'t1')
+SELECT tbl AS "table", round(n / secs, 2) AS "rows/s", round(sz) AS "row bytes",
+       round(n / secs * (coalesce(sz, 0) + 28)) AS "~B/s incl. tuple header+pointer"
+  FROM r, w ORDER BY tbl;
+-- which io rows change every second
+SELECT backend_type, object, context, count(*) AS rows
+  FROM chronicle.io_history h JOIN chronicle.snapshot s USING (ts)
+ WHERE ts BETWEEN :'t0' AND :'t1' AND NOT s.keyframe
+ GROUP BY 1, 2, 3 ORDER BY rows DESC LIMIT 8;
 SQL
 
 # --- 2. TPS on vs off, interleaved pairs ---------------------------------

@@ -5,7 +5,13 @@
  *		(datid 0) the view also shows.
  *
  * TPS comes from here (xact_commit, xact_rollback).  The databases are
- * listed from pg_database, as the view does.  numbackends is a gauge of
+ * listed from pg_database, as the view does, but not on every snapshot:
+ * scanning pg_database is itself counted in the shared-objects row (blks_hit,
+ * tup_returned of datid 0), so a scan a second made the collector write
+ * that row every second, on an idle server too.  The list is kept and read
+ * again only when a syscache invalidation says pg_database changed
+ * (CREATE/DROP/ALTER DATABASE), which the worker receives at the start of
+ * each snapshot's transaction.  numbackends is a gauge of
  * backend status, not a counter: the wait sampler records sessions, so it
  * is left out.  parallel_workers_* exist since PostgreSQL 18.
  *
@@ -22,7 +28,10 @@
 #include "catalog/pg_type.h"
 #include "pgstat.h"
 #include "utils/builtins.h"
+#include "utils/inval.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/syscache.h"
 #include "utils/timestamp.h"
 
 #include "pg_chronicle.h"
@@ -152,26 +161,77 @@ emit_database(ChronicleEmitter *emitter, Oid datid, const char *datname)
 	chronicle_emit_row(emitter, values, nulls);
 }
 
+/* The databases, as last read from pg_database. */
+typedef struct DatabaseEntry
+{
+	Oid			oid;
+	NameData	name;
+} DatabaseEntry;
+
+static DatabaseEntry *databases = NULL;
+static int	ndatabases = 0;
+static bool databases_valid = false;
+static bool callback_registered = false;
+
 static void
-database_collect(ChronicleEmitter *emitter)
+databases_invalidate(Datum arg, int cacheid, uint32 hashvalue)
+{
+	databases_valid = false;
+}
+
+static void
+databases_read(void)
 {
 	Relation	rel;
 	SysScanDesc scan;
 	HeapTuple	tup;
+	int			max = 16;
+	DatabaseEntry *list;
+	int			n = 0;
 
-	/* Shared objects, as the view's row with datid 0. */
-	emit_database(emitter, InvalidOid, NULL);
+	if (!callback_registered)
+	{
+		CacheRegisterSyscacheCallback(DATABASEOID, databases_invalidate, (Datum) 0);
+		callback_registered = true;
+	}
 
+	/* Valid from now on unless an invalidation arrives during the scan. */
+	databases_valid = true;
+	list = MemoryContextAlloc(TopMemoryContext, sizeof(DatabaseEntry) * max);
 	rel = table_open(DatabaseRelationId, AccessShareLock);
 	scan = systable_beginscan(rel, InvalidOid, false, NULL, 0, NULL);
 	while (HeapTupleIsValid(tup = systable_getnext(scan)))
 	{
 		Form_pg_database db = (Form_pg_database) GETSTRUCT(tup);
 
-		emit_database(emitter, db->oid, NameStr(db->datname));
+		if (n == max)
+		{
+			max *= 2;
+			list = repalloc(list, sizeof(DatabaseEntry) * max);
+		}
+		list[n].oid = db->oid;
+		list[n].name = db->datname;
+		n++;
 	}
 	systable_endscan(scan);
 	table_close(rel, AccessShareLock);
+
+	if (databases)
+		pfree(databases);
+	databases = list;
+	ndatabases = n;
+}
+
+static void
+database_collect(ChronicleEmitter *emitter)
+{
+	/* Shared objects, as the view's row with datid 0. */
+	emit_database(emitter, InvalidOid, NULL);
+
+	if (!databases_valid)
+		databases_read();
+	for (int i = 0; i < ndatabases; i++)
+		emit_database(emitter, databases[i].oid, NameStr(databases[i].name));
 }
 
 const ChronicleSource chronicle_source_database = {

@@ -274,6 +274,29 @@ is($node->safe_psql('postgres',
 	"SELECT keyframe AND segment = ts FROM chronicle.snapshot WHERE ts = '$on'"),
 	't', 'enabled again: a new segment that starts with a keyframe');
 
+# A database created while the collector runs is recorded (the collector
+# keeps its list of databases until pg_database changes).
+my $created = $node->safe_psql('postgres', 'SELECT clock_timestamp()');
+$node->safe_psql('postgres', 'CREATE DATABASE newdb');
+$node->safe_psql('newdb', 'SELECT 1');
+$node->poll_query_until('postgres',
+	"SELECT count(*) > 0 FROM chronicle.database_history WHERE datname = 'newdb' AND ts > '$created'")
+  or die 'a new database is not recorded';
+pass('a database created while the collector runs is recorded');
+
+# On an idle server the collector does not record itself reading pg_database:
+# the shared-objects row (datid 0) is not written on every snapshot.
+$node->safe_psql('postgres', "ALTER SYSTEM SET chronicle.snapshot_interval = '200ms'");
+$node->reload;
+my $idle = next_worker_snapshot_after(
+	$node->safe_psql('postgres', 'SELECT clock_timestamp() + interval \'1 s\''));
+sleep 2;
+my ($nsnap, $nshared) = split /\|/, $node->safe_psql('postgres', qq{
+	SELECT (SELECT count(*) FROM chronicle.snapshot WHERE collector = 'worker' AND ts > '$idle'),
+	       (SELECT count(*) FROM chronicle.database_history WHERE datid = 0 AND ts > '$idle')});
+cmp_ok($nshared, '<', $nsnap / 2,
+	"idle: the datid 0 row is written in $nshared of $nsnap snapshots");
+
 # A preloaded collector is not started or stopped from SQL.
 my ($ret, $stdout, $stderr) = $node->psql('postgres', 'SELECT * FROM chronicle.start()');
 like($stderr, qr/preloaded/, 'chronicle.start() on a preloaded server says so');
