@@ -2,7 +2,8 @@
 # Benchmark of the collector (README "Benchmarks" -> "Collector"):
 #   1. under pgbench at a fixed rate (-R RATE -c 8) for BENCH_SECONDS:
 #      worker time per snapshot (p50, p99, from chronicle.snapshot.duration_ms),
-#      collector CPU as a share of one core (/proc/<pid>/stat, utime+stime),
+#      collector CPU as a share of one core (/proc/<pid>/schedstat, or
+#      utime+stime of /proc/<pid>/stat),
 #      bytes of history per recorded second (pg_total_relation_size of every
 #      chronicle table before/after), WAL per snapshot (snapshot.wal_bytes);
 #   2. pgbench TPS with the collector on vs off as interleaved pairs
@@ -88,8 +89,15 @@ hist_size() {
 	    WHERE c.relnamespace = 'chronicle'::regnamespace AND c.relkind = 'r'"
 }
 pid=$(q 'SELECT pid FROM chronicle.status()')
-hz=$(getconf CLK_TCK)
-cpu() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
+# CPU time of the collector: /proc/<pid>/schedstat (ns on CPU, precise) when
+# the kernel has it, else utime + stime of /proc/<pid>/stat (clock ticks).
+if [ -r "/proc/$pid/schedstat" ]; then
+	hz=1000000000
+	cpu() { awk '{print $1}' "/proc/$pid/schedstat"; }
+else
+	hz=$(getconf CLK_TCK)
+	cpu() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
+fi
 
 size0=$(hist_size)
 t0=$(q 'SELECT clock_timestamp()')
@@ -105,9 +113,10 @@ size1=$(hist_size)
 echo
 echo "== 1. pgbench -R $rate -c $clients -T $seconds (TPC-B), collector at $interval"
 grep -E '^tps' "$tmp/fixed.out" | sed 's/^/pgbench: /'
-awk -v c0="$cpu0" -v c1="$cpu1" -v hz="$hz" -v w0="$w0" -v w1="$w1" 'BEGIN {
-	printf "collector CPU: %.3f s in %.1f s = %.3f %% of one core\n",
-		(c1 - c0) / hz, w1 - w0, 100 * (c1 - c0) / hz / (w1 - w0) }'
+nsnap=$(q "SELECT count(*) FROM chronicle.snapshot WHERE collector = 'worker' AND ts BETWEEN '$t0' AND '$t1'")
+awk -v c0="$cpu0" -v c1="$cpu1" -v hz="$hz" -v w0="$w0" -v w1="$w1" -v n="$nsnap" 'BEGIN {
+	printf "collector CPU: %.3f s in %.1f s = %.3f %% of one core (%.2f ms of CPU per snapshot, whole loop)\n",
+		(c1 - c0) / hz, w1 - w0, 100 * (c1 - c0) / hz / (w1 - w0), 1000 * (c1 - c0) / hz / n }'
 "$bindir/psql" -X -q -v ON_ERROR_STOP=1 -v t0="$t0" -v t1="$t1" \
 	-v size0="$size0" -v size1="$size1" <<'SQL'
 \pset footer off
@@ -147,6 +156,7 @@ SELECT backend_type, object, context, count(*) AS rows
 SQL
 
 # --- 2. TPS on vs off, interleaved pairs ---------------------------------
+[ "$pairs" -gt 0 ] || exit 0
 echo
 echo "== 2. pgbench -c $clients -j 2 -T $pair_seconds, collector on vs off, $pairs interleaved pairs"
 set_enabled() {
