@@ -84,7 +84,15 @@ echo "PostgreSQL: $("$cfg" --version); cassert: $(q 'SHOW debug_assertions')"
 echo "machine: $(nproc) cores, $(uname -r); shared_buffers 128MB, interval $interval"
 
 # --- 1. fixed rate -------------------------------------------------------
+# Main forks of every table and index: what grows with each second of
+# history.  pg_total_relation_size also counts the free space and
+# visibility maps autovacuum adds once per partition (a fixed 24-32 kB a
+# partition and day, not a per-second cost); both are reported.
 hist_size() {
+	q "SELECT sum(pg_relation_size(c.oid, 'main')) FROM pg_class c
+	    WHERE c.relnamespace = 'chronicle'::regnamespace AND c.relkind IN ('r', 'i')"
+}
+hist_total() {
 	q "SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c
 	    WHERE c.relnamespace = 'chronicle'::regnamespace AND c.relkind = 'r'"
 }
@@ -100,6 +108,7 @@ else
 fi
 
 size0=$(hist_size)
+total0=$(hist_total)
 t0=$(q 'SELECT clock_timestamp()')
 cpu0=$(cpu)
 w0=$(date +%s.%N)
@@ -109,6 +118,7 @@ cpu1=$(cpu)
 t1=$(q 'SELECT clock_timestamp()')
 q 'CHECKPOINT' >/dev/null
 size1=$(hist_size)
+total1=$(hist_total)
 
 echo
 echo "== 1. pgbench -R $rate -c $clients -T $seconds (TPC-B), collector at $interval"
@@ -118,7 +128,7 @@ awk -v c0="$cpu0" -v c1="$cpu1" -v hz="$hz" -v w0="$w0" -v w1="$w1" -v n="$nsnap
 	printf "collector CPU: %.3f s in %.1f s = %.3f %% of one core (%.2f ms of CPU per snapshot, whole loop)\n",
 		(c1 - c0) / hz, w1 - w0, 100 * (c1 - c0) / hz / (w1 - w0), 1000 * (c1 - c0) / hz / n }'
 "$bindir/psql" -X -q -v ON_ERROR_STOP=1 -v t0="$t0" -v t1="$t1" \
-	-v size0="$size0" -v size1="$size1" <<'SQL'
+	-v size0="$size0" -v size1="$size1" -v total0="$total0" -v total1="$total1" <<'SQL'
 \pset footer off
 SELECT count(*) AS snapshots,
        round(percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ms)::numeric, 3) AS "ms p50",
@@ -127,7 +137,8 @@ SELECT count(*) AS snapshots,
        round(avg(wal_bytes)) AS "WAL B/snapshot",
        round(avg(wal_bytes) FILTER (WHERE NOT keyframe)) AS "WAL B/sparse snapshot",
        round(avg(rows_written), 1) AS "rows/snapshot",
-       round((:size1 - :size0) / extract(epoch FROM max(ts) - min(ts))) AS "history B/s"
+       round((:size1 - :size0) / extract(epoch FROM max(ts) - min(ts))) AS "history B/s",
+       round((:total1 - :total0) / extract(epoch FROM max(ts) - min(ts))) AS "B/s incl. FSM/VM"
   FROM chronicle.snapshot
  WHERE collector = 'worker' AND ts BETWEEN :'t0' AND :'t1';
 -- what the bytes are made of: rows per second and row size per table
