@@ -149,6 +149,10 @@ extern ChronicleSnapshotResult chronicle_take_snapshot(ChronicleCollector by,
 extern void chronicle_forget_previous(void);
 extern bool chronicle_extension_ready(void);
 
+/* source_statements.c, os_proc.c: settings of those sources */
+extern void chronicle_statements_define_settings(void);
+extern void chronicle_os_define_settings(void);
+
 /* worker.c */
 extern PGDLLEXPORT void chronicle_worker_main(Datum main_arg);
 

@@ -27,7 +27,15 @@ CREATE TABLE chronicle.statements_history (
 	wal_records         bigint,
 	wal_fpi             bigint,
 	wal_bytes           bigint,
-	stats_since         timestamptz
+	stats_since         timestamptz,
+	-- added with the source: pg_stat_statements 1.11 (PG17) and 1.12 (PG18)
+	local_blk_read_time  float8,
+	local_blk_write_time float8,
+	temp_blk_read_time   float8,
+	temp_blk_write_time  float8,
+	wal_buffers_full     bigint,               -- 1.12+
+	parallel_workers_to_launch bigint,         -- 1.12+
+	parallel_workers_launched  bigint          -- 1.12+
 ) PARTITION BY RANGE (ts);
 CREATE INDEX ON chronicle.statements_history USING brin (ts);
 COMMENT ON TABLE chronicle.statements_history IS
