@@ -50,3 +50,356 @@ CREATE TABLE chronicle.app_metric (
 );
 CREATE INDEX ON chronicle.app_metric (name, ts);
 COMMENT ON TABLE chronicle.app_metric IS 'Generic application metrics: any (ts, name, value) series';
+
+-- Added with the loaders: the aggregation interval of an app_interval row
+-- (pgbench does not write it into the log; inferred from the spacing of the
+-- interval starts, or given to the loader).
+ALTER TABLE chronicle.app_interval ADD COLUMN interval_secs integer;
+CREATE INDEX ON chronicle.app_metric (run_id, name, ts);
+
+-- ---------------------------------------------------------------------
+-- Loading pgbench logs.
+--
+-- Both paths end in chronicle.load_pgbench_lines(), which parses the lines
+-- of the session's temporary table pg_temp.chronicle_pgbench_lines
+-- (file, line_no, line): the server-side chronicle.load_pgbench_log()
+-- fills it with COPY FROM a server file, the client-side
+-- tools/pgbench-log-load with psql's \copy.
+-- ---------------------------------------------------------------------
+
+-- Create (or empty) the staging table of this session.
+CREATE FUNCTION chronicle.pgbench_staging()
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	IF to_regclass('pg_temp.chronicle_pgbench_lines') IS NULL THEN
+		CREATE TEMP TABLE chronicle_pgbench_lines (
+			file    text,
+			line_no bigint GENERATED ALWAYS AS IDENTITY,
+			line    text
+		);
+	ELSE
+		TRUNCATE pg_temp.chronicle_pgbench_lines RESTART IDENTITY;
+	END IF;
+	ALTER TABLE pg_temp.chronicle_pgbench_lines ALTER COLUMN file DROP DEFAULT;
+END;
+$$;
+COMMENT ON FUNCTION chronicle.pgbench_staging() IS
+	'Creates or empties pg_temp.chronicle_pgbench_lines(file, line_no, line), the staging table of the pgbench log loaders';
+
+-- Report the first malformed line of the staged lines of one file.
+CREATE FUNCTION chronicle.pgbench_bad_line(p_file text, p_format text, p_ncols integer)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	r record;
+	first_no bigint;
+BEGIN
+	SELECT min(line_no) INTO first_no FROM pg_temp.chronicle_pgbench_lines WHERE file = p_file;
+	FOR r IN
+		SELECT line_no - first_no + 1 AS n, line, string_to_array(line, ' ') AS a
+		  FROM pg_temp.chronicle_pgbench_lines
+		 WHERE file = p_file
+		 ORDER BY line_no
+	LOOP
+		IF cardinality(r.a) IS DISTINCT FROM p_ncols THEN
+			RAISE EXCEPTION 'malformed pgbench log line in "%" line %: % fields, expected % (%)',
+				p_file, r.n, coalesce(cardinality(r.a), 0), p_ncols, p_format
+				USING ERRCODE = '22P04', DETAIL = format('The line is: %s', left(r.line, 200)),
+				      HINT = 'Every line of a file must have the same layout; nothing was loaded.';
+		END IF;
+		IF p_format = 'transaction' THEN
+			IF NOT (r.a[1] ~ '^\d{1,9}$' AND r.a[2] ~ '^\d{1,18}$' AND r.a[4] ~ '^\d{1,9}$'
+					AND r.a[5] ~ '^\d{1,12}$' AND r.a[6] ~ '^\d{1,6}$'
+					AND (r.a[3] ~ '^\d{1,18}$' OR r.a[3] IN ('skipped', 'failed', 'serialization', 'deadlock', 'other'))
+					AND (p_ncols < 7 OR r.a[7] ~ '^\d{1,18}$')
+					AND (p_ncols < 8 OR r.a[8] ~ '^\d{1,9}$')) THEN
+				RAISE EXCEPTION 'malformed pgbench log line in "%" line %: a field is not a number', p_file, r.n
+					USING ERRCODE = '22P02', DETAIL = format('The line is: %s', left(r.line, 200)),
+					      HINT = 'Nothing was loaded.';
+			END IF;
+		ELSE
+			IF EXISTS (SELECT FROM unnest(r.a) AS f WHERE f !~ '^-?\d{1,30}(\.\d+)?$') THEN
+				RAISE EXCEPTION 'malformed pgbench aggregate log line in "%" line %: a field is not a number', p_file, r.n
+					USING ERRCODE = '22P02', DETAIL = format('The line is: %s', left(r.line, 200)),
+					      HINT = 'Nothing was loaded.';
+			END IF;
+		END IF;
+	END LOOP;
+	RAISE EXCEPTION 'pgbench log "%" could not be parsed as %', p_file, p_format
+		USING ERRCODE = '22P02', HINT = 'Nothing was loaded.';
+END;
+$$;
+
+CREATE FUNCTION chronicle.load_pgbench_lines(
+	run_label text,
+	format text DEFAULT 'auto',
+	extra_column text DEFAULT 'lag',
+	create_run boolean DEFAULT false,
+	aggregate_interval integer DEFAULT NULL)
+RETURNS TABLE (file text, log_format text, lines bigint)
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	v_run integer;
+	f record;
+	v_fmt text;
+	v_has_lag boolean;
+	v_has_retries boolean;
+	v_n bigint;
+	v_first bigint;
+	v_started timestamptz;
+	v_ended timestamptz;
+	v_interval integer := aggregate_interval;
+	v_files text[] := '{}';
+	v_fmts text[] := '{}';
+	v_lines bigint[] := '{}';
+	v_agg boolean := false;
+BEGIN
+	IF run_label IS NULL OR run_label = '' THEN
+		RAISE EXCEPTION 'run label must not be NULL or empty'
+			USING ERRCODE = '22004', HINT = 'Name the run the log belongs to, as given to chronicle.run_begin().';
+	END IF;
+	IF format IS NULL OR format NOT IN ('auto', 'transaction', 'aggregate') THEN
+		RAISE EXCEPTION 'unknown pgbench log format "%"', format
+			USING ERRCODE = '22023', HINT = 'Use ''auto'', ''transaction'' or ''aggregate''.';
+	END IF;
+	IF extra_column IS NULL OR extra_column NOT IN ('lag', 'retries') THEN
+		RAISE EXCEPTION 'extra_column must be ''lag'' or ''retries'', not "%"', extra_column
+			USING ERRCODE = '22023',
+			      HINT = 'A 7-field per-transaction line has either the --rate schedule lag or the --max-tries retries.';
+	END IF;
+	IF aggregate_interval IS NOT NULL AND aggregate_interval < 1 THEN
+		RAISE EXCEPTION 'aggregate_interval must be at least 1 second'
+			USING ERRCODE = '22023', HINT = 'Give the --aggregate-interval pgbench ran with, or NULL to infer it.';
+	END IF;
+	IF to_regclass('pg_temp.chronicle_pgbench_lines') IS NULL THEN
+		RAISE EXCEPTION 'no staged pgbench log lines in this session'
+			USING ERRCODE = '55000',
+			      HINT = 'Call chronicle.pgbench_staging() and \copy the files into pg_temp.chronicle_pgbench_lines first, or use chronicle.load_pgbench_log().';
+	END IF;
+
+	SELECT r.run_id INTO v_run FROM chronicle.run r WHERE r.label = run_label;
+
+	-- Layout of every file: the number of fields of each line must agree.
+	FOR f IN
+		SELECT s.file AS name,
+		       min(array_length(string_to_array(s.line, ' '), 1)) AS mincols,
+		       max(array_length(string_to_array(s.line, ' '), 1)) AS maxcols,
+		       count(*) AS n
+		  FROM pg_temp.chronicle_pgbench_lines s
+		 GROUP BY s.file ORDER BY s.file
+	LOOP
+		IF f.name IS NULL THEN
+			RAISE EXCEPTION 'staged pgbench log lines without a file name'
+				USING ERRCODE = '22023', HINT = 'Set the default of pg_temp.chronicle_pgbench_lines.file before each \copy.';
+		END IF;
+		v_fmt := CASE WHEN format <> 'auto' THEN format
+		              WHEN f.maxcols >= 10 THEN 'aggregate' ELSE 'transaction' END;
+		IF f.mincols IS DISTINCT FROM f.maxcols
+		   OR (v_fmt = 'transaction' AND f.maxcols NOT BETWEEN 6 AND 8)
+		   OR (v_fmt = 'aggregate' AND f.maxcols NOT IN (6, 10, 11, 15)) THEN
+			SELECT array_length(string_to_array(s.line, ' '), 1) INTO v_n
+			  FROM pg_temp.chronicle_pgbench_lines s WHERE s.file = f.name ORDER BY s.line_no LIMIT 1;
+			IF v_fmt = 'transaction' AND v_n NOT BETWEEN 6 AND 8 THEN v_n := 6; END IF;
+			IF v_fmt = 'aggregate' AND v_n NOT IN (6, 10, 11, 15) THEN v_n := 15; END IF;
+			PERFORM chronicle.pgbench_bad_line(f.name, v_fmt, v_n::integer);
+		END IF;
+		IF v_agg <> (v_fmt = 'aggregate') AND cardinality(v_files) > 0 THEN
+			RAISE EXCEPTION 'per-transaction and aggregate pgbench logs loaded together'
+				USING ERRCODE = '22023', HINT = 'Load the per-transaction logs and the aggregate logs in separate calls.';
+		END IF;
+		v_agg := (v_fmt = 'aggregate');
+		v_files := v_files || f.name;
+		v_fmts := v_fmts || v_fmt;
+		v_lines := v_lines || f.n;
+	END LOOP;
+	IF cardinality(v_files) = 0 THEN
+		RAISE EXCEPTION 'the staged pgbench log is empty'
+			USING ERRCODE = '22023', HINT = 'Check the file names: no line was read.';
+	END IF;
+
+	-- The aggregation interval: given, or the smallest spacing of starts.
+	IF v_agg AND v_interval IS NULL THEN
+		SELECT min(d)::integer INTO v_interval
+		  FROM (SELECT st - lag(st) OVER (PARTITION BY s.file ORDER BY s.line_no) AS d
+		          FROM (SELECT s2.file, s2.line_no,
+		                       CASE WHEN split_part(s2.line, ' ', 1) ~ '^\d{1,12}$'
+		                            THEN split_part(s2.line, ' ', 1)::bigint END AS st
+		                  FROM pg_temp.chronicle_pgbench_lines s2) s) x
+		 WHERE d > 0;
+	END IF;
+
+	-- The run: it must exist, or is created from the log's time range.
+	IF v_run IS NULL THEN
+		IF NOT create_run THEN
+			RAISE EXCEPTION 'run "%" does not exist', run_label
+				USING ERRCODE = '42704',
+				      HINT = 'Start it with chronicle.run_begin() before pgbench, or pass create_run => true to create it from the time range of the log.';
+		END IF;
+		IF v_agg THEN
+			SELECT to_timestamp(min(split_part(s.line, ' ', 1)::bigint)),
+			       to_timestamp(max(split_part(s.line, ' ', 1)::bigint) + coalesce(v_interval, 1))
+			  INTO v_started, v_ended FROM pg_temp.chronicle_pgbench_lines s;
+		ELSE
+			SELECT min(to_timestamp(split_part(s.line, ' ', 5)::bigint)
+			           + split_part(s.line, ' ', 6)::bigint * interval '1 microsecond'
+			           - CASE WHEN split_part(s.line, ' ', 3) ~ '^\d+$'
+			                  THEN split_part(s.line, ' ', 3)::bigint ELSE 0 END * interval '1 microsecond'),
+			       max(to_timestamp(split_part(s.line, ' ', 5)::bigint)
+			           + split_part(s.line, ' ', 6)::bigint * interval '1 microsecond')
+			  INTO v_started, v_ended FROM pg_temp.chronicle_pgbench_lines s;
+		END IF;
+		INSERT INTO chronicle.run (label, started, ended, meta)
+		VALUES (run_label, v_started, v_ended,
+		        jsonb_build_object('created_by', 'chronicle.load_pgbench_lines', 'files', to_jsonb(v_files)))
+		RETURNING run_id INTO v_run;
+	END IF;
+
+	IF NOT v_agg THEN
+		FOR i IN 1 .. cardinality(v_files) LOOP
+			SELECT array_length(string_to_array(s.line, ' '), 1) INTO v_n
+			  FROM pg_temp.chronicle_pgbench_lines s WHERE s.file = v_files[i] ORDER BY s.line_no LIMIT 1;
+			v_has_lag := v_n = 8 OR (v_n = 7 AND extra_column = 'lag');
+			v_has_retries := v_n = 8 OR (v_n = 7 AND extra_column = 'retries');
+			-- reloading a file replaces its rows
+			DELETE FROM chronicle.app_transaction t WHERE t.run_id = v_run AND t.source = v_files[i];
+			BEGIN
+				INSERT INTO chronicle.app_transaction
+					(run_id, ts, client_id, tx_no, script_no, latency_us, lag_us, retries, status, source)
+				SELECT v_run,
+				       -- a negative or out-of-range number is malformed too
+				       to_timestamp(a[5]::bigint)
+				       + (CASE WHEN a[6]::bigint BETWEEN 0 AND 999999 AND a[5]::bigint >= 0
+				               THEN a[6] ELSE 'malformed ' || a[6] END)::bigint * interval '1 microsecond',
+				       a[1]::integer, a[2]::bigint, a[4]::integer,
+				       CASE WHEN a[3] IN ('skipped', 'failed', 'serialization', 'deadlock', 'other')
+				            THEN NULL ELSE a[3]::bigint END,
+				       CASE WHEN v_has_lag THEN a[7]::bigint END,
+				       CASE WHEN v_has_retries THEN a[v_n]::integer END,
+				       CASE WHEN a[3] IN ('skipped', 'failed', 'serialization', 'deadlock', 'other')
+				            THEN a[3] ELSE 'ok' END,
+				       v_files[i]
+				  FROM (SELECT string_to_array(s.line, ' ') AS a
+				          FROM pg_temp.chronicle_pgbench_lines s WHERE s.file = v_files[i]) AS l;
+			EXCEPTION
+				WHEN invalid_text_representation OR numeric_value_out_of_range
+				     OR datetime_field_overflow OR invalid_parameter_value THEN
+					PERFORM chronicle.pgbench_bad_line(v_files[i], 'transaction', v_n::integer);
+			END;
+		END LOOP;
+	ELSE
+		BEGIN
+			INSERT INTO chronicle.app_interval AS ai
+				(run_id, interval_start, num_transactions, sum_latency_us, sum_latency_2,
+				 min_latency_us, max_latency_us, sum_lag_us, sum_lag_2, min_lag_us, max_lag_us,
+				 skipped, retried, retries, serialization_failures, deadlock_failures, interval_secs)
+			SELECT v_run, to_timestamp(a[1]::bigint), sum(a[2]::bigint),
+			       sum(a[3]::float8), sum(a[4]::float8),
+			       -- an idle thread's interval shows min 0: not a latency
+			       min(a[5]::float8) FILTER (WHERE a[2]::bigint > 0), max(a[6]::float8),
+			       sum(a[7]::float8), sum(a[8]::float8),
+			       min(a[9]::float8) FILTER (WHERE a[2]::bigint > 0), max(a[10]::float8),
+			       sum(a[11]::bigint), sum(a[12]::bigint), sum(a[13]::bigint),
+			       sum(a[14]::bigint), sum(a[15]::bigint), v_interval
+			  FROM (SELECT string_to_array(s.line, ' ') AS a FROM pg_temp.chronicle_pgbench_lines s) l
+			 GROUP BY a[1]::bigint
+			ON CONFLICT (run_id, interval_start) DO UPDATE
+			   SET num_transactions = excluded.num_transactions,
+			       sum_latency_us = excluded.sum_latency_us, sum_latency_2 = excluded.sum_latency_2,
+			       min_latency_us = excluded.min_latency_us, max_latency_us = excluded.max_latency_us,
+			       sum_lag_us = excluded.sum_lag_us, sum_lag_2 = excluded.sum_lag_2,
+			       min_lag_us = excluded.min_lag_us, max_lag_us = excluded.max_lag_us,
+			       skipped = excluded.skipped, retried = excluded.retried, retries = excluded.retries,
+			       serialization_failures = excluded.serialization_failures,
+			       deadlock_failures = excluded.deadlock_failures,
+			       interval_secs = excluded.interval_secs;
+		EXCEPTION
+			WHEN invalid_text_representation OR numeric_value_out_of_range OR datetime_field_overflow THEN
+				FOR i IN 1 .. cardinality(v_files) LOOP
+					SELECT array_length(string_to_array(s.line, ' '), 1) INTO v_n
+					  FROM pg_temp.chronicle_pgbench_lines s WHERE s.file = v_files[i] ORDER BY s.line_no LIMIT 1;
+					PERFORM chronicle.pgbench_bad_line(v_files[i], 'aggregate', v_n::integer);
+				END LOOP;
+				RAISE;
+		END;
+	END IF;
+
+	RETURN QUERY SELECT u.f, u.fmt, u.n FROM unnest(v_files, v_fmts, v_lines) AS u(f, fmt, n);
+END;
+$$;
+COMMENT ON FUNCTION chronicle.load_pgbench_lines(text, text, text, boolean, integer) IS
+	'Parses the pgbench log lines staged in pg_temp.chronicle_pgbench_lines into app_transaction or app_interval of a run';
+
+-- Server side: COPY the files (or every <prefix>.<pid>[.<thread>]) and parse.
+CREATE FUNCTION chronicle.load_pgbench_log(
+	run_label text,
+	path text,
+	format text DEFAULT 'auto',
+	extra_column text DEFAULT 'lag',
+	create_run boolean DEFAULT false,
+	aggregate_interval integer DEFAULT NULL)
+RETURNS TABLE (file text, log_format text, lines bigint)
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	v_dir text;
+	v_base text;
+	v_files text[];
+	v_f text;
+BEGIN
+	IF path IS NULL OR path = '' THEN
+		RAISE EXCEPTION 'path must not be NULL or empty'
+			USING ERRCODE = '22004', HINT = 'Give the log file, or the prefix of the per-thread files (pgbench_log.12345).';
+	END IF;
+	IF left(path, 1) <> '/' THEN
+		RAISE EXCEPTION 'path "%" is not absolute', path
+			USING ERRCODE = '22023', HINT = 'Server-side loading reads files of the database server: give an absolute path.';
+	END IF;
+	IF NOT (pg_has_role(current_user, 'pg_read_server_files', 'USAGE')
+	        OR (SELECT rolsuper FROM pg_roles WHERE rolname = current_user)) THEN
+		RAISE EXCEPTION 'permission denied to read server files'
+			USING ERRCODE = '42501',
+			      HINT = 'Loading a file of the server needs the pg_read_server_files role; from a client, use tools/pgbench-log-load or the \copy recipe of the README.';
+	END IF;
+
+	-- A prefix names every <prefix>.<pid>[.<thread>] file (and itself, if a file).
+	v_dir := regexp_replace(path, '/[^/]*$', '');
+	IF v_dir = '' THEN v_dir := '/'; END IF;
+	v_base := regexp_replace(path, '^.*/', '');
+	IF has_function_privilege('pg_catalog.pg_ls_dir(text, boolean, boolean)', 'EXECUTE') THEN
+		SELECT array_agg(rtrim(v_dir, '/') || '/' || d ORDER BY d) INTO v_files
+		  FROM pg_ls_dir(v_dir, true, false) AS d
+		 WHERE d = v_base
+		    OR (starts_with(d, v_base || '.') AND substr(d, length(v_base) + 2) ~ '^\d+(\.\d+)?$');
+		IF v_files IS NULL THEN
+			RAISE EXCEPTION 'no pgbench log file "%" or "%.<pid>[.<thread>]"', path, path
+				USING ERRCODE = '58P01', HINT = 'Check the path: it is read on the database server.';
+		END IF;
+	ELSE
+		-- Without pg_ls_dir the path must name one file.
+		v_files := ARRAY[path];
+	END IF;
+
+	PERFORM chronicle.pgbench_staging();
+	FOREACH v_f IN ARRAY v_files LOOP
+		EXECUTE pg_catalog.format('ALTER TABLE pg_temp.chronicle_pgbench_lines ALTER COLUMN file SET DEFAULT %L', v_f);
+		EXECUTE pg_catalog.format('COPY pg_temp.chronicle_pgbench_lines (line) FROM %L', v_f);
+	END LOOP;
+	RETURN QUERY SELECT * FROM chronicle.load_pgbench_lines(run_label, format, extra_column, create_run, aggregate_interval);
+	TRUNCATE pg_temp.chronicle_pgbench_lines;
+END;
+$$;
+COMMENT ON FUNCTION chronicle.load_pgbench_log(text, text, text, text, boolean, integer) IS
+	'Loads pgbench logs from server files (a file, or a prefix for every <prefix>.<pid>[.<thread>]) into a run';
+
+REVOKE ALL ON FUNCTION chronicle.pgbench_staging() FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle.pgbench_bad_line(text, text, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle.load_pgbench_lines(text, text, text, boolean, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle.load_pgbench_log(text, text, text, text, boolean, integer) FROM PUBLIC;
