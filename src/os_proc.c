@@ -41,7 +41,7 @@ chronicle_os_define_settings(void)
 							   "Empty (the default) records the devices holding the data directory and pg_wal.",
 							   &chronicle_os_disks,
 							   "",
-							   PGC_SIGHUP, 0,
+							   PGC_SUSET, 0,
 							   NULL, NULL, NULL);
 }
 

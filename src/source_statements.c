@@ -53,6 +53,7 @@
  */
 #include "postgres.h"
 
+#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "commands/extension.h"
 #include "executor/spi.h"
@@ -62,6 +63,7 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/hsearch.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 #include "utils/varlena.h"
@@ -224,6 +226,8 @@ static MemoryContext statements_cxt = NULL;
 static HTAB *baselines = NULL;	/* StmtKey -> StmtBaseline */
 static HTAB *texts_stored = NULL;	/* TextKey -> TextKey */
 static uint64 generation = 0;
+static Oid	text_relid = InvalidOid;	/* chronicle.statements_text the caches
+										 * belong to */
 
 
 void
@@ -507,6 +511,23 @@ statements_collect(ChronicleEmitter *emitter)
 	TextKey    *newtexts;
 	int			nnew;
 
+	/*
+	 * The extension dropped and created again means an empty history: start
+	 * over with a full baseline and store the texts again.
+	 */
+	{
+		Oid			nsp = get_namespace_oid(CHRONICLE_SCHEMA, false);
+		Oid			relid = get_relname_relid("statements_text", nsp);
+
+		if (relid != text_relid && statements_cxt != NULL)
+		{
+			MemoryContextReset(statements_cxt);
+			baselines = NULL;
+			texts_stored = NULL;
+			generation = 0;
+		}
+		text_relid = relid;
+	}
 	statements_init();
 	first = (hash_get_num_entries(baselines) == 0 && generation == 0);
 

@@ -242,6 +242,7 @@ BEGIN
 				USING ERRCODE = '42704',
 				      HINT = 'Start it with chronicle.run_begin() before pgbench, or pass create_run => true to create it from the time range of the log.';
 		END IF;
+		BEGIN
 		IF v_agg THEN
 			SELECT to_timestamp(min(split_part(s.line, ' ', 1)::bigint)),
 			       to_timestamp(max(split_part(s.line, ' ', 1)::bigint) + coalesce(v_interval, 1))
@@ -255,6 +256,15 @@ BEGIN
 			           + split_part(s.line, ' ', 6)::bigint * interval '1 microsecond')
 			  INTO v_started, v_ended FROM pg_temp.chronicle_pgbench_lines s;
 		END IF;
+		EXCEPTION
+			WHEN invalid_text_representation OR numeric_value_out_of_range OR datetime_field_overflow THEN
+				FOR i IN 1 .. cardinality(v_files) LOOP
+					SELECT array_length(string_to_array(s.line, ' '), 1) INTO v_n
+					  FROM pg_temp.chronicle_pgbench_lines s WHERE s.file = v_files[i] ORDER BY s.line_no LIMIT 1;
+					PERFORM chronicle.pgbench_bad_line(v_files[i], v_fmts[i], v_n::integer);
+				END LOOP;
+				RAISE;
+		END;
 		INSERT INTO chronicle.run (label, started, ended, meta)
 		VALUES (run_label, v_started, v_ended,
 		        jsonb_build_object('created_by', 'chronicle.load_pgbench_lines', 'files', to_jsonb(v_files)))
@@ -403,3 +413,214 @@ REVOKE ALL ON FUNCTION chronicle.pgbench_staging() FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle.pgbench_bad_line(text, text, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle.load_pgbench_lines(text, text, text, boolean, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle.load_pgbench_log(text, text, text, text, boolean, integer) FROM PUBLIC;
+
+-- ---------------------------------------------------------------------
+-- Per snapshot interval application statistics.
+-- ---------------------------------------------------------------------
+
+-- The run's id from its label, or an error with a hint.
+CREATE FUNCTION chronicle.app_run_id(run_label text)
+RETURNS integer
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	v_run integer;
+BEGIN
+	IF run_label IS NULL THEN
+		RAISE EXCEPTION 'run label must not be NULL'
+			USING ERRCODE = '22004', HINT = 'Name a run of chronicle.run.';
+	END IF;
+	SELECT r.run_id INTO v_run FROM chronicle.run r WHERE r.label = run_label;
+	IF v_run IS NULL THEN
+		RAISE EXCEPTION 'run "%" does not exist', run_label
+			USING ERRCODE = '42704', HINT = 'SELECT label FROM chronicle.run lists the runs.';
+	END IF;
+	RETURN v_run;
+END;
+$$;
+
+CREATE FUNCTION chronicle.app_intervals(
+	from_ts timestamptz,
+	to_ts timestamptz,
+	run_label text DEFAULT NULL)
+RETURNS TABLE (
+	interval_start  timestamptz,
+	interval_end    timestamptz,
+	segment         timestamptz,
+	transactions    bigint,
+	tps             float8,
+	latency_mean_ms float8,
+	latency_p50_ms  float8,
+	latency_p90_ms  float8,
+	latency_p99_ms  float8,
+	latency_max_ms  float8,
+	lag_mean_ms     float8,
+	skipped         bigint,
+	failures        bigint,
+	retries         bigint)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	v_run integer;
+	v_bounds timestamptz[];
+BEGIN
+	IF from_ts IS NULL OR to_ts IS NULL THEN
+		RAISE EXCEPTION 'time range bounds must not be NULL'
+			USING ERRCODE = '22004', HINT = 'Give from_ts and to_ts, or use chronicle.app_intervals(run_label).';
+	END IF;
+	IF to_ts < from_ts THEN
+		RAISE EXCEPTION 'time range ends (%) before it starts (%)', to_ts, from_ts
+			USING ERRCODE = '22023', HINT = 'Swap the bounds.';
+	END IF;
+	IF run_label IS NOT NULL THEN
+		v_run := chronicle.app_run_id(run_label);
+	END IF;
+
+	-- The snapshots bounding the range: the last one at or before from_ts
+	-- and every one up to the first at or after to_ts.
+	SELECT array_agg(s.ts ORDER BY s.ts) INTO v_bounds
+	  FROM chronicle.snapshot s
+	 WHERE s.ts >= coalesce((SELECT max(s2.ts) FROM chronicle.snapshot s2 WHERE s2.ts <= from_ts), from_ts)
+	   AND s.ts <= coalesce((SELECT min(s3.ts) FROM chronicle.snapshot s3 WHERE s3.ts >= to_ts), to_ts);
+	IF coalesce(cardinality(v_bounds), 0) < 2 THEN
+		RETURN;
+	END IF;
+
+	RETURN QUERY
+	WITH iv AS (
+		SELECT b.i, b.ts AS s_ts, lead(b.ts) OVER (ORDER BY b.i) AS e_ts,
+		       sn.segment AS seg, lead(sn.segment) OVER (ORDER BY b.i) AS next_seg
+		  FROM unnest(v_bounds) WITH ORDINALITY AS b(ts, i)
+		  JOIN chronicle.snapshot sn ON sn.ts = b.ts
+	), tx AS (
+		SELECT width_bucket(t.ts, v_bounds) AS i,
+		       count(*) FILTER (WHERE t.status = 'ok') AS n_ok,
+		       avg(t.latency_us) FILTER (WHERE t.status = 'ok') AS lat_mean,
+		       percentile_disc(ARRAY[0.5, 0.9, 0.99]::float8[]) WITHIN GROUP (ORDER BY t.latency_us)
+		           FILTER (WHERE t.status = 'ok') AS lat_p,
+		       max(t.latency_us) FILTER (WHERE t.status = 'ok') AS lat_max,
+		       avg(t.lag_us) FILTER (WHERE t.status = 'ok') AS lag_mean,
+		       count(*) FILTER (WHERE t.status = 'skipped') AS n_skipped,
+		       count(*) FILTER (WHERE t.status NOT IN ('ok', 'skipped')) AS n_failed,
+		       sum(t.retries) AS n_retries
+		  FROM chronicle.app_transaction t
+		 WHERE t.ts >= v_bounds[1] AND t.ts < v_bounds[cardinality(v_bounds)]
+		   AND (v_run IS NULL OR t.run_id = v_run)
+		 GROUP BY 1
+	)
+	SELECT iv.s_ts, iv.e_ts, iv.seg,
+	       coalesce(tx.n_ok, 0),
+	       coalesce(tx.n_ok, 0) / extract(epoch FROM iv.e_ts - iv.s_ts)::float8,
+	       tx.lat_mean::float8 / 1000.0,
+	       tx.lat_p[1]::float8 / 1000.0, tx.lat_p[2]::float8 / 1000.0, tx.lat_p[3]::float8 / 1000.0,
+	       tx.lat_max::float8 / 1000.0,
+	       tx.lag_mean::float8 / 1000.0,
+	       coalesce(tx.n_skipped, 0), coalesce(tx.n_failed, 0), tx.n_retries
+	  FROM iv LEFT JOIN tx ON tx.i = iv.i
+	 -- an interval never spans two recordings (segments)
+	 WHERE iv.e_ts IS NOT NULL AND iv.next_seg = iv.seg
+	   AND iv.e_ts > from_ts AND iv.s_ts < to_ts
+	 ORDER BY iv.s_ts;
+END;
+$$;
+COMMENT ON FUNCTION chronicle.app_intervals(timestamptz, timestamptz, text) IS
+	'Per snapshot interval [start, end): transactions, TPS, latency mean/p50/p90/p99/max and lag (ms), skipped, failures, from the per-transaction log';
+
+CREATE FUNCTION chronicle.app_intervals(run_label text)
+RETURNS TABLE (
+	interval_start  timestamptz,
+	interval_end    timestamptz,
+	segment         timestamptz,
+	transactions    bigint,
+	tps             float8,
+	latency_mean_ms float8,
+	latency_p50_ms  float8,
+	latency_p90_ms  float8,
+	latency_p99_ms  float8,
+	latency_max_ms  float8,
+	lag_mean_ms     float8,
+	skipped         bigint,
+	failures        bigint,
+	retries         bigint)
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+	SELECT a.*
+	  FROM chronicle.run r,
+	       chronicle.app_intervals(r.started, coalesce(r.ended, now()), r.label) a
+	 WHERE r.run_id = chronicle.app_run_id(run_label);
+$$;
+COMMENT ON FUNCTION chronicle.app_intervals(text) IS
+	'chronicle.app_intervals() over the time range of a run, its transactions only';
+
+-- Latency summary of a whole run, from every transaction (not from intervals).
+CREATE FUNCTION chronicle.app_summary(run_label text)
+RETURNS TABLE (
+	transactions    bigint,
+	seconds         float8,
+	tps             float8,
+	latency_mean_ms float8,
+	latency_p50_ms  float8,
+	latency_p90_ms  float8,
+	latency_p99_ms  float8,
+	latency_max_ms  float8,
+	lag_mean_ms     float8,
+	skipped         bigint,
+	failures        bigint)
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+	SELECT count(*) FILTER (WHERE t.status = 'ok'),
+	       extract(epoch FROM max(t.ts) - min(t.ts))::float8,
+	       count(*) FILTER (WHERE t.status = 'ok')
+	           / nullif(extract(epoch FROM max(t.ts) - min(t.ts))::float8, 0),
+	       avg(t.latency_us) FILTER (WHERE t.status = 'ok') / 1000.0,
+	       (percentile_disc(0.5) WITHIN GROUP (ORDER BY t.latency_us) FILTER (WHERE t.status = 'ok'))::float8 / 1000.0,
+	       (percentile_disc(0.9) WITHIN GROUP (ORDER BY t.latency_us) FILTER (WHERE t.status = 'ok'))::float8 / 1000.0,
+	       (percentile_disc(0.99) WITHIN GROUP (ORDER BY t.latency_us) FILTER (WHERE t.status = 'ok'))::float8 / 1000.0,
+	       max(t.latency_us) FILTER (WHERE t.status = 'ok') / 1000.0,
+	       avg(t.lag_us) FILTER (WHERE t.status = 'ok') / 1000.0,
+	       count(*) FILTER (WHERE t.status = 'skipped'),
+	       count(*) FILTER (WHERE t.status NOT IN ('ok', 'skipped'))
+	  FROM chronicle.app_transaction t
+	 WHERE t.run_id = chronicle.app_run_id(run_label);
+$$;
+COMMENT ON FUNCTION chronicle.app_summary(text) IS
+	'Transactions, TPS and exact latency percentiles of a whole run, from its per-transaction log';
+
+-- Generic metrics.
+CREATE FUNCTION chronicle.add_metric(name text, value float8,
+									 ts timestamptz DEFAULT now(),
+									 run_label text DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	IF name IS NULL OR name = '' THEN
+		RAISE EXCEPTION 'metric name must not be NULL or empty'
+			USING ERRCODE = '22004', HINT = 'Name the series, e.g. ''app.orders_per_s''.';
+	END IF;
+	IF value IS NULL OR ts IS NULL THEN
+		RAISE EXCEPTION 'metric value and time must not be NULL'
+			USING ERRCODE = '22004', HINT = 'Leave ts out for now().';
+	END IF;
+	INSERT INTO chronicle.app_metric (ts, name, value, run_id)
+	VALUES (ts, name, value,
+	        CASE WHEN run_label IS NOT NULL THEN chronicle.app_run_id(run_label) END);
+END;
+$$;
+COMMENT ON FUNCTION chronicle.add_metric(text, float8, timestamptz, text) IS
+	'Records one value of an application metric series, optionally tied to a run';
+
+REVOKE ALL ON FUNCTION chronicle.add_metric(text, float8, timestamptz, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle.app_run_id(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle.app_intervals(timestamptz, timestamptz, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle.app_intervals(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle.app_summary(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION chronicle.app_run_id(text) TO pg_monitor, pg_read_all_stats;
+GRANT EXECUTE ON FUNCTION chronicle.app_intervals(timestamptz, timestamptz, text) TO pg_monitor, pg_read_all_stats;
+GRANT EXECUTE ON FUNCTION chronicle.app_intervals(text) TO pg_monitor, pg_read_all_stats;
+GRANT EXECUTE ON FUNCTION chronicle.app_summary(text) TO pg_monitor, pg_read_all_stats;
