@@ -17,7 +17,8 @@
  * containers, tmpfs, btrfs subvolumes, NFS) report an anonymous device
  * (major 0) that diskstats does not list: nothing is recorded for them
  * unless chronicle.os_disks names the devices, as "device[=role],...",
- * e.g. 'nvme0n1=data,nvme1n1=wal' (role 'disk' when not given).
+ * e.g. 'nvme0n1=data,nvme1n1=wal' or 'vda=data+wal' (stored as 'data,wal';
+ * role 'disk' when not given).
  *
  * Copyright (c) 2026, pg_chronicle developers
  *
@@ -174,6 +175,10 @@ wanted_listed(WantedDisk *w)
 		{
 			*eq = '\0';
 			strlcpy(w[n].role, eq + 1, sizeof(w[n].role));
+			/* "data+wal" is the role the automatic choice calls "data,wal" */
+			for (char *r = w[n].role; *r; r++)
+				if (*r == '+')
+					*r = ',';
 		}
 		else
 			strlcpy(w[n].role, "disk", sizeof(w[n].role));
