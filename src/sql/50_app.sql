@@ -188,11 +188,9 @@ BEGIN
 
 	-- Layout of every file: the number of fields of each line must agree.
 	FOR f IN
-		SELECT s.file AS name,
-		       min(array_length(string_to_array(s.line, ' '), 1)) AS mincols,
-		       max(array_length(string_to_array(s.line, ' '), 1)) AS maxcols,
-		       count(*) AS n
-		  FROM pg_temp.chronicle_pgbench_lines s
+		SELECT s.file AS name, min(s.nf) AS mincols, max(s.nf) AS maxcols, count(*) AS n
+		  FROM (SELECT s1.file, length(s1.line) - length(replace(s1.line, ' ', '')) + 1 AS nf
+		          FROM pg_temp.chronicle_pgbench_lines s1) s
 		 GROUP BY s.file ORDER BY s.file
 	LOOP
 		IF f.name IS NULL THEN
@@ -296,7 +294,8 @@ BEGIN
 				            THEN a[3] ELSE 'ok' END,
 				       v_files[i]
 				  FROM (SELECT string_to_array(s.line, ' ') AS a
-				          FROM pg_temp.chronicle_pgbench_lines s WHERE s.file = v_files[i]) AS l;
+				          FROM pg_temp.chronicle_pgbench_lines s WHERE s.file = v_files[i]
+				         OFFSET 0) AS l;		-- split each line once, not once per field
 			EXCEPTION
 				WHEN invalid_text_representation OR numeric_value_out_of_range
 				     OR datetime_field_overflow OR invalid_parameter_value THEN
@@ -317,7 +316,8 @@ BEGIN
 			       min(a[9]::float8) FILTER (WHERE a[2]::bigint > 0), max(a[10]::float8),
 			       sum(a[11]::bigint), sum(a[12]::bigint), sum(a[13]::bigint),
 			       sum(a[14]::bigint), sum(a[15]::bigint), v_interval
-			  FROM (SELECT string_to_array(s.line, ' ') AS a FROM pg_temp.chronicle_pgbench_lines s) l
+			  FROM (SELECT string_to_array(s.line, ' ') AS a FROM pg_temp.chronicle_pgbench_lines s
+			         OFFSET 0) l		-- split each line once, not once per field
 			 GROUP BY a[1]::bigint
 			ON CONFLICT (run_id, interval_start) DO UPDATE
 			   SET num_transactions = excluded.num_transactions,
