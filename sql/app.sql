@@ -1,6 +1,7 @@
 -- Application metrics: pgbench logs of every format, malformed lines,
 -- per snapshot interval statistics, generic metrics.
 \set VERBOSITY default
+\set SHOW_CONTEXT never
 \getenv abs_srcdir PG_ABS_SRCDIR
 \set d :abs_srcdir '/test/data/pgbench/'
 
@@ -69,6 +70,7 @@ SELECT ended - started AS agg11_length FROM chronicle.run WHERE label = 'agg11';
 
 -- Malformed lines: file and line number, and nothing loaded.
 \set VERBOSITY default
+\set SHOW_CONTEXT never
 SELECT count(*) AS before FROM chronicle.app_transaction \gset
 SELECT chronicle.pgbench_staging();
 ALTER TABLE pg_temp.chronicle_pgbench_lines ALTER COLUMN file SET DEFAULT 'good.1';

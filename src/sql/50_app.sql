@@ -149,8 +149,6 @@ DECLARE
 	v_run integer;
 	f record;
 	v_fmt text;
-	v_has_lag boolean;
-	v_has_retries boolean;
 	v_n bigint;
 	v_first bigint;
 	v_started timestamptz;
@@ -159,6 +157,7 @@ DECLARE
 	v_files text[] := '{}';
 	v_fmts text[] := '{}';
 	v_lines bigint[] := '{}';
+	v_cols integer[] := '{}';
 	v_agg boolean := false;
 BEGIN
 	IF run_label IS NULL OR run_label = '' THEN
@@ -216,6 +215,7 @@ BEGIN
 		v_files := v_files || f.name;
 		v_fmts := v_fmts || v_fmt;
 		v_lines := v_lines || f.n;
+		v_cols := v_cols || f.maxcols::integer;
 	END LOOP;
 	IF cardinality(v_files) = 0 THEN
 		RAISE EXCEPTION 'the staged pgbench log is empty'
@@ -257,9 +257,7 @@ BEGIN
 		EXCEPTION
 			WHEN invalid_text_representation OR numeric_value_out_of_range OR datetime_field_overflow THEN
 				FOR i IN 1 .. cardinality(v_files) LOOP
-					SELECT array_length(string_to_array(s.line, ' '), 1) INTO v_n
-					  FROM pg_temp.chronicle_pgbench_lines s WHERE s.file = v_files[i] ORDER BY s.line_no LIMIT 1;
-					PERFORM chronicle.pgbench_bad_line(v_files[i], v_fmts[i], v_n::integer);
+					PERFORM chronicle.pgbench_bad_line(v_files[i], v_fmts[i], v_cols[i]);
 				END LOOP;
 				RAISE;
 		END;
@@ -270,38 +268,38 @@ BEGIN
 	END IF;
 
 	IF NOT v_agg THEN
-		FOR i IN 1 .. cardinality(v_files) LOOP
-			SELECT array_length(string_to_array(s.line, ' '), 1) INTO v_n
-			  FROM pg_temp.chronicle_pgbench_lines s WHERE s.file = v_files[i] ORDER BY s.line_no LIMIT 1;
-			v_has_lag := v_n = 8 OR (v_n = 7 AND extra_column = 'lag');
-			v_has_retries := v_n = 8 OR (v_n = 7 AND extra_column = 'retries');
-			-- reloading a file replaces its rows
-			DELETE FROM chronicle.app_transaction t WHERE t.run_id = v_run AND t.source = v_files[i];
-			BEGIN
-				INSERT INTO chronicle.app_transaction
-					(run_id, ts, client_id, tx_no, script_no, latency_us, lag_us, retries, status, source)
-				SELECT v_run,
-				       -- a negative or out-of-range number is malformed too
-				       to_timestamp(a[5]::bigint)
-				       + (CASE WHEN a[6]::bigint BETWEEN 0 AND 999999 AND a[5]::bigint >= 0
-				               THEN a[6] ELSE 'malformed ' || a[6] END)::bigint * interval '1 microsecond',
-				       a[1]::integer, a[2]::bigint, a[4]::integer,
-				       CASE WHEN a[3] IN ('skipped', 'failed', 'serialization', 'deadlock', 'other')
-				            THEN NULL ELSE a[3]::bigint END,
-				       CASE WHEN v_has_lag THEN a[7]::bigint END,
-				       CASE WHEN v_has_retries THEN a[v_n]::integer END,
-				       CASE WHEN a[3] IN ('skipped', 'failed', 'serialization', 'deadlock', 'other')
-				            THEN a[3] ELSE 'ok' END,
-				       v_files[i]
-				  FROM (SELECT string_to_array(s.line, ' ') AS a
-				          FROM pg_temp.chronicle_pgbench_lines s WHERE s.file = v_files[i]
-				         OFFSET 0) AS l;		-- split each line once, not once per field
-			EXCEPTION
-				WHEN invalid_text_representation OR numeric_value_out_of_range
-				     OR datetime_field_overflow OR invalid_parameter_value THEN
-					PERFORM chronicle.pgbench_bad_line(v_files[i], 'transaction', v_n::integer);
-			END;
-		END LOOP;
+		-- Reloading a file replaces its rows.
+		DELETE FROM chronicle.app_transaction t WHERE t.run_id = v_run AND t.source = ANY (v_files);
+		-- One pass over every file: the layout of a line is its field count
+		-- (the same on every line of a file, checked above).
+		BEGIN
+			INSERT INTO chronicle.app_transaction
+				(run_id, ts, client_id, tx_no, script_no, latency_us, lag_us, retries, status, source)
+			SELECT v_run,
+			       -- a negative or out-of-range number is malformed too
+			       to_timestamp(a[5]::bigint)
+			       + (CASE WHEN a[6]::bigint BETWEEN 0 AND 999999 AND a[5]::bigint >= 0
+			               THEN a[6] ELSE 'malformed ' || a[6] END)::bigint * interval '1 microsecond',
+			       a[1]::integer, a[2]::bigint, a[4]::integer,
+			       CASE WHEN a[3] IN ('skipped', 'failed', 'serialization', 'deadlock', 'other')
+			            THEN NULL ELSE a[3]::bigint END,
+			       CASE WHEN n = 8 OR (n = 7 AND extra_column = 'lag') THEN a[7]::bigint END,
+			       CASE WHEN n = 8 OR (n = 7 AND extra_column = 'retries') THEN a[n]::integer END,
+			       CASE WHEN a[3] IN ('skipped', 'failed', 'serialization', 'deadlock', 'other')
+			            THEN a[3] ELSE 'ok' END,
+			       l.file
+			  FROM (SELECT s.file, string_to_array(s.line, ' ') AS a,
+			               length(s.line) - length(replace(s.line, ' ', '')) + 1 AS n
+			          FROM pg_temp.chronicle_pgbench_lines s
+			         OFFSET 0) AS l;		-- split each line once, not once per field
+		EXCEPTION
+			WHEN invalid_text_representation OR numeric_value_out_of_range
+			     OR datetime_field_overflow OR invalid_parameter_value THEN
+				FOR i IN 1 .. cardinality(v_files) LOOP
+					PERFORM chronicle.pgbench_bad_line(v_files[i], 'transaction', v_cols[i]);
+				END LOOP;
+				RAISE;
+		END;
 	ELSE
 		BEGIN
 			INSERT INTO chronicle.app_interval AS ai
@@ -332,9 +330,7 @@ BEGIN
 		EXCEPTION
 			WHEN invalid_text_representation OR numeric_value_out_of_range OR datetime_field_overflow THEN
 				FOR i IN 1 .. cardinality(v_files) LOOP
-					SELECT array_length(string_to_array(s.line, ' '), 1) INTO v_n
-					  FROM pg_temp.chronicle_pgbench_lines s WHERE s.file = v_files[i] ORDER BY s.line_no LIMIT 1;
-					PERFORM chronicle.pgbench_bad_line(v_files[i], 'aggregate', v_n::integer);
+					PERFORM chronicle.pgbench_bad_line(v_files[i], 'aggregate', v_cols[i]);
 				END LOOP;
 				RAISE;
 		END;
