@@ -18,7 +18,13 @@ OBJS = \
 	src/source_checkpointer.o \
 	src/source_bgwriter.o \
 	src/source_database.o \
-	src/standby.o
+	src/standby.o \
+	src/source_statements.o \
+	src/os_proc.o \
+	src/source_os_memory.o \
+	src/source_os_disk.o \
+	src/source_os_pressure.o \
+	src/source_os_process_io.o
 
 # The install script is built from the pieces in src/sql, in name order.
 DATA_built = $(EXTENSION)--$(EXTVERSION).sql

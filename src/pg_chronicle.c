@@ -236,6 +236,9 @@ _PG_init(void)
 								 NULL, NULL, NULL);
 	}
 
+	chronicle_statements_define_settings();
+	chronicle_os_define_settings();
+
 	MarkGUCPrefixReserved("chronicle");
 
 	if (!chronicle_preloaded)

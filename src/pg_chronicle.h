@@ -208,6 +208,10 @@ typedef struct ChronicleRingRecord
 	bool		newsegment;		/* first snapshot of a recording */
 } ChronicleRingRecord;
 
+/* source_statements.c, os_proc.c: settings of those sources */
+extern void chronicle_statements_define_settings(void);
+extern void chronicle_os_define_settings(void);
+
 /* worker.c */
 extern PGDLLEXPORT void chronicle_worker_main(Datum main_arg);
 

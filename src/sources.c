@@ -18,6 +18,11 @@ extern const ChronicleSource chronicle_source_wal;
 extern const ChronicleSource chronicle_source_checkpointer;
 extern const ChronicleSource chronicle_source_bgwriter;
 extern const ChronicleSource chronicle_source_database;
+extern const ChronicleSource chronicle_source_statements;
+extern const ChronicleSource chronicle_source_os_memory;
+extern const ChronicleSource chronicle_source_os_disk;
+extern const ChronicleSource chronicle_source_os_pressure;
+extern const ChronicleSource chronicle_source_os_process_io;
 
 const ChronicleSource *const chronicle_sources[] = {
 	&chronicle_source_io,
@@ -25,6 +30,11 @@ const ChronicleSource *const chronicle_sources[] = {
 	&chronicle_source_checkpointer,
 	&chronicle_source_bgwriter,
 	&chronicle_source_database,
+	&chronicle_source_statements,
+	&chronicle_source_os_memory,
+	&chronicle_source_os_disk,
+	&chronicle_source_os_pressure,
+	&chronicle_source_os_process_io,
 };
 
 const int	chronicle_nsources = lengthof(chronicle_sources);

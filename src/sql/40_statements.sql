@@ -27,7 +27,15 @@ CREATE TABLE chronicle.statements_history (
 	wal_records         bigint,
 	wal_fpi             bigint,
 	wal_bytes           bigint,
-	stats_since         timestamptz
+	stats_since         timestamptz,
+	-- added with the source: pg_stat_statements 1.11 (PG17) and 1.12 (PG18)
+	local_blk_read_time  float8,
+	local_blk_write_time float8,
+	temp_blk_read_time   float8,
+	temp_blk_write_time  float8,
+	wal_buffers_full     bigint,               -- 1.12+
+	parallel_workers_to_launch bigint,         -- 1.12+
+	parallel_workers_launched  bigint          -- 1.12+
 ) PARTITION BY RANGE (ts);
 CREATE INDEX ON chronicle.statements_history USING brin (ts);
 COMMENT ON TABLE chronicle.statements_history IS
@@ -42,3 +50,128 @@ CREATE TABLE chronicle.statements_text (
 	PRIMARY KEY (dbid, queryid)
 );
 COMMENT ON TABLE chronicle.statements_text IS 'Query text of recorded statements, once per (dbid, queryid)';
+
+-- What the statements did between two times: per statement, the growth of
+-- its counters, summed over the recorded rows in (from_ts, to_ts].
+--
+-- Each row is a cumulative reading.  The growth between two consecutive
+-- rows of a statement is their difference, except when the counters went
+-- backwards or stats_since changed: the entry was evicted and created
+-- again (or pg_stat_statements was reset), and the later row counts from
+-- zero.  A statement's first row in the range with no row at or before
+-- from_ts counts from zero if the entry was created after from_ts
+-- (stats_since, PostgreSQL 17+), and is only a baseline otherwise.
+CREATE FUNCTION chronicle.statements_top(
+	from_ts timestamptz,
+	to_ts timestamptz,
+	n integer DEFAULT 20,
+	order_by text DEFAULT 'total_exec_time')
+RETURNS TABLE (
+	userid oid, dbid oid, queryid bigint, toplevel boolean,
+	calls bigint, plans bigint,
+	total_exec_time float8, mean_exec_time float8, total_plan_time float8,
+	rows bigint,
+	shared_blks_hit bigint, shared_blks_read bigint,
+	shared_blks_dirtied bigint, shared_blks_written bigint,
+	temp_blks_read bigint, temp_blks_written bigint,
+	blk_read_time float8, blk_write_time float8,
+	wal_records bigint, wal_fpi bigint, wal_bytes bigint,
+	resets integer,
+	query text)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	IF from_ts IS NULL OR to_ts IS NULL THEN
+		RAISE EXCEPTION 'time range bounds must not be NULL'
+			USING ERRCODE = '22004', HINT = 'Give from_ts and to_ts.';
+	END IF;
+	IF to_ts < from_ts THEN
+		RAISE EXCEPTION 'time range ends (%) before it starts (%)', to_ts, from_ts
+			USING ERRCODE = '22023', HINT = 'Swap the bounds.';
+	END IF;
+	IF n IS NULL OR n < 1 THEN
+		RAISE EXCEPTION 'n must be at least 1'
+			USING ERRCODE = '22023', HINT = 'How many statements to show.';
+	END IF;
+	IF order_by IS NULL OR order_by NOT IN ('total_exec_time', 'calls', 'total_plan_time', 'rows',
+	                                        'shared_blks_read', 'shared_blks_dirtied', 'shared_blks_written',
+	                                        'temp_blks_written', 'blk_read_time', 'wal_bytes') THEN
+		RAISE EXCEPTION 'cannot order statements by "%"', order_by
+			USING ERRCODE = '22023',
+			      HINT = 'Use total_exec_time, calls, total_plan_time, rows, shared_blks_read, shared_blks_dirtied, shared_blks_written, temp_blks_written, blk_read_time or wal_bytes.';
+	END IF;
+
+	RETURN QUERY EXECUTE pg_catalog.format($q$
+	WITH base AS (
+		-- the last reading at or before from_ts, per statement
+		SELECT DISTINCT ON (h.userid, h.dbid, h.queryid, h.toplevel) h.*, true AS is_base
+		  FROM chronicle.statements_history h
+		 WHERE h.ts <= $1
+		 ORDER BY h.userid, h.dbid, h.queryid, h.toplevel, h.ts DESC
+	), r AS (
+		SELECT * FROM base
+		UNION ALL
+		SELECT h.*, false FROM chronicle.statements_history h WHERE h.ts > $1 AND h.ts <= $2
+	), k AS (
+		SELECT r.*,
+		       lag(r.calls) OVER w AS p_calls,
+		       lag(r.stats_since) OVER w AS p_since,
+		       lag(r.total_exec_time) OVER w AS p_exec,
+		       lag(r.ts) OVER w AS p_ts,
+		       lag(r.plans) OVER w AS p_plans, lag(r.total_plan_time) OVER w AS p_plan_time,
+		       lag(r.rows) OVER w AS p_rows,
+		       lag(r.shared_blks_hit) OVER w AS p_hit, lag(r.shared_blks_read) OVER w AS p_read,
+		       lag(r.shared_blks_dirtied) OVER w AS p_dirtied, lag(r.shared_blks_written) OVER w AS p_written,
+		       lag(r.temp_blks_read) OVER w AS p_tread, lag(r.temp_blks_written) OVER w AS p_twritten,
+		       lag(r.blk_read_time) OVER w AS p_rtime, lag(r.blk_write_time) OVER w AS p_wtime,
+		       lag(r.wal_records) OVER w AS p_wrec, lag(r.wal_fpi) OVER w AS p_wfpi, lag(r.wal_bytes) OVER w AS p_wbytes
+		  FROM r
+		WINDOW w AS (PARTITION BY r.userid, r.dbid, r.queryid, r.toplevel ORDER BY r.ts)
+	), d AS (
+		SELECT k.*,
+		       CASE WHEN k.is_base THEN 'skip'
+		            WHEN k.p_ts IS NULL THEN
+		                 CASE WHEN k.stats_since > $1 THEN 'zero' ELSE 'skip' END
+		            WHEN k.calls < k.p_calls OR k.total_exec_time < k.p_exec
+		                 OR k.stats_since IS DISTINCT FROM k.p_since THEN 'zero'
+		            ELSE 'diff' END AS how
+		  FROM k
+	), g AS (
+		SELECT d.userid, d.dbid, d.queryid, d.toplevel,
+		       sum(CASE d.how WHEN 'zero' THEN d.calls WHEN 'diff' THEN d.calls - d.p_calls ELSE 0 END)::bigint AS calls,
+		       sum(CASE d.how WHEN 'zero' THEN d.plans WHEN 'diff' THEN d.plans - d.p_plans ELSE 0 END)::bigint AS plans,
+		       sum(CASE d.how WHEN 'zero' THEN d.total_exec_time WHEN 'diff' THEN d.total_exec_time - d.p_exec ELSE 0 END) AS total_exec_time,
+		       sum(CASE d.how WHEN 'zero' THEN d.total_plan_time WHEN 'diff' THEN d.total_plan_time - d.p_plan_time ELSE 0 END) AS total_plan_time,
+		       sum(CASE d.how WHEN 'zero' THEN d.rows WHEN 'diff' THEN d.rows - d.p_rows ELSE 0 END)::bigint AS rows,
+		       sum(CASE d.how WHEN 'zero' THEN d.shared_blks_hit WHEN 'diff' THEN d.shared_blks_hit - d.p_hit ELSE 0 END)::bigint AS shared_blks_hit,
+		       sum(CASE d.how WHEN 'zero' THEN d.shared_blks_read WHEN 'diff' THEN d.shared_blks_read - d.p_read ELSE 0 END)::bigint AS shared_blks_read,
+		       sum(CASE d.how WHEN 'zero' THEN d.shared_blks_dirtied WHEN 'diff' THEN d.shared_blks_dirtied - d.p_dirtied ELSE 0 END)::bigint AS shared_blks_dirtied,
+		       sum(CASE d.how WHEN 'zero' THEN d.shared_blks_written WHEN 'diff' THEN d.shared_blks_written - d.p_written ELSE 0 END)::bigint AS shared_blks_written,
+		       sum(CASE d.how WHEN 'zero' THEN d.temp_blks_read WHEN 'diff' THEN d.temp_blks_read - d.p_tread ELSE 0 END)::bigint AS temp_blks_read,
+		       sum(CASE d.how WHEN 'zero' THEN d.temp_blks_written WHEN 'diff' THEN d.temp_blks_written - d.p_twritten ELSE 0 END)::bigint AS temp_blks_written,
+		       sum(CASE d.how WHEN 'zero' THEN d.blk_read_time WHEN 'diff' THEN d.blk_read_time - d.p_rtime ELSE 0 END) AS blk_read_time,
+		       sum(CASE d.how WHEN 'zero' THEN d.blk_write_time WHEN 'diff' THEN d.blk_write_time - d.p_wtime ELSE 0 END) AS blk_write_time,
+		       sum(CASE d.how WHEN 'zero' THEN d.wal_records WHEN 'diff' THEN d.wal_records - d.p_wrec ELSE 0 END)::bigint AS wal_records,
+		       sum(CASE d.how WHEN 'zero' THEN d.wal_fpi WHEN 'diff' THEN d.wal_fpi - d.p_wfpi ELSE 0 END)::bigint AS wal_fpi,
+		       sum(CASE d.how WHEN 'zero' THEN d.wal_bytes WHEN 'diff' THEN d.wal_bytes - d.p_wbytes ELSE 0 END)::bigint AS wal_bytes,
+		       (count(*) FILTER (WHERE d.how = 'zero' AND d.p_ts IS NOT NULL))::integer AS resets
+		  FROM d
+		 GROUP BY d.userid, d.dbid, d.queryid, d.toplevel
+	)
+	SELECT g.userid, g.dbid, g.queryid, g.toplevel, g.calls, g.plans,
+	       g.total_exec_time, g.total_exec_time / nullif(g.calls, 0), g.total_plan_time,
+	       g.rows, g.shared_blks_hit, g.shared_blks_read, g.shared_blks_dirtied, g.shared_blks_written,
+	       g.temp_blks_read, g.temp_blks_written, g.blk_read_time, g.blk_write_time,
+	       g.wal_records, g.wal_fpi, g.wal_bytes, g.resets, t.query
+	  FROM g LEFT JOIN chronicle.statements_text t ON t.dbid = g.dbid AND t.queryid = g.queryid
+	 WHERE g.calls > 0 OR g.plans > 0
+	 ORDER BY g.%I DESC NULLS LAST, g.queryid
+	 LIMIT $3
+	$q$, order_by) USING from_ts, to_ts, n;
+END;
+$$;
+COMMENT ON FUNCTION chronicle.statements_top(timestamptz, timestamptz, integer, text) IS
+	'The statements with the most activity between two times, from the recorded pg_stat_statements counters, across evictions and resets';
+REVOKE ALL ON FUNCTION chronicle.statements_top(timestamptz, timestamptz, integer, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION chronicle.statements_top(timestamptz, timestamptz, integer, text) TO pg_monitor, pg_read_all_stats;

@@ -50,3 +50,573 @@ CREATE TABLE chronicle.app_metric (
 );
 CREATE INDEX ON chronicle.app_metric (name, ts);
 COMMENT ON TABLE chronicle.app_metric IS 'Generic application metrics: any (ts, name, value) series';
+
+-- Added with the loaders: the aggregation interval of an app_interval row
+-- (pgbench does not write it into the log; inferred from the spacing of the
+-- interval starts, or given to the loader).
+ALTER TABLE chronicle.app_interval ADD COLUMN interval_secs integer;
+CREATE INDEX ON chronicle.app_metric (run_id, name, ts);
+
+-- ---------------------------------------------------------------------
+-- Loading pgbench logs.
+--
+-- Both paths end in chronicle.load_pgbench_lines(), which parses the lines
+-- of the session's temporary table pg_temp.chronicle_pgbench_lines
+-- (file, line_no, line): the server-side chronicle.load_pgbench_log()
+-- fills it with COPY FROM a server file, the client-side
+-- tools/pgbench-log-load with psql's \copy.
+-- ---------------------------------------------------------------------
+
+-- Create (or empty) the staging table of this session.
+CREATE FUNCTION chronicle.pgbench_staging()
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	IF to_regclass('pg_temp.chronicle_pgbench_lines') IS NULL THEN
+		CREATE TEMP TABLE chronicle_pgbench_lines (
+			file    text,
+			line_no bigint GENERATED ALWAYS AS IDENTITY,
+			line    text
+		);
+	ELSE
+		TRUNCATE pg_temp.chronicle_pgbench_lines RESTART IDENTITY;
+	END IF;
+	ALTER TABLE pg_temp.chronicle_pgbench_lines ALTER COLUMN file DROP DEFAULT;
+END;
+$$;
+COMMENT ON FUNCTION chronicle.pgbench_staging() IS
+	'Creates or empties pg_temp.chronicle_pgbench_lines(file, line_no, line), the staging table of the pgbench log loaders';
+
+-- Report the first malformed line of the staged lines of one file.
+CREATE FUNCTION chronicle.pgbench_bad_line(p_file text, p_format text, p_ncols integer)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	r record;
+	first_no bigint;
+BEGIN
+	SELECT min(line_no) INTO first_no FROM pg_temp.chronicle_pgbench_lines WHERE file = p_file;
+	FOR r IN
+		SELECT line_no - first_no + 1 AS n, line, string_to_array(line, ' ') AS a
+		  FROM pg_temp.chronicle_pgbench_lines
+		 WHERE file = p_file
+		 ORDER BY line_no
+	LOOP
+		IF cardinality(r.a) IS DISTINCT FROM p_ncols THEN
+			RAISE EXCEPTION 'malformed pgbench log line in "%" line %: % fields, expected % (%)',
+				p_file, r.n, coalesce(cardinality(r.a), 0), p_ncols, p_format
+				USING ERRCODE = '22P04', DETAIL = format('The line is: %s', left(r.line, 200)),
+				      HINT = 'Every line of a file must have the same layout; nothing was loaded.';
+		END IF;
+		IF p_format = 'transaction' THEN
+			IF NOT (r.a[1] ~ '^\d{1,9}$' AND r.a[2] ~ '^\d{1,18}$' AND r.a[4] ~ '^\d{1,9}$'
+					AND r.a[5] ~ '^\d{1,12}$' AND r.a[6] ~ '^\d{1,6}$'
+					AND (r.a[3] ~ '^\d{1,18}$' OR r.a[3] IN ('skipped', 'failed', 'serialization', 'deadlock', 'other'))
+					AND (p_ncols < 7 OR r.a[7] ~ '^\d{1,18}$')
+					AND (p_ncols < 8 OR r.a[8] ~ '^\d{1,9}$')) THEN
+				RAISE EXCEPTION 'malformed pgbench log line in "%" line %: a field is not a number', p_file, r.n
+					USING ERRCODE = '22P02', DETAIL = format('The line is: %s', left(r.line, 200)),
+					      HINT = 'Nothing was loaded.';
+			END IF;
+		ELSE
+			IF EXISTS (SELECT FROM unnest(r.a) AS f WHERE f !~ '^-?\d{1,30}(\.\d+)?$') THEN
+				RAISE EXCEPTION 'malformed pgbench aggregate log line in "%" line %: a field is not a number', p_file, r.n
+					USING ERRCODE = '22P02', DETAIL = format('The line is: %s', left(r.line, 200)),
+					      HINT = 'Nothing was loaded.';
+			END IF;
+		END IF;
+	END LOOP;
+	RAISE EXCEPTION 'pgbench log "%" could not be parsed as %', p_file, p_format
+		USING ERRCODE = '22P02', HINT = 'Nothing was loaded.';
+END;
+$$;
+
+CREATE FUNCTION chronicle.load_pgbench_lines(
+	run_label text,
+	format text DEFAULT 'auto',
+	extra_column text DEFAULT 'lag',
+	create_run boolean DEFAULT false,
+	aggregate_interval integer DEFAULT NULL)
+RETURNS TABLE (file text, log_format text, lines bigint)
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	v_run integer;
+	f record;
+	v_fmt text;
+	v_n bigint;
+	v_first bigint;
+	v_started timestamptz;
+	v_ended timestamptz;
+	v_interval integer := aggregate_interval;
+	v_files text[] := '{}';
+	v_fmts text[] := '{}';
+	v_lines bigint[] := '{}';
+	v_cols integer[] := '{}';
+	v_agg boolean := false;
+BEGIN
+	IF run_label IS NULL OR run_label = '' THEN
+		RAISE EXCEPTION 'run label must not be NULL or empty'
+			USING ERRCODE = '22004', HINT = 'Name the run the log belongs to, as given to chronicle.run_begin().';
+	END IF;
+	IF format IS NULL OR format NOT IN ('auto', 'transaction', 'aggregate') THEN
+		RAISE EXCEPTION 'unknown pgbench log format "%"', format
+			USING ERRCODE = '22023', HINT = 'Use ''auto'', ''transaction'' or ''aggregate''.';
+	END IF;
+	IF extra_column IS NULL OR extra_column NOT IN ('lag', 'retries') THEN
+		RAISE EXCEPTION 'extra_column must be ''lag'' or ''retries'', not "%"', extra_column
+			USING ERRCODE = '22023',
+			      HINT = 'A 7-field per-transaction line has either the --rate schedule lag or the --max-tries retries.';
+	END IF;
+	IF aggregate_interval IS NOT NULL AND aggregate_interval < 1 THEN
+		RAISE EXCEPTION 'aggregate_interval must be at least 1 second'
+			USING ERRCODE = '22023', HINT = 'Give the --aggregate-interval pgbench ran with, or NULL to infer it.';
+	END IF;
+	IF to_regclass('pg_temp.chronicle_pgbench_lines') IS NULL THEN
+		RAISE EXCEPTION 'no staged pgbench log lines in this session'
+			USING ERRCODE = '55000',
+			      HINT = 'Call chronicle.pgbench_staging() and \copy the files into pg_temp.chronicle_pgbench_lines first, or use chronicle.load_pgbench_log().';
+	END IF;
+
+	SELECT r.run_id INTO v_run FROM chronicle.run r WHERE r.label = run_label;
+
+	-- Layout of every file: the number of fields of each line must agree.
+	FOR f IN
+		SELECT s.file AS name, min(s.nf) AS mincols, max(s.nf) AS maxcols, count(*) AS n
+		  FROM (SELECT s1.file, length(s1.line) - length(replace(s1.line, ' ', '')) + 1 AS nf
+		          FROM pg_temp.chronicle_pgbench_lines s1) s
+		 GROUP BY s.file ORDER BY s.file
+	LOOP
+		IF f.name IS NULL THEN
+			RAISE EXCEPTION 'staged pgbench log lines without a file name'
+				USING ERRCODE = '22023', HINT = 'Set the default of pg_temp.chronicle_pgbench_lines.file before each \copy.';
+		END IF;
+		v_fmt := CASE WHEN format <> 'auto' THEN format
+		              WHEN f.maxcols >= 10 THEN 'aggregate' ELSE 'transaction' END;
+		IF f.mincols IS DISTINCT FROM f.maxcols
+		   OR (v_fmt = 'transaction' AND f.maxcols NOT BETWEEN 6 AND 8)
+		   OR (v_fmt = 'aggregate' AND f.maxcols NOT IN (6, 10, 11, 15)) THEN
+			SELECT array_length(string_to_array(s.line, ' '), 1) INTO v_n
+			  FROM pg_temp.chronicle_pgbench_lines s WHERE s.file = f.name ORDER BY s.line_no LIMIT 1;
+			IF v_fmt = 'transaction' AND v_n NOT BETWEEN 6 AND 8 THEN v_n := 6; END IF;
+			IF v_fmt = 'aggregate' AND v_n NOT IN (6, 10, 11, 15) THEN v_n := 15; END IF;
+			PERFORM chronicle.pgbench_bad_line(f.name, v_fmt, v_n::integer);
+		END IF;
+		IF v_agg <> (v_fmt = 'aggregate') AND cardinality(v_files) > 0 THEN
+			RAISE EXCEPTION 'per-transaction and aggregate pgbench logs loaded together'
+				USING ERRCODE = '22023', HINT = 'Load the per-transaction logs and the aggregate logs in separate calls.';
+		END IF;
+		v_agg := (v_fmt = 'aggregate');
+		v_files := v_files || f.name;
+		v_fmts := v_fmts || v_fmt;
+		v_lines := v_lines || f.n;
+		v_cols := v_cols || f.maxcols::integer;
+	END LOOP;
+	IF cardinality(v_files) = 0 THEN
+		RAISE EXCEPTION 'the staged pgbench log is empty'
+			USING ERRCODE = '22023', HINT = 'Check the file names: no line was read.';
+	END IF;
+
+	-- The aggregation interval: given, or the smallest spacing of starts.
+	IF v_agg AND v_interval IS NULL THEN
+		SELECT min(d)::integer INTO v_interval
+		  FROM (SELECT st - lag(st) OVER (PARTITION BY s.file ORDER BY s.line_no) AS d
+		          FROM (SELECT s2.file, s2.line_no,
+		                       CASE WHEN split_part(s2.line, ' ', 1) ~ '^\d{1,12}$'
+		                            THEN split_part(s2.line, ' ', 1)::bigint END AS st
+		                  FROM pg_temp.chronicle_pgbench_lines s2) s) x
+		 WHERE d > 0;
+	END IF;
+
+	-- The run: it must exist, or is created from the log's time range.
+	IF v_run IS NULL THEN
+		IF NOT create_run THEN
+			RAISE EXCEPTION 'run "%" does not exist', run_label
+				USING ERRCODE = '42704',
+				      HINT = 'Start it with chronicle.run_begin() before pgbench, or pass create_run => true to create it from the time range of the log.';
+		END IF;
+		BEGIN
+		IF v_agg THEN
+			SELECT to_timestamp(min(split_part(s.line, ' ', 1)::bigint)),
+			       to_timestamp(max(split_part(s.line, ' ', 1)::bigint) + coalesce(v_interval, 1))
+			  INTO v_started, v_ended FROM pg_temp.chronicle_pgbench_lines s;
+		ELSE
+			SELECT min(to_timestamp(split_part(s.line, ' ', 5)::bigint)
+			           + split_part(s.line, ' ', 6)::bigint * interval '1 microsecond'
+			           - CASE WHEN split_part(s.line, ' ', 3) ~ '^\d+$'
+			                  THEN split_part(s.line, ' ', 3)::bigint ELSE 0 END * interval '1 microsecond'),
+			       max(to_timestamp(split_part(s.line, ' ', 5)::bigint)
+			           + split_part(s.line, ' ', 6)::bigint * interval '1 microsecond')
+			  INTO v_started, v_ended FROM pg_temp.chronicle_pgbench_lines s;
+		END IF;
+		EXCEPTION
+			WHEN invalid_text_representation OR numeric_value_out_of_range OR datetime_field_overflow THEN
+				FOR i IN 1 .. cardinality(v_files) LOOP
+					PERFORM chronicle.pgbench_bad_line(v_files[i], v_fmts[i], v_cols[i]);
+				END LOOP;
+				RAISE;
+		END;
+		INSERT INTO chronicle.run (label, started, ended, meta)
+		VALUES (run_label, v_started, v_ended,
+		        jsonb_build_object('created_by', 'chronicle.load_pgbench_lines', 'files', to_jsonb(v_files)))
+		RETURNING run_id INTO v_run;
+	END IF;
+
+	IF NOT v_agg THEN
+		-- Reloading a file replaces its rows.
+		DELETE FROM chronicle.app_transaction t WHERE t.run_id = v_run AND t.source = ANY (v_files);
+		-- One pass over every file: the layout of a line is its field count
+		-- (the same on every line of a file, checked above).
+		BEGIN
+			INSERT INTO chronicle.app_transaction
+				(run_id, ts, client_id, tx_no, script_no, latency_us, lag_us, retries, status, source)
+			SELECT v_run,
+			       -- a negative or out-of-range number is malformed too
+			       to_timestamp(a[5]::bigint)
+			       + (CASE WHEN a[6]::bigint BETWEEN 0 AND 999999 AND a[5]::bigint >= 0
+			               THEN a[6] ELSE 'malformed ' || a[6] END)::bigint * interval '1 microsecond',
+			       a[1]::integer, a[2]::bigint, a[4]::integer,
+			       CASE WHEN a[3] IN ('skipped', 'failed', 'serialization', 'deadlock', 'other')
+			            THEN NULL ELSE a[3]::bigint END,
+			       CASE WHEN n = 8 OR (n = 7 AND extra_column = 'lag') THEN a[7]::bigint END,
+			       CASE WHEN n = 8 OR (n = 7 AND extra_column = 'retries') THEN a[n]::integer END,
+			       CASE WHEN a[3] IN ('skipped', 'failed', 'serialization', 'deadlock', 'other')
+			            THEN a[3] ELSE 'ok' END,
+			       l.file
+			  FROM (SELECT s.file, string_to_array(s.line, ' ') AS a,
+			               length(s.line) - length(replace(s.line, ' ', '')) + 1 AS n
+			          FROM pg_temp.chronicle_pgbench_lines s
+			         OFFSET 0) AS l;		-- split each line once, not once per field
+		EXCEPTION
+			WHEN invalid_text_representation OR numeric_value_out_of_range
+			     OR datetime_field_overflow OR invalid_parameter_value THEN
+				FOR i IN 1 .. cardinality(v_files) LOOP
+					PERFORM chronicle.pgbench_bad_line(v_files[i], 'transaction', v_cols[i]);
+				END LOOP;
+				RAISE;
+		END;
+	ELSE
+		BEGIN
+			INSERT INTO chronicle.app_interval AS ai
+				(run_id, interval_start, num_transactions, sum_latency_us, sum_latency_2,
+				 min_latency_us, max_latency_us, sum_lag_us, sum_lag_2, min_lag_us, max_lag_us,
+				 skipped, retried, retries, serialization_failures, deadlock_failures, interval_secs)
+			SELECT v_run, to_timestamp(a[1]::bigint), sum(a[2]::bigint),
+			       sum(a[3]::float8), sum(a[4]::float8),
+			       -- an idle thread's interval shows min 0: not a latency
+			       min(a[5]::float8) FILTER (WHERE a[2]::bigint > 0), max(a[6]::float8),
+			       sum(a[7]::float8), sum(a[8]::float8),
+			       min(a[9]::float8) FILTER (WHERE a[2]::bigint > 0), max(a[10]::float8),
+			       sum(a[11]::bigint), sum(a[12]::bigint), sum(a[13]::bigint),
+			       sum(a[14]::bigint), sum(a[15]::bigint), v_interval
+			  FROM (SELECT string_to_array(s.line, ' ') AS a FROM pg_temp.chronicle_pgbench_lines s
+			         OFFSET 0) l		-- split each line once, not once per field
+			 GROUP BY a[1]::bigint
+			ON CONFLICT (run_id, interval_start) DO UPDATE
+			   SET num_transactions = excluded.num_transactions,
+			       sum_latency_us = excluded.sum_latency_us, sum_latency_2 = excluded.sum_latency_2,
+			       min_latency_us = excluded.min_latency_us, max_latency_us = excluded.max_latency_us,
+			       sum_lag_us = excluded.sum_lag_us, sum_lag_2 = excluded.sum_lag_2,
+			       min_lag_us = excluded.min_lag_us, max_lag_us = excluded.max_lag_us,
+			       skipped = excluded.skipped, retried = excluded.retried, retries = excluded.retries,
+			       serialization_failures = excluded.serialization_failures,
+			       deadlock_failures = excluded.deadlock_failures,
+			       interval_secs = excluded.interval_secs;
+		EXCEPTION
+			WHEN invalid_text_representation OR numeric_value_out_of_range OR datetime_field_overflow THEN
+				FOR i IN 1 .. cardinality(v_files) LOOP
+					PERFORM chronicle.pgbench_bad_line(v_files[i], 'aggregate', v_cols[i]);
+				END LOOP;
+				RAISE;
+		END;
+	END IF;
+
+	RETURN QUERY SELECT u.f, u.fmt, u.n FROM unnest(v_files, v_fmts, v_lines) AS u(f, fmt, n);
+END;
+$$;
+COMMENT ON FUNCTION chronicle.load_pgbench_lines(text, text, text, boolean, integer) IS
+	'Parses the pgbench log lines staged in pg_temp.chronicle_pgbench_lines into app_transaction or app_interval of a run';
+
+-- Server side: COPY the files (or every <prefix>.<pid>[.<thread>]) and parse.
+CREATE FUNCTION chronicle.load_pgbench_log(
+	run_label text,
+	path text,
+	format text DEFAULT 'auto',
+	extra_column text DEFAULT 'lag',
+	create_run boolean DEFAULT false,
+	aggregate_interval integer DEFAULT NULL)
+RETURNS TABLE (file text, log_format text, lines bigint)
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	v_dir text;
+	v_base text;
+	v_files text[];
+	v_f text;
+BEGIN
+	IF path IS NULL OR path = '' THEN
+		RAISE EXCEPTION 'path must not be NULL or empty'
+			USING ERRCODE = '22004', HINT = 'Give the log file, or the prefix of the per-thread files (pgbench_log.12345).';
+	END IF;
+	IF left(path, 1) <> '/' THEN
+		RAISE EXCEPTION 'path "%" is not absolute', path
+			USING ERRCODE = '22023', HINT = 'Server-side loading reads files of the database server: give an absolute path.';
+	END IF;
+	IF NOT (pg_has_role(current_user, 'pg_read_server_files', 'USAGE')
+	        OR (SELECT rolsuper FROM pg_roles WHERE rolname = current_user)) THEN
+		RAISE EXCEPTION 'permission denied to read server files'
+			USING ERRCODE = '42501',
+			      HINT = 'Loading a file of the server needs the pg_read_server_files role; from a client, use tools/pgbench-log-load or the \copy recipe of the README.';
+	END IF;
+
+	-- A prefix names every <prefix>.<pid>[.<thread>] file (and itself, if a file).
+	v_dir := regexp_replace(path, '/[^/]*$', '');
+	IF v_dir = '' THEN v_dir := '/'; END IF;
+	v_base := regexp_replace(path, '^.*/', '');
+	IF has_function_privilege('pg_catalog.pg_ls_dir(text, boolean, boolean)', 'EXECUTE') THEN
+		SELECT array_agg(rtrim(v_dir, '/') || '/' || d ORDER BY d) INTO v_files
+		  FROM pg_ls_dir(v_dir, true, false) AS d
+		 WHERE d = v_base
+		    OR (starts_with(d, v_base || '.') AND substr(d, length(v_base) + 2) ~ '^\d+(\.\d+)?$');
+		IF v_files IS NULL THEN
+			RAISE EXCEPTION 'no pgbench log file "%" or "%.<pid>[.<thread>]"', path, path
+				USING ERRCODE = '58P01', HINT = 'Check the path: it is read on the database server.';
+		END IF;
+	ELSE
+		-- Without pg_ls_dir the path must name one file.
+		v_files := ARRAY[path];
+	END IF;
+
+	PERFORM chronicle.pgbench_staging();
+	FOREACH v_f IN ARRAY v_files LOOP
+		EXECUTE pg_catalog.format('ALTER TABLE pg_temp.chronicle_pgbench_lines ALTER COLUMN file SET DEFAULT %L', v_f);
+		EXECUTE pg_catalog.format('COPY pg_temp.chronicle_pgbench_lines (line) FROM %L', v_f);
+	END LOOP;
+	RETURN QUERY SELECT * FROM chronicle.load_pgbench_lines(run_label, format, extra_column, create_run, aggregate_interval);
+	TRUNCATE pg_temp.chronicle_pgbench_lines;
+END;
+$$;
+COMMENT ON FUNCTION chronicle.load_pgbench_log(text, text, text, text, boolean, integer) IS
+	'Loads pgbench logs from server files (a file, or a prefix for every <prefix>.<pid>[.<thread>]) into a run';
+
+REVOKE ALL ON FUNCTION chronicle.pgbench_staging() FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle.pgbench_bad_line(text, text, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle.load_pgbench_lines(text, text, text, boolean, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle.load_pgbench_log(text, text, text, text, boolean, integer) FROM PUBLIC;
+
+-- ---------------------------------------------------------------------
+-- Per snapshot interval application statistics.
+-- ---------------------------------------------------------------------
+
+-- The run's id from its label, or an error with a hint.
+CREATE FUNCTION chronicle.app_run_id(run_label text)
+RETURNS integer
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	v_run integer;
+BEGIN
+	IF run_label IS NULL THEN
+		RAISE EXCEPTION 'run label must not be NULL'
+			USING ERRCODE = '22004', HINT = 'Name a run of chronicle.run.';
+	END IF;
+	SELECT r.run_id INTO v_run FROM chronicle.run r WHERE r.label = run_label;
+	IF v_run IS NULL THEN
+		RAISE EXCEPTION 'run "%" does not exist', run_label
+			USING ERRCODE = '42704', HINT = 'SELECT label FROM chronicle.run lists the runs.';
+	END IF;
+	RETURN v_run;
+END;
+$$;
+
+CREATE FUNCTION chronicle.app_intervals(
+	from_ts timestamptz,
+	to_ts timestamptz,
+	run_label text DEFAULT NULL)
+RETURNS TABLE (
+	interval_start  timestamptz,
+	interval_end    timestamptz,
+	segment         timestamptz,
+	transactions    bigint,
+	tps             float8,
+	latency_mean_ms float8,
+	latency_p50_ms  float8,
+	latency_p90_ms  float8,
+	latency_p99_ms  float8,
+	latency_max_ms  float8,
+	lag_mean_ms     float8,
+	skipped         bigint,
+	failures        bigint,
+	retries         bigint)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	v_run integer;
+	v_bounds timestamptz[];
+BEGIN
+	IF from_ts IS NULL OR to_ts IS NULL THEN
+		RAISE EXCEPTION 'time range bounds must not be NULL'
+			USING ERRCODE = '22004', HINT = 'Give from_ts and to_ts, or use chronicle.app_intervals(run_label).';
+	END IF;
+	IF to_ts < from_ts THEN
+		RAISE EXCEPTION 'time range ends (%) before it starts (%)', to_ts, from_ts
+			USING ERRCODE = '22023', HINT = 'Swap the bounds.';
+	END IF;
+	IF run_label IS NOT NULL THEN
+		v_run := chronicle.app_run_id(run_label);
+	END IF;
+
+	-- The snapshots bounding the range: the last one at or before from_ts
+	-- and every one up to the first at or after to_ts.
+	SELECT array_agg(s.ts ORDER BY s.ts) INTO v_bounds
+	  FROM chronicle.snapshot s
+	 WHERE s.ts >= coalesce((SELECT max(s2.ts) FROM chronicle.snapshot s2 WHERE s2.ts <= from_ts), from_ts)
+	   AND s.ts <= coalesce((SELECT min(s3.ts) FROM chronicle.snapshot s3 WHERE s3.ts >= to_ts), to_ts);
+	IF coalesce(cardinality(v_bounds), 0) < 2 THEN
+		RETURN;
+	END IF;
+
+	RETURN QUERY
+	WITH iv AS (
+		SELECT b.i, b.ts AS s_ts, lead(b.ts) OVER (ORDER BY b.i) AS e_ts,
+		       sn.segment AS seg, lead(sn.segment) OVER (ORDER BY b.i) AS next_seg
+		  FROM unnest(v_bounds) WITH ORDINALITY AS b(ts, i)
+		  JOIN chronicle.snapshot sn ON sn.ts = b.ts
+	), tx AS (
+		SELECT width_bucket(t.ts, v_bounds) AS i,
+		       count(*) FILTER (WHERE t.status = 'ok') AS n_ok,
+		       avg(t.latency_us) FILTER (WHERE t.status = 'ok') AS lat_mean,
+		       percentile_disc(ARRAY[0.5, 0.9, 0.99]::float8[]) WITHIN GROUP (ORDER BY t.latency_us)
+		           FILTER (WHERE t.status = 'ok') AS lat_p,
+		       max(t.latency_us) FILTER (WHERE t.status = 'ok') AS lat_max,
+		       avg(t.lag_us) FILTER (WHERE t.status = 'ok') AS lag_mean,
+		       count(*) FILTER (WHERE t.status = 'skipped') AS n_skipped,
+		       count(*) FILTER (WHERE t.status NOT IN ('ok', 'skipped')) AS n_failed,
+		       sum(t.retries) AS n_retries
+		  FROM chronicle.app_transaction t
+		 WHERE t.ts >= v_bounds[1] AND t.ts < v_bounds[cardinality(v_bounds)]
+		   AND (v_run IS NULL OR t.run_id = v_run)
+		 GROUP BY 1
+	)
+	SELECT iv.s_ts, iv.e_ts, iv.seg,
+	       coalesce(tx.n_ok, 0),
+	       coalesce(tx.n_ok, 0) / extract(epoch FROM iv.e_ts - iv.s_ts)::float8,
+	       tx.lat_mean::float8 / 1000.0,
+	       tx.lat_p[1]::float8 / 1000.0, tx.lat_p[2]::float8 / 1000.0, tx.lat_p[3]::float8 / 1000.0,
+	       tx.lat_max::float8 / 1000.0,
+	       tx.lag_mean::float8 / 1000.0,
+	       coalesce(tx.n_skipped, 0), coalesce(tx.n_failed, 0), tx.n_retries
+	  FROM iv LEFT JOIN tx ON tx.i = iv.i
+	 -- an interval never spans two recordings (segments)
+	 WHERE iv.e_ts IS NOT NULL AND iv.next_seg = iv.seg
+	   AND iv.e_ts > from_ts AND iv.s_ts < to_ts
+	 ORDER BY iv.s_ts;
+END;
+$$;
+COMMENT ON FUNCTION chronicle.app_intervals(timestamptz, timestamptz, text) IS
+	'Per snapshot interval [start, end): transactions, TPS, latency mean/p50/p90/p99/max and lag (ms), skipped, failures, from the per-transaction log';
+
+CREATE FUNCTION chronicle.app_intervals(run_label text)
+RETURNS TABLE (
+	interval_start  timestamptz,
+	interval_end    timestamptz,
+	segment         timestamptz,
+	transactions    bigint,
+	tps             float8,
+	latency_mean_ms float8,
+	latency_p50_ms  float8,
+	latency_p90_ms  float8,
+	latency_p99_ms  float8,
+	latency_max_ms  float8,
+	lag_mean_ms     float8,
+	skipped         bigint,
+	failures        bigint,
+	retries         bigint)
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+	SELECT a.*
+	  FROM chronicle.run r,
+	       chronicle.app_intervals(r.started, coalesce(r.ended, now()), r.label) a
+	 WHERE r.run_id = chronicle.app_run_id(run_label);
+$$;
+COMMENT ON FUNCTION chronicle.app_intervals(text) IS
+	'chronicle.app_intervals() over the time range of a run, its transactions only';
+
+-- Latency summary of a whole run, from every transaction (not from intervals).
+CREATE FUNCTION chronicle.app_summary(run_label text)
+RETURNS TABLE (
+	transactions    bigint,
+	seconds         float8,
+	tps             float8,
+	latency_mean_ms float8,
+	latency_p50_ms  float8,
+	latency_p90_ms  float8,
+	latency_p99_ms  float8,
+	latency_max_ms  float8,
+	lag_mean_ms     float8,
+	skipped         bigint,
+	failures        bigint)
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+	SELECT count(*) FILTER (WHERE t.status = 'ok'),
+	       extract(epoch FROM max(t.ts) - min(t.ts))::float8,
+	       count(*) FILTER (WHERE t.status = 'ok')
+	           / nullif(extract(epoch FROM max(t.ts) - min(t.ts))::float8, 0),
+	       avg(t.latency_us) FILTER (WHERE t.status = 'ok') / 1000.0,
+	       (percentile_disc(0.5) WITHIN GROUP (ORDER BY t.latency_us) FILTER (WHERE t.status = 'ok'))::float8 / 1000.0,
+	       (percentile_disc(0.9) WITHIN GROUP (ORDER BY t.latency_us) FILTER (WHERE t.status = 'ok'))::float8 / 1000.0,
+	       (percentile_disc(0.99) WITHIN GROUP (ORDER BY t.latency_us) FILTER (WHERE t.status = 'ok'))::float8 / 1000.0,
+	       max(t.latency_us) FILTER (WHERE t.status = 'ok') / 1000.0,
+	       avg(t.lag_us) FILTER (WHERE t.status = 'ok') / 1000.0,
+	       count(*) FILTER (WHERE t.status = 'skipped'),
+	       count(*) FILTER (WHERE t.status NOT IN ('ok', 'skipped'))
+	  FROM chronicle.app_transaction t
+	 WHERE t.run_id = chronicle.app_run_id(run_label);
+$$;
+COMMENT ON FUNCTION chronicle.app_summary(text) IS
+	'Transactions, TPS and exact latency percentiles of a whole run, from its per-transaction log';
+
+-- Generic metrics.
+CREATE FUNCTION chronicle.add_metric(name text, value float8,
+									 ts timestamptz DEFAULT now(),
+									 run_label text DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	IF name IS NULL OR name = '' THEN
+		RAISE EXCEPTION 'metric name must not be NULL or empty'
+			USING ERRCODE = '22004', HINT = 'Name the series, e.g. ''app.orders_per_s''.';
+	END IF;
+	IF value IS NULL OR ts IS NULL THEN
+		RAISE EXCEPTION 'metric value and time must not be NULL'
+			USING ERRCODE = '22004', HINT = 'Leave ts out for now().';
+	END IF;
+	INSERT INTO chronicle.app_metric (ts, name, value, run_id)
+	VALUES (ts, name, value,
+	        CASE WHEN run_label IS NOT NULL THEN chronicle.app_run_id(run_label) END);
+END;
+$$;
+COMMENT ON FUNCTION chronicle.add_metric(text, float8, timestamptz, text) IS
+	'Records one value of an application metric series, optionally tied to a run';
+
+REVOKE ALL ON FUNCTION chronicle.add_metric(text, float8, timestamptz, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle.app_run_id(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle.app_intervals(timestamptz, timestamptz, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle.app_intervals(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle.app_summary(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION chronicle.app_run_id(text) TO pg_monitor, pg_read_all_stats;
+GRANT EXECUTE ON FUNCTION chronicle.app_intervals(timestamptz, timestamptz, text) TO pg_monitor, pg_read_all_stats;
+GRANT EXECUTE ON FUNCTION chronicle.app_intervals(text) TO pg_monitor, pg_read_all_stats;
+GRANT EXECUTE ON FUNCTION chronicle.app_summary(text) TO pg_monitor, pg_read_all_stats;

@@ -1,0 +1,183 @@
+-- Application metrics: pgbench logs of every format, malformed lines,
+-- per snapshot interval statistics, generic metrics.
+\set VERBOSITY default
+\set SHOW_CONTEXT never
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set d :abs_srcdir '/test/data/pgbench/'
+
+-- Loading into a run that does not exist is refused with a hint.
+SELECT chronicle.pgbench_staging();
+ALTER TABLE pg_temp.chronicle_pgbench_lines ALTER COLUMN file SET DEFAULT 'plain.1000';
+\set f :d 'plain.1000'
+COPY pg_temp.chronicle_pgbench_lines (line) FROM :'f';
+SELECT * FROM chronicle.load_pgbench_lines('nope');
+\set VERBOSITY terse
+-- ... or creates the run from the log's time range when asked.
+SELECT * FROM chronicle.load_pgbench_lines('plain', create_run => true);
+SELECT label, started, ended, meta->'files' AS files FROM chronicle.run WHERE label = 'plain';
+
+-- Server side: a prefix loads every <prefix>.<pid>[.<thread>] file.
+SELECT regexp_replace(file, '^.*/', '') AS file, log_format, lines
+  FROM chronicle.load_pgbench_log('plain', :'d' || 'plain.1000');
+-- Loading the same files again replaces their rows.
+SELECT regexp_replace(file, '^.*/', '') AS file, lines
+  FROM chronicle.load_pgbench_log('plain', :'d' || 'plain.1000');
+SELECT regexp_replace(source, '^.*/', '') AS file, count(*), sum(latency_us), min(ts), max(ts),
+       count(lag_us) AS lags, count(retries) AS retries
+  FROM chronicle.app_transaction t JOIN chronicle.run r USING (run_id)
+ WHERE r.label = 'plain' GROUP BY source ORDER BY source;
+SELECT client_id, tx_no, script_no, latency_us, ts, status
+  FROM chronicle.app_transaction WHERE source LIKE '%plain.1000' ORDER BY tx_no LIMIT 2;
+
+-- --rate with --latency-limit: schedule lag column, skipped lines.
+SELECT regexp_replace(file, '^.*/', '') AS file, log_format, lines
+  FROM chronicle.load_pgbench_log('rate', :'d' || 'rate.2000', create_run => true);
+SELECT status, count(*), sum(latency_us), sum(lag_us), count(retries) AS retries
+  FROM chronicle.app_transaction WHERE source LIKE '%rate.2000' GROUP BY 1 ORDER BY 1;
+
+-- --max-tries: 7 fields are ambiguous, extra_column says which.
+SELECT lines FROM chronicle.load_pgbench_log('tries', :'d' || 'tries.3000',
+                                              extra_column => 'retries', create_run => true);
+SELECT count(*), sum(retries), count(lag_us) AS lags
+  FROM chronicle.app_transaction WHERE source LIKE '%tries.3000' AND source NOT LIKE '%rate%';
+
+-- --rate and --max-tries: 8 fields.
+SELECT lines FROM chronicle.load_pgbench_log('tries', :'d' || 'ratetries.4000');
+SELECT count(*), sum(lag_us), sum(retries)
+  FROM chronicle.app_transaction WHERE source LIKE '%ratetries.4000';
+
+-- --failures-detailed: serialization, deadlock and failed lines.
+SELECT lines FROM chronicle.load_pgbench_log('failures', :'d' || 'failed.6000',
+                                              extra_column => 'retries', create_run => true);
+SELECT status, count(*), sum(latency_us), sum(retries)
+  FROM chronicle.app_transaction WHERE source LIKE '%failed.6000' GROUP BY 1 ORDER BY 1;
+
+-- Aggregate logs (15 fields on 16-18): the threads' files sharing an
+-- interval are summed, min/max combined, the interval inferred.
+SELECT regexp_replace(file, '^.*/', '') AS file, log_format, lines
+  FROM chronicle.load_pgbench_log('agg', :'d' || 'agg.5000', create_run => true);
+SELECT interval_start, num_transactions, sum_latency_us, min_latency_us, max_latency_us,
+       skipped, retried, serialization_failures, interval_secs
+  FROM chronicle.app_interval i JOIN chronicle.run r USING (run_id)
+ WHERE r.label = 'agg' ORDER BY 1;
+-- ... and the 11-field layout of older pgbench, interval given.
+SELECT lines FROM chronicle.load_pgbench_log('agg11', :'d' || 'agg11.7000',
+                                              create_run => true, aggregate_interval => 1);
+SELECT interval_start, num_transactions, sum_lag_us, max_lag_us, skipped, retried, interval_secs
+  FROM chronicle.app_interval i JOIN chronicle.run r USING (run_id)
+ WHERE r.label = 'agg11' ORDER BY 1;
+SELECT ended - started AS agg11_length FROM chronicle.run WHERE label = 'agg11';
+
+-- Malformed lines: file and line number, and nothing loaded.
+\set VERBOSITY default
+\set SHOW_CONTEXT never
+SELECT count(*) AS before FROM chronicle.app_transaction \gset
+SELECT chronicle.pgbench_staging();
+ALTER TABLE pg_temp.chronicle_pgbench_lines ALTER COLUMN file SET DEFAULT 'good.1';
+\set f :d 'plain.1000'
+COPY pg_temp.chronicle_pgbench_lines (line) FROM :'f';
+ALTER TABLE pg_temp.chronicle_pgbench_lines ALTER COLUMN file SET DEFAULT 'bad_cols.8000';
+\set f :d 'bad_cols.8000'
+COPY pg_temp.chronicle_pgbench_lines (line) FROM :'f';
+SELECT * FROM chronicle.load_pgbench_lines('plain');
+SELECT chronicle.pgbench_staging();
+ALTER TABLE pg_temp.chronicle_pgbench_lines ALTER COLUMN file SET DEFAULT 'bad_num.9000';
+\set f :d 'bad_num.9000'
+COPY pg_temp.chronicle_pgbench_lines (line) FROM :'f';
+SELECT * FROM chronicle.load_pgbench_lines('plain');
+SELECT * FROM chronicle.load_pgbench_lines('new_run', create_run => true);
+SELECT chronicle.pgbench_staging();
+ALTER TABLE pg_temp.chronicle_pgbench_lines ALTER COLUMN file SET DEFAULT 'neg.1';
+INSERT INTO pg_temp.chronicle_pgbench_lines (line) VALUES ('0 1 100 0 1795323562 5'), ('0 2 100 0 1795323562 -5');
+SELECT * FROM chronicle.load_pgbench_lines('plain');
+SELECT chronicle.pgbench_staging();
+ALTER TABLE pg_temp.chronicle_pgbench_lines ALTER COLUMN file SET DEFAULT 'agg_bad.1';
+INSERT INTO pg_temp.chronicle_pgbench_lines (line)
+VALUES ('1795323564 423 513548 703330410 488 6563 0 0 0 0 0 0 0 0 0'),
+       ('1795323565 936 999563 x 453 4406 0 0 0 0 0 0 0 0 0');
+SELECT * FROM chronicle.load_pgbench_lines('agg');
+SELECT count(*) - :before AS rows_added FROM chronicle.app_transaction;
+SELECT count(*) AS new_run FROM chronicle.run WHERE label = 'new_run';
+\set VERBOSITY terse
+
+-- Bad arguments.
+SELECT * FROM chronicle.load_pgbench_lines('plain', format => 'csv');
+SELECT * FROM chronicle.load_pgbench_lines('plain', extra_column => 'foo');
+SELECT * FROM chronicle.load_pgbench_lines(NULL);
+SELECT * FROM chronicle.load_pgbench_log('plain', 'relative/path');
+SELECT set_config('chronicle_test.d', :'d', false) IS NOT NULL AS set;
+DO $$
+BEGIN
+	PERFORM chronicle.load_pgbench_log('plain', current_setting('chronicle_test.d') || 'no_such_log');
+EXCEPTION WHEN undefined_file THEN
+	RAISE NOTICE '%', replace(SQLERRM, current_setting('chronicle_test.d'), '.../');
+END
+$$;
+-- Reading server files needs pg_read_server_files.
+CREATE ROLE chronicle_app_user;
+GRANT USAGE ON SCHEMA chronicle TO chronicle_app_user;
+GRANT EXECUTE ON FUNCTION chronicle.load_pgbench_log(text, text, text, text, boolean, integer) TO chronicle_app_user;
+SET ROLE chronicle_app_user;
+SELECT * FROM chronicle.load_pgbench_log('plain', '/etc/passwd');
+RESET ROLE;
+REVOKE ALL ON SCHEMA chronicle FROM chronicle_app_user;
+REVOKE ALL ON FUNCTION chronicle.load_pgbench_log(text, text, text, text, boolean, integer) FROM chronicle_app_user;
+DROP ROLE chronicle_app_user;
+
+-- Per snapshot interval statistics, from hand-made snapshots and
+-- transactions: two intervals in one recording, a gap, one more.
+SELECT chronicle.ensure_partitions('2020-03-01', '2020-03-02') > 0 AS partitions;
+INSERT INTO chronicle.snapshot (ts, segment, keyframe, collector, duration_ms, rows_written, wal_bytes, errors)
+VALUES ('2020-03-01 10:00:00+00', '2020-03-01 10:00:00+00', true, 'worker', 1, 0, 0, 0),
+       ('2020-03-01 10:00:01+00', '2020-03-01 10:00:00+00', false, 'worker', 1, 0, 0, 0),
+       ('2020-03-01 10:00:03+00', '2020-03-01 10:00:00+00', false, 'worker', 1, 0, 0, 0),
+       ('2020-03-01 10:00:10+00', '2020-03-01 10:00:10+00', true, 'worker', 1, 0, 0, 0),
+       ('2020-03-01 10:00:11+00', '2020-03-01 10:00:10+00', false, 'worker', 1, 0, 0, 0);
+INSERT INTO chronicle.run (label, started, ended)
+VALUES ('hand', '2020-03-01 10:00:00+00', '2020-03-01 10:00:11+00');
+-- 100 transactions of 1..100 ms in the first second, 10 in the next two,
+-- 1 skipped and 2 failed, 4 in the gap (no interval), 3 in the last one.
+INSERT INTO chronicle.app_transaction (run_id, ts, client_id, tx_no, script_no, latency_us, lag_us, retries, status)
+SELECT r.run_id, '2020-03-01 10:00:00+00'::timestamptz + i * interval '9 ms', 0, i, 0, i * 1000, 10 * i, 0, 'ok'
+  FROM chronicle.run r, generate_series(1, 100) i WHERE r.label = 'hand'
+UNION ALL
+SELECT r.run_id, '2020-03-01 10:00:01.5+00'::timestamptz + i * interval '100 ms', 1, i, 0, 5000, 0, 1, 'ok'
+  FROM chronicle.run r, generate_series(1, 10) i WHERE r.label = 'hand'
+UNION ALL
+SELECT r.run_id, '2020-03-01 10:00:02+00', 2, 1, 0, NULL, 0, 0, s
+  FROM chronicle.run r, unnest(ARRAY['skipped', 'failed', 'deadlock']) s WHERE r.label = 'hand'
+UNION ALL
+SELECT r.run_id, '2020-03-01 10:00:05+00'::timestamptz + i * interval '1 s', 3, i, 0, 7000, 0, 0, 'ok'
+  FROM chronicle.run r, generate_series(1, 4) i WHERE r.label = 'hand'
+UNION ALL
+SELECT r.run_id, '2020-03-01 10:00:10.5+00'::timestamptz, 4, i, 0, 1000 * i, 0, 0, 'ok'
+  FROM chronicle.run r, generate_series(1, 3) i WHERE r.label = 'hand';
+SELECT interval_start, interval_end, segment, transactions, tps, latency_mean_ms,
+       latency_p50_ms, latency_p90_ms, latency_p99_ms, latency_max_ms, lag_mean_ms,
+       skipped, failures, retries
+  FROM chronicle.app_intervals('hand');
+-- A range inside the recording: the intervals overlapping it.
+SELECT interval_start, transactions
+  FROM chronicle.app_intervals('2020-03-01 10:00:02+00', '2020-03-01 10:00:02.5+00');
+-- A whole run's percentiles come from every transaction, not from intervals.
+SELECT * FROM chronicle.app_summary('hand');
+SELECT * FROM chronicle.app_intervals('2020-03-01 10:00:02+00', '2020-03-01 10:00:01+00');
+SELECT * FROM chronicle.app_intervals(NULL, now());
+SELECT * FROM chronicle.app_intervals('no such run');
+
+-- Generic metrics.
+SELECT chronicle.add_metric('orders_per_s', 12.5, '2020-03-01 10:00:01+00', 'hand');
+SELECT chronicle.add_metric('orders_per_s', 13.5, '2020-03-01 10:00:02+00');
+SELECT m.ts, m.name, m.value, r.label FROM chronicle.app_metric m
+  LEFT JOIN chronicle.run r USING (run_id) ORDER BY m.ts;
+SELECT chronicle.add_metric('', 1);
+SELECT chronicle.add_metric('x', NULL);
+SELECT chronicle.add_metric('x', 1, now(), 'no such run');
+
+-- Who may do what: loading writes (not PUBLIC), reading is for monitoring.
+SELECT p.proname, has_function_privilege('public', p.oid, 'EXECUTE') AS public,
+       has_function_privilege('pg_monitor', p.oid, 'EXECUTE') AS pg_monitor
+  FROM pg_proc p WHERE p.pronamespace = 'chronicle'::regnamespace
+   AND p.proname IN ('load_pgbench_log', 'load_pgbench_lines', 'pgbench_staging', 'add_metric',
+                     'app_intervals', 'app_summary', 'statements_top')
+ ORDER BY 1, 2;

@@ -1,0 +1,36 @@
+/*-------------------------------------------------------------------------
+ *
+ * os_proc.h
+ *		Small helpers shared by the operating system sources: where /proc
+ *		is, and reading "name value" files from it.
+ *
+ * Copyright (c) 2026, pg_chronicle developers
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef CHRONICLE_OS_PROC_H
+#define CHRONICLE_OS_PROC_H
+
+#include <stdio.h>
+
+/* chronicle.proc_root: "/proc" unless a test points it at captured files */
+extern char *chronicle_proc_root;
+/* chronicle.os_disks: "" = the devices of the data directory and pg_wal */
+extern char *chronicle_os_disks;
+
+extern void chronicle_os_define_settings(void);
+
+/* Open <proc_root>/<relpath> for reading; NULL (errno set) if it can't. */
+extern FILE *chronicle_proc_open(const char *relpath);
+extern bool chronicle_proc_exists(const char *relpath);
+
+/*
+ * Read a file of "name: value" or "name value" lines and store the values
+ * of the wanted names (in the order of names[]) into values[]; found[] says
+ * which were present.  Returns false if the file could not be opened.
+ */
+extern bool chronicle_proc_read_keyed(const char *relpath,
+									  const char *const *names, int nnames,
+									  int64 *values, bool *found);
+
+#endif							/* CHRONICLE_OS_PROC_H */

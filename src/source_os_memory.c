@@ -1,0 +1,110 @@
+/*-------------------------------------------------------------------------
+ *
+ * source_os_memory.c
+ *		/proc/meminfo and /proc/vmstat: one row per snapshot.
+ *
+ * The meminfo columns are gauges in kB, as the file shows them (free
+ * memory falling to zero while Dirty builds up is what explains many
+ * latency dips); the vmstat columns are cumulative page and swap counters
+ * since boot.  A field the kernel does not show stays NULL.  Linux only:
+ * without /proc/meminfo the source is not available and records nothing.
+ *
+ * Copyright (c) 2026, pg_chronicle developers
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+
+#include "pg_chronicle.h"
+#include "os_proc.h"
+
+enum
+{
+	MEM_TOTAL,
+	MEM_FREE,
+	MEM_AVAILABLE,
+	MEM_BUFFERS,
+	MEM_CACHED,
+	MEM_DIRTY,
+	MEM_WRITEBACK,
+	MEM_SHMEM,
+	MEM_SWAP_TOTAL,
+	MEM_SWAP_FREE,
+	MEM_NMEMINFO,
+	/* from /proc/vmstat */
+	MEM_PGPGIN = MEM_NMEMINFO,
+	MEM_PGPGOUT,
+	MEM_PSWPIN,
+	MEM_PSWPOUT,
+	MEM_NCOLUMNS
+};
+
+static const ChronicleColumn os_memory_columns[MEM_NCOLUMNS] = {
+	[MEM_TOTAL] = {"mem_total", INT8OID},
+	[MEM_FREE] = {"mem_free", INT8OID},
+	[MEM_AVAILABLE] = {"mem_available", INT8OID},
+	[MEM_BUFFERS] = {"buffers", INT8OID},
+	[MEM_CACHED] = {"cached", INT8OID},
+	[MEM_DIRTY] = {"dirty", INT8OID},
+	[MEM_WRITEBACK] = {"writeback", INT8OID},
+	[MEM_SHMEM] = {"shmem", INT8OID},
+	[MEM_SWAP_TOTAL] = {"swap_total", INT8OID},
+	[MEM_SWAP_FREE] = {"swap_free", INT8OID},
+	[MEM_PGPGIN] = {"pgpgin", INT8OID},
+	[MEM_PGPGOUT] = {"pgpgout", INT8OID},
+	[MEM_PSWPIN] = {"pswpin", INT8OID},
+	[MEM_PSWPOUT] = {"pswpout", INT8OID},
+};
+
+static const char *const meminfo_names[MEM_NMEMINFO] = {
+	"MemTotal", "MemFree", "MemAvailable", "Buffers", "Cached", "Dirty",
+	"Writeback", "Shmem", "SwapTotal", "SwapFree",
+};
+
+static const char *const vmstat_names[MEM_NCOLUMNS - MEM_NMEMINFO] = {
+	"pgpgin", "pgpgout", "pswpin", "pswpout",
+};
+
+static bool
+os_memory_available(void)
+{
+	return chronicle_proc_exists("meminfo");
+}
+
+static void
+os_memory_collect(ChronicleEmitter *emitter)
+{
+	Datum		values[MEM_NCOLUMNS] = {0};
+	bool		nulls[MEM_NCOLUMNS];
+	int64		v[MEM_NCOLUMNS];
+	bool		found[MEM_NCOLUMNS];
+
+	if (!chronicle_proc_read_keyed("meminfo", meminfo_names, MEM_NMEMINFO,
+								   v, found))
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not read \"%s/meminfo\": %m", chronicle_proc_root)));
+	/* vmstat may be absent (some containers): its columns stay NULL */
+	(void) chronicle_proc_read_keyed("vmstat", vmstat_names,
+									 MEM_NCOLUMNS - MEM_NMEMINFO,
+									 v + MEM_NMEMINFO, found + MEM_NMEMINFO);
+
+	for (int c = 0; c < MEM_NCOLUMNS; c++)
+	{
+		nulls[c] = !found[c];
+		values[c] = Int64GetDatum(v[c]);
+	}
+	chronicle_emit_row(emitter, values, nulls);
+}
+
+const ChronicleSource chronicle_source_os_memory = {
+	.name = "os_memory",
+	.description = "/proc/meminfo and /proc/vmstat",
+	.columns = os_memory_columns,
+	.ncolumns = MEM_NCOLUMNS,
+	.nkeys = 0,
+	.collect = os_memory_collect,
+	.available = os_memory_available,
+};

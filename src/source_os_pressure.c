@@ -1,0 +1,98 @@
+/*-------------------------------------------------------------------------
+ *
+ * source_os_pressure.c
+ *		/proc/pressure/{cpu,io,memory}: cumulative stall time per resource.
+ *
+ * Each file has a "some" line and (memory, io, and cpu since Linux 5.13) a
+ * "full" line: "some avg10=0.00 avg60=0.00 avg300=0.00 total=12345".  Only
+ * total= (microseconds, cumulative) is recorded: the averages are derived
+ * by the kernel and can be recomputed from totals over any interval.
+ * Resources whose file is missing (kernels without PSI, or PSI disabled)
+ * are skipped; without /proc/pressure the source is not available.
+ *
+ * Copyright (c) 2026, pg_chronicle developers
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "storage/fd.h"
+#include "utils/builtins.h"
+
+#include "pg_chronicle.h"
+#include "os_proc.h"
+
+enum
+{
+	PSI_RESOURCE,
+	PSI_SOME_TOTAL,
+	PSI_FULL_TOTAL,
+	PSI_NCOLUMNS
+};
+
+static const ChronicleColumn os_pressure_columns[PSI_NCOLUMNS] = {
+	[PSI_RESOURCE] = {"resource", TEXTOID},
+	[PSI_SOME_TOTAL] = {"some_total", INT8OID},
+	[PSI_FULL_TOTAL] = {"full_total", INT8OID},
+};
+
+static const char *const psi_resources[] = {"cpu", "io", "memory"};
+
+static bool
+os_pressure_available(void)
+{
+	return chronicle_proc_exists("pressure/cpu") ||
+		chronicle_proc_exists("pressure/io") ||
+		chronicle_proc_exists("pressure/memory");
+}
+
+static void
+os_pressure_collect(ChronicleEmitter *emitter)
+{
+	for (int r = 0; r < lengthof(psi_resources); r++)
+	{
+		char		relpath[64];
+		char		line[256];
+		FILE	   *f;
+		Datum		values[PSI_NCOLUMNS] = {0};
+		bool		nulls[PSI_NCOLUMNS] = {false, true, true};
+
+		snprintf(relpath, sizeof(relpath), "pressure/%s", psi_resources[r]);
+		f = chronicle_proc_open(relpath);
+		if (f == NULL)
+			continue;
+		while (fgets(line, sizeof(line), f) != NULL)
+		{
+			char	   *t = strstr(line, "total=");
+			long long	total;
+			int			col;
+
+			if (strncmp(line, "some ", 5) == 0)
+				col = PSI_SOME_TOTAL;
+			else if (strncmp(line, "full ", 5) == 0)
+				col = PSI_FULL_TOTAL;
+			else
+				continue;
+			if (t == NULL || sscanf(t + 6, "%lld", &total) != 1)
+				continue;
+			values[col] = Int64GetDatum((int64) total);
+			nulls[col] = false;
+		}
+		FreeFile(f);
+		if (nulls[PSI_SOME_TOTAL] && nulls[PSI_FULL_TOTAL])
+			continue;			/* unreadable (PSI disabled: EOPNOTSUPP) */
+		values[PSI_RESOURCE] = CStringGetTextDatum(psi_resources[r]);
+		chronicle_emit_row(emitter, values, nulls);
+	}
+}
+
+const ChronicleSource chronicle_source_os_pressure = {
+	.name = "os_pressure",
+	.description = "/proc/pressure (cpu, io, memory stall totals)",
+	.columns = os_pressure_columns,
+	.ncolumns = PSI_NCOLUMNS,
+	.nkeys = 1,
+	.collect = os_pressure_collect,
+	.available = os_pressure_available,
+};

@@ -1,0 +1,661 @@
+/*-------------------------------------------------------------------------
+ *
+ * source_statements.c
+ *		pg_stat_statements: per snapshot, the statements whose counters
+ *		changed, the top chronicle.statements_top of them by execution plus
+ *		planning time, and the query text once per (dbid, queryid).
+ *
+ * pg_stat_statements exports no C API, so its SQL function is called
+ * through SPI, in the schema the extension lives in, with showtext =
+ * false: the query texts live in a file that would otherwise be read every
+ * snapshot.  Texts are fetched (showtext = true) only in a snapshot that
+ * records a (dbid, queryid) this process has not stored yet.
+ *
+ * Versions: the columns of the installed extension version are looked up
+ * from its function's OUT parameter names rather than assumed from
+ * PG_VERSION_NUM, because an old extension version can be installed on a
+ * new server until ALTER EXTENSION ... UPDATE.  blk_read_time and
+ * blk_write_time are recorded from shared_blk_read_time and
+ * shared_blk_write_time on 1.11 (PostgreSQL 17) and later; columns the
+ * installed version lacks stay NULL.
+ *
+ * Which rows are written, and why deltas stay exact:
+ *
+ * The source keeps its own baseline per statement: the counters as last
+ * recorded.  A statement is a candidate when its counters differ from that
+ * baseline, and the candidates are ranked by the growth of total_exec_time
+ * + total_plan_time since their baseline; the top N are emitted (and
+ * become their own new baseline).  Every row written is a cumulative
+ * reading, so the difference between two rows of a statement is exactly
+ * its activity between them.  A statement that changed but fell outside
+ * the top N is simply not written: it stays a candidate, its unrecorded
+ * time keeps growing, and when it is written later its whole activity
+ * since its previous row shows up in that later interval.  Sums over a
+ * range are exact for the statements that were recorded at both ends;
+ * only the attribution to intervals is coarser for the statements outside
+ * the top N.  The first snapshot of a process (the start of a segment)
+ * writes every statement, so each one has a baseline row in the segment.
+ *
+ * The collector treats a key that is not emitted as gone; when it comes
+ * back it is written again, which is what we want: we only leave out keys
+ * whose row would have been a repetition or which were outranked.
+ *
+ * Eviction: pg_stat_statements evicts the least used entries when full.
+ * An entry evicted and re-added starts from zero, so its counters go
+ * backwards (and stats_since changes, since 1.11): the source takes zero
+ * as its baseline, and readers of the history treat a decrease or a new
+ * stats_since as a reset, as for every other cumulative counter.  Nothing
+ * here ever resets pg_stat_statements.
+ *
+ * Copyright (c) 2026, pg_chronicle developers
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
+#include "commands/extension.h"
+#include "executor/spi.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/hsearch.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+#include "utils/varlena.h"
+
+#include "pg_chronicle.h"
+
+enum
+{
+	ST_USERID,
+	ST_DBID,
+	ST_QUERYID,
+	ST_TOPLEVEL,
+	ST_PLANS,
+	ST_TOTAL_PLAN_TIME,
+	ST_CALLS,
+	ST_TOTAL_EXEC_TIME,
+	ST_ROWS,
+	ST_SHARED_BLKS_HIT,
+	ST_SHARED_BLKS_READ,
+	ST_SHARED_BLKS_DIRTIED,
+	ST_SHARED_BLKS_WRITTEN,
+	ST_LOCAL_BLKS_HIT,
+	ST_LOCAL_BLKS_READ,
+	ST_LOCAL_BLKS_DIRTIED,
+	ST_LOCAL_BLKS_WRITTEN,
+	ST_TEMP_BLKS_READ,
+	ST_TEMP_BLKS_WRITTEN,
+	ST_BLK_READ_TIME,
+	ST_BLK_WRITE_TIME,
+	ST_WAL_RECORDS,
+	ST_WAL_FPI,
+	ST_WAL_BYTES,
+	ST_STATS_SINCE,
+	ST_LOCAL_BLK_READ_TIME,
+	ST_LOCAL_BLK_WRITE_TIME,
+	ST_TEMP_BLK_READ_TIME,
+	ST_TEMP_BLK_WRITE_TIME,
+	ST_WAL_BUFFERS_FULL,
+	ST_PARALLEL_WORKERS_TO_LAUNCH,
+	ST_PARALLEL_WORKERS_LAUNCHED,
+	ST_NCOLUMNS
+};
+
+static const ChronicleColumn statements_columns[ST_NCOLUMNS] = {
+	[ST_USERID] = {"userid", OIDOID},
+	[ST_DBID] = {"dbid", OIDOID},
+	[ST_QUERYID] = {"queryid", INT8OID},
+	[ST_TOPLEVEL] = {"toplevel", BOOLOID},
+	[ST_PLANS] = {"plans", INT8OID},
+	[ST_TOTAL_PLAN_TIME] = {"total_plan_time", FLOAT8OID},
+	[ST_CALLS] = {"calls", INT8OID},
+	[ST_TOTAL_EXEC_TIME] = {"total_exec_time", FLOAT8OID},
+	[ST_ROWS] = {"rows", INT8OID},
+	[ST_SHARED_BLKS_HIT] = {"shared_blks_hit", INT8OID},
+	[ST_SHARED_BLKS_READ] = {"shared_blks_read", INT8OID},
+	[ST_SHARED_BLKS_DIRTIED] = {"shared_blks_dirtied", INT8OID},
+	[ST_SHARED_BLKS_WRITTEN] = {"shared_blks_written", INT8OID},
+	[ST_LOCAL_BLKS_HIT] = {"local_blks_hit", INT8OID},
+	[ST_LOCAL_BLKS_READ] = {"local_blks_read", INT8OID},
+	[ST_LOCAL_BLKS_DIRTIED] = {"local_blks_dirtied", INT8OID},
+	[ST_LOCAL_BLKS_WRITTEN] = {"local_blks_written", INT8OID},
+	[ST_TEMP_BLKS_READ] = {"temp_blks_read", INT8OID},
+	[ST_TEMP_BLKS_WRITTEN] = {"temp_blks_written", INT8OID},
+	[ST_BLK_READ_TIME] = {"blk_read_time", FLOAT8OID},
+	[ST_BLK_WRITE_TIME] = {"blk_write_time", FLOAT8OID},
+	[ST_WAL_RECORDS] = {"wal_records", INT8OID},
+	[ST_WAL_FPI] = {"wal_fpi", INT8OID},
+	[ST_WAL_BYTES] = {"wal_bytes", INT8OID},
+	[ST_STATS_SINCE] = {"stats_since", TIMESTAMPTZOID},
+	[ST_LOCAL_BLK_READ_TIME] = {"local_blk_read_time", FLOAT8OID},
+	[ST_LOCAL_BLK_WRITE_TIME] = {"local_blk_write_time", FLOAT8OID},
+	[ST_TEMP_BLK_READ_TIME] = {"temp_blk_read_time", FLOAT8OID},
+	[ST_TEMP_BLK_WRITE_TIME] = {"temp_blk_write_time", FLOAT8OID},
+	[ST_WAL_BUFFERS_FULL] = {"wal_buffers_full", INT8OID},
+	[ST_PARALLEL_WORKERS_TO_LAUNCH] = {"parallel_workers_to_launch", INT8OID},
+	[ST_PARALLEL_WORKERS_LAUNCHED] = {"parallel_workers_launched", INT8OID},
+};
+
+/*
+ * Where each column comes from: the pg_stat_statements OUT parameter
+ * names, newest first.  A column none of whose names the installed version
+ * has is NULL (toplevel, before 1.9: true, as every statement was).
+ */
+static const char *const statements_sources[ST_NCOLUMNS][2] = {
+	[ST_USERID] = {"userid"},
+	[ST_DBID] = {"dbid"},
+	[ST_QUERYID] = {"queryid"},
+	[ST_TOPLEVEL] = {"toplevel"},
+	[ST_PLANS] = {"plans"},
+	[ST_TOTAL_PLAN_TIME] = {"total_plan_time"},
+	[ST_CALLS] = {"calls"},
+	[ST_TOTAL_EXEC_TIME] = {"total_exec_time", "total_time"},
+	[ST_ROWS] = {"rows"},
+	[ST_SHARED_BLKS_HIT] = {"shared_blks_hit"},
+	[ST_SHARED_BLKS_READ] = {"shared_blks_read"},
+	[ST_SHARED_BLKS_DIRTIED] = {"shared_blks_dirtied"},
+	[ST_SHARED_BLKS_WRITTEN] = {"shared_blks_written"},
+	[ST_LOCAL_BLKS_HIT] = {"local_blks_hit"},
+	[ST_LOCAL_BLKS_READ] = {"local_blks_read"},
+	[ST_LOCAL_BLKS_DIRTIED] = {"local_blks_dirtied"},
+	[ST_LOCAL_BLKS_WRITTEN] = {"local_blks_written"},
+	[ST_TEMP_BLKS_READ] = {"temp_blks_read"},
+	[ST_TEMP_BLKS_WRITTEN] = {"temp_blks_written"},
+	[ST_BLK_READ_TIME] = {"shared_blk_read_time", "blk_read_time"},
+	[ST_BLK_WRITE_TIME] = {"shared_blk_write_time", "blk_write_time"},
+	[ST_WAL_RECORDS] = {"wal_records"},
+	[ST_WAL_FPI] = {"wal_fpi"},
+	[ST_WAL_BYTES] = {"wal_bytes"},
+	[ST_STATS_SINCE] = {"stats_since"},
+	[ST_LOCAL_BLK_READ_TIME] = {"local_blk_read_time"},
+	[ST_LOCAL_BLK_WRITE_TIME] = {"local_blk_write_time"},
+	[ST_TEMP_BLK_READ_TIME] = {"temp_blk_read_time"},
+	[ST_TEMP_BLK_WRITE_TIME] = {"temp_blk_write_time"},
+	[ST_WAL_BUFFERS_FULL] = {"wal_buffers_full"},
+	[ST_PARALLEL_WORKERS_TO_LAUNCH] = {"parallel_workers_to_launch"},
+	[ST_PARALLEL_WORKERS_LAUNCHED] = {"parallel_workers_launched"},
+};
+
+/* chronicle.statements_top */
+static int	statements_top = 100;
+
+/* A statement's identity in pg_stat_statements. */
+typedef struct StmtKey
+{
+	Oid			userid;
+	Oid			dbid;
+	int64		queryid;
+	bool		toplevel;
+} StmtKey;
+
+/* Its counters as last recorded: the baseline of its next delta. */
+typedef struct StmtBaseline
+{
+	StmtKey		key;
+	int64		calls;
+	int64		plans;
+	double		exec_time;
+	double		plan_time;
+	TimestampTz stats_since;
+	uint64		generation;		/* last snapshot that saw it */
+} StmtBaseline;
+
+typedef struct TextKey
+{
+	Oid			dbid;
+	int64		queryid;
+} TextKey;
+
+/* One statement of this reading. */
+typedef struct StmtReading
+{
+	int			row;			/* in SPI_tuptable */
+	double		delta_time;
+	StmtBaseline now;
+	StmtBaseline *base;			/* NULL: never recorded */
+	bool		reset;
+} StmtReading;
+
+static MemoryContext statements_cxt = NULL;
+static HTAB *baselines = NULL;	/* StmtKey -> StmtBaseline */
+static HTAB *texts_stored = NULL;	/* TextKey -> TextKey */
+static uint64 generation = 0;
+static Oid	text_relid = InvalidOid;	/* chronicle.statements_text the caches
+										 * belong to */
+
+
+void
+chronicle_statements_define_settings(void)
+{
+	DefineCustomIntVariable("chronicle.statements_top",
+							"How many of the statements that changed are recorded per snapshot.",
+							"The ones with the most execution plus planning time since they were "
+							"last recorded; 0 records every statement that changed.",
+							&statements_top,
+							100, 0, INT_MAX,
+							PGC_SIGHUP, 0,
+							NULL, NULL, NULL);
+}
+
+/* Is pg_stat_statements in shared_preload_libraries? */
+static bool
+statements_preloaded(void)
+{
+	const char *spl = GetConfigOption("shared_preload_libraries", true, false);
+	char	   *raw;
+	List	   *names;
+	ListCell   *lc;
+	bool		found = false;
+
+	if (spl == NULL || strstr(spl, "pg_stat_statements") == NULL)
+		return false;
+	raw = pstrdup(spl);
+	if (!SplitIdentifierString(raw, ',', &names))
+	{
+		pfree(raw);
+		return false;
+	}
+	foreach(lc, names)
+	{
+		const char *name = (const char *) lfirst(lc);
+		const char *base = strrchr(name, '/');
+
+		base = base ? base + 1 : name;
+		if (strncmp(base, "pg_stat_statements", 18) == 0 &&
+			(base[18] == '\0' || strcmp(base + 18, DLSUFFIX) == 0))
+			found = true;
+	}
+	list_free(names);
+	pfree(raw);
+	return found;
+}
+
+/*
+ * Available when the library is preloaded (the function refuses to run
+ * otherwise) and the extension is installed in the collector's database.
+ */
+static bool
+statements_available(void)
+{
+	return statements_preloaded() &&
+		OidIsValid(get_extension_oid("pg_stat_statements", true));
+}
+
+/*
+ * Build "SELECT <our columns> FROM <schema>.pg_stat_statements(false)"
+ * from the installed version's OUT parameters.  Returns NULL if the
+ * function is not there (extension dropped between the check and now).
+ */
+static char *
+build_query(char **schema_out)
+{
+	int			ret;
+	char	   *schema = NULL;
+	List	   *have = NIL;
+	StringInfoData sql;
+
+	ret = SPI_execute("SELECT n.nspname::text, a.name::text"
+					  " FROM pg_catalog.pg_extension e"
+					  " JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace"
+					  " JOIN pg_catalog.pg_proc p ON p.pronamespace = e.extnamespace"
+					  "  AND p.proname = 'pg_stat_statements' AND p.pronargs = 1"
+					  " CROSS JOIN LATERAL pg_catalog.unnest(p.proargnames) AS a(name)"
+					  " WHERE e.extname = 'pg_stat_statements'",
+					  true, 0);
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "could not read the columns of pg_stat_statements: %s",
+			 SPI_result_code_string(ret));
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		char	   *nsp = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
+		char	   *name = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2);
+
+		if (schema == NULL)
+			schema = nsp;
+		if (name)
+			have = lappend(have, name);
+	}
+	if (schema == NULL)
+		return NULL;
+
+	initStringInfo(&sql);
+	appendStringInfoString(&sql, "SELECT ");
+	for (int c = 0; c < ST_NCOLUMNS; c++)
+	{
+		const char *from = NULL;
+		const char *type;
+
+		for (int k = 0; k < 2 && from == NULL; k++)
+		{
+			const char *cand = statements_sources[c][k];
+			ListCell   *lc;
+
+			if (cand == NULL)
+				break;
+			foreach(lc, have)
+			{
+				if (strcmp((char *) lfirst(lc), cand) == 0)
+				{
+					from = cand;
+					break;
+				}
+			}
+		}
+		switch (statements_columns[c].type)
+		{
+			case OIDOID:
+				type = "pg_catalog.oid";
+				break;
+			case INT8OID:
+				type = "pg_catalog.int8";
+				break;
+			case BOOLOID:
+				type = "pg_catalog.bool";
+				break;
+			case TIMESTAMPTZOID:
+				type = "pg_catalog.timestamptz";
+				break;
+			default:
+				type = "pg_catalog.float8";
+				break;
+		}
+		if (c > 0)
+			appendStringInfoString(&sql, ", ");
+		if (from)
+			/* wal_bytes is numeric in the view; the cast keeps the others as they are */
+			appendStringInfo(&sql, "s.%s::%s", quote_identifier(from), type);
+		else if (c == ST_TOPLEVEL)
+			appendStringInfoString(&sql, "true");
+		else
+			appendStringInfo(&sql, "NULL::%s", type);
+	}
+	appendStringInfo(&sql, " FROM %s.pg_stat_statements(false) AS s",
+					 quote_identifier(schema));
+	*schema_out = schema;
+	return sql.data;
+}
+
+static void
+statements_init(void)
+{
+	HASHCTL		ctl;
+
+	if (statements_cxt == NULL)
+		statements_cxt = AllocSetContextCreate(TopMemoryContext,
+											   "chronicle statements",
+											   ALLOCSET_DEFAULT_SIZES);
+	if (baselines == NULL)
+	{
+		memset(&ctl, 0, sizeof(ctl));
+		ctl.keysize = sizeof(StmtKey);
+		ctl.entrysize = sizeof(StmtBaseline);
+		ctl.hcxt = statements_cxt;
+		baselines = hash_create("chronicle statements baselines", 1024, &ctl,
+								HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	if (texts_stored == NULL)
+	{
+		memset(&ctl, 0, sizeof(ctl));
+		ctl.keysize = sizeof(TextKey);
+		ctl.entrysize = sizeof(TextKey);
+		ctl.hcxt = statements_cxt;
+		texts_stored = hash_create("chronicle statements texts", 1024, &ctl,
+								   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+}
+
+static int
+cmp_reading(const void *a, const void *b)
+{
+	const StmtReading *x = *(StmtReading *const *) a;
+	const StmtReading *y = *(StmtReading *const *) b;
+
+	if (x->delta_time != y->delta_time)
+		return x->delta_time > y->delta_time ? -1 : 1;
+	return (x->row > y->row) - (x->row < y->row);
+}
+
+static int64
+get_int8(HeapTuple tup, TupleDesc desc, int col)
+{
+	bool		isnull;
+	Datum		d = SPI_getbinval(tup, desc, col + 1, &isnull);
+
+	return isnull ? 0 : DatumGetInt64(d);
+}
+
+static double
+get_float8(HeapTuple tup, TupleDesc desc, int col)
+{
+	bool		isnull;
+	Datum		d = SPI_getbinval(tup, desc, col + 1, &isnull);
+
+	return isnull ? 0.0 : DatumGetFloat8(d);
+}
+
+/* Store the query texts of the recorded statements not stored yet. */
+static void
+store_texts(const char *schema, StmtReading **emit, int nemit,
+			TupleDesc desc, SPITupleTable *tuptable, TextKey **newtexts,
+			int *nnew)
+{
+	Datum	   *dbids = palloc(sizeof(Datum) * nemit);
+	Datum	   *queryids = palloc(sizeof(Datum) * nemit);
+	int			n = 0;
+	Datum		args[2];
+	Oid			argtypes[2] = {OIDARRAYOID, INT8ARRAYOID};
+	char	   *sql;
+	int			ret;
+
+	*newtexts = palloc(sizeof(TextKey) * Max(nemit, 1));
+	for (int i = 0; i < nemit; i++)
+	{
+		TextKey		tk;
+		bool		dup = false;
+
+		memset(&tk, 0, sizeof(tk));
+		tk.dbid = emit[i]->now.key.dbid;
+		tk.queryid = emit[i]->now.key.queryid;
+		if (hash_search(texts_stored, &tk, HASH_FIND, NULL) != NULL)
+			continue;
+		for (int j = 0; j < n && !dup; j++)
+			dup = ((*newtexts)[j].dbid == tk.dbid &&
+				   (*newtexts)[j].queryid == tk.queryid);
+		if (dup)
+			continue;
+		(*newtexts)[n] = tk;
+		dbids[n] = ObjectIdGetDatum(tk.dbid);
+		queryids[n] = Int64GetDatum(tk.queryid);
+		n++;
+	}
+	*nnew = n;
+	if (n == 0)
+		return;
+
+	args[0] = PointerGetDatum(construct_array_builtin(dbids, n, OIDOID));
+	args[1] = PointerGetDatum(construct_array_builtin(queryids, n, INT8OID));
+	sql = psprintf("INSERT INTO chronicle.statements_text (dbid, queryid, query)"
+				   " SELECT DISTINCT ON (s.dbid, s.queryid) s.dbid, s.queryid, s.query"
+				   " FROM %s.pg_stat_statements(true) AS s"
+				   " JOIN ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)) AS u(dbid, queryid)"
+				   "  ON s.dbid = u.dbid AND s.queryid = u.queryid"
+				   " WHERE s.query IS NOT NULL"
+				   " ON CONFLICT DO NOTHING",
+				   quote_identifier(schema));
+	ret = SPI_execute_with_args(sql, 2, argtypes, args, NULL, false, 0);
+	if (ret != SPI_OK_INSERT)
+		elog(ERROR, "could not store query texts: %s",
+			 SPI_result_code_string(ret));
+}
+
+static void
+statements_collect(ChronicleEmitter *emitter)
+{
+	char	   *schema = NULL;
+	char	   *sql;
+	int			ret;
+	SPITupleTable *tuptable;
+	TupleDesc	desc;
+	uint64		nrows;
+	StmtReading *readings;
+	StmtReading **cand;
+	int			ncand = 0;
+	int			nemit;
+	bool		first;
+	TextKey    *newtexts;
+	int			nnew;
+
+	/*
+	 * The extension dropped and created again means an empty history: start
+	 * over with a full baseline and store the texts again.
+	 */
+	{
+		Oid			nsp = get_namespace_oid(CHRONICLE_SCHEMA, false);
+		Oid			relid = get_relname_relid("statements_text", nsp);
+
+		if (relid != text_relid && statements_cxt != NULL)
+		{
+			MemoryContextReset(statements_cxt);
+			baselines = NULL;
+			texts_stored = NULL;
+			generation = 0;
+		}
+		text_relid = relid;
+	}
+	statements_init();
+	first = (hash_get_num_entries(baselines) == 0 && generation == 0);
+
+	sql = build_query(&schema);
+	if (sql == NULL)
+		return;					/* dropped meanwhile */
+	ret = SPI_execute(sql, true, 0);
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "could not read pg_stat_statements: %s",
+			 SPI_result_code_string(ret));
+	tuptable = SPI_tuptable;
+	desc = tuptable->tupdesc;
+	nrows = SPI_processed;
+
+	readings = palloc0(sizeof(StmtReading) * Max(nrows, 1));
+	cand = palloc(sizeof(StmtReading *) * Max(nrows, 1));
+	for (uint64 i = 0; i < nrows; i++)
+	{
+		HeapTuple	tup = tuptable->vals[i];
+		StmtReading *r = &readings[i];
+		bool		isnull;
+		Datum		d;
+		double		base_time;
+
+		r->row = (int) i;
+		memset(&r->now.key, 0, sizeof(StmtKey));
+		d = SPI_getbinval(tup, desc, ST_QUERYID + 1, &isnull);
+		if (isnull)
+			continue;			/* nothing to key it by */
+		r->now.key.queryid = DatumGetInt64(d);
+		r->now.key.userid = DatumGetObjectId(SPI_getbinval(tup, desc, ST_USERID + 1, &isnull));
+		r->now.key.dbid = DatumGetObjectId(SPI_getbinval(tup, desc, ST_DBID + 1, &isnull));
+		r->now.key.toplevel = DatumGetBool(SPI_getbinval(tup, desc, ST_TOPLEVEL + 1, &isnull));
+		r->now.calls = get_int8(tup, desc, ST_CALLS);
+		r->now.plans = get_int8(tup, desc, ST_PLANS);
+		r->now.exec_time = get_float8(tup, desc, ST_TOTAL_EXEC_TIME);
+		r->now.plan_time = get_float8(tup, desc, ST_TOTAL_PLAN_TIME);
+		d = SPI_getbinval(tup, desc, ST_STATS_SINCE + 1, &isnull);
+		r->now.stats_since = isnull ? 0 : DatumGetTimestampTz(d);
+
+		r->base = hash_search(baselines, &r->now.key, HASH_FIND, NULL);
+		if (r->base)
+		{
+			r->base->generation = generation + 1;
+			/* evicted and re-added: it counts from zero again */
+			r->reset = (r->now.calls < r->base->calls ||
+						r->now.plans < r->base->plans ||
+						r->now.exec_time < r->base->exec_time ||
+						r->now.plan_time < r->base->plan_time ||
+						r->now.stats_since != r->base->stats_since);
+		}
+		if (r->base && !r->reset)
+		{
+			if (r->now.calls == r->base->calls &&
+				r->now.plans == r->base->plans &&
+				r->now.exec_time == r->base->exec_time &&
+				r->now.plan_time == r->base->plan_time)
+				continue;		/* unchanged since recorded */
+			base_time = r->base->exec_time + r->base->plan_time;
+		}
+		else
+			base_time = 0.0;
+		r->delta_time = r->now.exec_time + r->now.plan_time - base_time;
+		cand[ncand++] = r;
+	}
+
+	/* The first snapshot of a segment records everything: the baselines. */
+	if (first || statements_top == 0 || ncand <= statements_top)
+		nemit = ncand;
+	else
+	{
+		qsort(cand, ncand, sizeof(StmtReading *), cmp_reading);
+		nemit = statements_top;
+	}
+
+	for (int i = 0; i < nemit; i++)
+	{
+		HeapTuple	tup = tuptable->vals[cand[i]->row];
+		Datum		values[ST_NCOLUMNS];
+		bool		nulls[ST_NCOLUMNS];
+
+		heap_deform_tuple(tup, desc, values, nulls);
+		chronicle_emit_row(emitter, values, nulls);
+	}
+
+	store_texts(schema, cand, nemit, desc, tuptable, &newtexts, &nnew);
+
+	/* Everything written: the recorded readings become the baselines. */
+	generation++;
+	for (int i = 0; i < nemit; i++)
+	{
+		StmtBaseline *b = hash_search(baselines, &cand[i]->now.key, HASH_ENTER, NULL);
+		StmtKey		key = b->key;
+
+		*b = cand[i]->now;
+		b->key = key;
+		b->generation = generation;
+	}
+	for (int i = 0; i < nnew; i++)
+		(void) hash_search(texts_stored, &newtexts[i], HASH_ENTER, NULL);
+
+	/* A reset entry not recorded now counts from zero from now on. */
+	for (int i = nemit; i < ncand; i++)
+	{
+		if (cand[i]->base && cand[i]->reset)
+			(void) hash_search(baselines, &cand[i]->now.key, HASH_REMOVE, NULL);
+	}
+
+	/* Forget the statements pg_stat_statements no longer has. */
+	{
+		HASH_SEQ_STATUS seq;
+		StmtBaseline *b;
+
+		hash_seq_init(&seq, baselines);
+		while ((b = hash_seq_search(&seq)) != NULL)
+		{
+			if (b->generation != generation)
+				(void) hash_search(baselines, &b->key, HASH_REMOVE, NULL);
+		}
+	}
+}
+
+const ChronicleSource chronicle_source_statements = {
+	.name = "statements",
+	.description = "pg_stat_statements (top statements that changed)",
+	.columns = statements_columns,
+	.ncolumns = ST_NCOLUMNS,
+	.nkeys = 4,
+	.collect = statements_collect,
+	.available = statements_available,
+};

@@ -1,0 +1,56 @@
+-- pgTAP: tables, privileges and contracts of the statements, OS and
+-- application parts.
+BEGIN;
+SELECT plan(32);
+
+SELECT has_table('chronicle', t, 'table chronicle.' || t)
+  FROM unnest(ARRAY['statements_history', 'statements_text', 'os_memory_history',
+                    'os_disk_history', 'os_pressure_history', 'os_process_io_history',
+                    'app_transaction', 'app_interval', 'app_metric']) AS t;
+
+-- Columns other parts of the project read.
+SELECT has_column('chronicle', 'statements_history', 'stats_since', 'statements_history.stats_since');
+SELECT has_column('chronicle', 'statements_history', 'wal_buffers_full', 'statements_history.wal_buffers_full (pgss 1.12)');
+SELECT has_column('chronicle', 'app_interval', 'interval_secs', 'app_interval.interval_secs');
+SELECT col_type_is('chronicle', 'os_pressure_history', 'some_total', 'bigint', 'pressure totals are bigint microseconds');
+
+-- Settings.
+SELECT is(current_setting('chronicle.statements_top'), '100', 'chronicle.statements_top defaults to 100');
+SELECT is(current_setting('chronicle.proc_root'), '/proc', 'chronicle.proc_root defaults to /proc');
+SELECT is(current_setting('chronicle.os_disks'), '', 'chronicle.os_disks defaults to automatic');
+
+-- Privileges: loaders write (not PUBLIC, not monitoring); readers for monitoring.
+SELECT function_privs_are('chronicle', 'load_pgbench_log', ARRAY['text', 'text', 'text', 'text', 'boolean', 'integer'],
+                          'public', ARRAY[]::text[]);
+SELECT function_privs_are('chronicle', 'load_pgbench_lines', ARRAY['text', 'text', 'text', 'boolean', 'integer'],
+                          'pg_monitor', ARRAY[]::text[]);
+SELECT function_privs_are('chronicle', 'add_metric', ARRAY['text', 'double precision', 'timestamp with time zone', 'text'],
+                          'public', ARRAY[]::text[]);
+SELECT function_privs_are('chronicle', 'app_intervals', ARRAY['text'], 'pg_monitor', ARRAY['EXECUTE']);
+SELECT function_privs_are('chronicle', 'app_summary', ARRAY['text'], 'pg_read_all_stats', ARRAY['EXECUTE']);
+SELECT function_privs_are('chronicle', 'statements_top', ARRAY['timestamp with time zone', 'timestamp with time zone', 'integer', 'text'],
+                          'pg_monitor', ARRAY['EXECUTE']);
+SELECT table_privs_are('chronicle', 'statements_text', 'public', ARRAY[]::text[]);
+
+-- Contracts: errors with their codes.
+SELECT throws_ok($$SELECT * FROM chronicle.statements_top(now(), now() - interval '1 s')$$,
+                 '22023', NULL, 'statements_top refuses a reversed range');
+SELECT throws_ok($$SELECT * FROM chronicle.statements_top(now(), now(), 5, 'x')$$,
+                 '22023', NULL, 'statements_top refuses an unknown order');
+SELECT throws_ok($$SELECT * FROM chronicle.app_intervals('no such run')$$,
+                 '42704', NULL, 'app_intervals: unknown run');
+SELECT throws_ok($$SELECT * FROM chronicle.load_pgbench_log('r', 'relative')$$,
+                 '22023', NULL, 'load_pgbench_log: a relative path is refused');
+SELECT throws_ok($$SELECT * FROM chronicle.load_pgbench_lines('r')$$,
+                 '55000', NULL, 'load_pgbench_lines without staged lines');
+SELECT lives_ok($$SELECT chronicle.pgbench_staging()$$, 'the staging table is created');
+INSERT INTO pg_temp.chronicle_pgbench_lines (file, line) VALUES ('f.1', '0 1 100 0 1795323562 5');
+SELECT throws_ok($$SELECT * FROM chronicle.load_pgbench_lines('no such run')$$,
+                 '42704', NULL, 'loading into an unknown run without create_run');
+SELECT is((SELECT lines FROM chronicle.load_pgbench_lines('pgtap run', create_run => true)), 1::bigint,
+          'create_run creates the run and loads the line');
+SELECT is((SELECT latency_us FROM chronicle.app_transaction t JOIN chronicle.run r USING (run_id)
+            WHERE r.label = 'pgtap run'), 100::bigint, 'the latency is stored in microseconds');
+
+SELECT * FROM finish();
+ROLLBACK;
