@@ -1,0 +1,73 @@
+# pg_stat_statements entries evicted and re-added: the source records the
+# re-added entry (its counters start from zero, stats_since changes) and
+# chronicle.statements_top() counts across the reset.  Never resets
+# pg_stat_statements itself.
+use strict;
+use warnings FATAL => 'all';
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('eviction');
+$node->init;
+$node->append_conf('postgresql.conf', q{
+shared_preload_libraries = 'pg_chronicle,pg_stat_statements'
+chronicle.snapshot_interval = '200ms'
+pg_stat_statements.max = 100
+});
+$node->start;
+$node->safe_psql('postgres',
+	'CREATE EXTENSION pg_stat_statements; CREATE EXTENSION pg_chronicle');
+$node->poll_query_until('postgres',
+	"SELECT count(*) >= 2 FROM chronicle.snapshot WHERE collector = 'worker'")
+  or die 'the worker recorded no snapshots';
+
+my $t0 = $node->safe_psql('postgres', 'SELECT now()');
+
+# The target: executed once, so its usage is the lowest when entries are
+# evicted.
+$node->safe_psql('postgres', "SELECT length('eviction target')");
+my $qid = $node->safe_psql('postgres',
+	"SELECT queryid FROM pg_stat_statements WHERE query = 'SELECT length(\$1)'");
+isnt($qid, '', 'the target statement is in pg_stat_statements');
+$node->poll_query_until('postgres',
+	"SELECT count(*) > 0 FROM chronicle.statements_history WHERE queryid = $qid")
+  or die 'the target was never recorded';
+pass('the target statement was recorded');
+
+# 300 distinct statements, five times each, overflow the 100 entries.
+my $flood = join('', map {
+	my $e = join('+', (1) x $_);
+	"SELECT $e;" x 5
+} 1 .. 300);
+$node->safe_psql('postgres', $flood);
+is( $node->safe_psql('postgres',
+		"SELECT count(*) FROM pg_stat_statements WHERE queryid = $qid"),
+	'0', 'the target was evicted');
+my $dealloc = $node->safe_psql('postgres', 'SELECT dealloc FROM pg_stat_statements_info');
+cmp_ok($dealloc, '>', 0, "pg_stat_statements deallocated entries ($dealloc)");
+
+# Re-added: ten calls (so that its usage keeps it in now), a new stats_since.
+$node->safe_psql('postgres', "SELECT length('eviction target again');" x 10);
+$node->poll_query_until('postgres', qq{
+	SELECT count(DISTINCT stats_since) >= 2 FROM chronicle.statements_history
+	 WHERE queryid = $qid})
+  or die 'the re-added entry was not recorded';
+pass('the re-added entry is recorded with its new stats_since');
+
+my $rows = $node->safe_psql('postgres', qq{
+	SELECT string_agg(calls::text, ',' ORDER BY ts) FROM chronicle.statements_history
+	 WHERE queryid = $qid});
+like($rows, qr/^1(,10)+$/, "recorded calls: 1, then from zero again ($rows)");
+
+my $top = $node->safe_psql('postgres', qq{
+	SELECT calls || '|' || resets FROM chronicle.statements_top('$t0', now(), 1000)
+	 WHERE queryid = $qid});
+is($top, '11|1', 'statements_top counts 1 + 10 calls across one reset');
+
+is($node->safe_psql('postgres',
+	"SELECT errors FROM chronicle.source_status() WHERE source = 'statements'"),
+	'0', 'no errors in the statements source');
+
+$node->stop;
+done_testing();
