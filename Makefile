@@ -17,7 +17,10 @@ OBJS = \
 	src/source_wal.o \
 	src/source_checkpointer.o \
 	src/source_bgwriter.o \
-	src/source_database.o
+	src/source_database.o \
+	src/sampler.o \
+	src/source_waits.o \
+	src/source_buffers.o
 
 # The install script is built from the pieces in src/sql, in name order.
 DATA_built = $(EXTENSION)--$(EXTVERSION).sql

@@ -28,6 +28,7 @@
 #endif
 
 #include "pg_chronicle.h"
+#include "sampler.h"
 
 PG_MODULE_MAGIC;
 
@@ -65,6 +66,8 @@ chronicle_shmem_request(void)
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
 	RequestAddinShmemSpace(MAXALIGN(sizeof(ChronicleShared)));
+	/* The wait-event sampler's hash table and lock (sampler.c). */
+	chronicle_sampler_shmem_request();
 }
 
 static void
@@ -79,6 +82,8 @@ chronicle_shmem_startup(void)
 	shared = ShmemInitStruct("pg_chronicle", sizeof(ChronicleShared), &found);
 	if (!found)
 		shared_init(shared);
+	/* The wait-event sampler's hash table and lock (sampler.c). */
+	chronicle_sampler_shmem_startup();
 	LWLockRelease(AddinShmemInitLock);
 }
 
@@ -196,6 +201,10 @@ _PG_init(void)
 								 NULL, NULL, NULL);
 	}
 
+	/* Sampling settings: sampler.c, source_buffers.c. */
+	chronicle_sampler_define_settings();
+	chronicle_buffers_define_settings();
+
 	MarkGUCPrefixReserved("chronicle");
 
 	if (!chronicle_preloaded)
@@ -207,6 +216,8 @@ _PG_init(void)
 	shmem_startup_hook = chronicle_shmem_startup;
 
 	register_worker();
+	/* The wait-event sampler, a worker of its own (sampler.c). */
+	chronicle_sampler_register();
 }
 
 bool

@@ -18,6 +18,9 @@ extern const ChronicleSource chronicle_source_wal;
 extern const ChronicleSource chronicle_source_checkpointer;
 extern const ChronicleSource chronicle_source_bgwriter;
 extern const ChronicleSource chronicle_source_database;
+extern const ChronicleSource chronicle_source_waits;
+extern const ChronicleSource chronicle_source_wait_sampler;
+extern const ChronicleSource chronicle_source_buffers;
 
 const ChronicleSource *const chronicle_sources[] = {
 	&chronicle_source_io,
@@ -25,6 +28,10 @@ const ChronicleSource *const chronicle_sources[] = {
 	&chronicle_source_checkpointer,
 	&chronicle_source_bgwriter,
 	&chronicle_source_database,
+	/* waits before wait_sampler: it reuses the counters waits read */
+	&chronicle_source_waits,
+	&chronicle_source_wait_sampler,
+	&chronicle_source_buffers,
 };
 
 const int	chronicle_nsources = lengthof(chronicle_sources);
