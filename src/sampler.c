@@ -88,6 +88,7 @@ typedef struct ChronicleSamplerShared
 	int64		ticks_taken;
 	int64		samples_dropped;
 	int64		cpu_us;
+	TimestampTz reset_time;		/* last chronicle.wait_samples_reset() */
 	int			max_entries;
 	int			nentries;
 	uint32		slot_mask;
@@ -181,7 +182,7 @@ chronicle_sampler_define_settings(void)
 							"Maximum number of distinct (backend type, state, wait event, query id) "
 							"keys the wait sampler counts.",
 							"Samples of further keys are counted as dropped.  Each key takes "
-							"about 40 bytes of shared memory.",
+							"about 45 bytes of shared memory.",
 							&chronicle_wait_max_entries,
 							10000, 100, 1000000,
 							PGC_POSTMASTER, 0,
@@ -278,6 +279,7 @@ chronicle_sampler_read(ChronicleSamplerCounters *counters,
 		counters->ticks_taken = sampler->ticks_taken;
 		counters->samples_dropped = sampler->samples_dropped;
 		counters->cpu_us = sampler->cpu_us;
+		counters->reset_time = sampler->reset_time;
 		counters->entries = sampler->nentries;
 		counters->max_entries = sampler->max_entries;
 		if (entries)
@@ -290,6 +292,25 @@ chronicle_sampler_read(ChronicleSamplerCounters *counters,
 		LWLockRelease(sampler->lock);
 		return true;
 	}
+}
+
+/*
+ * Forget every key and its count, and the dropped samples; the ticks go
+ * on.  The way out when the table filled up with keys of the past (query
+ * ids, mostly): the history sees the counts go backwards, a new baseline.
+ */
+void
+chronicle_sampler_reset(void)
+{
+	if (sampler == NULL)
+		return;
+	LWLockAcquire(sampler->lock, LW_EXCLUSIVE);
+	for (uint32 i = 0; i <= sampler->slot_mask; i++)
+		sampler->slots[i] = SLOT_EMPTY;
+	sampler->nentries = 0;
+	sampler->samples_dropped = 0;
+	sampler->reset_time = GetCurrentTimestamp();
+	LWLockRelease(sampler->lock);
 }
 
 /* ----------------------------------------------------------------
@@ -349,8 +370,11 @@ key_hash(const ChronicleSampleKey *key)
 	return hash_bytes((const unsigned char *) key, sizeof(ChronicleSampleKey));
 }
 
-/* Count one sample; the caller holds the lock exclusively. */
-static inline void
+/*
+ * Count one sample; the caller holds the lock exclusively.  Returns the
+ * entry counted in, -1 when the sample was dropped.
+ */
+static inline int
 count_sample(const ChronicleSampleKey *key)
 {
 	uint32		slot = key_hash(key) & sampler->slot_mask;
@@ -365,7 +389,7 @@ count_sample(const ChronicleSampleKey *key)
 			if (sampler->nentries >= sampler->max_entries)
 			{
 				sampler->samples_dropped++;
-				return;
+				return -1;
 			}
 			idx = sampler->nentries;
 			e = &sampler->entries[idx];
@@ -373,13 +397,13 @@ count_sample(const ChronicleSampleKey *key)
 			e->samples = 1;
 			sampler->slots[slot] = idx;
 			sampler->nentries++;
-			return;
+			return idx;
 		}
 		e = &sampler->entries[idx];
 		if (memcmp(&e->key, key, sizeof(ChronicleSampleKey)) == 0)
 		{
 			e->samples++;
-			return;
+			return idx;
 		}
 		slot = (slot + 1) & sampler->slot_mask;
 	}
@@ -441,6 +465,8 @@ sampler_exit(int code, Datum arg)
 {
 	if (sampler)
 	{
+		/* Never held across an error, but never wait on ourselves either. */
+		LWLockReleaseAll();
 		LWLockAcquire(sampler->lock, LW_EXCLUSIVE);
 		sampler->pid = 0;
 		LWLockRelease(sampler->lock);
@@ -530,6 +556,7 @@ chronicle_sampler_main(Datum main_arg)
 		if (k > last_k)
 		{
 			int			n = scan_processes();
+			int			last_entry = -1;
 
 			/* The sampler's own cost, now and then (a system call). */
 			if (now_us >= next_cpu_us)
@@ -544,7 +571,20 @@ chronicle_sampler_main(Datum main_arg)
 
 			LWLockAcquire(sampler->lock, LW_EXCLUSIVE);
 			for (int i = 0; i < n; i++)
-				count_sample(&tick_keys[i]);
+			{
+				/*
+				 * Many processes share a key (idle sessions, sleepers):
+				 * the same key as the previous sample skips the hash.
+				 */
+				if (i > 0 && last_entry >= 0 && last_entry < sampler->nentries &&
+					memcmp(&tick_keys[i], &tick_keys[i - 1],
+						   sizeof(ChronicleSampleKey)) == 0)
+				{
+					sampler->entries[last_entry].samples++;
+					continue;
+				}
+				last_entry = count_sample(&tick_keys[i]);
+			}
 			sampler->ticks_due = due_base + k;
 			sampler->ticks_taken++;
 			LWLockRelease(sampler->lock);

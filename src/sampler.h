@@ -45,6 +45,7 @@ typedef struct ChronicleSamplerCounters
 	int64		ticks_taken;
 	int64		samples_dropped;
 	int64		cpu_us;			/* the sampler's own user + system CPU time */
+	TimestampTz reset_time;		/* last chronicle.wait_samples_reset(), or 0 */
 	int			entries;
 	int			max_entries;
 } ChronicleSamplerCounters;
@@ -71,6 +72,8 @@ extern bool chronicle_sampler_available(void);
 extern bool chronicle_sampler_read(ChronicleSamplerCounters *counters,
 								   ChronicleSampleEntry **entries,
 								   int *nentries);
+
+extern void chronicle_sampler_reset(void);
 
 extern const char *chronicle_backend_state_name(int state);
 

@@ -64,6 +64,7 @@ enum
 	S_SAMPLES_DROPPED,
 	S_SAMPLER_STARTED,
 	S_SAMPLER_CPU_MS,
+	S_SAMPLES_RESET,
 	S_NCOLUMNS
 };
 
@@ -73,6 +74,7 @@ static const ChronicleColumn sampler_columns[S_NCOLUMNS] = {
 	[S_SAMPLES_DROPPED] = {"samples_dropped", INT8OID},
 	[S_SAMPLER_STARTED] = {"sampler_started", TIMESTAMPTZOID},
 	[S_SAMPLER_CPU_MS] = {"sampler_cpu_ms", FLOAT8OID},
+	[S_SAMPLES_RESET] = {"samples_reset", TIMESTAMPTZOID},
 };
 
 /* The counters read together with the entries, for wait_sampler. */
@@ -196,6 +198,10 @@ wait_sampler_collect(ChronicleEmitter *emitter)
 	else
 		nulls[S_SAMPLER_STARTED] = true;
 	values[S_SAMPLER_CPU_MS] = Float8GetDatum((double) c.cpu_us / 1000.0);
+	if (c.reset_time != 0)
+		values[S_SAMPLES_RESET] = TimestampTzGetDatum(c.reset_time);
+	else
+		nulls[S_SAMPLES_RESET] = true;
 	chronicle_emit_row(emitter, values, nulls);
 }
 
@@ -229,7 +235,7 @@ PG_FUNCTION_INFO_V1(chronicle_wait_sampler_status);
 Datum
 chronicle_wait_sampler_status(PG_FUNCTION_ARGS)
 {
-#define WSS_COLS 10
+#define WSS_COLS 11
 	TupleDesc	tupdesc;
 	Datum		values[WSS_COLS] = {0};
 	bool		nulls[WSS_COLS] = {0};
@@ -263,6 +269,10 @@ chronicle_wait_sampler_status(PG_FUNCTION_ARGS)
 		values[7] = Int32GetDatum(c.entries);
 		values[8] = Int32GetDatum(c.max_entries);
 		values[9] = Float8GetDatum((double) c.cpu_us / 1000.0);
+		if (c.reset_time)
+			values[10] = TimestampTzGetDatum(c.reset_time);
+		else
+			nulls[10] = true;
 	}
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
@@ -312,4 +322,22 @@ chronicle_wait_samples(PG_FUNCTION_ARGS)
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;
+}
+
+/*
+ * chronicle.wait_samples_reset(): forget the keys and their counts (the
+ * ticks go on).  Superuser only by default: it changes what is recorded.
+ */
+PG_FUNCTION_INFO_V1(chronicle_wait_samples_reset);
+
+Datum
+chronicle_wait_samples_reset(PG_FUNCTION_ARGS)
+{
+	if (!chronicle_sampler_available())
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the pg_chronicle wait sampler is not running"),
+				 errhint("Add pg_chronicle to shared_preload_libraries and restart the server.")));
+	chronicle_sampler_reset();
+	PG_RETURN_VOID();
 }

@@ -31,7 +31,8 @@ CREATE TABLE chronicle.wait_sampler_history (
 	ticks_taken     bigint NOT NULL,
 	samples_dropped bigint NOT NULL,
 	sampler_started timestamptz,
-	sampler_cpu_ms  float8			-- the sampler's own user + system CPU time
+	sampler_cpu_ms  float8,			-- the sampler's own user + system CPU time
+	samples_reset   timestamptz		-- last chronicle.wait_samples_reset()
 ) PARTITION BY RANGE (ts);
 CREATE INDEX ON chronicle.wait_sampler_history USING brin (ts);
 COMMENT ON TABLE chronicle.wait_sampler_history IS
@@ -68,7 +69,8 @@ CREATE FUNCTION chronicle.wait_sampler_status(
 	OUT samples_dropped bigint,
 	OUT entries integer,
 	OUT max_entries integer,
-	OUT cpu_ms float8)
+	OUT cpu_ms float8,
+	OUT samples_reset timestamptz)
 RETURNS record
 LANGUAGE C STRICT
 SET search_path = pg_catalog, pg_temp
@@ -113,6 +115,16 @@ AS 'MODULE_PATHNAME', 'chronicle_buffers_summary';
 COMMENT ON FUNCTION chronicle.buffers_summary() IS
 	'A scan of the buffer cache headers now: the columns of buffers_history';
 
+CREATE FUNCTION chronicle.wait_samples_reset()
+RETURNS void
+LANGUAGE C STRICT
+SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'chronicle_wait_samples_reset';
+
+COMMENT ON FUNCTION chronicle.wait_samples_reset() IS
+	'Forgets the wait sampler''s keys and counts (and samples dropped); the ticks go on.  The history sees the counts go backwards: a new baseline';
+
+REVOKE ALL ON FUNCTION chronicle.wait_samples_reset() FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle.wait_sampler_status() FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle.wait_samples() FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle.buffers_summary() FROM PUBLIC;

@@ -1,6 +1,6 @@
 -- pgTAP: wait sampling and buffer cache objects, privileges and contracts.
 BEGIN;
-SELECT plan(24);
+SELECT plan(26);
 
 SELECT has_table('chronicle', t, 'history table chronicle.' || t)
   FROM unnest(ARRAY['waits_history', 'wait_sampler_history', 'buffers_history']) AS t;
@@ -20,6 +20,10 @@ SELECT function_privs_are('chronicle', f, ARRAY[]::text[], 'pg_monitor', ARRAY['
 SELECT function_privs_are('chronicle', f, ARRAY[]::text[], 'public', ARRAY[]::text[],
                           'PUBLIC may not execute chronicle.' || f)
   FROM unnest(ARRAY['wait_sampler_status', 'wait_samples', 'buffers_summary']) AS f;
+SELECT function_privs_are('chronicle', 'wait_samples_reset', ARRAY[]::text[], 'public', ARRAY[]::text[],
+                          'PUBLIC may not reset the wait samples');
+SELECT function_privs_are('chronicle', 'wait_samples_reset', ARRAY[]::text[], 'pg_monitor', ARRAY[]::text[],
+                          'pg_monitor may not reset the wait samples');
 SELECT table_privs_are('chronicle', 'waits_history', 'public', ARRAY[]::text[]);
 SELECT table_privs_are('chronicle', 'waits_history', 'pg_read_all_stats', ARRAY['SELECT']);
 

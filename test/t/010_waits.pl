@@ -206,6 +206,21 @@ $node->poll_query_until('postgres', qq{
 cmp_ok($node->safe_psql('postgres', 'SELECT ticks_taken FROM chronicle.wait_sampler_status()'),
 	'>=', $taken_before, 'a restarted sampler goes on counting');
 
+# Reset: the keys and counts are forgotten, the ticks go on, and the
+# history says when.
+my ($keys_before, $ticks_before) = split /\|/, $node->safe_psql('postgres',
+	'SELECT entries, ticks_taken FROM chronicle.wait_sampler_status()');
+$node->safe_psql('postgres', 'SELECT chronicle.wait_samples_reset()');
+my ($keys_after, $ticks_after, $reset) = split /\|/, $node->safe_psql('postgres',
+	'SELECT entries, ticks_taken, samples_reset IS NOT NULL FROM chronicle.wait_sampler_status()');
+cmp_ok($keys_after, '<', $keys_before, "a reset forgets keys ($keys_before -> $keys_after)");
+cmp_ok($ticks_after, '>=', $ticks_before, 'the ticks go on');
+is($reset, 't', 'the reset time is shown');
+my $rts = $node->safe_psql('postgres', 'SELECT chronicle.snapshot()');
+is($node->safe_psql('postgres', qq{
+	SELECT samples_reset IS NOT NULL FROM chronicle.wait_sampler_history WHERE ts = '$rts'}),
+	't', 'and recorded');
+
 $node->stop;
 
 # ---------------------------------------------------------------------
@@ -224,6 +239,8 @@ my ($ret, $out, $err) = $plain->psql('postgres', 'SELECT * FROM chronicle.wait_s
 isnt($ret, 0, 'wait_samples() fails without preload');
 like($err, qr/wait sampler is not running/, 'with a clear message');
 like($err, qr/shared_preload_libraries/, 'and a hint');
+($ret, $out, $err) = $plain->psql('postgres', 'SELECT chronicle.wait_samples_reset()');
+like($err, qr/wait sampler is not running/, 'wait_samples_reset() fails the same way');
 my $pts = $plain->safe_psql('postgres', 'SELECT chronicle.snapshot()');
 is($plain->safe_psql('postgres', qq{
 	SELECT (SELECT count(*) FROM chronicle.waits_history WHERE ts = '$pts') || '|' ||
