@@ -9,7 +9,7 @@
 #   bench/sampling.sh buffers  buffer scan ns per buffer at 128MB, 1GB, 4GB
 #
 # Environment: PGBIN (default the waits pg18 install), PORT (5602),
-# DURATION (seconds per CPU measurement, 60).  Run as root (the cluster runs
+# DURATION (seconds per measurement, 60), ROUNDS (cpu rounds, 3).  Run as root (the cluster runs
 # as user pgchronicle) or as the owner of PGBIN's cluster.  pg_chronicle must
 # be installed into PGBIN's prefix (make install).
 set -euo pipefail
@@ -45,48 +45,58 @@ stop() {
 }
 trap stop EXIT
 
-# utime + stime of a process, in clock ticks, from /proc/<pid>/stat.
-proc_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# CPU time of a process in ns, from /proc/<pid>/schedstat (the scheduler's
+# exact runtime; utime/stime are sampled at the 100 Hz tick, which a process
+# waking every 10 ms aliases with).
+proc_ns() { awk '{print $1}' "/proc/$1/schedstat"; }
 
-cpu_share() {	# label
-	local pid t0 t1 c0 c1 s0 s1
-	pid=$(psql -c 'SELECT pid FROM chronicle.wait_sampler_status()')
-	s0=$(psql -c 'SELECT ticks_due || $$ $$ || ticks_taken FROM chronicle.wait_sampler_status()')
-	c0=$(psql -c 'SELECT cpu_ms FROM chronicle.wait_sampler_status()')
-	t0=$(proc_ticks "$pid")
-	sleep "$DURATION"
-	t1=$(proc_ticks "$pid")
-	c1=$(psql -c 'SELECT cpu_ms FROM chronicle.wait_sampler_status()')
-	s1=$(psql -c 'SELECT ticks_due || $$ $$ || ticks_taken FROM chronicle.wait_sampler_status()')
-	local procs
-	procs=$(psql -c "SELECT count(*) FROM pg_stat_activity")
-	awk -v l="$1" -v p="$procs" -v t0="$t0" -v t1="$t1" -v c0="$c0" -v c1="$c1" \
-		-v d="$DURATION" -v hz="$(getconf CLK_TCK)" -v s0="$s0" -v s1="$s1" 'BEGIN {
-		split(s0, a, " "); split(s1, b, " ");
-		printf "%-28s processes %5d  /proc: %.3f%% of a core  getrusage: %.3f%%  per tick %.1f us  ticks taken/due %d/%d\n",
-			l, p, 100 * (t1 - t0) / hz / d, 100 * (c1 - c0) / 1000 / d,
-			(c1 - c0) * 1000 / (b[2] - a[2]), b[2] - a[2], b[1] - a[1] }'
+sleepers() {	# n: start n sessions sleeping in pg_sleep (one pgbench process)
+	echo 'SELECT pg_sleep(3600);' >/tmp/waits-bench-sleep.sql
+	chmod 644 /tmp/waits-bench-sleep.sql
+	"${RUNAS[@]}" bash -c "ulimit -n 4096; exec '$PGBIN/pgbench' -h $SOCK -p $PORT -n -c $1 -j 2 \
+		-T 3600 -f /tmp/waits-bench-sleep.sql postgres" >/dev/null 2>&1 &
+	SLEEPERS_PID=$!
+	until [ "$(psql -c "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep'")" -ge "$1" ]; do
+		sleep 1
+	done
 }
 
+no_sleepers() {
+	kill "$SLEEPERS_PID" 2>/dev/null || true
+	psql -c "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE wait_event = 'PgSleep'" >/dev/null
+	wait "$SLEEPERS_PID" 2>/dev/null || true
+	sleep 2
+}
+
+cpu_share() {	# label
+	local pid t0 t1 s0 s1 procs
+	pid=$(psql -c 'SELECT pid FROM chronicle.wait_sampler_status()')
+	s0=$(psql -c 'SELECT ticks_due || $$ $$ || ticks_taken FROM chronicle.wait_sampler_status()')
+	t0=$(proc_ns "$pid")
+	sleep "$DURATION"
+	t1=$(proc_ns "$pid")
+	s1=$(psql -c 'SELECT ticks_due || $$ $$ || ticks_taken FROM chronicle.wait_sampler_status()')
+	procs=$(psql -c "SELECT count(*) FROM pg_stat_activity")
+	awk -v l="$1" -v p="$procs" -v t0="$t0" -v t1="$t1" -v d="$DURATION" \
+		-v s0="$s0" -v s1="$s1" 'BEGIN {
+		split(s0, a, " "); split(s1, b, " ");
+		printf "%-34s processes %5d  %.3f%% of a core  %.1f us per tick  ticks taken/due %d/%d\n",
+			l, p, 100 * (t1 - t0) / 1e9 / d, (t1 - t0) / 1000 / (b[2] - a[2]),
+			b[2] - a[2], b[1] - a[1] }'
+}
+
+# Rounds of 0, 100 and 1000 sessions, interleaved: the machine is shared,
+# so compare within a round and look at the spread across rounds.
 bench_cpu() {
 	start "max_connections = 1100
 chronicle.wait_sample_interval = '10ms'"
-	cpu_share "10 ms, no sessions"
-	for n in 100 1000; do
-		# One pgbench process holds n sessions sleeping in pg_sleep.
-		echo 'SELECT pg_sleep(3600);' >/tmp/waits-bench-sleep.sql
-		chmod 644 /tmp/waits-bench-sleep.sql
-		"${RUNAS[@]}" bash -c "ulimit -n 4096; exec '$PGBIN/pgbench' -h $SOCK -p $PORT -n -c $n -j 2 \
-			-T 3600 -f /tmp/waits-bench-sleep.sql postgres" >/dev/null 2>&1 &
-		local bpid=$!
-		until [ "$(psql -c "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep'")" -ge "$n" ]; do
-			sleep 1
+	for r in $(seq "${ROUNDS:-3}"); do
+		cpu_share "round $r: 10 ms, no sessions"
+		for n in 100 1000; do
+			sleepers "$n"
+			cpu_share "round $r: 10 ms, $n sessions in pg_sleep"
+			no_sleepers
 		done
-		cpu_share "10 ms, $n sessions in pg_sleep"
-		kill "$bpid" 2>/dev/null || true
-		psql -c "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE wait_event = 'PgSleep'" >/dev/null
-		wait "$bpid" 2>/dev/null || true
-		sleep 2
 	done
 	stop
 }
