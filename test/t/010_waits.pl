@@ -254,7 +254,60 @@ is($node->safe_psql('postgres', qq{
 	SELECT samples_reset IS NOT NULL FROM chronicle.wait_sampler_history WHERE ts = '$rts'}),
 	't', 'and recorded');
 
+# chronicle.wait_sample_interval = 0 stops sampling on reload; a new
+# interval takes effect on reload too.
+$node->safe_psql('postgres', 'ALTER SYSTEM SET chronicle.wait_sample_interval = 0');
+$node->reload;
+$node->poll_query_until('postgres',
+	'SELECT interval_ms = 0 FROM chronicle.wait_sampler_status()')
+  or die 'the reload did not arrive';
+sleep 1;
+my $stopped0 = $node->safe_psql('postgres', 'SELECT ticks_taken FROM chronicle.wait_sampler_status()');
+usleep(500_000);
+is($node->safe_psql('postgres', 'SELECT ticks_taken FROM chronicle.wait_sampler_status()'),
+	$stopped0, 'interval 0: no more ticks');
+$node->safe_psql('postgres', "ALTER SYSTEM SET chronicle.wait_sample_interval = '50ms'");
+$node->reload;
+$node->poll_query_until('postgres', qq{
+	SELECT ticks_taken > $stopped0 + 5 FROM chronicle.wait_sampler_status()})
+  or die 'sampling did not resume';
+pass('sampling resumes at a new interval on reload');
+
 $node->stop;
+
+# ---------------------------------------------------------------------
+# Bounded memory: with room for 100 keys, 150 distinct query ids fill the
+# table; further samples are counted as dropped and nothing fails.
+# ---------------------------------------------------------------------
+my $small = PostgreSQL::Test::Cluster->new('small');
+$small->init;
+$small->append_conf('postgresql.conf', q{
+shared_preload_libraries = 'pg_chronicle'
+chronicle.wait_max_entries = 100
+chronicle.enabled = off
+compute_query_id = on
+});
+$small->start;
+$small->safe_psql('postgres', 'CREATE EXTENSION pg_chronicle');
+$small->safe_psql('postgres',
+	join('', map { "CREATE TABLE q$_ (); " } 1 .. 150));
+# One top-level statement per table: a query id each, each running 30 ms.
+$small->safe_psql('postgres',
+	join("\n", map { "SELECT pg_sleep(0.03) FROM (SELECT FROM q$_) s;" } 1 .. 150));
+my ($entries, $maxent, $dropped) = split /\|/, $small->safe_psql('postgres',
+	'SELECT entries, max_entries, samples_dropped FROM chronicle.wait_sampler_status()');
+is($entries, 100, 'the key table fills up to chronicle.wait_max_entries');
+cmp_ok($dropped, '>', 0, "samples of further keys are counted as dropped ($dropped)");
+is($small->safe_psql('postgres', 'SELECT count(*) FROM chronicle.wait_samples()'), 100,
+	'wait_samples() shows the keys that fit');
+my $sts = $small->safe_psql('postgres', 'SELECT chronicle.snapshot()');
+is($small->safe_psql('postgres', qq{
+	SELECT samples_dropped > 0 FROM chronicle.wait_sampler_history WHERE ts = '$sts'}),
+	't', 'the history records the dropped samples');
+$small->safe_psql('postgres', 'SELECT chronicle.wait_samples_reset()');
+cmp_ok($small->safe_psql('postgres', 'SELECT entries FROM chronicle.wait_sampler_status()'),
+	'<', 100, 'a reset makes room again');
+$small->stop;
 
 # ---------------------------------------------------------------------
 # Not preloaded: no sampler; the waits sources are not available, the
