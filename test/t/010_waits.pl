@@ -293,7 +293,7 @@ $small->safe_psql('postgres',
 	join('', map { "CREATE TABLE q$_ (); " } 1 .. 150));
 # One top-level statement per table: a query id each, each running 30 ms.
 $small->safe_psql('postgres',
-	join("\n", map { "SELECT pg_sleep(0.03) FROM (SELECT FROM q$_) s;" } 1 .. 150));
+	join("\n", map { "SELECT pg_sleep(0.03), (SELECT count(*) FROM q$_);" } 1 .. 150));
 my ($entries, $maxent, $dropped) = split /\|/, $small->safe_psql('postgres',
 	'SELECT entries, max_entries, samples_dropped FROM chronicle.wait_sampler_status()');
 is($entries, 100, 'the key table fills up to chronicle.wait_max_entries');
