@@ -71,6 +71,7 @@
 /* Settings */
 int			chronicle_wait_sample_interval = 10;	/* ms, 0 = off */
 int			chronicle_wait_max_entries = 10000;
+bool		chronicle_wait_queryid = true;
 
 /*
  * Shared state.  Everything below the lock pointer is protected by it:
@@ -172,6 +173,15 @@ chronicle_sampler_define_settings(void)
 							10, 0, 1000,
 							PGC_SIGHUP, GUC_UNIT_MS,
 							NULL, NULL, NULL);
+	DefineCustomBoolVariable("chronicle.wait_queryid",
+							 "Whether wait samples are counted per query id.",
+							 "Off counts every sample under query id 0: fewer keys, fewer rows "
+							 "written per snapshot.",
+							 &chronicle_wait_queryid,
+							 true,
+							 PGC_SIGHUP, 0,
+							 NULL, NULL, NULL);
+
 	/*
 	 * Sized at server start; a PGC_POSTMASTER setting cannot be defined by
 	 * a library loaded later, and without preload there is no sampler.
@@ -441,7 +451,7 @@ scan_processes(void)
 				k->backend_type = be->st_backendType;
 				k->state = be->st_state;
 				/* An idle session's last query id says nothing. */
-				if (k->state != STATE_IDLE)
+				if (chronicle_wait_queryid && k->state != STATE_IDLE)
 					k->queryid = be->st_query_id;
 			}
 		}

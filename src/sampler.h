@@ -52,6 +52,7 @@ typedef struct ChronicleSamplerCounters
 
 extern int	chronicle_wait_sample_interval;
 extern int	chronicle_wait_max_entries;
+extern bool chronicle_wait_queryid;
 
 /* Hooks called from pg_chronicle.c. */
 extern void chronicle_sampler_define_settings(void);
