@@ -7,6 +7,7 @@
 SELECT name, setting, unit, min_val, max_val, context
   FROM pg_settings
  WHERE name IN ('chronicle.wait_sample_interval', 'chronicle.wait_max_entries',
+                'chronicle.wait_queryid',
                 'chronicle.buffers_interval', 'chronicle.collect_waits',
                 'chronicle.collect_wait_sampler', 'chronicle.collect_buffers')
  ORDER BY name;
