@@ -24,7 +24,10 @@ OBJS = \
 	src/source_os_memory.o \
 	src/source_os_disk.o \
 	src/source_os_pressure.o \
-	src/source_os_process_io.o
+	src/source_os_process_io.o \
+	src/sampler.o \
+	src/source_waits.o \
+	src/source_buffers.o
 
 # The install script is built from the pieces in src/sql, in name order.
 DATA_built = $(EXTENSION)--$(EXTVERSION).sql

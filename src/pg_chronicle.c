@@ -31,6 +31,7 @@
 #endif
 
 #include "pg_chronicle.h"
+#include "sampler.h"
 
 PG_MODULE_MAGIC;
 
@@ -79,6 +80,8 @@ chronicle_shmem_request(void)
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
 	RequestAddinShmemSpace(shared_size());
+	/* The wait-event sampler's hash table and lock (sampler.c). */
+	chronicle_sampler_shmem_request();
 }
 
 static void
@@ -93,6 +96,8 @@ chronicle_shmem_startup(void)
 	shared = ShmemInitStruct("pg_chronicle", shared_size(), &found);
 	if (!found)
 		shared_init(shared);
+	/* The wait-event sampler's hash table and lock (sampler.c). */
+	chronicle_sampler_shmem_startup();
 	LWLockRelease(AddinShmemInitLock);
 }
 
@@ -238,6 +243,9 @@ _PG_init(void)
 
 	chronicle_statements_define_settings();
 	chronicle_os_define_settings();
+	/* Sampling settings: sampler.c, source_buffers.c. */
+	chronicle_sampler_define_settings();
+	chronicle_buffers_define_settings();
 
 	MarkGUCPrefixReserved("chronicle");
 
@@ -250,6 +258,8 @@ _PG_init(void)
 	shmem_startup_hook = chronicle_shmem_startup;
 
 	register_worker();
+	/* The wait-event sampler, a worker of its own (sampler.c). */
+	chronicle_sampler_register();
 }
 
 bool

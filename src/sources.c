@@ -23,6 +23,9 @@ extern const ChronicleSource chronicle_source_os_memory;
 extern const ChronicleSource chronicle_source_os_disk;
 extern const ChronicleSource chronicle_source_os_pressure;
 extern const ChronicleSource chronicle_source_os_process_io;
+extern const ChronicleSource chronicle_source_waits;
+extern const ChronicleSource chronicle_source_wait_sampler;
+extern const ChronicleSource chronicle_source_buffers;
 
 const ChronicleSource *const chronicle_sources[] = {
 	&chronicle_source_io,
@@ -35,6 +38,10 @@ const ChronicleSource *const chronicle_sources[] = {
 	&chronicle_source_os_disk,
 	&chronicle_source_os_pressure,
 	&chronicle_source_os_process_io,
+	/* waits before wait_sampler: it reuses the counters waits read */
+	&chronicle_source_waits,
+	&chronicle_source_wait_sampler,
+	&chronicle_source_buffers,
 };
 
 const int	chronicle_nsources = lengthof(chronicle_sources);

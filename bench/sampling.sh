@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# Benchmarks of the wait sampler and the buffer cache scan (README,
+# "Benchmarks" / "Wait sampler and buffer scan").
+#
+#   bench/sampling.sh cpu      sampler CPU at 10 ms with 0, 100 and 1000 sessions
+#   bench/sampling.sh lost     ticks due - taken while pgbench runs and the
+#                              collector writes snapshots (SNAPSHOT_INTERVAL,
+#                              default 1s; COLLECTOR=off for the control run)
+#   bench/sampling.sh buffers  buffer scan ns per buffer at 128MB, 1GB, 4GB
+#
+# Environment: PGBIN (default the waits pg18 install), PORT (5602),
+# DURATION (seconds per measurement, 60), ROUNDS (cpu rounds, 3).  Run as root (the cluster runs
+# as user pgchronicle) or as the owner of PGBIN's cluster.  pg_chronicle must
+# be installed into PGBIN's prefix (make install).
+set -euo pipefail
+
+PGBIN=${PGBIN:-/var/lib/pgchronicle/pgs/waits/pg18/bin}
+PORT=${PORT:-5602}
+DURATION=${DURATION:-60}
+DATA=/tmp/waits-bench
+SOCK=/tmp
+RUNAS=()
+[ "$(id -u)" = 0 ] && RUNAS=(runuser -u pgchronicle --)
+
+psql() { "${RUNAS[@]}" "$PGBIN/psql" -X -h $SOCK -p "$PORT" -d postgres -Atq "$@"; }
+
+start() {		# extra postgresql.conf lines
+	stop || true
+	rm -rf "$DATA"
+	"${RUNAS[@]}" "$PGBIN/initdb" -D "$DATA" -A trust >/dev/null
+	cat >>"$DATA/postgresql.conf" <<EOF
+port = $PORT
+unix_socket_directories = '$SOCK'
+shared_preload_libraries = 'pg_chronicle'
+chronicle.database = 'postgres'
+$1
+EOF
+	"${RUNAS[@]}" "$PGBIN/pg_ctl" -D "$DATA" -l "$DATA/log" -w start >/dev/null
+	psql -c 'CREATE EXTENSION pg_chronicle'
+}
+
+stop() {
+	[ -d "$DATA" ] && "${RUNAS[@]}" "$PGBIN/pg_ctl" -D "$DATA" -m fast -w stop >/dev/null 2>&1
+	return 0
+}
+trap stop EXIT
+
+# CPU time of a process in ns, from /proc/<pid>/schedstat (the scheduler's
+# exact runtime; utime/stime are sampled at the 100 Hz tick, which a process
+# waking every 10 ms aliases with).
+proc_ns() { awk '{print $1}' "/proc/$1/schedstat"; }
+
+sleepers() {	# n: start n sessions sleeping in pg_sleep (one pgbench process)
+	echo 'SELECT pg_sleep(3600);' >/tmp/waits-bench-sleep.sql
+	chmod 644 /tmp/waits-bench-sleep.sql
+	"${RUNAS[@]}" bash -c "ulimit -n 4096; exec '$PGBIN/pgbench' -h $SOCK -p $PORT -n -c $1 -j 2 \
+		-T 3600 -f /tmp/waits-bench-sleep.sql postgres" >/dev/null 2>&1 &
+	SLEEPERS_PID=$!
+	until [ "$(psql -c "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep'")" -ge "$1" ]; do
+		sleep 1
+	done
+}
+
+no_sleepers() {
+	kill "$SLEEPERS_PID" 2>/dev/null || true
+	psql -c "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE wait_event = 'PgSleep'" >/dev/null
+	wait "$SLEEPERS_PID" 2>/dev/null || true
+	sleep 2
+}
+
+cpu_share() {	# label
+	local pid t0 t1 s0 s1 procs
+	pid=$(psql -c 'SELECT pid FROM chronicle.wait_sampler_status()')
+	s0=$(psql -c 'SELECT ticks_due || $$ $$ || ticks_taken FROM chronicle.wait_sampler_status()')
+	t0=$(proc_ns "$pid")
+	sleep "$DURATION"
+	t1=$(proc_ns "$pid")
+	s1=$(psql -c 'SELECT ticks_due || $$ $$ || ticks_taken FROM chronicle.wait_sampler_status()')
+	procs=$(psql -c "SELECT count(*) FROM pg_stat_activity")
+	awk -v l="$1" -v p="$procs" -v t0="$t0" -v t1="$t1" -v d="$DURATION" \
+		-v s0="$s0" -v s1="$s1" 'BEGIN {
+		split(s0, a, " "); split(s1, b, " ");
+		printf "%-34s processes %5d  %.3f%% of a core  %.1f us per tick  ticks taken/due %d/%d\n",
+			l, p, 100 * (t1 - t0) / 1e9 / d, (t1 - t0) / 1000 / (b[2] - a[2]),
+			b[2] - a[2], b[1] - a[1] }'
+}
+
+# Rounds of 0, 100 and 1000 sessions, interleaved: the machine is shared,
+# so compare within a round and look at the spread across rounds.
+bench_cpu() {
+	start "max_connections = 1100
+chronicle.wait_sample_interval = '10ms'"
+	for r in $(seq "${ROUNDS:-3}"); do
+		cpu_share "round $r: 10 ms, no sessions"
+		for n in 100 1000; do
+			sleepers "$n"
+			cpu_share "round $r: 10 ms, $n sessions in pg_sleep"
+			no_sleepers
+		done
+	done
+	stop
+}
+
+bench_lost() {
+	start "chronicle.snapshot_interval = '${SNAPSHOT_INTERVAL:-1s}'
+chronicle.enabled = ${COLLECTOR:-on}
+max_connections = 100"
+	"${RUNAS[@]}" "$PGBIN/pgbench" -h $SOCK -p "$PORT" -i -q -s 10 postgres >/dev/null 2>&1
+	local s0 s1 n0 n1
+	s0=$(psql -c 'SELECT ticks_due || $$ $$ || ticks_taken FROM chronicle.wait_sampler_status()')
+	n0=$(psql -c 'SELECT count(*) FROM chronicle.snapshot')
+	"${RUNAS[@]}" "$PGBIN/pgbench" -h $SOCK -p "$PORT" -n -c "${CLIENTS:-8}" -j 2 -T "$DURATION" postgres |
+		grep -E '^tps' || true
+	s1=$(psql -c 'SELECT ticks_due || $$ $$ || ticks_taken FROM chronicle.wait_sampler_status()')
+	n1=$(psql -c 'SELECT count(*) FROM chronicle.snapshot')
+	awk -v s0="$s0" -v s1="$s1" -v n="$((n1 - n0))" -v c="${CLIENTS:-8}" -v on="${COLLECTOR:-on}" 'BEGIN {
+		split(s0, a, " "); split(s1, b, " ");
+		due = b[1] - a[1]; taken = b[2] - a[2];
+		printf "pgbench %d clients, collector %s: %d snapshots written, ticks due %d, taken %d, lost %d (%.3f%%)\n",
+			c, on, n, due, taken, due - taken, 100 * (due - taken) / due }'
+	stop
+}
+
+bench_buffers() {
+	for sb in 128MB 1GB 4GB; do
+		start "shared_buffers = '$sb'"
+		# Some data in the cache, so that valid and invalid buffers mix.
+		"${RUNAS[@]}" "$PGBIN/pgbench" -h $SOCK -p "$PORT" -i -q -s 20 postgres >/dev/null 2>&1
+		psql -c 'SELECT count(*) FROM pgbench_accounts' >/dev/null
+		psql -c "DO \$\$
+			DECLARE t0 timestamptz; t1 timestamptz; n int := 200; nb bigint; used bigint;
+			BEGIN
+				PERFORM chronicle.buffers_summary();
+				t0 := clock_timestamp();
+				FOR i IN 1..n LOOP PERFORM chronicle.buffers_summary(); END LOOP;
+				t1 := clock_timestamp();
+				SELECT buffers_total, buffers_used INTO nb, used FROM chronicle.buffers_summary();
+				RAISE NOTICE 'shared_buffers % (% buffers, % used): % ms per scan, % ns per buffer',
+					'$sb', nb, used,
+					round((extract(epoch FROM t1 - t0) * 1000 / n)::numeric, 3),
+					round((extract(epoch FROM t1 - t0) * 1e9 / n / nb)::numeric, 2);
+			END \$\$" 2>&1 | sed 's/^.*NOTICE:  //'
+		stop
+	done
+}
+
+case "${1:-all}" in
+	cpu) bench_cpu ;;
+	lost) bench_lost ;;
+	buffers) bench_buffers ;;
+	all) bench_buffers; bench_lost; bench_cpu ;;
+	*) echo "usage: $0 [cpu|lost|buffers|all]" >&2; exit 2 ;;
+esac

@@ -1,0 +1,615 @@
+/*-------------------------------------------------------------------------
+ *
+ * sampler.c
+ *		The wait-event sampler: a background worker ("pg_chronicle sampler")
+ *		that reads the wait event of every process every
+ *		chronicle.wait_sample_interval and counts the samples, cumulatively,
+ *		in a bounded hash table in shared memory.
+ *
+ * Design, and the faults of pg_wait_sampling it avoids:
+ *
+ * - The sampler is its own process, not the collector.  Writing a snapshot
+ *   (a transaction, WAL, maybe an fsync) never delays a sample; the
+ *   collector only copies the counters (source_waits.c).  Readers never
+ *   wait on the sampler through a message queue: they read shared memory
+ *   under a shared LWLock held for one memcpy.
+ * - Memory is bounded: chronicle.wait_max_entries keys at most, sized at
+ *   server start.  A sample whose key does not fit is counted in
+ *   samples_dropped and otherwise ignored; nothing fails.
+ * - No ProcArrayLock.  The scan reads PGPROC->pid and ->wait_event_info
+ *   with plain reads, as pgstat_get_wait_event_type() callers do, and the
+ *   backend type, state and query id from the shared PgBackendStatus array
+ *   (indexed by proc number on 17 and 18) without the changecount protocol:
+ *   each is one aligned word, and a sample being off by one state change
+ *   is the nature of sampling.  The keys of one tick go to a private,
+ *   preallocated array first; only then is the hash lock taken, once per
+ *   tick, for the few microseconds it takes to bump the counters.
+ * - No allocation in the loop: the key array is allocated once.
+ *
+ * Ticks are due at start + k * interval on the monotonic clock.  The
+ * sampler counts every tick due and every tick it took; a late wake-up
+ * that crossed several boundaries takes one sample and counts the others
+ * as due but not taken, so ticks_taken / ticks_due is the honest coverage.
+ *
+ * The counters live as long as the shared memory: a restarted sampler
+ * (sampler_started changes) goes on counting; a server restart starts from
+ * zero, which the history shows as counters going backwards.
+ *
+ * Copyright (c) 2026, pg_chronicle developers
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <sys/resource.h>
+
+#include "common/hashfn.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "portability/instr_time.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/lwlock.h"
+#include "storage/proc.h"
+#include "storage/shmem.h"
+#include "tcop/tcopprot.h"
+#include "utils/backend_status.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+#include "utils/wait_event.h"
+
+#include "pg_chronicle.h"
+#include "sampler.h"
+
+#define SAMPLER_TRANCHE		"pg_chronicle sampler"
+#define SAMPLER_SHMEM_NAME	"pg_chronicle sampler"
+#define SLOT_EMPTY			(-1)
+
+/* Settings */
+int			chronicle_wait_sample_interval = 10;	/* ms, 0 = off */
+int			chronicle_wait_max_entries = 10000;
+bool		chronicle_wait_queryid = true;
+
+/*
+ * Shared state.  Everything below the lock pointer is protected by it:
+ * the sampler takes it exclusively once per tick, readers in shared mode.
+ * entries[] is dense (0..nentries-1) so a reader copies it with one memcpy;
+ * slots[] is an open-addressing index into it (linear probing, at most
+ * half full).
+ */
+typedef struct ChronicleSamplerShared
+{
+	LWLock	   *lock;
+	pid_t		pid;
+	TimestampTz started;
+	int64		ticks_due;
+	int64		ticks_taken;
+	int64		samples_dropped;
+	int64		cpu_us;
+	TimestampTz reset_time;		/* last chronicle.wait_samples_reset() */
+	int			max_entries;
+	int			nentries;
+	uint32		slot_mask;
+	int32	   *slots;			/* slot_mask + 1 of them */
+	ChronicleSampleEntry entries[FLEXIBLE_ARRAY_MEMBER];
+} ChronicleSamplerShared;
+
+static ChronicleSamplerShared *sampler = NULL;
+
+static uint32
+slot_count(int max_entries)
+{
+	uint32		n = 1;
+
+	while (n < (uint32) max_entries * 2)
+		n <<= 1;
+	return n;
+}
+
+Size
+chronicle_sampler_shmem_size(void)
+{
+	Size		size;
+
+	size = MAXALIGN(add_size(offsetof(ChronicleSamplerShared, entries),
+							 mul_size(sizeof(ChronicleSampleEntry),
+									  chronicle_wait_max_entries)));
+	size = add_size(size, mul_size(sizeof(int32),
+								   slot_count(chronicle_wait_max_entries)));
+	return size;
+}
+
+void
+chronicle_sampler_shmem_request(void)
+{
+	RequestAddinShmemSpace(chronicle_sampler_shmem_size());
+	RequestNamedLWLockTranche(SAMPLER_TRANCHE, 1);
+}
+
+/* Called from the shmem startup hook, with AddinShmemInitLock held. */
+void
+chronicle_sampler_shmem_startup(void)
+{
+	bool		found;
+
+	sampler = ShmemInitStruct(SAMPLER_SHMEM_NAME,
+							  chronicle_sampler_shmem_size(), &found);
+	if (!found)
+	{
+		uint32		nslots = slot_count(chronicle_wait_max_entries);
+
+		memset(sampler, 0, offsetof(ChronicleSamplerShared, entries));
+		sampler->lock = &(GetNamedLWLockTranche(SAMPLER_TRANCHE))->lock;
+		sampler->max_entries = chronicle_wait_max_entries;
+		sampler->slot_mask = nslots - 1;
+		sampler->slots = (int32 *)
+			((char *) sampler +
+			 MAXALIGN(offsetof(ChronicleSamplerShared, entries) +
+					  sizeof(ChronicleSampleEntry) * chronicle_wait_max_entries));
+		for (uint32 i = 0; i < nslots; i++)
+			sampler->slots[i] = SLOT_EMPTY;
+	}
+}
+
+bool
+chronicle_sampler_available(void)
+{
+	return sampler != NULL;
+}
+
+void
+chronicle_sampler_define_settings(void)
+{
+	DefineCustomIntVariable("chronicle.wait_sample_interval",
+							"Time between two samples of every process's wait event.",
+							"0 stops sampling.  Below 1ms the scan of every process "
+							"would cost a noticeable share of a core with many connections "
+							"and the sleep granularity is 1ms; above 1s too few samples "
+							"fall into a snapshot interval to be meaningful.",
+							&chronicle_wait_sample_interval,
+							10, 0, 1000,
+							PGC_SIGHUP, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+	DefineCustomBoolVariable("chronicle.wait_queryid",
+							 "Whether wait samples are counted per query id.",
+							 "Off counts every sample under query id 0: fewer keys, fewer rows "
+							 "written per snapshot.",
+							 &chronicle_wait_queryid,
+							 true,
+							 PGC_SIGHUP, 0,
+							 NULL, NULL, NULL);
+
+	/*
+	 * Sized at server start; a PGC_POSTMASTER setting cannot be defined by
+	 * a library loaded later, and without preload there is no sampler.
+	 */
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+	DefineCustomIntVariable("chronicle.wait_max_entries",
+							"Maximum number of distinct (backend type, state, wait event, query id) "
+							"keys the wait sampler counts.",
+							"Samples of further keys are counted as dropped.  Each key takes "
+							"about 45 bytes of shared memory.",
+							&chronicle_wait_max_entries,
+							10000, 100, 1000000,
+							PGC_POSTMASTER, 0,
+							NULL, NULL, NULL);
+}
+
+void
+chronicle_sampler_register(void)
+{
+	BackgroundWorker worker;
+
+	memset(&worker, 0, sizeof(worker));
+	/* No database: it reads shared memory only. */
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS;
+	/* From the start, so that recovery and standbys are sampled too. */
+	worker.bgw_start_time = BgWorkerStart_PostmasterStart;
+	worker.bgw_restart_time = 10;
+	strcpy(worker.bgw_library_name, "pg_chronicle");
+	strcpy(worker.bgw_function_name, "chronicle_sampler_main");
+	strcpy(worker.bgw_name, "pg_chronicle sampler");
+	strcpy(worker.bgw_type, "pg_chronicle sampler");
+	worker.bgw_main_arg = (Datum) 0;
+	RegisterBackgroundWorker(&worker);
+}
+
+const char *
+chronicle_backend_state_name(int state)
+{
+	switch ((BackendState) state)
+	{
+		case STATE_UNDEFINED:
+			return "";
+#if PG_VERSION_NUM >= 180000
+		case STATE_STARTING:
+			return "starting";
+#endif
+		case STATE_IDLE:
+			return "idle";
+		case STATE_RUNNING:
+			return "active";
+		case STATE_IDLEINTRANSACTION:
+			return "idle in transaction";
+		case STATE_FASTPATH:
+			return "fastpath function call";
+		case STATE_IDLEINTRANSACTION_ABORTED:
+			return "idle in transaction (aborted)";
+		case STATE_DISABLED:
+			return "disabled";
+	}
+	return "unknown";
+}
+
+bool
+chronicle_sampler_read(ChronicleSamplerCounters *counters,
+					   ChronicleSampleEntry **entries, int *nentries)
+{
+	int			room;
+
+	memset(counters, 0, sizeof(*counters));
+	if (entries)
+	{
+		*entries = NULL;
+		*nentries = 0;
+	}
+	if (sampler == NULL)
+		return false;
+
+	/*
+	 * Allocate outside the lock.  Entries are only ever added, so a few
+	 * spare slots are almost always enough; if not, try again.
+	 */
+	for (;;)
+	{
+		ChronicleSampleEntry *copy = NULL;
+
+		room = 0;
+		if (entries)
+		{
+			room = Min(sampler->max_entries,
+					   (int) *((volatile int *) &sampler->nentries) + 64);
+			copy = palloc(sizeof(ChronicleSampleEntry) * Max(room, 1));
+		}
+
+		LWLockAcquire(sampler->lock, LW_SHARED);
+		if (entries && sampler->nentries > room)
+		{
+			LWLockRelease(sampler->lock);
+			pfree(copy);
+			continue;
+		}
+		counters->pid = sampler->pid;
+		counters->started = sampler->started;
+		counters->ticks_due = sampler->ticks_due;
+		counters->ticks_taken = sampler->ticks_taken;
+		counters->samples_dropped = sampler->samples_dropped;
+		counters->cpu_us = sampler->cpu_us;
+		counters->reset_time = sampler->reset_time;
+		counters->entries = sampler->nentries;
+		counters->max_entries = sampler->max_entries;
+		if (entries)
+		{
+			memcpy(copy, sampler->entries,
+				   sizeof(ChronicleSampleEntry) * sampler->nentries);
+			*entries = copy;
+			*nentries = sampler->nentries;
+		}
+		LWLockRelease(sampler->lock);
+		return true;
+	}
+}
+
+/*
+ * Forget every key and its count, and the dropped samples; the ticks go
+ * on.  The way out when the table filled up with keys of the past (query
+ * ids, mostly): the history sees the counts go backwards, a new baseline.
+ */
+void
+chronicle_sampler_reset(void)
+{
+	if (sampler == NULL)
+		return;
+	LWLockAcquire(sampler->lock, LW_EXCLUSIVE);
+	for (uint32 i = 0; i <= sampler->slot_mask; i++)
+		sampler->slots[i] = SLOT_EMPTY;
+	sampler->nentries = 0;
+	sampler->samples_dropped = 0;
+	sampler->reset_time = GetCurrentTimestamp();
+	LWLockRelease(sampler->lock);
+}
+
+/* ----------------------------------------------------------------
+ * The sampler process
+ * ----------------------------------------------------------------
+ */
+
+static PgBackendStatus *status_array = NULL;
+static int	nstatus = 0;
+static ChronicleSampleKey *tick_keys = NULL;
+
+/*
+ * The shared PgBackendStatus array is static in backend_status.c, and
+ * pgstat_get_beentry_by_proc_number() reads a local copy of all of it
+ * (allocating).  Look the array up by its shared memory name instead; its
+ * size is NumBackendStatSlots = MaxBackends + NUM_AUXILIARY_PROCS on 17
+ * and 18, and its index is the proc number.  If the lookup fails (another
+ * layout), sample without backend types and states rather than not at all.
+ */
+static void
+find_status_array(void)
+{
+	Size		size = mul_size(sizeof(PgBackendStatus),
+								MaxBackends + NUM_AUXILIARY_PROCS);
+	MemoryContext oldcxt = CurrentMemoryContext;
+
+	PG_TRY();
+	{
+		bool		found;
+		void	   *ptr;
+
+		ptr = ShmemInitStruct("Backend Status Array", size, &found);
+		if (found)
+		{
+			status_array = (PgBackendStatus *) ptr;
+			nstatus = MaxBackends + NUM_AUXILIARY_PROCS;
+		}
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(oldcxt);
+		FlushErrorState();
+		status_array = NULL;
+		nstatus = 0;
+	}
+	PG_END_TRY();
+
+	if (status_array == NULL)
+		ereport(LOG,
+				(errmsg("pg_chronicle sampler: backend status array not found, "
+						"sampling wait events without backend types and states")));
+}
+
+static inline uint32
+key_hash(const ChronicleSampleKey *key)
+{
+	return hash_bytes((const unsigned char *) key, sizeof(ChronicleSampleKey));
+}
+
+/*
+ * Count one sample; the caller holds the lock exclusively.  Returns the
+ * entry counted in, -1 when the sample was dropped.
+ */
+static inline int
+count_sample(const ChronicleSampleKey *key)
+{
+	uint32		slot = key_hash(key) & sampler->slot_mask;
+
+	for (;;)
+	{
+		int32		idx = sampler->slots[slot];
+		ChronicleSampleEntry *e;
+
+		if (idx == SLOT_EMPTY)
+		{
+			if (sampler->nentries >= sampler->max_entries)
+			{
+				sampler->samples_dropped++;
+				return -1;
+			}
+			idx = sampler->nentries;
+			e = &sampler->entries[idx];
+			e->key = *key;
+			e->samples = 1;
+			sampler->slots[slot] = idx;
+			sampler->nentries++;
+			return idx;
+		}
+		e = &sampler->entries[idx];
+		if (memcmp(&e->key, key, sizeof(ChronicleSampleKey)) == 0)
+		{
+			e->samples++;
+			return idx;
+		}
+		slot = (slot + 1) & sampler->slot_mask;
+	}
+}
+
+/* Read every process once into tick_keys; returns how many. */
+static int
+scan_processes(void)
+{
+	int			n = 0;
+	uint32		nprocs = ProcGlobal->allProcCount;
+
+	for (uint32 i = 0; i < nprocs; i++)
+	{
+		volatile PGPROC *proc = &ProcGlobal->allProcs[i];
+		int			pid = proc->pid;
+		ChronicleSampleKey *k;
+
+		if (pid == 0 || proc == (volatile PGPROC *) MyProc)
+			continue;
+
+		k = &tick_keys[n++];
+		k->wait_event_info = proc->wait_event_info;	/* volatile: one plain read */
+		k->pad = 0;
+		k->backend_type = B_INVALID;
+		k->state = STATE_UNDEFINED;
+		k->queryid = 0;
+		if (i < (uint32) nstatus)
+		{
+			volatile PgBackendStatus *be = &status_array[i];
+
+			/* The slot belongs to this process only if the pids match. */
+			if (be->st_procpid == pid)
+			{
+				k->backend_type = be->st_backendType;
+				k->state = be->st_state;
+				/* An idle session's last query id says nothing. */
+				if (chronicle_wait_queryid && k->state != STATE_IDLE)
+					k->queryid = be->st_query_id;
+			}
+		}
+	}
+	return n;
+}
+
+static int64
+own_cpu_us(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru) != 0)
+		return 0;
+	return (int64) ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec +
+		(int64) ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec;
+}
+
+static void
+sampler_exit(int code, Datum arg)
+{
+	if (sampler)
+	{
+		/* Never held across an error, but never wait on ourselves either. */
+		LWLockReleaseAll();
+		LWLockAcquire(sampler->lock, LW_EXCLUSIVE);
+		sampler->pid = 0;
+		LWLockRelease(sampler->lock);
+	}
+}
+
+void
+chronicle_sampler_main(Datum main_arg)
+{
+	uint32		wait_event;
+	int			interval_ms;
+	instr_time	now;
+	int64		epoch_us;		/* ticks are due at epoch + k * interval */
+	int64		due_base;		/* ticks due before the current epoch */
+	int64		last_k = 0;
+	int64		cpu_base;
+	int64		next_cpu_us = 0;
+
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+
+	if (sampler == NULL)
+		ereport(ERROR,
+				(errmsg("pg_chronicle sampler started without its shared memory")));
+
+#if PG_VERSION_NUM >= 170000
+	wait_event = WaitEventExtensionNew("ChronicleSampler");
+#else
+	wait_event = PG_WAIT_EXTENSION;
+#endif
+
+	find_status_array();
+	tick_keys = MemoryContextAllocZero(TopMemoryContext,
+									   sizeof(ChronicleSampleKey) *
+									   Max(ProcGlobal->allProcCount, 1));
+
+	before_shmem_exit(sampler_exit, (Datum) 0);
+
+	/* Counters go on from where a previous sampler left them. */
+	LWLockAcquire(sampler->lock, LW_EXCLUSIVE);
+	sampler->pid = MyProcPid;
+	sampler->started = GetCurrentTimestamp();
+	due_base = sampler->ticks_due;
+	cpu_base = sampler->cpu_us;
+	LWLockRelease(sampler->lock);
+
+	interval_ms = chronicle_wait_sample_interval;
+	INSTR_TIME_SET_CURRENT(now);
+	epoch_us = INSTR_TIME_GET_MICROSEC(now);
+
+	for (;;)
+	{
+		int64		now_us;
+		int64		k;
+		long		timeout_ms;
+
+		CHECK_FOR_INTERRUPTS();
+
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+			if (chronicle_wait_sample_interval != interval_ms)
+			{
+				/* A new cadence: the ticks due so far stay, count anew. */
+				due_base += last_k;
+				last_k = 0;
+				interval_ms = chronicle_wait_sample_interval;
+				INSTR_TIME_SET_CURRENT(now);
+				epoch_us = INSTR_TIME_GET_MICROSEC(now);
+			}
+		}
+
+		if (interval_ms <= 0)
+		{
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_EXIT_ON_PM_DEATH,
+							 -1L, wait_event);
+			ResetLatch(MyLatch);
+			continue;
+		}
+
+		INSTR_TIME_SET_CURRENT(now);
+		now_us = INSTR_TIME_GET_MICROSEC(now);
+		k = (now_us - epoch_us) / ((int64) interval_ms * 1000);
+
+		if (k > last_k)
+		{
+			int			n = scan_processes();
+			int			last_entry = -1;
+
+			/* The sampler's own cost, now and then (a system call). */
+			if (now_us >= next_cpu_us)
+			{
+				int64		cpu = own_cpu_us();
+
+				LWLockAcquire(sampler->lock, LW_EXCLUSIVE);
+				sampler->cpu_us = cpu_base + cpu;
+				LWLockRelease(sampler->lock);
+				next_cpu_us = now_us + USECS_PER_SEC;
+			}
+
+			LWLockAcquire(sampler->lock, LW_EXCLUSIVE);
+			for (int i = 0; i < n; i++)
+			{
+				/*
+				 * Many processes share a key (idle sessions, sleepers):
+				 * the same key as the previous sample skips the hash.
+				 */
+				if (i > 0 && last_entry >= 0 && last_entry < sampler->nentries &&
+					memcmp(&tick_keys[i], &tick_keys[i - 1],
+						   sizeof(ChronicleSampleKey)) == 0)
+				{
+					sampler->entries[last_entry].samples++;
+					continue;
+				}
+				last_entry = count_sample(&tick_keys[i]);
+			}
+			sampler->ticks_due = due_base + k;
+			sampler->ticks_taken++;
+			LWLockRelease(sampler->lock);
+			last_k = k;
+		}
+
+		/* Sleep until the next tick is due (rounded up to a millisecond). */
+		INSTR_TIME_SET_CURRENT(now);
+		now_us = INSTR_TIME_GET_MICROSEC(now);
+		timeout_ms = (long) ((epoch_us + (last_k + 1) * (int64) interval_ms * 1000 -
+							  now_us + 999) / 1000);
+		if (timeout_ms <= 0)
+			continue;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 timeout_ms, wait_event);
+		ResetLatch(MyLatch);
+	}
+}

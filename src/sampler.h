@@ -1,0 +1,86 @@
+/*-------------------------------------------------------------------------
+ *
+ * sampler.h
+ *		The wait-event sampler: a background worker of its own that reads
+ *		every process's wait event every chronicle.wait_sample_interval and
+ *		counts the samples in a bounded shared-memory hash table.
+ *
+ * Copyright (c) 2026, pg_chronicle developers
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef CHRONICLE_SAMPLER_H
+#define CHRONICLE_SAMPLER_H
+
+#include "datatype/timestamp.h"
+#include "storage/lwlock.h"
+
+/*
+ * What one sample is counted under.  Raw numbers only: the sampler does no
+ * string work; the reader (source_waits.c) turns them into names.
+ * wait_event_info 0 means the process ran (CPU).
+ */
+typedef struct ChronicleSampleKey
+{
+	int32		backend_type;	/* BackendType, B_INVALID when unknown */
+	int32		state;			/* BackendState */
+	uint32		wait_event_info;
+	uint32		pad;			/* always 0: keys are hashed and compared as
+								 * bytes */
+	int64		queryid;
+} ChronicleSampleKey;
+
+typedef struct ChronicleSampleEntry
+{
+	ChronicleSampleKey key;
+	uint64		samples;
+} ChronicleSampleEntry;
+
+/* The sampler's counters, as read by chronicle_sampler_read(). */
+typedef struct ChronicleSamplerCounters
+{
+	pid_t		pid;			/* 0 when the sampler is not running */
+	TimestampTz started;		/* when the running (or last) sampler started */
+	int64		ticks_due;
+	int64		ticks_taken;
+	int64		samples_dropped;
+	int64		cpu_us;			/* the sampler's own user + system CPU time */
+	TimestampTz reset_time;		/* last chronicle.wait_samples_reset(), or 0 */
+	int			entries;
+	int			max_entries;
+} ChronicleSamplerCounters;
+
+extern int	chronicle_wait_sample_interval;
+extern int	chronicle_wait_max_entries;
+extern bool chronicle_wait_queryid;
+
+/* Hooks called from pg_chronicle.c. */
+extern void chronicle_sampler_define_settings(void);
+extern void chronicle_sampler_shmem_request(void);
+extern void chronicle_sampler_shmem_startup(void);
+extern void chronicle_sampler_register(void);
+extern Size chronicle_sampler_shmem_size(void);
+
+/* Is the sampler's shared memory there (pg_chronicle preloaded)? */
+extern bool chronicle_sampler_available(void);
+
+/*
+ * Copy the counters and, when entries is not NULL, every entry (palloc'd,
+ * *nentries of them), all under one acquisition of the lock so that the
+ * samples and the ticks belong to the same instant.  Returns false when
+ * the sampler's shared memory does not exist.
+ */
+extern bool chronicle_sampler_read(ChronicleSamplerCounters *counters,
+								   ChronicleSampleEntry **entries,
+								   int *nentries);
+
+extern void chronicle_sampler_reset(void);
+
+extern const char *chronicle_backend_state_name(int state);
+
+extern PGDLLEXPORT void chronicle_sampler_main(Datum main_arg);
+
+/* source_buffers.c */
+extern void chronicle_buffers_define_settings(void);
+
+#endif							/* CHRONICLE_SAMPLER_H */

@@ -1,0 +1,343 @@
+/*-------------------------------------------------------------------------
+ *
+ * source_waits.c
+ *		Two sources over the wait-event sampler's shared counters (sampler.c):
+ *		"waits" (chronicle.waits_history: cumulative samples per backend
+ *		type, state, wait event and query id) and "wait_sampler"
+ *		(chronicle.wait_sampler_history: ticks due and taken, samples
+ *		dropped, the sampler's own CPU time).
+ *
+ * Both are in one file because they must describe the same instant: the
+ * share of a wait event in an interval is its samples delta over the ticks
+ * taken delta, and a tick falling between the two readings would skew it.
+ * The waits source reads the entries and the counters under one
+ * acquisition of the sampler's lock and keeps the counters; the
+ * wait_sampler source, collected right after it in the same snapshot
+ * (same transaction), emits those counters instead of reading again.
+ *
+ * Neither is available when pg_chronicle is not preloaded: there is no
+ * sampler then.
+ *
+ * Copyright (c) 2026, pg_chronicle developers
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/timestamp.h"
+#include "utils/wait_event.h"
+
+#include "pg_chronicle.h"
+#include "sampler.h"
+
+enum
+{
+	W_BACKEND_TYPE,
+	W_STATE,
+	W_WAIT_EVENT_TYPE,
+	W_WAIT_EVENT,
+	W_QUERYID,
+	W_SAMPLES,
+	W_NCOLUMNS
+};
+
+static const ChronicleColumn waits_columns[W_NCOLUMNS] = {
+	[W_BACKEND_TYPE] = {"backend_type", TEXTOID},
+	[W_STATE] = {"state", TEXTOID},
+	[W_WAIT_EVENT_TYPE] = {"wait_event_type", TEXTOID},
+	[W_WAIT_EVENT] = {"wait_event", TEXTOID},
+	[W_QUERYID] = {"queryid", INT8OID},
+	[W_SAMPLES] = {"samples", INT8OID},
+};
+
+enum
+{
+	S_TICKS_DUE,
+	S_TICKS_TAKEN,
+	S_SAMPLES_DROPPED,
+	S_SAMPLER_STARTED,
+	S_SAMPLER_CPU_MS,
+	S_SAMPLES_RESET,
+	S_NCOLUMNS
+};
+
+static const ChronicleColumn sampler_columns[S_NCOLUMNS] = {
+	[S_TICKS_DUE] = {"ticks_due", INT8OID},
+	[S_TICKS_TAKEN] = {"ticks_taken", INT8OID},
+	[S_SAMPLES_DROPPED] = {"samples_dropped", INT8OID},
+	[S_SAMPLER_STARTED] = {"sampler_started", TIMESTAMPTZOID},
+	[S_SAMPLER_CPU_MS] = {"sampler_cpu_ms", FLOAT8OID},
+	[S_SAMPLES_RESET] = {"samples_reset", TIMESTAMPTZOID},
+};
+
+/* The counters read together with the entries, for wait_sampler. */
+static ChronicleSamplerCounters kept_counters;
+static TimestampTz kept_xact_start = 0;
+
+/* One aggregated row: distinct raw keys can share names. */
+typedef struct WaitRow
+{
+	char		key[CHRONICLE_KEY_LEN];
+	const char *backend_type;
+	const char *state;
+	const char *wait_event_type;
+	const char *wait_event;
+	int64		queryid;
+	int64		samples;
+} WaitRow;
+
+static bool
+waits_available(void)
+{
+	return chronicle_sampler_available();
+}
+
+static void
+waits_collect(ChronicleEmitter *emitter)
+{
+	ChronicleSampleEntry *entries;
+	int			nentries;
+	HASHCTL		ctl;
+	HTAB	   *rows;
+	HASH_SEQ_STATUS seq;
+	WaitRow    *row;
+
+	if (!chronicle_sampler_read(&kept_counters, &entries, &nentries))
+		return;
+	kept_xact_start = GetCurrentTransactionStartTimestamp();
+
+	ctl.keysize = CHRONICLE_KEY_LEN;
+	ctl.entrysize = sizeof(WaitRow);
+	ctl.hcxt = CurrentMemoryContext;
+	rows = hash_create("chronicle waits", Max(nentries, 16), &ctl,
+					   HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+
+	for (int i = 0; i < nentries; i++)
+	{
+		const ChronicleSampleKey *k = &entries[i].key;
+		const char *bt;
+		const char *st;
+		const char *wtype;
+		const char *wevent;
+		char		key[CHRONICLE_KEY_LEN];
+		bool		found;
+
+		bt = GetBackendTypeDesc((BackendType) k->backend_type);
+		st = chronicle_backend_state_name(k->state);
+		if (k->wait_event_info == 0)
+			wtype = wevent = "CPU";
+		else
+		{
+			wtype = pgstat_get_wait_event_type(k->wait_event_info);
+			wevent = pgstat_get_wait_event(k->wait_event_info);
+			if (wtype == NULL)
+				wtype = "unknown";
+			if (wevent == NULL)
+				wevent = "unknown";
+		}
+		snprintf(key, sizeof(key), "%s|%s|%s|%s|" INT64_FORMAT,
+				 bt, st, wtype, wevent, k->queryid);
+
+		row = hash_search(rows, key, HASH_ENTER, &found);
+		if (!found)
+		{
+			/* Custom wait event names may live in shared memory: copy. */
+			row->backend_type = pstrdup(bt);
+			row->state = st;
+			row->wait_event_type = pstrdup(wtype);
+			row->wait_event = pstrdup(wevent);
+			row->queryid = k->queryid;
+			row->samples = 0;
+		}
+		row->samples += (int64) Min(entries[i].samples, (uint64) PG_INT64_MAX);
+	}
+
+	hash_seq_init(&seq, rows);
+	while ((row = hash_seq_search(&seq)) != NULL)
+	{
+		Datum		values[W_NCOLUMNS];
+		bool		nulls[W_NCOLUMNS] = {0};
+
+		values[W_BACKEND_TYPE] = CStringGetTextDatum(row->backend_type);
+		values[W_STATE] = CStringGetTextDatum(row->state);
+		values[W_WAIT_EVENT_TYPE] = CStringGetTextDatum(row->wait_event_type);
+		values[W_WAIT_EVENT] = CStringGetTextDatum(row->wait_event);
+		values[W_QUERYID] = Int64GetDatum(row->queryid);
+		values[W_SAMPLES] = Int64GetDatum(row->samples);
+		chronicle_emit_row(emitter, values, nulls);
+	}
+}
+
+static void
+wait_sampler_collect(ChronicleEmitter *emitter)
+{
+	ChronicleSamplerCounters c;
+	Datum		values[S_NCOLUMNS];
+	bool		nulls[S_NCOLUMNS] = {0};
+
+	/* The counters read with the entries in this snapshot, if any. */
+	if (kept_xact_start != 0 &&
+		kept_xact_start == GetCurrentTransactionStartTimestamp())
+		c = kept_counters;
+	else if (!chronicle_sampler_read(&c, NULL, NULL))
+		return;
+	kept_xact_start = 0;
+
+	values[S_TICKS_DUE] = Int64GetDatum(c.ticks_due);
+	values[S_TICKS_TAKEN] = Int64GetDatum(c.ticks_taken);
+	values[S_SAMPLES_DROPPED] = Int64GetDatum(c.samples_dropped);
+	if (c.started != 0)
+		values[S_SAMPLER_STARTED] = TimestampTzGetDatum(c.started);
+	else
+		nulls[S_SAMPLER_STARTED] = true;
+	values[S_SAMPLER_CPU_MS] = Float8GetDatum((double) c.cpu_us / 1000.0);
+	if (c.reset_time != 0)
+		values[S_SAMPLES_RESET] = TimestampTzGetDatum(c.reset_time);
+	else
+		nulls[S_SAMPLES_RESET] = true;
+	chronicle_emit_row(emitter, values, nulls);
+}
+
+const ChronicleSource chronicle_source_waits = {
+	.name = "waits",
+	.description = "wait event samples (the sampler's cumulative counts)",
+	.columns = waits_columns,
+	.ncolumns = W_NCOLUMNS,
+	.nkeys = W_QUERYID + 1,
+	.collect = waits_collect,
+	.available = waits_available,
+};
+
+const ChronicleSource chronicle_source_wait_sampler = {
+	.name = "wait_sampler",
+	.description = "the wait sampler's ticks due and taken and samples dropped",
+	.columns = sampler_columns,
+	.ncolumns = S_NCOLUMNS,
+	.nkeys = 0,
+	.collect = wait_sampler_collect,
+	.available = waits_available,
+};
+
+/*
+ * chronicle.wait_sampler_status(): whether the sampler runs and its
+ * counters now.  Works without the sampler: running is false, and the
+ * counters are NULL when there is no sampler at all (not preloaded).
+ */
+PG_FUNCTION_INFO_V1(chronicle_wait_sampler_status);
+
+Datum
+chronicle_wait_sampler_status(PG_FUNCTION_ARGS)
+{
+#define WSS_COLS 11
+	TupleDesc	tupdesc;
+	Datum		values[WSS_COLS] = {0};
+	bool		nulls[WSS_COLS] = {0};
+	ChronicleSamplerCounters c;
+	bool		exists;
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+
+	exists = chronicle_sampler_read(&c, NULL, NULL);
+	values[0] = BoolGetDatum(exists && c.pid != 0);
+	if (exists && c.pid != 0)
+		values[1] = Int32GetDatum(c.pid);
+	else
+		nulls[1] = true;
+	values[2] = Int32GetDatum(chronicle_wait_sample_interval);
+	if (!exists)
+	{
+		for (int i = 3; i < WSS_COLS; i++)
+			nulls[i] = true;
+	}
+	else
+	{
+		if (c.started)
+			values[3] = TimestampTzGetDatum(c.started);
+		else
+			nulls[3] = true;
+		values[4] = Int64GetDatum(c.ticks_due);
+		values[5] = Int64GetDatum(c.ticks_taken);
+		values[6] = Int64GetDatum(c.samples_dropped);
+		values[7] = Int32GetDatum(c.entries);
+		values[8] = Int32GetDatum(c.max_entries);
+		values[9] = Float8GetDatum((double) c.cpu_us / 1000.0);
+		if (c.reset_time)
+			values[10] = TimestampTzGetDatum(c.reset_time);
+		else
+			nulls[10] = true;
+	}
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}
+
+/*
+ * chronicle.wait_samples(): the sampler's cumulative counts now, one row
+ * per key, as the waits source records them.
+ */
+PG_FUNCTION_INFO_V1(chronicle_wait_samples);
+
+Datum
+chronicle_wait_samples(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	ChronicleSamplerCounters c;
+	ChronicleSampleEntry *entries;
+	int			nentries;
+
+	if (!chronicle_sampler_read(&c, &entries, &nentries))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the pg_chronicle wait sampler is not running"),
+				 errhint("Add pg_chronicle to shared_preload_libraries and restart the server.")));
+
+	InitMaterializedSRF(fcinfo, 0);
+	for (int i = 0; i < nentries; i++)
+	{
+		const ChronicleSampleKey *k = &entries[i].key;
+		Datum		values[W_NCOLUMNS];
+		bool		nulls[W_NCOLUMNS] = {0};
+		const char *wtype = "CPU";
+		const char *wevent = "CPU";
+
+		if (k->wait_event_info != 0)
+		{
+			wtype = pgstat_get_wait_event_type(k->wait_event_info);
+			wevent = pgstat_get_wait_event(k->wait_event_info);
+		}
+		values[W_BACKEND_TYPE] =
+			CStringGetTextDatum(GetBackendTypeDesc((BackendType) k->backend_type));
+		values[W_STATE] = CStringGetTextDatum(chronicle_backend_state_name(k->state));
+		values[W_WAIT_EVENT_TYPE] = CStringGetTextDatum(wtype ? wtype : "unknown");
+		values[W_WAIT_EVENT] = CStringGetTextDatum(wevent ? wevent : "unknown");
+		values[W_QUERYID] = Int64GetDatum(k->queryid);
+		values[W_SAMPLES] = Int64GetDatum((int64) Min(entries[i].samples,
+													  (uint64) PG_INT64_MAX));
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
+
+/*
+ * chronicle.wait_samples_reset(): forget the keys and their counts (the
+ * ticks go on).  Superuser only by default: it changes what is recorded.
+ */
+PG_FUNCTION_INFO_V1(chronicle_wait_samples_reset);
+
+Datum
+chronicle_wait_samples_reset(PG_FUNCTION_ARGS)
+{
+	if (!chronicle_sampler_available())
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the pg_chronicle wait sampler is not running"),
+				 errhint("Add pg_chronicle to shared_preload_libraries and restart the server.")));
+	chronicle_sampler_reset();
+	PG_RETURN_VOID();
+}
