@@ -183,7 +183,7 @@ SELECT snapshots, ticks_due, ticks_missed, snapshot_errors AS errors,
        round(wal_bytes_per_snapshot::numeric) AS "WAL bytes/snapshot",
        rows_written
   FROM chronicle.status();
-SELECT pg_size_pretty(sum(pg_total_relation_size(c.oid))) AS "history on disk",
+SELECT pg_size_pretty(sum(pg_total_relation_size(c.oid))) AS "on disk (all partitions of 3 days, mostly empty pages)",
        (SELECT count(*) FROM chronicle.snapshot) AS "snapshots stored"
   FROM pg_class c
  WHERE c.relnamespace = 'chronicle'::regnamespace AND c.relkind = 'r';
