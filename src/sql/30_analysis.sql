@@ -94,7 +94,7 @@ BEGIN
 	IF NOT EXISTS (SELECT FROM pg_database WHERE datname = value)
 	   AND NOT EXISTS (SELECT FROM chronicle.database_history WHERE datname = value) THEN
 		RAISE EXCEPTION '%: unknown database "%"', caller, value
-			USING ERRCODE = 'undefined_database',
+			USING ERRCODE = 'invalid_catalog_name',
 			      HINT = 'Pass a database name seen in chronicle.database_history, or NULL for all.';
 	END IF;
 END;

@@ -24,7 +24,11 @@ BEGIN
 		SELECT string_agg(metric, ', ' ORDER BY metric) INTO valid
 		  FROM chronicle.metric WHERE source = split_part(name, '.', 1);
 		IF valid IS NULL THEN
-			SELECT string_agg(metric, ', ' ORDER BY metric) INTO valid FROM chronicle.metric;
+			SELECT string_agg(DISTINCT source, ', ' ORDER BY source) INTO valid FROM chronicle.metric;
+			RAISE EXCEPTION '%: unknown metric "%"', caller, name
+				USING ERRCODE = 'undefined_object',
+				      HINT = 'Metrics are named <source>.<column>, sources: ' || valid
+				             || '; SELECT metric FROM chronicle.metric lists them all.';
 		END IF;
 		RAISE EXCEPTION '%: unknown metric "%"', caller, name
 			USING ERRCODE = 'undefined_object',

@@ -95,7 +95,7 @@ BEGIN
 			PERFORM chronicle.run_window(label);	-- the unknown-run error
 		END IF;
 		IF r.ended IS NOT NULL THEN
-			RAISE EXCEPTION 'chronicle.run_end: run "%" ended already at %', label, r.ended
+			RAISE EXCEPTION 'chronicle.run_end: run "%" has ended already', label
 				USING ERRCODE = 'object_not_in_prerequisite_state',
 				      HINT = 'Only an open run can be ended.';
 		END IF;
