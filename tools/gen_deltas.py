@@ -176,12 +176,21 @@ def sel(prefix, cols, alias=None):
     return ', '.join('%s.%s%s' % (prefix, c, '' if alias is None else ' AS %s%s' % (alias, c)) for c in cols)
 
 
-def header(s, name, params, res, extra=''):
+def header(s, name, params, res, extra='', nestloop=True):
     w('CREATE FUNCTION chronicle.%s(%s)' % (name, ', '.join(params)))
     w('RETURNS TABLE (%s)' % ', '.join('%s %s' % c for c in res))
     w('LANGUAGE plpgsql STABLE')
     w('SET search_path = pg_catalog, pg_temp')
     w('SET plan_cache_mode = force_custom_plan')
+    if not nestloop:
+        # CTE row estimates are blind: a nested-loop anti join of the
+        # zero-filled rows against the changed ones is quadratic.  The
+        # baseline probes (LATERAL) stay nested loops, the only way to run them.
+        w('SET enable_nestloop = off')
+        # A day of sparse rows sorts in memory instead of on disk.
+        w("SET work_mem = '256MB'")
+        # Read the rows in (key, ts) index order rather than sort them.
+        w('SET enable_sort = off')
     w('AS $fn$')
     w('#variable_conflict use_column')
     w(extra + 'BEGIN')
@@ -273,46 +282,66 @@ def gen_keyed(s):
     res = [('interval_start', 'timestamptz'), ('interval_end', 'timestamptz'), ('seconds', 'float8')] + \
         keys + out_columns(s)
     s['sig'] = ', '.join(['timestamptz', 'timestamptz'] + [FILTER_TYPES[f] for f in filt] + ['boolean'])
-    header(s, name, params, res)
+    header(s, name, params, res, nestloop=False)
     checks(s, name, 3)
     chg = '$%d' % (len(filt) + 3)
     fcond = ''.join('\n\t\t   AND ($%d IS NULL OR h.%s = $%d)' % (i + 3, f, i + 3) for i, f in enumerate(filt))
     kfcond = ''.join('\n\t\t   AND ($%d IS NULL OR k.%s = $%d)' % (i + 3, f, i + 3) for i, f in enumerate(filt))
     w('\tRETURN QUERY')
     w('\tWITH iv AS MATERIALIZED (SELECT * FROM chronicle.intervals($1, $2)),')
-    w('\t-- stored rows in the window, with the previous stored row of the key')
-    w('\tcur AS (')
-    w('\t\tSELECT iv.interval_start, iv.interval_end, iv.seconds, iv.segment, h.ts,')
-    w('\t\t       %s,' % sel('h', kcols))
+    ints = [c for c, k in s['cols'] if k == 'c']
+    flts = [c for c, k in s['cols'] if k == 't']
+    prevs = ints + flts + ([s['reset']] if s['reset'] else [])
+
+    def prev_of(c):
+        if c in ints:
+            return 'c.p_i[%d]' % (ints.index(c) + 1)
+        if c in flts:
+            return 'c.p_f[%d]' % (flts.index(c) + 1)
+        return 'c.p_%s' % c
+    w('\t-- stored rows in the window, with the previous stored row of the key:')
+    w('\t-- lag() in the order of the (key, ts) index, so that nothing is sorted,')
+    w('\t-- of arrays (one lag() per type, not one per column); a previous row')
+    w('\t-- of another segment does not count (p_ok false)')
+    w('\traw AS (')
+    w('\t\tSELECT h.ts, %s,' % sel('h', kcols))
     w('\t\t       %s,' % sel('h', store))
     w('\t\t       lag(h.ts) OVER w AS p_ts,')
-    w('\t\t       %s' % ',\n\t\t       '.join('lag(h.%s) OVER w AS p_%s' % (c, c) for c in store))
-    w('\t\t  FROM chronicle.%s h JOIN iv ON iv.interval_end = h.ts' % s['table'])
+    lags = ['lag(ARRAY[%s]::bigint[]) OVER w AS p_i' % ', '.join('h.%s' % c for c in ints)]
+    if flts:
+        lags.append('lag(ARRAY[%s]::float8[]) OVER w AS p_f' % ', '.join('h.%s' % c for c in flts))
+    if s['reset']:
+        lags.append('lag(h.%s) OVER w AS p_%s' % (s['reset'], s['reset']))
+    w('\t\t       %s' % ',\n\t\t       '.join(lags))
+    w('\t\t  FROM chronicle.%s h' % s['table'])
     w('\t\t WHERE h.ts > $1 AND h.ts <= $2%s' % fcond)
-    w('\t\tWINDOW w AS (PARTITION BY %s, iv.segment ORDER BY h.ts)' % sel('h', kcols))
+    w('\t\tWINDOW w AS (PARTITION BY %s ORDER BY h.ts)' % sel('h', kcols))
+    w('\t),')
+    w('\tcur AS MATERIALIZED (')
+    w('\t\tSELECT iv.interval_start, iv.interval_end, iv.seconds, iv.segment, r.*,')
+    w('\t\t       coalesce(r.p_ts >= iv.segment, false) AS p_ok')
+    w('\t\t  FROM raw r JOIN iv ON iv.interval_end = r.ts')
     w('\t),')
     w('\t-- the first stored row of a (key, segment) in the window: its baseline')
     w('\t-- is the latest earlier row of the key in the segment (one index probe)')
-    w('\tprv AS (')
-    w('\t\tSELECT c.*, b.ts AS b_ts,')
-    w('\t\t       %s' % sel('b', store, 'b_'))
+    w('\tpair AS (')
+    w('\t\tSELECT c.interval_start, c.interval_end, c.seconds, c.segment,')
+    w('\t\t       %s,' % sel('c', kcols))
+    w('\t\t       %s,' % sel('c', store))
+    w('\t\t       %s' % ',\n\t\t       '.join('%s AS q_%s' % (prev_of(c), c) for c in prevs))
+    w('\t\t  FROM cur c WHERE c.p_ok')
+    w('\t\tUNION ALL')
+    w('\t\tSELECT c.interval_start, c.interval_end, c.seconds, c.segment,')
+    w('\t\t       %s,' % sel('c', kcols))
+    w('\t\t       %s,' % sel('c', store))
+    w('\t\t       %s' % ',\n\t\t       '.join('b.%s' % c for c in prevs))
     w('\t\t  FROM cur c')
-    w('\t\t  LEFT JOIN LATERAL (')
+    w('\t\t  JOIN LATERAL (')
     w('\t\t\tSELECT hb.* FROM chronicle.%s hb' % s['table'])
-    w('\t\t\t WHERE c.p_ts IS NULL')
-    for k in kcols:
-        w('\t\t\t   AND hb.%s = c.%s' % (k, k))
+    w('\t\t\t WHERE %s' % ' AND '.join('hb.%s = c.%s' % (k, k) for k in kcols))
     w('\t\t\t   AND hb.ts >= c.segment AND hb.ts < c.ts')
     w('\t\t\t ORDER BY hb.ts DESC LIMIT 1) b ON true')
-    w('\t),')
-    w('\tpair AS (')
-    w('\t\tSELECT p.interval_start, p.interval_end, p.seconds, p.segment,')
-    w('\t\t       %s,' % sel('p', kcols))
-    w('\t\t       %s,' % sel('p', store))
-    w('\t\t       %s' % ',\n\t\t       '.join(
-        'CASE WHEN p.p_ts IS NOT NULL THEN p.p_%s ELSE p.b_%s END AS q_%s' % (c, c, c) for c in store))
-    w('\t\t  FROM prv p')
-    w('\t\t WHERE p.p_ts IS NOT NULL OR p.b_ts IS NOT NULL')
+    w('\t\t WHERE NOT c.p_ok')
     w('\t),')
     w('\tchg AS (')
     w('\t\tSELECT x.*, %s AS reset' % reset_expr(s, 'x', 'x_q').replace('x_q.', 'x.q_'))

@@ -44,6 +44,9 @@ RETURNS TABLE (interval_start timestamptz, interval_end timestamptz, seconds flo
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_custom_plan
+SET enable_nestloop = off
+SET work_mem = '256MB'
+SET enable_sort = off
 AS $fn$
 #variable_conflict use_column
 BEGIN
@@ -53,76 +56,81 @@ BEGIN
 	PERFORM chronicle._check_name('chronicle.io_deltas', 'context', $5);
 	RETURN QUERY
 	WITH iv AS MATERIALIZED (SELECT * FROM chronicle.intervals($1, $2)),
-	-- stored rows in the window, with the previous stored row of the key
-	cur AS (
-		SELECT iv.interval_start, iv.interval_end, iv.seconds, iv.segment, h.ts,
-		       h.backend_type, h.object, h.context,
+	-- stored rows in the window, with the previous stored row of the key:
+	-- lag() in the order of the (key, ts) index, so that nothing is sorted,
+	-- of arrays (one lag() per type, not one per column); a previous row
+	-- of another segment does not count (p_ok false)
+	raw AS (
+		SELECT h.ts, h.backend_type, h.object, h.context,
 		       h.reads, h.read_bytes, h.read_time, h.writes, h.write_bytes, h.write_time, h.writebacks, h.writeback_time, h.extends, h.extend_bytes, h.extend_time, h.hits, h.evictions, h.reuses, h.fsyncs, h.fsync_time, h.op_bytes, h.stats_reset,
 		       lag(h.ts) OVER w AS p_ts,
-		       lag(h.reads) OVER w AS p_reads,
-		       lag(h.read_bytes) OVER w AS p_read_bytes,
-		       lag(h.read_time) OVER w AS p_read_time,
-		       lag(h.writes) OVER w AS p_writes,
-		       lag(h.write_bytes) OVER w AS p_write_bytes,
-		       lag(h.write_time) OVER w AS p_write_time,
-		       lag(h.writebacks) OVER w AS p_writebacks,
-		       lag(h.writeback_time) OVER w AS p_writeback_time,
-		       lag(h.extends) OVER w AS p_extends,
-		       lag(h.extend_bytes) OVER w AS p_extend_bytes,
-		       lag(h.extend_time) OVER w AS p_extend_time,
-		       lag(h.hits) OVER w AS p_hits,
-		       lag(h.evictions) OVER w AS p_evictions,
-		       lag(h.reuses) OVER w AS p_reuses,
-		       lag(h.fsyncs) OVER w AS p_fsyncs,
-		       lag(h.fsync_time) OVER w AS p_fsync_time,
-		       lag(h.op_bytes) OVER w AS p_op_bytes,
+		       lag(ARRAY[h.reads, h.read_bytes, h.writes, h.write_bytes, h.writebacks, h.extends, h.extend_bytes, h.hits, h.evictions, h.reuses, h.fsyncs]::bigint[]) OVER w AS p_i,
+		       lag(ARRAY[h.read_time, h.write_time, h.writeback_time, h.extend_time, h.fsync_time]::float8[]) OVER w AS p_f,
 		       lag(h.stats_reset) OVER w AS p_stats_reset
-		  FROM chronicle.io_history h JOIN iv ON iv.interval_end = h.ts
+		  FROM chronicle.io_history h
 		 WHERE h.ts > $1 AND h.ts <= $2
 		   AND ($3 IS NULL OR h.backend_type = $3)
 		   AND ($4 IS NULL OR h.object = $4)
 		   AND ($5 IS NULL OR h.context = $5)
-		WINDOW w AS (PARTITION BY h.backend_type, h.object, h.context, iv.segment ORDER BY h.ts)
+		WINDOW w AS (PARTITION BY h.backend_type, h.object, h.context ORDER BY h.ts)
+	),
+	cur AS MATERIALIZED (
+		SELECT iv.interval_start, iv.interval_end, iv.seconds, iv.segment, r.*,
+		       coalesce(r.p_ts >= iv.segment, false) AS p_ok
+		  FROM raw r JOIN iv ON iv.interval_end = r.ts
 	),
 	-- the first stored row of a (key, segment) in the window: its baseline
 	-- is the latest earlier row of the key in the segment (one index probe)
-	prv AS (
-		SELECT c.*, b.ts AS b_ts,
-		       b.reads AS b_reads, b.read_bytes AS b_read_bytes, b.read_time AS b_read_time, b.writes AS b_writes, b.write_bytes AS b_write_bytes, b.write_time AS b_write_time, b.writebacks AS b_writebacks, b.writeback_time AS b_writeback_time, b.extends AS b_extends, b.extend_bytes AS b_extend_bytes, b.extend_time AS b_extend_time, b.hits AS b_hits, b.evictions AS b_evictions, b.reuses AS b_reuses, b.fsyncs AS b_fsyncs, b.fsync_time AS b_fsync_time, b.op_bytes AS b_op_bytes, b.stats_reset AS b_stats_reset
+	pair AS (
+		SELECT c.interval_start, c.interval_end, c.seconds, c.segment,
+		       c.backend_type, c.object, c.context,
+		       c.reads, c.read_bytes, c.read_time, c.writes, c.write_bytes, c.write_time, c.writebacks, c.writeback_time, c.extends, c.extend_bytes, c.extend_time, c.hits, c.evictions, c.reuses, c.fsyncs, c.fsync_time, c.op_bytes, c.stats_reset,
+		       c.p_i[1] AS q_reads,
+		       c.p_i[2] AS q_read_bytes,
+		       c.p_i[3] AS q_writes,
+		       c.p_i[4] AS q_write_bytes,
+		       c.p_i[5] AS q_writebacks,
+		       c.p_i[6] AS q_extends,
+		       c.p_i[7] AS q_extend_bytes,
+		       c.p_i[8] AS q_hits,
+		       c.p_i[9] AS q_evictions,
+		       c.p_i[10] AS q_reuses,
+		       c.p_i[11] AS q_fsyncs,
+		       c.p_f[1] AS q_read_time,
+		       c.p_f[2] AS q_write_time,
+		       c.p_f[3] AS q_writeback_time,
+		       c.p_f[4] AS q_extend_time,
+		       c.p_f[5] AS q_fsync_time,
+		       c.p_stats_reset AS q_stats_reset
+		  FROM cur c WHERE c.p_ok
+		UNION ALL
+		SELECT c.interval_start, c.interval_end, c.seconds, c.segment,
+		       c.backend_type, c.object, c.context,
+		       c.reads, c.read_bytes, c.read_time, c.writes, c.write_bytes, c.write_time, c.writebacks, c.writeback_time, c.extends, c.extend_bytes, c.extend_time, c.hits, c.evictions, c.reuses, c.fsyncs, c.fsync_time, c.op_bytes, c.stats_reset,
+		       b.reads,
+		       b.read_bytes,
+		       b.writes,
+		       b.write_bytes,
+		       b.writebacks,
+		       b.extends,
+		       b.extend_bytes,
+		       b.hits,
+		       b.evictions,
+		       b.reuses,
+		       b.fsyncs,
+		       b.read_time,
+		       b.write_time,
+		       b.writeback_time,
+		       b.extend_time,
+		       b.fsync_time,
+		       b.stats_reset
 		  FROM cur c
-		  LEFT JOIN LATERAL (
+		  JOIN LATERAL (
 			SELECT hb.* FROM chronicle.io_history hb
-			 WHERE c.p_ts IS NULL
-			   AND hb.backend_type = c.backend_type
-			   AND hb.object = c.object
-			   AND hb.context = c.context
+			 WHERE hb.backend_type = c.backend_type AND hb.object = c.object AND hb.context = c.context
 			   AND hb.ts >= c.segment AND hb.ts < c.ts
 			 ORDER BY hb.ts DESC LIMIT 1) b ON true
-	),
-	pair AS (
-		SELECT p.interval_start, p.interval_end, p.seconds, p.segment,
-		       p.backend_type, p.object, p.context,
-		       p.reads, p.read_bytes, p.read_time, p.writes, p.write_bytes, p.write_time, p.writebacks, p.writeback_time, p.extends, p.extend_bytes, p.extend_time, p.hits, p.evictions, p.reuses, p.fsyncs, p.fsync_time, p.op_bytes, p.stats_reset,
-		       CASE WHEN p.p_ts IS NOT NULL THEN p.p_reads ELSE p.b_reads END AS q_reads,
-		       CASE WHEN p.p_ts IS NOT NULL THEN p.p_read_bytes ELSE p.b_read_bytes END AS q_read_bytes,
-		       CASE WHEN p.p_ts IS NOT NULL THEN p.p_read_time ELSE p.b_read_time END AS q_read_time,
-		       CASE WHEN p.p_ts IS NOT NULL THEN p.p_writes ELSE p.b_writes END AS q_writes,
-		       CASE WHEN p.p_ts IS NOT NULL THEN p.p_write_bytes ELSE p.b_write_bytes END AS q_write_bytes,
-		       CASE WHEN p.p_ts IS NOT NULL THEN p.p_write_time ELSE p.b_write_time END AS q_write_time,
-		       CASE WHEN p.p_ts IS NOT NULL THEN p.p_writebacks ELSE p.b_writebacks END AS q_writebacks,
-		       CASE WHEN p.p_ts IS NOT NULL THEN p.p_writeback_time ELSE p.b_writeback_time END AS q_writeback_time,
-		       CASE WHEN p.p_ts IS NOT NULL THEN p.p_extends ELSE p.b_extends END AS q_extends,
-		       CASE WHEN p.p_ts IS NOT NULL THEN p.p_extend_bytes ELSE p.b_extend_bytes END AS q_extend_bytes,
-		       CASE WHEN p.p_ts IS NOT NULL THEN p.p_extend_time ELSE p.b_extend_time END AS q_extend_time,
-		       CASE WHEN p.p_ts IS NOT NULL THEN p.p_hits ELSE p.b_hits END AS q_hits,
-		       CASE WHEN p.p_ts IS NOT NULL THEN p.p_evictions ELSE p.b_evictions END AS q_evictions,
-		       CASE WHEN p.p_ts IS NOT NULL THEN p.p_reuses ELSE p.b_reuses END AS q_reuses,
-		       CASE WHEN p.p_ts IS NOT NULL THEN p.p_fsyncs ELSE p.b_fsyncs END AS q_fsyncs,
-		       CASE WHEN p.p_ts IS NOT NULL THEN p.p_fsync_time ELSE p.b_fsync_time END AS q_fsync_time,
-		       CASE WHEN p.p_ts IS NOT NULL THEN p.p_op_bytes ELSE p.b_op_bytes END AS q_op_bytes,
-		       CASE WHEN p.p_ts IS NOT NULL THEN p.p_stats_reset ELSE p.b_stats_reset END AS q_stats_reset
-		  FROM prv p
-		 WHERE p.p_ts IS NOT NULL OR p.b_ts IS NOT NULL
+		 WHERE NOT c.p_ok
 	),
 	chg AS (
 		SELECT x.*, (x.stats_reset IS DISTINCT FROM x.q_stats_reset
@@ -383,6 +391,9 @@ RETURNS TABLE (interval_start timestamptz, interval_end timestamptz, seconds flo
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_custom_plan
+SET enable_nestloop = off
+SET work_mem = '256MB'
+SET enable_sort = off
 AS $fn$
 #variable_conflict use_column
 BEGIN
@@ -390,90 +401,97 @@ BEGIN
 	PERFORM chronicle._check_datname('chronicle.database_deltas', $3);
 	RETURN QUERY
 	WITH iv AS MATERIALIZED (SELECT * FROM chronicle.intervals($1, $2)),
-	-- stored rows in the window, with the previous stored row of the key
-	cur AS (
-		SELECT iv.interval_start, iv.interval_end, iv.seconds, iv.segment, h.ts,
-		       h.datid,
+	-- stored rows in the window, with the previous stored row of the key:
+	-- lag() in the order of the (key, ts) index, so that nothing is sorted,
+	-- of arrays (one lag() per type, not one per column); a previous row
+	-- of another segment does not count (p_ok false)
+	raw AS (
+		SELECT h.ts, h.datid,
 		       h.datname, h.xact_commit, h.xact_rollback, h.blks_read, h.blks_hit, h.tup_returned, h.tup_fetched, h.tup_inserted, h.tup_updated, h.tup_deleted, h.conflicts, h.temp_files, h.temp_bytes, h.deadlocks, h.checksum_failures, h.blk_read_time, h.blk_write_time, h.session_time, h.active_time, h.idle_in_transaction_time, h.sessions, h.sessions_abandoned, h.sessions_fatal, h.sessions_killed, h.parallel_workers_to_launch, h.parallel_workers_launched, h.stats_reset,
 		       lag(h.ts) OVER w AS p_ts,
-		       lag(h.datname) OVER w AS p_datname,
-		       lag(h.xact_commit) OVER w AS p_xact_commit,
-		       lag(h.xact_rollback) OVER w AS p_xact_rollback,
-		       lag(h.blks_read) OVER w AS p_blks_read,
-		       lag(h.blks_hit) OVER w AS p_blks_hit,
-		       lag(h.tup_returned) OVER w AS p_tup_returned,
-		       lag(h.tup_fetched) OVER w AS p_tup_fetched,
-		       lag(h.tup_inserted) OVER w AS p_tup_inserted,
-		       lag(h.tup_updated) OVER w AS p_tup_updated,
-		       lag(h.tup_deleted) OVER w AS p_tup_deleted,
-		       lag(h.conflicts) OVER w AS p_conflicts,
-		       lag(h.temp_files) OVER w AS p_temp_files,
-		       lag(h.temp_bytes) OVER w AS p_temp_bytes,
-		       lag(h.deadlocks) OVER w AS p_deadlocks,
-		       lag(h.checksum_failures) OVER w AS p_checksum_failures,
-		       lag(h.blk_read_time) OVER w AS p_blk_read_time,
-		       lag(h.blk_write_time) OVER w AS p_blk_write_time,
-		       lag(h.session_time) OVER w AS p_session_time,
-		       lag(h.active_time) OVER w AS p_active_time,
-		       lag(h.idle_in_transaction_time) OVER w AS p_idle_in_transaction_time,
-		       lag(h.sessions) OVER w AS p_sessions,
-		       lag(h.sessions_abandoned) OVER w AS p_sessions_abandoned,
-		       lag(h.sessions_fatal) OVER w AS p_sessions_fatal,
-		       lag(h.sessions_killed) OVER w AS p_sessions_killed,
-		       lag(h.parallel_workers_to_launch) OVER w AS p_parallel_workers_to_launch,
-		       lag(h.parallel_workers_launched) OVER w AS p_parallel_workers_launched,
+		       lag(ARRAY[h.xact_commit, h.xact_rollback, h.blks_read, h.blks_hit, h.tup_returned, h.tup_fetched, h.tup_inserted, h.tup_updated, h.tup_deleted, h.conflicts, h.temp_files, h.temp_bytes, h.deadlocks, h.checksum_failures, h.sessions, h.sessions_abandoned, h.sessions_fatal, h.sessions_killed, h.parallel_workers_to_launch, h.parallel_workers_launched]::bigint[]) OVER w AS p_i,
+		       lag(ARRAY[h.blk_read_time, h.blk_write_time, h.session_time, h.active_time, h.idle_in_transaction_time]::float8[]) OVER w AS p_f,
 		       lag(h.stats_reset) OVER w AS p_stats_reset
-		  FROM chronicle.database_history h JOIN iv ON iv.interval_end = h.ts
+		  FROM chronicle.database_history h
 		 WHERE h.ts > $1 AND h.ts <= $2
 		   AND ($3 IS NULL OR h.datname = $3)
-		WINDOW w AS (PARTITION BY h.datid, iv.segment ORDER BY h.ts)
+		WINDOW w AS (PARTITION BY h.datid ORDER BY h.ts)
+	),
+	cur AS MATERIALIZED (
+		SELECT iv.interval_start, iv.interval_end, iv.seconds, iv.segment, r.*,
+		       coalesce(r.p_ts >= iv.segment, false) AS p_ok
+		  FROM raw r JOIN iv ON iv.interval_end = r.ts
 	),
 	-- the first stored row of a (key, segment) in the window: its baseline
 	-- is the latest earlier row of the key in the segment (one index probe)
-	prv AS (
-		SELECT c.*, b.ts AS b_ts,
-		       b.datname AS b_datname, b.xact_commit AS b_xact_commit, b.xact_rollback AS b_xact_rollback, b.blks_read AS b_blks_read, b.blks_hit AS b_blks_hit, b.tup_returned AS b_tup_returned, b.tup_fetched AS b_tup_fetched, b.tup_inserted AS b_tup_inserted, b.tup_updated AS b_tup_updated, b.tup_deleted AS b_tup_deleted, b.conflicts AS b_conflicts, b.temp_files AS b_temp_files, b.temp_bytes AS b_temp_bytes, b.deadlocks AS b_deadlocks, b.checksum_failures AS b_checksum_failures, b.blk_read_time AS b_blk_read_time, b.blk_write_time AS b_blk_write_time, b.session_time AS b_session_time, b.active_time AS b_active_time, b.idle_in_transaction_time AS b_idle_in_transaction_time, b.sessions AS b_sessions, b.sessions_abandoned AS b_sessions_abandoned, b.sessions_fatal AS b_sessions_fatal, b.sessions_killed AS b_sessions_killed, b.parallel_workers_to_launch AS b_parallel_workers_to_launch, b.parallel_workers_launched AS b_parallel_workers_launched, b.stats_reset AS b_stats_reset
+	pair AS (
+		SELECT c.interval_start, c.interval_end, c.seconds, c.segment,
+		       c.datid,
+		       c.datname, c.xact_commit, c.xact_rollback, c.blks_read, c.blks_hit, c.tup_returned, c.tup_fetched, c.tup_inserted, c.tup_updated, c.tup_deleted, c.conflicts, c.temp_files, c.temp_bytes, c.deadlocks, c.checksum_failures, c.blk_read_time, c.blk_write_time, c.session_time, c.active_time, c.idle_in_transaction_time, c.sessions, c.sessions_abandoned, c.sessions_fatal, c.sessions_killed, c.parallel_workers_to_launch, c.parallel_workers_launched, c.stats_reset,
+		       c.p_i[1] AS q_xact_commit,
+		       c.p_i[2] AS q_xact_rollback,
+		       c.p_i[3] AS q_blks_read,
+		       c.p_i[4] AS q_blks_hit,
+		       c.p_i[5] AS q_tup_returned,
+		       c.p_i[6] AS q_tup_fetched,
+		       c.p_i[7] AS q_tup_inserted,
+		       c.p_i[8] AS q_tup_updated,
+		       c.p_i[9] AS q_tup_deleted,
+		       c.p_i[10] AS q_conflicts,
+		       c.p_i[11] AS q_temp_files,
+		       c.p_i[12] AS q_temp_bytes,
+		       c.p_i[13] AS q_deadlocks,
+		       c.p_i[14] AS q_checksum_failures,
+		       c.p_i[15] AS q_sessions,
+		       c.p_i[16] AS q_sessions_abandoned,
+		       c.p_i[17] AS q_sessions_fatal,
+		       c.p_i[18] AS q_sessions_killed,
+		       c.p_i[19] AS q_parallel_workers_to_launch,
+		       c.p_i[20] AS q_parallel_workers_launched,
+		       c.p_f[1] AS q_blk_read_time,
+		       c.p_f[2] AS q_blk_write_time,
+		       c.p_f[3] AS q_session_time,
+		       c.p_f[4] AS q_active_time,
+		       c.p_f[5] AS q_idle_in_transaction_time,
+		       c.p_stats_reset AS q_stats_reset
+		  FROM cur c WHERE c.p_ok
+		UNION ALL
+		SELECT c.interval_start, c.interval_end, c.seconds, c.segment,
+		       c.datid,
+		       c.datname, c.xact_commit, c.xact_rollback, c.blks_read, c.blks_hit, c.tup_returned, c.tup_fetched, c.tup_inserted, c.tup_updated, c.tup_deleted, c.conflicts, c.temp_files, c.temp_bytes, c.deadlocks, c.checksum_failures, c.blk_read_time, c.blk_write_time, c.session_time, c.active_time, c.idle_in_transaction_time, c.sessions, c.sessions_abandoned, c.sessions_fatal, c.sessions_killed, c.parallel_workers_to_launch, c.parallel_workers_launched, c.stats_reset,
+		       b.xact_commit,
+		       b.xact_rollback,
+		       b.blks_read,
+		       b.blks_hit,
+		       b.tup_returned,
+		       b.tup_fetched,
+		       b.tup_inserted,
+		       b.tup_updated,
+		       b.tup_deleted,
+		       b.conflicts,
+		       b.temp_files,
+		       b.temp_bytes,
+		       b.deadlocks,
+		       b.checksum_failures,
+		       b.sessions,
+		       b.sessions_abandoned,
+		       b.sessions_fatal,
+		       b.sessions_killed,
+		       b.parallel_workers_to_launch,
+		       b.parallel_workers_launched,
+		       b.blk_read_time,
+		       b.blk_write_time,
+		       b.session_time,
+		       b.active_time,
+		       b.idle_in_transaction_time,
+		       b.stats_reset
 		  FROM cur c
-		  LEFT JOIN LATERAL (
+		  JOIN LATERAL (
 			SELECT hb.* FROM chronicle.database_history hb
-			 WHERE c.p_ts IS NULL
-			   AND hb.datid = c.datid
+			 WHERE hb.datid = c.datid
 			   AND hb.ts >= c.segment AND hb.ts < c.ts
 			 ORDER BY hb.ts DESC LIMIT 1) b ON true
-	),
-	pair AS (
-		SELECT p.interval_start, p.interval_end, p.seconds, p.segment,
-		       p.datid,
-		       p.datname, p.xact_commit, p.xact_rollback, p.blks_read, p.blks_hit, p.tup_returned, p.tup_fetched, p.tup_inserted, p.tup_updated, p.tup_deleted, p.conflicts, p.temp_files, p.temp_bytes, p.deadlocks, p.checksum_failures, p.blk_read_time, p.blk_write_time, p.session_time, p.active_time, p.idle_in_transaction_time, p.sessions, p.sessions_abandoned, p.sessions_fatal, p.sessions_killed, p.parallel_workers_to_launch, p.parallel_workers_launched, p.stats_reset,
-		       CASE WHEN p.p_ts IS NOT NULL THEN p.p_datname ELSE p.b_datname END AS q_datname,
-		       CASE WHEN p.p_ts IS NOT NULL THEN p.p_xact_commit ELSE p.b_xact_commit END AS q_xact_commit,
-		       CASE WHEN p.p_ts IS NOT NULL THEN p.p_xact_rollback ELSE p.b_xact_rollback END AS q_xact_rollback,
-		       CASE WHEN p.p_ts IS NOT NULL THEN p.p_blks_read ELSE p.b_blks_read END AS q_blks_read,
-		       CASE WHEN p.p_ts IS NOT NULL THEN p.p_blks_hit ELSE p.b_blks_hit END AS q_blks_hit,
-		       CASE WHEN p.p_ts IS NOT NULL THEN p.p_tup_returned ELSE p.b_tup_returned END AS q_tup_returned,
-		       CASE WHEN p.p_ts IS NOT NULL THEN p.p_tup_fetched ELSE p.b_tup_fetched END AS q_tup_fetched,
-		       CASE WHEN p.p_ts IS NOT NULL THEN p.p_tup_inserted ELSE p.b_tup_inserted END AS q_tup_inserted,
-		       CASE WHEN p.p_ts IS NOT NULL THEN p.p_tup_updated ELSE p.b_tup_updated END AS q_tup_updated,
-		       CASE WHEN p.p_ts IS NOT NULL THEN p.p_tup_deleted ELSE p.b_tup_deleted END AS q_tup_deleted,
-		       CASE WHEN p.p_ts IS NOT NULL THEN p.p_conflicts ELSE p.b_conflicts END AS q_conflicts,
-		       CASE WHEN p.p_ts IS NOT NULL THEN p.p_temp_files ELSE p.b_temp_files END AS q_temp_files,
-		       CASE WHEN p.p_ts IS NOT NULL THEN p.p_temp_bytes ELSE p.b_temp_bytes END AS q_temp_bytes,
-		       CASE WHEN p.p_ts IS NOT NULL THEN p.p_deadlocks ELSE p.b_deadlocks END AS q_deadlocks,
-		       CASE WHEN p.p_ts IS NOT NULL THEN p.p_checksum_failures ELSE p.b_checksum_failures END AS q_checksum_failures,
-		       CASE WHEN p.p_ts IS NOT NULL THEN p.p_blk_read_time ELSE p.b_blk_read_time END AS q_blk_read_time,
-		       CASE WHEN p.p_ts IS NOT NULL THEN p.p_blk_write_time ELSE p.b_blk_write_time END AS q_blk_write_time,
-		       CASE WHEN p.p_ts IS NOT NULL THEN p.p_session_time ELSE p.b_session_time END AS q_session_time,
-		       CASE WHEN p.p_ts IS NOT NULL THEN p.p_active_time ELSE p.b_active_time END AS q_active_time,
-		       CASE WHEN p.p_ts IS NOT NULL THEN p.p_idle_in_transaction_time ELSE p.b_idle_in_transaction_time END AS q_idle_in_transaction_time,
-		       CASE WHEN p.p_ts IS NOT NULL THEN p.p_sessions ELSE p.b_sessions END AS q_sessions,
-		       CASE WHEN p.p_ts IS NOT NULL THEN p.p_sessions_abandoned ELSE p.b_sessions_abandoned END AS q_sessions_abandoned,
-		       CASE WHEN p.p_ts IS NOT NULL THEN p.p_sessions_fatal ELSE p.b_sessions_fatal END AS q_sessions_fatal,
-		       CASE WHEN p.p_ts IS NOT NULL THEN p.p_sessions_killed ELSE p.b_sessions_killed END AS q_sessions_killed,
-		       CASE WHEN p.p_ts IS NOT NULL THEN p.p_parallel_workers_to_launch ELSE p.b_parallel_workers_to_launch END AS q_parallel_workers_to_launch,
-		       CASE WHEN p.p_ts IS NOT NULL THEN p.p_parallel_workers_launched ELSE p.b_parallel_workers_launched END AS q_parallel_workers_launched,
-		       CASE WHEN p.p_ts IS NOT NULL THEN p.p_stats_reset ELSE p.b_stats_reset END AS q_stats_reset
-		  FROM prv p
-		 WHERE p.p_ts IS NOT NULL OR p.b_ts IS NOT NULL
+		 WHERE NOT c.p_ok
 	),
 	chg AS (
 		SELECT x.*, (x.stats_reset IS DISTINCT FROM x.q_stats_reset
@@ -779,6 +797,9 @@ RETURNS TABLE (interval_start timestamptz, interval_end timestamptz, seconds flo
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_custom_plan
+SET enable_nestloop = off
+SET work_mem = '256MB'
+SET enable_sort = off
 AS $fn$
 #variable_conflict use_column
 BEGIN
@@ -787,44 +808,47 @@ BEGIN
 	PERFORM chronicle._check_name('chronicle.wait_deltas', 'wait_event_type', $4);
 	RETURN QUERY
 	WITH iv AS MATERIALIZED (SELECT * FROM chronicle.intervals($1, $2)),
-	-- stored rows in the window, with the previous stored row of the key
-	cur AS (
-		SELECT iv.interval_start, iv.interval_end, iv.seconds, iv.segment, h.ts,
-		       h.backend_type, h.state, h.wait_event_type, h.wait_event, h.queryid,
+	-- stored rows in the window, with the previous stored row of the key:
+	-- lag() in the order of the (key, ts) index, so that nothing is sorted,
+	-- of arrays (one lag() per type, not one per column); a previous row
+	-- of another segment does not count (p_ok false)
+	raw AS (
+		SELECT h.ts, h.backend_type, h.state, h.wait_event_type, h.wait_event, h.queryid,
 		       h.samples,
 		       lag(h.ts) OVER w AS p_ts,
-		       lag(h.samples) OVER w AS p_samples
-		  FROM chronicle.waits_history h JOIN iv ON iv.interval_end = h.ts
+		       lag(ARRAY[h.samples]::bigint[]) OVER w AS p_i
+		  FROM chronicle.waits_history h
 		 WHERE h.ts > $1 AND h.ts <= $2
 		   AND ($3 IS NULL OR h.backend_type = $3)
 		   AND ($4 IS NULL OR h.wait_event_type = $4)
 		   AND ($5 IS NULL OR h.wait_event = $5)
-		WINDOW w AS (PARTITION BY h.backend_type, h.state, h.wait_event_type, h.wait_event, h.queryid, iv.segment ORDER BY h.ts)
+		WINDOW w AS (PARTITION BY h.backend_type, h.state, h.wait_event_type, h.wait_event, h.queryid ORDER BY h.ts)
+	),
+	cur AS MATERIALIZED (
+		SELECT iv.interval_start, iv.interval_end, iv.seconds, iv.segment, r.*,
+		       coalesce(r.p_ts >= iv.segment, false) AS p_ok
+		  FROM raw r JOIN iv ON iv.interval_end = r.ts
 	),
 	-- the first stored row of a (key, segment) in the window: its baseline
 	-- is the latest earlier row of the key in the segment (one index probe)
-	prv AS (
-		SELECT c.*, b.ts AS b_ts,
-		       b.samples AS b_samples
+	pair AS (
+		SELECT c.interval_start, c.interval_end, c.seconds, c.segment,
+		       c.backend_type, c.state, c.wait_event_type, c.wait_event, c.queryid,
+		       c.samples,
+		       c.p_i[1] AS q_samples
+		  FROM cur c WHERE c.p_ok
+		UNION ALL
+		SELECT c.interval_start, c.interval_end, c.seconds, c.segment,
+		       c.backend_type, c.state, c.wait_event_type, c.wait_event, c.queryid,
+		       c.samples,
+		       b.samples
 		  FROM cur c
-		  LEFT JOIN LATERAL (
+		  JOIN LATERAL (
 			SELECT hb.* FROM chronicle.waits_history hb
-			 WHERE c.p_ts IS NULL
-			   AND hb.backend_type = c.backend_type
-			   AND hb.state = c.state
-			   AND hb.wait_event_type = c.wait_event_type
-			   AND hb.wait_event = c.wait_event
-			   AND hb.queryid = c.queryid
+			 WHERE hb.backend_type = c.backend_type AND hb.state = c.state AND hb.wait_event_type = c.wait_event_type AND hb.wait_event = c.wait_event AND hb.queryid = c.queryid
 			   AND hb.ts >= c.segment AND hb.ts < c.ts
 			 ORDER BY hb.ts DESC LIMIT 1) b ON true
-	),
-	pair AS (
-		SELECT p.interval_start, p.interval_end, p.seconds, p.segment,
-		       p.backend_type, p.state, p.wait_event_type, p.wait_event, p.queryid,
-		       p.samples,
-		       CASE WHEN p.p_ts IS NOT NULL THEN p.p_samples ELSE p.b_samples END AS q_samples
-		  FROM prv p
-		 WHERE p.p_ts IS NOT NULL OR p.b_ts IS NOT NULL
+		 WHERE NOT c.p_ok
 	),
 	chg AS (
 		SELECT x.*, (coalesce(x.samples < x.q_samples, false)) AS reset
@@ -968,75 +992,84 @@ RETURNS TABLE (interval_start timestamptz, interval_end timestamptz, seconds flo
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_custom_plan
+SET enable_nestloop = off
+SET work_mem = '256MB'
+SET enable_sort = off
 AS $fn$
 #variable_conflict use_column
 BEGIN
 	PERFORM chronicle._check_range($1, $2, 'chronicle.os_disk_deltas');
 	RETURN QUERY
 	WITH iv AS MATERIALIZED (SELECT * FROM chronicle.intervals($1, $2)),
-	-- stored rows in the window, with the previous stored row of the key
-	cur AS (
-		SELECT iv.interval_start, iv.interval_end, iv.seconds, iv.segment, h.ts,
-		       h.device, h.role,
+	-- stored rows in the window, with the previous stored row of the key:
+	-- lag() in the order of the (key, ts) index, so that nothing is sorted,
+	-- of arrays (one lag() per type, not one per column); a previous row
+	-- of another segment does not count (p_ok false)
+	raw AS (
+		SELECT h.ts, h.device, h.role,
 		       h.reads_completed, h.reads_merged, h.sectors_read, h.read_time_ms, h.writes_completed, h.writes_merged, h.sectors_written, h.write_time_ms, h.io_time_ms, h.weighted_io_time_ms, h.discards_completed, h.discards_merged, h.sectors_discarded, h.discard_time_ms, h.flushes_completed, h.flush_time_ms,
 		       lag(h.ts) OVER w AS p_ts,
-		       lag(h.reads_completed) OVER w AS p_reads_completed,
-		       lag(h.reads_merged) OVER w AS p_reads_merged,
-		       lag(h.sectors_read) OVER w AS p_sectors_read,
-		       lag(h.read_time_ms) OVER w AS p_read_time_ms,
-		       lag(h.writes_completed) OVER w AS p_writes_completed,
-		       lag(h.writes_merged) OVER w AS p_writes_merged,
-		       lag(h.sectors_written) OVER w AS p_sectors_written,
-		       lag(h.write_time_ms) OVER w AS p_write_time_ms,
-		       lag(h.io_time_ms) OVER w AS p_io_time_ms,
-		       lag(h.weighted_io_time_ms) OVER w AS p_weighted_io_time_ms,
-		       lag(h.discards_completed) OVER w AS p_discards_completed,
-		       lag(h.discards_merged) OVER w AS p_discards_merged,
-		       lag(h.sectors_discarded) OVER w AS p_sectors_discarded,
-		       lag(h.discard_time_ms) OVER w AS p_discard_time_ms,
-		       lag(h.flushes_completed) OVER w AS p_flushes_completed,
-		       lag(h.flush_time_ms) OVER w AS p_flush_time_ms
-		  FROM chronicle.os_disk_history h JOIN iv ON iv.interval_end = h.ts
+		       lag(ARRAY[h.reads_completed, h.reads_merged, h.sectors_read, h.read_time_ms, h.writes_completed, h.writes_merged, h.sectors_written, h.write_time_ms, h.io_time_ms, h.weighted_io_time_ms, h.discards_completed, h.discards_merged, h.sectors_discarded, h.discard_time_ms, h.flushes_completed, h.flush_time_ms]::bigint[]) OVER w AS p_i
+		  FROM chronicle.os_disk_history h
 		 WHERE h.ts > $1 AND h.ts <= $2
 		   AND ($3 IS NULL OR h.device = $3)
-		WINDOW w AS (PARTITION BY h.device, h.role, iv.segment ORDER BY h.ts)
+		WINDOW w AS (PARTITION BY h.device, h.role ORDER BY h.ts)
+	),
+	cur AS MATERIALIZED (
+		SELECT iv.interval_start, iv.interval_end, iv.seconds, iv.segment, r.*,
+		       coalesce(r.p_ts >= iv.segment, false) AS p_ok
+		  FROM raw r JOIN iv ON iv.interval_end = r.ts
 	),
 	-- the first stored row of a (key, segment) in the window: its baseline
 	-- is the latest earlier row of the key in the segment (one index probe)
-	prv AS (
-		SELECT c.*, b.ts AS b_ts,
-		       b.reads_completed AS b_reads_completed, b.reads_merged AS b_reads_merged, b.sectors_read AS b_sectors_read, b.read_time_ms AS b_read_time_ms, b.writes_completed AS b_writes_completed, b.writes_merged AS b_writes_merged, b.sectors_written AS b_sectors_written, b.write_time_ms AS b_write_time_ms, b.io_time_ms AS b_io_time_ms, b.weighted_io_time_ms AS b_weighted_io_time_ms, b.discards_completed AS b_discards_completed, b.discards_merged AS b_discards_merged, b.sectors_discarded AS b_sectors_discarded, b.discard_time_ms AS b_discard_time_ms, b.flushes_completed AS b_flushes_completed, b.flush_time_ms AS b_flush_time_ms
+	pair AS (
+		SELECT c.interval_start, c.interval_end, c.seconds, c.segment,
+		       c.device, c.role,
+		       c.reads_completed, c.reads_merged, c.sectors_read, c.read_time_ms, c.writes_completed, c.writes_merged, c.sectors_written, c.write_time_ms, c.io_time_ms, c.weighted_io_time_ms, c.discards_completed, c.discards_merged, c.sectors_discarded, c.discard_time_ms, c.flushes_completed, c.flush_time_ms,
+		       c.p_i[1] AS q_reads_completed,
+		       c.p_i[2] AS q_reads_merged,
+		       c.p_i[3] AS q_sectors_read,
+		       c.p_i[4] AS q_read_time_ms,
+		       c.p_i[5] AS q_writes_completed,
+		       c.p_i[6] AS q_writes_merged,
+		       c.p_i[7] AS q_sectors_written,
+		       c.p_i[8] AS q_write_time_ms,
+		       c.p_i[9] AS q_io_time_ms,
+		       c.p_i[10] AS q_weighted_io_time_ms,
+		       c.p_i[11] AS q_discards_completed,
+		       c.p_i[12] AS q_discards_merged,
+		       c.p_i[13] AS q_sectors_discarded,
+		       c.p_i[14] AS q_discard_time_ms,
+		       c.p_i[15] AS q_flushes_completed,
+		       c.p_i[16] AS q_flush_time_ms
+		  FROM cur c WHERE c.p_ok
+		UNION ALL
+		SELECT c.interval_start, c.interval_end, c.seconds, c.segment,
+		       c.device, c.role,
+		       c.reads_completed, c.reads_merged, c.sectors_read, c.read_time_ms, c.writes_completed, c.writes_merged, c.sectors_written, c.write_time_ms, c.io_time_ms, c.weighted_io_time_ms, c.discards_completed, c.discards_merged, c.sectors_discarded, c.discard_time_ms, c.flushes_completed, c.flush_time_ms,
+		       b.reads_completed,
+		       b.reads_merged,
+		       b.sectors_read,
+		       b.read_time_ms,
+		       b.writes_completed,
+		       b.writes_merged,
+		       b.sectors_written,
+		       b.write_time_ms,
+		       b.io_time_ms,
+		       b.weighted_io_time_ms,
+		       b.discards_completed,
+		       b.discards_merged,
+		       b.sectors_discarded,
+		       b.discard_time_ms,
+		       b.flushes_completed,
+		       b.flush_time_ms
 		  FROM cur c
-		  LEFT JOIN LATERAL (
+		  JOIN LATERAL (
 			SELECT hb.* FROM chronicle.os_disk_history hb
-			 WHERE c.p_ts IS NULL
-			   AND hb.device = c.device
-			   AND hb.role = c.role
+			 WHERE hb.device = c.device AND hb.role = c.role
 			   AND hb.ts >= c.segment AND hb.ts < c.ts
 			 ORDER BY hb.ts DESC LIMIT 1) b ON true
-	),
-	pair AS (
-		SELECT p.interval_start, p.interval_end, p.seconds, p.segment,
-		       p.device, p.role,
-		       p.reads_completed, p.reads_merged, p.sectors_read, p.read_time_ms, p.writes_completed, p.writes_merged, p.sectors_written, p.write_time_ms, p.io_time_ms, p.weighted_io_time_ms, p.discards_completed, p.discards_merged, p.sectors_discarded, p.discard_time_ms, p.flushes_completed, p.flush_time_ms,
-		       CASE WHEN p.p_ts IS NOT NULL THEN p.p_reads_completed ELSE p.b_reads_completed END AS q_reads_completed,
-		       CASE WHEN p.p_ts IS NOT NULL THEN p.p_reads_merged ELSE p.b_reads_merged END AS q_reads_merged,
-		       CASE WHEN p.p_ts IS NOT NULL THEN p.p_sectors_read ELSE p.b_sectors_read END AS q_sectors_read,
-		       CASE WHEN p.p_ts IS NOT NULL THEN p.p_read_time_ms ELSE p.b_read_time_ms END AS q_read_time_ms,
-		       CASE WHEN p.p_ts IS NOT NULL THEN p.p_writes_completed ELSE p.b_writes_completed END AS q_writes_completed,
-		       CASE WHEN p.p_ts IS NOT NULL THEN p.p_writes_merged ELSE p.b_writes_merged END AS q_writes_merged,
-		       CASE WHEN p.p_ts IS NOT NULL THEN p.p_sectors_written ELSE p.b_sectors_written END AS q_sectors_written,
-		       CASE WHEN p.p_ts IS NOT NULL THEN p.p_write_time_ms ELSE p.b_write_time_ms END AS q_write_time_ms,
-		       CASE WHEN p.p_ts IS NOT NULL THEN p.p_io_time_ms ELSE p.b_io_time_ms END AS q_io_time_ms,
-		       CASE WHEN p.p_ts IS NOT NULL THEN p.p_weighted_io_time_ms ELSE p.b_weighted_io_time_ms END AS q_weighted_io_time_ms,
-		       CASE WHEN p.p_ts IS NOT NULL THEN p.p_discards_completed ELSE p.b_discards_completed END AS q_discards_completed,
-		       CASE WHEN p.p_ts IS NOT NULL THEN p.p_discards_merged ELSE p.b_discards_merged END AS q_discards_merged,
-		       CASE WHEN p.p_ts IS NOT NULL THEN p.p_sectors_discarded ELSE p.b_sectors_discarded END AS q_sectors_discarded,
-		       CASE WHEN p.p_ts IS NOT NULL THEN p.p_discard_time_ms ELSE p.b_discard_time_ms END AS q_discard_time_ms,
-		       CASE WHEN p.p_ts IS NOT NULL THEN p.p_flushes_completed ELSE p.b_flushes_completed END AS q_flushes_completed,
-		       CASE WHEN p.p_ts IS NOT NULL THEN p.p_flush_time_ms ELSE p.b_flush_time_ms END AS q_flush_time_ms
-		  FROM prv p
-		 WHERE p.p_ts IS NOT NULL OR p.b_ts IS NOT NULL
+		 WHERE NOT c.p_ok
 	),
 	chg AS (
 		SELECT x.*, (coalesce(x.reads_completed < x.q_reads_completed, false)
@@ -1277,46 +1310,56 @@ RETURNS TABLE (interval_start timestamptz, interval_end timestamptz, seconds flo
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_custom_plan
+SET enable_nestloop = off
+SET work_mem = '256MB'
+SET enable_sort = off
 AS $fn$
 #variable_conflict use_column
 BEGIN
 	PERFORM chronicle._check_range($1, $2, 'chronicle.os_pressure_deltas');
 	RETURN QUERY
 	WITH iv AS MATERIALIZED (SELECT * FROM chronicle.intervals($1, $2)),
-	-- stored rows in the window, with the previous stored row of the key
-	cur AS (
-		SELECT iv.interval_start, iv.interval_end, iv.seconds, iv.segment, h.ts,
-		       h.resource,
+	-- stored rows in the window, with the previous stored row of the key:
+	-- lag() in the order of the (key, ts) index, so that nothing is sorted,
+	-- of arrays (one lag() per type, not one per column); a previous row
+	-- of another segment does not count (p_ok false)
+	raw AS (
+		SELECT h.ts, h.resource,
 		       h.some_total, h.full_total,
 		       lag(h.ts) OVER w AS p_ts,
-		       lag(h.some_total) OVER w AS p_some_total,
-		       lag(h.full_total) OVER w AS p_full_total
-		  FROM chronicle.os_pressure_history h JOIN iv ON iv.interval_end = h.ts
+		       lag(ARRAY[h.some_total, h.full_total]::bigint[]) OVER w AS p_i
+		  FROM chronicle.os_pressure_history h
 		 WHERE h.ts > $1 AND h.ts <= $2
 		   AND ($3 IS NULL OR h.resource = $3)
-		WINDOW w AS (PARTITION BY h.resource, iv.segment ORDER BY h.ts)
+		WINDOW w AS (PARTITION BY h.resource ORDER BY h.ts)
+	),
+	cur AS MATERIALIZED (
+		SELECT iv.interval_start, iv.interval_end, iv.seconds, iv.segment, r.*,
+		       coalesce(r.p_ts >= iv.segment, false) AS p_ok
+		  FROM raw r JOIN iv ON iv.interval_end = r.ts
 	),
 	-- the first stored row of a (key, segment) in the window: its baseline
 	-- is the latest earlier row of the key in the segment (one index probe)
-	prv AS (
-		SELECT c.*, b.ts AS b_ts,
-		       b.some_total AS b_some_total, b.full_total AS b_full_total
+	pair AS (
+		SELECT c.interval_start, c.interval_end, c.seconds, c.segment,
+		       c.resource,
+		       c.some_total, c.full_total,
+		       c.p_i[1] AS q_some_total,
+		       c.p_i[2] AS q_full_total
+		  FROM cur c WHERE c.p_ok
+		UNION ALL
+		SELECT c.interval_start, c.interval_end, c.seconds, c.segment,
+		       c.resource,
+		       c.some_total, c.full_total,
+		       b.some_total,
+		       b.full_total
 		  FROM cur c
-		  LEFT JOIN LATERAL (
+		  JOIN LATERAL (
 			SELECT hb.* FROM chronicle.os_pressure_history hb
-			 WHERE c.p_ts IS NULL
-			   AND hb.resource = c.resource
+			 WHERE hb.resource = c.resource
 			   AND hb.ts >= c.segment AND hb.ts < c.ts
 			 ORDER BY hb.ts DESC LIMIT 1) b ON true
-	),
-	pair AS (
-		SELECT p.interval_start, p.interval_end, p.seconds, p.segment,
-		       p.resource,
-		       p.some_total, p.full_total,
-		       CASE WHEN p.p_ts IS NOT NULL THEN p.p_some_total ELSE p.b_some_total END AS q_some_total,
-		       CASE WHEN p.p_ts IS NOT NULL THEN p.p_full_total ELSE p.b_full_total END AS q_full_total
-		  FROM prv p
-		 WHERE p.p_ts IS NOT NULL OR p.b_ts IS NOT NULL
+		 WHERE NOT c.p_ok
 	),
 	chg AS (
 		SELECT x.*, (coalesce(x.some_total < x.q_some_total, false)
