@@ -64,31 +64,38 @@ BEGIN
 END $$;
 SQL
 
-f="''$day 00:00:00+00''"; t="''$day 23:59:59+00''"; h="''$day 12:30:00+00''"
-psql -v reps="$reps" <<SQL
-\pset format aligned
-SELECT * FROM bench('intervals', 'SELECT * FROM chronicle.intervals($f, $t)', :reps)
-UNION ALL SELECT * FROM bench('io_deltas, one key', 'SELECT * FROM chronicle.io_deltas($f, $t, ''client backend'', ''relation'', ''normal'')', :reps)
-UNION ALL SELECT * FROM bench('io_deltas, changed_only', 'SELECT * FROM chronicle.io_deltas($f, $t, changed_only => true)', :reps)
-UNION ALL SELECT * FROM bench('io_deltas, all keys 1 h', 'SELECT * FROM chronicle.io_deltas($f, $h)', :reps)
-UNION ALL SELECT * FROM bench('io_totals', 'SELECT * FROM chronicle.io_totals($f, $t)', :reps)
-UNION ALL SELECT * FROM bench('wal_deltas', 'SELECT * FROM chronicle.wal_deltas($f, $t)', :reps)
-UNION ALL SELECT * FROM bench('wal_totals', 'SELECT * FROM chronicle.wal_totals($f, $t)', :reps)
-UNION ALL SELECT * FROM bench('checkpointer_deltas', 'SELECT * FROM chronicle.checkpointer_deltas($f, $t)', :reps)
-UNION ALL SELECT * FROM bench('bgwriter_deltas', 'SELECT * FROM chronicle.bgwriter_deltas($f, $t)', :reps)
-UNION ALL SELECT * FROM bench('database_deltas', 'SELECT * FROM chronicle.database_deltas($f, $t)', :reps)
-UNION ALL SELECT * FROM bench('database_totals', 'SELECT * FROM chronicle.database_totals($f, $t)', :reps)
-UNION ALL SELECT * FROM bench('buffers_values', 'SELECT * FROM chronicle.buffers_values($f, $t)', :reps)
-UNION ALL SELECT * FROM bench('os_memory_deltas', 'SELECT * FROM chronicle.os_memory_deltas($f, $t)', :reps)
-UNION ALL SELECT * FROM bench('wait_deltas, changed_only', 'SELECT * FROM chronicle.wait_deltas($f, $t, changed_only => true)', :reps)
-UNION ALL SELECT * FROM bench('wait_totals', 'SELECT * FROM chronicle.wait_totals($f, $t)', :reps)
-UNION ALL SELECT * FROM bench('wait_profile', 'SELECT * FROM chronicle.wait_profile($f, $t)', :reps)
-UNION ALL SELECT * FROM bench('wait_profile_series top 3', 'SELECT * FROM chronicle.wait_profile_series($f, $t, top => 3)', :reps)
-UNION ALL SELECT * FROM bench('percentiles wal.wal_bytes_per_s', 'SELECT * FROM chronicle.percentiles(''wal.wal_bytes_per_s'', $f, $t)', :reps)
-UNION ALL SELECT * FROM bench('percentiles io.write_bytes_per_s client', 'SELECT * FROM chronicle.percentiles(''io.write_bytes_per_s'', $f, $t, for_backend_type => ''client backend'')', :reps)
-UNION ALL SELECT * FROM bench('timeline', 'SELECT * FROM chronicle.timeline($f, $t)', :reps)
-UNION ALL SELECT * FROM bench('summary', 'SELECT * FROM chronicle.summary($f, $t)', :reps);
-SQL
+f="''$day 00:00:00+00''"; t="''$day 23:59:59+00''"; h="''$day 12:30:00+00''"; h1="''$day 01:00:00+00''"
+# One call at a time, each capped by $BENCH_TIMEOUT (default 120 s).
+calls=(
+	"intervals|SELECT * FROM chronicle.intervals($f, $t)"
+	"wal_deltas|SELECT * FROM chronicle.wal_deltas($f, $t)"
+	"wal_totals|SELECT * FROM chronicle.wal_totals($f, $t)"
+	"checkpointer_deltas|SELECT * FROM chronicle.checkpointer_deltas($f, $t)"
+	"bgwriter_deltas|SELECT * FROM chronicle.bgwriter_deltas($f, $t)"
+	"buffers_values|SELECT * FROM chronicle.buffers_values($f, $t)"
+	"os_memory_deltas|SELECT * FROM chronicle.os_memory_deltas($f, $t)"
+	"percentiles wal.wal_bytes_per_s|SELECT * FROM chronicle.percentiles(''wal.wal_bytes_per_s'', $f, $t)"
+	"io_deltas, one key|SELECT * FROM chronicle.io_deltas($f, $t, ''client backend'', ''relation'', ''normal'')"
+	"io_deltas, all keys, 1 h|SELECT * FROM chronicle.io_deltas($f, $h1)"
+	"io_deltas, changed_only|SELECT * FROM chronicle.io_deltas($f, $t, changed_only => true)"
+	"io_totals|SELECT * FROM chronicle.io_totals($f, $t)"
+	"io_totals, 1 h|SELECT * FROM chronicle.io_totals($f, $h1)"
+	"percentiles io.write_bytes_per_s client|SELECT * FROM chronicle.percentiles(''io.write_bytes_per_s'', $f, $t, for_backend_type => ''client backend'')"
+	"database_deltas|SELECT * FROM chronicle.database_deltas($f, $t)"
+	"database_totals|SELECT * FROM chronicle.database_totals($f, $t)"
+	"wait_profile, 1 h|SELECT * FROM chronicle.wait_profile($f, $h1)"
+	"wait_profile_series top 3, 1 h|SELECT * FROM chronicle.wait_profile_series($f, $h1, top => 3)"
+	"timeline, 1 h|SELECT * FROM chronicle.timeline($f, $h1)"
+	"summary, 1 h|SELECT * FROM chronicle.summary($f, $h1)"
+	"wait_profile|SELECT * FROM chronicle.wait_profile($f, $t)"
+	"timeline|SELECT * FROM chronicle.timeline($f, $t)"
+	"summary|SELECT * FROM chronicle.summary($f, $t)"
+)
+for c in "${calls[@]}"; do
+	label=${c%%|*}; q=${c#*|}
+	PGOPTIONS="-c statement_timeout=${BENCH_TIMEOUT:-120}s" psql -At -F ' | ' \
+		-c "SELECT * FROM bench('$label', '$q', $reps)" 2>&1 | sed 's/^ERROR:.*statement timeout/'"$label"' | > '"${BENCH_TIMEOUT:-120}"' s (timeout)/'
+done
 
 [ -n "${BENCH_SKIP_WRITES:-}" ] && exit 0
 echo "== write cost of the analysis indexes: 3600 s of io_history + waits_history rows, inserted"

@@ -394,8 +394,28 @@ def grants(name, sig):
 
 def gen_single(s):
     name = fn_name(s)
-    store = [c for c, k in s['cols']] + ([s['reset']] if s['reset'] else [])
     counters = [(c, k) for c, k in s['cols'] if k in 'ct']
+    # Values travel as one bigint[] and one float8[] per row: two window
+    # function calls per step instead of one per column.
+    ints = [c for c, k in s['cols'] if k == 'c' or (k == 'g' and c != 'usagecount_avg')]
+    flts = [c for c, k in s['cols'] if k == 't' or c == 'usagecount_avg']
+    rst = s['reset']
+
+    def acc(row, c, prev=False):
+        q = 'q_' if prev else ''
+        if c in ints:
+            return '%s.%svi[%d]' % (row, q, ints.index(c) + 1)
+        if c in flts:
+            return '%s.%svf[%d]' % (row, q, flts.index(c) + 1)
+        return '%s.%s%s' % (row, q, c)
+    arrs = ['ARRAY[%s]::bigint[] AS vi' % ', '.join('%%(r)s.%s' % c for c in ints)]
+    names = ['vi']
+    if flts:
+        arrs.append('ARRAY[%s]::float8[] AS vf' % ', '.join('%%(r)s.%s' % c for c in flts))
+        names.append('vf')
+    if rst:
+        arrs.append('%%(r)s.%s' % rst)
+        names.append(rst)
     params = ['from_ts timestamptz', 'to_ts timestamptz']
     res = [('interval_start', 'timestamptz'), ('interval_end', 'timestamptz'), ('seconds', 'float8')] + \
         out_columns(s)
@@ -410,14 +430,14 @@ def gen_single(s):
     w('\tseq AS (')
     w('\t\tSELECT f.segment, f.first_start AS interval_end, NULL::timestamptz AS interval_start,')
     w('\t\t       NULL::float8 AS seconds, true AS base, b.ts AS hts,')
-    w('\t\t       %s' % sel('b', store))
+    w('\t\t       %s' % ', '.join(a % {'r': 'b'} for a in arrs))
     w('\t\t  FROM fs f LEFT JOIN LATERAL (')
     w('\t\t\tSELECT hb.* FROM chronicle.%s hb' % s['table'])
     w('\t\t\t WHERE hb.ts >= f.segment AND hb.ts <= f.first_start')
     w('\t\t\t ORDER BY hb.ts DESC LIMIT 1) b ON true')
     w('\t\tUNION ALL')
     w('\t\tSELECT i.segment, i.interval_end, i.interval_start, i.seconds, false, h.ts,')
-    w('\t\t       %s' % sel('h', store))
+    w('\t\t       %s' % ', '.join(a % {'r': 'h'} for a in arrs))
     w('\t\t  FROM iv i LEFT JOIN chronicle.%s h' % s['table'])
     w('\t\t    ON h.ts = i.interval_end AND h.ts > $1 AND h.ts <= $2')
     w('\t),')
@@ -426,30 +446,35 @@ def gen_single(s):
     w('\tfill AS (')
     w('\t\tSELECT r.segment, r.interval_end, r.interval_start, r.seconds, r.base,')
     w('\t\t       first_value(r.hts) OVER wf AS hts,')
-    w('\t\t       %s' % ',\n\t\t       '.join('first_value(r.%s) OVER wf AS %s' % (c, c) for c in store))
+    w('\t\t       %s' % ',\n\t\t       '.join('first_value(r.%s) OVER wf AS %s' % (c, c) for c in names))
     w('\t\t  FROM grp r')
     w('\t\tWINDOW wf AS (PARTITION BY r.segment, r.g ORDER BY r.interval_end)')
     w('\t),')
     w('\tpair AS (')
     w('\t\tSELECT f.*, lag(f.hts) OVER wl AS q_hts,')
-    w('\t\t       %s' % ',\n\t\t       '.join('lag(f.%s) OVER wl AS q_%s' % (c, c) for c in store))
+    w('\t\t       %s' % ',\n\t\t       '.join('lag(f.%s) OVER wl AS q_%s' % (c, c) for c in names))
     w('\t\t  FROM fill f')
     w('\t\tWINDOW wl AS (PARTITION BY f.segment ORDER BY f.interval_end)')
     w('\t),')
     w('\tchg AS (')
-    if counters or s['reset']:
-        w('\t\tSELECT x.*, (x.q_hts IS NOT NULL AND %s) AS reset' % reset_expr(s, 'x', 'x_q').replace('x_q.', 'x.q_'))
+    if counters or rst:
+        parts = []
+        if rst:
+            parts.append('x.%s IS DISTINCT FROM x.q_%s' % (rst, rst))
+        for c, k in counters:
+            parts.append('coalesce(%s < %s, false)' % (acc('x', c), acc('x', c, True)))
+        w('\t\tSELECT x.*, (x.q_hts IS NOT NULL AND (%s)) AS reset' % '\n\t\t         OR '.join(parts))
     else:
         w('\t\tSELECT x.*')
     w('\t\t  FROM pair x WHERE NOT x.base')
     w('\t),')
     w('\tdlt AS (')
-    w('\t\tSELECT y.interval_start, y.interval_end, y.seconds%s' % (', y.reset' if (counters or s['reset']) else ''))
+    w('\t\tSELECT y.interval_start, y.interval_end, y.seconds%s' % (', y.reset' if (counters or rst) else ''))
     for c, k in s['cols']:
         if k in 'ct':
-            w('\t\t       , CASE WHEN y.reset THEN NULL ELSE y.%s - y.q_%s END AS %s' % (c, c, c))
+            w('\t\t       , CASE WHEN y.reset THEN NULL ELSE %s - %s END AS %s' % (acc('y', c), acc('y', c, True), c))
         elif k == 'g':
-            w('\t\t       , y.%s' % c)
+            w('\t\t       , %s::%s AS %s' % (acc('y', c), 'float8' if c == 'usagecount_avg' else 'bigint', c))
     w('\t\t  FROM chg y')
     w('\t)')
     w('\tSELECT %s' % final_select(s, 'z', []))

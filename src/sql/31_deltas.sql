@@ -1476,14 +1476,14 @@ BEGIN
 	seq AS (
 		SELECT f.segment, f.first_start AS interval_end, NULL::timestamptz AS interval_start,
 		       NULL::float8 AS seconds, true AS base, b.ts AS hts,
-		       b.wal_records, b.wal_fpi, b.wal_bytes, b.wal_buffers_full, b.wal_write, b.wal_sync, b.wal_write_time, b.wal_sync_time, b.stats_reset
+		       ARRAY[b.wal_records, b.wal_fpi, b.wal_bytes, b.wal_buffers_full, b.wal_write, b.wal_sync]::bigint[] AS vi, ARRAY[b.wal_write_time, b.wal_sync_time]::float8[] AS vf, b.stats_reset
 		  FROM fs f LEFT JOIN LATERAL (
 			SELECT hb.* FROM chronicle.wal_history hb
 			 WHERE hb.ts >= f.segment AND hb.ts <= f.first_start
 			 ORDER BY hb.ts DESC LIMIT 1) b ON true
 		UNION ALL
 		SELECT i.segment, i.interval_end, i.interval_start, i.seconds, false, h.ts,
-		       h.wal_records, h.wal_fpi, h.wal_bytes, h.wal_buffers_full, h.wal_write, h.wal_sync, h.wal_write_time, h.wal_sync_time, h.stats_reset
+		       ARRAY[h.wal_records, h.wal_fpi, h.wal_bytes, h.wal_buffers_full, h.wal_write, h.wal_sync]::bigint[] AS vi, ARRAY[h.wal_write_time, h.wal_sync_time]::float8[] AS vf, h.stats_reset
 		  FROM iv i LEFT JOIN chronicle.wal_history h
 		    ON h.ts = i.interval_end AND h.ts > $1 AND h.ts <= $2
 	),
@@ -1492,54 +1492,42 @@ BEGIN
 	fill AS (
 		SELECT r.segment, r.interval_end, r.interval_start, r.seconds, r.base,
 		       first_value(r.hts) OVER wf AS hts,
-		       first_value(r.wal_records) OVER wf AS wal_records,
-		       first_value(r.wal_fpi) OVER wf AS wal_fpi,
-		       first_value(r.wal_bytes) OVER wf AS wal_bytes,
-		       first_value(r.wal_buffers_full) OVER wf AS wal_buffers_full,
-		       first_value(r.wal_write) OVER wf AS wal_write,
-		       first_value(r.wal_sync) OVER wf AS wal_sync,
-		       first_value(r.wal_write_time) OVER wf AS wal_write_time,
-		       first_value(r.wal_sync_time) OVER wf AS wal_sync_time,
+		       first_value(r.vi) OVER wf AS vi,
+		       first_value(r.vf) OVER wf AS vf,
 		       first_value(r.stats_reset) OVER wf AS stats_reset
 		  FROM grp r
 		WINDOW wf AS (PARTITION BY r.segment, r.g ORDER BY r.interval_end)
 	),
 	pair AS (
 		SELECT f.*, lag(f.hts) OVER wl AS q_hts,
-		       lag(f.wal_records) OVER wl AS q_wal_records,
-		       lag(f.wal_fpi) OVER wl AS q_wal_fpi,
-		       lag(f.wal_bytes) OVER wl AS q_wal_bytes,
-		       lag(f.wal_buffers_full) OVER wl AS q_wal_buffers_full,
-		       lag(f.wal_write) OVER wl AS q_wal_write,
-		       lag(f.wal_sync) OVER wl AS q_wal_sync,
-		       lag(f.wal_write_time) OVER wl AS q_wal_write_time,
-		       lag(f.wal_sync_time) OVER wl AS q_wal_sync_time,
+		       lag(f.vi) OVER wl AS q_vi,
+		       lag(f.vf) OVER wl AS q_vf,
 		       lag(f.stats_reset) OVER wl AS q_stats_reset
 		  FROM fill f
 		WINDOW wl AS (PARTITION BY f.segment ORDER BY f.interval_end)
 	),
 	chg AS (
 		SELECT x.*, (x.q_hts IS NOT NULL AND (x.stats_reset IS DISTINCT FROM x.q_stats_reset
-		         OR coalesce(x.wal_records < x.q_wal_records, false)
-		         OR coalesce(x.wal_fpi < x.q_wal_fpi, false)
-		         OR coalesce(x.wal_bytes < x.q_wal_bytes, false)
-		         OR coalesce(x.wal_buffers_full < x.q_wal_buffers_full, false)
-		         OR coalesce(x.wal_write < x.q_wal_write, false)
-		         OR coalesce(x.wal_sync < x.q_wal_sync, false)
-		         OR coalesce(x.wal_write_time < x.q_wal_write_time, false)
-		         OR coalesce(x.wal_sync_time < x.q_wal_sync_time, false))) AS reset
+		         OR coalesce(x.vi[1] < x.q_vi[1], false)
+		         OR coalesce(x.vi[2] < x.q_vi[2], false)
+		         OR coalesce(x.vi[3] < x.q_vi[3], false)
+		         OR coalesce(x.vi[4] < x.q_vi[4], false)
+		         OR coalesce(x.vi[5] < x.q_vi[5], false)
+		         OR coalesce(x.vi[6] < x.q_vi[6], false)
+		         OR coalesce(x.vf[1] < x.q_vf[1], false)
+		         OR coalesce(x.vf[2] < x.q_vf[2], false))) AS reset
 		  FROM pair x WHERE NOT x.base
 	),
 	dlt AS (
 		SELECT y.interval_start, y.interval_end, y.seconds, y.reset
-		       , CASE WHEN y.reset THEN NULL ELSE y.wal_records - y.q_wal_records END AS wal_records
-		       , CASE WHEN y.reset THEN NULL ELSE y.wal_fpi - y.q_wal_fpi END AS wal_fpi
-		       , CASE WHEN y.reset THEN NULL ELSE y.wal_bytes - y.q_wal_bytes END AS wal_bytes
-		       , CASE WHEN y.reset THEN NULL ELSE y.wal_buffers_full - y.q_wal_buffers_full END AS wal_buffers_full
-		       , CASE WHEN y.reset THEN NULL ELSE y.wal_write - y.q_wal_write END AS wal_write
-		       , CASE WHEN y.reset THEN NULL ELSE y.wal_sync - y.q_wal_sync END AS wal_sync
-		       , CASE WHEN y.reset THEN NULL ELSE y.wal_write_time - y.q_wal_write_time END AS wal_write_time
-		       , CASE WHEN y.reset THEN NULL ELSE y.wal_sync_time - y.q_wal_sync_time END AS wal_sync_time
+		       , CASE WHEN y.reset THEN NULL ELSE y.vi[1] - y.q_vi[1] END AS wal_records
+		       , CASE WHEN y.reset THEN NULL ELSE y.vi[2] - y.q_vi[2] END AS wal_fpi
+		       , CASE WHEN y.reset THEN NULL ELSE y.vi[3] - y.q_vi[3] END AS wal_bytes
+		       , CASE WHEN y.reset THEN NULL ELSE y.vi[4] - y.q_vi[4] END AS wal_buffers_full
+		       , CASE WHEN y.reset THEN NULL ELSE y.vi[5] - y.q_vi[5] END AS wal_write
+		       , CASE WHEN y.reset THEN NULL ELSE y.vi[6] - y.q_vi[6] END AS wal_sync
+		       , CASE WHEN y.reset THEN NULL ELSE y.vf[1] - y.q_vf[1] END AS wal_write_time
+		       , CASE WHEN y.reset THEN NULL ELSE y.vf[2] - y.q_vf[2] END AS wal_sync_time
 		  FROM chg y
 	)
 	SELECT z.interval_start,
@@ -1649,14 +1637,14 @@ BEGIN
 	seq AS (
 		SELECT f.segment, f.first_start AS interval_end, NULL::timestamptz AS interval_start,
 		       NULL::float8 AS seconds, true AS base, b.ts AS hts,
-		       b.num_timed, b.num_requested, b.num_done, b.restartpoints_timed, b.restartpoints_req, b.restartpoints_done, b.write_time, b.sync_time, b.buffers_written, b.slru_written, b.stats_reset
+		       ARRAY[b.num_timed, b.num_requested, b.num_done, b.restartpoints_timed, b.restartpoints_req, b.restartpoints_done, b.buffers_written, b.slru_written]::bigint[] AS vi, ARRAY[b.write_time, b.sync_time]::float8[] AS vf, b.stats_reset
 		  FROM fs f LEFT JOIN LATERAL (
 			SELECT hb.* FROM chronicle.checkpointer_history hb
 			 WHERE hb.ts >= f.segment AND hb.ts <= f.first_start
 			 ORDER BY hb.ts DESC LIMIT 1) b ON true
 		UNION ALL
 		SELECT i.segment, i.interval_end, i.interval_start, i.seconds, false, h.ts,
-		       h.num_timed, h.num_requested, h.num_done, h.restartpoints_timed, h.restartpoints_req, h.restartpoints_done, h.write_time, h.sync_time, h.buffers_written, h.slru_written, h.stats_reset
+		       ARRAY[h.num_timed, h.num_requested, h.num_done, h.restartpoints_timed, h.restartpoints_req, h.restartpoints_done, h.buffers_written, h.slru_written]::bigint[] AS vi, ARRAY[h.write_time, h.sync_time]::float8[] AS vf, h.stats_reset
 		  FROM iv i LEFT JOIN chronicle.checkpointer_history h
 		    ON h.ts = i.interval_end AND h.ts > $1 AND h.ts <= $2
 	),
@@ -1665,62 +1653,46 @@ BEGIN
 	fill AS (
 		SELECT r.segment, r.interval_end, r.interval_start, r.seconds, r.base,
 		       first_value(r.hts) OVER wf AS hts,
-		       first_value(r.num_timed) OVER wf AS num_timed,
-		       first_value(r.num_requested) OVER wf AS num_requested,
-		       first_value(r.num_done) OVER wf AS num_done,
-		       first_value(r.restartpoints_timed) OVER wf AS restartpoints_timed,
-		       first_value(r.restartpoints_req) OVER wf AS restartpoints_req,
-		       first_value(r.restartpoints_done) OVER wf AS restartpoints_done,
-		       first_value(r.write_time) OVER wf AS write_time,
-		       first_value(r.sync_time) OVER wf AS sync_time,
-		       first_value(r.buffers_written) OVER wf AS buffers_written,
-		       first_value(r.slru_written) OVER wf AS slru_written,
+		       first_value(r.vi) OVER wf AS vi,
+		       first_value(r.vf) OVER wf AS vf,
 		       first_value(r.stats_reset) OVER wf AS stats_reset
 		  FROM grp r
 		WINDOW wf AS (PARTITION BY r.segment, r.g ORDER BY r.interval_end)
 	),
 	pair AS (
 		SELECT f.*, lag(f.hts) OVER wl AS q_hts,
-		       lag(f.num_timed) OVER wl AS q_num_timed,
-		       lag(f.num_requested) OVER wl AS q_num_requested,
-		       lag(f.num_done) OVER wl AS q_num_done,
-		       lag(f.restartpoints_timed) OVER wl AS q_restartpoints_timed,
-		       lag(f.restartpoints_req) OVER wl AS q_restartpoints_req,
-		       lag(f.restartpoints_done) OVER wl AS q_restartpoints_done,
-		       lag(f.write_time) OVER wl AS q_write_time,
-		       lag(f.sync_time) OVER wl AS q_sync_time,
-		       lag(f.buffers_written) OVER wl AS q_buffers_written,
-		       lag(f.slru_written) OVER wl AS q_slru_written,
+		       lag(f.vi) OVER wl AS q_vi,
+		       lag(f.vf) OVER wl AS q_vf,
 		       lag(f.stats_reset) OVER wl AS q_stats_reset
 		  FROM fill f
 		WINDOW wl AS (PARTITION BY f.segment ORDER BY f.interval_end)
 	),
 	chg AS (
 		SELECT x.*, (x.q_hts IS NOT NULL AND (x.stats_reset IS DISTINCT FROM x.q_stats_reset
-		         OR coalesce(x.num_timed < x.q_num_timed, false)
-		         OR coalesce(x.num_requested < x.q_num_requested, false)
-		         OR coalesce(x.num_done < x.q_num_done, false)
-		         OR coalesce(x.restartpoints_timed < x.q_restartpoints_timed, false)
-		         OR coalesce(x.restartpoints_req < x.q_restartpoints_req, false)
-		         OR coalesce(x.restartpoints_done < x.q_restartpoints_done, false)
-		         OR coalesce(x.write_time < x.q_write_time, false)
-		         OR coalesce(x.sync_time < x.q_sync_time, false)
-		         OR coalesce(x.buffers_written < x.q_buffers_written, false)
-		         OR coalesce(x.slru_written < x.q_slru_written, false))) AS reset
+		         OR coalesce(x.vi[1] < x.q_vi[1], false)
+		         OR coalesce(x.vi[2] < x.q_vi[2], false)
+		         OR coalesce(x.vi[3] < x.q_vi[3], false)
+		         OR coalesce(x.vi[4] < x.q_vi[4], false)
+		         OR coalesce(x.vi[5] < x.q_vi[5], false)
+		         OR coalesce(x.vi[6] < x.q_vi[6], false)
+		         OR coalesce(x.vf[1] < x.q_vf[1], false)
+		         OR coalesce(x.vf[2] < x.q_vf[2], false)
+		         OR coalesce(x.vi[7] < x.q_vi[7], false)
+		         OR coalesce(x.vi[8] < x.q_vi[8], false))) AS reset
 		  FROM pair x WHERE NOT x.base
 	),
 	dlt AS (
 		SELECT y.interval_start, y.interval_end, y.seconds, y.reset
-		       , CASE WHEN y.reset THEN NULL ELSE y.num_timed - y.q_num_timed END AS num_timed
-		       , CASE WHEN y.reset THEN NULL ELSE y.num_requested - y.q_num_requested END AS num_requested
-		       , CASE WHEN y.reset THEN NULL ELSE y.num_done - y.q_num_done END AS num_done
-		       , CASE WHEN y.reset THEN NULL ELSE y.restartpoints_timed - y.q_restartpoints_timed END AS restartpoints_timed
-		       , CASE WHEN y.reset THEN NULL ELSE y.restartpoints_req - y.q_restartpoints_req END AS restartpoints_req
-		       , CASE WHEN y.reset THEN NULL ELSE y.restartpoints_done - y.q_restartpoints_done END AS restartpoints_done
-		       , CASE WHEN y.reset THEN NULL ELSE y.write_time - y.q_write_time END AS write_time
-		       , CASE WHEN y.reset THEN NULL ELSE y.sync_time - y.q_sync_time END AS sync_time
-		       , CASE WHEN y.reset THEN NULL ELSE y.buffers_written - y.q_buffers_written END AS buffers_written
-		       , CASE WHEN y.reset THEN NULL ELSE y.slru_written - y.q_slru_written END AS slru_written
+		       , CASE WHEN y.reset THEN NULL ELSE y.vi[1] - y.q_vi[1] END AS num_timed
+		       , CASE WHEN y.reset THEN NULL ELSE y.vi[2] - y.q_vi[2] END AS num_requested
+		       , CASE WHEN y.reset THEN NULL ELSE y.vi[3] - y.q_vi[3] END AS num_done
+		       , CASE WHEN y.reset THEN NULL ELSE y.vi[4] - y.q_vi[4] END AS restartpoints_timed
+		       , CASE WHEN y.reset THEN NULL ELSE y.vi[5] - y.q_vi[5] END AS restartpoints_req
+		       , CASE WHEN y.reset THEN NULL ELSE y.vi[6] - y.q_vi[6] END AS restartpoints_done
+		       , CASE WHEN y.reset THEN NULL ELSE y.vf[1] - y.q_vf[1] END AS write_time
+		       , CASE WHEN y.reset THEN NULL ELSE y.vf[2] - y.q_vf[2] END AS sync_time
+		       , CASE WHEN y.reset THEN NULL ELSE y.vi[7] - y.q_vi[7] END AS buffers_written
+		       , CASE WHEN y.reset THEN NULL ELSE y.vi[8] - y.q_vi[8] END AS slru_written
 		  FROM chg y
 	)
 	SELECT z.interval_start,
@@ -1834,14 +1806,14 @@ BEGIN
 	seq AS (
 		SELECT f.segment, f.first_start AS interval_end, NULL::timestamptz AS interval_start,
 		       NULL::float8 AS seconds, true AS base, b.ts AS hts,
-		       b.buffers_clean, b.maxwritten_clean, b.buffers_alloc, b.stats_reset
+		       ARRAY[b.buffers_clean, b.maxwritten_clean, b.buffers_alloc]::bigint[] AS vi, b.stats_reset
 		  FROM fs f LEFT JOIN LATERAL (
 			SELECT hb.* FROM chronicle.bgwriter_history hb
 			 WHERE hb.ts >= f.segment AND hb.ts <= f.first_start
 			 ORDER BY hb.ts DESC LIMIT 1) b ON true
 		UNION ALL
 		SELECT i.segment, i.interval_end, i.interval_start, i.seconds, false, h.ts,
-		       h.buffers_clean, h.maxwritten_clean, h.buffers_alloc, h.stats_reset
+		       ARRAY[h.buffers_clean, h.maxwritten_clean, h.buffers_alloc]::bigint[] AS vi, h.stats_reset
 		  FROM iv i LEFT JOIN chronicle.bgwriter_history h
 		    ON h.ts = i.interval_end AND h.ts > $1 AND h.ts <= $2
 	),
@@ -1850,34 +1822,30 @@ BEGIN
 	fill AS (
 		SELECT r.segment, r.interval_end, r.interval_start, r.seconds, r.base,
 		       first_value(r.hts) OVER wf AS hts,
-		       first_value(r.buffers_clean) OVER wf AS buffers_clean,
-		       first_value(r.maxwritten_clean) OVER wf AS maxwritten_clean,
-		       first_value(r.buffers_alloc) OVER wf AS buffers_alloc,
+		       first_value(r.vi) OVER wf AS vi,
 		       first_value(r.stats_reset) OVER wf AS stats_reset
 		  FROM grp r
 		WINDOW wf AS (PARTITION BY r.segment, r.g ORDER BY r.interval_end)
 	),
 	pair AS (
 		SELECT f.*, lag(f.hts) OVER wl AS q_hts,
-		       lag(f.buffers_clean) OVER wl AS q_buffers_clean,
-		       lag(f.maxwritten_clean) OVER wl AS q_maxwritten_clean,
-		       lag(f.buffers_alloc) OVER wl AS q_buffers_alloc,
+		       lag(f.vi) OVER wl AS q_vi,
 		       lag(f.stats_reset) OVER wl AS q_stats_reset
 		  FROM fill f
 		WINDOW wl AS (PARTITION BY f.segment ORDER BY f.interval_end)
 	),
 	chg AS (
 		SELECT x.*, (x.q_hts IS NOT NULL AND (x.stats_reset IS DISTINCT FROM x.q_stats_reset
-		         OR coalesce(x.buffers_clean < x.q_buffers_clean, false)
-		         OR coalesce(x.maxwritten_clean < x.q_maxwritten_clean, false)
-		         OR coalesce(x.buffers_alloc < x.q_buffers_alloc, false))) AS reset
+		         OR coalesce(x.vi[1] < x.q_vi[1], false)
+		         OR coalesce(x.vi[2] < x.q_vi[2], false)
+		         OR coalesce(x.vi[3] < x.q_vi[3], false))) AS reset
 		  FROM pair x WHERE NOT x.base
 	),
 	dlt AS (
 		SELECT y.interval_start, y.interval_end, y.seconds, y.reset
-		       , CASE WHEN y.reset THEN NULL ELSE y.buffers_clean - y.q_buffers_clean END AS buffers_clean
-		       , CASE WHEN y.reset THEN NULL ELSE y.maxwritten_clean - y.q_maxwritten_clean END AS maxwritten_clean
-		       , CASE WHEN y.reset THEN NULL ELSE y.buffers_alloc - y.q_buffers_alloc END AS buffers_alloc
+		       , CASE WHEN y.reset THEN NULL ELSE y.vi[1] - y.q_vi[1] END AS buffers_clean
+		       , CASE WHEN y.reset THEN NULL ELSE y.vi[2] - y.q_vi[2] END AS maxwritten_clean
+		       , CASE WHEN y.reset THEN NULL ELSE y.vi[3] - y.q_vi[3] END AS buffers_alloc
 		  FROM chg y
 	)
 	SELECT z.interval_start,
@@ -1963,14 +1931,14 @@ BEGIN
 	seq AS (
 		SELECT f.segment, f.first_start AS interval_end, NULL::timestamptz AS interval_start,
 		       NULL::float8 AS seconds, true AS base, b.ts AS hts,
-		       b.ticks_due, b.ticks_taken, b.samples_dropped, b.sampler_started
+		       ARRAY[b.ticks_due, b.ticks_taken, b.samples_dropped]::bigint[] AS vi, b.sampler_started
 		  FROM fs f LEFT JOIN LATERAL (
 			SELECT hb.* FROM chronicle.wait_sampler_history hb
 			 WHERE hb.ts >= f.segment AND hb.ts <= f.first_start
 			 ORDER BY hb.ts DESC LIMIT 1) b ON true
 		UNION ALL
 		SELECT i.segment, i.interval_end, i.interval_start, i.seconds, false, h.ts,
-		       h.ticks_due, h.ticks_taken, h.samples_dropped, h.sampler_started
+		       ARRAY[h.ticks_due, h.ticks_taken, h.samples_dropped]::bigint[] AS vi, h.sampler_started
 		  FROM iv i LEFT JOIN chronicle.wait_sampler_history h
 		    ON h.ts = i.interval_end AND h.ts > $1 AND h.ts <= $2
 	),
@@ -1979,34 +1947,30 @@ BEGIN
 	fill AS (
 		SELECT r.segment, r.interval_end, r.interval_start, r.seconds, r.base,
 		       first_value(r.hts) OVER wf AS hts,
-		       first_value(r.ticks_due) OVER wf AS ticks_due,
-		       first_value(r.ticks_taken) OVER wf AS ticks_taken,
-		       first_value(r.samples_dropped) OVER wf AS samples_dropped,
+		       first_value(r.vi) OVER wf AS vi,
 		       first_value(r.sampler_started) OVER wf AS sampler_started
 		  FROM grp r
 		WINDOW wf AS (PARTITION BY r.segment, r.g ORDER BY r.interval_end)
 	),
 	pair AS (
 		SELECT f.*, lag(f.hts) OVER wl AS q_hts,
-		       lag(f.ticks_due) OVER wl AS q_ticks_due,
-		       lag(f.ticks_taken) OVER wl AS q_ticks_taken,
-		       lag(f.samples_dropped) OVER wl AS q_samples_dropped,
+		       lag(f.vi) OVER wl AS q_vi,
 		       lag(f.sampler_started) OVER wl AS q_sampler_started
 		  FROM fill f
 		WINDOW wl AS (PARTITION BY f.segment ORDER BY f.interval_end)
 	),
 	chg AS (
 		SELECT x.*, (x.q_hts IS NOT NULL AND (x.sampler_started IS DISTINCT FROM x.q_sampler_started
-		         OR coalesce(x.ticks_due < x.q_ticks_due, false)
-		         OR coalesce(x.ticks_taken < x.q_ticks_taken, false)
-		         OR coalesce(x.samples_dropped < x.q_samples_dropped, false))) AS reset
+		         OR coalesce(x.vi[1] < x.q_vi[1], false)
+		         OR coalesce(x.vi[2] < x.q_vi[2], false)
+		         OR coalesce(x.vi[3] < x.q_vi[3], false))) AS reset
 		  FROM pair x WHERE NOT x.base
 	),
 	dlt AS (
 		SELECT y.interval_start, y.interval_end, y.seconds, y.reset
-		       , CASE WHEN y.reset THEN NULL ELSE y.ticks_due - y.q_ticks_due END AS ticks_due
-		       , CASE WHEN y.reset THEN NULL ELSE y.ticks_taken - y.q_ticks_taken END AS ticks_taken
-		       , CASE WHEN y.reset THEN NULL ELSE y.samples_dropped - y.q_samples_dropped END AS samples_dropped
+		       , CASE WHEN y.reset THEN NULL ELSE y.vi[1] - y.q_vi[1] END AS ticks_due
+		       , CASE WHEN y.reset THEN NULL ELSE y.vi[2] - y.q_vi[2] END AS ticks_taken
+		       , CASE WHEN y.reset THEN NULL ELSE y.vi[3] - y.q_vi[3] END AS samples_dropped
 		  FROM chg y
 	)
 	SELECT z.interval_start,
@@ -2092,14 +2056,14 @@ BEGIN
 	seq AS (
 		SELECT f.segment, f.first_start AS interval_end, NULL::timestamptz AS interval_start,
 		       NULL::float8 AS seconds, true AS base, b.ts AS hts,
-		       b.mem_total, b.mem_free, b.mem_available, b.buffers, b.cached, b.dirty, b.writeback, b.shmem, b.swap_total, b.swap_free, b.pgpgin, b.pgpgout, b.pswpin, b.pswpout
+		       ARRAY[b.mem_total, b.mem_free, b.mem_available, b.buffers, b.cached, b.dirty, b.writeback, b.shmem, b.swap_total, b.swap_free, b.pgpgin, b.pgpgout, b.pswpin, b.pswpout]::bigint[] AS vi
 		  FROM fs f LEFT JOIN LATERAL (
 			SELECT hb.* FROM chronicle.os_memory_history hb
 			 WHERE hb.ts >= f.segment AND hb.ts <= f.first_start
 			 ORDER BY hb.ts DESC LIMIT 1) b ON true
 		UNION ALL
 		SELECT i.segment, i.interval_end, i.interval_start, i.seconds, false, h.ts,
-		       h.mem_total, h.mem_free, h.mem_available, h.buffers, h.cached, h.dirty, h.writeback, h.shmem, h.swap_total, h.swap_free, h.pgpgin, h.pgpgout, h.pswpin, h.pswpout
+		       ARRAY[h.mem_total, h.mem_free, h.mem_available, h.buffers, h.cached, h.dirty, h.writeback, h.shmem, h.swap_total, h.swap_free, h.pgpgin, h.pgpgout, h.pswpin, h.pswpout]::bigint[] AS vi
 		  FROM iv i LEFT JOIN chronicle.os_memory_history h
 		    ON h.ts = i.interval_end AND h.ts > $1 AND h.ts <= $2
 	),
@@ -2108,65 +2072,39 @@ BEGIN
 	fill AS (
 		SELECT r.segment, r.interval_end, r.interval_start, r.seconds, r.base,
 		       first_value(r.hts) OVER wf AS hts,
-		       first_value(r.mem_total) OVER wf AS mem_total,
-		       first_value(r.mem_free) OVER wf AS mem_free,
-		       first_value(r.mem_available) OVER wf AS mem_available,
-		       first_value(r.buffers) OVER wf AS buffers,
-		       first_value(r.cached) OVER wf AS cached,
-		       first_value(r.dirty) OVER wf AS dirty,
-		       first_value(r.writeback) OVER wf AS writeback,
-		       first_value(r.shmem) OVER wf AS shmem,
-		       first_value(r.swap_total) OVER wf AS swap_total,
-		       first_value(r.swap_free) OVER wf AS swap_free,
-		       first_value(r.pgpgin) OVER wf AS pgpgin,
-		       first_value(r.pgpgout) OVER wf AS pgpgout,
-		       first_value(r.pswpin) OVER wf AS pswpin,
-		       first_value(r.pswpout) OVER wf AS pswpout
+		       first_value(r.vi) OVER wf AS vi
 		  FROM grp r
 		WINDOW wf AS (PARTITION BY r.segment, r.g ORDER BY r.interval_end)
 	),
 	pair AS (
 		SELECT f.*, lag(f.hts) OVER wl AS q_hts,
-		       lag(f.mem_total) OVER wl AS q_mem_total,
-		       lag(f.mem_free) OVER wl AS q_mem_free,
-		       lag(f.mem_available) OVER wl AS q_mem_available,
-		       lag(f.buffers) OVER wl AS q_buffers,
-		       lag(f.cached) OVER wl AS q_cached,
-		       lag(f.dirty) OVER wl AS q_dirty,
-		       lag(f.writeback) OVER wl AS q_writeback,
-		       lag(f.shmem) OVER wl AS q_shmem,
-		       lag(f.swap_total) OVER wl AS q_swap_total,
-		       lag(f.swap_free) OVER wl AS q_swap_free,
-		       lag(f.pgpgin) OVER wl AS q_pgpgin,
-		       lag(f.pgpgout) OVER wl AS q_pgpgout,
-		       lag(f.pswpin) OVER wl AS q_pswpin,
-		       lag(f.pswpout) OVER wl AS q_pswpout
+		       lag(f.vi) OVER wl AS q_vi
 		  FROM fill f
 		WINDOW wl AS (PARTITION BY f.segment ORDER BY f.interval_end)
 	),
 	chg AS (
-		SELECT x.*, (x.q_hts IS NOT NULL AND (coalesce(x.pgpgin < x.q_pgpgin, false)
-		         OR coalesce(x.pgpgout < x.q_pgpgout, false)
-		         OR coalesce(x.pswpin < x.q_pswpin, false)
-		         OR coalesce(x.pswpout < x.q_pswpout, false))) AS reset
+		SELECT x.*, (x.q_hts IS NOT NULL AND (coalesce(x.vi[11] < x.q_vi[11], false)
+		         OR coalesce(x.vi[12] < x.q_vi[12], false)
+		         OR coalesce(x.vi[13] < x.q_vi[13], false)
+		         OR coalesce(x.vi[14] < x.q_vi[14], false))) AS reset
 		  FROM pair x WHERE NOT x.base
 	),
 	dlt AS (
 		SELECT y.interval_start, y.interval_end, y.seconds, y.reset
-		       , y.mem_total
-		       , y.mem_free
-		       , y.mem_available
-		       , y.buffers
-		       , y.cached
-		       , y.dirty
-		       , y.writeback
-		       , y.shmem
-		       , y.swap_total
-		       , y.swap_free
-		       , CASE WHEN y.reset THEN NULL ELSE y.pgpgin - y.q_pgpgin END AS pgpgin
-		       , CASE WHEN y.reset THEN NULL ELSE y.pgpgout - y.q_pgpgout END AS pgpgout
-		       , CASE WHEN y.reset THEN NULL ELSE y.pswpin - y.q_pswpin END AS pswpin
-		       , CASE WHEN y.reset THEN NULL ELSE y.pswpout - y.q_pswpout END AS pswpout
+		       , y.vi[1]::bigint AS mem_total
+		       , y.vi[2]::bigint AS mem_free
+		       , y.vi[3]::bigint AS mem_available
+		       , y.vi[4]::bigint AS buffers
+		       , y.vi[5]::bigint AS cached
+		       , y.vi[6]::bigint AS dirty
+		       , y.vi[7]::bigint AS writeback
+		       , y.vi[8]::bigint AS shmem
+		       , y.vi[9]::bigint AS swap_total
+		       , y.vi[10]::bigint AS swap_free
+		       , CASE WHEN y.reset THEN NULL ELSE y.vi[11] - y.q_vi[11] END AS pgpgin
+		       , CASE WHEN y.reset THEN NULL ELSE y.vi[12] - y.q_vi[12] END AS pgpgout
+		       , CASE WHEN y.reset THEN NULL ELSE y.vi[13] - y.q_vi[13] END AS pswpin
+		       , CASE WHEN y.reset THEN NULL ELSE y.vi[14] - y.q_vi[14] END AS pswpout
 		  FROM chg y
 	)
 	SELECT z.interval_start,
@@ -2266,14 +2204,14 @@ BEGIN
 	seq AS (
 		SELECT f.segment, f.first_start AS interval_end, NULL::timestamptz AS interval_start,
 		       NULL::float8 AS seconds, true AS base, b.ts AS hts,
-		       b.buffers_total, b.buffers_used, b.buffers_unused, b.buffers_dirty, b.buffers_pinned, b.usagecount_avg, b.usage_0, b.usage_1, b.usage_2, b.usage_3, b.usage_4, b.usage_5, b.dirty_0, b.dirty_1, b.dirty_2, b.dirty_3, b.dirty_4, b.dirty_5, b.pinned_0, b.pinned_1, b.pinned_2, b.pinned_3, b.pinned_4, b.pinned_5
+		       ARRAY[b.buffers_total, b.buffers_used, b.buffers_unused, b.buffers_dirty, b.buffers_pinned, b.usage_0, b.usage_1, b.usage_2, b.usage_3, b.usage_4, b.usage_5, b.dirty_0, b.dirty_1, b.dirty_2, b.dirty_3, b.dirty_4, b.dirty_5, b.pinned_0, b.pinned_1, b.pinned_2, b.pinned_3, b.pinned_4, b.pinned_5]::bigint[] AS vi, ARRAY[b.usagecount_avg]::float8[] AS vf
 		  FROM fs f LEFT JOIN LATERAL (
 			SELECT hb.* FROM chronicle.buffers_history hb
 			 WHERE hb.ts >= f.segment AND hb.ts <= f.first_start
 			 ORDER BY hb.ts DESC LIMIT 1) b ON true
 		UNION ALL
 		SELECT i.segment, i.interval_end, i.interval_start, i.seconds, false, h.ts,
-		       h.buffers_total, h.buffers_used, h.buffers_unused, h.buffers_dirty, h.buffers_pinned, h.usagecount_avg, h.usage_0, h.usage_1, h.usage_2, h.usage_3, h.usage_4, h.usage_5, h.dirty_0, h.dirty_1, h.dirty_2, h.dirty_3, h.dirty_4, h.dirty_5, h.pinned_0, h.pinned_1, h.pinned_2, h.pinned_3, h.pinned_4, h.pinned_5
+		       ARRAY[h.buffers_total, h.buffers_used, h.buffers_unused, h.buffers_dirty, h.buffers_pinned, h.usage_0, h.usage_1, h.usage_2, h.usage_3, h.usage_4, h.usage_5, h.dirty_0, h.dirty_1, h.dirty_2, h.dirty_3, h.dirty_4, h.dirty_5, h.pinned_0, h.pinned_1, h.pinned_2, h.pinned_3, h.pinned_4, h.pinned_5]::bigint[] AS vi, ARRAY[h.usagecount_avg]::float8[] AS vf
 		  FROM iv i LEFT JOIN chronicle.buffers_history h
 		    ON h.ts = i.interval_end AND h.ts > $1 AND h.ts <= $2
 	),
@@ -2282,59 +2220,15 @@ BEGIN
 	fill AS (
 		SELECT r.segment, r.interval_end, r.interval_start, r.seconds, r.base,
 		       first_value(r.hts) OVER wf AS hts,
-		       first_value(r.buffers_total) OVER wf AS buffers_total,
-		       first_value(r.buffers_used) OVER wf AS buffers_used,
-		       first_value(r.buffers_unused) OVER wf AS buffers_unused,
-		       first_value(r.buffers_dirty) OVER wf AS buffers_dirty,
-		       first_value(r.buffers_pinned) OVER wf AS buffers_pinned,
-		       first_value(r.usagecount_avg) OVER wf AS usagecount_avg,
-		       first_value(r.usage_0) OVER wf AS usage_0,
-		       first_value(r.usage_1) OVER wf AS usage_1,
-		       first_value(r.usage_2) OVER wf AS usage_2,
-		       first_value(r.usage_3) OVER wf AS usage_3,
-		       first_value(r.usage_4) OVER wf AS usage_4,
-		       first_value(r.usage_5) OVER wf AS usage_5,
-		       first_value(r.dirty_0) OVER wf AS dirty_0,
-		       first_value(r.dirty_1) OVER wf AS dirty_1,
-		       first_value(r.dirty_2) OVER wf AS dirty_2,
-		       first_value(r.dirty_3) OVER wf AS dirty_3,
-		       first_value(r.dirty_4) OVER wf AS dirty_4,
-		       first_value(r.dirty_5) OVER wf AS dirty_5,
-		       first_value(r.pinned_0) OVER wf AS pinned_0,
-		       first_value(r.pinned_1) OVER wf AS pinned_1,
-		       first_value(r.pinned_2) OVER wf AS pinned_2,
-		       first_value(r.pinned_3) OVER wf AS pinned_3,
-		       first_value(r.pinned_4) OVER wf AS pinned_4,
-		       first_value(r.pinned_5) OVER wf AS pinned_5
+		       first_value(r.vi) OVER wf AS vi,
+		       first_value(r.vf) OVER wf AS vf
 		  FROM grp r
 		WINDOW wf AS (PARTITION BY r.segment, r.g ORDER BY r.interval_end)
 	),
 	pair AS (
 		SELECT f.*, lag(f.hts) OVER wl AS q_hts,
-		       lag(f.buffers_total) OVER wl AS q_buffers_total,
-		       lag(f.buffers_used) OVER wl AS q_buffers_used,
-		       lag(f.buffers_unused) OVER wl AS q_buffers_unused,
-		       lag(f.buffers_dirty) OVER wl AS q_buffers_dirty,
-		       lag(f.buffers_pinned) OVER wl AS q_buffers_pinned,
-		       lag(f.usagecount_avg) OVER wl AS q_usagecount_avg,
-		       lag(f.usage_0) OVER wl AS q_usage_0,
-		       lag(f.usage_1) OVER wl AS q_usage_1,
-		       lag(f.usage_2) OVER wl AS q_usage_2,
-		       lag(f.usage_3) OVER wl AS q_usage_3,
-		       lag(f.usage_4) OVER wl AS q_usage_4,
-		       lag(f.usage_5) OVER wl AS q_usage_5,
-		       lag(f.dirty_0) OVER wl AS q_dirty_0,
-		       lag(f.dirty_1) OVER wl AS q_dirty_1,
-		       lag(f.dirty_2) OVER wl AS q_dirty_2,
-		       lag(f.dirty_3) OVER wl AS q_dirty_3,
-		       lag(f.dirty_4) OVER wl AS q_dirty_4,
-		       lag(f.dirty_5) OVER wl AS q_dirty_5,
-		       lag(f.pinned_0) OVER wl AS q_pinned_0,
-		       lag(f.pinned_1) OVER wl AS q_pinned_1,
-		       lag(f.pinned_2) OVER wl AS q_pinned_2,
-		       lag(f.pinned_3) OVER wl AS q_pinned_3,
-		       lag(f.pinned_4) OVER wl AS q_pinned_4,
-		       lag(f.pinned_5) OVER wl AS q_pinned_5
+		       lag(f.vi) OVER wl AS q_vi,
+		       lag(f.vf) OVER wl AS q_vf
 		  FROM fill f
 		WINDOW wl AS (PARTITION BY f.segment ORDER BY f.interval_end)
 	),
@@ -2344,30 +2238,30 @@ BEGIN
 	),
 	dlt AS (
 		SELECT y.interval_start, y.interval_end, y.seconds
-		       , y.buffers_total
-		       , y.buffers_used
-		       , y.buffers_unused
-		       , y.buffers_dirty
-		       , y.buffers_pinned
-		       , y.usagecount_avg
-		       , y.usage_0
-		       , y.usage_1
-		       , y.usage_2
-		       , y.usage_3
-		       , y.usage_4
-		       , y.usage_5
-		       , y.dirty_0
-		       , y.dirty_1
-		       , y.dirty_2
-		       , y.dirty_3
-		       , y.dirty_4
-		       , y.dirty_5
-		       , y.pinned_0
-		       , y.pinned_1
-		       , y.pinned_2
-		       , y.pinned_3
-		       , y.pinned_4
-		       , y.pinned_5
+		       , y.vi[1]::bigint AS buffers_total
+		       , y.vi[2]::bigint AS buffers_used
+		       , y.vi[3]::bigint AS buffers_unused
+		       , y.vi[4]::bigint AS buffers_dirty
+		       , y.vi[5]::bigint AS buffers_pinned
+		       , y.vf[1]::float8 AS usagecount_avg
+		       , y.vi[6]::bigint AS usage_0
+		       , y.vi[7]::bigint AS usage_1
+		       , y.vi[8]::bigint AS usage_2
+		       , y.vi[9]::bigint AS usage_3
+		       , y.vi[10]::bigint AS usage_4
+		       , y.vi[11]::bigint AS usage_5
+		       , y.vi[12]::bigint AS dirty_0
+		       , y.vi[13]::bigint AS dirty_1
+		       , y.vi[14]::bigint AS dirty_2
+		       , y.vi[15]::bigint AS dirty_3
+		       , y.vi[16]::bigint AS dirty_4
+		       , y.vi[17]::bigint AS dirty_5
+		       , y.vi[18]::bigint AS pinned_0
+		       , y.vi[19]::bigint AS pinned_1
+		       , y.vi[20]::bigint AS pinned_2
+		       , y.vi[21]::bigint AS pinned_3
+		       , y.vi[22]::bigint AS pinned_4
+		       , y.vi[23]::bigint AS pinned_5
 		  FROM chg y
 	)
 	SELECT z.interval_start,
