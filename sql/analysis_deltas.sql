@@ -74,6 +74,19 @@ SELECT seconds, intervals, backend_type, context, resets, reads, round(reads_per
        read_bytes, writes, hits, round(ms_per_read::numeric, 4) AS ms_per_read
   FROM chronicle.io_totals('2024-03-01', '2024-03-02');
 SELECT backend_type, writes FROM chronicle.io_totals('2024-03-01', '2024-03-02', 'checkpointer');
+-- Without a reset in the window, totals telescope (last value - baseline):
+-- 10 reads (client normal), 2 (bulkread), 4 checkpointer writes; the
+-- autovacuum key's first row at :03 is its baseline.
+SELECT backend_type, context, resets, reads, read_bytes, writes, hits, ms_per_read
+  FROM chronicle.io_totals('2024-03-01 10:00:00', '2024-03-01 10:00:03');
+-- ... and equal the sums of the per-interval deltas.
+SELECT count(*) AS mismatches
+  FROM chronicle.io_totals('2024-03-01 10:00:00', '2024-03-01 10:00:03') t
+  JOIN (SELECT backend_type, object, context, coalesce(sum(reads), 0) AS reads, coalesce(sum(read_bytes), 0) AS read_bytes,
+               coalesce(sum(writes), 0) AS writes, coalesce(sum(hits), 0) AS hits
+          FROM chronicle.io_deltas('2024-03-01 10:00:00', '2024-03-01 10:00:03', changed_only => true)
+         GROUP BY 1, 2, 3) d USING (backend_type, object, context)
+ WHERE (t.reads, t.read_bytes, t.writes, t.hits) IS DISTINCT FROM (d.reads, d.read_bytes, d.writes, d.hits);
 
 -- pg_stat_wal (one row per snapshot, sparse): +10 records/2000 bytes at :02,
 -- +5/1000 at :03, stats_reset changed at :05 (reset), unchanged at :06
@@ -132,6 +145,7 @@ INSERT INTO chronicle.waits_history (ts, backend_type, state, wait_event_type, w
  ('2024-03-01 10:00:03', 'client backend', 'active', 'LWLock', 'WALWrite', 2, 1),
  ('2024-03-01 10:00:03', 'client backend', 'active', 'IO', 'DataFileRead', 1, 57);
 SELECT * FROM chronicle.wait_profile('2024-03-01 10:00:00', '2024-03-01 10:00:03');
+SELECT backend_type, state, wait_event, queryid, resets, samples FROM chronicle.wait_totals('2024-03-01 10:00:00', '2024-03-01 10:00:03');
 SELECT wait_event, samples FROM chronicle.wait_profile('2024-03-01 10:00:00', '2024-03-01 10:00:03', include_idle => true);
 SELECT to_char(interval_end, 'HH24:MI:SS') AS "end", wait_event, samples, share, avg_processes, ticks_due, ticks_taken
   FROM chronicle.wait_profile_series('2024-03-01 10:00:00', '2024-03-01 10:00:03');

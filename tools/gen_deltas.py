@@ -486,6 +486,58 @@ def gen_single(s):
     grants(name, s['sig'])
 
 
+def gen_ends_helper(s):
+    """_<fn>_ends(from, to): per key and segment of the window, the baseline
+    row (latest at or before the segment's first interval start, else the
+    key's first row) and the last row, and whether a reset lies between."""
+    kcols = [k for k, _ in s['keys']]
+    attrs = [c for c, k in s['cols'] if k == 'a']
+    counters = [c for c, k in s['cols'] if k in 'ct']
+    rst = s['reset']
+    vals = counters + ([rst] if rst else [])
+    name = '_%s_ends' % s['fn']
+    res = s['keys'] + [(a, attr_type(s, a)) for a in attrs] + [('segment', 'timestamptz'), ('reset', 'boolean')]
+    for c, k in s['cols']:
+        if k in 'ct':
+            res += [('b_' + c, coltype(k)), ('l_' + c, coltype(k))]
+    header(s, name, ['from_ts timestamptz', 'to_ts timestamptz'], res)
+    km = lambda a: ' AND '.join('%s.%s = k.%s' % (a, kk, kk) for kk in kcols)
+    w('\tRETURN QUERY')
+    w('\tWITH sg AS (')
+    w('\t\tSELECT i.segment, min(i.interval_start) AS first_start, max(i.interval_end) AS last_end')
+    w('\t\t  FROM chronicle.intervals($1, $2) i GROUP BY i.segment')
+    w('\t)')
+    parts = []
+    if rst:
+        parts.append('b.%s IS DISTINCT FROM l.%s' % (rst, rst))
+    parts += ['coalesce(l.%s < b.%s, false)' % (c, c) for c in counters]
+    w('\tSELECT %s, %ssg.segment,' % (sel('k', kcols), ''.join('l.%s, ' % a for a in attrs)))
+    w('\t       (%s),' % '\n\t        OR '.join(parts))
+    w('\t       %s' % ',\n\t       '.join('b.%s, l.%s' % (c, c) for c in counters))
+    w('\t  FROM (SELECT DISTINCT %s FROM chronicle._%s_keys($1, $2) kk) k' % (sel('kk', kcols), s['fn']))
+    w('\t CROSS JOIN sg')
+    w('\t CROSS JOIN LATERAL (')
+    w('\t\tSELECT h.* FROM chronicle.%s h' % s['table'])
+    w('\t\t WHERE %s AND h.ts >= sg.segment AND h.ts <= sg.last_end' % km('h'))
+    w('\t\t ORDER BY h.ts DESC LIMIT 1) l')
+    w('\t CROSS JOIN LATERAL (')
+    w('\t\tSELECT x.* FROM (')
+    w('\t\t\t(SELECT h.* FROM chronicle.%s h' % s['table'])
+    w('\t\t\t  WHERE %s AND h.ts >= sg.segment AND h.ts <= sg.first_start' % km('h'))
+    w('\t\t\t  ORDER BY h.ts DESC LIMIT 1)')
+    w('\t\t\tUNION ALL')
+    w('\t\t\t(SELECT h.* FROM chronicle.%s h' % s['table'])
+    w('\t\t\t  WHERE %s AND h.ts > sg.first_start AND h.ts <= sg.last_end' % km('h'))
+    w('\t\t\t  ORDER BY h.ts LIMIT 1)) x')
+    w('\t\t ORDER BY x.ts ASC LIMIT 1) b;')
+    w('END;')
+    w('$fn$;')
+    w()
+    w("REVOKE ALL ON FUNCTION chronicle.%s(timestamptz, timestamptz) FROM PUBLIC;" % name)
+    w("GRANT EXECUTE ON FUNCTION chronicle.%s(timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;" % name)
+    w()
+
+
 def gen_totals(s):
     """<fn>_totals(from, to, filters): the sum of the per-interval deltas per
     key, with rates over the window's recorded seconds; and the run variant."""
@@ -507,6 +559,7 @@ def gen_totals(s):
     for nm, t, c in s['per_op']:
         res.append((nm, 'float8'))
     sig = ', '.join(['timestamptz', 'timestamptz'] + [FILTER_TYPES[f] for f in filt])
+    gen_ends_helper(s)
     header(s, tname, params, res, 'DECLARE\n\tsecs float8;\n\tn bigint;\n\tws timestamptz;\n\twe timestamptz;\n')
     checks(s, tname, 3)
     w('\tSELECT sum(i.seconds), count(*), min(i.interval_start), max(i.interval_end)')
@@ -514,6 +567,32 @@ def gen_totals(s):
     args = ', '.join(['$1', '$2'] + ['$%d' % (i + 3) for i in range(len(filt))])
     if kcols:
         args += ', changed_only => true'
+        ends = '_%s_ends' % s['fn']
+        kf = ''.join('\n\t   AND ($%d IS NULL OR e.%s = $%d)' % (i + 3, f, i + 3) for i, f in enumerate(filt))
+        w('\t-- Without a reset in the window, the deltas of a key telescope: its')
+        w('\t-- total is its last value minus its baseline in each segment, two')
+        w('\t-- index probes per key instead of every row of the window.')
+        w('\tIF NOT EXISTS (SELECT FROM chronicle.%s($1, $2) e WHERE e.reset%s) THEN' % (ends, kf))
+        w('\t\tRETURN QUERY')
+        w('\t\tSELECT ws, we, secs, n, %s,' % sel('e', kcols))
+        for a in attrs:
+            w('\t\t       max(e.%s),' % a)
+        w('\t\t       0::bigint,')
+        items = []
+        for c, k in counters:
+            d = delta_expr(s, c, 'e_l', 'e_b').replace('e_l.', 'e.l_').replace('e_b.', 'e.b_')
+            d = d.replace('e.l_op_bytes', 'e.op_bytes')
+            items.append('coalesce(sum(%s), 0)%s' % (d, '::numeric' if k == 'c' else ''))
+            items.append('coalesce(sum(%s), 0)::float8 / secs' % d)
+        for nm, t, c in s['per_op']:
+            items.append('sum(e.l_%s - e.b_%s)::float8 / nullif(sum(e.l_%s - e.b_%s), 0)' % (t, t, c, c))
+        w('\t\t       %s' % ',\n\t\t       '.join(items))
+        w('\t\t  FROM chronicle.%s($1, $2) e' % ends)
+        w('\t\t WHERE true%s' % kf.replace('\n\t', '\n\t\t'))
+        w('\t\t GROUP BY %s' % sel('e', kcols))
+        w('\t\t ORDER BY %s;' % sel('e', kcols))
+        w('\t\tRETURN;')
+        w('\tEND IF;')
         w('\tRETURN QUERY')
         w('\tSELECT ws, we, secs, n, %s,' % sel('k', kcols))
         for a in attrs:

@@ -262,6 +262,75 @@ $fn$;
 REVOKE ALL ON FUNCTION chronicle.io_deltas(timestamptz, timestamptz, text, text, text, boolean) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION chronicle.io_deltas(timestamptz, timestamptz, text, text, text, boolean) TO pg_monitor, pg_read_all_stats;
 
+CREATE FUNCTION chronicle._io_ends(from_ts timestamptz, to_ts timestamptz)
+RETURNS TABLE (backend_type text, object text, context text, op_bytes bigint, segment timestamptz, reset boolean, b_reads bigint, l_reads bigint, b_read_bytes bigint, l_read_bytes bigint, b_read_time float8, l_read_time float8, b_writes bigint, l_writes bigint, b_write_bytes bigint, l_write_bytes bigint, b_write_time float8, l_write_time float8, b_writebacks bigint, l_writebacks bigint, b_writeback_time float8, l_writeback_time float8, b_extends bigint, l_extends bigint, b_extend_bytes bigint, l_extend_bytes bigint, b_extend_time float8, l_extend_time float8, b_hits bigint, l_hits bigint, b_evictions bigint, l_evictions bigint, b_reuses bigint, l_reuses bigint, b_fsyncs bigint, l_fsyncs bigint, b_fsync_time float8, l_fsync_time float8)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+SET plan_cache_mode = force_custom_plan
+AS $fn$
+#variable_conflict use_column
+BEGIN
+	RETURN QUERY
+	WITH sg AS (
+		SELECT i.segment, min(i.interval_start) AS first_start, max(i.interval_end) AS last_end
+		  FROM chronicle.intervals($1, $2) i GROUP BY i.segment
+	)
+	SELECT k.backend_type, k.object, k.context, l.op_bytes, sg.segment,
+	       (b.stats_reset IS DISTINCT FROM l.stats_reset
+	        OR coalesce(l.reads < b.reads, false)
+	        OR coalesce(l.read_bytes < b.read_bytes, false)
+	        OR coalesce(l.read_time < b.read_time, false)
+	        OR coalesce(l.writes < b.writes, false)
+	        OR coalesce(l.write_bytes < b.write_bytes, false)
+	        OR coalesce(l.write_time < b.write_time, false)
+	        OR coalesce(l.writebacks < b.writebacks, false)
+	        OR coalesce(l.writeback_time < b.writeback_time, false)
+	        OR coalesce(l.extends < b.extends, false)
+	        OR coalesce(l.extend_bytes < b.extend_bytes, false)
+	        OR coalesce(l.extend_time < b.extend_time, false)
+	        OR coalesce(l.hits < b.hits, false)
+	        OR coalesce(l.evictions < b.evictions, false)
+	        OR coalesce(l.reuses < b.reuses, false)
+	        OR coalesce(l.fsyncs < b.fsyncs, false)
+	        OR coalesce(l.fsync_time < b.fsync_time, false)),
+	       b.reads, l.reads,
+	       b.read_bytes, l.read_bytes,
+	       b.read_time, l.read_time,
+	       b.writes, l.writes,
+	       b.write_bytes, l.write_bytes,
+	       b.write_time, l.write_time,
+	       b.writebacks, l.writebacks,
+	       b.writeback_time, l.writeback_time,
+	       b.extends, l.extends,
+	       b.extend_bytes, l.extend_bytes,
+	       b.extend_time, l.extend_time,
+	       b.hits, l.hits,
+	       b.evictions, l.evictions,
+	       b.reuses, l.reuses,
+	       b.fsyncs, l.fsyncs,
+	       b.fsync_time, l.fsync_time
+	  FROM (SELECT DISTINCT kk.backend_type, kk.object, kk.context FROM chronicle._io_keys($1, $2) kk) k
+	 CROSS JOIN sg
+	 CROSS JOIN LATERAL (
+		SELECT h.* FROM chronicle.io_history h
+		 WHERE h.backend_type = k.backend_type AND h.object = k.object AND h.context = k.context AND h.ts >= sg.segment AND h.ts <= sg.last_end
+		 ORDER BY h.ts DESC LIMIT 1) l
+	 CROSS JOIN LATERAL (
+		SELECT x.* FROM (
+			(SELECT h.* FROM chronicle.io_history h
+			  WHERE h.backend_type = k.backend_type AND h.object = k.object AND h.context = k.context AND h.ts >= sg.segment AND h.ts <= sg.first_start
+			  ORDER BY h.ts DESC LIMIT 1)
+			UNION ALL
+			(SELECT h.* FROM chronicle.io_history h
+			  WHERE h.backend_type = k.backend_type AND h.object = k.object AND h.context = k.context AND h.ts > sg.first_start AND h.ts <= sg.last_end
+			  ORDER BY h.ts LIMIT 1)) x
+		 ORDER BY x.ts ASC LIMIT 1) b;
+END;
+$fn$;
+
+REVOKE ALL ON FUNCTION chronicle._io_ends(timestamptz, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION chronicle._io_ends(timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;
+
 CREATE FUNCTION chronicle.io_totals(from_ts timestamptz, to_ts timestamptz, for_backend_type text DEFAULT NULL, for_object text DEFAULT NULL, for_context text DEFAULT NULL)
 RETURNS TABLE (window_start timestamptz, window_end timestamptz, seconds float8, intervals bigint, backend_type text, object text, context text, op_bytes bigint, resets bigint, reads numeric, reads_per_s float8, read_bytes numeric, read_bytes_per_s float8, read_time float8, read_time_per_s float8, writes numeric, writes_per_s float8, write_bytes numeric, write_bytes_per_s float8, write_time float8, write_time_per_s float8, writebacks numeric, writebacks_per_s float8, writeback_time float8, writeback_time_per_s float8, extends numeric, extends_per_s float8, extend_bytes numeric, extend_bytes_per_s float8, extend_time float8, extend_time_per_s float8, hits numeric, hits_per_s float8, evictions numeric, evictions_per_s float8, reuses numeric, reuses_per_s float8, fsyncs numeric, fsyncs_per_s float8, fsync_time float8, fsync_time_per_s float8, ms_per_read float8, ms_per_write float8, ms_per_writeback float8, ms_per_extend float8, ms_per_fsync float8)
 LANGUAGE plpgsql STABLE
@@ -281,6 +350,63 @@ BEGIN
 	PERFORM chronicle._check_name('chronicle.io_totals', 'context', $5);
 	SELECT sum(i.seconds), count(*), min(i.interval_start), max(i.interval_end)
 	  INTO secs, n, ws, we FROM chronicle.intervals($1, $2) i;
+	-- Without a reset in the window, the deltas of a key telescope: its
+	-- total is its last value minus its baseline in each segment, two
+	-- index probes per key instead of every row of the window.
+	IF NOT EXISTS (SELECT FROM chronicle._io_ends($1, $2) e WHERE e.reset
+	   AND ($3 IS NULL OR e.backend_type = $3)
+	   AND ($4 IS NULL OR e.object = $4)
+	   AND ($5 IS NULL OR e.context = $5)) THEN
+		RETURN QUERY
+		SELECT ws, we, secs, n, e.backend_type, e.object, e.context,
+		       max(e.op_bytes),
+		       0::bigint,
+		       coalesce(sum(e.l_reads - e.b_reads), 0)::numeric,
+		       coalesce(sum(e.l_reads - e.b_reads), 0)::float8 / secs,
+		       coalesce(sum(coalesce(e.l_read_bytes - e.b_read_bytes, (e.l_reads - e.b_reads) * e.op_bytes)), 0)::numeric,
+		       coalesce(sum(coalesce(e.l_read_bytes - e.b_read_bytes, (e.l_reads - e.b_reads) * e.op_bytes)), 0)::float8 / secs,
+		       coalesce(sum(e.l_read_time - e.b_read_time), 0),
+		       coalesce(sum(e.l_read_time - e.b_read_time), 0)::float8 / secs,
+		       coalesce(sum(e.l_writes - e.b_writes), 0)::numeric,
+		       coalesce(sum(e.l_writes - e.b_writes), 0)::float8 / secs,
+		       coalesce(sum(coalesce(e.l_write_bytes - e.b_write_bytes, (e.l_writes - e.b_writes) * e.op_bytes)), 0)::numeric,
+		       coalesce(sum(coalesce(e.l_write_bytes - e.b_write_bytes, (e.l_writes - e.b_writes) * e.op_bytes)), 0)::float8 / secs,
+		       coalesce(sum(e.l_write_time - e.b_write_time), 0),
+		       coalesce(sum(e.l_write_time - e.b_write_time), 0)::float8 / secs,
+		       coalesce(sum(e.l_writebacks - e.b_writebacks), 0)::numeric,
+		       coalesce(sum(e.l_writebacks - e.b_writebacks), 0)::float8 / secs,
+		       coalesce(sum(e.l_writeback_time - e.b_writeback_time), 0),
+		       coalesce(sum(e.l_writeback_time - e.b_writeback_time), 0)::float8 / secs,
+		       coalesce(sum(e.l_extends - e.b_extends), 0)::numeric,
+		       coalesce(sum(e.l_extends - e.b_extends), 0)::float8 / secs,
+		       coalesce(sum(coalesce(e.l_extend_bytes - e.b_extend_bytes, (e.l_extends - e.b_extends) * e.op_bytes)), 0)::numeric,
+		       coalesce(sum(coalesce(e.l_extend_bytes - e.b_extend_bytes, (e.l_extends - e.b_extends) * e.op_bytes)), 0)::float8 / secs,
+		       coalesce(sum(e.l_extend_time - e.b_extend_time), 0),
+		       coalesce(sum(e.l_extend_time - e.b_extend_time), 0)::float8 / secs,
+		       coalesce(sum(e.l_hits - e.b_hits), 0)::numeric,
+		       coalesce(sum(e.l_hits - e.b_hits), 0)::float8 / secs,
+		       coalesce(sum(e.l_evictions - e.b_evictions), 0)::numeric,
+		       coalesce(sum(e.l_evictions - e.b_evictions), 0)::float8 / secs,
+		       coalesce(sum(e.l_reuses - e.b_reuses), 0)::numeric,
+		       coalesce(sum(e.l_reuses - e.b_reuses), 0)::float8 / secs,
+		       coalesce(sum(e.l_fsyncs - e.b_fsyncs), 0)::numeric,
+		       coalesce(sum(e.l_fsyncs - e.b_fsyncs), 0)::float8 / secs,
+		       coalesce(sum(e.l_fsync_time - e.b_fsync_time), 0),
+		       coalesce(sum(e.l_fsync_time - e.b_fsync_time), 0)::float8 / secs,
+		       sum(e.l_read_time - e.b_read_time)::float8 / nullif(sum(e.l_reads - e.b_reads), 0),
+		       sum(e.l_write_time - e.b_write_time)::float8 / nullif(sum(e.l_writes - e.b_writes), 0),
+		       sum(e.l_writeback_time - e.b_writeback_time)::float8 / nullif(sum(e.l_writebacks - e.b_writebacks), 0),
+		       sum(e.l_extend_time - e.b_extend_time)::float8 / nullif(sum(e.l_extends - e.b_extends), 0),
+		       sum(e.l_fsync_time - e.b_fsync_time)::float8 / nullif(sum(e.l_fsyncs - e.b_fsyncs), 0)
+		  FROM chronicle._io_ends($1, $2) e
+		 WHERE true
+		   AND ($3 IS NULL OR e.backend_type = $3)
+		   AND ($4 IS NULL OR e.object = $4)
+		   AND ($5 IS NULL OR e.context = $5)
+		 GROUP BY e.backend_type, e.object, e.context
+		 ORDER BY e.backend_type, e.object, e.context;
+		RETURN;
+	END IF;
 	RETURN QUERY
 	SELECT ws, we, secs, n, k.backend_type, k.object, k.context,
 	       coalesce(max(d.op_bytes), max(k.op_bytes)),
@@ -658,6 +784,93 @@ $fn$;
 REVOKE ALL ON FUNCTION chronicle.database_deltas(timestamptz, timestamptz, text, boolean) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION chronicle.database_deltas(timestamptz, timestamptz, text, boolean) TO pg_monitor, pg_read_all_stats;
 
+CREATE FUNCTION chronicle._database_ends(from_ts timestamptz, to_ts timestamptz)
+RETURNS TABLE (datid oid, datname text, segment timestamptz, reset boolean, b_xact_commit bigint, l_xact_commit bigint, b_xact_rollback bigint, l_xact_rollback bigint, b_blks_read bigint, l_blks_read bigint, b_blks_hit bigint, l_blks_hit bigint, b_tup_returned bigint, l_tup_returned bigint, b_tup_fetched bigint, l_tup_fetched bigint, b_tup_inserted bigint, l_tup_inserted bigint, b_tup_updated bigint, l_tup_updated bigint, b_tup_deleted bigint, l_tup_deleted bigint, b_conflicts bigint, l_conflicts bigint, b_temp_files bigint, l_temp_files bigint, b_temp_bytes bigint, l_temp_bytes bigint, b_deadlocks bigint, l_deadlocks bigint, b_checksum_failures bigint, l_checksum_failures bigint, b_blk_read_time float8, l_blk_read_time float8, b_blk_write_time float8, l_blk_write_time float8, b_session_time float8, l_session_time float8, b_active_time float8, l_active_time float8, b_idle_in_transaction_time float8, l_idle_in_transaction_time float8, b_sessions bigint, l_sessions bigint, b_sessions_abandoned bigint, l_sessions_abandoned bigint, b_sessions_fatal bigint, l_sessions_fatal bigint, b_sessions_killed bigint, l_sessions_killed bigint, b_parallel_workers_to_launch bigint, l_parallel_workers_to_launch bigint, b_parallel_workers_launched bigint, l_parallel_workers_launched bigint)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+SET plan_cache_mode = force_custom_plan
+AS $fn$
+#variable_conflict use_column
+BEGIN
+	RETURN QUERY
+	WITH sg AS (
+		SELECT i.segment, min(i.interval_start) AS first_start, max(i.interval_end) AS last_end
+		  FROM chronicle.intervals($1, $2) i GROUP BY i.segment
+	)
+	SELECT k.datid, l.datname, sg.segment,
+	       (b.stats_reset IS DISTINCT FROM l.stats_reset
+	        OR coalesce(l.xact_commit < b.xact_commit, false)
+	        OR coalesce(l.xact_rollback < b.xact_rollback, false)
+	        OR coalesce(l.blks_read < b.blks_read, false)
+	        OR coalesce(l.blks_hit < b.blks_hit, false)
+	        OR coalesce(l.tup_returned < b.tup_returned, false)
+	        OR coalesce(l.tup_fetched < b.tup_fetched, false)
+	        OR coalesce(l.tup_inserted < b.tup_inserted, false)
+	        OR coalesce(l.tup_updated < b.tup_updated, false)
+	        OR coalesce(l.tup_deleted < b.tup_deleted, false)
+	        OR coalesce(l.conflicts < b.conflicts, false)
+	        OR coalesce(l.temp_files < b.temp_files, false)
+	        OR coalesce(l.temp_bytes < b.temp_bytes, false)
+	        OR coalesce(l.deadlocks < b.deadlocks, false)
+	        OR coalesce(l.checksum_failures < b.checksum_failures, false)
+	        OR coalesce(l.blk_read_time < b.blk_read_time, false)
+	        OR coalesce(l.blk_write_time < b.blk_write_time, false)
+	        OR coalesce(l.session_time < b.session_time, false)
+	        OR coalesce(l.active_time < b.active_time, false)
+	        OR coalesce(l.idle_in_transaction_time < b.idle_in_transaction_time, false)
+	        OR coalesce(l.sessions < b.sessions, false)
+	        OR coalesce(l.sessions_abandoned < b.sessions_abandoned, false)
+	        OR coalesce(l.sessions_fatal < b.sessions_fatal, false)
+	        OR coalesce(l.sessions_killed < b.sessions_killed, false)
+	        OR coalesce(l.parallel_workers_to_launch < b.parallel_workers_to_launch, false)
+	        OR coalesce(l.parallel_workers_launched < b.parallel_workers_launched, false)),
+	       b.xact_commit, l.xact_commit,
+	       b.xact_rollback, l.xact_rollback,
+	       b.blks_read, l.blks_read,
+	       b.blks_hit, l.blks_hit,
+	       b.tup_returned, l.tup_returned,
+	       b.tup_fetched, l.tup_fetched,
+	       b.tup_inserted, l.tup_inserted,
+	       b.tup_updated, l.tup_updated,
+	       b.tup_deleted, l.tup_deleted,
+	       b.conflicts, l.conflicts,
+	       b.temp_files, l.temp_files,
+	       b.temp_bytes, l.temp_bytes,
+	       b.deadlocks, l.deadlocks,
+	       b.checksum_failures, l.checksum_failures,
+	       b.blk_read_time, l.blk_read_time,
+	       b.blk_write_time, l.blk_write_time,
+	       b.session_time, l.session_time,
+	       b.active_time, l.active_time,
+	       b.idle_in_transaction_time, l.idle_in_transaction_time,
+	       b.sessions, l.sessions,
+	       b.sessions_abandoned, l.sessions_abandoned,
+	       b.sessions_fatal, l.sessions_fatal,
+	       b.sessions_killed, l.sessions_killed,
+	       b.parallel_workers_to_launch, l.parallel_workers_to_launch,
+	       b.parallel_workers_launched, l.parallel_workers_launched
+	  FROM (SELECT DISTINCT kk.datid FROM chronicle._database_keys($1, $2) kk) k
+	 CROSS JOIN sg
+	 CROSS JOIN LATERAL (
+		SELECT h.* FROM chronicle.database_history h
+		 WHERE h.datid = k.datid AND h.ts >= sg.segment AND h.ts <= sg.last_end
+		 ORDER BY h.ts DESC LIMIT 1) l
+	 CROSS JOIN LATERAL (
+		SELECT x.* FROM (
+			(SELECT h.* FROM chronicle.database_history h
+			  WHERE h.datid = k.datid AND h.ts >= sg.segment AND h.ts <= sg.first_start
+			  ORDER BY h.ts DESC LIMIT 1)
+			UNION ALL
+			(SELECT h.* FROM chronicle.database_history h
+			  WHERE h.datid = k.datid AND h.ts > sg.first_start AND h.ts <= sg.last_end
+			  ORDER BY h.ts LIMIT 1)) x
+		 ORDER BY x.ts ASC LIMIT 1) b;
+END;
+$fn$;
+
+REVOKE ALL ON FUNCTION chronicle._database_ends(timestamptz, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION chronicle._database_ends(timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;
+
 CREATE FUNCTION chronicle.database_totals(from_ts timestamptz, to_ts timestamptz, for_datname text DEFAULT NULL)
 RETURNS TABLE (window_start timestamptz, window_end timestamptz, seconds float8, intervals bigint, datid oid, datname text, resets bigint, xact_commit numeric, xact_commit_per_s float8, xact_rollback numeric, xact_rollback_per_s float8, blks_read numeric, blks_read_per_s float8, blks_hit numeric, blks_hit_per_s float8, tup_returned numeric, tup_returned_per_s float8, tup_fetched numeric, tup_fetched_per_s float8, tup_inserted numeric, tup_inserted_per_s float8, tup_updated numeric, tup_updated_per_s float8, tup_deleted numeric, tup_deleted_per_s float8, conflicts numeric, conflicts_per_s float8, temp_files numeric, temp_files_per_s float8, temp_bytes numeric, temp_bytes_per_s float8, deadlocks numeric, deadlocks_per_s float8, checksum_failures numeric, checksum_failures_per_s float8, blk_read_time float8, blk_read_time_per_s float8, blk_write_time float8, blk_write_time_per_s float8, session_time float8, session_time_per_s float8, active_time float8, active_time_per_s float8, idle_in_transaction_time float8, idle_in_transaction_time_per_s float8, sessions numeric, sessions_per_s float8, sessions_abandoned numeric, sessions_abandoned_per_s float8, sessions_fatal numeric, sessions_fatal_per_s float8, sessions_killed numeric, sessions_killed_per_s float8, parallel_workers_to_launch numeric, parallel_workers_to_launch_per_s float8, parallel_workers_launched numeric, parallel_workers_launched_per_s float8, ms_per_blk_read float8)
 LANGUAGE plpgsql STABLE
@@ -675,6 +888,73 @@ BEGIN
 	PERFORM chronicle._check_datname('chronicle.database_totals', $3);
 	SELECT sum(i.seconds), count(*), min(i.interval_start), max(i.interval_end)
 	  INTO secs, n, ws, we FROM chronicle.intervals($1, $2) i;
+	-- Without a reset in the window, the deltas of a key telescope: its
+	-- total is its last value minus its baseline in each segment, two
+	-- index probes per key instead of every row of the window.
+	IF NOT EXISTS (SELECT FROM chronicle._database_ends($1, $2) e WHERE e.reset
+	   AND ($3 IS NULL OR e.datname = $3)) THEN
+		RETURN QUERY
+		SELECT ws, we, secs, n, e.datid,
+		       max(e.datname),
+		       0::bigint,
+		       coalesce(sum(e.l_xact_commit - e.b_xact_commit), 0)::numeric,
+		       coalesce(sum(e.l_xact_commit - e.b_xact_commit), 0)::float8 / secs,
+		       coalesce(sum(e.l_xact_rollback - e.b_xact_rollback), 0)::numeric,
+		       coalesce(sum(e.l_xact_rollback - e.b_xact_rollback), 0)::float8 / secs,
+		       coalesce(sum(e.l_blks_read - e.b_blks_read), 0)::numeric,
+		       coalesce(sum(e.l_blks_read - e.b_blks_read), 0)::float8 / secs,
+		       coalesce(sum(e.l_blks_hit - e.b_blks_hit), 0)::numeric,
+		       coalesce(sum(e.l_blks_hit - e.b_blks_hit), 0)::float8 / secs,
+		       coalesce(sum(e.l_tup_returned - e.b_tup_returned), 0)::numeric,
+		       coalesce(sum(e.l_tup_returned - e.b_tup_returned), 0)::float8 / secs,
+		       coalesce(sum(e.l_tup_fetched - e.b_tup_fetched), 0)::numeric,
+		       coalesce(sum(e.l_tup_fetched - e.b_tup_fetched), 0)::float8 / secs,
+		       coalesce(sum(e.l_tup_inserted - e.b_tup_inserted), 0)::numeric,
+		       coalesce(sum(e.l_tup_inserted - e.b_tup_inserted), 0)::float8 / secs,
+		       coalesce(sum(e.l_tup_updated - e.b_tup_updated), 0)::numeric,
+		       coalesce(sum(e.l_tup_updated - e.b_tup_updated), 0)::float8 / secs,
+		       coalesce(sum(e.l_tup_deleted - e.b_tup_deleted), 0)::numeric,
+		       coalesce(sum(e.l_tup_deleted - e.b_tup_deleted), 0)::float8 / secs,
+		       coalesce(sum(e.l_conflicts - e.b_conflicts), 0)::numeric,
+		       coalesce(sum(e.l_conflicts - e.b_conflicts), 0)::float8 / secs,
+		       coalesce(sum(e.l_temp_files - e.b_temp_files), 0)::numeric,
+		       coalesce(sum(e.l_temp_files - e.b_temp_files), 0)::float8 / secs,
+		       coalesce(sum(e.l_temp_bytes - e.b_temp_bytes), 0)::numeric,
+		       coalesce(sum(e.l_temp_bytes - e.b_temp_bytes), 0)::float8 / secs,
+		       coalesce(sum(e.l_deadlocks - e.b_deadlocks), 0)::numeric,
+		       coalesce(sum(e.l_deadlocks - e.b_deadlocks), 0)::float8 / secs,
+		       coalesce(sum(e.l_checksum_failures - e.b_checksum_failures), 0)::numeric,
+		       coalesce(sum(e.l_checksum_failures - e.b_checksum_failures), 0)::float8 / secs,
+		       coalesce(sum(e.l_blk_read_time - e.b_blk_read_time), 0),
+		       coalesce(sum(e.l_blk_read_time - e.b_blk_read_time), 0)::float8 / secs,
+		       coalesce(sum(e.l_blk_write_time - e.b_blk_write_time), 0),
+		       coalesce(sum(e.l_blk_write_time - e.b_blk_write_time), 0)::float8 / secs,
+		       coalesce(sum(e.l_session_time - e.b_session_time), 0),
+		       coalesce(sum(e.l_session_time - e.b_session_time), 0)::float8 / secs,
+		       coalesce(sum(e.l_active_time - e.b_active_time), 0),
+		       coalesce(sum(e.l_active_time - e.b_active_time), 0)::float8 / secs,
+		       coalesce(sum(e.l_idle_in_transaction_time - e.b_idle_in_transaction_time), 0),
+		       coalesce(sum(e.l_idle_in_transaction_time - e.b_idle_in_transaction_time), 0)::float8 / secs,
+		       coalesce(sum(e.l_sessions - e.b_sessions), 0)::numeric,
+		       coalesce(sum(e.l_sessions - e.b_sessions), 0)::float8 / secs,
+		       coalesce(sum(e.l_sessions_abandoned - e.b_sessions_abandoned), 0)::numeric,
+		       coalesce(sum(e.l_sessions_abandoned - e.b_sessions_abandoned), 0)::float8 / secs,
+		       coalesce(sum(e.l_sessions_fatal - e.b_sessions_fatal), 0)::numeric,
+		       coalesce(sum(e.l_sessions_fatal - e.b_sessions_fatal), 0)::float8 / secs,
+		       coalesce(sum(e.l_sessions_killed - e.b_sessions_killed), 0)::numeric,
+		       coalesce(sum(e.l_sessions_killed - e.b_sessions_killed), 0)::float8 / secs,
+		       coalesce(sum(e.l_parallel_workers_to_launch - e.b_parallel_workers_to_launch), 0)::numeric,
+		       coalesce(sum(e.l_parallel_workers_to_launch - e.b_parallel_workers_to_launch), 0)::float8 / secs,
+		       coalesce(sum(e.l_parallel_workers_launched - e.b_parallel_workers_launched), 0)::numeric,
+		       coalesce(sum(e.l_parallel_workers_launched - e.b_parallel_workers_launched), 0)::float8 / secs,
+		       sum(e.l_blk_read_time - e.b_blk_read_time)::float8 / nullif(sum(e.l_blks_read - e.b_blks_read), 0)
+		  FROM chronicle._database_ends($1, $2) e
+		 WHERE true
+		   AND ($3 IS NULL OR e.datname = $3)
+		 GROUP BY e.datid
+		 ORDER BY e.datid;
+		RETURN;
+	END IF;
 	RETURN QUERY
 	SELECT ws, we, secs, n, k.datid,
 	       coalesce(max(d.datname), max(k.datname)),
@@ -900,6 +1180,44 @@ $fn$;
 REVOKE ALL ON FUNCTION chronicle.wait_deltas(timestamptz, timestamptz, text, text, text, boolean) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION chronicle.wait_deltas(timestamptz, timestamptz, text, text, text, boolean) TO pg_monitor, pg_read_all_stats;
 
+CREATE FUNCTION chronicle._wait_ends(from_ts timestamptz, to_ts timestamptz)
+RETURNS TABLE (backend_type text, state text, wait_event_type text, wait_event text, queryid bigint, segment timestamptz, reset boolean, b_samples bigint, l_samples bigint)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+SET plan_cache_mode = force_custom_plan
+AS $fn$
+#variable_conflict use_column
+BEGIN
+	RETURN QUERY
+	WITH sg AS (
+		SELECT i.segment, min(i.interval_start) AS first_start, max(i.interval_end) AS last_end
+		  FROM chronicle.intervals($1, $2) i GROUP BY i.segment
+	)
+	SELECT k.backend_type, k.state, k.wait_event_type, k.wait_event, k.queryid, sg.segment,
+	       (coalesce(l.samples < b.samples, false)),
+	       b.samples, l.samples
+	  FROM (SELECT DISTINCT kk.backend_type, kk.state, kk.wait_event_type, kk.wait_event, kk.queryid FROM chronicle._wait_keys($1, $2) kk) k
+	 CROSS JOIN sg
+	 CROSS JOIN LATERAL (
+		SELECT h.* FROM chronicle.waits_history h
+		 WHERE h.backend_type = k.backend_type AND h.state = k.state AND h.wait_event_type = k.wait_event_type AND h.wait_event = k.wait_event AND h.queryid = k.queryid AND h.ts >= sg.segment AND h.ts <= sg.last_end
+		 ORDER BY h.ts DESC LIMIT 1) l
+	 CROSS JOIN LATERAL (
+		SELECT x.* FROM (
+			(SELECT h.* FROM chronicle.waits_history h
+			  WHERE h.backend_type = k.backend_type AND h.state = k.state AND h.wait_event_type = k.wait_event_type AND h.wait_event = k.wait_event AND h.queryid = k.queryid AND h.ts >= sg.segment AND h.ts <= sg.first_start
+			  ORDER BY h.ts DESC LIMIT 1)
+			UNION ALL
+			(SELECT h.* FROM chronicle.waits_history h
+			  WHERE h.backend_type = k.backend_type AND h.state = k.state AND h.wait_event_type = k.wait_event_type AND h.wait_event = k.wait_event AND h.queryid = k.queryid AND h.ts > sg.first_start AND h.ts <= sg.last_end
+			  ORDER BY h.ts LIMIT 1)) x
+		 ORDER BY x.ts ASC LIMIT 1) b;
+END;
+$fn$;
+
+REVOKE ALL ON FUNCTION chronicle._wait_ends(timestamptz, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION chronicle._wait_ends(timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;
+
 CREATE FUNCTION chronicle.wait_totals(from_ts timestamptz, to_ts timestamptz, for_backend_type text DEFAULT NULL, for_wait_event_type text DEFAULT NULL, for_wait_event text DEFAULT NULL)
 RETURNS TABLE (window_start timestamptz, window_end timestamptz, seconds float8, intervals bigint, backend_type text, state text, wait_event_type text, wait_event text, queryid bigint, resets bigint, samples numeric, samples_per_s float8)
 LANGUAGE plpgsql STABLE
@@ -918,6 +1236,27 @@ BEGIN
 	PERFORM chronicle._check_name('chronicle.wait_totals', 'wait_event_type', $4);
 	SELECT sum(i.seconds), count(*), min(i.interval_start), max(i.interval_end)
 	  INTO secs, n, ws, we FROM chronicle.intervals($1, $2) i;
+	-- Without a reset in the window, the deltas of a key telescope: its
+	-- total is its last value minus its baseline in each segment, two
+	-- index probes per key instead of every row of the window.
+	IF NOT EXISTS (SELECT FROM chronicle._wait_ends($1, $2) e WHERE e.reset
+	   AND ($3 IS NULL OR e.backend_type = $3)
+	   AND ($4 IS NULL OR e.wait_event_type = $4)
+	   AND ($5 IS NULL OR e.wait_event = $5)) THEN
+		RETURN QUERY
+		SELECT ws, we, secs, n, e.backend_type, e.state, e.wait_event_type, e.wait_event, e.queryid,
+		       0::bigint,
+		       coalesce(sum(e.l_samples - e.b_samples), 0)::numeric,
+		       coalesce(sum(e.l_samples - e.b_samples), 0)::float8 / secs
+		  FROM chronicle._wait_ends($1, $2) e
+		 WHERE true
+		   AND ($3 IS NULL OR e.backend_type = $3)
+		   AND ($4 IS NULL OR e.wait_event_type = $4)
+		   AND ($5 IS NULL OR e.wait_event = $5)
+		 GROUP BY e.backend_type, e.state, e.wait_event_type, e.wait_event, e.queryid
+		 ORDER BY e.backend_type, e.state, e.wait_event_type, e.wait_event, e.queryid;
+		RETURN;
+	END IF;
 	RETURN QUERY
 	SELECT ws, we, secs, n, k.backend_type, k.state, k.wait_event_type, k.wait_event, k.queryid,
 	       count(*) FILTER (WHERE d.reset),
@@ -1190,6 +1529,74 @@ $fn$;
 REVOKE ALL ON FUNCTION chronicle.os_disk_deltas(timestamptz, timestamptz, text, boolean) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION chronicle.os_disk_deltas(timestamptz, timestamptz, text, boolean) TO pg_monitor, pg_read_all_stats;
 
+CREATE FUNCTION chronicle._os_disk_ends(from_ts timestamptz, to_ts timestamptz)
+RETURNS TABLE (device text, role text, segment timestamptz, reset boolean, b_reads_completed bigint, l_reads_completed bigint, b_reads_merged bigint, l_reads_merged bigint, b_sectors_read bigint, l_sectors_read bigint, b_read_time_ms bigint, l_read_time_ms bigint, b_writes_completed bigint, l_writes_completed bigint, b_writes_merged bigint, l_writes_merged bigint, b_sectors_written bigint, l_sectors_written bigint, b_write_time_ms bigint, l_write_time_ms bigint, b_io_time_ms bigint, l_io_time_ms bigint, b_weighted_io_time_ms bigint, l_weighted_io_time_ms bigint, b_discards_completed bigint, l_discards_completed bigint, b_discards_merged bigint, l_discards_merged bigint, b_sectors_discarded bigint, l_sectors_discarded bigint, b_discard_time_ms bigint, l_discard_time_ms bigint, b_flushes_completed bigint, l_flushes_completed bigint, b_flush_time_ms bigint, l_flush_time_ms bigint)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+SET plan_cache_mode = force_custom_plan
+AS $fn$
+#variable_conflict use_column
+BEGIN
+	RETURN QUERY
+	WITH sg AS (
+		SELECT i.segment, min(i.interval_start) AS first_start, max(i.interval_end) AS last_end
+		  FROM chronicle.intervals($1, $2) i GROUP BY i.segment
+	)
+	SELECT k.device, k.role, sg.segment,
+	       (coalesce(l.reads_completed < b.reads_completed, false)
+	        OR coalesce(l.reads_merged < b.reads_merged, false)
+	        OR coalesce(l.sectors_read < b.sectors_read, false)
+	        OR coalesce(l.read_time_ms < b.read_time_ms, false)
+	        OR coalesce(l.writes_completed < b.writes_completed, false)
+	        OR coalesce(l.writes_merged < b.writes_merged, false)
+	        OR coalesce(l.sectors_written < b.sectors_written, false)
+	        OR coalesce(l.write_time_ms < b.write_time_ms, false)
+	        OR coalesce(l.io_time_ms < b.io_time_ms, false)
+	        OR coalesce(l.weighted_io_time_ms < b.weighted_io_time_ms, false)
+	        OR coalesce(l.discards_completed < b.discards_completed, false)
+	        OR coalesce(l.discards_merged < b.discards_merged, false)
+	        OR coalesce(l.sectors_discarded < b.sectors_discarded, false)
+	        OR coalesce(l.discard_time_ms < b.discard_time_ms, false)
+	        OR coalesce(l.flushes_completed < b.flushes_completed, false)
+	        OR coalesce(l.flush_time_ms < b.flush_time_ms, false)),
+	       b.reads_completed, l.reads_completed,
+	       b.reads_merged, l.reads_merged,
+	       b.sectors_read, l.sectors_read,
+	       b.read_time_ms, l.read_time_ms,
+	       b.writes_completed, l.writes_completed,
+	       b.writes_merged, l.writes_merged,
+	       b.sectors_written, l.sectors_written,
+	       b.write_time_ms, l.write_time_ms,
+	       b.io_time_ms, l.io_time_ms,
+	       b.weighted_io_time_ms, l.weighted_io_time_ms,
+	       b.discards_completed, l.discards_completed,
+	       b.discards_merged, l.discards_merged,
+	       b.sectors_discarded, l.sectors_discarded,
+	       b.discard_time_ms, l.discard_time_ms,
+	       b.flushes_completed, l.flushes_completed,
+	       b.flush_time_ms, l.flush_time_ms
+	  FROM (SELECT DISTINCT kk.device, kk.role FROM chronicle._os_disk_keys($1, $2) kk) k
+	 CROSS JOIN sg
+	 CROSS JOIN LATERAL (
+		SELECT h.* FROM chronicle.os_disk_history h
+		 WHERE h.device = k.device AND h.role = k.role AND h.ts >= sg.segment AND h.ts <= sg.last_end
+		 ORDER BY h.ts DESC LIMIT 1) l
+	 CROSS JOIN LATERAL (
+		SELECT x.* FROM (
+			(SELECT h.* FROM chronicle.os_disk_history h
+			  WHERE h.device = k.device AND h.role = k.role AND h.ts >= sg.segment AND h.ts <= sg.first_start
+			  ORDER BY h.ts DESC LIMIT 1)
+			UNION ALL
+			(SELECT h.* FROM chronicle.os_disk_history h
+			  WHERE h.device = k.device AND h.role = k.role AND h.ts > sg.first_start AND h.ts <= sg.last_end
+			  ORDER BY h.ts LIMIT 1)) x
+		 ORDER BY x.ts ASC LIMIT 1) b;
+END;
+$fn$;
+
+REVOKE ALL ON FUNCTION chronicle._os_disk_ends(timestamptz, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION chronicle._os_disk_ends(timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;
+
 CREATE FUNCTION chronicle.os_disk_totals(from_ts timestamptz, to_ts timestamptz, for_device text DEFAULT NULL)
 RETURNS TABLE (window_start timestamptz, window_end timestamptz, seconds float8, intervals bigint, device text, role text, resets bigint, reads_completed numeric, reads_completed_per_s float8, reads_merged numeric, reads_merged_per_s float8, sectors_read numeric, sectors_read_per_s float8, read_time_ms numeric, read_time_ms_per_s float8, writes_completed numeric, writes_completed_per_s float8, writes_merged numeric, writes_merged_per_s float8, sectors_written numeric, sectors_written_per_s float8, write_time_ms numeric, write_time_ms_per_s float8, io_time_ms numeric, io_time_ms_per_s float8, weighted_io_time_ms numeric, weighted_io_time_ms_per_s float8, discards_completed numeric, discards_completed_per_s float8, discards_merged numeric, discards_merged_per_s float8, sectors_discarded numeric, sectors_discarded_per_s float8, discard_time_ms numeric, discard_time_ms_per_s float8, flushes_completed numeric, flushes_completed_per_s float8, flush_time_ms numeric, flush_time_ms_per_s float8, ms_per_read float8, ms_per_write float8)
 LANGUAGE plpgsql STABLE
@@ -1206,6 +1613,55 @@ BEGIN
 	PERFORM chronicle._check_range($1, $2, 'chronicle.os_disk_totals');
 	SELECT sum(i.seconds), count(*), min(i.interval_start), max(i.interval_end)
 	  INTO secs, n, ws, we FROM chronicle.intervals($1, $2) i;
+	-- Without a reset in the window, the deltas of a key telescope: its
+	-- total is its last value minus its baseline in each segment, two
+	-- index probes per key instead of every row of the window.
+	IF NOT EXISTS (SELECT FROM chronicle._os_disk_ends($1, $2) e WHERE e.reset
+	   AND ($3 IS NULL OR e.device = $3)) THEN
+		RETURN QUERY
+		SELECT ws, we, secs, n, e.device, e.role,
+		       0::bigint,
+		       coalesce(sum(e.l_reads_completed - e.b_reads_completed), 0)::numeric,
+		       coalesce(sum(e.l_reads_completed - e.b_reads_completed), 0)::float8 / secs,
+		       coalesce(sum(e.l_reads_merged - e.b_reads_merged), 0)::numeric,
+		       coalesce(sum(e.l_reads_merged - e.b_reads_merged), 0)::float8 / secs,
+		       coalesce(sum(e.l_sectors_read - e.b_sectors_read), 0)::numeric,
+		       coalesce(sum(e.l_sectors_read - e.b_sectors_read), 0)::float8 / secs,
+		       coalesce(sum(e.l_read_time_ms - e.b_read_time_ms), 0)::numeric,
+		       coalesce(sum(e.l_read_time_ms - e.b_read_time_ms), 0)::float8 / secs,
+		       coalesce(sum(e.l_writes_completed - e.b_writes_completed), 0)::numeric,
+		       coalesce(sum(e.l_writes_completed - e.b_writes_completed), 0)::float8 / secs,
+		       coalesce(sum(e.l_writes_merged - e.b_writes_merged), 0)::numeric,
+		       coalesce(sum(e.l_writes_merged - e.b_writes_merged), 0)::float8 / secs,
+		       coalesce(sum(e.l_sectors_written - e.b_sectors_written), 0)::numeric,
+		       coalesce(sum(e.l_sectors_written - e.b_sectors_written), 0)::float8 / secs,
+		       coalesce(sum(e.l_write_time_ms - e.b_write_time_ms), 0)::numeric,
+		       coalesce(sum(e.l_write_time_ms - e.b_write_time_ms), 0)::float8 / secs,
+		       coalesce(sum(e.l_io_time_ms - e.b_io_time_ms), 0)::numeric,
+		       coalesce(sum(e.l_io_time_ms - e.b_io_time_ms), 0)::float8 / secs,
+		       coalesce(sum(e.l_weighted_io_time_ms - e.b_weighted_io_time_ms), 0)::numeric,
+		       coalesce(sum(e.l_weighted_io_time_ms - e.b_weighted_io_time_ms), 0)::float8 / secs,
+		       coalesce(sum(e.l_discards_completed - e.b_discards_completed), 0)::numeric,
+		       coalesce(sum(e.l_discards_completed - e.b_discards_completed), 0)::float8 / secs,
+		       coalesce(sum(e.l_discards_merged - e.b_discards_merged), 0)::numeric,
+		       coalesce(sum(e.l_discards_merged - e.b_discards_merged), 0)::float8 / secs,
+		       coalesce(sum(e.l_sectors_discarded - e.b_sectors_discarded), 0)::numeric,
+		       coalesce(sum(e.l_sectors_discarded - e.b_sectors_discarded), 0)::float8 / secs,
+		       coalesce(sum(e.l_discard_time_ms - e.b_discard_time_ms), 0)::numeric,
+		       coalesce(sum(e.l_discard_time_ms - e.b_discard_time_ms), 0)::float8 / secs,
+		       coalesce(sum(e.l_flushes_completed - e.b_flushes_completed), 0)::numeric,
+		       coalesce(sum(e.l_flushes_completed - e.b_flushes_completed), 0)::float8 / secs,
+		       coalesce(sum(e.l_flush_time_ms - e.b_flush_time_ms), 0)::numeric,
+		       coalesce(sum(e.l_flush_time_ms - e.b_flush_time_ms), 0)::float8 / secs,
+		       sum(e.l_read_time_ms - e.b_read_time_ms)::float8 / nullif(sum(e.l_reads_completed - e.b_reads_completed), 0),
+		       sum(e.l_write_time_ms - e.b_write_time_ms)::float8 / nullif(sum(e.l_writes_completed - e.b_writes_completed), 0)
+		  FROM chronicle._os_disk_ends($1, $2) e
+		 WHERE true
+		   AND ($3 IS NULL OR e.device = $3)
+		 GROUP BY e.device, e.role
+		 ORDER BY e.device, e.role;
+		RETURN;
+	END IF;
 	RETURN QUERY
 	SELECT ws, we, secs, n, k.device, k.role,
 	       count(*) FILTER (WHERE d.reset),
@@ -1406,6 +1862,46 @@ $fn$;
 REVOKE ALL ON FUNCTION chronicle.os_pressure_deltas(timestamptz, timestamptz, text, boolean) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION chronicle.os_pressure_deltas(timestamptz, timestamptz, text, boolean) TO pg_monitor, pg_read_all_stats;
 
+CREATE FUNCTION chronicle._os_pressure_ends(from_ts timestamptz, to_ts timestamptz)
+RETURNS TABLE (resource text, segment timestamptz, reset boolean, b_some_total bigint, l_some_total bigint, b_full_total bigint, l_full_total bigint)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+SET plan_cache_mode = force_custom_plan
+AS $fn$
+#variable_conflict use_column
+BEGIN
+	RETURN QUERY
+	WITH sg AS (
+		SELECT i.segment, min(i.interval_start) AS first_start, max(i.interval_end) AS last_end
+		  FROM chronicle.intervals($1, $2) i GROUP BY i.segment
+	)
+	SELECT k.resource, sg.segment,
+	       (coalesce(l.some_total < b.some_total, false)
+	        OR coalesce(l.full_total < b.full_total, false)),
+	       b.some_total, l.some_total,
+	       b.full_total, l.full_total
+	  FROM (SELECT DISTINCT kk.resource FROM chronicle._os_pressure_keys($1, $2) kk) k
+	 CROSS JOIN sg
+	 CROSS JOIN LATERAL (
+		SELECT h.* FROM chronicle.os_pressure_history h
+		 WHERE h.resource = k.resource AND h.ts >= sg.segment AND h.ts <= sg.last_end
+		 ORDER BY h.ts DESC LIMIT 1) l
+	 CROSS JOIN LATERAL (
+		SELECT x.* FROM (
+			(SELECT h.* FROM chronicle.os_pressure_history h
+			  WHERE h.resource = k.resource AND h.ts >= sg.segment AND h.ts <= sg.first_start
+			  ORDER BY h.ts DESC LIMIT 1)
+			UNION ALL
+			(SELECT h.* FROM chronicle.os_pressure_history h
+			  WHERE h.resource = k.resource AND h.ts > sg.first_start AND h.ts <= sg.last_end
+			  ORDER BY h.ts LIMIT 1)) x
+		 ORDER BY x.ts ASC LIMIT 1) b;
+END;
+$fn$;
+
+REVOKE ALL ON FUNCTION chronicle._os_pressure_ends(timestamptz, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION chronicle._os_pressure_ends(timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;
+
 CREATE FUNCTION chronicle.os_pressure_totals(from_ts timestamptz, to_ts timestamptz, for_resource text DEFAULT NULL)
 RETURNS TABLE (window_start timestamptz, window_end timestamptz, seconds float8, intervals bigint, resource text, resets bigint, some_total numeric, some_total_per_s float8, full_total numeric, full_total_per_s float8)
 LANGUAGE plpgsql STABLE
@@ -1422,6 +1918,25 @@ BEGIN
 	PERFORM chronicle._check_range($1, $2, 'chronicle.os_pressure_totals');
 	SELECT sum(i.seconds), count(*), min(i.interval_start), max(i.interval_end)
 	  INTO secs, n, ws, we FROM chronicle.intervals($1, $2) i;
+	-- Without a reset in the window, the deltas of a key telescope: its
+	-- total is its last value minus its baseline in each segment, two
+	-- index probes per key instead of every row of the window.
+	IF NOT EXISTS (SELECT FROM chronicle._os_pressure_ends($1, $2) e WHERE e.reset
+	   AND ($3 IS NULL OR e.resource = $3)) THEN
+		RETURN QUERY
+		SELECT ws, we, secs, n, e.resource,
+		       0::bigint,
+		       coalesce(sum(e.l_some_total - e.b_some_total), 0)::numeric,
+		       coalesce(sum(e.l_some_total - e.b_some_total), 0)::float8 / secs,
+		       coalesce(sum(e.l_full_total - e.b_full_total), 0)::numeric,
+		       coalesce(sum(e.l_full_total - e.b_full_total), 0)::float8 / secs
+		  FROM chronicle._os_pressure_ends($1, $2) e
+		 WHERE true
+		   AND ($3 IS NULL OR e.resource = $3)
+		 GROUP BY e.resource
+		 ORDER BY e.resource;
+		RETURN;
+	END IF;
 	RETURN QUERY
 	SELECT ws, we, secs, n, k.resource,
 	       count(*) FILTER (WHERE d.reset),
@@ -1559,6 +2074,59 @@ $fn$;
 
 REVOKE ALL ON FUNCTION chronicle.wal_deltas(timestamptz, timestamptz) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION chronicle.wal_deltas(timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;
+
+CREATE FUNCTION chronicle._wal_ends(from_ts timestamptz, to_ts timestamptz)
+RETURNS TABLE (segment timestamptz, reset boolean, b_wal_records bigint, l_wal_records bigint, b_wal_fpi bigint, l_wal_fpi bigint, b_wal_bytes bigint, l_wal_bytes bigint, b_wal_buffers_full bigint, l_wal_buffers_full bigint, b_wal_write bigint, l_wal_write bigint, b_wal_sync bigint, l_wal_sync bigint, b_wal_write_time float8, l_wal_write_time float8, b_wal_sync_time float8, l_wal_sync_time float8)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+SET plan_cache_mode = force_custom_plan
+AS $fn$
+#variable_conflict use_column
+BEGIN
+	RETURN QUERY
+	WITH sg AS (
+		SELECT i.segment, min(i.interval_start) AS first_start, max(i.interval_end) AS last_end
+		  FROM chronicle.intervals($1, $2) i GROUP BY i.segment
+	)
+	SELECT , sg.segment,
+	       (b.stats_reset IS DISTINCT FROM l.stats_reset
+	        OR coalesce(l.wal_records < b.wal_records, false)
+	        OR coalesce(l.wal_fpi < b.wal_fpi, false)
+	        OR coalesce(l.wal_bytes < b.wal_bytes, false)
+	        OR coalesce(l.wal_buffers_full < b.wal_buffers_full, false)
+	        OR coalesce(l.wal_write < b.wal_write, false)
+	        OR coalesce(l.wal_sync < b.wal_sync, false)
+	        OR coalesce(l.wal_write_time < b.wal_write_time, false)
+	        OR coalesce(l.wal_sync_time < b.wal_sync_time, false)),
+	       b.wal_records, l.wal_records,
+	       b.wal_fpi, l.wal_fpi,
+	       b.wal_bytes, l.wal_bytes,
+	       b.wal_buffers_full, l.wal_buffers_full,
+	       b.wal_write, l.wal_write,
+	       b.wal_sync, l.wal_sync,
+	       b.wal_write_time, l.wal_write_time,
+	       b.wal_sync_time, l.wal_sync_time
+	  FROM (SELECT DISTINCT  FROM chronicle._wal_keys($1, $2) kk) k
+	 CROSS JOIN sg
+	 CROSS JOIN LATERAL (
+		SELECT h.* FROM chronicle.wal_history h
+		 WHERE  AND h.ts >= sg.segment AND h.ts <= sg.last_end
+		 ORDER BY h.ts DESC LIMIT 1) l
+	 CROSS JOIN LATERAL (
+		SELECT x.* FROM (
+			(SELECT h.* FROM chronicle.wal_history h
+			  WHERE  AND h.ts >= sg.segment AND h.ts <= sg.first_start
+			  ORDER BY h.ts DESC LIMIT 1)
+			UNION ALL
+			(SELECT h.* FROM chronicle.wal_history h
+			  WHERE  AND h.ts > sg.first_start AND h.ts <= sg.last_end
+			  ORDER BY h.ts LIMIT 1)) x
+		 ORDER BY x.ts ASC LIMIT 1) b;
+END;
+$fn$;
+
+REVOKE ALL ON FUNCTION chronicle._wal_ends(timestamptz, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION chronicle._wal_ends(timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;
 
 CREATE FUNCTION chronicle.wal_totals(from_ts timestamptz, to_ts timestamptz)
 RETURNS TABLE (window_start timestamptz, window_end timestamptz, seconds float8, intervals bigint, resets bigint, wal_records numeric, wal_records_per_s float8, wal_fpi numeric, wal_fpi_per_s float8, wal_bytes numeric, wal_bytes_per_s float8, wal_buffers_full numeric, wal_buffers_full_per_s float8, wal_write numeric, wal_write_per_s float8, wal_sync numeric, wal_sync_per_s float8, wal_write_time float8, wal_write_time_per_s float8, wal_sync_time float8, wal_sync_time_per_s float8, ms_per_write float8, ms_per_sync float8)
@@ -1727,6 +2295,63 @@ $fn$;
 REVOKE ALL ON FUNCTION chronicle.checkpointer_deltas(timestamptz, timestamptz) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION chronicle.checkpointer_deltas(timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;
 
+CREATE FUNCTION chronicle._checkpointer_ends(from_ts timestamptz, to_ts timestamptz)
+RETURNS TABLE (segment timestamptz, reset boolean, b_num_timed bigint, l_num_timed bigint, b_num_requested bigint, l_num_requested bigint, b_num_done bigint, l_num_done bigint, b_restartpoints_timed bigint, l_restartpoints_timed bigint, b_restartpoints_req bigint, l_restartpoints_req bigint, b_restartpoints_done bigint, l_restartpoints_done bigint, b_write_time float8, l_write_time float8, b_sync_time float8, l_sync_time float8, b_buffers_written bigint, l_buffers_written bigint, b_slru_written bigint, l_slru_written bigint)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+SET plan_cache_mode = force_custom_plan
+AS $fn$
+#variable_conflict use_column
+BEGIN
+	RETURN QUERY
+	WITH sg AS (
+		SELECT i.segment, min(i.interval_start) AS first_start, max(i.interval_end) AS last_end
+		  FROM chronicle.intervals($1, $2) i GROUP BY i.segment
+	)
+	SELECT , sg.segment,
+	       (b.stats_reset IS DISTINCT FROM l.stats_reset
+	        OR coalesce(l.num_timed < b.num_timed, false)
+	        OR coalesce(l.num_requested < b.num_requested, false)
+	        OR coalesce(l.num_done < b.num_done, false)
+	        OR coalesce(l.restartpoints_timed < b.restartpoints_timed, false)
+	        OR coalesce(l.restartpoints_req < b.restartpoints_req, false)
+	        OR coalesce(l.restartpoints_done < b.restartpoints_done, false)
+	        OR coalesce(l.write_time < b.write_time, false)
+	        OR coalesce(l.sync_time < b.sync_time, false)
+	        OR coalesce(l.buffers_written < b.buffers_written, false)
+	        OR coalesce(l.slru_written < b.slru_written, false)),
+	       b.num_timed, l.num_timed,
+	       b.num_requested, l.num_requested,
+	       b.num_done, l.num_done,
+	       b.restartpoints_timed, l.restartpoints_timed,
+	       b.restartpoints_req, l.restartpoints_req,
+	       b.restartpoints_done, l.restartpoints_done,
+	       b.write_time, l.write_time,
+	       b.sync_time, l.sync_time,
+	       b.buffers_written, l.buffers_written,
+	       b.slru_written, l.slru_written
+	  FROM (SELECT DISTINCT  FROM chronicle._checkpointer_keys($1, $2) kk) k
+	 CROSS JOIN sg
+	 CROSS JOIN LATERAL (
+		SELECT h.* FROM chronicle.checkpointer_history h
+		 WHERE  AND h.ts >= sg.segment AND h.ts <= sg.last_end
+		 ORDER BY h.ts DESC LIMIT 1) l
+	 CROSS JOIN LATERAL (
+		SELECT x.* FROM (
+			(SELECT h.* FROM chronicle.checkpointer_history h
+			  WHERE  AND h.ts >= sg.segment AND h.ts <= sg.first_start
+			  ORDER BY h.ts DESC LIMIT 1)
+			UNION ALL
+			(SELECT h.* FROM chronicle.checkpointer_history h
+			  WHERE  AND h.ts > sg.first_start AND h.ts <= sg.last_end
+			  ORDER BY h.ts LIMIT 1)) x
+		 ORDER BY x.ts ASC LIMIT 1) b;
+END;
+$fn$;
+
+REVOKE ALL ON FUNCTION chronicle._checkpointer_ends(timestamptz, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION chronicle._checkpointer_ends(timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;
+
 CREATE FUNCTION chronicle.checkpointer_totals(from_ts timestamptz, to_ts timestamptz)
 RETURNS TABLE (window_start timestamptz, window_end timestamptz, seconds float8, intervals bigint, resets bigint, num_timed numeric, num_timed_per_s float8, num_requested numeric, num_requested_per_s float8, num_done numeric, num_done_per_s float8, restartpoints_timed numeric, restartpoints_timed_per_s float8, restartpoints_req numeric, restartpoints_req_per_s float8, restartpoints_done numeric, restartpoints_done_per_s float8, write_time float8, write_time_per_s float8, sync_time float8, sync_time_per_s float8, buffers_written numeric, buffers_written_per_s float8, slru_written numeric, slru_written_per_s float8)
 LANGUAGE plpgsql STABLE
@@ -1866,6 +2491,49 @@ $fn$;
 REVOKE ALL ON FUNCTION chronicle.bgwriter_deltas(timestamptz, timestamptz) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION chronicle.bgwriter_deltas(timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;
 
+CREATE FUNCTION chronicle._bgwriter_ends(from_ts timestamptz, to_ts timestamptz)
+RETURNS TABLE (segment timestamptz, reset boolean, b_buffers_clean bigint, l_buffers_clean bigint, b_maxwritten_clean bigint, l_maxwritten_clean bigint, b_buffers_alloc bigint, l_buffers_alloc bigint)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+SET plan_cache_mode = force_custom_plan
+AS $fn$
+#variable_conflict use_column
+BEGIN
+	RETURN QUERY
+	WITH sg AS (
+		SELECT i.segment, min(i.interval_start) AS first_start, max(i.interval_end) AS last_end
+		  FROM chronicle.intervals($1, $2) i GROUP BY i.segment
+	)
+	SELECT , sg.segment,
+	       (b.stats_reset IS DISTINCT FROM l.stats_reset
+	        OR coalesce(l.buffers_clean < b.buffers_clean, false)
+	        OR coalesce(l.maxwritten_clean < b.maxwritten_clean, false)
+	        OR coalesce(l.buffers_alloc < b.buffers_alloc, false)),
+	       b.buffers_clean, l.buffers_clean,
+	       b.maxwritten_clean, l.maxwritten_clean,
+	       b.buffers_alloc, l.buffers_alloc
+	  FROM (SELECT DISTINCT  FROM chronicle._bgwriter_keys($1, $2) kk) k
+	 CROSS JOIN sg
+	 CROSS JOIN LATERAL (
+		SELECT h.* FROM chronicle.bgwriter_history h
+		 WHERE  AND h.ts >= sg.segment AND h.ts <= sg.last_end
+		 ORDER BY h.ts DESC LIMIT 1) l
+	 CROSS JOIN LATERAL (
+		SELECT x.* FROM (
+			(SELECT h.* FROM chronicle.bgwriter_history h
+			  WHERE  AND h.ts >= sg.segment AND h.ts <= sg.first_start
+			  ORDER BY h.ts DESC LIMIT 1)
+			UNION ALL
+			(SELECT h.* FROM chronicle.bgwriter_history h
+			  WHERE  AND h.ts > sg.first_start AND h.ts <= sg.last_end
+			  ORDER BY h.ts LIMIT 1)) x
+		 ORDER BY x.ts ASC LIMIT 1) b;
+END;
+$fn$;
+
+REVOKE ALL ON FUNCTION chronicle._bgwriter_ends(timestamptz, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION chronicle._bgwriter_ends(timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;
+
 CREATE FUNCTION chronicle.bgwriter_totals(from_ts timestamptz, to_ts timestamptz)
 RETURNS TABLE (window_start timestamptz, window_end timestamptz, seconds float8, intervals bigint, resets bigint, buffers_clean numeric, buffers_clean_per_s float8, maxwritten_clean numeric, maxwritten_clean_per_s float8, buffers_alloc numeric, buffers_alloc_per_s float8)
 LANGUAGE plpgsql STABLE
@@ -1990,6 +2658,49 @@ $fn$;
 
 REVOKE ALL ON FUNCTION chronicle.wait_sampler_deltas(timestamptz, timestamptz) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION chronicle.wait_sampler_deltas(timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;
+
+CREATE FUNCTION chronicle._wait_sampler_ends(from_ts timestamptz, to_ts timestamptz)
+RETURNS TABLE (segment timestamptz, reset boolean, b_ticks_due bigint, l_ticks_due bigint, b_ticks_taken bigint, l_ticks_taken bigint, b_samples_dropped bigint, l_samples_dropped bigint)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+SET plan_cache_mode = force_custom_plan
+AS $fn$
+#variable_conflict use_column
+BEGIN
+	RETURN QUERY
+	WITH sg AS (
+		SELECT i.segment, min(i.interval_start) AS first_start, max(i.interval_end) AS last_end
+		  FROM chronicle.intervals($1, $2) i GROUP BY i.segment
+	)
+	SELECT , sg.segment,
+	       (b.sampler_started IS DISTINCT FROM l.sampler_started
+	        OR coalesce(l.ticks_due < b.ticks_due, false)
+	        OR coalesce(l.ticks_taken < b.ticks_taken, false)
+	        OR coalesce(l.samples_dropped < b.samples_dropped, false)),
+	       b.ticks_due, l.ticks_due,
+	       b.ticks_taken, l.ticks_taken,
+	       b.samples_dropped, l.samples_dropped
+	  FROM (SELECT DISTINCT  FROM chronicle._wait_sampler_keys($1, $2) kk) k
+	 CROSS JOIN sg
+	 CROSS JOIN LATERAL (
+		SELECT h.* FROM chronicle.wait_sampler_history h
+		 WHERE  AND h.ts >= sg.segment AND h.ts <= sg.last_end
+		 ORDER BY h.ts DESC LIMIT 1) l
+	 CROSS JOIN LATERAL (
+		SELECT x.* FROM (
+			(SELECT h.* FROM chronicle.wait_sampler_history h
+			  WHERE  AND h.ts >= sg.segment AND h.ts <= sg.first_start
+			  ORDER BY h.ts DESC LIMIT 1)
+			UNION ALL
+			(SELECT h.* FROM chronicle.wait_sampler_history h
+			  WHERE  AND h.ts > sg.first_start AND h.ts <= sg.last_end
+			  ORDER BY h.ts LIMIT 1)) x
+		 ORDER BY x.ts ASC LIMIT 1) b;
+END;
+$fn$;
+
+REVOKE ALL ON FUNCTION chronicle._wait_sampler_ends(timestamptz, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION chronicle._wait_sampler_ends(timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;
 
 CREATE FUNCTION chronicle.wait_sampler_totals(from_ts timestamptz, to_ts timestamptz)
 RETURNS TABLE (window_start timestamptz, window_end timestamptz, seconds float8, intervals bigint, resets bigint, ticks_due numeric, ticks_due_per_s float8, ticks_taken numeric, ticks_taken_per_s float8, samples_dropped numeric, samples_dropped_per_s float8)
@@ -2136,6 +2847,50 @@ $fn$;
 
 REVOKE ALL ON FUNCTION chronicle.os_memory_deltas(timestamptz, timestamptz) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION chronicle.os_memory_deltas(timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;
+
+CREATE FUNCTION chronicle._os_memory_ends(from_ts timestamptz, to_ts timestamptz)
+RETURNS TABLE (segment timestamptz, reset boolean, b_pgpgin bigint, l_pgpgin bigint, b_pgpgout bigint, l_pgpgout bigint, b_pswpin bigint, l_pswpin bigint, b_pswpout bigint, l_pswpout bigint)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+SET plan_cache_mode = force_custom_plan
+AS $fn$
+#variable_conflict use_column
+BEGIN
+	RETURN QUERY
+	WITH sg AS (
+		SELECT i.segment, min(i.interval_start) AS first_start, max(i.interval_end) AS last_end
+		  FROM chronicle.intervals($1, $2) i GROUP BY i.segment
+	)
+	SELECT , sg.segment,
+	       (coalesce(l.pgpgin < b.pgpgin, false)
+	        OR coalesce(l.pgpgout < b.pgpgout, false)
+	        OR coalesce(l.pswpin < b.pswpin, false)
+	        OR coalesce(l.pswpout < b.pswpout, false)),
+	       b.pgpgin, l.pgpgin,
+	       b.pgpgout, l.pgpgout,
+	       b.pswpin, l.pswpin,
+	       b.pswpout, l.pswpout
+	  FROM (SELECT DISTINCT  FROM chronicle._os_memory_keys($1, $2) kk) k
+	 CROSS JOIN sg
+	 CROSS JOIN LATERAL (
+		SELECT h.* FROM chronicle.os_memory_history h
+		 WHERE  AND h.ts >= sg.segment AND h.ts <= sg.last_end
+		 ORDER BY h.ts DESC LIMIT 1) l
+	 CROSS JOIN LATERAL (
+		SELECT x.* FROM (
+			(SELECT h.* FROM chronicle.os_memory_history h
+			  WHERE  AND h.ts >= sg.segment AND h.ts <= sg.first_start
+			  ORDER BY h.ts DESC LIMIT 1)
+			UNION ALL
+			(SELECT h.* FROM chronicle.os_memory_history h
+			  WHERE  AND h.ts > sg.first_start AND h.ts <= sg.last_end
+			  ORDER BY h.ts LIMIT 1)) x
+		 ORDER BY x.ts ASC LIMIT 1) b;
+END;
+$fn$;
+
+REVOKE ALL ON FUNCTION chronicle._os_memory_ends(timestamptz, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION chronicle._os_memory_ends(timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;
 
 CREATE FUNCTION chronicle.os_memory_totals(from_ts timestamptz, to_ts timestamptz)
 RETURNS TABLE (window_start timestamptz, window_end timestamptz, seconds float8, intervals bigint, resets bigint, pgpgin numeric, pgpgin_per_s float8, pgpgout numeric, pgpgout_per_s float8, pswpin numeric, pswpin_per_s float8, pswpout numeric, pswpout_per_s float8)
