@@ -501,7 +501,7 @@ def gen_ends_helper(s):
         if k in 'ct':
             res += [('b_' + c, coltype(k)), ('l_' + c, coltype(k))]
     header(s, name, ['from_ts timestamptz', 'to_ts timestamptz'], res)
-    km = lambda a: ' AND '.join('%s.%s = k.%s' % (a, kk, kk) for kk in kcols)
+    km = lambda a: ' AND '.join(['%s.%s = k.%s' % (a, kk, kk) for kk in kcols] or ['true'])
     w('\tRETURN QUERY')
     w('\tWITH sg AS (')
     w('\t\tSELECT i.segment, min(i.interval_start) AS first_start, max(i.interval_end) AS last_end')
@@ -511,11 +511,14 @@ def gen_ends_helper(s):
     if rst:
         parts.append('b.%s IS DISTINCT FROM l.%s' % (rst, rst))
     parts += ['coalesce(l.%s < b.%s, false)' % (c, c) for c in counters]
-    w('\tSELECT %s, %ssg.segment,' % (sel('k', kcols), ''.join('l.%s, ' % a for a in attrs)))
+    w('\tSELECT %s%ssg.segment,' % (''.join('k.%s, ' % k for k in kcols), ''.join('l.%s, ' % a for a in attrs)))
     w('\t       (%s),' % '\n\t        OR '.join(parts))
     w('\t       %s' % ',\n\t       '.join('b.%s, l.%s' % (c, c) for c in counters))
-    w('\t  FROM (SELECT DISTINCT %s FROM chronicle._%s_keys($1, $2) kk) k' % (sel('kk', kcols), s['fn']))
-    w('\t CROSS JOIN sg')
+    if kcols:
+        w('\t  FROM (SELECT DISTINCT %s FROM chronicle._%s_keys($1, $2) kk) k' % (sel('kk', kcols), s['fn']))
+        w('\t CROSS JOIN sg')
+    else:
+        w('\t  FROM sg')
     w('\t CROSS JOIN LATERAL (')
     w('\t\tSELECT h.* FROM chronicle.%s h' % s['table'])
     w('\t\t WHERE %s AND h.ts >= sg.segment AND h.ts <= sg.last_end' % km('h'))
@@ -615,6 +618,23 @@ def gen_totals(s):
         w('\t GROUP BY %s' % sel('k', kcols))
         w('\t ORDER BY %s;' % sel('k', kcols))
     else:
+        ends = '_%s_ends' % s['fn']
+        w('\t-- Without a reset in the window: last value minus baseline per segment.')
+        w('\tIF NOT EXISTS (SELECT FROM chronicle.%s($1, $2) e WHERE e.reset) THEN' % ends)
+        w('\t\tRETURN QUERY')
+        w('\t\tSELECT ws, we, secs, n, 0::bigint,')
+        items = []
+        for c, k in counters:
+            d = 'e.l_%s - e.b_%s' % (c, c)
+            items.append('sum(%s)%s' % (d, '::numeric' if k == 'c' else ''))
+            items.append('sum(%s)::float8 / secs' % d)
+        for nm, t, c in s['per_op']:
+            items.append('sum(e.l_%s - e.b_%s)::float8 / nullif(sum(e.l_%s - e.b_%s), 0)' % (t, t, c, c))
+        w('\t\t       %s' % ',\n\t\t       '.join(items))
+        w('\t\t  FROM chronicle.%s($1, $2) e' % ends)
+        w('\t\t HAVING count(*) > 0;')
+        w('\t\tRETURN;')
+        w('\tEND IF;')
         w('\tRETURN QUERY')
         w('\tSELECT ws, we, secs, n,')
         w('\t       count(*) FILTER (WHERE d.reset),')

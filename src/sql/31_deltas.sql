@@ -2088,7 +2088,7 @@ BEGIN
 		SELECT i.segment, min(i.interval_start) AS first_start, max(i.interval_end) AS last_end
 		  FROM chronicle.intervals($1, $2) i GROUP BY i.segment
 	)
-	SELECT , sg.segment,
+	SELECT sg.segment,
 	       (b.stats_reset IS DISTINCT FROM l.stats_reset
 	        OR coalesce(l.wal_records < b.wal_records, false)
 	        OR coalesce(l.wal_fpi < b.wal_fpi, false)
@@ -2106,20 +2106,19 @@ BEGIN
 	       b.wal_sync, l.wal_sync,
 	       b.wal_write_time, l.wal_write_time,
 	       b.wal_sync_time, l.wal_sync_time
-	  FROM (SELECT DISTINCT  FROM chronicle._wal_keys($1, $2) kk) k
-	 CROSS JOIN sg
+	  FROM sg
 	 CROSS JOIN LATERAL (
 		SELECT h.* FROM chronicle.wal_history h
-		 WHERE  AND h.ts >= sg.segment AND h.ts <= sg.last_end
+		 WHERE true AND h.ts >= sg.segment AND h.ts <= sg.last_end
 		 ORDER BY h.ts DESC LIMIT 1) l
 	 CROSS JOIN LATERAL (
 		SELECT x.* FROM (
 			(SELECT h.* FROM chronicle.wal_history h
-			  WHERE  AND h.ts >= sg.segment AND h.ts <= sg.first_start
+			  WHERE true AND h.ts >= sg.segment AND h.ts <= sg.first_start
 			  ORDER BY h.ts DESC LIMIT 1)
 			UNION ALL
 			(SELECT h.* FROM chronicle.wal_history h
-			  WHERE  AND h.ts > sg.first_start AND h.ts <= sg.last_end
+			  WHERE true AND h.ts > sg.first_start AND h.ts <= sg.last_end
 			  ORDER BY h.ts LIMIT 1)) x
 		 ORDER BY x.ts ASC LIMIT 1) b;
 END;
@@ -2144,6 +2143,32 @@ BEGIN
 	PERFORM chronicle._check_range($1, $2, 'chronicle.wal_totals');
 	SELECT sum(i.seconds), count(*), min(i.interval_start), max(i.interval_end)
 	  INTO secs, n, ws, we FROM chronicle.intervals($1, $2) i;
+	-- Without a reset in the window: last value minus baseline per segment.
+	IF NOT EXISTS (SELECT FROM chronicle._wal_ends($1, $2) e WHERE e.reset) THEN
+		RETURN QUERY
+		SELECT ws, we, secs, n, 0::bigint,
+		       sum(e.l_wal_records - e.b_wal_records)::numeric,
+		       sum(e.l_wal_records - e.b_wal_records)::float8 / secs,
+		       sum(e.l_wal_fpi - e.b_wal_fpi)::numeric,
+		       sum(e.l_wal_fpi - e.b_wal_fpi)::float8 / secs,
+		       sum(e.l_wal_bytes - e.b_wal_bytes)::numeric,
+		       sum(e.l_wal_bytes - e.b_wal_bytes)::float8 / secs,
+		       sum(e.l_wal_buffers_full - e.b_wal_buffers_full)::numeric,
+		       sum(e.l_wal_buffers_full - e.b_wal_buffers_full)::float8 / secs,
+		       sum(e.l_wal_write - e.b_wal_write)::numeric,
+		       sum(e.l_wal_write - e.b_wal_write)::float8 / secs,
+		       sum(e.l_wal_sync - e.b_wal_sync)::numeric,
+		       sum(e.l_wal_sync - e.b_wal_sync)::float8 / secs,
+		       sum(e.l_wal_write_time - e.b_wal_write_time),
+		       sum(e.l_wal_write_time - e.b_wal_write_time)::float8 / secs,
+		       sum(e.l_wal_sync_time - e.b_wal_sync_time),
+		       sum(e.l_wal_sync_time - e.b_wal_sync_time)::float8 / secs,
+		       sum(e.l_wal_write_time - e.b_wal_write_time)::float8 / nullif(sum(e.l_wal_write - e.b_wal_write), 0),
+		       sum(e.l_wal_sync_time - e.b_wal_sync_time)::float8 / nullif(sum(e.l_wal_sync - e.b_wal_sync), 0)
+		  FROM chronicle._wal_ends($1, $2) e
+		 HAVING count(*) > 0;
+		RETURN;
+	END IF;
 	RETURN QUERY
 	SELECT ws, we, secs, n,
 	       count(*) FILTER (WHERE d.reset),
@@ -2308,7 +2333,7 @@ BEGIN
 		SELECT i.segment, min(i.interval_start) AS first_start, max(i.interval_end) AS last_end
 		  FROM chronicle.intervals($1, $2) i GROUP BY i.segment
 	)
-	SELECT , sg.segment,
+	SELECT sg.segment,
 	       (b.stats_reset IS DISTINCT FROM l.stats_reset
 	        OR coalesce(l.num_timed < b.num_timed, false)
 	        OR coalesce(l.num_requested < b.num_requested, false)
@@ -2330,20 +2355,19 @@ BEGIN
 	       b.sync_time, l.sync_time,
 	       b.buffers_written, l.buffers_written,
 	       b.slru_written, l.slru_written
-	  FROM (SELECT DISTINCT  FROM chronicle._checkpointer_keys($1, $2) kk) k
-	 CROSS JOIN sg
+	  FROM sg
 	 CROSS JOIN LATERAL (
 		SELECT h.* FROM chronicle.checkpointer_history h
-		 WHERE  AND h.ts >= sg.segment AND h.ts <= sg.last_end
+		 WHERE true AND h.ts >= sg.segment AND h.ts <= sg.last_end
 		 ORDER BY h.ts DESC LIMIT 1) l
 	 CROSS JOIN LATERAL (
 		SELECT x.* FROM (
 			(SELECT h.* FROM chronicle.checkpointer_history h
-			  WHERE  AND h.ts >= sg.segment AND h.ts <= sg.first_start
+			  WHERE true AND h.ts >= sg.segment AND h.ts <= sg.first_start
 			  ORDER BY h.ts DESC LIMIT 1)
 			UNION ALL
 			(SELECT h.* FROM chronicle.checkpointer_history h
-			  WHERE  AND h.ts > sg.first_start AND h.ts <= sg.last_end
+			  WHERE true AND h.ts > sg.first_start AND h.ts <= sg.last_end
 			  ORDER BY h.ts LIMIT 1)) x
 		 ORDER BY x.ts ASC LIMIT 1) b;
 END;
@@ -2368,6 +2392,34 @@ BEGIN
 	PERFORM chronicle._check_range($1, $2, 'chronicle.checkpointer_totals');
 	SELECT sum(i.seconds), count(*), min(i.interval_start), max(i.interval_end)
 	  INTO secs, n, ws, we FROM chronicle.intervals($1, $2) i;
+	-- Without a reset in the window: last value minus baseline per segment.
+	IF NOT EXISTS (SELECT FROM chronicle._checkpointer_ends($1, $2) e WHERE e.reset) THEN
+		RETURN QUERY
+		SELECT ws, we, secs, n, 0::bigint,
+		       sum(e.l_num_timed - e.b_num_timed)::numeric,
+		       sum(e.l_num_timed - e.b_num_timed)::float8 / secs,
+		       sum(e.l_num_requested - e.b_num_requested)::numeric,
+		       sum(e.l_num_requested - e.b_num_requested)::float8 / secs,
+		       sum(e.l_num_done - e.b_num_done)::numeric,
+		       sum(e.l_num_done - e.b_num_done)::float8 / secs,
+		       sum(e.l_restartpoints_timed - e.b_restartpoints_timed)::numeric,
+		       sum(e.l_restartpoints_timed - e.b_restartpoints_timed)::float8 / secs,
+		       sum(e.l_restartpoints_req - e.b_restartpoints_req)::numeric,
+		       sum(e.l_restartpoints_req - e.b_restartpoints_req)::float8 / secs,
+		       sum(e.l_restartpoints_done - e.b_restartpoints_done)::numeric,
+		       sum(e.l_restartpoints_done - e.b_restartpoints_done)::float8 / secs,
+		       sum(e.l_write_time - e.b_write_time),
+		       sum(e.l_write_time - e.b_write_time)::float8 / secs,
+		       sum(e.l_sync_time - e.b_sync_time),
+		       sum(e.l_sync_time - e.b_sync_time)::float8 / secs,
+		       sum(e.l_buffers_written - e.b_buffers_written)::numeric,
+		       sum(e.l_buffers_written - e.b_buffers_written)::float8 / secs,
+		       sum(e.l_slru_written - e.b_slru_written)::numeric,
+		       sum(e.l_slru_written - e.b_slru_written)::float8 / secs
+		  FROM chronicle._checkpointer_ends($1, $2) e
+		 HAVING count(*) > 0;
+		RETURN;
+	END IF;
 	RETURN QUERY
 	SELECT ws, we, secs, n,
 	       count(*) FILTER (WHERE d.reset),
@@ -2504,7 +2556,7 @@ BEGIN
 		SELECT i.segment, min(i.interval_start) AS first_start, max(i.interval_end) AS last_end
 		  FROM chronicle.intervals($1, $2) i GROUP BY i.segment
 	)
-	SELECT , sg.segment,
+	SELECT sg.segment,
 	       (b.stats_reset IS DISTINCT FROM l.stats_reset
 	        OR coalesce(l.buffers_clean < b.buffers_clean, false)
 	        OR coalesce(l.maxwritten_clean < b.maxwritten_clean, false)
@@ -2512,20 +2564,19 @@ BEGIN
 	       b.buffers_clean, l.buffers_clean,
 	       b.maxwritten_clean, l.maxwritten_clean,
 	       b.buffers_alloc, l.buffers_alloc
-	  FROM (SELECT DISTINCT  FROM chronicle._bgwriter_keys($1, $2) kk) k
-	 CROSS JOIN sg
+	  FROM sg
 	 CROSS JOIN LATERAL (
 		SELECT h.* FROM chronicle.bgwriter_history h
-		 WHERE  AND h.ts >= sg.segment AND h.ts <= sg.last_end
+		 WHERE true AND h.ts >= sg.segment AND h.ts <= sg.last_end
 		 ORDER BY h.ts DESC LIMIT 1) l
 	 CROSS JOIN LATERAL (
 		SELECT x.* FROM (
 			(SELECT h.* FROM chronicle.bgwriter_history h
-			  WHERE  AND h.ts >= sg.segment AND h.ts <= sg.first_start
+			  WHERE true AND h.ts >= sg.segment AND h.ts <= sg.first_start
 			  ORDER BY h.ts DESC LIMIT 1)
 			UNION ALL
 			(SELECT h.* FROM chronicle.bgwriter_history h
-			  WHERE  AND h.ts > sg.first_start AND h.ts <= sg.last_end
+			  WHERE true AND h.ts > sg.first_start AND h.ts <= sg.last_end
 			  ORDER BY h.ts LIMIT 1)) x
 		 ORDER BY x.ts ASC LIMIT 1) b;
 END;
@@ -2550,6 +2601,20 @@ BEGIN
 	PERFORM chronicle._check_range($1, $2, 'chronicle.bgwriter_totals');
 	SELECT sum(i.seconds), count(*), min(i.interval_start), max(i.interval_end)
 	  INTO secs, n, ws, we FROM chronicle.intervals($1, $2) i;
+	-- Without a reset in the window: last value minus baseline per segment.
+	IF NOT EXISTS (SELECT FROM chronicle._bgwriter_ends($1, $2) e WHERE e.reset) THEN
+		RETURN QUERY
+		SELECT ws, we, secs, n, 0::bigint,
+		       sum(e.l_buffers_clean - e.b_buffers_clean)::numeric,
+		       sum(e.l_buffers_clean - e.b_buffers_clean)::float8 / secs,
+		       sum(e.l_maxwritten_clean - e.b_maxwritten_clean)::numeric,
+		       sum(e.l_maxwritten_clean - e.b_maxwritten_clean)::float8 / secs,
+		       sum(e.l_buffers_alloc - e.b_buffers_alloc)::numeric,
+		       sum(e.l_buffers_alloc - e.b_buffers_alloc)::float8 / secs
+		  FROM chronicle._bgwriter_ends($1, $2) e
+		 HAVING count(*) > 0;
+		RETURN;
+	END IF;
 	RETURN QUERY
 	SELECT ws, we, secs, n,
 	       count(*) FILTER (WHERE d.reset),
@@ -2672,7 +2737,7 @@ BEGIN
 		SELECT i.segment, min(i.interval_start) AS first_start, max(i.interval_end) AS last_end
 		  FROM chronicle.intervals($1, $2) i GROUP BY i.segment
 	)
-	SELECT , sg.segment,
+	SELECT sg.segment,
 	       (b.sampler_started IS DISTINCT FROM l.sampler_started
 	        OR coalesce(l.ticks_due < b.ticks_due, false)
 	        OR coalesce(l.ticks_taken < b.ticks_taken, false)
@@ -2680,20 +2745,19 @@ BEGIN
 	       b.ticks_due, l.ticks_due,
 	       b.ticks_taken, l.ticks_taken,
 	       b.samples_dropped, l.samples_dropped
-	  FROM (SELECT DISTINCT  FROM chronicle._wait_sampler_keys($1, $2) kk) k
-	 CROSS JOIN sg
+	  FROM sg
 	 CROSS JOIN LATERAL (
 		SELECT h.* FROM chronicle.wait_sampler_history h
-		 WHERE  AND h.ts >= sg.segment AND h.ts <= sg.last_end
+		 WHERE true AND h.ts >= sg.segment AND h.ts <= sg.last_end
 		 ORDER BY h.ts DESC LIMIT 1) l
 	 CROSS JOIN LATERAL (
 		SELECT x.* FROM (
 			(SELECT h.* FROM chronicle.wait_sampler_history h
-			  WHERE  AND h.ts >= sg.segment AND h.ts <= sg.first_start
+			  WHERE true AND h.ts >= sg.segment AND h.ts <= sg.first_start
 			  ORDER BY h.ts DESC LIMIT 1)
 			UNION ALL
 			(SELECT h.* FROM chronicle.wait_sampler_history h
-			  WHERE  AND h.ts > sg.first_start AND h.ts <= sg.last_end
+			  WHERE true AND h.ts > sg.first_start AND h.ts <= sg.last_end
 			  ORDER BY h.ts LIMIT 1)) x
 		 ORDER BY x.ts ASC LIMIT 1) b;
 END;
@@ -2718,6 +2782,20 @@ BEGIN
 	PERFORM chronicle._check_range($1, $2, 'chronicle.wait_sampler_totals');
 	SELECT sum(i.seconds), count(*), min(i.interval_start), max(i.interval_end)
 	  INTO secs, n, ws, we FROM chronicle.intervals($1, $2) i;
+	-- Without a reset in the window: last value minus baseline per segment.
+	IF NOT EXISTS (SELECT FROM chronicle._wait_sampler_ends($1, $2) e WHERE e.reset) THEN
+		RETURN QUERY
+		SELECT ws, we, secs, n, 0::bigint,
+		       sum(e.l_ticks_due - e.b_ticks_due)::numeric,
+		       sum(e.l_ticks_due - e.b_ticks_due)::float8 / secs,
+		       sum(e.l_ticks_taken - e.b_ticks_taken)::numeric,
+		       sum(e.l_ticks_taken - e.b_ticks_taken)::float8 / secs,
+		       sum(e.l_samples_dropped - e.b_samples_dropped)::numeric,
+		       sum(e.l_samples_dropped - e.b_samples_dropped)::float8 / secs
+		  FROM chronicle._wait_sampler_ends($1, $2) e
+		 HAVING count(*) > 0;
+		RETURN;
+	END IF;
 	RETURN QUERY
 	SELECT ws, we, secs, n,
 	       count(*) FILTER (WHERE d.reset),
@@ -2861,7 +2939,7 @@ BEGIN
 		SELECT i.segment, min(i.interval_start) AS first_start, max(i.interval_end) AS last_end
 		  FROM chronicle.intervals($1, $2) i GROUP BY i.segment
 	)
-	SELECT , sg.segment,
+	SELECT sg.segment,
 	       (coalesce(l.pgpgin < b.pgpgin, false)
 	        OR coalesce(l.pgpgout < b.pgpgout, false)
 	        OR coalesce(l.pswpin < b.pswpin, false)
@@ -2870,20 +2948,19 @@ BEGIN
 	       b.pgpgout, l.pgpgout,
 	       b.pswpin, l.pswpin,
 	       b.pswpout, l.pswpout
-	  FROM (SELECT DISTINCT  FROM chronicle._os_memory_keys($1, $2) kk) k
-	 CROSS JOIN sg
+	  FROM sg
 	 CROSS JOIN LATERAL (
 		SELECT h.* FROM chronicle.os_memory_history h
-		 WHERE  AND h.ts >= sg.segment AND h.ts <= sg.last_end
+		 WHERE true AND h.ts >= sg.segment AND h.ts <= sg.last_end
 		 ORDER BY h.ts DESC LIMIT 1) l
 	 CROSS JOIN LATERAL (
 		SELECT x.* FROM (
 			(SELECT h.* FROM chronicle.os_memory_history h
-			  WHERE  AND h.ts >= sg.segment AND h.ts <= sg.first_start
+			  WHERE true AND h.ts >= sg.segment AND h.ts <= sg.first_start
 			  ORDER BY h.ts DESC LIMIT 1)
 			UNION ALL
 			(SELECT h.* FROM chronicle.os_memory_history h
-			  WHERE  AND h.ts > sg.first_start AND h.ts <= sg.last_end
+			  WHERE true AND h.ts > sg.first_start AND h.ts <= sg.last_end
 			  ORDER BY h.ts LIMIT 1)) x
 		 ORDER BY x.ts ASC LIMIT 1) b;
 END;
@@ -2908,6 +2985,22 @@ BEGIN
 	PERFORM chronicle._check_range($1, $2, 'chronicle.os_memory_totals');
 	SELECT sum(i.seconds), count(*), min(i.interval_start), max(i.interval_end)
 	  INTO secs, n, ws, we FROM chronicle.intervals($1, $2) i;
+	-- Without a reset in the window: last value minus baseline per segment.
+	IF NOT EXISTS (SELECT FROM chronicle._os_memory_ends($1, $2) e WHERE e.reset) THEN
+		RETURN QUERY
+		SELECT ws, we, secs, n, 0::bigint,
+		       sum(e.l_pgpgin - e.b_pgpgin)::numeric,
+		       sum(e.l_pgpgin - e.b_pgpgin)::float8 / secs,
+		       sum(e.l_pgpgout - e.b_pgpgout)::numeric,
+		       sum(e.l_pgpgout - e.b_pgpgout)::float8 / secs,
+		       sum(e.l_pswpin - e.b_pswpin)::numeric,
+		       sum(e.l_pswpin - e.b_pswpin)::float8 / secs,
+		       sum(e.l_pswpout - e.b_pswpout)::numeric,
+		       sum(e.l_pswpout - e.b_pswpout)::float8 / secs
+		  FROM chronicle._os_memory_ends($1, $2) e
+		 HAVING count(*) > 0;
+		RETURN;
+	END IF;
 	RETURN QUERY
 	SELECT ws, we, secs, n,
 	       count(*) FILTER (WHERE d.reset),

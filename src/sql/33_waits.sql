@@ -29,12 +29,12 @@ BEGIN
 		RAISE EXCEPTION 'chronicle.wait_profile: include_idle must not be NULL'
 			USING ERRCODE = 'null_value_not_allowed', HINT = 'Pass true or false.';
 	END IF;
-	SELECT sum(s.ticks_due), sum(s.ticks_taken) INTO due, taken
-	  FROM chronicle.wait_sampler_deltas(from_ts, to_ts) s;
+	SELECT s.ticks_due, s.ticks_taken INTO due, taken
+	  FROM chronicle.wait_sampler_totals(from_ts, to_ts) s;
 	RETURN QUERY
 	WITH w AS (
 		SELECT d.backend_type, d.wait_event_type, d.wait_event, sum(d.samples)::numeric AS n
-		  FROM chronicle.wait_deltas(from_ts, to_ts, for_backend_type, changed_only => true) d
+		  FROM chronicle.wait_totals(from_ts, to_ts, for_backend_type) d
 		 WHERE d.samples > 0
 		   AND (include_idle OR NOT (d.state = 'idle' OR d.wait_event_type = 'Activity'))
 		 GROUP BY d.backend_type, d.wait_event_type, d.wait_event

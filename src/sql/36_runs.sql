@@ -180,11 +180,12 @@ BEGIN
 		  FROM chronicle.io_totals(from_ts, to_ts) d
 		 WHERE d.object <> 'wal'
 	), wal AS (
-		SELECT w.wal_bytes::float8 AS b, w.wal_fpi::float8 AS f, w.wal_records::float8 AS r
+		-- aggregates: one row even when the source recorded nothing
+		SELECT sum(w.wal_bytes)::float8 AS b, sum(w.wal_fpi)::float8 AS f, sum(w.wal_records)::float8 AS r
 		  FROM chronicle.wal_totals(from_ts, to_ts) w
 	), ck AS (
-		SELECT coalesce(c.num_done, c.num_timed + c.num_requested)::float8 AS n,
-		       c.buffers_written::float8 AS bw
+		SELECT sum(coalesce(c.num_done, c.num_timed + c.num_requested))::float8 AS n,
+		       sum(c.buffers_written)::float8 AS bw
 		  FROM chronicle.checkpointer_totals(from_ts, to_ts) c
 	), bu AS (
 		SELECT avg(b.buffers_dirty)::float8 AS dirty, max(b.buffers_dirty)::float8 AS dirty_max
