@@ -86,15 +86,18 @@ calls=(
 	"wait_profile, 1 h|SELECT * FROM chronicle.wait_profile($f, $h1)"
 	"wait_profile_series top 3, 1 h|SELECT * FROM chronicle.wait_profile_series($f, $h1, top => 3)"
 	"timeline, 1 h|SELECT * FROM chronicle.timeline($f, $h1)"
+	"timeline, 1 h, waits => false|SELECT * FROM chronicle.timeline($f, $h1, waits => false)"
 	"summary, 1 h|SELECT * FROM chronicle.summary($f, $h1)"
 	"wait_profile|SELECT * FROM chronicle.wait_profile($f, $t)"
+	"timeline, waits => false|SELECT * FROM chronicle.timeline($f, $t, waits => false)"
 	"timeline|SELECT * FROM chronicle.timeline($f, $t)"
 	"summary|SELECT * FROM chronicle.summary($f, $t)"
 )
 for c in "${calls[@]}"; do
 	label=${c%%|*}; q=${c#*|}
 	PGOPTIONS="-c statement_timeout=${BENCH_TIMEOUT:-120}s" psql -At -F ' | ' \
-		-c "SELECT * FROM bench('$label', '$q', $reps)" 2>&1 | sed 's/^ERROR:.*statement timeout/'"$label"' | > '"${BENCH_TIMEOUT:-120}"' s (timeout)/'
+		-c "SELECT * FROM bench('$label', '$q', $reps)" 2>&1 | sed 's/^ERROR:.*statement timeout/'"$label"' | > '"${BENCH_TIMEOUT:-120}"' s (timeout)/' |
+		grep -v '^[[:space:]]\|^CONTEXT\|^PL/pgSQL\|^SQL statement' || true
 done
 
 [ -n "${BENCH_SKIP_WRITES:-}" ] && exit 0

@@ -7,9 +7,10 @@
 -- unchanged gives 0.  I/O columns cover the relation objects (relation,
 -- temp relation), not the 18 "wal" rows, which are WAL I/O (see
 -- io_deltas(for_object => 'wal')).  Bytes are the 18 byte counters, or
--- operations * op_bytes on 17.
+-- operations * op_bytes on 17.  waits => false leaves out the wait columns,
+-- whose per-interval computation dominates the cost of long windows.
 
-CREATE FUNCTION chronicle.timeline(from_ts timestamptz, to_ts timestamptz)
+CREATE FUNCTION chronicle.timeline(from_ts timestamptz, to_ts timestamptz, waits boolean DEFAULT true)
 RETURNS TABLE (
 	interval_start timestamptz, interval_end timestamptz, seconds float8,
 	commits_per_s float8, rollbacks_per_s float8, hit_ratio float8,
@@ -33,13 +34,18 @@ DECLARE
 	has_app boolean;
 BEGIN
 	PERFORM chronicle._check_range(from_ts, to_ts, 'chronicle.timeline');
+	IF waits IS NULL THEN
+		RAISE EXCEPTION 'chronicle.timeline: waits must not be NULL'
+			USING ERRCODE = 'null_value_not_allowed',
+			      HINT = 'false leaves the wait columns out (the wait rows dominate the cost of long windows).';
+	END IF;
 	has_app := EXISTS (SELECT FROM chronicle.app_transaction t WHERE t.ts > from_ts AND t.ts <= to_ts);
 	RETURN QUERY
 	WITH iv AS MATERIALIZED (SELECT * FROM chronicle.intervals(from_ts, to_ts)),
 	has AS MATERIALIZED (
 		SELECT EXISTS (SELECT FROM chronicle.database_history) AS db,
 		       EXISTS (SELECT FROM chronicle.io_history) AS io,
-		       EXISTS (SELECT FROM chronicle.waits_history) AS waits
+		       timeline.waits AND EXISTS (SELECT FROM chronicle.waits_history) AS waits
 	),
 	db AS (
 		SELECT d.interval_end, sum(d.xact_commit) AS c, sum(d.xact_rollback) AS r,
@@ -77,7 +83,8 @@ BEGIN
 	wt AS (
 		SELECT d.interval_end, d.wait_event_type || ':' || d.wait_event AS ev, sum(d.samples) AS n
 		  FROM chronicle.wait_deltas(from_ts, to_ts, changed_only => true) d
-		 WHERE d.samples > 0 AND NOT (d.state = 'idle' OR d.wait_event_type = 'Activity')
+		 WHERE timeline.waits
+		   AND d.samples > 0 AND NOT (d.state = 'idle' OR d.wait_event_type = 'Activity')
 		 GROUP BY d.interval_end, d.wait_event_type, d.wait_event
 	),
 	wr AS (
@@ -162,8 +169,8 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION chronicle.timeline(timestamptz, timestamptz) IS
+COMMENT ON FUNCTION chronicle.timeline(timestamptz, timestamptz, boolean) IS
 	'One row per snapshot interval with the headline numbers: commits, I/O by backend type, WAL, checkpoints, buffers, memory, top waits, pgbench tps and latency';
 
-REVOKE ALL ON FUNCTION chronicle.timeline(timestamptz, timestamptz) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION chronicle.timeline(timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;
+REVOKE ALL ON FUNCTION chronicle.timeline(timestamptz, timestamptz, boolean) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION chronicle.timeline(timestamptz, timestamptz, boolean) TO pg_monitor, pg_read_all_stats;
