@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# Speed of the analysis API over 24 hours of synthetic 1 s history
+# (bench/analysis_gen.sql), and the write cost of the analysis indexes.
+#
+#   PG_CONFIG=/path/to/pg_config bench/analysis_bench.sh      (as root or as a non-root user)
+#
+# Installs the extension into that PostgreSQL, starts a throwaway cluster in
+# $BENCH_DIR (default /tmp/analysis-bench) on $BENCH_PORT (default 5601),
+# generates the history once, times every call (best and median of
+# $BENCH_REPS runs, default 3), then stops and removes the cluster.
+set -euo pipefail
+src=$(cd "$(dirname "$0")/.." && pwd)
+: "${PG_CONFIG:?set PG_CONFIG}"
+bindir=$("$PG_CONFIG" --bindir)
+dir=${BENCH_DIR:-/tmp/analysis-bench}
+port=${BENCH_PORT:-5601}
+reps=${BENCH_REPS:-3}
+day=2025-01-01
+run() { if [ "$(id -u)" = 0 ]; then runuser -u pgchronicle -- "$@"; else "$@"; fi; }
+
+if [ -z "${BENCH_REUSE:-}" ]; then
+(cd "$src" && make -s PG_CONFIG="$PG_CONFIG" >/dev/null && make -s PG_CONFIG="$PG_CONFIG" install >/dev/null && make -s clean PG_CONFIG="$PG_CONFIG")
+rm -rf "$dir"; mkdir -p "$dir"
+[ "$(id -u)" = 0 ] && chown pgchronicle "$dir"
+run "$bindir/initdb" -D "$dir/data" -U postgres --no-sync >/dev/null
+cat >>"$dir/data/postgresql.conf" <<CONF
+port = $port
+listen_addresses = ''
+unix_socket_directories = '$dir'
+shared_preload_libraries = 'pg_chronicle'
+chronicle.enabled = off
+shared_buffers = 512MB
+work_mem = 64MB
+max_parallel_workers_per_gather = 0
+CONF
+run "$bindir/pg_ctl" -D "$dir/data" -l "$dir/log" -w start >/dev/null
+fi
+# BENCH_KEEP=1 keeps the cluster running (BENCH_REUSE=1 then times it again).
+[ -z "${BENCH_KEEP:-}" ] && trap 'run "$bindir/pg_ctl" -D "$dir/data" -m fast stop >/dev/null; rm -rf "$dir"' EXIT
+psql() { "$bindir/psql" -X -q -h "$dir" -p "$port" -U postgres -v ON_ERROR_STOP=1 "$@"; }
+if [ -z "${BENCH_REUSE:-}" ]; then
+psql -c 'CREATE EXTENSION pg_chronicle'
+
+echo "== generating 24 h of 1 s history"
+start=$(date +%s)
+psql -v day="$day" -f "$src/bench/analysis_gen.sql"
+echo "generated in $(( $(date +%s) - start )) s"
+fi
+
+psql <<'SQL'
+CREATE OR REPLACE FUNCTION bench(label text, q text, reps integer) RETURNS TABLE (call text, rows bigint, best_ms numeric, median_ms numeric)
+LANGUAGE plpgsql AS $$
+DECLARE
+	t0 timestamptz; ms float8[] := '{}'; n bigint;
+BEGIN
+	FOR i IN 1 .. reps LOOP
+		t0 := clock_timestamp();
+		EXECUTE 'SELECT count(*) FROM (' || q || ') s' INTO n;
+		ms := ms || extract(epoch FROM clock_timestamp() - t0) * 1000;
+	END LOOP;
+	RETURN QUERY SELECT label, n, round(min(x)::numeric, 0),
+	                    round((percentile_cont(0.5) WITHIN GROUP (ORDER BY x))::numeric, 0)
+	               FROM unnest(ms) x;
+END $$;
+SQL
+
+f="''$day 00:00:00+00''"; t="''$day 23:59:59+00''"; h="''$day 12:30:00+00''"; h1="''$day 01:00:00+00''"
+# One call at a time, each capped by $BENCH_TIMEOUT (default 120 s).
+calls=(
+	"intervals|SELECT * FROM chronicle.intervals($f, $t)"
+	"wal_deltas|SELECT * FROM chronicle.wal_deltas($f, $t)"
+	"wal_totals|SELECT * FROM chronicle.wal_totals($f, $t)"
+	"checkpointer_deltas|SELECT * FROM chronicle.checkpointer_deltas($f, $t)"
+	"bgwriter_deltas|SELECT * FROM chronicle.bgwriter_deltas($f, $t)"
+	"buffers_values|SELECT * FROM chronicle.buffers_values($f, $t)"
+	"os_memory_deltas|SELECT * FROM chronicle.os_memory_deltas($f, $t)"
+	"percentiles wal.wal_bytes_per_s|SELECT * FROM chronicle.percentiles(''wal.wal_bytes_per_s'', $f, $t)"
+	"io_deltas, one key|SELECT * FROM chronicle.io_deltas($f, $t, ''client backend'', ''relation'', ''normal'')"
+	"io_deltas, all keys, 1 h|SELECT * FROM chronicle.io_deltas($f, $h1)"
+	"io_deltas, changed_only|SELECT * FROM chronicle.io_deltas($f, $t, changed_only => true)"
+	"io_totals|SELECT * FROM chronicle.io_totals($f, $t)"
+	"io_totals, 1 h|SELECT * FROM chronicle.io_totals($f, $h1)"
+	"percentiles io.write_bytes_per_s client|SELECT * FROM chronicle.percentiles(''io.write_bytes_per_s'', $f, $t, for_backend_type => ''client backend'')"
+	"database_deltas|SELECT * FROM chronicle.database_deltas($f, $t)"
+	"database_totals|SELECT * FROM chronicle.database_totals($f, $t)"
+	"wait_profile, 1 h|SELECT * FROM chronicle.wait_profile($f, $h1)"
+	"wait_profile_series top 3, 1 h|SELECT * FROM chronicle.wait_profile_series($f, $h1, top => 3)"
+	"timeline, 1 h|SELECT * FROM chronicle.timeline($f, $h1)"
+	"timeline, 1 h, waits => false|SELECT * FROM chronicle.timeline($f, $h1, waits => false)"
+	"summary, 1 h|SELECT * FROM chronicle.summary($f, $h1)"
+	"wait_profile|SELECT * FROM chronicle.wait_profile($f, $t)"
+	"timeline, waits => false|SELECT * FROM chronicle.timeline($f, $t, waits => false)"
+	"timeline|SELECT * FROM chronicle.timeline($f, $t)"
+	"summary|SELECT * FROM chronicle.summary($f, $t)"
+)
+for c in "${calls[@]}"; do
+	label=${c%%|*}; q=${c#*|}
+	PGOPTIONS="-c statement_timeout=${BENCH_TIMEOUT:-120}s" psql -At -F ' | ' \
+		-c "SELECT * FROM bench('$label', '$q', $reps)" 2>&1 | sed 's/^ERROR:.*statement timeout/'"$label"' | > '"${BENCH_TIMEOUT:-120}"' s (timeout)/' |
+		grep -v '^[[:space:]]\|^CONTEXT\|^PL/pgSQL\|^SQL statement' || true
+done
+
+[ -n "${BENCH_SKIP_WRITES:-}" ] && exit 0
+echo "== write cost of the analysis indexes: 3600 s of io_history + waits_history rows, inserted"
+echo "   with and without the (key, ts) indexes, interleaved"
+psql <<SQL
+CREATE TABLE io_src AS SELECT * FROM chronicle.io_history WHERE ts > '$day 01:00' AND ts <= '$day 02:00';
+CREATE TABLE wait_src AS SELECT * FROM chronicle.waits_history WHERE ts > '$day 01:00' AND ts <= '$day 02:00';
+SELECT chronicle.ensure_partitions('2025-02-01', '2025-02-01') >= 0 AS partitions;
+CREATE FUNCTION ins() RETURNS numeric LANGUAGE plpgsql AS \$\$
+DECLARE t0 timestamptz := clock_timestamp();
+BEGIN
+	INSERT INTO chronicle.io_history SELECT * FROM io_src;
+	INSERT INTO chronicle.waits_history SELECT * FROM wait_src;
+	RETURN round((extract(epoch FROM clock_timestamp() - t0) * 1000)::numeric, 1);
+END \$\$;
+SQL
+for i in 1 2 3; do
+	with=$(psql -Atc "SELECT ins()")
+	psql -c "DROP INDEX chronicle.io_history_key_ts; DROP INDEX chronicle.waits_history_key_ts"
+	without=$(psql -Atc "SELECT ins()")
+	psql -c "CREATE INDEX io_history_key_ts ON chronicle.io_history (backend_type, object, context, ts);
+	         CREATE INDEX waits_history_key_ts ON chronicle.waits_history (backend_type, state, wait_event_type, wait_event, queryid, ts)"
+	echo "pair $i: with indexes ${with} ms, without ${without} ms (rows: $(psql -Atc 'SELECT (SELECT count(*) FROM io_src) + (SELECT count(*) FROM wait_src)'))"
+done

@@ -1,0 +1,126 @@
+-- Analysis API, part 4: wait profiles from the sampled wait events.
+--
+-- A sample is one process seen at one sampler tick.  samples / ticks_taken
+-- is the average number of processes in that state (average active
+-- sessions); ticks_taken / ticks_due says how much of the window the
+-- sampler really covered (ticks it missed are not guessed).
+--
+-- Idle: processes with state 'idle' (sessions waiting for their client
+-- between transactions) and wait_event_type 'Activity' (background
+-- processes waiting in their main loop) are left out unless include_idle.
+
+CREATE FUNCTION chronicle.wait_profile(
+	from_ts timestamptz, to_ts timestamptz,
+	for_backend_type text DEFAULT NULL, include_idle boolean DEFAULT false)
+RETURNS TABLE (backend_type text, wait_event_type text, wait_event text,
+               samples numeric, share float8, avg_processes float8,
+               ticks_due numeric, ticks_taken numeric, coverage float8)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+	due   numeric;
+	taken numeric;
+BEGIN
+	PERFORM chronicle._check_range(from_ts, to_ts, 'chronicle.wait_profile');
+	PERFORM chronicle._check_name('chronicle.wait_profile', 'backend_type', for_backend_type);
+	IF include_idle IS NULL THEN
+		RAISE EXCEPTION 'chronicle.wait_profile: include_idle must not be NULL'
+			USING ERRCODE = 'null_value_not_allowed', HINT = 'Pass true or false.';
+	END IF;
+	SELECT s.ticks_due, s.ticks_taken INTO due, taken
+	  FROM chronicle.wait_sampler_totals(from_ts, to_ts) s;
+	RETURN QUERY
+	WITH w AS (
+		SELECT d.backend_type, d.wait_event_type, d.wait_event, sum(d.samples)::numeric AS n
+		  FROM chronicle.wait_totals(from_ts, to_ts, for_backend_type) d
+		 WHERE d.samples > 0
+		   AND (include_idle OR NOT (d.state = 'idle' OR d.wait_event_type = 'Activity'))
+		 GROUP BY d.backend_type, d.wait_event_type, d.wait_event
+	)
+	SELECT w.backend_type, w.wait_event_type, w.wait_event, w.n,
+	       (w.n / sum(w.n) OVER ())::float8,
+	       (w.n / nullif(taken, 0))::float8,
+	       due, taken, (taken / nullif(due, 0))::float8
+	  FROM w
+	 ORDER BY w.n DESC, w.backend_type, w.wait_event_type, w.wait_event;
+END;
+$$;
+
+COMMENT ON FUNCTION chronicle.wait_profile(timestamptz, timestamptz, text, boolean) IS
+	'Share of wait samples per (backend_type, wait_event_type, wait_event) over a window, with the sampler''s coverage';
+
+-- The same per interval: only the (interval, key) pairs with samples; share
+-- is of the interval's samples.  top: keep the N largest per interval.
+CREATE FUNCTION chronicle.wait_profile_series(
+	from_ts timestamptz, to_ts timestamptz,
+	for_backend_type text DEFAULT NULL, include_idle boolean DEFAULT false,
+	top integer DEFAULT NULL)
+RETURNS TABLE (interval_start timestamptz, interval_end timestamptz, seconds float8,
+               backend_type text, wait_event_type text, wait_event text,
+               samples bigint, share float8, avg_processes float8,
+               ticks_due bigint, ticks_taken bigint)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+BEGIN
+	PERFORM chronicle._check_range(from_ts, to_ts, 'chronicle.wait_profile_series');
+	PERFORM chronicle._check_name('chronicle.wait_profile_series', 'backend_type', for_backend_type);
+	IF include_idle IS NULL THEN
+		RAISE EXCEPTION 'chronicle.wait_profile_series: include_idle must not be NULL'
+			USING ERRCODE = 'null_value_not_allowed', HINT = 'Pass true or false.';
+	END IF;
+	IF top IS NOT NULL AND top < 1 THEN
+		RAISE EXCEPTION 'chronicle.wait_profile_series: top must be at least 1, got %', top
+			USING ERRCODE = 'invalid_parameter_value', HINT = 'Pass NULL for every wait event.';
+	END IF;
+	RETURN QUERY
+	WITH w AS (
+		SELECT d.interval_start, d.interval_end, d.seconds,
+		       d.backend_type, d.wait_event_type, d.wait_event, sum(d.samples)::bigint AS n
+		  FROM chronicle.wait_deltas(from_ts, to_ts, for_backend_type, changed_only => true) d
+		 WHERE d.samples > 0
+		   AND (include_idle OR NOT (d.state = 'idle' OR d.wait_event_type = 'Activity'))
+		 GROUP BY d.interval_start, d.interval_end, d.seconds, d.backend_type, d.wait_event_type, d.wait_event
+	), r AS (
+		SELECT w.*, row_number() OVER (PARTITION BY w.interval_end ORDER BY w.n DESC,
+		                               w.backend_type, w.wait_event_type, w.wait_event) AS rk,
+		       w.n::float8 / sum(w.n) OVER (PARTITION BY w.interval_end) AS sh
+		  FROM w
+	)
+	SELECT r.interval_start, r.interval_end, r.seconds, r.backend_type, r.wait_event_type,
+	       r.wait_event, r.n, r.sh, r.n::float8 / nullif(s.ticks_taken, 0),
+	       s.ticks_due, s.ticks_taken
+	  FROM r
+	  LEFT JOIN chronicle.wait_sampler_deltas(from_ts, to_ts) s ON s.interval_end = r.interval_end
+	 WHERE top IS NULL OR r.rk <= top
+	 ORDER BY r.interval_end, r.rk;
+END;
+$$;
+
+COMMENT ON FUNCTION chronicle.wait_profile_series(timestamptz, timestamptz, text, boolean, integer) IS
+	'Wait samples per interval and (backend_type, wait_event_type, wait_event), with each one''s share of the interval';
+
+CREATE FUNCTION chronicle.run_wait_profile(run text, for_backend_type text DEFAULT NULL,
+                                           include_idle boolean DEFAULT false)
+RETURNS TABLE (backend_type text, wait_event_type text, wait_event text,
+               samples numeric, share float8, avg_processes float8,
+               ticks_due numeric, ticks_taken numeric, coverage float8)
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+	SELECT p.* FROM chronicle.run_window(run) r,
+	       chronicle.wait_profile(r.run_from, r.run_to, for_backend_type, include_idle) p
+$$;
+
+COMMENT ON FUNCTION chronicle.run_wait_profile(text, text, boolean) IS
+	'chronicle.wait_profile() over the window of a run';
+
+REVOKE ALL ON FUNCTION chronicle.wait_profile(timestamptz, timestamptz, text, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle.wait_profile_series(timestamptz, timestamptz, text, boolean, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle.run_wait_profile(text, text, boolean) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION chronicle.wait_profile(timestamptz, timestamptz, text, boolean) TO pg_monitor, pg_read_all_stats;
+GRANT EXECUTE ON FUNCTION chronicle.wait_profile_series(timestamptz, timestamptz, text, boolean, integer) TO pg_monitor, pg_read_all_stats;
+GRANT EXECUTE ON FUNCTION chronicle.run_wait_profile(text, text, boolean) TO pg_monitor, pg_read_all_stats;

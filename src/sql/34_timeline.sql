@@ -1,0 +1,176 @@
+-- Analysis API, part 5: the timeline, one row per snapshot interval with the
+-- headline numbers side by side (what someone plots).
+--
+-- Rates are per second over the interval.  A source with a reset in the
+-- interval gives NULL for that interval (never a negative or huge rate); a
+-- source with no history (not collected) gives NULL; a source recorded but
+-- unchanged gives 0.  I/O columns cover the relation objects (relation,
+-- temp relation), not the 18 "wal" rows, which are WAL I/O (see
+-- io_deltas(for_object => 'wal')).  Bytes are the 18 byte counters, or
+-- operations * op_bytes on 17.  waits => false leaves out the wait columns,
+-- whose per-interval computation dominates the cost of long windows.
+
+CREATE FUNCTION chronicle.timeline(from_ts timestamptz, to_ts timestamptz, waits boolean DEFAULT true)
+RETURNS TABLE (
+	interval_start timestamptz, interval_end timestamptz, seconds float8,
+	commits_per_s float8, rollbacks_per_s float8, hit_ratio float8,
+	reads_per_s float8, writes_per_s float8, extends_per_s float8, fsyncs_per_s float8,
+	read_bytes_per_s float8, write_bytes_per_s float8, extend_bytes_per_s float8,
+	client_write_bytes_per_s float8, checkpointer_write_bytes_per_s float8,
+	bgwriter_write_bytes_per_s float8, autovacuum_write_bytes_per_s float8,
+	io_by_backend jsonb,
+	wal_bytes_per_s float8, wal_fpi_per_s float8, wal_records_per_s float8,
+	checkpoints bigint, checkpoint_buffers_written bigint,
+	buffers_used bigint, buffers_dirty bigint,
+	mem_free_kb bigint, mem_available_kb bigint, mem_dirty_kb bigint, mem_writeback_kb bigint,
+	active_processes float8, top_waits jsonb, wait_coverage float8,
+	tps float8, latency_p50_ms float8, latency_p99_ms float8)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+SET plan_cache_mode = force_custom_plan
+AS $$
+#variable_conflict use_column
+DECLARE
+	has_app boolean;
+BEGIN
+	PERFORM chronicle._check_range(from_ts, to_ts, 'chronicle.timeline');
+	IF waits IS NULL THEN
+		RAISE EXCEPTION 'chronicle.timeline: waits must not be NULL'
+			USING ERRCODE = 'null_value_not_allowed',
+			      HINT = 'false leaves the wait columns out (the wait rows dominate the cost of long windows).';
+	END IF;
+	has_app := EXISTS (SELECT FROM chronicle.app_transaction t WHERE t.ts > from_ts AND t.ts <= to_ts);
+	RETURN QUERY
+	WITH iv AS MATERIALIZED (SELECT * FROM chronicle.intervals(from_ts, to_ts)),
+	has AS MATERIALIZED (
+		SELECT EXISTS (SELECT FROM chronicle.database_history) AS db,
+		       EXISTS (SELECT FROM chronicle.io_history) AS io,
+		       timeline.waits AND EXISTS (SELECT FROM chronicle.waits_history) AS waits
+	),
+	db AS (
+		SELECT d.interval_end, sum(d.xact_commit) AS c, sum(d.xact_rollback) AS r,
+		       sum(d.blks_hit) AS h, sum(d.blks_read) AS rd, bool_or(d.reset) AS rs
+		  FROM chronicle.database_deltas(from_ts, to_ts, changed_only => true) d
+		 GROUP BY d.interval_end
+	),
+	io1 AS (
+		SELECT d.interval_end, d.backend_type, max(d.seconds) AS secs,
+		       sum(d.reads) AS reads, sum(d.writes) AS writes, sum(d.extends) AS extends,
+		       sum(d.fsyncs) AS fsyncs, sum(d.read_bytes) AS rb, sum(d.write_bytes) AS wb,
+		       sum(d.extend_bytes) AS eb, bool_or(d.reset) AS rs
+		  FROM chronicle.io_deltas(from_ts, to_ts, changed_only => true) d
+		 WHERE d.object <> 'wal'
+		 GROUP BY d.interval_end, d.backend_type
+	),
+	io AS (
+		SELECT i.interval_end, bool_or(i.rs) AS rs,
+		       sum(i.reads) AS reads, sum(i.writes) AS writes, sum(i.extends) AS extends,
+		       sum(i.fsyncs) AS fsyncs, sum(i.rb) AS rb, sum(i.wb) AS wb, sum(i.eb) AS eb,
+		       coalesce(sum(i.wb) FILTER (WHERE i.backend_type = 'client backend'), 0) AS wb_client,
+		       coalesce(sum(i.wb) FILTER (WHERE i.backend_type = 'checkpointer'), 0) AS wb_ckpt,
+		       coalesce(sum(i.wb) FILTER (WHERE i.backend_type = 'background writer'), 0) AS wb_bgw,
+		       coalesce(sum(i.wb) FILTER (WHERE i.backend_type = 'autovacuum worker'), 0) AS wb_av,
+		       jsonb_object_agg(i.backend_type, jsonb_build_object(
+		           'reads_per_s', i.reads / i.secs, 'writes_per_s', i.writes / i.secs,
+		           'extends_per_s', i.extends / i.secs, 'fsyncs_per_s', coalesce(i.fsyncs, 0) / i.secs,
+		           'read_bytes_per_s', i.rb / i.secs, 'write_bytes_per_s', i.wb / i.secs,
+		           'extend_bytes_per_s', i.eb / i.secs))
+		           FILTER (WHERE coalesce(i.reads, 0) + coalesce(i.writes, 0) + coalesce(i.extends, 0)
+		                         + coalesce(i.fsyncs, 0) > 0) AS by_backend
+		  FROM io1 i
+		 GROUP BY i.interval_end
+	),
+	wt AS (
+		SELECT d.interval_end, d.wait_event_type || ':' || d.wait_event AS ev, sum(d.samples) AS n
+		  FROM chronicle.wait_deltas(from_ts, to_ts, changed_only => true) d
+		 WHERE timeline.waits
+		   AND d.samples > 0 AND NOT (d.state = 'idle' OR d.wait_event_type = 'Activity')
+		 GROUP BY d.interval_end, d.wait_event_type, d.wait_event
+	),
+	wr AS (
+		SELECT w.*, row_number() OVER (PARTITION BY w.interval_end ORDER BY w.n DESC, w.ev) AS rk,
+		       sum(w.n) OVER (PARTITION BY w.interval_end) AS total
+		  FROM wt w
+	),
+	waits AS (
+		SELECT w.interval_end, max(w.total) AS total,
+		       jsonb_agg(jsonb_build_object('wait', w.ev, 'samples', w.n,
+		                                    'share', round(w.n::numeric / w.total, 3)) ORDER BY w.rk)
+		           FILTER (WHERE w.rk <= 3) AS top
+		  FROM wr w
+		 GROUP BY w.interval_end
+	),
+	-- pgbench transactions: each goes to the interval whose (start, end]
+	-- holds its end time (a sort, not a range join)
+	ev AS (
+		SELECT i.interval_end AS t, i.interval_start AS st, i.interval_end AS e, NULL::bigint AS lat, 0 AS ord
+		  FROM iv i
+		 WHERE has_app
+		UNION ALL
+		SELECT a.ts, NULL, NULL, a.latency_us, 1
+		  FROM chronicle.app_transaction a
+		 WHERE has_app AND a.ts > from_ts AND a.ts <= to_ts AND a.status = 'ok'
+	),
+	evg AS (
+		SELECT v.*, count(v.e) OVER (ORDER BY v.t DESC, v.ord) AS g FROM ev v
+	),
+	evb AS (
+		SELECT v.t, v.lat, v.ord,
+		       first_value(v.e) OVER (PARTITION BY v.g ORDER BY v.t DESC, v.ord) AS e,
+		       first_value(v.st) OVER (PARTITION BY v.g ORDER BY v.t DESC, v.ord) AS st
+		  FROM evg v
+	),
+	app AS (
+		SELECT b.e AS interval_end, count(*) AS n,
+		       percentile_cont(0.5) WITHIN GROUP (ORDER BY b.lat) / 1000.0 AS p50,
+		       percentile_cont(0.99) WITHIN GROUP (ORDER BY b.lat) / 1000.0 AS p99
+		  FROM evb b
+		 WHERE b.ord = 1 AND b.e IS NOT NULL AND b.t > b.st
+		 GROUP BY b.e
+	)
+	SELECT iv.interval_start, iv.interval_end, iv.seconds,
+	       CASE WHEN NOT has.db OR db.rs THEN NULL ELSE coalesce(db.c, 0) / iv.seconds END,
+	       CASE WHEN NOT has.db OR db.rs THEN NULL ELSE coalesce(db.r, 0) / iv.seconds END,
+	       CASE WHEN db.rs THEN NULL ELSE db.h::float8 / nullif(db.h + db.rd, 0) END,
+	       CASE WHEN NOT has.io OR io.rs THEN NULL ELSE coalesce(io.reads, 0) / iv.seconds END,
+	       CASE WHEN NOT has.io OR io.rs THEN NULL ELSE coalesce(io.writes, 0) / iv.seconds END,
+	       CASE WHEN NOT has.io OR io.rs THEN NULL ELSE coalesce(io.extends, 0) / iv.seconds END,
+	       CASE WHEN NOT has.io OR io.rs THEN NULL ELSE coalesce(io.fsyncs, 0) / iv.seconds END,
+	       CASE WHEN NOT has.io OR io.rs THEN NULL ELSE coalesce(io.rb, 0) / iv.seconds END,
+	       CASE WHEN NOT has.io OR io.rs THEN NULL ELSE coalesce(io.wb, 0) / iv.seconds END,
+	       CASE WHEN NOT has.io OR io.rs THEN NULL ELSE coalesce(io.eb, 0) / iv.seconds END,
+	       CASE WHEN NOT has.io OR io.rs THEN NULL ELSE coalesce(io.wb_client, 0) / iv.seconds END,
+	       CASE WHEN NOT has.io OR io.rs THEN NULL ELSE coalesce(io.wb_ckpt, 0) / iv.seconds END,
+	       CASE WHEN NOT has.io OR io.rs THEN NULL ELSE coalesce(io.wb_bgw, 0) / iv.seconds END,
+	       CASE WHEN NOT has.io OR io.rs THEN NULL ELSE coalesce(io.wb_av, 0) / iv.seconds END,
+	       CASE WHEN NOT has.io OR io.rs THEN NULL ELSE coalesce(io.by_backend, '{}') END,
+	       wal.wal_bytes_per_s, wal.wal_fpi_per_s, wal.wal_records_per_s,
+	       coalesce(ck.num_done, ck.num_timed + ck.num_requested),
+	       ck.buffers_written,
+	       bu.buffers_used, bu.buffers_dirty,
+	       mem.mem_free::bigint, mem.mem_available::bigint, mem.dirty::bigint, mem.writeback::bigint,
+	       CASE WHEN has.waits AND ws.ticks_taken > 0 THEN coalesce(waits.total, 0)::float8 / ws.ticks_taken END,
+	       CASE WHEN has.waits THEN coalesce(waits.top, '[]') END,
+	       ws.ticks_taken::float8 / nullif(ws.ticks_due, 0),
+	       CASE WHEN has_app THEN coalesce(app.n, 0) / iv.seconds END,
+	       app.p50, app.p99
+	  FROM iv
+	 CROSS JOIN has
+	  LEFT JOIN db ON db.interval_end = iv.interval_end
+	  LEFT JOIN io ON io.interval_end = iv.interval_end
+	  LEFT JOIN chronicle.wal_deltas(from_ts, to_ts) wal ON wal.interval_end = iv.interval_end
+	  LEFT JOIN chronicle.checkpointer_deltas(from_ts, to_ts) ck ON ck.interval_end = iv.interval_end
+	  LEFT JOIN chronicle.buffers_values(from_ts, to_ts) bu ON bu.interval_end = iv.interval_end
+	  LEFT JOIN chronicle.os_memory_deltas(from_ts, to_ts) mem ON mem.interval_end = iv.interval_end
+	  LEFT JOIN chronicle.wait_sampler_deltas(from_ts, to_ts) ws ON ws.interval_end = iv.interval_end
+	  LEFT JOIN waits ON waits.interval_end = iv.interval_end
+	  LEFT JOIN app ON app.interval_end = iv.interval_end
+	 ORDER BY iv.interval_end;
+END;
+$$;
+
+COMMENT ON FUNCTION chronicle.timeline(timestamptz, timestamptz, boolean) IS
+	'One row per snapshot interval with the headline numbers: commits, I/O by backend type, WAL, checkpoints, buffers, memory, top waits, pgbench tps and latency';
+
+REVOKE ALL ON FUNCTION chronicle.timeline(timestamptz, timestamptz, boolean) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION chronicle.timeline(timestamptz, timestamptz, boolean) TO pg_monitor, pg_read_all_stats;

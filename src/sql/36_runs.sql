@@ -1,0 +1,312 @@
+-- Analysis API, part 6: benchmark runs, labelled windows of the history
+-- stored in chronicle.run (15_runs.sql), their headline numbers and their
+-- side-by-side comparison.
+--
+-- Writing runs: run_begin/run_end/run_label/run_delete are SECURITY DEFINER
+-- and granted to pg_monitor (whoever runs benchmarks watches the server;
+-- they only write chronicle.run, never anything else), not to PUBLIC.
+-- One run is open at a time: run_begin while a run is open is an error, so
+-- that "the open run" (run_end() without a label) is never ambiguous.
+
+-- The settings a run remembers: everything not at its built-in default,
+-- except what only the calling session set (client, session), which says
+-- nothing about the server being measured.
+CREATE FUNCTION chronicle._settings()
+RETURNS jsonb
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+	SELECT coalesce(jsonb_object_agg(s.name, current_setting(s.name) ORDER BY s.name), '{}')
+	  FROM pg_settings s
+	 WHERE s.source NOT IN ('default', 'override', 'client', 'session')
+$$;
+
+CREATE FUNCTION chronicle._check_label(caller text, label text, meta jsonb)
+RETURNS void
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	IF label IS NULL OR label = '' THEN
+		RAISE EXCEPTION '%: the run label must not be NULL or empty', caller
+			USING ERRCODE = 'null_value_not_allowed',
+			      HINT = 'Name the run, for example ''wal_compression=lz4''.';
+	END IF;
+	IF meta IS NULL OR jsonb_typeof(meta) <> 'object' THEN
+		RAISE EXCEPTION '%: meta must be a JSON object, got %', caller, coalesce(meta::text, 'NULL')
+			USING ERRCODE = 'invalid_parameter_value',
+			      HINT = 'Pass ''{}'' or an object such as ''{"clients": 8}''.';
+	END IF;
+	IF EXISTS (SELECT FROM chronicle.run r WHERE r.label = _check_label.label) THEN
+		RAISE EXCEPTION '%: a run labelled "%" exists already', caller, label
+			USING ERRCODE = 'unique_violation',
+			      HINT = 'Choose another label, or remove the old run with chronicle.run_delete().';
+	END IF;
+END;
+$$;
+
+CREATE FUNCTION chronicle.run_begin(label text, meta jsonb DEFAULT '{}')
+RETURNS chronicle.run
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	r chronicle.run;
+BEGIN
+	PERFORM chronicle._check_label('chronicle.run_begin', label, meta);
+	-- Serialise run_begin calls, so that two sessions cannot both open one.
+	LOCK TABLE chronicle.run IN SHARE ROW EXCLUSIVE MODE;
+	SELECT * INTO r FROM chronicle.run o WHERE o.ended IS NULL;
+	IF FOUND THEN
+		RAISE EXCEPTION 'chronicle.run_begin: run "%" is still open', r.label
+			USING ERRCODE = 'object_in_use',
+			      HINT = 'End it first with SELECT chronicle.run_end();';
+	END IF;
+	INSERT INTO chronicle.run (label, started, meta, settings, server_version)
+	VALUES (label, clock_timestamp(), meta, chronicle._settings(), current_setting('server_version'))
+	RETURNING * INTO r;
+	RETURN r;
+END;
+$$;
+
+COMMENT ON FUNCTION chronicle.run_begin(text, jsonb) IS
+	'Opens a labelled benchmark run now, remembering the non-default settings and the server version';
+
+CREATE FUNCTION chronicle.run_end(label text DEFAULT NULL)
+RETURNS chronicle.run
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	r chronicle.run;
+BEGIN
+	IF label IS NULL THEN
+		SELECT * INTO r FROM chronicle.run o WHERE o.ended IS NULL FOR UPDATE;
+		IF NOT FOUND THEN
+			RAISE EXCEPTION 'chronicle.run_end: no run is open'
+				USING ERRCODE = 'object_not_in_prerequisite_state',
+				      HINT = 'Open one with chronicle.run_begin(label).';
+		END IF;
+	ELSE
+		SELECT * INTO r FROM chronicle.run o WHERE o.label = run_end.label FOR UPDATE;
+		IF NOT FOUND THEN
+			PERFORM chronicle.run_window(label);	-- the unknown-run error
+		END IF;
+		IF r.ended IS NOT NULL THEN
+			RAISE EXCEPTION 'chronicle.run_end: run "%" has ended already', label
+				USING ERRCODE = 'object_not_in_prerequisite_state',
+				      HINT = 'Only an open run can be ended.';
+		END IF;
+	END IF;
+	UPDATE chronicle.run o SET ended = greatest(clock_timestamp(), o.started)
+	 WHERE o.run_id = r.run_id
+	RETURNING * INTO r;
+	RETURN r;
+END;
+$$;
+
+COMMENT ON FUNCTION chronicle.run_end(text) IS
+	'Ends the open run (or the one named) now';
+
+-- A run for a range already recorded.  Its settings and server version are
+-- not known after the fact: settings is '{}' and server_version NULL unless
+-- given in meta by the caller.
+CREATE FUNCTION chronicle.run_label(label text, from_ts timestamptz, to_ts timestamptz,
+                                    meta jsonb DEFAULT '{}')
+RETURNS chronicle.run
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	r chronicle.run;
+BEGIN
+	PERFORM chronicle._check_range(from_ts, to_ts, 'chronicle.run_label');
+	PERFORM chronicle._check_label('chronicle.run_label', label, meta);
+	INSERT INTO chronicle.run (label, started, ended, meta, settings, server_version)
+	VALUES (label, from_ts, to_ts, meta, '{}', NULL)
+	RETURNING * INTO r;
+	RETURN r;
+END;
+$$;
+
+COMMENT ON FUNCTION chronicle.run_label(text, timestamptz, timestamptz, jsonb) IS
+	'Labels a past time range as a run (settings unknown: stored as {})';
+
+CREATE FUNCTION chronicle.run_delete(label text)
+RETURNS void
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	PERFORM chronicle.run_window(label);	-- NULL and unknown-run errors
+	DELETE FROM chronicle.run r WHERE r.label = run_delete.label;
+END;
+$$;
+
+COMMENT ON FUNCTION chronicle.run_delete(text) IS
+	'Forgets a run (and its application metrics); the history itself stays';
+
+-- The headline numbers of a window, one row per metric.
+CREATE FUNCTION chronicle.summary(from_ts timestamptz, to_ts timestamptz, run_id integer DEFAULT NULL)
+RETURNS TABLE (metric text, value float8, unit text)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+	secs    float8;
+	commits float8;
+BEGIN
+	PERFORM chronicle._check_range(from_ts, to_ts, 'chronicle.summary');
+	SELECT sum(i.seconds) INTO secs FROM chronicle.intervals(from_ts, to_ts) i;
+	SELECT sum(d.xact_commit) INTO commits FROM chronicle.database_totals(from_ts, to_ts) d;
+	RETURN QUERY
+	WITH db AS (
+		SELECT sum(d.xact_commit)::float8 AS c, sum(d.xact_rollback)::float8 AS r,
+		       sum(d.blks_hit)::float8 AS h, sum(d.blks_read)::float8 AS rd,
+		       sum(d.temp_bytes)::float8 AS tb
+		  FROM chronicle.database_totals(from_ts, to_ts) d
+	), io AS (
+		SELECT sum(d.read_bytes)::float8 AS rb, sum(d.write_bytes)::float8 AS wb,
+		       sum(d.extend_bytes)::float8 AS eb, sum(d.fsyncs)::float8 AS fs,
+		       sum(d.write_bytes) FILTER (WHERE d.backend_type = 'client backend')::float8 AS wb_client,
+		       sum(d.write_bytes) FILTER (WHERE d.backend_type = 'checkpointer')::float8 AS wb_ckpt,
+		       sum(d.write_bytes) FILTER (WHERE d.backend_type = 'background writer')::float8 AS wb_bgw,
+		       sum(d.evictions)::float8 AS ev
+		  FROM chronicle.io_totals(from_ts, to_ts) d
+		 WHERE d.object <> 'wal'
+	), wal AS (
+		-- aggregates: one row even when the source recorded nothing
+		SELECT sum(w.wal_bytes)::float8 AS b, sum(w.wal_fpi)::float8 AS f, sum(w.wal_records)::float8 AS r
+		  FROM chronicle.wal_totals(from_ts, to_ts) w
+	), ck AS (
+		SELECT sum(coalesce(c.num_done, c.num_timed + c.num_requested))::float8 AS n,
+		       sum(c.buffers_written)::float8 AS bw
+		  FROM chronicle.checkpointer_totals(from_ts, to_ts) c
+	), bu AS (
+		SELECT avg(b.buffers_dirty)::float8 AS dirty, max(b.buffers_dirty)::float8 AS dirty_max
+		  FROM chronicle.buffers_values(from_ts, to_ts) b
+	), wt AS (
+		SELECT sum(p.samples)::float8 AS n, max(p.ticks_taken)::float8 AS ticks,
+		       max(p.coverage) AS coverage
+		  FROM chronicle.wait_profile(from_ts, to_ts) p
+	), app AS (
+		SELECT count(*)::float8 AS n, avg(a.latency_us) / 1000.0 AS lat_avg,
+		       percentile_cont(0.5) WITHIN GROUP (ORDER BY a.latency_us) / 1000.0 AS p50,
+		       percentile_cont(0.99) WITHIN GROUP (ORDER BY a.latency_us) / 1000.0 AS p99
+		  FROM chronicle.app_transaction a
+		 WHERE summary.run_id IS NOT NULL AND a.run_id = summary.run_id
+		   AND a.status = 'ok'
+	)
+	SELECT v.metric, v.value, v.unit
+	  FROM db, io, wal, ck, bu, wt, app,
+	       LATERAL (VALUES
+		(1, 'seconds', secs, 's'),
+		(2, 'commits_per_s', db.c / secs, '1/s'),
+		(3, 'rollbacks_per_s', db.r / secs, '1/s'),
+		(4, 'hit_ratio', db.h / nullif(db.h + db.rd, 0), 'fraction'),
+		(5, 'temp_bytes_per_s', db.tb / secs, 'bytes/s'),
+		(10, 'wal_bytes_per_s', wal.b / secs, 'bytes/s'),
+		(11, 'wal_fpi_per_s', wal.f / secs, '1/s'),
+		(12, 'wal_records_per_s', wal.r / secs, '1/s'),
+		(13, 'wal_bytes_per_commit', wal.b / nullif(db.c, 0), 'bytes'),
+		(14, 'wal_fpi_per_commit', wal.f / nullif(db.c, 0), '1'),
+		(15, 'wal_records_per_commit', wal.r / nullif(db.c, 0), '1'),
+		(20, 'read_bytes_per_s', io.rb / secs, 'bytes/s'),
+		(21, 'write_bytes_per_s', io.wb / secs, 'bytes/s'),
+		(22, 'extend_bytes_per_s', io.eb / secs, 'bytes/s'),
+		(23, 'client_write_bytes_per_s', io.wb_client / secs, 'bytes/s'),
+		(24, 'checkpointer_write_bytes_per_s', io.wb_ckpt / secs, 'bytes/s'),
+		(25, 'bgwriter_write_bytes_per_s', io.wb_bgw / secs, 'bytes/s'),
+		(26, 'fsyncs_per_s', io.fs / secs, '1/s'),
+		(27, 'evictions_per_s', io.ev / secs, '1/s'),
+		(30, 'checkpoints', ck.n, '1'),
+		(31, 'checkpoint_buffers_written', ck.bw, 'buffers'),
+		(32, 'buffers_dirty_avg', bu.dirty, 'buffers'),
+		(33, 'buffers_dirty_max', bu.dirty_max, 'buffers'),
+		(40, 'active_processes', wt.n / nullif(wt.ticks, 0), 'processes'),
+		(41, 'wait_coverage', wt.coverage, 'fraction'),
+		(50, 'tps', CASE WHEN app.n > 0 THEN app.n / secs END, '1/s'),
+		(51, 'latency_avg_ms', app.lat_avg, 'ms'),
+		(52, 'latency_p50_ms', app.p50, 'ms'),
+		(53, 'latency_p99_ms', app.p99, 'ms')
+	       ) AS v(ord, metric, value, unit)
+	 ORDER BY v.ord;
+END;
+$$;
+
+COMMENT ON FUNCTION chronicle.summary(timestamptz, timestamptz, integer) IS
+	'Headline numbers of a window, one row per metric (pgbench numbers when a run_id with app_transaction rows is given)';
+
+CREATE FUNCTION chronicle.run_summary(run text)
+RETURNS TABLE (metric text, value float8, unit text)
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+	SELECT s.* FROM chronicle.run_window(run) w,
+	       chronicle.summary(w.run_from, w.run_to,
+	                         (SELECT r.run_id FROM chronicle.run r WHERE r.label = run)) s
+$$;
+
+COMMENT ON FUNCTION chronicle.run_summary(text) IS 'chronicle.summary() of a run';
+
+-- Two runs side by side: ratio = b / a (NULL when a is 0 or either is
+-- unknown).
+CREATE FUNCTION chronicle.compare_runs(a text, b text)
+RETURNS TABLE (metric text, unit text, value_a float8, value_b float8, ratio float8)
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+	SELECT sa.metric, sa.unit, sa.value, sb.value, sb.value / nullif(sa.value, 0)
+	  FROM (SELECT s.*, row_number() OVER () AS ord FROM chronicle.run_summary(a) s) sa
+	  JOIN chronicle.run_summary(b) sb ON sb.metric = sa.metric
+	 ORDER BY sa.ord
+$$;
+
+COMMENT ON FUNCTION chronicle.compare_runs(text, text) IS
+	'Headline numbers of two runs side by side, with the ratio b / a';
+
+-- The settings that differ between two runs (and the server version).
+CREATE FUNCTION chronicle.compare_settings(a text, b text)
+RETURNS TABLE (name text, value_a text, value_b text)
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+	WITH ra AS (SELECT r.* FROM chronicle.run_window(a) w, chronicle.run r WHERE r.label = a),
+	     rb AS (SELECT r.* FROM chronicle.run_window(b) w, chronicle.run r WHERE r.label = b)
+	SELECT 'server_version', ra.server_version, rb.server_version
+	  FROM ra, rb WHERE ra.server_version IS DISTINCT FROM rb.server_version
+	UNION ALL
+	(SELECT coalesce(sa.key, sb.key), sa.value, sb.value
+	   FROM (SELECT e.* FROM ra, jsonb_each_text(ra.settings) e) sa
+	   FULL JOIN (SELECT e.* FROM rb, jsonb_each_text(rb.settings) e) sb ON sa.key = sb.key
+	  WHERE sa.value IS DISTINCT FROM sb.value
+	  ORDER BY 1)
+$$;
+
+COMMENT ON FUNCTION chronicle.compare_settings(text, text) IS
+	'Settings (non-default at the start of each run) that differ between two runs, and the server version if it differs';
+
+REVOKE ALL ON FUNCTION chronicle._settings() FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle._check_label(text, text, jsonb) FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle.run_begin(text, jsonb) FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle.run_end(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle.run_label(text, timestamptz, timestamptz, jsonb) FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle.run_delete(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle.summary(timestamptz, timestamptz, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle.run_summary(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle.compare_runs(text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle.compare_settings(text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION chronicle._check_label(text, text, jsonb) TO pg_monitor;
+GRANT EXECUTE ON FUNCTION chronicle.run_begin(text, jsonb) TO pg_monitor;
+GRANT EXECUTE ON FUNCTION chronicle.run_end(text) TO pg_monitor;
+GRANT EXECUTE ON FUNCTION chronicle.run_label(text, timestamptz, timestamptz, jsonb) TO pg_monitor;
+GRANT EXECUTE ON FUNCTION chronicle.run_delete(text) TO pg_monitor;
+GRANT EXECUTE ON FUNCTION chronicle.summary(timestamptz, timestamptz, integer) TO pg_monitor, pg_read_all_stats;
+GRANT EXECUTE ON FUNCTION chronicle.run_summary(text) TO pg_monitor, pg_read_all_stats;
+GRANT EXECUTE ON FUNCTION chronicle.compare_runs(text, text) TO pg_monitor, pg_read_all_stats;
+GRANT EXECUTE ON FUNCTION chronicle.compare_settings(text, text) TO pg_monitor, pg_read_all_stats;

@@ -1,0 +1,713 @@
+#!/usr/bin/env python3
+"""Generates src/sql/31_deltas.sql: the per-interval, totals and run-totals
+functions of every source, and their rows of the metric catalog.
+
+The functions share one shape, so they are written once here and the
+generated SQL is checked in (read it, not this, to see what runs):
+
+  tools/gen_deltas.py > src/sql/31_deltas.sql
+
+Keyed sources (several rows per snapshot: io, database, waits, os_disk,
+os_pressure): lag() over the stored rows of a (key, segment) in the window;
+the first stored row of each key in the window finds its baseline with one
+index probe (latest row of the key in the same segment before it).  Rows
+not stored are zero deltas: they are zero-filled unless changed_only.
+
+Single-row sources (wal, checkpointer, bgwriter, wait_sampler, buffers,
+os_memory): every interval of the window LEFT JOIN the stored rows, values
+carried forward over the intervals without a row, delta = value - value at
+the previous interval.
+
+Reset: a changed stats_reset (or sampler_started) or any counter going
+backwards: the interval is flagged reset = true and its deltas are NULL
+(the row is the new baseline).
+"""
+
+import sys
+
+# kind: c = bigint counter, t = float8 time counter (ms), g = gauge (value),
+# a = attribute (carried, e.g. datname, op_bytes)
+SOURCES = [
+    dict(name='io', table='io_history', fn='io',
+         keys=[('backend_type', 'text'), ('object', 'text'), ('context', 'text')],
+         filters=['backend_type', 'object', 'context'],
+         cols=[('reads', 'c'), ('read_bytes', 'c'), ('read_time', 't'),
+               ('writes', 'c'), ('write_bytes', 'c'), ('write_time', 't'),
+               ('writebacks', 'c'), ('writeback_time', 't'),
+               ('extends', 'c'), ('extend_bytes', 'c'), ('extend_time', 't'),
+               ('hits', 'c'), ('evictions', 'c'), ('reuses', 'c'),
+               ('fsyncs', 'c'), ('fsync_time', 't'), ('op_bytes', 'a')],
+         # bytes: the 18 counter, else operations * op_bytes (16, 17)
+         bytes={'read_bytes': 'reads', 'write_bytes': 'writes', 'extend_bytes': 'extends'},
+         per_op=[('ms_per_read', 'read_time', 'reads'), ('ms_per_write', 'write_time', 'writes'),
+                 ('ms_per_writeback', 'writeback_time', 'writebacks'),
+                 ('ms_per_extend', 'extend_time', 'extends'), ('ms_per_fsync', 'fsync_time', 'fsyncs')],
+         reset='stats_reset'),
+    dict(name='database', table='database_history', fn='database',
+         keys=[('datid', 'oid')], filters=['datname'],
+         cols=[('datname', 'a'), ('xact_commit', 'c'), ('xact_rollback', 'c'),
+               ('blks_read', 'c'), ('blks_hit', 'c'), ('tup_returned', 'c'),
+               ('tup_fetched', 'c'), ('tup_inserted', 'c'), ('tup_updated', 'c'),
+               ('tup_deleted', 'c'), ('conflicts', 'c'), ('temp_files', 'c'),
+               ('temp_bytes', 'c'), ('deadlocks', 'c'), ('checksum_failures', 'c'),
+               ('blk_read_time', 't'), ('blk_write_time', 't'), ('session_time', 't'),
+               ('active_time', 't'), ('idle_in_transaction_time', 't'),
+               ('sessions', 'c'), ('sessions_abandoned', 'c'), ('sessions_fatal', 'c'),
+               ('sessions_killed', 'c'), ('parallel_workers_to_launch', 'c'),
+               ('parallel_workers_launched', 'c')],
+         per_op=[('ms_per_blk_read', 'blk_read_time', 'blks_read')],
+         reset='stats_reset'),
+    dict(name='wait', table='waits_history', fn='wait',
+         keys=[('backend_type', 'text'), ('state', 'text'), ('wait_event_type', 'text'),
+               ('wait_event', 'text'), ('queryid', 'bigint')],
+         filters=['backend_type', 'wait_event_type', 'wait_event'],
+         cols=[('samples', 'c')], per_op=[], reset=None),
+    dict(name='os_disk', table='os_disk_history', fn='os_disk',
+         keys=[('device', 'text'), ('role', 'text')], filters=['device'],
+         cols=[('reads_completed', 'c'), ('reads_merged', 'c'), ('sectors_read', 'c'),
+               ('read_time_ms', 'c'), ('writes_completed', 'c'), ('writes_merged', 'c'),
+               ('sectors_written', 'c'), ('write_time_ms', 'c'), ('io_time_ms', 'c'),
+               ('weighted_io_time_ms', 'c'), ('discards_completed', 'c'),
+               ('discards_merged', 'c'), ('sectors_discarded', 'c'), ('discard_time_ms', 'c'),
+               ('flushes_completed', 'c'), ('flush_time_ms', 'c')],
+         per_op=[('ms_per_read', 'read_time_ms', 'reads_completed'),
+                 ('ms_per_write', 'write_time_ms', 'writes_completed')],
+         reset=None),
+    dict(name='os_pressure', table='os_pressure_history', fn='os_pressure',
+         keys=[('resource', 'text')], filters=['resource'],
+         cols=[('some_total', 'c'), ('full_total', 'c')], per_op=[], reset=None),
+    dict(name='wal', table='wal_history', fn='wal', keys=[], filters=[],
+         cols=[('wal_records', 'c'), ('wal_fpi', 'c'), ('wal_bytes', 'c'),
+               ('wal_buffers_full', 'c'), ('wal_write', 'c'), ('wal_sync', 'c'),
+               ('wal_write_time', 't'), ('wal_sync_time', 't')],
+         per_op=[('ms_per_write', 'wal_write_time', 'wal_write'),
+                 ('ms_per_sync', 'wal_sync_time', 'wal_sync')],
+         reset='stats_reset'),
+    dict(name='checkpointer', table='checkpointer_history', fn='checkpointer', keys=[], filters=[],
+         cols=[('num_timed', 'c'), ('num_requested', 'c'), ('num_done', 'c'),
+               ('restartpoints_timed', 'c'), ('restartpoints_req', 'c'),
+               ('restartpoints_done', 'c'), ('write_time', 't'), ('sync_time', 't'),
+               ('buffers_written', 'c'), ('slru_written', 'c')],
+         per_op=[], reset='stats_reset'),
+    dict(name='bgwriter', table='bgwriter_history', fn='bgwriter', keys=[], filters=[],
+         cols=[('buffers_clean', 'c'), ('maxwritten_clean', 'c'), ('buffers_alloc', 'c')],
+         per_op=[], reset='stats_reset'),
+    dict(name='wait_sampler', table='wait_sampler_history', fn='wait_sampler', keys=[], filters=[],
+         cols=[('ticks_due', 'c'), ('ticks_taken', 'c'), ('samples_dropped', 'c')],
+         per_op=[], reset='sampler_started'),
+    dict(name='os_memory', table='os_memory_history', fn='os_memory', keys=[], filters=[],
+         cols=[('mem_total', 'g'), ('mem_free', 'g'), ('mem_available', 'g'), ('buffers', 'g'),
+               ('cached', 'g'), ('dirty', 'g'), ('writeback', 'g'), ('shmem', 'g'),
+               ('swap_total', 'g'), ('swap_free', 'g'),
+               ('pgpgin', 'c'), ('pgpgout', 'c'), ('pswpin', 'c'), ('pswpout', 'c')],
+         per_op=[], reset=None),
+    dict(name='buffers', table='buffers_history', fn='buffers', keys=[], filters=[],
+         cols=[(c, 'g') for c in ['buffers_total', 'buffers_used', 'buffers_unused',
+                                  'buffers_dirty', 'buffers_pinned']]
+         + [('usagecount_avg', 'g')]
+         + [('%s_%d' % (p, i), 'g') for p in ('usage', 'dirty', 'pinned') for i in range(6)],
+         per_op=[], reset=None),
+]
+
+FILTER_TYPES = {'backend_type': 'text', 'object': 'text', 'context': 'text', 'datname': 'text',
+                'wait_event_type': 'text', 'wait_event': 'text', 'device': 'text',
+                'resource': 'text'}
+CHECKED = {'backend_type', 'object', 'context', 'wait_event_type'}
+
+out = []
+
+
+def w(s=''):
+    out.append(s)
+
+
+def coltype(kind):
+    return {'c': 'bigint', 't': 'float8', 'g': 'float8', 'a': None}[kind]
+
+
+def fn_name(s):
+    return s['fn'] + ('_values' if all(k == 'g' for _, k in s['cols']) else '_deltas')
+
+
+def attr_type(s, col):
+    return {'datname': 'text', 'op_bytes': 'bigint'}[col]
+
+
+def out_columns(s):
+    """(name, type) of the per-interval function's result, after the keys."""
+    cols = []
+    for c, k in s['cols']:
+        if k == 'a':
+            cols.append((c, attr_type(s, c)))
+    if s['reset'] or any(k in 'ct' for _, k in s['cols']):
+        cols.append(('reset', 'boolean'))
+    for c, k in s['cols']:
+        if k in 'ct':
+            cols.append((c, coltype(k)))
+            cols.append((c + '_per_s', 'float8'))
+        elif k == 'g':
+            cols.append((c, 'float8' if c == 'usagecount_avg' else 'bigint'))
+    for name, _, _ in s['per_op']:
+        cols.append((name, 'float8'))
+    return cols
+
+
+def delta_expr(s, c, cur, prev):
+    """Delta of column c, NULL when the row is a reset."""
+    b = s.get('bytes', {})
+    if c in b:
+        op = b[c]
+        return ('coalesce(%(cur)s.%(c)s - %(prev)s.%(c)s, (%(cur)s.%(op)s - %(prev)s.%(op)s) * %(cur)s.op_bytes)'
+                % dict(cur=cur, prev=prev, c=c, op=op))
+    return '%s.%s - %s.%s' % (cur, c, prev, c)
+
+
+def reset_expr(s, cur, prev):
+    parts = []
+    if s['reset']:
+        parts.append('%s.%s IS DISTINCT FROM %s.%s' % (cur, s['reset'], prev, s['reset']))
+    for c, k in s['cols']:
+        if k in 'ct':
+            parts.append('coalesce(%s.%s < %s.%s, false)' % (cur, c, prev, c))
+    return '(' + '\n\t\t         OR '.join(parts) + ')'
+
+
+def sel(prefix, cols, alias=None):
+    return ', '.join('%s.%s%s' % (prefix, c, '' if alias is None else ' AS %s%s' % (alias, c)) for c in cols)
+
+
+def header(s, name, params, res, extra='', nestloop=True):
+    w('CREATE FUNCTION chronicle.%s(%s)' % (name, ', '.join(params)))
+    w('RETURNS TABLE (%s)' % ', '.join('%s %s' % c for c in res))
+    w('LANGUAGE plpgsql STABLE')
+    w('SET search_path = pg_catalog, pg_temp')
+    w('SET plan_cache_mode = force_custom_plan')
+    if not nestloop:
+        # CTE row estimates are blind: a nested-loop anti join of the
+        # zero-filled rows against the changed ones is quadratic.  The
+        # baseline probes (LATERAL) stay nested loops, the only way to run them.
+        w('SET enable_nestloop = off')
+        # A day of sparse rows sorts in memory instead of on disk.
+        w("SET work_mem = '256MB'")
+        # Read the rows in (key, ts) index order rather than sort them.
+        w('SET enable_sort = off')
+    w('AS $fn$')
+    w('#variable_conflict use_column')
+    w(extra + 'BEGIN')
+
+
+def checks(s, name, first):
+    w("\tPERFORM chronicle._check_range($1, $2, 'chronicle.%s');" % name)
+    for i, f in enumerate(s['filters']):
+        if f in CHECKED:
+            w("\tPERFORM chronicle._check_name('chronicle.%s', '%s', $%d);" % (name, f, i + first))
+        elif f == 'datname':
+            w("\tPERFORM chronicle._check_datname('chronicle.%s', $%d);" % (name, i + first))
+
+
+def final_select(s, z, kcols):
+    """The result row from a relation z with interval columns, keys, attrs,
+    reset and the counter deltas."""
+    items = ['%s.interval_start' % z, '%s.interval_end' % z, '%s.seconds' % z]
+    items += ['%s.%s' % (z, k) for k in kcols]
+    for c, k in s['cols']:
+        if k == 'a':
+            items.append('%s.%s' % (z, c))
+    if s['reset'] or any(k in 'ct' for _, k in s['cols']):
+        items.append('%s.reset' % z)
+    for c, k in s['cols']:
+        if k in 'ct':
+            items.append('%s.%s' % (z, c))
+            items.append('%s.%s::float8 / %s.seconds' % (z, c, z))
+        elif k == 'g':
+            items.append('%s.%s' % (z, c))
+    for nm, t, c in s['per_op']:
+        items.append('%s.%s::float8 / nullif(%s.%s, 0)' % (z, t, z, c))
+    return ',\n\t       '.join(items)
+
+
+def gen_keys_helper(s):
+    """_<fn>_keys(from, to): per segment of the window, every key with a row
+    in it, its first row's time and attributes (zero-filled rows start there)."""
+    kcols = [k for k, _ in s['keys']]
+    attrs = [c for c, k in s['cols'] if k in 'act']
+    name = '_%s_keys' % s['fn']
+    res = [('segment', 'timestamptz')] + s['keys'] + \
+        [(a, attr_type(s, a) if k == 'a' else coltype(k)) for a, k in s['cols'] if k in 'act'] + \
+        [('first_ts', 'timestamptz')]
+    header(s, name, ['from_ts timestamptz', 'to_ts timestamptz'], res)
+    kl = ', '.join('h.%s' % k for k in kcols)
+    w('\tRETURN QUERY')
+    w('\tWITH RECURSIVE allkeys AS (')
+    w('\t\t-- every key ever recorded: a skip scan of the (key, ts) index')
+    w('\t\t(SELECT %s FROM chronicle.%s h ORDER BY %s LIMIT 1)' % (kl, s['table'], kl))
+    w('\t\tUNION ALL')
+    w('\t\tSELECT n.* FROM allkeys a CROSS JOIN LATERAL')
+    w('\t\t\t(SELECT %s FROM chronicle.%s h' % (kl, s['table']))
+    if len(kcols) == 1:
+        w('\t\t\t  WHERE h.%s > a.%s' % (kcols[0], kcols[0]))
+    else:
+        w('\t\t\t  WHERE (%s) > (%s)' % (kl, ', '.join('a.%s' % k for k in kcols)))
+    w('\t\t\t  ORDER BY %s LIMIT 1) n' % kl)
+    w('\t)')
+    w('\tSELECT seg.segment, %s, %sf.ts' % (', '.join('k.%s' % k for k in kcols),
+                                            ''.join('f.%s, ' % a for a in attrs)))
+    w('\t  FROM (SELECT DISTINCT i.segment FROM chronicle.intervals($1, $2) i) seg')
+    w('\t CROSS JOIN allkeys k')
+    w('\t CROSS JOIN LATERAL (')
+    w('\t\tSELECT hf.ts%s FROM chronicle.%s hf' % (''.join(', hf.%s' % a for a in attrs), s['table']))
+    w('\t\t WHERE %s' % ' AND '.join('hf.%s = k.%s' % (k, k) for k in kcols))
+    w('\t\t   AND hf.ts >= seg.segment AND hf.ts <= $2')
+    w('\t\t ORDER BY hf.ts LIMIT 1) f;')
+    w('END;')
+    w('$fn$;')
+    w()
+    w("REVOKE ALL ON FUNCTION chronicle.%s(timestamptz, timestamptz) FROM PUBLIC;" % name)
+    w("GRANT EXECUTE ON FUNCTION chronicle.%s(timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;" % name)
+    w()
+
+
+def gen_keyed(s):
+    gen_keys_helper(s)
+    name = fn_name(s)
+    keys = s['keys']
+    kcols = [k for k, _ in keys]
+    attrs = [c for c, k in s['cols'] if k == 'a']
+    store = [c for c, k in s['cols']] + ([s['reset']] if s['reset'] else [])
+    counters = [(c, k) for c, k in s['cols'] if k in 'ct']
+    filt = s['filters']
+    params = ['from_ts timestamptz', 'to_ts timestamptz'] + \
+        ['for_%s %s DEFAULT NULL' % (f, FILTER_TYPES[f]) for f in filt] + \
+        ['changed_only boolean DEFAULT false']
+    res = [('interval_start', 'timestamptz'), ('interval_end', 'timestamptz'), ('seconds', 'float8')] + \
+        keys + out_columns(s)
+    s['sig'] = ', '.join(['timestamptz', 'timestamptz'] + [FILTER_TYPES[f] for f in filt] + ['boolean'])
+    header(s, name, params, res, nestloop=False)
+    checks(s, name, 3)
+    chg = '$%d' % (len(filt) + 3)
+    fcond = ''.join('\n\t\t   AND ($%d IS NULL OR h.%s = $%d)' % (i + 3, f, i + 3) for i, f in enumerate(filt))
+    kfcond = ''.join('\n\t\t   AND ($%d IS NULL OR k.%s = $%d)' % (i + 3, f, i + 3) for i, f in enumerate(filt))
+    w('\tRETURN QUERY')
+    w('\tWITH iv AS MATERIALIZED (SELECT * FROM chronicle.intervals($1, $2)),')
+    ints = [c for c, k in s['cols'] if k == 'c']
+    flts = [c for c, k in s['cols'] if k == 't']
+    prevs = ints + flts + ([s['reset']] if s['reset'] else [])
+
+    def prev_of(c):
+        if c in ints:
+            return 'c.p_i[%d]' % (ints.index(c) + 1)
+        if c in flts:
+            return 'c.p_f[%d]' % (flts.index(c) + 1)
+        return 'c.p_%s' % c
+    w('\t-- stored rows in the window, with the previous stored row of the key:')
+    w('\t-- lag() in the order of the (key, ts) index, so that nothing is sorted,')
+    w('\t-- of arrays (one lag() per type, not one per column); a previous row')
+    w('\t-- of another segment does not count (p_ok false)')
+    w('\traw AS (')
+    w('\t\tSELECT h.ts, %s,' % sel('h', kcols))
+    w('\t\t       %s,' % sel('h', store))
+    w('\t\t       lag(h.ts) OVER w AS p_ts,')
+    lags = ['lag(ARRAY[%s]::bigint[]) OVER w AS p_i' % ', '.join('h.%s' % c for c in ints)]
+    if flts:
+        lags.append('lag(ARRAY[%s]::float8[]) OVER w AS p_f' % ', '.join('h.%s' % c for c in flts))
+    if s['reset']:
+        lags.append('lag(h.%s) OVER w AS p_%s' % (s['reset'], s['reset']))
+    w('\t\t       %s' % ',\n\t\t       '.join(lags))
+    w('\t\t  FROM chronicle.%s h' % s['table'])
+    w('\t\t WHERE h.ts > $1 AND h.ts <= $2%s' % fcond)
+    w('\t\tWINDOW w AS (PARTITION BY %s ORDER BY h.ts)' % sel('h', kcols))
+    w('\t),')
+    w('\tcur AS MATERIALIZED (')
+    w('\t\tSELECT iv.interval_start, iv.interval_end, iv.seconds, iv.segment, r.*,')
+    w('\t\t       coalesce(r.p_ts >= iv.segment, false) AS p_ok')
+    w('\t\t  FROM raw r JOIN iv ON iv.interval_end = r.ts')
+    w('\t),')
+    w('\t-- the first stored row of a (key, segment) in the window: its baseline')
+    w('\t-- is the latest earlier row of the key in the segment (one index probe)')
+    w('\tpair AS (')
+    w('\t\tSELECT c.interval_start, c.interval_end, c.seconds, c.segment,')
+    w('\t\t       %s,' % sel('c', kcols))
+    w('\t\t       %s,' % sel('c', store))
+    w('\t\t       %s' % ',\n\t\t       '.join('%s AS q_%s' % (prev_of(c), c) for c in prevs))
+    w('\t\t  FROM cur c WHERE c.p_ok')
+    w('\t\tUNION ALL')
+    w('\t\tSELECT c.interval_start, c.interval_end, c.seconds, c.segment,')
+    w('\t\t       %s,' % sel('c', kcols))
+    w('\t\t       %s,' % sel('c', store))
+    w('\t\t       %s' % ',\n\t\t       '.join('b.%s' % c for c in prevs))
+    w('\t\t  FROM cur c')
+    w('\t\t  JOIN LATERAL (')
+    w('\t\t\tSELECT hb.* FROM chronicle.%s hb' % s['table'])
+    w('\t\t\t WHERE %s' % ' AND '.join('hb.%s = c.%s' % (k, k) for k in kcols))
+    w('\t\t\t   AND hb.ts >= c.segment AND hb.ts < c.ts')
+    w('\t\t\t ORDER BY hb.ts DESC LIMIT 1) b ON true')
+    w('\t\t WHERE NOT c.p_ok')
+    w('\t),')
+    w('\tchg AS (')
+    w('\t\tSELECT x.*, %s AS reset' % reset_expr(s, 'x', 'x_q').replace('x_q.', 'x.q_'))
+    w('\t\t  FROM pair x')
+    w('\t),')
+    w('\tdlt AS (')
+    w('\t\tSELECT y.interval_start, y.interval_end, y.seconds,')
+    w('\t\t       %s,' % sel('y', kcols))
+    for a in attrs:
+        w('\t\t       y.%s,' % a)
+    w('\t\t       y.reset,')
+    dl = []
+    for c, k in counters:
+        e = delta_expr(s, c, 'y', 'y_q').replace('y_q.', 'y.q_')
+        dl.append('CASE WHEN y.reset THEN NULL ELSE %s END AS %s' % (e, c))
+    w('\t\t       %s' % ',\n\t\t       '.join(dl))
+    w('\t\t  FROM chg y')
+    w('\t),')
+    w('\t-- unchanged keys: zero deltas, from the interval after their first row')
+    w('\tzero AS (')
+    w('\t\tSELECT iv.interval_start, iv.interval_end, iv.seconds,')
+    w('\t\t       %s,' % sel('k', kcols))
+    for a in attrs:
+        w('\t\t       k.%s,' % a)
+    w('\t\t       false AS reset,')
+    w('\t\t       %s' % ',\n\t\t       '.join('%s AS %s' % (delta_expr(s, c, 'k', 'k'), c)
+                                             for c, k in counters))
+    w('\t\t  FROM chronicle._%s_keys($1, $2) k' % s['fn'])
+    w('\t\t  JOIN iv ON iv.segment = k.segment AND iv.interval_start >= k.first_ts')
+    w('\t\t WHERE NOT %s%s' % (chg, kfcond))
+    w('\t\t   AND NOT EXISTS (SELECT FROM dlt d WHERE d.interval_end = iv.interval_end')
+    for k in kcols:
+        w('\t\t                   AND d.%s = k.%s' % (k, k))
+    w('\t\t                 )')
+    w('\t)')
+    w('\tSELECT %s' % final_select(s, 'z', kcols))
+    w('\t  FROM (SELECT * FROM dlt UNION ALL SELECT * FROM zero) z')
+    w('\t ORDER BY z.interval_end, %s;' % sel('z', kcols))
+    w('END;')
+    w('$fn$;')
+    w()
+    grants(name, s['sig'])
+
+
+def grants(name, sig):
+    w("REVOKE ALL ON FUNCTION chronicle.%s(%s) FROM PUBLIC;" % (name, sig))
+    w("GRANT EXECUTE ON FUNCTION chronicle.%s(%s) TO pg_monitor, pg_read_all_stats;" % (name, sig))
+    w()
+
+
+def gen_single(s):
+    name = fn_name(s)
+    counters = [(c, k) for c, k in s['cols'] if k in 'ct']
+    # Values travel as one bigint[] and one float8[] per row: two window
+    # function calls per step instead of one per column.
+    ints = [c for c, k in s['cols'] if k == 'c' or (k == 'g' and c != 'usagecount_avg')]
+    flts = [c for c, k in s['cols'] if k == 't' or c == 'usagecount_avg']
+    rst = s['reset']
+
+    def acc(row, c, prev=False):
+        q = 'q_' if prev else ''
+        if c in ints:
+            return '%s.%svi[%d]' % (row, q, ints.index(c) + 1)
+        if c in flts:
+            return '%s.%svf[%d]' % (row, q, flts.index(c) + 1)
+        return '%s.%s%s' % (row, q, c)
+    arrs = ['ARRAY[%s]::bigint[] AS vi' % ', '.join('%%(r)s.%s' % c for c in ints)]
+    names = ['vi']
+    if flts:
+        arrs.append('ARRAY[%s]::float8[] AS vf' % ', '.join('%%(r)s.%s' % c for c in flts))
+        names.append('vf')
+    if rst:
+        arrs.append('%%(r)s.%s' % rst)
+        names.append(rst)
+    params = ['from_ts timestamptz', 'to_ts timestamptz']
+    res = [('interval_start', 'timestamptz'), ('interval_end', 'timestamptz'), ('seconds', 'float8')] + \
+        out_columns(s)
+    s['sig'] = 'timestamptz, timestamptz'
+    header(s, name, params, res)
+    checks(s, name, 3)
+    w('\tRETURN QUERY')
+    w('\tWITH iv AS MATERIALIZED (SELECT * FROM chronicle.intervals($1, $2)),')
+    w('\tfs AS (SELECT i.segment, min(i.interval_start) AS first_start FROM iv i GROUP BY i.segment),')
+    w('\t-- the baseline of each segment (latest row before its first interval')
+    w('\t-- in the window), then every interval with its stored row if any')
+    w('\tseq AS (')
+    w('\t\tSELECT f.segment, f.first_start AS interval_end, NULL::timestamptz AS interval_start,')
+    w('\t\t       NULL::float8 AS seconds, true AS base, b.ts AS hts,')
+    w('\t\t       %s' % ', '.join(a % {'r': 'b'} for a in arrs))
+    w('\t\t  FROM fs f LEFT JOIN LATERAL (')
+    w('\t\t\tSELECT hb.* FROM chronicle.%s hb' % s['table'])
+    w('\t\t\t WHERE hb.ts >= f.segment AND hb.ts <= f.first_start')
+    w('\t\t\t ORDER BY hb.ts DESC LIMIT 1) b ON true')
+    w('\t\tUNION ALL')
+    w('\t\tSELECT i.segment, i.interval_end, i.interval_start, i.seconds, false, h.ts,')
+    w('\t\t       %s' % ', '.join(a % {'r': 'h'} for a in arrs))
+    w('\t\t  FROM iv i LEFT JOIN chronicle.%s h' % s['table'])
+    w('\t\t    ON h.ts = i.interval_end AND h.ts > $1 AND h.ts <= $2')
+    w('\t),')
+    w('\tgrp AS (SELECT q.*, count(q.hts) OVER (PARTITION BY q.segment ORDER BY q.interval_end) AS g FROM seq q),')
+    w('\t-- carried forward: a snapshot without a row has the latest row\'s values')
+    w('\tfill AS (')
+    w('\t\tSELECT r.segment, r.interval_end, r.interval_start, r.seconds, r.base,')
+    w('\t\t       first_value(r.hts) OVER wf AS hts,')
+    w('\t\t       %s' % ',\n\t\t       '.join('first_value(r.%s) OVER wf AS %s' % (c, c) for c in names))
+    w('\t\t  FROM grp r')
+    w('\t\tWINDOW wf AS (PARTITION BY r.segment, r.g ORDER BY r.interval_end)')
+    w('\t),')
+    w('\tpair AS (')
+    w('\t\tSELECT f.*, lag(f.hts) OVER wl AS q_hts,')
+    w('\t\t       %s' % ',\n\t\t       '.join('lag(f.%s) OVER wl AS q_%s' % (c, c) for c in names))
+    w('\t\t  FROM fill f')
+    w('\t\tWINDOW wl AS (PARTITION BY f.segment ORDER BY f.interval_end)')
+    w('\t),')
+    w('\tchg AS (')
+    if counters or rst:
+        parts = []
+        if rst:
+            parts.append('x.%s IS DISTINCT FROM x.q_%s' % (rst, rst))
+        for c, k in counters:
+            parts.append('coalesce(%s < %s, false)' % (acc('x', c), acc('x', c, True)))
+        w('\t\tSELECT x.*, (x.q_hts IS NOT NULL AND (%s)) AS reset' % '\n\t\t         OR '.join(parts))
+    else:
+        w('\t\tSELECT x.*')
+    w('\t\t  FROM pair x WHERE NOT x.base')
+    w('\t),')
+    w('\tdlt AS (')
+    w('\t\tSELECT y.interval_start, y.interval_end, y.seconds%s' % (', y.reset' if (counters or rst) else ''))
+    for c, k in s['cols']:
+        if k in 'ct':
+            w('\t\t       , CASE WHEN y.reset THEN NULL ELSE %s - %s END AS %s' % (acc('y', c), acc('y', c, True), c))
+        elif k == 'g':
+            w('\t\t       , %s::%s AS %s' % (acc('y', c), 'float8' if c == 'usagecount_avg' else 'bigint', c))
+    w('\t\t  FROM chg y')
+    w('\t)')
+    w('\tSELECT %s' % final_select(s, 'z', []))
+    w('\t  FROM dlt z')
+    w('\t ORDER BY z.interval_end;')
+    w('END;')
+    w('$fn$;')
+    w()
+    grants(name, s['sig'])
+
+
+def gen_ends_helper(s):
+    """_<fn>_ends(from, to): per key and segment of the window, the baseline
+    row (latest at or before the segment's first interval start, else the
+    key's first row) and the last row, and whether a reset lies between."""
+    kcols = [k for k, _ in s['keys']]
+    attrs = [c for c, k in s['cols'] if k == 'a']
+    counters = [c for c, k in s['cols'] if k in 'ct']
+    rst = s['reset']
+    vals = counters + ([rst] if rst else [])
+    name = '_%s_ends' % s['fn']
+    res = s['keys'] + [(a, attr_type(s, a)) for a in attrs] + [('segment', 'timestamptz'), ('reset', 'boolean')]
+    for c, k in s['cols']:
+        if k in 'ct':
+            res += [('b_' + c, coltype(k)), ('l_' + c, coltype(k))]
+    header(s, name, ['from_ts timestamptz', 'to_ts timestamptz'], res)
+    km = lambda a: ' AND '.join(['%s.%s = k.%s' % (a, kk, kk) for kk in kcols] or ['true'])
+    w('\tRETURN QUERY')
+    w('\tWITH sg AS (')
+    w('\t\tSELECT i.segment, min(i.interval_start) AS first_start, max(i.interval_end) AS last_end')
+    w('\t\t  FROM chronicle.intervals($1, $2) i GROUP BY i.segment')
+    w('\t)')
+    parts = []
+    if rst:
+        parts.append('b.%s IS DISTINCT FROM l.%s' % (rst, rst))
+    parts += ['coalesce(l.%s < b.%s, false)' % (c, c) for c in counters]
+    w('\tSELECT %s%ssg.segment,' % (''.join('k.%s, ' % k for k in kcols), ''.join('l.%s, ' % a for a in attrs)))
+    w('\t       (%s),' % '\n\t        OR '.join(parts))
+    w('\t       %s' % ',\n\t       '.join('b.%s, l.%s' % (c, c) for c in counters))
+    if kcols:
+        w('\t  FROM (SELECT DISTINCT %s FROM chronicle._%s_keys($1, $2) kk) k' % (sel('kk', kcols), s['fn']))
+        w('\t CROSS JOIN sg')
+    else:
+        w('\t  FROM sg')
+    w('\t CROSS JOIN LATERAL (')
+    w('\t\tSELECT h.* FROM chronicle.%s h' % s['table'])
+    w('\t\t WHERE %s AND h.ts >= sg.segment AND h.ts <= sg.last_end' % km('h'))
+    w('\t\t ORDER BY h.ts DESC LIMIT 1) l')
+    w('\t CROSS JOIN LATERAL (')
+    w('\t\tSELECT x.* FROM (')
+    w('\t\t\t(SELECT h.* FROM chronicle.%s h' % s['table'])
+    w('\t\t\t  WHERE %s AND h.ts >= sg.segment AND h.ts <= sg.first_start' % km('h'))
+    w('\t\t\t  ORDER BY h.ts DESC LIMIT 1)')
+    w('\t\t\tUNION ALL')
+    w('\t\t\t(SELECT h.* FROM chronicle.%s h' % s['table'])
+    w('\t\t\t  WHERE %s AND h.ts > sg.first_start AND h.ts <= sg.last_end' % km('h'))
+    w('\t\t\t  ORDER BY h.ts LIMIT 1)) x')
+    w('\t\t ORDER BY x.ts ASC LIMIT 1) b;')
+    w('END;')
+    w('$fn$;')
+    w()
+    w("REVOKE ALL ON FUNCTION chronicle.%s(timestamptz, timestamptz) FROM PUBLIC;" % name)
+    w("GRANT EXECUTE ON FUNCTION chronicle.%s(timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;" % name)
+    w()
+
+
+def gen_totals(s):
+    """<fn>_totals(from, to, filters): the sum of the per-interval deltas per
+    key, with rates over the window's recorded seconds; and the run variant."""
+    if all(k == 'g' for _, k in s['cols']):
+        return
+    name = fn_name(s)
+    tname = s['fn'] + '_totals'
+    kcols = [k for k, _ in s['keys']]
+    attrs = [c for c, k in s['cols'] if k == 'a']
+    counters = [(c, k) for c, k in s['cols'] if k in 'ct']
+    filt = s['filters']
+    params = ['from_ts timestamptz', 'to_ts timestamptz'] + \
+        ['for_%s %s DEFAULT NULL' % (f, FILTER_TYPES[f]) for f in filt]
+    res = [('window_start', 'timestamptz'), ('window_end', 'timestamptz'), ('seconds', 'float8'),
+           ('intervals', 'bigint')] + s['keys'] + [(a, attr_type(s, a)) for a in attrs] + \
+        [('resets', 'bigint')]
+    for c, k in counters:
+        res += [(c, 'numeric' if k == 'c' else 'float8'), (c + '_per_s', 'float8')]
+    for nm, t, c in s['per_op']:
+        res.append((nm, 'float8'))
+    sig = ', '.join(['timestamptz', 'timestamptz'] + [FILTER_TYPES[f] for f in filt])
+    gen_ends_helper(s)
+    header(s, tname, params, res, 'DECLARE\n\tsecs float8;\n\tn bigint;\n\tws timestamptz;\n\twe timestamptz;\n')
+    checks(s, tname, 3)
+    w('\tSELECT sum(i.seconds), count(*), min(i.interval_start), max(i.interval_end)')
+    w('\t  INTO secs, n, ws, we FROM chronicle.intervals($1, $2) i;')
+    args = ', '.join(['$1', '$2'] + ['$%d' % (i + 3) for i in range(len(filt))])
+    if kcols:
+        args += ', changed_only => true'
+        ends = '_%s_ends' % s['fn']
+        kf = ''.join('\n\t   AND ($%d IS NULL OR e.%s = $%d)' % (i + 3, f, i + 3) for i, f in enumerate(filt))
+        w('\t-- Without a reset in the window, the deltas of a key telescope: its')
+        w('\t-- total is its last value minus its baseline in each segment, two')
+        w('\t-- index probes per key instead of every row of the window.')
+        w('\tIF NOT EXISTS (SELECT FROM chronicle.%s($1, $2) e WHERE e.reset%s) THEN' % (ends, kf))
+        w('\t\tRETURN QUERY')
+        w('\t\tSELECT ws, we, secs, n, %s,' % sel('e', kcols))
+        for a in attrs:
+            w('\t\t       max(e.%s),' % a)
+        w('\t\t       0::bigint,')
+        items = []
+        for c, k in counters:
+            d = delta_expr(s, c, 'e_l', 'e_b').replace('e_l.', 'e.l_').replace('e_b.', 'e.b_')
+            d = d.replace('e.l_op_bytes', 'e.op_bytes')
+            items.append('coalesce(sum(%s), 0)%s' % (d, '::numeric' if k == 'c' else ''))
+            items.append('coalesce(sum(%s), 0)::float8 / secs' % d)
+        for nm, t, c in s['per_op']:
+            items.append('sum(e.l_%s - e.b_%s)::float8 / nullif(sum(e.l_%s - e.b_%s), 0)' % (t, t, c, c))
+        w('\t\t       %s' % ',\n\t\t       '.join(items))
+        w('\t\t  FROM chronicle.%s($1, $2) e' % ends)
+        w('\t\t WHERE true%s' % kf.replace('\n\t', '\n\t\t'))
+        w('\t\t GROUP BY %s' % sel('e', kcols))
+        w('\t\t ORDER BY %s;' % sel('e', kcols))
+        w('\t\tRETURN;')
+        w('\tEND IF;')
+        w('\tRETURN QUERY')
+        w('\tSELECT ws, we, secs, n, %s,' % sel('k', kcols))
+        for a in attrs:
+            w('\t       coalesce(max(d.%s), max(k.%s)),' % (a, a))
+        w('\t       count(*) FILTER (WHERE d.reset),')
+        items = []
+        for c, k in counters:
+            items.append('coalesce(sum(d.%s), 0)%s' % (c, '::numeric' if k == 'c' else ''))
+            items.append('coalesce(sum(d.%s), 0)::float8 / secs' % c)
+        for nm, t, c in s['per_op']:
+            items.append('sum(d.%s)::float8 / nullif(sum(d.%s), 0)' % (t, c))
+        w('\t       %s' % ',\n\t       '.join(items))
+        w('\t  FROM (SELECT DISTINCT ON (%s) %s%s' % (sel('kk', kcols), sel('kk', kcols), ''.join(', kk.%s' % a for a in attrs)))
+        w('\t          FROM chronicle._%s_keys($1, $2) kk' % s['fn'])
+        w('\t         WHERE true%s' % ''.join('\n\t           AND ($%d IS NULL OR kk.%s = $%d)' % (i + 3, f, i + 3)
+                                            for i, f in enumerate(filt)))
+        w('\t         ORDER BY %s, kk.first_ts DESC) k' % sel('kk', kcols))
+        w('\t  LEFT JOIN chronicle.%s(%s) d' % (name, args))
+        w('\t    ON %s' % ' AND '.join('d.%s = k.%s' % (kk, kk) for kk in kcols))
+        w('\t GROUP BY %s' % sel('k', kcols))
+        w('\t ORDER BY %s;' % sel('k', kcols))
+    else:
+        ends = '_%s_ends' % s['fn']
+        w('\t-- Without a reset in the window: last value minus baseline per segment.')
+        w('\tIF NOT EXISTS (SELECT FROM chronicle.%s($1, $2) e WHERE e.reset) THEN' % ends)
+        w('\t\tRETURN QUERY')
+        w('\t\tSELECT ws, we, secs, n, 0::bigint,')
+        items = []
+        for c, k in counters:
+            d = 'e.l_%s - e.b_%s' % (c, c)
+            items.append('sum(%s)%s' % (d, '::numeric' if k == 'c' else ''))
+            items.append('sum(%s)::float8 / secs' % d)
+        for nm, t, c in s['per_op']:
+            items.append('sum(e.l_%s - e.b_%s)::float8 / nullif(sum(e.l_%s - e.b_%s), 0)' % (t, t, c, c))
+        w('\t\t       %s' % ',\n\t\t       '.join(items))
+        w('\t\t  FROM chronicle.%s($1, $2) e' % ends)
+        w('\t\t HAVING count(*) > 0;')
+        w('\t\tRETURN;')
+        w('\tEND IF;')
+        w('\tRETURN QUERY')
+        w('\tSELECT ws, we, secs, n,')
+        w('\t       count(*) FILTER (WHERE d.reset),')
+        items = []
+        for c, k in counters:
+            items.append('sum(d.%s)%s' % (c, '::numeric' if k == 'c' else ''))
+            items.append('sum(d.%s)::float8 / secs' % c)
+        for nm, t, c in s['per_op']:
+            items.append('sum(d.%s)::float8 / nullif(sum(d.%s), 0)' % (t, c))
+        w('\t       %s' % ',\n\t       '.join(items))
+        w('\t  FROM chronicle.%s(%s) d' % (name, args))
+        w('\t HAVING count(*) > 0;')
+    w('END;')
+    w('$fn$;')
+    w()
+    grants(tname, sig)
+    # run variant
+    rname = s['fn'] + '_run_totals'
+    rparams = ['run text'] + ['for_%s %s DEFAULT NULL' % (f, FILTER_TYPES[f]) for f in filt]
+    rsig = ', '.join(['text'] + [FILTER_TYPES[f] for f in filt])
+    w('CREATE FUNCTION chronicle.%s(%s)' % (rname, ', '.join(rparams)))
+    w('RETURNS TABLE (%s)' % ', '.join('%s %s' % c for c in res))
+    w('LANGUAGE sql STABLE')
+    w('SET search_path = pg_catalog, pg_temp')
+    w('AS $fn$')
+    w('\tSELECT t.* FROM chronicle.run_window($1) r,')
+    w('\t       chronicle.%s(%s) t' % (tname, ', '.join(['r.run_from', 'r.run_to'] + ['$%d' % (i + 2) for i in range(len(filt))])))
+    w('$fn$;')
+    w()
+    grants(rname, rsig)
+
+
+def metrics(s):
+    name = fn_name(s)
+    keyed = bool(s['keys'])
+    filt = 'ARRAY[%s]::text[]' % ', '.join("'%s'" % f for f in s['filters'])
+    rows = []
+    for c, k in s['cols']:
+        if k in 'ct':
+            unit = 'ms/s' if k == 't' else ('bytes/s' if 'bytes' in c else '1/s')
+            rows.append("('%s.%s_per_s', '%s', '%s', %s, 'rate', '%s', NULL, %s, '%s')"
+                        % (s['name'], c, s['name'], name, keyed, c, filt, unit))
+        elif k == 'g':
+            rows.append("('%s.%s', '%s', '%s', %s, 'gauge', '%s', NULL, %s, '%s')"
+                        % (s['name'], c, s['name'], name, keyed, c, filt,
+                           'kB' if s['name'] == 'os_memory' else 'buffers'))
+    for nm, t, c in s['per_op']:
+        rows.append("('%s.%s', '%s', '%s', %s, 'per_op', '%s', '%s', %s, 'ms')"
+                    % (s['name'], nm, s['name'], name, keyed, t, c, filt))
+    return rows
+
+
+def main():
+    w('-- Generated by tools/gen_deltas.py: do not edit, edit the generator.')
+    w('-- Per-interval deltas and rates (<source>_deltas), values of gauge-only')
+    w('-- sources (buffers_values), totals over a window (<source>_totals) and over')
+    w('-- a run (<source>_run_totals) for every source; see the generator for the')
+    w('-- method (reset-aware, sparse rows, never across segments).')
+    w()
+    rows = []
+    for s in SOURCES:
+        w('-- ' + '-' * 70)
+        w('-- %s (chronicle.%s)' % (s['name'], s['table']))
+        w()
+        if s['keys']:
+            gen_keyed(s)
+        else:
+            gen_single(s)
+        gen_totals(s)
+        rows += metrics(s)
+    w('INSERT INTO chronicle.metric (metric, source, func, keyed, kind, col, col2, filters, unit) VALUES')
+    w('\t' + ',\n\t'.join(rows) + ';')
+    print('\n'.join(out))
+
+
+main()
