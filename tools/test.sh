@@ -153,7 +153,7 @@ for cfg in "${configs[@]}"; do
 		out=$(mktemp)
 		case $layer in
 			regress)
-				make PG_CONFIG="$cfg" installcheck >"$out" 2>&1
+				make PG_CONFIG="$cfg" TAP_TESTS= installcheck >"$out" 2>&1
 				rc=$?
 				cat "$out"
 				[ $rc -ne 0 ] && [ -f regression.diffs ] && cat regression.diffs
