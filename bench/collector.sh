@@ -19,21 +19,7 @@ set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 
 if [ "$(id -u)" = 0 ]; then
-	id pgchronicle >/dev/null 2>&1 ||
-		useradd --system --create-home --home-dir /var/lib/pgchronicle \
-			--shell /bin/bash pgchronicle
-	home=$(getent passwd pgchronicle | cut -d: -f6)
-	work=$(mktemp -d /tmp/pg_chronicle-bench.XXXXXX)
-	tar -C "$src" --exclude=.git --exclude='*.o' --exclude='*.so' \
-		--exclude=tmp_check --exclude=tmp_check_regress --exclude=results -cf - . |
-		tar -C "$work" -xf -
-	chown -R pgchronicle: "$work"
-	rc=0
-	runuser -u pgchronicle -- env HOME="$home" PATH="$PATH" \
-		$(env | grep -E '^(PG_CONFIG|BENCH_[A-Z_]+)=' || true) \
-		bash "$work/bench/collector.sh" "$@" || rc=$?
-	rm -rf "$work"
-	exit $rc
+	exec "$src/tools/as-pgchronicle.sh" bench/collector.sh "$@"
 fi
 
 rate=${BENCH_RATE:-500}

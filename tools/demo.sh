@@ -20,26 +20,7 @@ src=$(cd "$(dirname "$0")/.." && pwd)
 
 if [ "$(id -u)" = 0 ]; then
 	"$src/tools/install-deps.sh" >&2 || exit 1
-	id pgchronicle >/dev/null 2>&1 ||
-		useradd --system --create-home --home-dir /var/lib/pgchronicle \
-			--shell /bin/bash pgchronicle
-	home=$(getent passwd pgchronicle | cut -d: -f6)
-	work=$(mktemp -d /tmp/pg_chronicle-demo.XXXXXX)
-	tar -C "$src" --exclude=.git --exclude='*.o' --exclude='*.so' \
-		--exclude=tmp_check --exclude=tmp_check_regress --exclude=results -cf - . |
-		tar -C "$work" -xf -
-	chown -R pgchronicle: "$work"
-	rc=0
-	runuser -u pgchronicle -- env HOME="$home" PATH="$PATH" \
-		${PG_CONFIG:+PG_CONFIG="$PG_CONFIG"} \
-		${DEMO_SECONDS:+DEMO_SECONDS="$DEMO_SECONDS"} \
-		${DEMO_CLIENTS:+DEMO_CLIENTS="$DEMO_CLIENTS"} \
-		${DEMO_SCALE:+DEMO_SCALE="$DEMO_SCALE"} \
-		${DEMO_INTERVAL:+DEMO_INTERVAL="$DEMO_INTERVAL"} \
-		${DEMO_KEEP:+DEMO_KEEP="$DEMO_KEEP"} \
-		bash "$work/tools/demo.sh" "$@" || rc=$?
-	rm -rf "$work"
-	exit $rc
+	exec "$src/tools/as-pgchronicle.sh" tools/demo.sh "$@"
 fi
 
 seconds=${DEMO_SECONDS:-20}

@@ -20,31 +20,7 @@ src=$(cd "$(dirname "$0")/.." && pwd)
 
 if [ "$(id -u)" = 0 ]; then
 	"$src/tools/install-deps.sh" || exit 1
-	id pgchronicle >/dev/null 2>&1 ||
-		useradd --system --create-home --home-dir /var/lib/pgchronicle \
-			--shell /bin/bash pgchronicle
-	home=$(getent passwd pgchronicle | cut -d: -f6)
-	work=$(mktemp -d /tmp/pg_chronicle-test.XXXXXX)
-	# A copy the unprivileged user can build in; .git is not needed.
-	tar -C "$src" --exclude=.git --exclude='*.o' --exclude='*.so' \
-		--exclude=tmp_check --exclude=tmp_check_regress --exclude=results -cf - . |
-		tar -C "$work" -xf -
-	chown -R pgchronicle: "$work"
-	runuser -u pgchronicle -- env HOME="$home" PATH="$PATH" \
-		${PG_CONFIG:+PG_CONFIG="$PG_CONFIG"} \
-		${PG_CHRONICLE_VERSIONS:+PG_CHRONICLE_VERSIONS="$PG_CHRONICLE_VERSIONS"} \
-		${PG_CHRONICLE_LAYERS:+PG_CHRONICLE_LAYERS="$PG_CHRONICLE_LAYERS"} \
-		${PROVE_TESTS:+PROVE_TESTS="$PROVE_TESTS"} \
-		${PG_CHRONICLE_KEEP:+PG_CHRONICLE_KEEP="$PG_CHRONICLE_KEEP"} \
-		bash "$work/tools/test.sh" "$@"
-	rc=$?
-	# Keep the tree of a failed run for its logs.
-	if [ $rc -eq 0 ] && [ -z "${PG_CHRONICLE_KEEP:-}" ]; then
-		rm -rf "$work"
-	else
-		echo "test tree kept in $work"
-	fi
-	exit $rc
+	exec "$src/tools/as-pgchronicle.sh" tools/test.sh "$@"
 fi
 
 cd "$src"
