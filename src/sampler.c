@@ -567,19 +567,18 @@ chronicle_sampler_main(Datum main_arg)
 		{
 			int			n = scan_processes();
 			int			last_entry = -1;
+			int64		cpu = -1;
 
 			/* The sampler's own cost, now and then (a system call). */
 			if (now_us >= next_cpu_us)
 			{
-				int64		cpu = own_cpu_us();
-
-				LWLockAcquire(sampler->lock, LW_EXCLUSIVE);
-				sampler->cpu_us = cpu_base + cpu;
-				LWLockRelease(sampler->lock);
+				cpu = own_cpu_us();
 				next_cpu_us = now_us + USECS_PER_SEC;
 			}
 
 			LWLockAcquire(sampler->lock, LW_EXCLUSIVE);
+			if (cpu >= 0)
+				sampler->cpu_us = cpu_base + cpu;
 			for (int i = 0; i < n; i++)
 			{
 				/*
