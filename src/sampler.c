@@ -90,6 +90,7 @@ typedef struct ChronicleSamplerShared
 	int64		samples_dropped;
 	int64		cpu_us;
 	TimestampTz reset_time;		/* last chronicle.wait_samples_reset() */
+	int64		active[WAIT_CLASS_COUNT];
 	int			max_entries;
 	int			nentries;
 	uint32		slot_mask;
@@ -290,6 +291,7 @@ chronicle_sampler_read(ChronicleSamplerCounters *counters,
 		counters->samples_dropped = sampler->samples_dropped;
 		counters->cpu_us = sampler->cpu_us;
 		counters->reset_time = sampler->reset_time;
+		memcpy(counters->active, sampler->active, sizeof(sampler->active));
 		counters->entries = sampler->nentries;
 		counters->max_entries = sampler->max_entries;
 		if (entries)
@@ -331,6 +333,7 @@ chronicle_sampler_reset(void)
 static PgBackendStatus *status_array = NULL;
 static int	nstatus = 0;
 static ChronicleSampleKey *tick_keys = NULL;
+static int64 tick_active[WAIT_CLASS_COUNT];
 
 /*
  * The shared PgBackendStatus array is static in backend_status.c, and
@@ -419,18 +422,56 @@ count_sample(const ChronicleSampleKey *key)
 	}
 }
 
-/* Read every process once into tick_keys; returns how many. */
+/*
+ * The wait class a sample of an active process counts under, or -1 for an
+ * inactive one (idle session, background process in its main loop).
+ */
+static inline int
+wait_class(const ChronicleSampleKey *k)
+{
+	if (k->state == STATE_IDLE)
+		return -1;
+	switch (k->wait_event_info & 0xFF000000)
+	{
+		case 0:
+			return WAIT_CLASS_CPU;
+		case PG_WAIT_ACTIVITY:
+			return -1;
+		case PG_WAIT_IO:
+			return WAIT_CLASS_IO;
+		case PG_WAIT_LWLOCK:
+			return WAIT_CLASS_LWLOCK;
+		case PG_WAIT_LOCK:
+			return WAIT_CLASS_LOCK;
+		case PG_WAIT_IPC:
+			return WAIT_CLASS_IPC;
+		case PG_WAIT_CLIENT:
+			return WAIT_CLASS_CLIENT;
+		case PG_WAIT_TIMEOUT:
+			return WAIT_CLASS_TIMEOUT;
+		default:
+			return WAIT_CLASS_OTHER;
+	}
+}
+
+/*
+ * Read every process once into tick_keys, and count the active ones by
+ * wait class into tick_active; returns how many processes.
+ */
 static int
 scan_processes(void)
 {
 	int			n = 0;
 	uint32		nprocs = ProcGlobal->allProcCount;
 
+	memset(tick_active, 0, sizeof(tick_active));
+
 	for (uint32 i = 0; i < nprocs; i++)
 	{
 		volatile PGPROC *proc = &ProcGlobal->allProcs[i];
 		int			pid = proc->pid;
 		ChronicleSampleKey *k;
+		int			class;
 
 		if (pid == 0 || proc == (volatile PGPROC *) MyProc)
 			continue;
@@ -455,6 +496,9 @@ scan_processes(void)
 					k->queryid = be->st_query_id;
 			}
 		}
+		class = wait_class(k);
+		if (class >= 0)
+			tick_active[class]++;
 	}
 	return n;
 }
@@ -594,6 +638,8 @@ chronicle_sampler_main(Datum main_arg)
 				}
 				last_entry = count_sample(&tick_keys[i]);
 			}
+			for (int c = 0; c < WAIT_CLASS_COUNT; c++)
+				sampler->active[c] += tick_active[c];
 			sampler->ticks_due = due_base + k;
 			sampler->ticks_taken++;
 			LWLockRelease(sampler->lock);

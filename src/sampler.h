@@ -36,6 +36,26 @@ typedef struct ChronicleSampleEntry
 	uint64		samples;
 } ChronicleSampleEntry;
 
+/*
+ * Samples of active processes by wait class, counted by the sampler as it
+ * samples (independent of the keyed counts: never dropped, never reset by
+ * chronicle.wait_samples_reset()).  Active: not an idle session and not a
+ * background process in its main-loop wait (class Activity), so the sum
+ * over classes / ticks taken is the average number of active processes.
+ */
+typedef enum ChronicleWaitClass
+{
+	WAIT_CLASS_CPU,
+	WAIT_CLASS_IO,
+	WAIT_CLASS_LWLOCK,
+	WAIT_CLASS_LOCK,
+	WAIT_CLASS_IPC,
+	WAIT_CLASS_CLIENT,
+	WAIT_CLASS_TIMEOUT,
+	WAIT_CLASS_OTHER,			/* BufferPin, Extension, InjectionPoint */
+	WAIT_CLASS_COUNT
+} ChronicleWaitClass;
+
 /* The sampler's counters, as read by chronicle_sampler_read(). */
 typedef struct ChronicleSamplerCounters
 {
@@ -46,6 +66,7 @@ typedef struct ChronicleSamplerCounters
 	int64		samples_dropped;
 	int64		cpu_us;			/* the sampler's own user + system CPU time */
 	TimestampTz reset_time;		/* last chronicle.wait_samples_reset(), or 0 */
+	int64		active[WAIT_CLASS_COUNT];	/* samples of active processes */
 	int			entries;
 	int			max_entries;
 } ChronicleSamplerCounters;

@@ -5,7 +5,8 @@
  *		"waits" (chronicle.waits_history: cumulative samples per backend
  *		type, state, wait event and query id) and "wait_sampler"
  *		(chronicle.wait_sampler_history: ticks due and taken, samples
- *		dropped, the sampler's own CPU time).
+ *		dropped, the sampler's own CPU time, samples of active processes by
+ *		wait class).
  *
  * Both are in one file because they must describe the same instant: the
  * share of a wait event in an interval is its samples delta over the ticks
@@ -65,7 +66,8 @@ enum
 	S_SAMPLER_STARTED,
 	S_SAMPLER_CPU_MS,
 	S_SAMPLES_RESET,
-	S_NCOLUMNS
+	S_ACTIVE_CPU,				/* WAIT_CLASS_COUNT columns from here */
+	S_NCOLUMNS = S_ACTIVE_CPU + WAIT_CLASS_COUNT
 };
 
 static const ChronicleColumn sampler_columns[S_NCOLUMNS] = {
@@ -75,6 +77,15 @@ static const ChronicleColumn sampler_columns[S_NCOLUMNS] = {
 	[S_SAMPLER_STARTED] = {"sampler_started", TIMESTAMPTZOID},
 	[S_SAMPLER_CPU_MS] = {"sampler_cpu_ms", FLOAT8OID},
 	[S_SAMPLES_RESET] = {"samples_reset", TIMESTAMPTZOID},
+	/* in ChronicleWaitClass order */
+	[S_ACTIVE_CPU + WAIT_CLASS_CPU] = {"active_cpu", INT8OID},
+	[S_ACTIVE_CPU + WAIT_CLASS_IO] = {"active_io", INT8OID},
+	[S_ACTIVE_CPU + WAIT_CLASS_LWLOCK] = {"active_lwlock", INT8OID},
+	[S_ACTIVE_CPU + WAIT_CLASS_LOCK] = {"active_lock", INT8OID},
+	[S_ACTIVE_CPU + WAIT_CLASS_IPC] = {"active_ipc", INT8OID},
+	[S_ACTIVE_CPU + WAIT_CLASS_CLIENT] = {"active_client", INT8OID},
+	[S_ACTIVE_CPU + WAIT_CLASS_TIMEOUT] = {"active_timeout", INT8OID},
+	[S_ACTIVE_CPU + WAIT_CLASS_OTHER] = {"active_other", INT8OID},
 };
 
 /* The counters read together with the entries, for wait_sampler. */
@@ -202,6 +213,8 @@ wait_sampler_collect(ChronicleEmitter *emitter)
 		values[S_SAMPLES_RESET] = TimestampTzGetDatum(c.reset_time);
 	else
 		nulls[S_SAMPLES_RESET] = true;
+	for (int i = 0; i < WAIT_CLASS_COUNT; i++)
+		values[S_ACTIVE_CPU + i] = Int64GetDatum(c.active[i]);
 	chronicle_emit_row(emitter, values, nulls);
 }
 

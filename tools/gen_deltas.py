@@ -93,7 +93,9 @@ SOURCES = [
          cols=[('buffers_clean', 'c'), ('maxwritten_clean', 'c'), ('buffers_alloc', 'c')],
          per_op=[], reset='stats_reset'),
     dict(name='wait_sampler', table='wait_sampler_history', fn='wait_sampler', keys=[], filters=[],
-         cols=[('ticks_due', 'c'), ('ticks_taken', 'c'), ('samples_dropped', 'c')],
+         cols=[('ticks_due', 'c'), ('ticks_taken', 'c'), ('samples_dropped', 'c')]
+         + [('active_' + c, 'c') for c in ('cpu', 'io', 'lwlock', 'lock', 'ipc', 'client',
+                                           'timeout', 'other')],
          per_op=[], reset='sampler_started'),
     dict(name='os_memory', table='os_memory_history', fn='os_memory', keys=[], filters=[],
          cols=[('mem_total', 'g'), ('mem_free', 'g'), ('mem_available', 'g'), ('buffers', 'g'),

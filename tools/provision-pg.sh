@@ -16,6 +16,9 @@
 # Environment:
 #   PG_CHRONICLE_CACHE   cache folder (default ~/.cache/pg_chronicle)
 #   PG_CHRONICLE_JOBS    make -j (default: number of cores + 1)
+#   PG_CHRONICLE_BUILD   "debug" (default: assertions on, what the tests use)
+#                        or "release" (no assertions, what benchmarks measure;
+#                        installed beside it as pg<MAJOR>-<version>-release)
 set -euo pipefail
 
 major=${1:?usage: provision-pg.sh MAJOR}
@@ -24,6 +27,13 @@ jobs=${PG_CHRONICLE_JOBS:-$(( $(nproc) + 1 ))}
 mkdir -p "$cache"/{apt/lists/partial,apt/cache/archives/partial,apt/etc,src,build,install,logs}
 
 log() { echo "provision-pg[$major]: $*" >&2; }
+
+flavour=${PG_CHRONICLE_BUILD:-debug}
+case "$flavour" in
+	debug) suffix= ; assert=--enable-cassert ;;
+	release) suffix=-release; assert= ;;
+	*) log "PG_CHRONICLE_BUILD must be debug or release, not $flavour"; exit 2 ;;
+esac
 
 case "$major" in
 	17) suite=trixie ;;
@@ -64,7 +74,7 @@ srcversion() {
 debver=$(srcversion "postgresql-$major" || true)
 if [ -z "$debver" ]; then
 	# Offline or lists missing: fall back to the newest cached install.
-	prefix=$(ls -d "$cache/install/pg$major-"* 2>/dev/null | sort -V | tail -n 1 || true)
+	prefix=$(ls -d "$cache/install/pg$major-"* 2>/dev/null | grep -E -- "-[0-9.]+$suffix\$" | sort -V | tail -n 1 || true)
 	if [ -n "$prefix" ] && [ -f "$prefix/.complete" ]; then
 		log "source lists unavailable; reusing $prefix"
 		echo "$prefix/bin/pg_config"
@@ -73,7 +83,7 @@ if [ -z "$debver" ]; then
 	log "cannot find source package postgresql-$major"; exit 1
 fi
 upver=${debver%%-*}
-prefix=$cache/install/pg$major-$upver
+prefix=$cache/install/pg$major-$upver$suffix
 
 if [ -f "$prefix/.complete" ]; then
 	log "reusing cached PostgreSQL $upver in $prefix"
@@ -88,7 +98,7 @@ if [ ! -f "$tarball" ]; then
 	apt-get "${aptopts[@]}" -qq source --download-only "postgresql-$major=$debver" >&2
 fi
 
-build=$cache/build/pg$major-$upver
+build=$cache/build/pg$major-$upver$suffix
 rm -rf "$build"
 mkdir -p "$build"
 tar -xjf "$tarball" -C "$build" --strip-components=1
@@ -96,9 +106,9 @@ cd "$build"
 
 cc=gcc
 command -v ccache >/dev/null 2>&1 && cc="ccache gcc"
-log "configuring PostgreSQL $upver (log: $cache/logs/pg$major-build.log)"
+log "configuring PostgreSQL $upver (log: $cache/logs/pg$major$suffix-build.log)"
 {
-	./configure --prefix="$prefix" --enable-cassert --enable-debug \
+	./configure --prefix="$prefix" $assert --enable-debug \
 		--enable-tap-tests --without-icu --with-lz4 --with-zstd \
 		CC="$cc" CFLAGS="-O2"
 	make -j"$jobs"
@@ -108,9 +118,9 @@ log "configuring PostgreSQL $upver (log: $cache/logs/pg$major-build.log)"
 	done
 	make -C src/test/perl install
 	make -C src/test/regress install
-} >"$cache/logs/pg$major-build.log" 2>&1 || {
+} >"$cache/logs/pg$major$suffix-build.log" 2>&1 || {
 	log "build failed; last lines of the log:"
-	tail -n 30 "$cache/logs/pg$major-build.log" >&2
+	tail -n 30 "$cache/logs/pg$major$suffix-build.log" >&2
 	exit 1
 }
 export PATH=$prefix/bin:$PATH
@@ -142,13 +152,13 @@ fetch_orig() {			# package basename-glob
 }
 
 build_ext() {			# name tarball
-	local name=$1 tb=$2 dir=$cache/build/$1-pg$major
+	local name=$1 tb=$2 dir=$cache/build/$1-pg$major$suffix
 	rm -rf "$dir"; mkdir -p "$dir"
 	tar -xf "$cache/src/$tb" -C "$dir" --strip-components=1
 	log "building $name from $tb"
 	if ! make -C "$dir" PG_CONFIG="$prefix/bin/pg_config" USE_PGXS=1 install \
-		>"$cache/logs/$name-pg$major.log" 2>&1; then
-		log "$name failed to build; tests that need it will be skipped (log: $cache/logs/$name-pg$major.log)"
+		>"$cache/logs/$name-pg$major$suffix.log" 2>&1; then
+		log "$name failed to build; tests that need it will be skipped (log: $cache/logs/$name-pg$major$suffix.log)"
 		return 1
 	fi
 }

@@ -32,11 +32,21 @@ CREATE TABLE chronicle.wait_sampler_history (
 	samples_dropped bigint NOT NULL,
 	sampler_started timestamptz,
 	sampler_cpu_ms  float8,			-- the sampler's own user + system CPU time
-	samples_reset   timestamptz		-- last chronicle.wait_samples_reset()
+	samples_reset   timestamptz,	-- last chronicle.wait_samples_reset()
+	-- samples of active processes (not idle sessions, not main-loop
+	-- Activity waits) by wait class: sum / ticks_taken = active processes
+	active_cpu      bigint,
+	active_io       bigint,
+	active_lwlock   bigint,
+	active_lock     bigint,
+	active_ipc      bigint,
+	active_client   bigint,
+	active_timeout  bigint,
+	active_other    bigint			-- BufferPin, Extension, InjectionPoint
 ) PARTITION BY RANGE (ts);
 CREATE INDEX ON chronicle.wait_sampler_history USING brin (ts);
 COMMENT ON TABLE chronicle.wait_sampler_history IS
-	'Wait sampler ticks due and taken, and samples dropped on overflow (cumulative)';
+	'Wait sampler ticks due and taken, samples dropped on overflow, samples of active processes by wait class (cumulative)';
 
 -- Buffer cache summary: gauges, not counters (no deltas: values per snapshot).
 -- usage_N: buffers with usage count N; dirty_N, pinned_N: of those, dirty or

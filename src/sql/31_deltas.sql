@@ -2648,7 +2648,7 @@ GRANT EXECUTE ON FUNCTION chronicle.bgwriter_run_totals(text) TO pg_monitor, pg_
 -- wait_sampler (chronicle.wait_sampler_history)
 
 CREATE FUNCTION chronicle.wait_sampler_deltas(from_ts timestamptz, to_ts timestamptz)
-RETURNS TABLE (interval_start timestamptz, interval_end timestamptz, seconds float8, reset boolean, ticks_due bigint, ticks_due_per_s float8, ticks_taken bigint, ticks_taken_per_s float8, samples_dropped bigint, samples_dropped_per_s float8)
+RETURNS TABLE (interval_start timestamptz, interval_end timestamptz, seconds float8, reset boolean, ticks_due bigint, ticks_due_per_s float8, ticks_taken bigint, ticks_taken_per_s float8, samples_dropped bigint, samples_dropped_per_s float8, active_cpu bigint, active_cpu_per_s float8, active_io bigint, active_io_per_s float8, active_lwlock bigint, active_lwlock_per_s float8, active_lock bigint, active_lock_per_s float8, active_ipc bigint, active_ipc_per_s float8, active_client bigint, active_client_per_s float8, active_timeout bigint, active_timeout_per_s float8, active_other bigint, active_other_per_s float8)
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_custom_plan
@@ -2664,14 +2664,14 @@ BEGIN
 	seq AS (
 		SELECT f.segment, f.first_start AS interval_end, NULL::timestamptz AS interval_start,
 		       NULL::float8 AS seconds, true AS base, b.ts AS hts,
-		       ARRAY[b.ticks_due, b.ticks_taken, b.samples_dropped]::bigint[] AS vi, b.sampler_started
+		       ARRAY[b.ticks_due, b.ticks_taken, b.samples_dropped, b.active_cpu, b.active_io, b.active_lwlock, b.active_lock, b.active_ipc, b.active_client, b.active_timeout, b.active_other]::bigint[] AS vi, b.sampler_started
 		  FROM fs f LEFT JOIN LATERAL (
 			SELECT hb.* FROM chronicle.wait_sampler_history hb
 			 WHERE hb.ts >= f.segment AND hb.ts <= f.first_start
 			 ORDER BY hb.ts DESC LIMIT 1) b ON true
 		UNION ALL
 		SELECT i.segment, i.interval_end, i.interval_start, i.seconds, false, h.ts,
-		       ARRAY[h.ticks_due, h.ticks_taken, h.samples_dropped]::bigint[] AS vi, h.sampler_started
+		       ARRAY[h.ticks_due, h.ticks_taken, h.samples_dropped, h.active_cpu, h.active_io, h.active_lwlock, h.active_lock, h.active_ipc, h.active_client, h.active_timeout, h.active_other]::bigint[] AS vi, h.sampler_started
 		  FROM iv i LEFT JOIN chronicle.wait_sampler_history h
 		    ON h.ts = i.interval_end AND h.ts > $1 AND h.ts <= $2
 	),
@@ -2696,7 +2696,15 @@ BEGIN
 		SELECT x.*, (x.q_hts IS NOT NULL AND (x.sampler_started IS DISTINCT FROM x.q_sampler_started
 		         OR coalesce(x.vi[1] < x.q_vi[1], false)
 		         OR coalesce(x.vi[2] < x.q_vi[2], false)
-		         OR coalesce(x.vi[3] < x.q_vi[3], false))) AS reset
+		         OR coalesce(x.vi[3] < x.q_vi[3], false)
+		         OR coalesce(x.vi[4] < x.q_vi[4], false)
+		         OR coalesce(x.vi[5] < x.q_vi[5], false)
+		         OR coalesce(x.vi[6] < x.q_vi[6], false)
+		         OR coalesce(x.vi[7] < x.q_vi[7], false)
+		         OR coalesce(x.vi[8] < x.q_vi[8], false)
+		         OR coalesce(x.vi[9] < x.q_vi[9], false)
+		         OR coalesce(x.vi[10] < x.q_vi[10], false)
+		         OR coalesce(x.vi[11] < x.q_vi[11], false))) AS reset
 		  FROM pair x WHERE NOT x.base
 	),
 	dlt AS (
@@ -2704,6 +2712,14 @@ BEGIN
 		       , CASE WHEN y.reset THEN NULL ELSE y.vi[1] - y.q_vi[1] END AS ticks_due
 		       , CASE WHEN y.reset THEN NULL ELSE y.vi[2] - y.q_vi[2] END AS ticks_taken
 		       , CASE WHEN y.reset THEN NULL ELSE y.vi[3] - y.q_vi[3] END AS samples_dropped
+		       , CASE WHEN y.reset THEN NULL ELSE y.vi[4] - y.q_vi[4] END AS active_cpu
+		       , CASE WHEN y.reset THEN NULL ELSE y.vi[5] - y.q_vi[5] END AS active_io
+		       , CASE WHEN y.reset THEN NULL ELSE y.vi[6] - y.q_vi[6] END AS active_lwlock
+		       , CASE WHEN y.reset THEN NULL ELSE y.vi[7] - y.q_vi[7] END AS active_lock
+		       , CASE WHEN y.reset THEN NULL ELSE y.vi[8] - y.q_vi[8] END AS active_ipc
+		       , CASE WHEN y.reset THEN NULL ELSE y.vi[9] - y.q_vi[9] END AS active_client
+		       , CASE WHEN y.reset THEN NULL ELSE y.vi[10] - y.q_vi[10] END AS active_timeout
+		       , CASE WHEN y.reset THEN NULL ELSE y.vi[11] - y.q_vi[11] END AS active_other
 		  FROM chg y
 	)
 	SELECT z.interval_start,
@@ -2715,7 +2731,23 @@ BEGIN
 	       z.ticks_taken,
 	       z.ticks_taken::float8 / z.seconds,
 	       z.samples_dropped,
-	       z.samples_dropped::float8 / z.seconds
+	       z.samples_dropped::float8 / z.seconds,
+	       z.active_cpu,
+	       z.active_cpu::float8 / z.seconds,
+	       z.active_io,
+	       z.active_io::float8 / z.seconds,
+	       z.active_lwlock,
+	       z.active_lwlock::float8 / z.seconds,
+	       z.active_lock,
+	       z.active_lock::float8 / z.seconds,
+	       z.active_ipc,
+	       z.active_ipc::float8 / z.seconds,
+	       z.active_client,
+	       z.active_client::float8 / z.seconds,
+	       z.active_timeout,
+	       z.active_timeout::float8 / z.seconds,
+	       z.active_other,
+	       z.active_other::float8 / z.seconds
 	  FROM dlt z
 	 ORDER BY z.interval_end;
 END;
@@ -2725,7 +2757,7 @@ REVOKE ALL ON FUNCTION chronicle.wait_sampler_deltas(timestamptz, timestamptz) F
 GRANT EXECUTE ON FUNCTION chronicle.wait_sampler_deltas(timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;
 
 CREATE FUNCTION chronicle._wait_sampler_ends(from_ts timestamptz, to_ts timestamptz)
-RETURNS TABLE (segment timestamptz, reset boolean, b_ticks_due bigint, l_ticks_due bigint, b_ticks_taken bigint, l_ticks_taken bigint, b_samples_dropped bigint, l_samples_dropped bigint)
+RETURNS TABLE (segment timestamptz, reset boolean, b_ticks_due bigint, l_ticks_due bigint, b_ticks_taken bigint, l_ticks_taken bigint, b_samples_dropped bigint, l_samples_dropped bigint, b_active_cpu bigint, l_active_cpu bigint, b_active_io bigint, l_active_io bigint, b_active_lwlock bigint, l_active_lwlock bigint, b_active_lock bigint, l_active_lock bigint, b_active_ipc bigint, l_active_ipc bigint, b_active_client bigint, l_active_client bigint, b_active_timeout bigint, l_active_timeout bigint, b_active_other bigint, l_active_other bigint)
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_custom_plan
@@ -2741,10 +2773,26 @@ BEGIN
 	       (b.sampler_started IS DISTINCT FROM l.sampler_started
 	        OR coalesce(l.ticks_due < b.ticks_due, false)
 	        OR coalesce(l.ticks_taken < b.ticks_taken, false)
-	        OR coalesce(l.samples_dropped < b.samples_dropped, false)),
+	        OR coalesce(l.samples_dropped < b.samples_dropped, false)
+	        OR coalesce(l.active_cpu < b.active_cpu, false)
+	        OR coalesce(l.active_io < b.active_io, false)
+	        OR coalesce(l.active_lwlock < b.active_lwlock, false)
+	        OR coalesce(l.active_lock < b.active_lock, false)
+	        OR coalesce(l.active_ipc < b.active_ipc, false)
+	        OR coalesce(l.active_client < b.active_client, false)
+	        OR coalesce(l.active_timeout < b.active_timeout, false)
+	        OR coalesce(l.active_other < b.active_other, false)),
 	       b.ticks_due, l.ticks_due,
 	       b.ticks_taken, l.ticks_taken,
-	       b.samples_dropped, l.samples_dropped
+	       b.samples_dropped, l.samples_dropped,
+	       b.active_cpu, l.active_cpu,
+	       b.active_io, l.active_io,
+	       b.active_lwlock, l.active_lwlock,
+	       b.active_lock, l.active_lock,
+	       b.active_ipc, l.active_ipc,
+	       b.active_client, l.active_client,
+	       b.active_timeout, l.active_timeout,
+	       b.active_other, l.active_other
 	  FROM sg
 	 CROSS JOIN LATERAL (
 		SELECT h.* FROM chronicle.wait_sampler_history h
@@ -2767,7 +2815,7 @@ REVOKE ALL ON FUNCTION chronicle._wait_sampler_ends(timestamptz, timestamptz) FR
 GRANT EXECUTE ON FUNCTION chronicle._wait_sampler_ends(timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;
 
 CREATE FUNCTION chronicle.wait_sampler_totals(from_ts timestamptz, to_ts timestamptz)
-RETURNS TABLE (window_start timestamptz, window_end timestamptz, seconds float8, intervals bigint, resets bigint, ticks_due numeric, ticks_due_per_s float8, ticks_taken numeric, ticks_taken_per_s float8, samples_dropped numeric, samples_dropped_per_s float8)
+RETURNS TABLE (window_start timestamptz, window_end timestamptz, seconds float8, intervals bigint, resets bigint, ticks_due numeric, ticks_due_per_s float8, ticks_taken numeric, ticks_taken_per_s float8, samples_dropped numeric, samples_dropped_per_s float8, active_cpu numeric, active_cpu_per_s float8, active_io numeric, active_io_per_s float8, active_lwlock numeric, active_lwlock_per_s float8, active_lock numeric, active_lock_per_s float8, active_ipc numeric, active_ipc_per_s float8, active_client numeric, active_client_per_s float8, active_timeout numeric, active_timeout_per_s float8, active_other numeric, active_other_per_s float8)
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_custom_plan
@@ -2791,7 +2839,23 @@ BEGIN
 		       sum(e.l_ticks_taken - e.b_ticks_taken)::numeric,
 		       sum(e.l_ticks_taken - e.b_ticks_taken)::float8 / secs,
 		       sum(e.l_samples_dropped - e.b_samples_dropped)::numeric,
-		       sum(e.l_samples_dropped - e.b_samples_dropped)::float8 / secs
+		       sum(e.l_samples_dropped - e.b_samples_dropped)::float8 / secs,
+		       sum(e.l_active_cpu - e.b_active_cpu)::numeric,
+		       sum(e.l_active_cpu - e.b_active_cpu)::float8 / secs,
+		       sum(e.l_active_io - e.b_active_io)::numeric,
+		       sum(e.l_active_io - e.b_active_io)::float8 / secs,
+		       sum(e.l_active_lwlock - e.b_active_lwlock)::numeric,
+		       sum(e.l_active_lwlock - e.b_active_lwlock)::float8 / secs,
+		       sum(e.l_active_lock - e.b_active_lock)::numeric,
+		       sum(e.l_active_lock - e.b_active_lock)::float8 / secs,
+		       sum(e.l_active_ipc - e.b_active_ipc)::numeric,
+		       sum(e.l_active_ipc - e.b_active_ipc)::float8 / secs,
+		       sum(e.l_active_client - e.b_active_client)::numeric,
+		       sum(e.l_active_client - e.b_active_client)::float8 / secs,
+		       sum(e.l_active_timeout - e.b_active_timeout)::numeric,
+		       sum(e.l_active_timeout - e.b_active_timeout)::float8 / secs,
+		       sum(e.l_active_other - e.b_active_other)::numeric,
+		       sum(e.l_active_other - e.b_active_other)::float8 / secs
 		  FROM chronicle._wait_sampler_ends($1, $2) e
 		 HAVING count(*) > 0;
 		RETURN;
@@ -2804,7 +2868,23 @@ BEGIN
 	       sum(d.ticks_taken)::numeric,
 	       sum(d.ticks_taken)::float8 / secs,
 	       sum(d.samples_dropped)::numeric,
-	       sum(d.samples_dropped)::float8 / secs
+	       sum(d.samples_dropped)::float8 / secs,
+	       sum(d.active_cpu)::numeric,
+	       sum(d.active_cpu)::float8 / secs,
+	       sum(d.active_io)::numeric,
+	       sum(d.active_io)::float8 / secs,
+	       sum(d.active_lwlock)::numeric,
+	       sum(d.active_lwlock)::float8 / secs,
+	       sum(d.active_lock)::numeric,
+	       sum(d.active_lock)::float8 / secs,
+	       sum(d.active_ipc)::numeric,
+	       sum(d.active_ipc)::float8 / secs,
+	       sum(d.active_client)::numeric,
+	       sum(d.active_client)::float8 / secs,
+	       sum(d.active_timeout)::numeric,
+	       sum(d.active_timeout)::float8 / secs,
+	       sum(d.active_other)::numeric,
+	       sum(d.active_other)::float8 / secs
 	  FROM chronicle.wait_sampler_deltas($1, $2) d
 	 HAVING count(*) > 0;
 END;
@@ -2814,7 +2894,7 @@ REVOKE ALL ON FUNCTION chronicle.wait_sampler_totals(timestamptz, timestamptz) F
 GRANT EXECUTE ON FUNCTION chronicle.wait_sampler_totals(timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;
 
 CREATE FUNCTION chronicle.wait_sampler_run_totals(run text)
-RETURNS TABLE (window_start timestamptz, window_end timestamptz, seconds float8, intervals bigint, resets bigint, ticks_due numeric, ticks_due_per_s float8, ticks_taken numeric, ticks_taken_per_s float8, samples_dropped numeric, samples_dropped_per_s float8)
+RETURNS TABLE (window_start timestamptz, window_end timestamptz, seconds float8, intervals bigint, resets bigint, ticks_due numeric, ticks_due_per_s float8, ticks_taken numeric, ticks_taken_per_s float8, samples_dropped numeric, samples_dropped_per_s float8, active_cpu numeric, active_cpu_per_s float8, active_io numeric, active_io_per_s float8, active_lwlock numeric, active_lwlock_per_s float8, active_lock numeric, active_lock_per_s float8, active_ipc numeric, active_ipc_per_s float8, active_client numeric, active_client_per_s float8, active_timeout numeric, active_timeout_per_s float8, active_other numeric, active_other_per_s float8)
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
@@ -3242,6 +3322,14 @@ INSERT INTO chronicle.metric (metric, source, func, keyed, kind, col, col2, filt
 	('wait_sampler.ticks_due_per_s', 'wait_sampler', 'wait_sampler_deltas', False, 'rate', 'ticks_due', NULL, ARRAY[]::text[], '1/s'),
 	('wait_sampler.ticks_taken_per_s', 'wait_sampler', 'wait_sampler_deltas', False, 'rate', 'ticks_taken', NULL, ARRAY[]::text[], '1/s'),
 	('wait_sampler.samples_dropped_per_s', 'wait_sampler', 'wait_sampler_deltas', False, 'rate', 'samples_dropped', NULL, ARRAY[]::text[], '1/s'),
+	('wait_sampler.active_cpu_per_s', 'wait_sampler', 'wait_sampler_deltas', False, 'rate', 'active_cpu', NULL, ARRAY[]::text[], '1/s'),
+	('wait_sampler.active_io_per_s', 'wait_sampler', 'wait_sampler_deltas', False, 'rate', 'active_io', NULL, ARRAY[]::text[], '1/s'),
+	('wait_sampler.active_lwlock_per_s', 'wait_sampler', 'wait_sampler_deltas', False, 'rate', 'active_lwlock', NULL, ARRAY[]::text[], '1/s'),
+	('wait_sampler.active_lock_per_s', 'wait_sampler', 'wait_sampler_deltas', False, 'rate', 'active_lock', NULL, ARRAY[]::text[], '1/s'),
+	('wait_sampler.active_ipc_per_s', 'wait_sampler', 'wait_sampler_deltas', False, 'rate', 'active_ipc', NULL, ARRAY[]::text[], '1/s'),
+	('wait_sampler.active_client_per_s', 'wait_sampler', 'wait_sampler_deltas', False, 'rate', 'active_client', NULL, ARRAY[]::text[], '1/s'),
+	('wait_sampler.active_timeout_per_s', 'wait_sampler', 'wait_sampler_deltas', False, 'rate', 'active_timeout', NULL, ARRAY[]::text[], '1/s'),
+	('wait_sampler.active_other_per_s', 'wait_sampler', 'wait_sampler_deltas', False, 'rate', 'active_other', NULL, ARRAY[]::text[], '1/s'),
 	('os_memory.mem_total', 'os_memory', 'os_memory_deltas', False, 'gauge', 'mem_total', NULL, ARRAY[]::text[], 'kB'),
 	('os_memory.mem_free', 'os_memory', 'os_memory_deltas', False, 'gauge', 'mem_free', NULL, ARRAY[]::text[], 'kB'),
 	('os_memory.mem_available', 'os_memory', 'os_memory_deltas', False, 'gauge', 'mem_available', NULL, ARRAY[]::text[], 'kB'),
