@@ -27,7 +27,8 @@ OBJS = \
 	src/source_os_process_io.o \
 	src/sampler.o \
 	src/source_waits.o \
-	src/source_buffers.o
+	src/source_buffers.o \
+	src/deltas.o
 
 # The install script is built from the pieces in src/sql, in name order.
 DATA_built = $(EXTENSION)--$(EXTVERSION).sql

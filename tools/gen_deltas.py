@@ -7,16 +7,13 @@ generated SQL is checked in (read it, not this, to see what runs):
 
   tools/gen_deltas.py > src/sql/31_deltas.sql
 
-Keyed sources (several rows per snapshot: io, database, waits, os_disk,
-os_pressure): lag() over the stored rows of a (key, segment) in the window;
-the first stored row of each key in the window finds its baseline with one
-index probe (latest row of the key in the same segment before it).  Rows
-not stored are zero deltas: they are zero-filled unless changed_only.
-
-Single-row sources (wal, checkpointer, bgwriter, wait_sampler, buffers,
-os_memory): every interval of the window LEFT JOIN the stored rows, values
-carried forward over the intervals without a row, delta = value - value at
-the previous interval.
+The per-interval functions check their arguments and hand the table's
+description (keys, values and their kinds, attributes, reset column) to
+chronicle._deltas(), the C engine in src/deltas.c, which reads the rows
+once in time order.  Keyed sources (several rows per snapshot: io,
+database, waits, os_disk, os_pressure) give a row per key and interval
+(zero-filled unless changed_only); single-row sources (wal, checkpointer,
+bgwriter, wait_sampler, buffers, os_memory) a row per interval.
 
 Reset: a changed stats_reset (or sampler_started) or any counter going
 backwards: the interval is flagged reset = true and its deltas are NULL
@@ -178,21 +175,16 @@ def sel(prefix, cols, alias=None):
     return ', '.join('%s.%s%s' % (prefix, c, '' if alias is None else ' AS %s%s' % (alias, c)) for c in cols)
 
 
-def header(s, name, params, res, extra='', nestloop=True):
+def header(s, name, params, res, extra='', engine=False):
     w('CREATE FUNCTION chronicle.%s(%s)' % (name, ', '.join(params)))
     w('RETURNS TABLE (%s)' % ', '.join('%s %s' % c for c in res))
     w('LANGUAGE plpgsql STABLE')
     w('SET search_path = pg_catalog, pg_temp')
     w('SET plan_cache_mode = force_custom_plan')
-    if not nestloop:
-        # CTE row estimates are blind: a nested-loop anti join of the
-        # zero-filled rows against the changed ones is quadratic.  The
-        # baseline probes (LATERAL) stay nested loops, the only way to run them.
-        w('SET enable_nestloop = off')
-        # A day of sparse rows sorts in memory instead of on disk.
+    if engine:
+        # The result is materialized twice (by _deltas and by RETURN
+        # QUERY): a day of rows stays in memory instead of going to disk.
         w("SET work_mem = '256MB'")
-        # Read the rows in (key, ts) index order rather than sort them.
-        w('SET enable_sort = off')
     w('AS $fn$')
     w('#variable_conflict use_column')
     w(extra + 'BEGIN')
@@ -269,14 +261,40 @@ def gen_keys_helper(s):
     w()
 
 
+def sql_array(items):
+    return 'ARRAY[%s]::text[]' % ', '.join("'%s'" % i if i is not None else 'NULL' for i in items)
+
+
+def engine_call(s, filters, changed_only):
+    """RETURN QUERY over chronicle._deltas() (src/deltas.c) with the table's
+    description; the column definition list is the function's result."""
+    kcols = [k for k, _ in s['keys']]
+    vals = [c for c, k in s['cols'] if k in 'ctg']
+    kinds = ''.join(k for c, k in s['cols'] if k in 'ctg')
+    attrs = [c for c, k in s['cols'] if k == 'a']
+    b = s.get('bytes', {})
+    res = [('interval_start', 'timestamptz'), ('interval_end', 'timestamptz'), ('seconds', 'float8')] + \
+        s['keys'] + out_columns(s)
+    w('\tRETURN QUERY')
+    w("\tSELECT * FROM chronicle._deltas('chronicle.%s'::regclass, $1, $2," % s['table'])
+    w('\t\tkeys => %s,' % sql_array(kcols))
+    w('\t\tvals => %s,' % sql_array(vals))
+    w("\t\tkinds => '%s'," % kinds)
+    w('\t\tattrs => %s,' % sql_array(attrs))
+    w('\t\treset_col => %s,' % ("'%s'" % s['reset'] if s['reset'] else 'NULL'))
+    w('\t\tbytes_ops => %s,' % sql_array([b.get(v) for v in vals]))
+    w('\t\tbytes_unit => %s,' % ("'op_bytes'" if b else 'NULL'))
+    w('\t\tper_op => %s,' % sql_array([x for _, t, c in s['per_op'] for x in (t, c)]))
+    w('\t\tfilter_cols => %s,' % sql_array(filters))
+    w('\t\tfilter_vals => ARRAY[%s]::text[],' % ', '.join('$%d' % (i + 3) for i in range(len(filters))))
+    w('\t\tchanged_only => %s)' % changed_only)
+    w('\t  AS d(%s);' % ', '.join('%s %s' % c for c in res))
+
+
 def gen_keyed(s):
     gen_keys_helper(s)
     name = fn_name(s)
     keys = s['keys']
-    kcols = [k for k, _ in keys]
-    attrs = [c for c, k in s['cols'] if k == 'a']
-    store = [c for c, k in s['cols']] + ([s['reset']] if s['reset'] else [])
-    counters = [(c, k) for c, k in s['cols'] if k in 'ct']
     filt = s['filters']
     params = ['from_ts timestamptz', 'to_ts timestamptz'] + \
         ['for_%s %s DEFAULT NULL' % (f, FILTER_TYPES[f]) for f in filt] + \
@@ -284,104 +302,9 @@ def gen_keyed(s):
     res = [('interval_start', 'timestamptz'), ('interval_end', 'timestamptz'), ('seconds', 'float8')] + \
         keys + out_columns(s)
     s['sig'] = ', '.join(['timestamptz', 'timestamptz'] + [FILTER_TYPES[f] for f in filt] + ['boolean'])
-    header(s, name, params, res, nestloop=False)
+    header(s, name, params, res, engine=True)
     checks(s, name, 3)
-    chg = '$%d' % (len(filt) + 3)
-    fcond = ''.join('\n\t\t   AND ($%d IS NULL OR h.%s = $%d)' % (i + 3, f, i + 3) for i, f in enumerate(filt))
-    kfcond = ''.join('\n\t\t   AND ($%d IS NULL OR k.%s = $%d)' % (i + 3, f, i + 3) for i, f in enumerate(filt))
-    w('\tRETURN QUERY')
-    w('\tWITH iv AS MATERIALIZED (SELECT * FROM chronicle.intervals($1, $2)),')
-    ints = [c for c, k in s['cols'] if k == 'c']
-    flts = [c for c, k in s['cols'] if k == 't']
-    prevs = ints + flts + ([s['reset']] if s['reset'] else [])
-
-    def prev_of(c):
-        if c in ints:
-            return 'c.p_i[%d]' % (ints.index(c) + 1)
-        if c in flts:
-            return 'c.p_f[%d]' % (flts.index(c) + 1)
-        return 'c.p_%s' % c
-    w('\t-- stored rows in the window, with the previous stored row of the key:')
-    w('\t-- lag() in the order of the (key, ts) index, so that nothing is sorted,')
-    w('\t-- of arrays (one lag() per type, not one per column); a previous row')
-    w('\t-- of another segment does not count (p_ok false)')
-    w('\traw AS (')
-    w('\t\tSELECT h.ts, %s,' % sel('h', kcols))
-    w('\t\t       %s,' % sel('h', store))
-    w('\t\t       lag(h.ts) OVER w AS p_ts,')
-    lags = ['lag(ARRAY[%s]::bigint[]) OVER w AS p_i' % ', '.join('h.%s' % c for c in ints)]
-    if flts:
-        lags.append('lag(ARRAY[%s]::float8[]) OVER w AS p_f' % ', '.join('h.%s' % c for c in flts))
-    if s['reset']:
-        lags.append('lag(h.%s) OVER w AS p_%s' % (s['reset'], s['reset']))
-    w('\t\t       %s' % ',\n\t\t       '.join(lags))
-    w('\t\t  FROM chronicle.%s h' % s['table'])
-    w('\t\t WHERE h.ts > $1 AND h.ts <= $2%s' % fcond)
-    w('\t\tWINDOW w AS (PARTITION BY %s ORDER BY h.ts)' % sel('h', kcols))
-    w('\t),')
-    w('\tcur AS MATERIALIZED (')
-    w('\t\tSELECT iv.interval_start, iv.interval_end, iv.seconds, iv.segment, r.*,')
-    w('\t\t       coalesce(r.p_ts >= iv.segment, false) AS p_ok')
-    w('\t\t  FROM raw r JOIN iv ON iv.interval_end = r.ts')
-    w('\t),')
-    w('\t-- the first stored row of a (key, segment) in the window: its baseline')
-    w('\t-- is the latest earlier row of the key in the segment (one index probe)')
-    w('\tpair AS (')
-    w('\t\tSELECT c.interval_start, c.interval_end, c.seconds, c.segment,')
-    w('\t\t       %s,' % sel('c', kcols))
-    w('\t\t       %s,' % sel('c', store))
-    w('\t\t       %s' % ',\n\t\t       '.join('%s AS q_%s' % (prev_of(c), c) for c in prevs))
-    w('\t\t  FROM cur c WHERE c.p_ok')
-    w('\t\tUNION ALL')
-    w('\t\tSELECT c.interval_start, c.interval_end, c.seconds, c.segment,')
-    w('\t\t       %s,' % sel('c', kcols))
-    w('\t\t       %s,' % sel('c', store))
-    w('\t\t       %s' % ',\n\t\t       '.join('b.%s' % c for c in prevs))
-    w('\t\t  FROM cur c')
-    w('\t\t  JOIN LATERAL (')
-    w('\t\t\tSELECT hb.* FROM chronicle.%s hb' % s['table'])
-    w('\t\t\t WHERE %s' % ' AND '.join('hb.%s = c.%s' % (k, k) for k in kcols))
-    w('\t\t\t   AND hb.ts >= c.segment AND hb.ts < c.ts')
-    w('\t\t\t ORDER BY hb.ts DESC LIMIT 1) b ON true')
-    w('\t\t WHERE NOT c.p_ok')
-    w('\t),')
-    w('\tchg AS (')
-    w('\t\tSELECT x.*, %s AS reset' % reset_expr(s, 'x', 'x_q').replace('x_q.', 'x.q_'))
-    w('\t\t  FROM pair x')
-    w('\t),')
-    w('\tdlt AS (')
-    w('\t\tSELECT y.interval_start, y.interval_end, y.seconds,')
-    w('\t\t       %s,' % sel('y', kcols))
-    for a in attrs:
-        w('\t\t       y.%s,' % a)
-    w('\t\t       y.reset,')
-    dl = []
-    for c, k in counters:
-        e = delta_expr(s, c, 'y', 'y_q').replace('y_q.', 'y.q_')
-        dl.append('CASE WHEN y.reset THEN NULL ELSE %s END AS %s' % (e, c))
-    w('\t\t       %s' % ',\n\t\t       '.join(dl))
-    w('\t\t  FROM chg y')
-    w('\t),')
-    w('\t-- unchanged keys: zero deltas, from the interval after their first row')
-    w('\tzero AS (')
-    w('\t\tSELECT iv.interval_start, iv.interval_end, iv.seconds,')
-    w('\t\t       %s,' % sel('k', kcols))
-    for a in attrs:
-        w('\t\t       k.%s,' % a)
-    w('\t\t       false AS reset,')
-    w('\t\t       %s' % ',\n\t\t       '.join('%s AS %s' % (delta_expr(s, c, 'k', 'k'), c)
-                                             for c, k in counters))
-    w('\t\t  FROM chronicle._%s_keys($1, $2) k' % s['fn'])
-    w('\t\t  JOIN iv ON iv.segment = k.segment AND iv.interval_start >= k.first_ts')
-    w('\t\t WHERE NOT %s%s' % (chg, kfcond))
-    w('\t\t   AND NOT EXISTS (SELECT FROM dlt d WHERE d.interval_end = iv.interval_end')
-    for k in kcols:
-        w('\t\t                   AND d.%s = k.%s' % (k, k))
-    w('\t\t                 )')
-    w('\t)')
-    w('\tSELECT %s' % final_select(s, 'z', kcols))
-    w('\t  FROM (SELECT * FROM dlt UNION ALL SELECT * FROM zero) z')
-    w('\t ORDER BY z.interval_end, %s;' % sel('z', kcols))
+    engine_call(s, filt, '$%d' % (len(filt) + 3))
     w('END;')
     w('$fn$;')
     w()
@@ -396,92 +319,13 @@ def grants(name, sig):
 
 def gen_single(s):
     name = fn_name(s)
-    counters = [(c, k) for c, k in s['cols'] if k in 'ct']
-    # Values travel as one bigint[] and one float8[] per row: two window
-    # function calls per step instead of one per column.
-    ints = [c for c, k in s['cols'] if k == 'c' or (k == 'g' and c != 'usagecount_avg')]
-    flts = [c for c, k in s['cols'] if k == 't' or c == 'usagecount_avg']
-    rst = s['reset']
-
-    def acc(row, c, prev=False):
-        q = 'q_' if prev else ''
-        if c in ints:
-            return '%s.%svi[%d]' % (row, q, ints.index(c) + 1)
-        if c in flts:
-            return '%s.%svf[%d]' % (row, q, flts.index(c) + 1)
-        return '%s.%s%s' % (row, q, c)
-    arrs = ['ARRAY[%s]::bigint[] AS vi' % ', '.join('%%(r)s.%s' % c for c in ints)]
-    names = ['vi']
-    if flts:
-        arrs.append('ARRAY[%s]::float8[] AS vf' % ', '.join('%%(r)s.%s' % c for c in flts))
-        names.append('vf')
-    if rst:
-        arrs.append('%%(r)s.%s' % rst)
-        names.append(rst)
     params = ['from_ts timestamptz', 'to_ts timestamptz']
     res = [('interval_start', 'timestamptz'), ('interval_end', 'timestamptz'), ('seconds', 'float8')] + \
         out_columns(s)
     s['sig'] = 'timestamptz, timestamptz'
-    header(s, name, params, res)
+    header(s, name, params, res, engine=True)
     checks(s, name, 3)
-    w('\tRETURN QUERY')
-    w('\tWITH iv AS MATERIALIZED (SELECT * FROM chronicle.intervals($1, $2)),')
-    w('\tfs AS (SELECT i.segment, min(i.interval_start) AS first_start FROM iv i GROUP BY i.segment),')
-    w('\t-- the baseline of each segment (latest row before its first interval')
-    w('\t-- in the window), then every interval with its stored row if any')
-    w('\tseq AS (')
-    w('\t\tSELECT f.segment, f.first_start AS interval_end, NULL::timestamptz AS interval_start,')
-    w('\t\t       NULL::float8 AS seconds, true AS base, b.ts AS hts,')
-    w('\t\t       %s' % ', '.join(a % {'r': 'b'} for a in arrs))
-    w('\t\t  FROM fs f LEFT JOIN LATERAL (')
-    w('\t\t\tSELECT hb.* FROM chronicle.%s hb' % s['table'])
-    w('\t\t\t WHERE hb.ts >= f.segment AND hb.ts <= f.first_start')
-    w('\t\t\t ORDER BY hb.ts DESC LIMIT 1) b ON true')
-    w('\t\tUNION ALL')
-    w('\t\tSELECT i.segment, i.interval_end, i.interval_start, i.seconds, false, h.ts,')
-    w('\t\t       %s' % ', '.join(a % {'r': 'h'} for a in arrs))
-    w('\t\t  FROM iv i LEFT JOIN chronicle.%s h' % s['table'])
-    w('\t\t    ON h.ts = i.interval_end AND h.ts > $1 AND h.ts <= $2')
-    w('\t),')
-    w('\tgrp AS (SELECT q.*, count(q.hts) OVER (PARTITION BY q.segment ORDER BY q.interval_end) AS g FROM seq q),')
-    w('\t-- carried forward: a snapshot without a row has the latest row\'s values')
-    w('\tfill AS (')
-    w('\t\tSELECT r.segment, r.interval_end, r.interval_start, r.seconds, r.base,')
-    w('\t\t       first_value(r.hts) OVER wf AS hts,')
-    w('\t\t       %s' % ',\n\t\t       '.join('first_value(r.%s) OVER wf AS %s' % (c, c) for c in names))
-    w('\t\t  FROM grp r')
-    w('\t\tWINDOW wf AS (PARTITION BY r.segment, r.g ORDER BY r.interval_end)')
-    w('\t),')
-    w('\tpair AS (')
-    w('\t\tSELECT f.*, lag(f.hts) OVER wl AS q_hts,')
-    w('\t\t       %s' % ',\n\t\t       '.join('lag(f.%s) OVER wl AS q_%s' % (c, c) for c in names))
-    w('\t\t  FROM fill f')
-    w('\t\tWINDOW wl AS (PARTITION BY f.segment ORDER BY f.interval_end)')
-    w('\t),')
-    w('\tchg AS (')
-    if counters or rst:
-        parts = []
-        if rst:
-            parts.append('x.%s IS DISTINCT FROM x.q_%s' % (rst, rst))
-        for c, k in counters:
-            parts.append('coalesce(%s < %s, false)' % (acc('x', c), acc('x', c, True)))
-        w('\t\tSELECT x.*, (x.q_hts IS NOT NULL AND (%s)) AS reset' % '\n\t\t         OR '.join(parts))
-    else:
-        w('\t\tSELECT x.*')
-    w('\t\t  FROM pair x WHERE NOT x.base')
-    w('\t),')
-    w('\tdlt AS (')
-    w('\t\tSELECT y.interval_start, y.interval_end, y.seconds%s' % (', y.reset' if (counters or rst) else ''))
-    for c, k in s['cols']:
-        if k in 'ct':
-            w('\t\t       , CASE WHEN y.reset THEN NULL ELSE %s - %s END AS %s' % (acc('y', c), acc('y', c, True), c))
-        elif k == 'g':
-            w('\t\t       , %s::%s AS %s' % (acc('y', c), 'float8' if c == 'usagecount_avg' else 'bigint', c))
-    w('\t\t  FROM chg y')
-    w('\t)')
-    w('\tSELECT %s' % final_select(s, 'z', []))
-    w('\t  FROM dlt z')
-    w('\t ORDER BY z.interval_end;')
+    engine_call(s, [], 'false')
     w('END;')
     w('$fn$;')
     w()

@@ -100,6 +100,20 @@ BEGIN
 END;
 $$;
 
+-- The per-interval engine (src/deltas.c) behind every <source>_deltas()
+-- and _values() function: one pass over a history table's rows in time
+-- order.  Internal: the generated wrappers in 31_deltas.sql check the
+-- arguments and describe the table (column names are quoted, filter
+-- values are parameters).
+CREATE FUNCTION chronicle._deltas(tbl regclass, from_ts timestamptz, to_ts timestamptz,
+	keys text[], vals text[], kinds text, attrs text[], reset_col text,
+	bytes_ops text[], bytes_unit text, per_op text[],
+	filter_cols text[], filter_vals text[], changed_only boolean)
+RETURNS SETOF record
+LANGUAGE C STABLE
+SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'chronicle_deltas';
+
 -- The snapshot intervals of a window: (interval_start, interval_end] with
 -- interval_end in (from, to], both snapshots of the same segment.
 CREATE FUNCTION chronicle.intervals(from_ts timestamptz, to_ts timestamptz)
@@ -198,6 +212,8 @@ $$;
 COMMENT ON FUNCTION chronicle.run_window(text) IS
 	'The (from, to] window of a run by label (to = now() while the run is open)';
 
+REVOKE ALL ON FUNCTION chronicle._deltas(regclass, timestamptz, timestamptz, text[], text[], text, text[], text, text[], text, text[], text[], text[], boolean) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION chronicle._deltas(regclass, timestamptz, timestamptz, text[], text[], text, text[], text, text[], text, text[], text[], text[], boolean) TO pg_monitor, pg_read_all_stats;
 REVOKE ALL ON FUNCTION chronicle._check_range(timestamptz, timestamptz, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle._check_name(text, text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle._check_datname(text, text) FROM PUBLIC;

@@ -44,9 +44,7 @@ RETURNS TABLE (interval_start timestamptz, interval_end timestamptz, seconds flo
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_custom_plan
-SET enable_nestloop = off
 SET work_mem = '256MB'
-SET enable_sort = off
 AS $fn$
 #variable_conflict use_column
 BEGIN
@@ -55,207 +53,19 @@ BEGIN
 	PERFORM chronicle._check_name('chronicle.io_deltas', 'object', $4);
 	PERFORM chronicle._check_name('chronicle.io_deltas', 'context', $5);
 	RETURN QUERY
-	WITH iv AS MATERIALIZED (SELECT * FROM chronicle.intervals($1, $2)),
-	-- stored rows in the window, with the previous stored row of the key:
-	-- lag() in the order of the (key, ts) index, so that nothing is sorted,
-	-- of arrays (one lag() per type, not one per column); a previous row
-	-- of another segment does not count (p_ok false)
-	raw AS (
-		SELECT h.ts, h.backend_type, h.object, h.context,
-		       h.reads, h.read_bytes, h.read_time, h.writes, h.write_bytes, h.write_time, h.writebacks, h.writeback_time, h.extends, h.extend_bytes, h.extend_time, h.hits, h.evictions, h.reuses, h.fsyncs, h.fsync_time, h.op_bytes, h.stats_reset,
-		       lag(h.ts) OVER w AS p_ts,
-		       lag(ARRAY[h.reads, h.read_bytes, h.writes, h.write_bytes, h.writebacks, h.extends, h.extend_bytes, h.hits, h.evictions, h.reuses, h.fsyncs]::bigint[]) OVER w AS p_i,
-		       lag(ARRAY[h.read_time, h.write_time, h.writeback_time, h.extend_time, h.fsync_time]::float8[]) OVER w AS p_f,
-		       lag(h.stats_reset) OVER w AS p_stats_reset
-		  FROM chronicle.io_history h
-		 WHERE h.ts > $1 AND h.ts <= $2
-		   AND ($3 IS NULL OR h.backend_type = $3)
-		   AND ($4 IS NULL OR h.object = $4)
-		   AND ($5 IS NULL OR h.context = $5)
-		WINDOW w AS (PARTITION BY h.backend_type, h.object, h.context ORDER BY h.ts)
-	),
-	cur AS MATERIALIZED (
-		SELECT iv.interval_start, iv.interval_end, iv.seconds, iv.segment, r.*,
-		       coalesce(r.p_ts >= iv.segment, false) AS p_ok
-		  FROM raw r JOIN iv ON iv.interval_end = r.ts
-	),
-	-- the first stored row of a (key, segment) in the window: its baseline
-	-- is the latest earlier row of the key in the segment (one index probe)
-	pair AS (
-		SELECT c.interval_start, c.interval_end, c.seconds, c.segment,
-		       c.backend_type, c.object, c.context,
-		       c.reads, c.read_bytes, c.read_time, c.writes, c.write_bytes, c.write_time, c.writebacks, c.writeback_time, c.extends, c.extend_bytes, c.extend_time, c.hits, c.evictions, c.reuses, c.fsyncs, c.fsync_time, c.op_bytes, c.stats_reset,
-		       c.p_i[1] AS q_reads,
-		       c.p_i[2] AS q_read_bytes,
-		       c.p_i[3] AS q_writes,
-		       c.p_i[4] AS q_write_bytes,
-		       c.p_i[5] AS q_writebacks,
-		       c.p_i[6] AS q_extends,
-		       c.p_i[7] AS q_extend_bytes,
-		       c.p_i[8] AS q_hits,
-		       c.p_i[9] AS q_evictions,
-		       c.p_i[10] AS q_reuses,
-		       c.p_i[11] AS q_fsyncs,
-		       c.p_f[1] AS q_read_time,
-		       c.p_f[2] AS q_write_time,
-		       c.p_f[3] AS q_writeback_time,
-		       c.p_f[4] AS q_extend_time,
-		       c.p_f[5] AS q_fsync_time,
-		       c.p_stats_reset AS q_stats_reset
-		  FROM cur c WHERE c.p_ok
-		UNION ALL
-		SELECT c.interval_start, c.interval_end, c.seconds, c.segment,
-		       c.backend_type, c.object, c.context,
-		       c.reads, c.read_bytes, c.read_time, c.writes, c.write_bytes, c.write_time, c.writebacks, c.writeback_time, c.extends, c.extend_bytes, c.extend_time, c.hits, c.evictions, c.reuses, c.fsyncs, c.fsync_time, c.op_bytes, c.stats_reset,
-		       b.reads,
-		       b.read_bytes,
-		       b.writes,
-		       b.write_bytes,
-		       b.writebacks,
-		       b.extends,
-		       b.extend_bytes,
-		       b.hits,
-		       b.evictions,
-		       b.reuses,
-		       b.fsyncs,
-		       b.read_time,
-		       b.write_time,
-		       b.writeback_time,
-		       b.extend_time,
-		       b.fsync_time,
-		       b.stats_reset
-		  FROM cur c
-		  JOIN LATERAL (
-			SELECT hb.* FROM chronicle.io_history hb
-			 WHERE hb.backend_type = c.backend_type AND hb.object = c.object AND hb.context = c.context
-			   AND hb.ts >= c.segment AND hb.ts < c.ts
-			 ORDER BY hb.ts DESC LIMIT 1) b ON true
-		 WHERE NOT c.p_ok
-	),
-	chg AS (
-		SELECT x.*, (x.stats_reset IS DISTINCT FROM x.q_stats_reset
-		         OR coalesce(x.reads < x.q_reads, false)
-		         OR coalesce(x.read_bytes < x.q_read_bytes, false)
-		         OR coalesce(x.read_time < x.q_read_time, false)
-		         OR coalesce(x.writes < x.q_writes, false)
-		         OR coalesce(x.write_bytes < x.q_write_bytes, false)
-		         OR coalesce(x.write_time < x.q_write_time, false)
-		         OR coalesce(x.writebacks < x.q_writebacks, false)
-		         OR coalesce(x.writeback_time < x.q_writeback_time, false)
-		         OR coalesce(x.extends < x.q_extends, false)
-		         OR coalesce(x.extend_bytes < x.q_extend_bytes, false)
-		         OR coalesce(x.extend_time < x.q_extend_time, false)
-		         OR coalesce(x.hits < x.q_hits, false)
-		         OR coalesce(x.evictions < x.q_evictions, false)
-		         OR coalesce(x.reuses < x.q_reuses, false)
-		         OR coalesce(x.fsyncs < x.q_fsyncs, false)
-		         OR coalesce(x.fsync_time < x.q_fsync_time, false)) AS reset
-		  FROM pair x
-	),
-	dlt AS (
-		SELECT y.interval_start, y.interval_end, y.seconds,
-		       y.backend_type, y.object, y.context,
-		       y.op_bytes,
-		       y.reset,
-		       CASE WHEN y.reset THEN NULL ELSE y.reads - y.q_reads END AS reads,
-		       CASE WHEN y.reset THEN NULL ELSE coalesce(y.read_bytes - y.q_read_bytes, (y.reads - y.q_reads) * y.op_bytes) END AS read_bytes,
-		       CASE WHEN y.reset THEN NULL ELSE y.read_time - y.q_read_time END AS read_time,
-		       CASE WHEN y.reset THEN NULL ELSE y.writes - y.q_writes END AS writes,
-		       CASE WHEN y.reset THEN NULL ELSE coalesce(y.write_bytes - y.q_write_bytes, (y.writes - y.q_writes) * y.op_bytes) END AS write_bytes,
-		       CASE WHEN y.reset THEN NULL ELSE y.write_time - y.q_write_time END AS write_time,
-		       CASE WHEN y.reset THEN NULL ELSE y.writebacks - y.q_writebacks END AS writebacks,
-		       CASE WHEN y.reset THEN NULL ELSE y.writeback_time - y.q_writeback_time END AS writeback_time,
-		       CASE WHEN y.reset THEN NULL ELSE y.extends - y.q_extends END AS extends,
-		       CASE WHEN y.reset THEN NULL ELSE coalesce(y.extend_bytes - y.q_extend_bytes, (y.extends - y.q_extends) * y.op_bytes) END AS extend_bytes,
-		       CASE WHEN y.reset THEN NULL ELSE y.extend_time - y.q_extend_time END AS extend_time,
-		       CASE WHEN y.reset THEN NULL ELSE y.hits - y.q_hits END AS hits,
-		       CASE WHEN y.reset THEN NULL ELSE y.evictions - y.q_evictions END AS evictions,
-		       CASE WHEN y.reset THEN NULL ELSE y.reuses - y.q_reuses END AS reuses,
-		       CASE WHEN y.reset THEN NULL ELSE y.fsyncs - y.q_fsyncs END AS fsyncs,
-		       CASE WHEN y.reset THEN NULL ELSE y.fsync_time - y.q_fsync_time END AS fsync_time
-		  FROM chg y
-	),
-	-- unchanged keys: zero deltas, from the interval after their first row
-	zero AS (
-		SELECT iv.interval_start, iv.interval_end, iv.seconds,
-		       k.backend_type, k.object, k.context,
-		       k.op_bytes,
-		       false AS reset,
-		       k.reads - k.reads AS reads,
-		       coalesce(k.read_bytes - k.read_bytes, (k.reads - k.reads) * k.op_bytes) AS read_bytes,
-		       k.read_time - k.read_time AS read_time,
-		       k.writes - k.writes AS writes,
-		       coalesce(k.write_bytes - k.write_bytes, (k.writes - k.writes) * k.op_bytes) AS write_bytes,
-		       k.write_time - k.write_time AS write_time,
-		       k.writebacks - k.writebacks AS writebacks,
-		       k.writeback_time - k.writeback_time AS writeback_time,
-		       k.extends - k.extends AS extends,
-		       coalesce(k.extend_bytes - k.extend_bytes, (k.extends - k.extends) * k.op_bytes) AS extend_bytes,
-		       k.extend_time - k.extend_time AS extend_time,
-		       k.hits - k.hits AS hits,
-		       k.evictions - k.evictions AS evictions,
-		       k.reuses - k.reuses AS reuses,
-		       k.fsyncs - k.fsyncs AS fsyncs,
-		       k.fsync_time - k.fsync_time AS fsync_time
-		  FROM chronicle._io_keys($1, $2) k
-		  JOIN iv ON iv.segment = k.segment AND iv.interval_start >= k.first_ts
-		 WHERE NOT $6
-		   AND ($3 IS NULL OR k.backend_type = $3)
-		   AND ($4 IS NULL OR k.object = $4)
-		   AND ($5 IS NULL OR k.context = $5)
-		   AND NOT EXISTS (SELECT FROM dlt d WHERE d.interval_end = iv.interval_end
-		                   AND d.backend_type = k.backend_type
-		                   AND d.object = k.object
-		                   AND d.context = k.context
-		                 )
-	)
-	SELECT z.interval_start,
-	       z.interval_end,
-	       z.seconds,
-	       z.backend_type,
-	       z.object,
-	       z.context,
-	       z.op_bytes,
-	       z.reset,
-	       z.reads,
-	       z.reads::float8 / z.seconds,
-	       z.read_bytes,
-	       z.read_bytes::float8 / z.seconds,
-	       z.read_time,
-	       z.read_time::float8 / z.seconds,
-	       z.writes,
-	       z.writes::float8 / z.seconds,
-	       z.write_bytes,
-	       z.write_bytes::float8 / z.seconds,
-	       z.write_time,
-	       z.write_time::float8 / z.seconds,
-	       z.writebacks,
-	       z.writebacks::float8 / z.seconds,
-	       z.writeback_time,
-	       z.writeback_time::float8 / z.seconds,
-	       z.extends,
-	       z.extends::float8 / z.seconds,
-	       z.extend_bytes,
-	       z.extend_bytes::float8 / z.seconds,
-	       z.extend_time,
-	       z.extend_time::float8 / z.seconds,
-	       z.hits,
-	       z.hits::float8 / z.seconds,
-	       z.evictions,
-	       z.evictions::float8 / z.seconds,
-	       z.reuses,
-	       z.reuses::float8 / z.seconds,
-	       z.fsyncs,
-	       z.fsyncs::float8 / z.seconds,
-	       z.fsync_time,
-	       z.fsync_time::float8 / z.seconds,
-	       z.read_time::float8 / nullif(z.reads, 0),
-	       z.write_time::float8 / nullif(z.writes, 0),
-	       z.writeback_time::float8 / nullif(z.writebacks, 0),
-	       z.extend_time::float8 / nullif(z.extends, 0),
-	       z.fsync_time::float8 / nullif(z.fsyncs, 0)
-	  FROM (SELECT * FROM dlt UNION ALL SELECT * FROM zero) z
-	 ORDER BY z.interval_end, z.backend_type, z.object, z.context;
+	SELECT * FROM chronicle._deltas('chronicle.io_history'::regclass, $1, $2,
+		keys => ARRAY['backend_type', 'object', 'context']::text[],
+		vals => ARRAY['reads', 'read_bytes', 'read_time', 'writes', 'write_bytes', 'write_time', 'writebacks', 'writeback_time', 'extends', 'extend_bytes', 'extend_time', 'hits', 'evictions', 'reuses', 'fsyncs', 'fsync_time']::text[],
+		kinds => 'cctcctctcctcccct',
+		attrs => ARRAY['op_bytes']::text[],
+		reset_col => 'stats_reset',
+		bytes_ops => ARRAY[NULL, 'reads', NULL, NULL, 'writes', NULL, NULL, NULL, NULL, 'extends', NULL, NULL, NULL, NULL, NULL, NULL]::text[],
+		bytes_unit => 'op_bytes',
+		per_op => ARRAY['read_time', 'reads', 'write_time', 'writes', 'writeback_time', 'writebacks', 'extend_time', 'extends', 'fsync_time', 'fsyncs']::text[],
+		filter_cols => ARRAY['backend_type', 'object', 'context']::text[],
+		filter_vals => ARRAY[$3, $4, $5]::text[],
+		changed_only => $6)
+	  AS d(interval_start timestamptz, interval_end timestamptz, seconds float8, backend_type text, object text, context text, op_bytes bigint, reset boolean, reads bigint, reads_per_s float8, read_bytes bigint, read_bytes_per_s float8, read_time float8, read_time_per_s float8, writes bigint, writes_per_s float8, write_bytes bigint, write_bytes_per_s float8, write_time float8, write_time_per_s float8, writebacks bigint, writebacks_per_s float8, writeback_time float8, writeback_time_per_s float8, extends bigint, extends_per_s float8, extend_bytes bigint, extend_bytes_per_s float8, extend_time float8, extend_time_per_s float8, hits bigint, hits_per_s float8, evictions bigint, evictions_per_s float8, reuses bigint, reuses_per_s float8, fsyncs bigint, fsyncs_per_s float8, fsync_time float8, fsync_time_per_s float8, ms_per_read float8, ms_per_write float8, ms_per_writeback float8, ms_per_extend float8, ms_per_fsync float8);
 END;
 $fn$;
 
@@ -517,267 +327,26 @@ RETURNS TABLE (interval_start timestamptz, interval_end timestamptz, seconds flo
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_custom_plan
-SET enable_nestloop = off
 SET work_mem = '256MB'
-SET enable_sort = off
 AS $fn$
 #variable_conflict use_column
 BEGIN
 	PERFORM chronicle._check_range($1, $2, 'chronicle.database_deltas');
 	PERFORM chronicle._check_datname('chronicle.database_deltas', $3);
 	RETURN QUERY
-	WITH iv AS MATERIALIZED (SELECT * FROM chronicle.intervals($1, $2)),
-	-- stored rows in the window, with the previous stored row of the key:
-	-- lag() in the order of the (key, ts) index, so that nothing is sorted,
-	-- of arrays (one lag() per type, not one per column); a previous row
-	-- of another segment does not count (p_ok false)
-	raw AS (
-		SELECT h.ts, h.datid,
-		       h.datname, h.xact_commit, h.xact_rollback, h.blks_read, h.blks_hit, h.tup_returned, h.tup_fetched, h.tup_inserted, h.tup_updated, h.tup_deleted, h.conflicts, h.temp_files, h.temp_bytes, h.deadlocks, h.checksum_failures, h.blk_read_time, h.blk_write_time, h.session_time, h.active_time, h.idle_in_transaction_time, h.sessions, h.sessions_abandoned, h.sessions_fatal, h.sessions_killed, h.parallel_workers_to_launch, h.parallel_workers_launched, h.stats_reset,
-		       lag(h.ts) OVER w AS p_ts,
-		       lag(ARRAY[h.xact_commit, h.xact_rollback, h.blks_read, h.blks_hit, h.tup_returned, h.tup_fetched, h.tup_inserted, h.tup_updated, h.tup_deleted, h.conflicts, h.temp_files, h.temp_bytes, h.deadlocks, h.checksum_failures, h.sessions, h.sessions_abandoned, h.sessions_fatal, h.sessions_killed, h.parallel_workers_to_launch, h.parallel_workers_launched]::bigint[]) OVER w AS p_i,
-		       lag(ARRAY[h.blk_read_time, h.blk_write_time, h.session_time, h.active_time, h.idle_in_transaction_time]::float8[]) OVER w AS p_f,
-		       lag(h.stats_reset) OVER w AS p_stats_reset
-		  FROM chronicle.database_history h
-		 WHERE h.ts > $1 AND h.ts <= $2
-		   AND ($3 IS NULL OR h.datname = $3)
-		WINDOW w AS (PARTITION BY h.datid ORDER BY h.ts)
-	),
-	cur AS MATERIALIZED (
-		SELECT iv.interval_start, iv.interval_end, iv.seconds, iv.segment, r.*,
-		       coalesce(r.p_ts >= iv.segment, false) AS p_ok
-		  FROM raw r JOIN iv ON iv.interval_end = r.ts
-	),
-	-- the first stored row of a (key, segment) in the window: its baseline
-	-- is the latest earlier row of the key in the segment (one index probe)
-	pair AS (
-		SELECT c.interval_start, c.interval_end, c.seconds, c.segment,
-		       c.datid,
-		       c.datname, c.xact_commit, c.xact_rollback, c.blks_read, c.blks_hit, c.tup_returned, c.tup_fetched, c.tup_inserted, c.tup_updated, c.tup_deleted, c.conflicts, c.temp_files, c.temp_bytes, c.deadlocks, c.checksum_failures, c.blk_read_time, c.blk_write_time, c.session_time, c.active_time, c.idle_in_transaction_time, c.sessions, c.sessions_abandoned, c.sessions_fatal, c.sessions_killed, c.parallel_workers_to_launch, c.parallel_workers_launched, c.stats_reset,
-		       c.p_i[1] AS q_xact_commit,
-		       c.p_i[2] AS q_xact_rollback,
-		       c.p_i[3] AS q_blks_read,
-		       c.p_i[4] AS q_blks_hit,
-		       c.p_i[5] AS q_tup_returned,
-		       c.p_i[6] AS q_tup_fetched,
-		       c.p_i[7] AS q_tup_inserted,
-		       c.p_i[8] AS q_tup_updated,
-		       c.p_i[9] AS q_tup_deleted,
-		       c.p_i[10] AS q_conflicts,
-		       c.p_i[11] AS q_temp_files,
-		       c.p_i[12] AS q_temp_bytes,
-		       c.p_i[13] AS q_deadlocks,
-		       c.p_i[14] AS q_checksum_failures,
-		       c.p_i[15] AS q_sessions,
-		       c.p_i[16] AS q_sessions_abandoned,
-		       c.p_i[17] AS q_sessions_fatal,
-		       c.p_i[18] AS q_sessions_killed,
-		       c.p_i[19] AS q_parallel_workers_to_launch,
-		       c.p_i[20] AS q_parallel_workers_launched,
-		       c.p_f[1] AS q_blk_read_time,
-		       c.p_f[2] AS q_blk_write_time,
-		       c.p_f[3] AS q_session_time,
-		       c.p_f[4] AS q_active_time,
-		       c.p_f[5] AS q_idle_in_transaction_time,
-		       c.p_stats_reset AS q_stats_reset
-		  FROM cur c WHERE c.p_ok
-		UNION ALL
-		SELECT c.interval_start, c.interval_end, c.seconds, c.segment,
-		       c.datid,
-		       c.datname, c.xact_commit, c.xact_rollback, c.blks_read, c.blks_hit, c.tup_returned, c.tup_fetched, c.tup_inserted, c.tup_updated, c.tup_deleted, c.conflicts, c.temp_files, c.temp_bytes, c.deadlocks, c.checksum_failures, c.blk_read_time, c.blk_write_time, c.session_time, c.active_time, c.idle_in_transaction_time, c.sessions, c.sessions_abandoned, c.sessions_fatal, c.sessions_killed, c.parallel_workers_to_launch, c.parallel_workers_launched, c.stats_reset,
-		       b.xact_commit,
-		       b.xact_rollback,
-		       b.blks_read,
-		       b.blks_hit,
-		       b.tup_returned,
-		       b.tup_fetched,
-		       b.tup_inserted,
-		       b.tup_updated,
-		       b.tup_deleted,
-		       b.conflicts,
-		       b.temp_files,
-		       b.temp_bytes,
-		       b.deadlocks,
-		       b.checksum_failures,
-		       b.sessions,
-		       b.sessions_abandoned,
-		       b.sessions_fatal,
-		       b.sessions_killed,
-		       b.parallel_workers_to_launch,
-		       b.parallel_workers_launched,
-		       b.blk_read_time,
-		       b.blk_write_time,
-		       b.session_time,
-		       b.active_time,
-		       b.idle_in_transaction_time,
-		       b.stats_reset
-		  FROM cur c
-		  JOIN LATERAL (
-			SELECT hb.* FROM chronicle.database_history hb
-			 WHERE hb.datid = c.datid
-			   AND hb.ts >= c.segment AND hb.ts < c.ts
-			 ORDER BY hb.ts DESC LIMIT 1) b ON true
-		 WHERE NOT c.p_ok
-	),
-	chg AS (
-		SELECT x.*, (x.stats_reset IS DISTINCT FROM x.q_stats_reset
-		         OR coalesce(x.xact_commit < x.q_xact_commit, false)
-		         OR coalesce(x.xact_rollback < x.q_xact_rollback, false)
-		         OR coalesce(x.blks_read < x.q_blks_read, false)
-		         OR coalesce(x.blks_hit < x.q_blks_hit, false)
-		         OR coalesce(x.tup_returned < x.q_tup_returned, false)
-		         OR coalesce(x.tup_fetched < x.q_tup_fetched, false)
-		         OR coalesce(x.tup_inserted < x.q_tup_inserted, false)
-		         OR coalesce(x.tup_updated < x.q_tup_updated, false)
-		         OR coalesce(x.tup_deleted < x.q_tup_deleted, false)
-		         OR coalesce(x.conflicts < x.q_conflicts, false)
-		         OR coalesce(x.temp_files < x.q_temp_files, false)
-		         OR coalesce(x.temp_bytes < x.q_temp_bytes, false)
-		         OR coalesce(x.deadlocks < x.q_deadlocks, false)
-		         OR coalesce(x.checksum_failures < x.q_checksum_failures, false)
-		         OR coalesce(x.blk_read_time < x.q_blk_read_time, false)
-		         OR coalesce(x.blk_write_time < x.q_blk_write_time, false)
-		         OR coalesce(x.session_time < x.q_session_time, false)
-		         OR coalesce(x.active_time < x.q_active_time, false)
-		         OR coalesce(x.idle_in_transaction_time < x.q_idle_in_transaction_time, false)
-		         OR coalesce(x.sessions < x.q_sessions, false)
-		         OR coalesce(x.sessions_abandoned < x.q_sessions_abandoned, false)
-		         OR coalesce(x.sessions_fatal < x.q_sessions_fatal, false)
-		         OR coalesce(x.sessions_killed < x.q_sessions_killed, false)
-		         OR coalesce(x.parallel_workers_to_launch < x.q_parallel_workers_to_launch, false)
-		         OR coalesce(x.parallel_workers_launched < x.q_parallel_workers_launched, false)) AS reset
-		  FROM pair x
-	),
-	dlt AS (
-		SELECT y.interval_start, y.interval_end, y.seconds,
-		       y.datid,
-		       y.datname,
-		       y.reset,
-		       CASE WHEN y.reset THEN NULL ELSE y.xact_commit - y.q_xact_commit END AS xact_commit,
-		       CASE WHEN y.reset THEN NULL ELSE y.xact_rollback - y.q_xact_rollback END AS xact_rollback,
-		       CASE WHEN y.reset THEN NULL ELSE y.blks_read - y.q_blks_read END AS blks_read,
-		       CASE WHEN y.reset THEN NULL ELSE y.blks_hit - y.q_blks_hit END AS blks_hit,
-		       CASE WHEN y.reset THEN NULL ELSE y.tup_returned - y.q_tup_returned END AS tup_returned,
-		       CASE WHEN y.reset THEN NULL ELSE y.tup_fetched - y.q_tup_fetched END AS tup_fetched,
-		       CASE WHEN y.reset THEN NULL ELSE y.tup_inserted - y.q_tup_inserted END AS tup_inserted,
-		       CASE WHEN y.reset THEN NULL ELSE y.tup_updated - y.q_tup_updated END AS tup_updated,
-		       CASE WHEN y.reset THEN NULL ELSE y.tup_deleted - y.q_tup_deleted END AS tup_deleted,
-		       CASE WHEN y.reset THEN NULL ELSE y.conflicts - y.q_conflicts END AS conflicts,
-		       CASE WHEN y.reset THEN NULL ELSE y.temp_files - y.q_temp_files END AS temp_files,
-		       CASE WHEN y.reset THEN NULL ELSE y.temp_bytes - y.q_temp_bytes END AS temp_bytes,
-		       CASE WHEN y.reset THEN NULL ELSE y.deadlocks - y.q_deadlocks END AS deadlocks,
-		       CASE WHEN y.reset THEN NULL ELSE y.checksum_failures - y.q_checksum_failures END AS checksum_failures,
-		       CASE WHEN y.reset THEN NULL ELSE y.blk_read_time - y.q_blk_read_time END AS blk_read_time,
-		       CASE WHEN y.reset THEN NULL ELSE y.blk_write_time - y.q_blk_write_time END AS blk_write_time,
-		       CASE WHEN y.reset THEN NULL ELSE y.session_time - y.q_session_time END AS session_time,
-		       CASE WHEN y.reset THEN NULL ELSE y.active_time - y.q_active_time END AS active_time,
-		       CASE WHEN y.reset THEN NULL ELSE y.idle_in_transaction_time - y.q_idle_in_transaction_time END AS idle_in_transaction_time,
-		       CASE WHEN y.reset THEN NULL ELSE y.sessions - y.q_sessions END AS sessions,
-		       CASE WHEN y.reset THEN NULL ELSE y.sessions_abandoned - y.q_sessions_abandoned END AS sessions_abandoned,
-		       CASE WHEN y.reset THEN NULL ELSE y.sessions_fatal - y.q_sessions_fatal END AS sessions_fatal,
-		       CASE WHEN y.reset THEN NULL ELSE y.sessions_killed - y.q_sessions_killed END AS sessions_killed,
-		       CASE WHEN y.reset THEN NULL ELSE y.parallel_workers_to_launch - y.q_parallel_workers_to_launch END AS parallel_workers_to_launch,
-		       CASE WHEN y.reset THEN NULL ELSE y.parallel_workers_launched - y.q_parallel_workers_launched END AS parallel_workers_launched
-		  FROM chg y
-	),
-	-- unchanged keys: zero deltas, from the interval after their first row
-	zero AS (
-		SELECT iv.interval_start, iv.interval_end, iv.seconds,
-		       k.datid,
-		       k.datname,
-		       false AS reset,
-		       k.xact_commit - k.xact_commit AS xact_commit,
-		       k.xact_rollback - k.xact_rollback AS xact_rollback,
-		       k.blks_read - k.blks_read AS blks_read,
-		       k.blks_hit - k.blks_hit AS blks_hit,
-		       k.tup_returned - k.tup_returned AS tup_returned,
-		       k.tup_fetched - k.tup_fetched AS tup_fetched,
-		       k.tup_inserted - k.tup_inserted AS tup_inserted,
-		       k.tup_updated - k.tup_updated AS tup_updated,
-		       k.tup_deleted - k.tup_deleted AS tup_deleted,
-		       k.conflicts - k.conflicts AS conflicts,
-		       k.temp_files - k.temp_files AS temp_files,
-		       k.temp_bytes - k.temp_bytes AS temp_bytes,
-		       k.deadlocks - k.deadlocks AS deadlocks,
-		       k.checksum_failures - k.checksum_failures AS checksum_failures,
-		       k.blk_read_time - k.blk_read_time AS blk_read_time,
-		       k.blk_write_time - k.blk_write_time AS blk_write_time,
-		       k.session_time - k.session_time AS session_time,
-		       k.active_time - k.active_time AS active_time,
-		       k.idle_in_transaction_time - k.idle_in_transaction_time AS idle_in_transaction_time,
-		       k.sessions - k.sessions AS sessions,
-		       k.sessions_abandoned - k.sessions_abandoned AS sessions_abandoned,
-		       k.sessions_fatal - k.sessions_fatal AS sessions_fatal,
-		       k.sessions_killed - k.sessions_killed AS sessions_killed,
-		       k.parallel_workers_to_launch - k.parallel_workers_to_launch AS parallel_workers_to_launch,
-		       k.parallel_workers_launched - k.parallel_workers_launched AS parallel_workers_launched
-		  FROM chronicle._database_keys($1, $2) k
-		  JOIN iv ON iv.segment = k.segment AND iv.interval_start >= k.first_ts
-		 WHERE NOT $4
-		   AND ($3 IS NULL OR k.datname = $3)
-		   AND NOT EXISTS (SELECT FROM dlt d WHERE d.interval_end = iv.interval_end
-		                   AND d.datid = k.datid
-		                 )
-	)
-	SELECT z.interval_start,
-	       z.interval_end,
-	       z.seconds,
-	       z.datid,
-	       z.datname,
-	       z.reset,
-	       z.xact_commit,
-	       z.xact_commit::float8 / z.seconds,
-	       z.xact_rollback,
-	       z.xact_rollback::float8 / z.seconds,
-	       z.blks_read,
-	       z.blks_read::float8 / z.seconds,
-	       z.blks_hit,
-	       z.blks_hit::float8 / z.seconds,
-	       z.tup_returned,
-	       z.tup_returned::float8 / z.seconds,
-	       z.tup_fetched,
-	       z.tup_fetched::float8 / z.seconds,
-	       z.tup_inserted,
-	       z.tup_inserted::float8 / z.seconds,
-	       z.tup_updated,
-	       z.tup_updated::float8 / z.seconds,
-	       z.tup_deleted,
-	       z.tup_deleted::float8 / z.seconds,
-	       z.conflicts,
-	       z.conflicts::float8 / z.seconds,
-	       z.temp_files,
-	       z.temp_files::float8 / z.seconds,
-	       z.temp_bytes,
-	       z.temp_bytes::float8 / z.seconds,
-	       z.deadlocks,
-	       z.deadlocks::float8 / z.seconds,
-	       z.checksum_failures,
-	       z.checksum_failures::float8 / z.seconds,
-	       z.blk_read_time,
-	       z.blk_read_time::float8 / z.seconds,
-	       z.blk_write_time,
-	       z.blk_write_time::float8 / z.seconds,
-	       z.session_time,
-	       z.session_time::float8 / z.seconds,
-	       z.active_time,
-	       z.active_time::float8 / z.seconds,
-	       z.idle_in_transaction_time,
-	       z.idle_in_transaction_time::float8 / z.seconds,
-	       z.sessions,
-	       z.sessions::float8 / z.seconds,
-	       z.sessions_abandoned,
-	       z.sessions_abandoned::float8 / z.seconds,
-	       z.sessions_fatal,
-	       z.sessions_fatal::float8 / z.seconds,
-	       z.sessions_killed,
-	       z.sessions_killed::float8 / z.seconds,
-	       z.parallel_workers_to_launch,
-	       z.parallel_workers_to_launch::float8 / z.seconds,
-	       z.parallel_workers_launched,
-	       z.parallel_workers_launched::float8 / z.seconds,
-	       z.blk_read_time::float8 / nullif(z.blks_read, 0)
-	  FROM (SELECT * FROM dlt UNION ALL SELECT * FROM zero) z
-	 ORDER BY z.interval_end, z.datid;
+	SELECT * FROM chronicle._deltas('chronicle.database_history'::regclass, $1, $2,
+		keys => ARRAY['datid']::text[],
+		vals => ARRAY['xact_commit', 'xact_rollback', 'blks_read', 'blks_hit', 'tup_returned', 'tup_fetched', 'tup_inserted', 'tup_updated', 'tup_deleted', 'conflicts', 'temp_files', 'temp_bytes', 'deadlocks', 'checksum_failures', 'blk_read_time', 'blk_write_time', 'session_time', 'active_time', 'idle_in_transaction_time', 'sessions', 'sessions_abandoned', 'sessions_fatal', 'sessions_killed', 'parallel_workers_to_launch', 'parallel_workers_launched']::text[],
+		kinds => 'cccccccccccccctttttcccccc',
+		attrs => ARRAY['datname']::text[],
+		reset_col => 'stats_reset',
+		bytes_ops => ARRAY[NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL]::text[],
+		bytes_unit => NULL,
+		per_op => ARRAY['blk_read_time', 'blks_read']::text[],
+		filter_cols => ARRAY['datname']::text[],
+		filter_vals => ARRAY[$3]::text[],
+		changed_only => $4)
+	  AS d(interval_start timestamptz, interval_end timestamptz, seconds float8, datid oid, datname text, reset boolean, xact_commit bigint, xact_commit_per_s float8, xact_rollback bigint, xact_rollback_per_s float8, blks_read bigint, blks_read_per_s float8, blks_hit bigint, blks_hit_per_s float8, tup_returned bigint, tup_returned_per_s float8, tup_fetched bigint, tup_fetched_per_s float8, tup_inserted bigint, tup_inserted_per_s float8, tup_updated bigint, tup_updated_per_s float8, tup_deleted bigint, tup_deleted_per_s float8, conflicts bigint, conflicts_per_s float8, temp_files bigint, temp_files_per_s float8, temp_bytes bigint, temp_bytes_per_s float8, deadlocks bigint, deadlocks_per_s float8, checksum_failures bigint, checksum_failures_per_s float8, blk_read_time float8, blk_read_time_per_s float8, blk_write_time float8, blk_write_time_per_s float8, session_time float8, session_time_per_s float8, active_time float8, active_time_per_s float8, idle_in_transaction_time float8, idle_in_transaction_time_per_s float8, sessions bigint, sessions_per_s float8, sessions_abandoned bigint, sessions_abandoned_per_s float8, sessions_fatal bigint, sessions_fatal_per_s float8, sessions_killed bigint, sessions_killed_per_s float8, parallel_workers_to_launch bigint, parallel_workers_to_launch_per_s float8, parallel_workers_launched bigint, parallel_workers_launched_per_s float8, ms_per_blk_read float8);
 END;
 $fn$;
 
@@ -1077,9 +646,7 @@ RETURNS TABLE (interval_start timestamptz, interval_end timestamptz, seconds flo
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_custom_plan
-SET enable_nestloop = off
 SET work_mem = '256MB'
-SET enable_sort = off
 AS $fn$
 #variable_conflict use_column
 BEGIN
@@ -1087,93 +654,19 @@ BEGIN
 	PERFORM chronicle._check_name('chronicle.wait_deltas', 'backend_type', $3);
 	PERFORM chronicle._check_name('chronicle.wait_deltas', 'wait_event_type', $4);
 	RETURN QUERY
-	WITH iv AS MATERIALIZED (SELECT * FROM chronicle.intervals($1, $2)),
-	-- stored rows in the window, with the previous stored row of the key:
-	-- lag() in the order of the (key, ts) index, so that nothing is sorted,
-	-- of arrays (one lag() per type, not one per column); a previous row
-	-- of another segment does not count (p_ok false)
-	raw AS (
-		SELECT h.ts, h.backend_type, h.state, h.wait_event_type, h.wait_event, h.queryid,
-		       h.samples,
-		       lag(h.ts) OVER w AS p_ts,
-		       lag(ARRAY[h.samples]::bigint[]) OVER w AS p_i
-		  FROM chronicle.waits_history h
-		 WHERE h.ts > $1 AND h.ts <= $2
-		   AND ($3 IS NULL OR h.backend_type = $3)
-		   AND ($4 IS NULL OR h.wait_event_type = $4)
-		   AND ($5 IS NULL OR h.wait_event = $5)
-		WINDOW w AS (PARTITION BY h.backend_type, h.state, h.wait_event_type, h.wait_event, h.queryid ORDER BY h.ts)
-	),
-	cur AS MATERIALIZED (
-		SELECT iv.interval_start, iv.interval_end, iv.seconds, iv.segment, r.*,
-		       coalesce(r.p_ts >= iv.segment, false) AS p_ok
-		  FROM raw r JOIN iv ON iv.interval_end = r.ts
-	),
-	-- the first stored row of a (key, segment) in the window: its baseline
-	-- is the latest earlier row of the key in the segment (one index probe)
-	pair AS (
-		SELECT c.interval_start, c.interval_end, c.seconds, c.segment,
-		       c.backend_type, c.state, c.wait_event_type, c.wait_event, c.queryid,
-		       c.samples,
-		       c.p_i[1] AS q_samples
-		  FROM cur c WHERE c.p_ok
-		UNION ALL
-		SELECT c.interval_start, c.interval_end, c.seconds, c.segment,
-		       c.backend_type, c.state, c.wait_event_type, c.wait_event, c.queryid,
-		       c.samples,
-		       b.samples
-		  FROM cur c
-		  JOIN LATERAL (
-			SELECT hb.* FROM chronicle.waits_history hb
-			 WHERE hb.backend_type = c.backend_type AND hb.state = c.state AND hb.wait_event_type = c.wait_event_type AND hb.wait_event = c.wait_event AND hb.queryid = c.queryid
-			   AND hb.ts >= c.segment AND hb.ts < c.ts
-			 ORDER BY hb.ts DESC LIMIT 1) b ON true
-		 WHERE NOT c.p_ok
-	),
-	chg AS (
-		SELECT x.*, (coalesce(x.samples < x.q_samples, false)) AS reset
-		  FROM pair x
-	),
-	dlt AS (
-		SELECT y.interval_start, y.interval_end, y.seconds,
-		       y.backend_type, y.state, y.wait_event_type, y.wait_event, y.queryid,
-		       y.reset,
-		       CASE WHEN y.reset THEN NULL ELSE y.samples - y.q_samples END AS samples
-		  FROM chg y
-	),
-	-- unchanged keys: zero deltas, from the interval after their first row
-	zero AS (
-		SELECT iv.interval_start, iv.interval_end, iv.seconds,
-		       k.backend_type, k.state, k.wait_event_type, k.wait_event, k.queryid,
-		       false AS reset,
-		       k.samples - k.samples AS samples
-		  FROM chronicle._wait_keys($1, $2) k
-		  JOIN iv ON iv.segment = k.segment AND iv.interval_start >= k.first_ts
-		 WHERE NOT $6
-		   AND ($3 IS NULL OR k.backend_type = $3)
-		   AND ($4 IS NULL OR k.wait_event_type = $4)
-		   AND ($5 IS NULL OR k.wait_event = $5)
-		   AND NOT EXISTS (SELECT FROM dlt d WHERE d.interval_end = iv.interval_end
-		                   AND d.backend_type = k.backend_type
-		                   AND d.state = k.state
-		                   AND d.wait_event_type = k.wait_event_type
-		                   AND d.wait_event = k.wait_event
-		                   AND d.queryid = k.queryid
-		                 )
-	)
-	SELECT z.interval_start,
-	       z.interval_end,
-	       z.seconds,
-	       z.backend_type,
-	       z.state,
-	       z.wait_event_type,
-	       z.wait_event,
-	       z.queryid,
-	       z.reset,
-	       z.samples,
-	       z.samples::float8 / z.seconds
-	  FROM (SELECT * FROM dlt UNION ALL SELECT * FROM zero) z
-	 ORDER BY z.interval_end, z.backend_type, z.state, z.wait_event_type, z.wait_event, z.queryid;
+	SELECT * FROM chronicle._deltas('chronicle.waits_history'::regclass, $1, $2,
+		keys => ARRAY['backend_type', 'state', 'wait_event_type', 'wait_event', 'queryid']::text[],
+		vals => ARRAY['samples']::text[],
+		kinds => 'c',
+		attrs => ARRAY[]::text[],
+		reset_col => NULL,
+		bytes_ops => ARRAY[NULL]::text[],
+		bytes_unit => NULL,
+		per_op => ARRAY[]::text[],
+		filter_cols => ARRAY['backend_type', 'wait_event_type', 'wait_event']::text[],
+		filter_vals => ARRAY[$3, $4, $5]::text[],
+		changed_only => $6)
+	  AS d(interval_start timestamptz, interval_end timestamptz, seconds float8, backend_type text, state text, wait_event_type text, wait_event text, queryid bigint, reset boolean, samples bigint, samples_per_s float8);
 END;
 $fn$;
 
@@ -1331,198 +824,25 @@ RETURNS TABLE (interval_start timestamptz, interval_end timestamptz, seconds flo
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_custom_plan
-SET enable_nestloop = off
 SET work_mem = '256MB'
-SET enable_sort = off
 AS $fn$
 #variable_conflict use_column
 BEGIN
 	PERFORM chronicle._check_range($1, $2, 'chronicle.os_disk_deltas');
 	RETURN QUERY
-	WITH iv AS MATERIALIZED (SELECT * FROM chronicle.intervals($1, $2)),
-	-- stored rows in the window, with the previous stored row of the key:
-	-- lag() in the order of the (key, ts) index, so that nothing is sorted,
-	-- of arrays (one lag() per type, not one per column); a previous row
-	-- of another segment does not count (p_ok false)
-	raw AS (
-		SELECT h.ts, h.device, h.role,
-		       h.reads_completed, h.reads_merged, h.sectors_read, h.read_time_ms, h.writes_completed, h.writes_merged, h.sectors_written, h.write_time_ms, h.io_time_ms, h.weighted_io_time_ms, h.discards_completed, h.discards_merged, h.sectors_discarded, h.discard_time_ms, h.flushes_completed, h.flush_time_ms,
-		       lag(h.ts) OVER w AS p_ts,
-		       lag(ARRAY[h.reads_completed, h.reads_merged, h.sectors_read, h.read_time_ms, h.writes_completed, h.writes_merged, h.sectors_written, h.write_time_ms, h.io_time_ms, h.weighted_io_time_ms, h.discards_completed, h.discards_merged, h.sectors_discarded, h.discard_time_ms, h.flushes_completed, h.flush_time_ms]::bigint[]) OVER w AS p_i
-		  FROM chronicle.os_disk_history h
-		 WHERE h.ts > $1 AND h.ts <= $2
-		   AND ($3 IS NULL OR h.device = $3)
-		WINDOW w AS (PARTITION BY h.device, h.role ORDER BY h.ts)
-	),
-	cur AS MATERIALIZED (
-		SELECT iv.interval_start, iv.interval_end, iv.seconds, iv.segment, r.*,
-		       coalesce(r.p_ts >= iv.segment, false) AS p_ok
-		  FROM raw r JOIN iv ON iv.interval_end = r.ts
-	),
-	-- the first stored row of a (key, segment) in the window: its baseline
-	-- is the latest earlier row of the key in the segment (one index probe)
-	pair AS (
-		SELECT c.interval_start, c.interval_end, c.seconds, c.segment,
-		       c.device, c.role,
-		       c.reads_completed, c.reads_merged, c.sectors_read, c.read_time_ms, c.writes_completed, c.writes_merged, c.sectors_written, c.write_time_ms, c.io_time_ms, c.weighted_io_time_ms, c.discards_completed, c.discards_merged, c.sectors_discarded, c.discard_time_ms, c.flushes_completed, c.flush_time_ms,
-		       c.p_i[1] AS q_reads_completed,
-		       c.p_i[2] AS q_reads_merged,
-		       c.p_i[3] AS q_sectors_read,
-		       c.p_i[4] AS q_read_time_ms,
-		       c.p_i[5] AS q_writes_completed,
-		       c.p_i[6] AS q_writes_merged,
-		       c.p_i[7] AS q_sectors_written,
-		       c.p_i[8] AS q_write_time_ms,
-		       c.p_i[9] AS q_io_time_ms,
-		       c.p_i[10] AS q_weighted_io_time_ms,
-		       c.p_i[11] AS q_discards_completed,
-		       c.p_i[12] AS q_discards_merged,
-		       c.p_i[13] AS q_sectors_discarded,
-		       c.p_i[14] AS q_discard_time_ms,
-		       c.p_i[15] AS q_flushes_completed,
-		       c.p_i[16] AS q_flush_time_ms
-		  FROM cur c WHERE c.p_ok
-		UNION ALL
-		SELECT c.interval_start, c.interval_end, c.seconds, c.segment,
-		       c.device, c.role,
-		       c.reads_completed, c.reads_merged, c.sectors_read, c.read_time_ms, c.writes_completed, c.writes_merged, c.sectors_written, c.write_time_ms, c.io_time_ms, c.weighted_io_time_ms, c.discards_completed, c.discards_merged, c.sectors_discarded, c.discard_time_ms, c.flushes_completed, c.flush_time_ms,
-		       b.reads_completed,
-		       b.reads_merged,
-		       b.sectors_read,
-		       b.read_time_ms,
-		       b.writes_completed,
-		       b.writes_merged,
-		       b.sectors_written,
-		       b.write_time_ms,
-		       b.io_time_ms,
-		       b.weighted_io_time_ms,
-		       b.discards_completed,
-		       b.discards_merged,
-		       b.sectors_discarded,
-		       b.discard_time_ms,
-		       b.flushes_completed,
-		       b.flush_time_ms
-		  FROM cur c
-		  JOIN LATERAL (
-			SELECT hb.* FROM chronicle.os_disk_history hb
-			 WHERE hb.device = c.device AND hb.role = c.role
-			   AND hb.ts >= c.segment AND hb.ts < c.ts
-			 ORDER BY hb.ts DESC LIMIT 1) b ON true
-		 WHERE NOT c.p_ok
-	),
-	chg AS (
-		SELECT x.*, (coalesce(x.reads_completed < x.q_reads_completed, false)
-		         OR coalesce(x.reads_merged < x.q_reads_merged, false)
-		         OR coalesce(x.sectors_read < x.q_sectors_read, false)
-		         OR coalesce(x.read_time_ms < x.q_read_time_ms, false)
-		         OR coalesce(x.writes_completed < x.q_writes_completed, false)
-		         OR coalesce(x.writes_merged < x.q_writes_merged, false)
-		         OR coalesce(x.sectors_written < x.q_sectors_written, false)
-		         OR coalesce(x.write_time_ms < x.q_write_time_ms, false)
-		         OR coalesce(x.io_time_ms < x.q_io_time_ms, false)
-		         OR coalesce(x.weighted_io_time_ms < x.q_weighted_io_time_ms, false)
-		         OR coalesce(x.discards_completed < x.q_discards_completed, false)
-		         OR coalesce(x.discards_merged < x.q_discards_merged, false)
-		         OR coalesce(x.sectors_discarded < x.q_sectors_discarded, false)
-		         OR coalesce(x.discard_time_ms < x.q_discard_time_ms, false)
-		         OR coalesce(x.flushes_completed < x.q_flushes_completed, false)
-		         OR coalesce(x.flush_time_ms < x.q_flush_time_ms, false)) AS reset
-		  FROM pair x
-	),
-	dlt AS (
-		SELECT y.interval_start, y.interval_end, y.seconds,
-		       y.device, y.role,
-		       y.reset,
-		       CASE WHEN y.reset THEN NULL ELSE y.reads_completed - y.q_reads_completed END AS reads_completed,
-		       CASE WHEN y.reset THEN NULL ELSE y.reads_merged - y.q_reads_merged END AS reads_merged,
-		       CASE WHEN y.reset THEN NULL ELSE y.sectors_read - y.q_sectors_read END AS sectors_read,
-		       CASE WHEN y.reset THEN NULL ELSE y.read_time_ms - y.q_read_time_ms END AS read_time_ms,
-		       CASE WHEN y.reset THEN NULL ELSE y.writes_completed - y.q_writes_completed END AS writes_completed,
-		       CASE WHEN y.reset THEN NULL ELSE y.writes_merged - y.q_writes_merged END AS writes_merged,
-		       CASE WHEN y.reset THEN NULL ELSE y.sectors_written - y.q_sectors_written END AS sectors_written,
-		       CASE WHEN y.reset THEN NULL ELSE y.write_time_ms - y.q_write_time_ms END AS write_time_ms,
-		       CASE WHEN y.reset THEN NULL ELSE y.io_time_ms - y.q_io_time_ms END AS io_time_ms,
-		       CASE WHEN y.reset THEN NULL ELSE y.weighted_io_time_ms - y.q_weighted_io_time_ms END AS weighted_io_time_ms,
-		       CASE WHEN y.reset THEN NULL ELSE y.discards_completed - y.q_discards_completed END AS discards_completed,
-		       CASE WHEN y.reset THEN NULL ELSE y.discards_merged - y.q_discards_merged END AS discards_merged,
-		       CASE WHEN y.reset THEN NULL ELSE y.sectors_discarded - y.q_sectors_discarded END AS sectors_discarded,
-		       CASE WHEN y.reset THEN NULL ELSE y.discard_time_ms - y.q_discard_time_ms END AS discard_time_ms,
-		       CASE WHEN y.reset THEN NULL ELSE y.flushes_completed - y.q_flushes_completed END AS flushes_completed,
-		       CASE WHEN y.reset THEN NULL ELSE y.flush_time_ms - y.q_flush_time_ms END AS flush_time_ms
-		  FROM chg y
-	),
-	-- unchanged keys: zero deltas, from the interval after their first row
-	zero AS (
-		SELECT iv.interval_start, iv.interval_end, iv.seconds,
-		       k.device, k.role,
-		       false AS reset,
-		       k.reads_completed - k.reads_completed AS reads_completed,
-		       k.reads_merged - k.reads_merged AS reads_merged,
-		       k.sectors_read - k.sectors_read AS sectors_read,
-		       k.read_time_ms - k.read_time_ms AS read_time_ms,
-		       k.writes_completed - k.writes_completed AS writes_completed,
-		       k.writes_merged - k.writes_merged AS writes_merged,
-		       k.sectors_written - k.sectors_written AS sectors_written,
-		       k.write_time_ms - k.write_time_ms AS write_time_ms,
-		       k.io_time_ms - k.io_time_ms AS io_time_ms,
-		       k.weighted_io_time_ms - k.weighted_io_time_ms AS weighted_io_time_ms,
-		       k.discards_completed - k.discards_completed AS discards_completed,
-		       k.discards_merged - k.discards_merged AS discards_merged,
-		       k.sectors_discarded - k.sectors_discarded AS sectors_discarded,
-		       k.discard_time_ms - k.discard_time_ms AS discard_time_ms,
-		       k.flushes_completed - k.flushes_completed AS flushes_completed,
-		       k.flush_time_ms - k.flush_time_ms AS flush_time_ms
-		  FROM chronicle._os_disk_keys($1, $2) k
-		  JOIN iv ON iv.segment = k.segment AND iv.interval_start >= k.first_ts
-		 WHERE NOT $4
-		   AND ($3 IS NULL OR k.device = $3)
-		   AND NOT EXISTS (SELECT FROM dlt d WHERE d.interval_end = iv.interval_end
-		                   AND d.device = k.device
-		                   AND d.role = k.role
-		                 )
-	)
-	SELECT z.interval_start,
-	       z.interval_end,
-	       z.seconds,
-	       z.device,
-	       z.role,
-	       z.reset,
-	       z.reads_completed,
-	       z.reads_completed::float8 / z.seconds,
-	       z.reads_merged,
-	       z.reads_merged::float8 / z.seconds,
-	       z.sectors_read,
-	       z.sectors_read::float8 / z.seconds,
-	       z.read_time_ms,
-	       z.read_time_ms::float8 / z.seconds,
-	       z.writes_completed,
-	       z.writes_completed::float8 / z.seconds,
-	       z.writes_merged,
-	       z.writes_merged::float8 / z.seconds,
-	       z.sectors_written,
-	       z.sectors_written::float8 / z.seconds,
-	       z.write_time_ms,
-	       z.write_time_ms::float8 / z.seconds,
-	       z.io_time_ms,
-	       z.io_time_ms::float8 / z.seconds,
-	       z.weighted_io_time_ms,
-	       z.weighted_io_time_ms::float8 / z.seconds,
-	       z.discards_completed,
-	       z.discards_completed::float8 / z.seconds,
-	       z.discards_merged,
-	       z.discards_merged::float8 / z.seconds,
-	       z.sectors_discarded,
-	       z.sectors_discarded::float8 / z.seconds,
-	       z.discard_time_ms,
-	       z.discard_time_ms::float8 / z.seconds,
-	       z.flushes_completed,
-	       z.flushes_completed::float8 / z.seconds,
-	       z.flush_time_ms,
-	       z.flush_time_ms::float8 / z.seconds,
-	       z.read_time_ms::float8 / nullif(z.reads_completed, 0),
-	       z.write_time_ms::float8 / nullif(z.writes_completed, 0)
-	  FROM (SELECT * FROM dlt UNION ALL SELECT * FROM zero) z
-	 ORDER BY z.interval_end, z.device, z.role;
+	SELECT * FROM chronicle._deltas('chronicle.os_disk_history'::regclass, $1, $2,
+		keys => ARRAY['device', 'role']::text[],
+		vals => ARRAY['reads_completed', 'reads_merged', 'sectors_read', 'read_time_ms', 'writes_completed', 'writes_merged', 'sectors_written', 'write_time_ms', 'io_time_ms', 'weighted_io_time_ms', 'discards_completed', 'discards_merged', 'sectors_discarded', 'discard_time_ms', 'flushes_completed', 'flush_time_ms']::text[],
+		kinds => 'cccccccccccccccc',
+		attrs => ARRAY[]::text[],
+		reset_col => NULL,
+		bytes_ops => ARRAY[NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL]::text[],
+		bytes_unit => NULL,
+		per_op => ARRAY['read_time_ms', 'reads_completed', 'write_time_ms', 'writes_completed']::text[],
+		filter_cols => ARRAY['device']::text[],
+		filter_vals => ARRAY[$3]::text[],
+		changed_only => $4)
+	  AS d(interval_start timestamptz, interval_end timestamptz, seconds float8, device text, role text, reset boolean, reads_completed bigint, reads_completed_per_s float8, reads_merged bigint, reads_merged_per_s float8, sectors_read bigint, sectors_read_per_s float8, read_time_ms bigint, read_time_ms_per_s float8, writes_completed bigint, writes_completed_per_s float8, writes_merged bigint, writes_merged_per_s float8, sectors_written bigint, sectors_written_per_s float8, write_time_ms bigint, write_time_ms_per_s float8, io_time_ms bigint, io_time_ms_per_s float8, weighted_io_time_ms bigint, weighted_io_time_ms_per_s float8, discards_completed bigint, discards_completed_per_s float8, discards_merged bigint, discards_merged_per_s float8, sectors_discarded bigint, sectors_discarded_per_s float8, discard_time_ms bigint, discard_time_ms_per_s float8, flushes_completed bigint, flushes_completed_per_s float8, flush_time_ms bigint, flush_time_ms_per_s float8, ms_per_read float8, ms_per_write float8);
 END;
 $fn$;
 
@@ -1766,96 +1086,25 @@ RETURNS TABLE (interval_start timestamptz, interval_end timestamptz, seconds flo
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_custom_plan
-SET enable_nestloop = off
 SET work_mem = '256MB'
-SET enable_sort = off
 AS $fn$
 #variable_conflict use_column
 BEGIN
 	PERFORM chronicle._check_range($1, $2, 'chronicle.os_pressure_deltas');
 	RETURN QUERY
-	WITH iv AS MATERIALIZED (SELECT * FROM chronicle.intervals($1, $2)),
-	-- stored rows in the window, with the previous stored row of the key:
-	-- lag() in the order of the (key, ts) index, so that nothing is sorted,
-	-- of arrays (one lag() per type, not one per column); a previous row
-	-- of another segment does not count (p_ok false)
-	raw AS (
-		SELECT h.ts, h.resource,
-		       h.some_total, h.full_total,
-		       lag(h.ts) OVER w AS p_ts,
-		       lag(ARRAY[h.some_total, h.full_total]::bigint[]) OVER w AS p_i
-		  FROM chronicle.os_pressure_history h
-		 WHERE h.ts > $1 AND h.ts <= $2
-		   AND ($3 IS NULL OR h.resource = $3)
-		WINDOW w AS (PARTITION BY h.resource ORDER BY h.ts)
-	),
-	cur AS MATERIALIZED (
-		SELECT iv.interval_start, iv.interval_end, iv.seconds, iv.segment, r.*,
-		       coalesce(r.p_ts >= iv.segment, false) AS p_ok
-		  FROM raw r JOIN iv ON iv.interval_end = r.ts
-	),
-	-- the first stored row of a (key, segment) in the window: its baseline
-	-- is the latest earlier row of the key in the segment (one index probe)
-	pair AS (
-		SELECT c.interval_start, c.interval_end, c.seconds, c.segment,
-		       c.resource,
-		       c.some_total, c.full_total,
-		       c.p_i[1] AS q_some_total,
-		       c.p_i[2] AS q_full_total
-		  FROM cur c WHERE c.p_ok
-		UNION ALL
-		SELECT c.interval_start, c.interval_end, c.seconds, c.segment,
-		       c.resource,
-		       c.some_total, c.full_total,
-		       b.some_total,
-		       b.full_total
-		  FROM cur c
-		  JOIN LATERAL (
-			SELECT hb.* FROM chronicle.os_pressure_history hb
-			 WHERE hb.resource = c.resource
-			   AND hb.ts >= c.segment AND hb.ts < c.ts
-			 ORDER BY hb.ts DESC LIMIT 1) b ON true
-		 WHERE NOT c.p_ok
-	),
-	chg AS (
-		SELECT x.*, (coalesce(x.some_total < x.q_some_total, false)
-		         OR coalesce(x.full_total < x.q_full_total, false)) AS reset
-		  FROM pair x
-	),
-	dlt AS (
-		SELECT y.interval_start, y.interval_end, y.seconds,
-		       y.resource,
-		       y.reset,
-		       CASE WHEN y.reset THEN NULL ELSE y.some_total - y.q_some_total END AS some_total,
-		       CASE WHEN y.reset THEN NULL ELSE y.full_total - y.q_full_total END AS full_total
-		  FROM chg y
-	),
-	-- unchanged keys: zero deltas, from the interval after their first row
-	zero AS (
-		SELECT iv.interval_start, iv.interval_end, iv.seconds,
-		       k.resource,
-		       false AS reset,
-		       k.some_total - k.some_total AS some_total,
-		       k.full_total - k.full_total AS full_total
-		  FROM chronicle._os_pressure_keys($1, $2) k
-		  JOIN iv ON iv.segment = k.segment AND iv.interval_start >= k.first_ts
-		 WHERE NOT $4
-		   AND ($3 IS NULL OR k.resource = $3)
-		   AND NOT EXISTS (SELECT FROM dlt d WHERE d.interval_end = iv.interval_end
-		                   AND d.resource = k.resource
-		                 )
-	)
-	SELECT z.interval_start,
-	       z.interval_end,
-	       z.seconds,
-	       z.resource,
-	       z.reset,
-	       z.some_total,
-	       z.some_total::float8 / z.seconds,
-	       z.full_total,
-	       z.full_total::float8 / z.seconds
-	  FROM (SELECT * FROM dlt UNION ALL SELECT * FROM zero) z
-	 ORDER BY z.interval_end, z.resource;
+	SELECT * FROM chronicle._deltas('chronicle.os_pressure_history'::regclass, $1, $2,
+		keys => ARRAY['resource']::text[],
+		vals => ARRAY['some_total', 'full_total']::text[],
+		kinds => 'cc',
+		attrs => ARRAY[]::text[],
+		reset_col => NULL,
+		bytes_ops => ARRAY[NULL, NULL]::text[],
+		bytes_unit => NULL,
+		per_op => ARRAY[]::text[],
+		filter_cols => ARRAY['resource']::text[],
+		filter_vals => ARRAY[$3]::text[],
+		changed_only => $4)
+	  AS d(interval_start timestamptz, interval_end timestamptz, seconds float8, resource text, reset boolean, some_total bigint, some_total_per_s float8, full_total bigint, full_total_per_s float8);
 END;
 $fn$;
 
@@ -1979,96 +1228,25 @@ RETURNS TABLE (interval_start timestamptz, interval_end timestamptz, seconds flo
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_custom_plan
+SET work_mem = '256MB'
 AS $fn$
 #variable_conflict use_column
 BEGIN
 	PERFORM chronicle._check_range($1, $2, 'chronicle.wal_deltas');
 	RETURN QUERY
-	WITH iv AS MATERIALIZED (SELECT * FROM chronicle.intervals($1, $2)),
-	fs AS (SELECT i.segment, min(i.interval_start) AS first_start FROM iv i GROUP BY i.segment),
-	-- the baseline of each segment (latest row before its first interval
-	-- in the window), then every interval with its stored row if any
-	seq AS (
-		SELECT f.segment, f.first_start AS interval_end, NULL::timestamptz AS interval_start,
-		       NULL::float8 AS seconds, true AS base, b.ts AS hts,
-		       ARRAY[b.wal_records, b.wal_fpi, b.wal_bytes, b.wal_buffers_full, b.wal_write, b.wal_sync]::bigint[] AS vi, ARRAY[b.wal_write_time, b.wal_sync_time]::float8[] AS vf, b.stats_reset
-		  FROM fs f LEFT JOIN LATERAL (
-			SELECT hb.* FROM chronicle.wal_history hb
-			 WHERE hb.ts >= f.segment AND hb.ts <= f.first_start
-			 ORDER BY hb.ts DESC LIMIT 1) b ON true
-		UNION ALL
-		SELECT i.segment, i.interval_end, i.interval_start, i.seconds, false, h.ts,
-		       ARRAY[h.wal_records, h.wal_fpi, h.wal_bytes, h.wal_buffers_full, h.wal_write, h.wal_sync]::bigint[] AS vi, ARRAY[h.wal_write_time, h.wal_sync_time]::float8[] AS vf, h.stats_reset
-		  FROM iv i LEFT JOIN chronicle.wal_history h
-		    ON h.ts = i.interval_end AND h.ts > $1 AND h.ts <= $2
-	),
-	grp AS (SELECT q.*, count(q.hts) OVER (PARTITION BY q.segment ORDER BY q.interval_end) AS g FROM seq q),
-	-- carried forward: a snapshot without a row has the latest row's values
-	fill AS (
-		SELECT r.segment, r.interval_end, r.interval_start, r.seconds, r.base,
-		       first_value(r.hts) OVER wf AS hts,
-		       first_value(r.vi) OVER wf AS vi,
-		       first_value(r.vf) OVER wf AS vf,
-		       first_value(r.stats_reset) OVER wf AS stats_reset
-		  FROM grp r
-		WINDOW wf AS (PARTITION BY r.segment, r.g ORDER BY r.interval_end)
-	),
-	pair AS (
-		SELECT f.*, lag(f.hts) OVER wl AS q_hts,
-		       lag(f.vi) OVER wl AS q_vi,
-		       lag(f.vf) OVER wl AS q_vf,
-		       lag(f.stats_reset) OVER wl AS q_stats_reset
-		  FROM fill f
-		WINDOW wl AS (PARTITION BY f.segment ORDER BY f.interval_end)
-	),
-	chg AS (
-		SELECT x.*, (x.q_hts IS NOT NULL AND (x.stats_reset IS DISTINCT FROM x.q_stats_reset
-		         OR coalesce(x.vi[1] < x.q_vi[1], false)
-		         OR coalesce(x.vi[2] < x.q_vi[2], false)
-		         OR coalesce(x.vi[3] < x.q_vi[3], false)
-		         OR coalesce(x.vi[4] < x.q_vi[4], false)
-		         OR coalesce(x.vi[5] < x.q_vi[5], false)
-		         OR coalesce(x.vi[6] < x.q_vi[6], false)
-		         OR coalesce(x.vf[1] < x.q_vf[1], false)
-		         OR coalesce(x.vf[2] < x.q_vf[2], false))) AS reset
-		  FROM pair x WHERE NOT x.base
-	),
-	dlt AS (
-		SELECT y.interval_start, y.interval_end, y.seconds, y.reset
-		       , CASE WHEN y.reset THEN NULL ELSE y.vi[1] - y.q_vi[1] END AS wal_records
-		       , CASE WHEN y.reset THEN NULL ELSE y.vi[2] - y.q_vi[2] END AS wal_fpi
-		       , CASE WHEN y.reset THEN NULL ELSE y.vi[3] - y.q_vi[3] END AS wal_bytes
-		       , CASE WHEN y.reset THEN NULL ELSE y.vi[4] - y.q_vi[4] END AS wal_buffers_full
-		       , CASE WHEN y.reset THEN NULL ELSE y.vi[5] - y.q_vi[5] END AS wal_write
-		       , CASE WHEN y.reset THEN NULL ELSE y.vi[6] - y.q_vi[6] END AS wal_sync
-		       , CASE WHEN y.reset THEN NULL ELSE y.vf[1] - y.q_vf[1] END AS wal_write_time
-		       , CASE WHEN y.reset THEN NULL ELSE y.vf[2] - y.q_vf[2] END AS wal_sync_time
-		  FROM chg y
-	)
-	SELECT z.interval_start,
-	       z.interval_end,
-	       z.seconds,
-	       z.reset,
-	       z.wal_records,
-	       z.wal_records::float8 / z.seconds,
-	       z.wal_fpi,
-	       z.wal_fpi::float8 / z.seconds,
-	       z.wal_bytes,
-	       z.wal_bytes::float8 / z.seconds,
-	       z.wal_buffers_full,
-	       z.wal_buffers_full::float8 / z.seconds,
-	       z.wal_write,
-	       z.wal_write::float8 / z.seconds,
-	       z.wal_sync,
-	       z.wal_sync::float8 / z.seconds,
-	       z.wal_write_time,
-	       z.wal_write_time::float8 / z.seconds,
-	       z.wal_sync_time,
-	       z.wal_sync_time::float8 / z.seconds,
-	       z.wal_write_time::float8 / nullif(z.wal_write, 0),
-	       z.wal_sync_time::float8 / nullif(z.wal_sync, 0)
-	  FROM dlt z
-	 ORDER BY z.interval_end;
+	SELECT * FROM chronicle._deltas('chronicle.wal_history'::regclass, $1, $2,
+		keys => ARRAY[]::text[],
+		vals => ARRAY['wal_records', 'wal_fpi', 'wal_bytes', 'wal_buffers_full', 'wal_write', 'wal_sync', 'wal_write_time', 'wal_sync_time']::text[],
+		kinds => 'cccccctt',
+		attrs => ARRAY[]::text[],
+		reset_col => 'stats_reset',
+		bytes_ops => ARRAY[NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL]::text[],
+		bytes_unit => NULL,
+		per_op => ARRAY['wal_write_time', 'wal_write', 'wal_sync_time', 'wal_sync']::text[],
+		filter_cols => ARRAY[]::text[],
+		filter_vals => ARRAY[]::text[],
+		changed_only => false)
+	  AS d(interval_start timestamptz, interval_end timestamptz, seconds float8, reset boolean, wal_records bigint, wal_records_per_s float8, wal_fpi bigint, wal_fpi_per_s float8, wal_bytes bigint, wal_bytes_per_s float8, wal_buffers_full bigint, wal_buffers_full_per_s float8, wal_write bigint, wal_write_per_s float8, wal_sync bigint, wal_sync_per_s float8, wal_write_time float8, wal_write_time_per_s float8, wal_sync_time float8, wal_sync_time_per_s float8, ms_per_write float8, ms_per_sync float8);
 END;
 $fn$;
 
@@ -2218,102 +1396,25 @@ RETURNS TABLE (interval_start timestamptz, interval_end timestamptz, seconds flo
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_custom_plan
+SET work_mem = '256MB'
 AS $fn$
 #variable_conflict use_column
 BEGIN
 	PERFORM chronicle._check_range($1, $2, 'chronicle.checkpointer_deltas');
 	RETURN QUERY
-	WITH iv AS MATERIALIZED (SELECT * FROM chronicle.intervals($1, $2)),
-	fs AS (SELECT i.segment, min(i.interval_start) AS first_start FROM iv i GROUP BY i.segment),
-	-- the baseline of each segment (latest row before its first interval
-	-- in the window), then every interval with its stored row if any
-	seq AS (
-		SELECT f.segment, f.first_start AS interval_end, NULL::timestamptz AS interval_start,
-		       NULL::float8 AS seconds, true AS base, b.ts AS hts,
-		       ARRAY[b.num_timed, b.num_requested, b.num_done, b.restartpoints_timed, b.restartpoints_req, b.restartpoints_done, b.buffers_written, b.slru_written]::bigint[] AS vi, ARRAY[b.write_time, b.sync_time]::float8[] AS vf, b.stats_reset
-		  FROM fs f LEFT JOIN LATERAL (
-			SELECT hb.* FROM chronicle.checkpointer_history hb
-			 WHERE hb.ts >= f.segment AND hb.ts <= f.first_start
-			 ORDER BY hb.ts DESC LIMIT 1) b ON true
-		UNION ALL
-		SELECT i.segment, i.interval_end, i.interval_start, i.seconds, false, h.ts,
-		       ARRAY[h.num_timed, h.num_requested, h.num_done, h.restartpoints_timed, h.restartpoints_req, h.restartpoints_done, h.buffers_written, h.slru_written]::bigint[] AS vi, ARRAY[h.write_time, h.sync_time]::float8[] AS vf, h.stats_reset
-		  FROM iv i LEFT JOIN chronicle.checkpointer_history h
-		    ON h.ts = i.interval_end AND h.ts > $1 AND h.ts <= $2
-	),
-	grp AS (SELECT q.*, count(q.hts) OVER (PARTITION BY q.segment ORDER BY q.interval_end) AS g FROM seq q),
-	-- carried forward: a snapshot without a row has the latest row's values
-	fill AS (
-		SELECT r.segment, r.interval_end, r.interval_start, r.seconds, r.base,
-		       first_value(r.hts) OVER wf AS hts,
-		       first_value(r.vi) OVER wf AS vi,
-		       first_value(r.vf) OVER wf AS vf,
-		       first_value(r.stats_reset) OVER wf AS stats_reset
-		  FROM grp r
-		WINDOW wf AS (PARTITION BY r.segment, r.g ORDER BY r.interval_end)
-	),
-	pair AS (
-		SELECT f.*, lag(f.hts) OVER wl AS q_hts,
-		       lag(f.vi) OVER wl AS q_vi,
-		       lag(f.vf) OVER wl AS q_vf,
-		       lag(f.stats_reset) OVER wl AS q_stats_reset
-		  FROM fill f
-		WINDOW wl AS (PARTITION BY f.segment ORDER BY f.interval_end)
-	),
-	chg AS (
-		SELECT x.*, (x.q_hts IS NOT NULL AND (x.stats_reset IS DISTINCT FROM x.q_stats_reset
-		         OR coalesce(x.vi[1] < x.q_vi[1], false)
-		         OR coalesce(x.vi[2] < x.q_vi[2], false)
-		         OR coalesce(x.vi[3] < x.q_vi[3], false)
-		         OR coalesce(x.vi[4] < x.q_vi[4], false)
-		         OR coalesce(x.vi[5] < x.q_vi[5], false)
-		         OR coalesce(x.vi[6] < x.q_vi[6], false)
-		         OR coalesce(x.vf[1] < x.q_vf[1], false)
-		         OR coalesce(x.vf[2] < x.q_vf[2], false)
-		         OR coalesce(x.vi[7] < x.q_vi[7], false)
-		         OR coalesce(x.vi[8] < x.q_vi[8], false))) AS reset
-		  FROM pair x WHERE NOT x.base
-	),
-	dlt AS (
-		SELECT y.interval_start, y.interval_end, y.seconds, y.reset
-		       , CASE WHEN y.reset THEN NULL ELSE y.vi[1] - y.q_vi[1] END AS num_timed
-		       , CASE WHEN y.reset THEN NULL ELSE y.vi[2] - y.q_vi[2] END AS num_requested
-		       , CASE WHEN y.reset THEN NULL ELSE y.vi[3] - y.q_vi[3] END AS num_done
-		       , CASE WHEN y.reset THEN NULL ELSE y.vi[4] - y.q_vi[4] END AS restartpoints_timed
-		       , CASE WHEN y.reset THEN NULL ELSE y.vi[5] - y.q_vi[5] END AS restartpoints_req
-		       , CASE WHEN y.reset THEN NULL ELSE y.vi[6] - y.q_vi[6] END AS restartpoints_done
-		       , CASE WHEN y.reset THEN NULL ELSE y.vf[1] - y.q_vf[1] END AS write_time
-		       , CASE WHEN y.reset THEN NULL ELSE y.vf[2] - y.q_vf[2] END AS sync_time
-		       , CASE WHEN y.reset THEN NULL ELSE y.vi[7] - y.q_vi[7] END AS buffers_written
-		       , CASE WHEN y.reset THEN NULL ELSE y.vi[8] - y.q_vi[8] END AS slru_written
-		  FROM chg y
-	)
-	SELECT z.interval_start,
-	       z.interval_end,
-	       z.seconds,
-	       z.reset,
-	       z.num_timed,
-	       z.num_timed::float8 / z.seconds,
-	       z.num_requested,
-	       z.num_requested::float8 / z.seconds,
-	       z.num_done,
-	       z.num_done::float8 / z.seconds,
-	       z.restartpoints_timed,
-	       z.restartpoints_timed::float8 / z.seconds,
-	       z.restartpoints_req,
-	       z.restartpoints_req::float8 / z.seconds,
-	       z.restartpoints_done,
-	       z.restartpoints_done::float8 / z.seconds,
-	       z.write_time,
-	       z.write_time::float8 / z.seconds,
-	       z.sync_time,
-	       z.sync_time::float8 / z.seconds,
-	       z.buffers_written,
-	       z.buffers_written::float8 / z.seconds,
-	       z.slru_written,
-	       z.slru_written::float8 / z.seconds
-	  FROM dlt z
-	 ORDER BY z.interval_end;
+	SELECT * FROM chronicle._deltas('chronicle.checkpointer_history'::regclass, $1, $2,
+		keys => ARRAY[]::text[],
+		vals => ARRAY['num_timed', 'num_requested', 'num_done', 'restartpoints_timed', 'restartpoints_req', 'restartpoints_done', 'write_time', 'sync_time', 'buffers_written', 'slru_written']::text[],
+		kinds => 'ccccccttcc',
+		attrs => ARRAY[]::text[],
+		reset_col => 'stats_reset',
+		bytes_ops => ARRAY[NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL]::text[],
+		bytes_unit => NULL,
+		per_op => ARRAY[]::text[],
+		filter_cols => ARRAY[]::text[],
+		filter_vals => ARRAY[]::text[],
+		changed_only => false)
+	  AS d(interval_start timestamptz, interval_end timestamptz, seconds float8, reset boolean, num_timed bigint, num_timed_per_s float8, num_requested bigint, num_requested_per_s float8, num_done bigint, num_done_per_s float8, restartpoints_timed bigint, restartpoints_timed_per_s float8, restartpoints_req bigint, restartpoints_req_per_s float8, restartpoints_done bigint, restartpoints_done_per_s float8, write_time float8, write_time_per_s float8, sync_time float8, sync_time_per_s float8, buffers_written bigint, buffers_written_per_s float8, slru_written bigint, slru_written_per_s float8);
 END;
 $fn$;
 
@@ -2471,72 +1572,25 @@ RETURNS TABLE (interval_start timestamptz, interval_end timestamptz, seconds flo
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_custom_plan
+SET work_mem = '256MB'
 AS $fn$
 #variable_conflict use_column
 BEGIN
 	PERFORM chronicle._check_range($1, $2, 'chronicle.bgwriter_deltas');
 	RETURN QUERY
-	WITH iv AS MATERIALIZED (SELECT * FROM chronicle.intervals($1, $2)),
-	fs AS (SELECT i.segment, min(i.interval_start) AS first_start FROM iv i GROUP BY i.segment),
-	-- the baseline of each segment (latest row before its first interval
-	-- in the window), then every interval with its stored row if any
-	seq AS (
-		SELECT f.segment, f.first_start AS interval_end, NULL::timestamptz AS interval_start,
-		       NULL::float8 AS seconds, true AS base, b.ts AS hts,
-		       ARRAY[b.buffers_clean, b.maxwritten_clean, b.buffers_alloc]::bigint[] AS vi, b.stats_reset
-		  FROM fs f LEFT JOIN LATERAL (
-			SELECT hb.* FROM chronicle.bgwriter_history hb
-			 WHERE hb.ts >= f.segment AND hb.ts <= f.first_start
-			 ORDER BY hb.ts DESC LIMIT 1) b ON true
-		UNION ALL
-		SELECT i.segment, i.interval_end, i.interval_start, i.seconds, false, h.ts,
-		       ARRAY[h.buffers_clean, h.maxwritten_clean, h.buffers_alloc]::bigint[] AS vi, h.stats_reset
-		  FROM iv i LEFT JOIN chronicle.bgwriter_history h
-		    ON h.ts = i.interval_end AND h.ts > $1 AND h.ts <= $2
-	),
-	grp AS (SELECT q.*, count(q.hts) OVER (PARTITION BY q.segment ORDER BY q.interval_end) AS g FROM seq q),
-	-- carried forward: a snapshot without a row has the latest row's values
-	fill AS (
-		SELECT r.segment, r.interval_end, r.interval_start, r.seconds, r.base,
-		       first_value(r.hts) OVER wf AS hts,
-		       first_value(r.vi) OVER wf AS vi,
-		       first_value(r.stats_reset) OVER wf AS stats_reset
-		  FROM grp r
-		WINDOW wf AS (PARTITION BY r.segment, r.g ORDER BY r.interval_end)
-	),
-	pair AS (
-		SELECT f.*, lag(f.hts) OVER wl AS q_hts,
-		       lag(f.vi) OVER wl AS q_vi,
-		       lag(f.stats_reset) OVER wl AS q_stats_reset
-		  FROM fill f
-		WINDOW wl AS (PARTITION BY f.segment ORDER BY f.interval_end)
-	),
-	chg AS (
-		SELECT x.*, (x.q_hts IS NOT NULL AND (x.stats_reset IS DISTINCT FROM x.q_stats_reset
-		         OR coalesce(x.vi[1] < x.q_vi[1], false)
-		         OR coalesce(x.vi[2] < x.q_vi[2], false)
-		         OR coalesce(x.vi[3] < x.q_vi[3], false))) AS reset
-		  FROM pair x WHERE NOT x.base
-	),
-	dlt AS (
-		SELECT y.interval_start, y.interval_end, y.seconds, y.reset
-		       , CASE WHEN y.reset THEN NULL ELSE y.vi[1] - y.q_vi[1] END AS buffers_clean
-		       , CASE WHEN y.reset THEN NULL ELSE y.vi[2] - y.q_vi[2] END AS maxwritten_clean
-		       , CASE WHEN y.reset THEN NULL ELSE y.vi[3] - y.q_vi[3] END AS buffers_alloc
-		  FROM chg y
-	)
-	SELECT z.interval_start,
-	       z.interval_end,
-	       z.seconds,
-	       z.reset,
-	       z.buffers_clean,
-	       z.buffers_clean::float8 / z.seconds,
-	       z.maxwritten_clean,
-	       z.maxwritten_clean::float8 / z.seconds,
-	       z.buffers_alloc,
-	       z.buffers_alloc::float8 / z.seconds
-	  FROM dlt z
-	 ORDER BY z.interval_end;
+	SELECT * FROM chronicle._deltas('chronicle.bgwriter_history'::regclass, $1, $2,
+		keys => ARRAY[]::text[],
+		vals => ARRAY['buffers_clean', 'maxwritten_clean', 'buffers_alloc']::text[],
+		kinds => 'ccc',
+		attrs => ARRAY[]::text[],
+		reset_col => 'stats_reset',
+		bytes_ops => ARRAY[NULL, NULL, NULL]::text[],
+		bytes_unit => NULL,
+		per_op => ARRAY[]::text[],
+		filter_cols => ARRAY[]::text[],
+		filter_vals => ARRAY[]::text[],
+		changed_only => false)
+	  AS d(interval_start timestamptz, interval_end timestamptz, seconds float8, reset boolean, buffers_clean bigint, buffers_clean_per_s float8, maxwritten_clean bigint, maxwritten_clean_per_s float8, buffers_alloc bigint, buffers_alloc_per_s float8);
 END;
 $fn$;
 
@@ -2652,104 +1706,25 @@ RETURNS TABLE (interval_start timestamptz, interval_end timestamptz, seconds flo
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_custom_plan
+SET work_mem = '256MB'
 AS $fn$
 #variable_conflict use_column
 BEGIN
 	PERFORM chronicle._check_range($1, $2, 'chronicle.wait_sampler_deltas');
 	RETURN QUERY
-	WITH iv AS MATERIALIZED (SELECT * FROM chronicle.intervals($1, $2)),
-	fs AS (SELECT i.segment, min(i.interval_start) AS first_start FROM iv i GROUP BY i.segment),
-	-- the baseline of each segment (latest row before its first interval
-	-- in the window), then every interval with its stored row if any
-	seq AS (
-		SELECT f.segment, f.first_start AS interval_end, NULL::timestamptz AS interval_start,
-		       NULL::float8 AS seconds, true AS base, b.ts AS hts,
-		       ARRAY[b.ticks_due, b.ticks_taken, b.samples_dropped, b.active_cpu, b.active_io, b.active_lwlock, b.active_lock, b.active_ipc, b.active_client, b.active_timeout, b.active_other]::bigint[] AS vi, b.sampler_started
-		  FROM fs f LEFT JOIN LATERAL (
-			SELECT hb.* FROM chronicle.wait_sampler_history hb
-			 WHERE hb.ts >= f.segment AND hb.ts <= f.first_start
-			 ORDER BY hb.ts DESC LIMIT 1) b ON true
-		UNION ALL
-		SELECT i.segment, i.interval_end, i.interval_start, i.seconds, false, h.ts,
-		       ARRAY[h.ticks_due, h.ticks_taken, h.samples_dropped, h.active_cpu, h.active_io, h.active_lwlock, h.active_lock, h.active_ipc, h.active_client, h.active_timeout, h.active_other]::bigint[] AS vi, h.sampler_started
-		  FROM iv i LEFT JOIN chronicle.wait_sampler_history h
-		    ON h.ts = i.interval_end AND h.ts > $1 AND h.ts <= $2
-	),
-	grp AS (SELECT q.*, count(q.hts) OVER (PARTITION BY q.segment ORDER BY q.interval_end) AS g FROM seq q),
-	-- carried forward: a snapshot without a row has the latest row's values
-	fill AS (
-		SELECT r.segment, r.interval_end, r.interval_start, r.seconds, r.base,
-		       first_value(r.hts) OVER wf AS hts,
-		       first_value(r.vi) OVER wf AS vi,
-		       first_value(r.sampler_started) OVER wf AS sampler_started
-		  FROM grp r
-		WINDOW wf AS (PARTITION BY r.segment, r.g ORDER BY r.interval_end)
-	),
-	pair AS (
-		SELECT f.*, lag(f.hts) OVER wl AS q_hts,
-		       lag(f.vi) OVER wl AS q_vi,
-		       lag(f.sampler_started) OVER wl AS q_sampler_started
-		  FROM fill f
-		WINDOW wl AS (PARTITION BY f.segment ORDER BY f.interval_end)
-	),
-	chg AS (
-		SELECT x.*, (x.q_hts IS NOT NULL AND (x.sampler_started IS DISTINCT FROM x.q_sampler_started
-		         OR coalesce(x.vi[1] < x.q_vi[1], false)
-		         OR coalesce(x.vi[2] < x.q_vi[2], false)
-		         OR coalesce(x.vi[3] < x.q_vi[3], false)
-		         OR coalesce(x.vi[4] < x.q_vi[4], false)
-		         OR coalesce(x.vi[5] < x.q_vi[5], false)
-		         OR coalesce(x.vi[6] < x.q_vi[6], false)
-		         OR coalesce(x.vi[7] < x.q_vi[7], false)
-		         OR coalesce(x.vi[8] < x.q_vi[8], false)
-		         OR coalesce(x.vi[9] < x.q_vi[9], false)
-		         OR coalesce(x.vi[10] < x.q_vi[10], false)
-		         OR coalesce(x.vi[11] < x.q_vi[11], false))) AS reset
-		  FROM pair x WHERE NOT x.base
-	),
-	dlt AS (
-		SELECT y.interval_start, y.interval_end, y.seconds, y.reset
-		       , CASE WHEN y.reset THEN NULL ELSE y.vi[1] - y.q_vi[1] END AS ticks_due
-		       , CASE WHEN y.reset THEN NULL ELSE y.vi[2] - y.q_vi[2] END AS ticks_taken
-		       , CASE WHEN y.reset THEN NULL ELSE y.vi[3] - y.q_vi[3] END AS samples_dropped
-		       , CASE WHEN y.reset THEN NULL ELSE y.vi[4] - y.q_vi[4] END AS active_cpu
-		       , CASE WHEN y.reset THEN NULL ELSE y.vi[5] - y.q_vi[5] END AS active_io
-		       , CASE WHEN y.reset THEN NULL ELSE y.vi[6] - y.q_vi[6] END AS active_lwlock
-		       , CASE WHEN y.reset THEN NULL ELSE y.vi[7] - y.q_vi[7] END AS active_lock
-		       , CASE WHEN y.reset THEN NULL ELSE y.vi[8] - y.q_vi[8] END AS active_ipc
-		       , CASE WHEN y.reset THEN NULL ELSE y.vi[9] - y.q_vi[9] END AS active_client
-		       , CASE WHEN y.reset THEN NULL ELSE y.vi[10] - y.q_vi[10] END AS active_timeout
-		       , CASE WHEN y.reset THEN NULL ELSE y.vi[11] - y.q_vi[11] END AS active_other
-		  FROM chg y
-	)
-	SELECT z.interval_start,
-	       z.interval_end,
-	       z.seconds,
-	       z.reset,
-	       z.ticks_due,
-	       z.ticks_due::float8 / z.seconds,
-	       z.ticks_taken,
-	       z.ticks_taken::float8 / z.seconds,
-	       z.samples_dropped,
-	       z.samples_dropped::float8 / z.seconds,
-	       z.active_cpu,
-	       z.active_cpu::float8 / z.seconds,
-	       z.active_io,
-	       z.active_io::float8 / z.seconds,
-	       z.active_lwlock,
-	       z.active_lwlock::float8 / z.seconds,
-	       z.active_lock,
-	       z.active_lock::float8 / z.seconds,
-	       z.active_ipc,
-	       z.active_ipc::float8 / z.seconds,
-	       z.active_client,
-	       z.active_client::float8 / z.seconds,
-	       z.active_timeout,
-	       z.active_timeout::float8 / z.seconds,
-	       z.active_other,
-	       z.active_other::float8 / z.seconds
-	  FROM dlt z
-	 ORDER BY z.interval_end;
+	SELECT * FROM chronicle._deltas('chronicle.wait_sampler_history'::regclass, $1, $2,
+		keys => ARRAY[]::text[],
+		vals => ARRAY['ticks_due', 'ticks_taken', 'samples_dropped', 'active_cpu', 'active_io', 'active_lwlock', 'active_lock', 'active_ipc', 'active_client', 'active_timeout', 'active_other']::text[],
+		kinds => 'ccccccccccc',
+		attrs => ARRAY[]::text[],
+		reset_col => 'sampler_started',
+		bytes_ops => ARRAY[NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL]::text[],
+		bytes_unit => NULL,
+		per_op => ARRAY[]::text[],
+		filter_cols => ARRAY[]::text[],
+		filter_vals => ARRAY[]::text[],
+		changed_only => false)
+	  AS d(interval_start timestamptz, interval_end timestamptz, seconds float8, reset boolean, ticks_due bigint, ticks_due_per_s float8, ticks_taken bigint, ticks_taken_per_s float8, samples_dropped bigint, samples_dropped_per_s float8, active_cpu bigint, active_cpu_per_s float8, active_io bigint, active_io_per_s float8, active_lwlock bigint, active_lwlock_per_s float8, active_lock bigint, active_lock_per_s float8, active_ipc bigint, active_ipc_per_s float8, active_client bigint, active_client_per_s float8, active_timeout bigint, active_timeout_per_s float8, active_other bigint, active_other_per_s float8);
 END;
 $fn$;
 
@@ -2913,93 +1888,25 @@ RETURNS TABLE (interval_start timestamptz, interval_end timestamptz, seconds flo
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_custom_plan
+SET work_mem = '256MB'
 AS $fn$
 #variable_conflict use_column
 BEGIN
 	PERFORM chronicle._check_range($1, $2, 'chronicle.os_memory_deltas');
 	RETURN QUERY
-	WITH iv AS MATERIALIZED (SELECT * FROM chronicle.intervals($1, $2)),
-	fs AS (SELECT i.segment, min(i.interval_start) AS first_start FROM iv i GROUP BY i.segment),
-	-- the baseline of each segment (latest row before its first interval
-	-- in the window), then every interval with its stored row if any
-	seq AS (
-		SELECT f.segment, f.first_start AS interval_end, NULL::timestamptz AS interval_start,
-		       NULL::float8 AS seconds, true AS base, b.ts AS hts,
-		       ARRAY[b.mem_total, b.mem_free, b.mem_available, b.buffers, b.cached, b.dirty, b.writeback, b.shmem, b.swap_total, b.swap_free, b.pgpgin, b.pgpgout, b.pswpin, b.pswpout]::bigint[] AS vi
-		  FROM fs f LEFT JOIN LATERAL (
-			SELECT hb.* FROM chronicle.os_memory_history hb
-			 WHERE hb.ts >= f.segment AND hb.ts <= f.first_start
-			 ORDER BY hb.ts DESC LIMIT 1) b ON true
-		UNION ALL
-		SELECT i.segment, i.interval_end, i.interval_start, i.seconds, false, h.ts,
-		       ARRAY[h.mem_total, h.mem_free, h.mem_available, h.buffers, h.cached, h.dirty, h.writeback, h.shmem, h.swap_total, h.swap_free, h.pgpgin, h.pgpgout, h.pswpin, h.pswpout]::bigint[] AS vi
-		  FROM iv i LEFT JOIN chronicle.os_memory_history h
-		    ON h.ts = i.interval_end AND h.ts > $1 AND h.ts <= $2
-	),
-	grp AS (SELECT q.*, count(q.hts) OVER (PARTITION BY q.segment ORDER BY q.interval_end) AS g FROM seq q),
-	-- carried forward: a snapshot without a row has the latest row's values
-	fill AS (
-		SELECT r.segment, r.interval_end, r.interval_start, r.seconds, r.base,
-		       first_value(r.hts) OVER wf AS hts,
-		       first_value(r.vi) OVER wf AS vi
-		  FROM grp r
-		WINDOW wf AS (PARTITION BY r.segment, r.g ORDER BY r.interval_end)
-	),
-	pair AS (
-		SELECT f.*, lag(f.hts) OVER wl AS q_hts,
-		       lag(f.vi) OVER wl AS q_vi
-		  FROM fill f
-		WINDOW wl AS (PARTITION BY f.segment ORDER BY f.interval_end)
-	),
-	chg AS (
-		SELECT x.*, (x.q_hts IS NOT NULL AND (coalesce(x.vi[11] < x.q_vi[11], false)
-		         OR coalesce(x.vi[12] < x.q_vi[12], false)
-		         OR coalesce(x.vi[13] < x.q_vi[13], false)
-		         OR coalesce(x.vi[14] < x.q_vi[14], false))) AS reset
-		  FROM pair x WHERE NOT x.base
-	),
-	dlt AS (
-		SELECT y.interval_start, y.interval_end, y.seconds, y.reset
-		       , y.vi[1]::bigint AS mem_total
-		       , y.vi[2]::bigint AS mem_free
-		       , y.vi[3]::bigint AS mem_available
-		       , y.vi[4]::bigint AS buffers
-		       , y.vi[5]::bigint AS cached
-		       , y.vi[6]::bigint AS dirty
-		       , y.vi[7]::bigint AS writeback
-		       , y.vi[8]::bigint AS shmem
-		       , y.vi[9]::bigint AS swap_total
-		       , y.vi[10]::bigint AS swap_free
-		       , CASE WHEN y.reset THEN NULL ELSE y.vi[11] - y.q_vi[11] END AS pgpgin
-		       , CASE WHEN y.reset THEN NULL ELSE y.vi[12] - y.q_vi[12] END AS pgpgout
-		       , CASE WHEN y.reset THEN NULL ELSE y.vi[13] - y.q_vi[13] END AS pswpin
-		       , CASE WHEN y.reset THEN NULL ELSE y.vi[14] - y.q_vi[14] END AS pswpout
-		  FROM chg y
-	)
-	SELECT z.interval_start,
-	       z.interval_end,
-	       z.seconds,
-	       z.reset,
-	       z.mem_total,
-	       z.mem_free,
-	       z.mem_available,
-	       z.buffers,
-	       z.cached,
-	       z.dirty,
-	       z.writeback,
-	       z.shmem,
-	       z.swap_total,
-	       z.swap_free,
-	       z.pgpgin,
-	       z.pgpgin::float8 / z.seconds,
-	       z.pgpgout,
-	       z.pgpgout::float8 / z.seconds,
-	       z.pswpin,
-	       z.pswpin::float8 / z.seconds,
-	       z.pswpout,
-	       z.pswpout::float8 / z.seconds
-	  FROM dlt z
-	 ORDER BY z.interval_end;
+	SELECT * FROM chronicle._deltas('chronicle.os_memory_history'::regclass, $1, $2,
+		keys => ARRAY[]::text[],
+		vals => ARRAY['mem_total', 'mem_free', 'mem_available', 'buffers', 'cached', 'dirty', 'writeback', 'shmem', 'swap_total', 'swap_free', 'pgpgin', 'pgpgout', 'pswpin', 'pswpout']::text[],
+		kinds => 'ggggggggggcccc',
+		attrs => ARRAY[]::text[],
+		reset_col => NULL,
+		bytes_ops => ARRAY[NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL]::text[],
+		bytes_unit => NULL,
+		per_op => ARRAY[]::text[],
+		filter_cols => ARRAY[]::text[],
+		filter_vals => ARRAY[]::text[],
+		changed_only => false)
+	  AS d(interval_start timestamptz, interval_end timestamptz, seconds float8, reset boolean, mem_total bigint, mem_free bigint, mem_available bigint, buffers bigint, cached bigint, dirty bigint, writeback bigint, shmem bigint, swap_total bigint, swap_free bigint, pgpgin bigint, pgpgin_per_s float8, pgpgout bigint, pgpgout_per_s float8, pswpin bigint, pswpin_per_s float8, pswpout bigint, pswpout_per_s float8);
 END;
 $fn$;
 
@@ -3120,107 +2027,25 @@ RETURNS TABLE (interval_start timestamptz, interval_end timestamptz, seconds flo
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_custom_plan
+SET work_mem = '256MB'
 AS $fn$
 #variable_conflict use_column
 BEGIN
 	PERFORM chronicle._check_range($1, $2, 'chronicle.buffers_values');
 	RETURN QUERY
-	WITH iv AS MATERIALIZED (SELECT * FROM chronicle.intervals($1, $2)),
-	fs AS (SELECT i.segment, min(i.interval_start) AS first_start FROM iv i GROUP BY i.segment),
-	-- the baseline of each segment (latest row before its first interval
-	-- in the window), then every interval with its stored row if any
-	seq AS (
-		SELECT f.segment, f.first_start AS interval_end, NULL::timestamptz AS interval_start,
-		       NULL::float8 AS seconds, true AS base, b.ts AS hts,
-		       ARRAY[b.buffers_total, b.buffers_used, b.buffers_unused, b.buffers_dirty, b.buffers_pinned, b.usage_0, b.usage_1, b.usage_2, b.usage_3, b.usage_4, b.usage_5, b.dirty_0, b.dirty_1, b.dirty_2, b.dirty_3, b.dirty_4, b.dirty_5, b.pinned_0, b.pinned_1, b.pinned_2, b.pinned_3, b.pinned_4, b.pinned_5]::bigint[] AS vi, ARRAY[b.usagecount_avg]::float8[] AS vf
-		  FROM fs f LEFT JOIN LATERAL (
-			SELECT hb.* FROM chronicle.buffers_history hb
-			 WHERE hb.ts >= f.segment AND hb.ts <= f.first_start
-			 ORDER BY hb.ts DESC LIMIT 1) b ON true
-		UNION ALL
-		SELECT i.segment, i.interval_end, i.interval_start, i.seconds, false, h.ts,
-		       ARRAY[h.buffers_total, h.buffers_used, h.buffers_unused, h.buffers_dirty, h.buffers_pinned, h.usage_0, h.usage_1, h.usage_2, h.usage_3, h.usage_4, h.usage_5, h.dirty_0, h.dirty_1, h.dirty_2, h.dirty_3, h.dirty_4, h.dirty_5, h.pinned_0, h.pinned_1, h.pinned_2, h.pinned_3, h.pinned_4, h.pinned_5]::bigint[] AS vi, ARRAY[h.usagecount_avg]::float8[] AS vf
-		  FROM iv i LEFT JOIN chronicle.buffers_history h
-		    ON h.ts = i.interval_end AND h.ts > $1 AND h.ts <= $2
-	),
-	grp AS (SELECT q.*, count(q.hts) OVER (PARTITION BY q.segment ORDER BY q.interval_end) AS g FROM seq q),
-	-- carried forward: a snapshot without a row has the latest row's values
-	fill AS (
-		SELECT r.segment, r.interval_end, r.interval_start, r.seconds, r.base,
-		       first_value(r.hts) OVER wf AS hts,
-		       first_value(r.vi) OVER wf AS vi,
-		       first_value(r.vf) OVER wf AS vf
-		  FROM grp r
-		WINDOW wf AS (PARTITION BY r.segment, r.g ORDER BY r.interval_end)
-	),
-	pair AS (
-		SELECT f.*, lag(f.hts) OVER wl AS q_hts,
-		       lag(f.vi) OVER wl AS q_vi,
-		       lag(f.vf) OVER wl AS q_vf
-		  FROM fill f
-		WINDOW wl AS (PARTITION BY f.segment ORDER BY f.interval_end)
-	),
-	chg AS (
-		SELECT x.*
-		  FROM pair x WHERE NOT x.base
-	),
-	dlt AS (
-		SELECT y.interval_start, y.interval_end, y.seconds
-		       , y.vi[1]::bigint AS buffers_total
-		       , y.vi[2]::bigint AS buffers_used
-		       , y.vi[3]::bigint AS buffers_unused
-		       , y.vi[4]::bigint AS buffers_dirty
-		       , y.vi[5]::bigint AS buffers_pinned
-		       , y.vf[1]::float8 AS usagecount_avg
-		       , y.vi[6]::bigint AS usage_0
-		       , y.vi[7]::bigint AS usage_1
-		       , y.vi[8]::bigint AS usage_2
-		       , y.vi[9]::bigint AS usage_3
-		       , y.vi[10]::bigint AS usage_4
-		       , y.vi[11]::bigint AS usage_5
-		       , y.vi[12]::bigint AS dirty_0
-		       , y.vi[13]::bigint AS dirty_1
-		       , y.vi[14]::bigint AS dirty_2
-		       , y.vi[15]::bigint AS dirty_3
-		       , y.vi[16]::bigint AS dirty_4
-		       , y.vi[17]::bigint AS dirty_5
-		       , y.vi[18]::bigint AS pinned_0
-		       , y.vi[19]::bigint AS pinned_1
-		       , y.vi[20]::bigint AS pinned_2
-		       , y.vi[21]::bigint AS pinned_3
-		       , y.vi[22]::bigint AS pinned_4
-		       , y.vi[23]::bigint AS pinned_5
-		  FROM chg y
-	)
-	SELECT z.interval_start,
-	       z.interval_end,
-	       z.seconds,
-	       z.buffers_total,
-	       z.buffers_used,
-	       z.buffers_unused,
-	       z.buffers_dirty,
-	       z.buffers_pinned,
-	       z.usagecount_avg,
-	       z.usage_0,
-	       z.usage_1,
-	       z.usage_2,
-	       z.usage_3,
-	       z.usage_4,
-	       z.usage_5,
-	       z.dirty_0,
-	       z.dirty_1,
-	       z.dirty_2,
-	       z.dirty_3,
-	       z.dirty_4,
-	       z.dirty_5,
-	       z.pinned_0,
-	       z.pinned_1,
-	       z.pinned_2,
-	       z.pinned_3,
-	       z.pinned_4,
-	       z.pinned_5
-	  FROM dlt z
-	 ORDER BY z.interval_end;
+	SELECT * FROM chronicle._deltas('chronicle.buffers_history'::regclass, $1, $2,
+		keys => ARRAY[]::text[],
+		vals => ARRAY['buffers_total', 'buffers_used', 'buffers_unused', 'buffers_dirty', 'buffers_pinned', 'usagecount_avg', 'usage_0', 'usage_1', 'usage_2', 'usage_3', 'usage_4', 'usage_5', 'dirty_0', 'dirty_1', 'dirty_2', 'dirty_3', 'dirty_4', 'dirty_5', 'pinned_0', 'pinned_1', 'pinned_2', 'pinned_3', 'pinned_4', 'pinned_5']::text[],
+		kinds => 'gggggggggggggggggggggggg',
+		attrs => ARRAY[]::text[],
+		reset_col => NULL,
+		bytes_ops => ARRAY[NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL]::text[],
+		bytes_unit => NULL,
+		per_op => ARRAY[]::text[],
+		filter_cols => ARRAY[]::text[],
+		filter_vals => ARRAY[]::text[],
+		changed_only => false)
+	  AS d(interval_start timestamptz, interval_end timestamptz, seconds float8, buffers_total bigint, buffers_used bigint, buffers_unused bigint, buffers_dirty bigint, buffers_pinned bigint, usagecount_avg float8, usage_0 bigint, usage_1 bigint, usage_2 bigint, usage_3 bigint, usage_4 bigint, usage_5 bigint, dirty_0 bigint, dirty_1 bigint, dirty_2 bigint, dirty_3 bigint, dirty_4 bigint, dirty_5 bigint, pinned_0 bigint, pinned_1 bigint, pinned_2 bigint, pinned_3 bigint, pinned_4 bigint, pinned_5 bigint);
 END;
 $fn$;
 
