@@ -131,10 +131,15 @@ SELECT to_char(interval_end, 'HH24:MI:SS') AS "end", buffers_used, buffers_dirty
 -- Waits: samples per key (sparse), sampler ticks for coverage.  In the
 -- interval ending :02, 10 ticks due and 8 taken; client backends: 6 samples
 -- of IO:DataFileRead, 2 of CPU; idle sessions (ClientRead) left out.
-INSERT INTO chronicle.wait_sampler_history (ts, ticks_due, ticks_taken, samples_dropped, sampler_started) VALUES
- ('2024-03-01 10:00:00', 100, 100, 0, '2024-03-01 09:00'),
- ('2024-03-01 10:00:02', 110, 108, 0, '2024-03-01 09:00'),
- ('2024-03-01 10:00:03', 120, 118, 0, '2024-03-01 09:00');
+-- The sampler's per-class counts of active processes saw the same samples,
+-- and the LWLock one at :03 too (the keyed counts have no baseline for that
+-- new key): active processes at :02 (2 + 6) / 8 = 1, at :03 (1 + 1) / 10.
+INSERT INTO chronicle.wait_sampler_history (ts, ticks_due, ticks_taken, samples_dropped, sampler_started,
+                                            active_cpu, active_io, active_lwlock, active_lock, active_ipc,
+                                            active_client, active_timeout, active_other) VALUES
+ ('2024-03-01 10:00:00', 100, 100, 0, '2024-03-01 09:00', 20, 50, 0, 0, 0, 0, 0, 0),
+ ('2024-03-01 10:00:02', 110, 108, 0, '2024-03-01 09:00', 22, 56, 0, 0, 0, 0, 0, 0),
+ ('2024-03-01 10:00:03', 120, 118, 0, '2024-03-01 09:00', 22, 57, 1, 0, 0, 0, 0, 0);
 INSERT INTO chronicle.waits_history (ts, backend_type, state, wait_event_type, wait_event, queryid, samples) VALUES
  ('2024-03-01 10:00:00', 'client backend', 'active', 'IO', 'DataFileRead', 1, 50),
  ('2024-03-01 10:00:00', 'client backend', 'active', 'CPU', 'CPU', 1, 20),
@@ -155,8 +160,14 @@ SELECT to_char(interval_end, 'HH24:MI:SS') AS "end", wait_event, samples
 -- The timeline: one row per interval, the same numbers side by side.
 SELECT to_char(interval_end, 'HH24:MI:SS') AS "end", commits_per_s, hit_ratio, reads_per_s, writes_per_s,
        read_bytes_per_s, checkpointer_write_bytes_per_s, wal_bytes_per_s, buffers_dirty,
-       active_processes, top_waits, wait_coverage, tps
-  FROM chronicle.timeline('2024-03-01', '2024-03-02');
+       active_processes, active_cpu, active_io, active_lwlock, top_waits, wait_coverage, tps
+  FROM chronicle.timeline('2024-03-01', '2024-03-02', wait_events => true);
+-- Without wait_events (the default) the wait events are not differenced; the
+-- classes are still there.  waits => false leaves both out.
+SELECT to_char(interval_end, 'HH24:MI:SS') AS "end", active_processes, active_io, top_waits
+  FROM chronicle.timeline('2024-03-01 10:00:01', '2024-03-01 10:00:03');
+SELECT count(*) FILTER (WHERE active_processes IS NOT NULL OR top_waits IS NOT NULL OR wait_coverage IS NOT NULL) AS with_waits
+  FROM chronicle.timeline('2024-03-01', '2024-03-02', waits => false);
 SELECT to_char(interval_end, 'HH24:MI:SS') AS "end", io_by_backend
   FROM chronicle.timeline('2024-03-01 10:00:00', '2024-03-01 10:00:03');
 

@@ -84,6 +84,17 @@ typedef struct RowVals
 	bool	   *n;
 } RowVals;
 
+/* Grouped mode: the sums of one group's changed keys at a snapshot. */
+typedef struct DeltaGroup
+{
+	Datum	   *key;			/* ngroupcols, the keys' own copies */
+	bool	   *keynull;
+	bool		touched;		/* a key of the group changed */
+	bool		reset;
+	Datum	   *sum;			/* per value */
+	bool	   *dnull;
+} DeltaGroup;
+
 /* One key: its previous row, and the row at the current snapshot. */
 typedef struct KeyState
 {
@@ -95,6 +106,7 @@ typedef struct KeyState
 	RowVals		prev;
 	bool		pending;		/* cur holds a row of the current snapshot */
 	RowVals		cur;
+	DeltaGroup	   *group;			/* grouped mode */
 } KeyState;
 
 typedef struct Engine
@@ -115,6 +127,13 @@ typedef struct Engine
 	int		   *perop_ops;
 	bool		single;			/* no keys: a row for every interval */
 	bool		changed_only;
+	bool		grouped;		/* sums per group_by values and interval */
+	int			ngroupcols;
+	int		   *groupcol;		/* key index of each group_by column */
+	DeltaGroup	  **groups;			/* in output order */
+	int			ngroups;
+	int			maxgroups;
+	bool		groups_need_sort;
 
 	/* key types */
 	int16	   *keylen;
@@ -138,6 +157,7 @@ typedef struct Engine
 	bool		has_reset_out;	/* a reset column (there are counters) */
 	Datum	   *delta;			/* per value, scratch */
 	bool	   *dnull;
+	bool	   *gnull;			/* per value, all true */
 	Tuplestorestate *tupstore;
 	TupleDesc	tupdesc;
 	Datum	   *outv;
@@ -276,6 +296,83 @@ key_cmp(const void *a, const void *b)
 	return 0;
 }
 
+static int
+group_cmp(const void *a, const void *b)
+{
+	DeltaGroup	   *x = *(DeltaGroup *const *) a;
+	DeltaGroup	   *y = *(DeltaGroup *const *) b;
+	Engine	   *e = sort_engine;
+
+	for (int i = 0; i < e->ngroupcols; i++)
+	{
+		int			k = e->groupcol[i];
+		int			c;
+
+		if (x->keynull[i] || y->keynull[i])
+		{
+			c = (int) x->keynull[i] - (int) y->keynull[i];
+			if (c != 0)
+				return c;
+			continue;
+		}
+		c = DatumGetInt32(FunctionCall2Coll(&e->keycmp[k], e->keycoll[k],
+											x->key[i], y->key[i]));
+		if (c != 0)
+			return c;
+	}
+	return 0;
+}
+
+/* The group of a new key (groups are few: a linear search). */
+static DeltaGroup *
+group_of(Engine *e, KeyState *ks)
+{
+	DeltaGroup	   *g;
+
+	for (int j = 0; j < e->ngroups; j++)
+	{
+		bool		same = true;
+
+		g = e->groups[j];
+		for (int i = 0; i < e->ngroupcols && same; i++)
+		{
+			int			k = e->groupcol[i];
+
+			if (g->keynull[i] != ks->keynull[k])
+				same = false;
+			else if (!g->keynull[i] &&
+					 DatumGetInt32(FunctionCall2Coll(&e->keycmp[k], e->keycoll[k],
+													 g->key[i], ks->key[k])) != 0)
+				same = false;
+		}
+		if (same)
+			return g;
+	}
+
+	g = MemoryContextAllocZero(e->keycxt, sizeof(DeltaGroup));
+	g->key = MemoryContextAlloc(e->keycxt, sizeof(Datum) * Max(e->ngroupcols, 1));
+	g->keynull = MemoryContextAlloc(e->keycxt, sizeof(bool) * Max(e->ngroupcols, 1));
+	for (int i = 0; i < e->ngroupcols; i++)
+	{
+		g->key[i] = ks->key[e->groupcol[i]];
+		g->keynull[i] = ks->keynull[e->groupcol[i]];
+	}
+	g->sum = MemoryContextAllocZero(e->keycxt, sizeof(Datum) * Max(e->nvals, 1));
+	g->dnull = MemoryContextAlloc(e->keycxt, sizeof(bool) * Max(e->nvals, 1));
+	for (int i = 0; i < e->nvals; i++)
+		g->dnull[i] = true;
+	if (e->ngroups == e->maxgroups)
+	{
+		e->maxgroups = Max(16, e->maxgroups * 2);
+		e->groups = e->groups ?
+			repalloc(e->groups, sizeof(DeltaGroup *) * e->maxgroups) :
+			MemoryContextAlloc(e->keycxt, sizeof(DeltaGroup *) * e->maxgroups);
+	}
+	e->groups[e->ngroups++] = g;
+	e->groups_need_sort = true;
+	return g;
+}
+
 static void
 alloc_row(Engine *e, RowVals *r)
 {
@@ -322,6 +419,8 @@ key_lookup(Engine *e, Datum *key, bool *keynull)
 	}
 	e->sorted[e->nsorted++] = ks;
 	e->needs_sort = true;
+	if (e->grouped)
+		ks->group = group_of(e, ks);
 	return ks;
 }
 
@@ -367,42 +466,20 @@ value_double(Oid type, Datum d)
 }
 
 /*
- * Emit one row.  mode: 'p' a pair (prev -> cur), 'z' unchanged (values of
- * prev), 'f' first row of the key (cur, no baseline), 'u' unknown (single-row
- * tables before their first row).
+ * The deltas of a key at a snapshot into e->delta / e->dnull, and whether
+ * the interval is a reset.  mode: 'p' a pair (prev -> cur), 'z' unchanged
+ * (values of prev), 'f' first row of the key (cur, no baseline), 'u'
+ * unknown (single-row tables before their first row).
  */
-static void
-emit(Engine *e, Snap *s, KeyState *ks, char mode)
+static bool
+compute(Engine *e, KeyState *ks, char mode)
 {
-	Datum	   *o = e->outv;
-	bool	   *on = e->outn;
-	int			c = 0;
 	RowVals    *cur = mode == 'z' ? &ks->prev : &ks->cur;
 	RowVals    *prev = &ks->prev;
-	double		seconds = (double) (s->ts - s->start) / USECS_PER_SEC;
 	bool		reset = false;
 	bool		have = (mode == 'p' || mode == 'z');
 	Datum	   *delta = e->delta;
 	bool	   *dnull = e->dnull;
-
-	o[c] = TimestampTzGetDatum(s->start);
-	on[c++] = false;
-	o[c] = TimestampTzGetDatum(s->ts);
-	on[c++] = false;
-	o[c] = Float8GetDatum(seconds);
-	on[c++] = false;
-	for (int i = 0; i < e->nkeys; i++)
-	{
-		o[c] = ks->key[i];
-		on[c++] = ks->keynull[i];
-	}
-	for (int i = 0; i < e->nattrs; i++)
-	{
-		int			a = e->nvals + i;
-
-		o[c] = mode == 'u' ? (Datum) 0 : cur->v[a];
-		on[c++] = mode == 'u' ? true : cur->n[a];
-	}
 
 	if (mode == 'p')
 	{
@@ -425,7 +502,6 @@ emit(Engine *e, Snap *s, KeyState *ks, char mode)
 		}
 	}
 
-	/* deltas */
 	for (int i = 0; i < e->nvals; i++)
 	{
 		dnull[i] = true;
@@ -463,6 +539,21 @@ emit(Engine *e, Snap *s, KeyState *ks, char mode)
 			dnull[i] = false;
 		}
 	}
+	return reset;
+}
+
+/*
+ * The columns after the keys (or groups) and attributes: reset, per value
+ * the delta and its rate (counters) or the value (gauges, from gv/gn),
+ * the per-operation times.
+ */
+static int
+put_values(Engine *e, int c, double seconds, bool reset, Datum *gv, bool *gn)
+{
+	Datum	   *o = e->outv;
+	bool	   *on = e->outn;
+	Datum	   *delta = e->delta;
+	bool	   *dnull = e->dnull;
 
 	if (e->has_reset_out)
 	{
@@ -473,46 +564,136 @@ emit(Engine *e, Snap *s, KeyState *ks, char mode)
 	{
 		if (e->kinds[i] == KIND_GAUGE)
 		{
-			bool		known = (mode != 'u');
-
-			o[c] = known ? cur->v[i] : (Datum) 0;
-			on[c++] = known ? cur->n[i] : true;
+			o[c] = gn[i] ? (Datum) 0 : gv[i];
+			on[c++] = gn[i];
 			continue;
 		}
 		o[c] = delta[i];
 		on[c++] = dnull[i];
-		if (dnull[i])
-		{
-			o[c] = (Datum) 0;
-			on[c++] = true;
-		}
-		else
-		{
-			o[c] = Float8GetDatum(value_double(e->valtype[i], delta[i]) / seconds);
-			on[c++] = false;
-		}
+		o[c] = dnull[i] ? (Datum) 0 :
+			Float8GetDatum(value_double(e->valtype[i], delta[i]) / seconds);
+		on[c++] = dnull[i];
 	}
 	for (int i = 0; i < e->nperop; i++)
 	{
 		int			t = e->perop_time[i];
 		int			n = e->perop_ops[i];
-		double		ops;
+		double		ops = dnull[n] ? 0 : value_double(e->valtype[n], delta[n]);
 
-		on[c] = true;
-		o[c] = (Datum) 0;
-		if (!dnull[t] && !dnull[n])
-		{
-			ops = value_double(e->valtype[n], delta[n]);
-			if (ops != 0)
-			{
-				o[c] = Float8GetDatum(value_double(e->valtype[t], delta[t]) / ops);
-				on[c] = false;
-			}
-		}
+		on[c] = dnull[t] || ops == 0;
+		o[c] = on[c] ? (Datum) 0 :
+			Float8GetDatum(value_double(e->valtype[t], delta[t]) / ops);
 		c++;
 	}
+	return c;
+}
+
+/* One row of a key (see compute() for the modes). */
+static void
+emit(Engine *e, Snap *s, KeyState *ks, char mode)
+{
+	Datum	   *o = e->outv;
+	bool	   *on = e->outn;
+	int			c = 0;
+	RowVals    *cur = mode == 'z' ? &ks->prev : &ks->cur;
+	bool		unknown = (mode == 'u');
+	bool		reset = compute(e, ks, mode);
+
+	o[c] = TimestampTzGetDatum(s->start);
+	on[c++] = false;
+	o[c] = TimestampTzGetDatum(s->ts);
+	on[c++] = false;
+	o[c] = Float8GetDatum((double) (s->ts - s->start) / USECS_PER_SEC);
+	on[c++] = false;
+	for (int i = 0; i < e->nkeys; i++)
+	{
+		o[c] = ks->key[i];
+		on[c++] = ks->keynull[i];
+	}
+	for (int i = 0; i < e->nattrs; i++)
+	{
+		o[c] = unknown ? (Datum) 0 : cur->v[e->nvals + i];
+		on[c++] = unknown || cur->n[e->nvals + i];
+	}
+	if (unknown)
+	{
+		/* gauges NULL too */
+		for (int i = 0; i < e->nvals; i++)
+			e->gnull[i] = true;
+		c = put_values(e, c, (double) (s->ts - s->start) / USECS_PER_SEC, reset,
+					   cur->v, e->gnull);
+	}
+	else
+		c = put_values(e, c, (double) (s->ts - s->start) / USECS_PER_SEC, reset,
+					   cur->v, cur->n);
 	Assert(c == e->tupdesc->natts);
 	tuplestore_putvalues(e->tupstore, e->tupdesc, o, on);
+}
+
+/*
+ * Grouped mode: the changed keys' deltas summed per group (values of the
+ * group_by key columns) and interval; a group is a reset when one of its
+ * keys is.  Unchanged keys add nothing, so only groups with a changed key
+ * give a row.
+ */
+static void
+add_to_group(Engine *e, KeyState *ks)
+{
+	DeltaGroup	   *g = ks->group;
+	bool		reset = compute(e, ks, 'p');
+
+	g->touched = true;
+	if (reset)
+		g->reset = true;
+	for (int i = 0; i < e->nvals; i++)
+	{
+		if (e->dnull[i])
+			continue;
+		if (g->dnull[i])
+		{
+			g->dnull[i] = false;
+			g->sum[i] = e->delta[i];
+		}
+		else if (e->valtype[i] == FLOAT8OID)
+			g->sum[i] = Float8GetDatum(DatumGetFloat8(g->sum[i]) + DatumGetFloat8(e->delta[i]));
+		else
+			g->sum[i] = Int64GetDatum(DatumGetInt64(g->sum[i]) + DatumGetInt64(e->delta[i]));
+	}
+}
+
+static void
+emit_groups(Engine *e, Snap *s)
+{
+	double		seconds = (double) (s->ts - s->start) / USECS_PER_SEC;
+
+	for (int k = 0; k < e->ngroups; k++)
+	{
+		DeltaGroup	   *g = e->groups[k];
+		int			c = 0;
+
+		if (!g->touched)
+			continue;
+		e->outv[c] = TimestampTzGetDatum(s->start);
+		e->outn[c++] = false;
+		e->outv[c] = TimestampTzGetDatum(s->ts);
+		e->outn[c++] = false;
+		e->outv[c] = Float8GetDatum(seconds);
+		e->outn[c++] = false;
+		for (int i = 0; i < e->ngroupcols; i++)
+		{
+			e->outv[c] = g->key[i];
+			e->outn[c++] = g->keynull[i];
+		}
+		memcpy(e->delta, g->sum, sizeof(Datum) * e->nvals);
+		memcpy(e->dnull, g->dnull, sizeof(bool) * e->nvals);
+		c = put_values(e, c, seconds, g->reset, NULL, NULL);
+		Assert(c == e->tupdesc->natts);
+		tuplestore_putvalues(e->tupstore, e->tupdesc, e->outv, e->outn);
+		g->touched = false;
+		g->reset = false;
+		for (int i = 0; i < e->nvals; i++)
+			g->dnull[i] = true;
+	}
 }
 
 /* The rows of one snapshot are in; emit its interval, then move cur to prev. */
@@ -526,12 +707,24 @@ finish_snapshot(Engine *e, Snap *s)
 		e->needs_sort = false;
 	}
 
+	if (e->groups_need_sort)
+	{
+		sort_engine = e;
+		qsort(e->groups, e->ngroups, sizeof(DeltaGroup *), group_cmp);
+		e->groups_need_sort = false;
+	}
+
 	for (int k = 0; k < e->nsorted; k++)
 	{
 		KeyState   *ks = e->sorted[k];
 		bool		paired = ks->known && ks->prev.ts >= s->segment;
 
-		if (s->ends_interval)
+		if (e->grouped)
+		{
+			if (s->ends_interval && ks->pending && paired)
+				add_to_group(e, ks);
+		}
+		else if (s->ends_interval)
 		{
 			if (ks->pending)
 			{
@@ -558,6 +751,8 @@ finish_snapshot(Engine *e, Snap *s)
 			ks->pending = false;
 		}
 	}
+	if (e->grouped && s->ends_interval)
+		emit_groups(e, s);
 }
 
 /* ----------------------------------------------------------------
@@ -573,11 +768,15 @@ append_columns(StringInfo q, const char *alias, char **names, int n)
 }
 
 static void
-append_filters(StringInfo q, const char *alias, char **cols, int n, int firstparam)
+append_filters(StringInfo q, const char *alias, char **cols, int n,
+			   char **xcols, int nx, int firstparam)
 {
 	for (int i = 0; i < n; i++)
 		appendStringInfo(q, " AND ($%d::text IS NULL OR %s.%s = $%d::text)",
 						 firstparam + i, alias, quote_identifier(cols[i]), firstparam + i);
+	for (int i = 0; i < nx; i++)
+		appendStringInfo(q, " AND %s.%s <> $%d::text",
+						 alias, quote_identifier(xcols[i]), firstparam + n + i);
 }
 
 /*
@@ -642,10 +841,18 @@ check_result_type(Engine *e, TupleDesc d)
 	want[n++] = TIMESTAMPTZOID;
 	want[n++] = TIMESTAMPTZOID;
 	want[n++] = FLOAT8OID;
-	for (int i = 0; i < e->nkeys; i++)
-		want[n++] = SPI_gettypeid(d, 2 + i);
-	for (int i = 0; i < e->nattrs; i++)
-		want[n++] = SPI_gettypeid(d, 2 + e->nkeys + e->nvals + i);
+	if (e->grouped)
+	{
+		for (int i = 0; i < e->ngroupcols; i++)
+			want[n++] = SPI_gettypeid(d, 2 + e->groupcol[i]);
+	}
+	else
+	{
+		for (int i = 0; i < e->nkeys; i++)
+			want[n++] = SPI_gettypeid(d, 2 + i);
+		for (int i = 0; i < e->nattrs; i++)
+			want[n++] = SPI_gettypeid(d, 2 + e->nkeys + e->nvals + i);
+	}
 	if (e->has_reset_out)
 		want[n++] = BOOLOID;
 	for (int i = 0; i < e->nvals; i++)
@@ -714,11 +921,20 @@ PG_FUNCTION_INFO_V1(chronicle_deltas);
  * chronicle._deltas(tbl regclass, from_ts, to_ts, keys text[], vals text[],
  *     kinds text, attrs text[], reset_col text, bytes_ops text[],
  *     bytes_unit text, per_op text[], filter_cols text[], filter_vals text[],
- *     changed_only boolean) RETURNS SETOF record
+ *     changed_only boolean, group_by text[], exclude_cols text[],
+ *     exclude_vals text[]) RETURNS SETOF record
+ *
+ * filter_cols = filter_vals (a NULL value: no filter), exclude_cols <>
+ * exclude_vals restrict the rows read.
  *
  * Output columns: interval_start, interval_end, seconds, keys, attributes,
  * reset (when there are counters), per value: delta and per-second rate
  * (counters) or the value (gauges), per per_op pair: time / operations.
+ *
+ * With group_by (key columns, possibly none): interval_start, interval_end,
+ * seconds, the group_by columns, reset, per counter the sum of the changed
+ * keys' deltas and its rate, per per_op pair: summed time / summed
+ * operations; a row per group with a changed key in the interval.
  */
 Datum
 chronicle_deltas(PG_FUNCTION_ARGS)
@@ -734,6 +950,10 @@ chronicle_deltas(PG_FUNCTION_ARGS)
 	char	  **per_op;
 	char	  **fcols;
 	char	  **fvals;
+	char	  **xcols;
+	char	  **xvals;
+	int			nxcols;
+	int			nxvals;
 	char	   *reset_col = NULL;
 	char	   *bytes_unit = NULL;
 	int			nbytes_ops;
@@ -754,8 +974,8 @@ chronicle_deltas(PG_FUNCTION_ARGS)
 	HASHCTL		ctl;
 	int			ret;
 
-	for (int i = 0; i < 14; i++)
-		if (i != 7 && i != 9 && i != 12 && PG_ARGISNULL(i))
+	for (int i = 0; i < 17; i++)
+		if (i != 7 && i != 9 && i != 12 && i != 14 && PG_ARGISNULL(i))
 			elog(ERROR, "chronicle._deltas: argument %d must not be NULL", i + 1);
 
 	tbl = PG_GETARG_OID(0);
@@ -779,17 +999,34 @@ chronicle_deltas(PG_FUNCTION_ARGS)
 	if (fvals == NULL)
 		nfvals = nfcols;
 	e->changed_only = PG_GETARG_BOOL(13);
+	if (!PG_ARGISNULL(14))
+	{
+		char	  **gcols = text_array_strings(PG_GETARG_ARRAYTYPE_P(14), &e->ngroupcols, false);
+
+		e->grouped = true;
+		e->changed_only = true;
+		e->groupcol = palloc(sizeof(int) * Max(e->ngroupcols, 1));
+		for (int i = 0; i < e->ngroupcols; i++)
+			e->groupcol[i] = name_index(keys, e->nkeys, gcols[i]);
+	}
+	xcols = text_array_strings(PG_GETARG_ARRAYTYPE_P(15), &nxcols, false);
+	xvals = text_array_strings(PG_GETARG_ARRAYTYPE_P(16), &nxvals, false);
+	if (nxcols != nxvals)
+		elog(ERROR, "chronicle._deltas: inconsistent exclusions");
 
 	if ((int) strlen(e->kinds) != e->nvals || nbytes_ops != e->nvals ||
 		nperop2 % 2 != 0 || nfvals != nfcols)
 		elog(ERROR, "chronicle._deltas: inconsistent table description");
 	e->has_reset = reset_col != NULL;
+	if (e->grouped && (e->single || strchr(e->kinds, KIND_GAUGE) != NULL))
+		elog(ERROR, "chronicle._deltas: group_by needs a keyed table of counters");
 	e->has_reset_out = e->has_reset;
 	for (int i = 0; i < e->nvals; i++)
 		if (e->kinds[i] != KIND_GAUGE)
 			e->has_reset_out = true;
 	e->delta = palloc(sizeof(Datum) * Max(e->nvals, 1));
 	e->dnull = palloc(sizeof(bool) * Max(e->nvals, 1));
+	e->gnull = palloc(sizeof(bool) * Max(e->nvals, 1));
 	e->nstored = e->nvals + e->nattrs + (e->has_reset ? 1 : 0);
 	e->single = e->nkeys == 0;
 	e->bytes_ops = palloc(sizeof(int) * Max(e->nvals, 1));
@@ -887,8 +1124,8 @@ chronicle_deltas(PG_FUNCTION_ARGS)
 		SPI_freetuptable(SPI_tuptable);
 	}
 
-	/* Filter parameters ($3...) */
-	nargs = 2 + nfcols;
+	/* Filter parameters ($3...), then exclusions */
+	nargs = 2 + nfcols + nxcols;
 	argtypes = palloc(sizeof(Oid) * nargs);
 	args = palloc(sizeof(Datum) * nargs);
 	argnulls = palloc(sizeof(char) * (nargs + 1));
@@ -907,6 +1144,12 @@ chronicle_deltas(PG_FUNCTION_ARGS)
 			args[2 + i] = CStringGetTextDatum(fvals[i]);
 			argnulls[2 + i] = ' ';
 		}
+	}
+	for (int i = 0; i < nxcols; i++)
+	{
+		argtypes[2 + nfcols + i] = TEXTOID;
+		args[2 + nfcols + i] = CStringGetTextDatum(xvals[i]);
+		argnulls[2 + nfcols + i] = ' ';
 	}
 	argnulls[nargs] = '\0';
 
@@ -927,7 +1170,7 @@ chronicle_deltas(PG_FUNCTION_ARGS)
 			if (reset_col)
 				appendStringInfo(&q, ", h.%s", quote_identifier(reset_col));
 			appendStringInfo(&q, " FROM %s h WHERE h.ts >= $1 AND h.ts <= $2", tq);
-			append_filters(&q, "h", fcols, nfcols, 3);
+			append_filters(&q, "h", fcols, nfcols, xcols, nxcols, 3);
 			appendStringInfoString(&q, " ORDER BY h.ts DESC LIMIT 1");
 		}
 		else
@@ -961,7 +1204,7 @@ chronicle_deltas(PG_FUNCTION_ARGS)
 				appendStringInfo(&q, "h.%s = k.%s AND ", quote_identifier(keys[i]),
 								 quote_identifier(keys[i]));
 			appendStringInfoString(&q, "h.ts >= $1 AND h.ts <= $2");
-			append_filters(&q, "h", fcols, nfcols, 3);
+			append_filters(&q, "h", fcols, nfcols, xcols, nxcols, 3);
 			appendStringInfoString(&q, " ORDER BY h.ts DESC LIMIT 1) b");
 		}
 		/* the query above selects ts first, then keys: rows as take_rows wants */
@@ -985,7 +1228,7 @@ chronicle_deltas(PG_FUNCTION_ARGS)
 		appendStringInfo(&q, ", h.%s", quote_identifier(reset_col));
 	appendStringInfo(&q, " FROM %s h WHERE h.ts > $1 AND h.ts <= $2",
 					 quote_qualified_identifier("chronicle", relname));
-	append_filters(&q, "h", fcols, nfcols, 3);
+	append_filters(&q, "h", fcols, nfcols, xcols, nxcols, 3);
 	appendStringInfoString(&q, " ORDER BY h.ts");
 	args[0] = TimestampTzGetDatum(from_ts);
 	args[1] = TimestampTzGetDatum(to_ts);

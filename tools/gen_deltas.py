@@ -265,18 +265,28 @@ def sql_array(items):
     return 'ARRAY[%s]::text[]' % ', '.join("'%s'" % i if i is not None else 'NULL' for i in items)
 
 
-def engine_call(s, filters, changed_only):
+def engine_call(s, filters, changed_only, grouped=False, by=False):
     """RETURN QUERY over chronicle._deltas() (src/deltas.c) with the table's
-    description; the column definition list is the function's result."""
+    description; the column definition list is the function's result.
+    grouped: the changed keys summed per interval (by the key column in the
+    parameter after the filters when by, with the exclusions after it)."""
     kcols = [k for k, _ in s['keys']]
     vals = [c for c, k in s['cols'] if k in 'ctg']
     kinds = ''.join(k for c, k in s['cols'] if k in 'ctg')
     attrs = [c for c, k in s['cols'] if k == 'a']
     b = s.get('bytes', {})
-    res = [('interval_start', 'timestamptz'), ('interval_end', 'timestamptz'), ('seconds', 'float8')] + \
-        s['keys'] + out_columns(s)
+    if grouped:
+        res = [c for c in sums_columns(s) if by or c[0] != 'grp']
+    else:
+        res = [('interval_start', 'timestamptz'), ('interval_end', 'timestamptz'), ('seconds', 'float8')] + \
+            s['keys'] + out_columns(s)
     w('\tRETURN QUERY')
-    w("\tSELECT * FROM chronicle._deltas('chronicle.%s'::regclass, $1, $2," % s['table'])
+    if grouped and not by and text_keyed(s):
+        w('\tSELECT d.interval_start, d.interval_end, d.seconds, NULL::text, %s'
+          % ', '.join('d.%s' % c for c, _ in res[3:]))
+        w("\t  FROM chronicle._deltas('chronicle.%s'::regclass, $1, $2," % s['table'])
+    else:
+        w("\tSELECT * FROM chronicle._deltas('chronicle.%s'::regclass, $1, $2," % s['table'])
     w('\t\tkeys => %s,' % sql_array(kcols))
     w('\t\tvals => %s,' % sql_array(vals))
     w("\t\tkinds => '%s'," % kinds)
@@ -287,12 +297,70 @@ def engine_call(s, filters, changed_only):
     w('\t\tper_op => %s,' % sql_array([x for _, t, c in s['per_op'] for x in (t, c)]))
     w('\t\tfilter_cols => %s,' % sql_array(filters))
     w('\t\tfilter_vals => ARRAY[%s]::text[],' % ', '.join('$%d' % (i + 3) for i in range(len(filters))))
-    w('\t\tchanged_only => %s)' % changed_only)
+    n = len(filters)
+    if grouped and text_keyed(s):
+        w('\t\tchanged_only => true,')
+        w('\t\tgroup_by => %s,' % ('ARRAY[$%d]' % (n + 3) if by else 'ARRAY[]::text[]'))
+        w('\t\texclude_cols => $%d, exclude_vals => $%d)' % (n + 4, n + 5))
+    elif grouped:
+        w('\t\tchanged_only => true, group_by => ARRAY[]::text[])')
+    else:
+        w('\t\tchanged_only => %s)' % changed_only)
     w('\t  AS d(%s);' % ', '.join('%s %s' % c for c in res))
+
+
+def text_keyed(s):
+    return all(t == 'text' for _, t in s['keys'])
+
+
+def sums_columns(s):
+    """Result of _<fn>_sums: per interval (and group), the changed keys'
+    deltas summed."""
+    cols = [('interval_start', 'timestamptz'), ('interval_end', 'timestamptz'), ('seconds', 'float8')]
+    if text_keyed(s):
+        cols.append(('grp', 'text'))
+    cols.append(('reset', 'boolean'))
+    for c, k in s['cols']:
+        if k in 'ct':
+            cols += [(c, coltype(k)), (c + '_per_s', 'float8')]
+    for nm, _, _ in s['per_op']:
+        cols.append((nm, 'float8'))
+    return cols
+
+
+def gen_sums(s):
+    """_<fn>_sums(from, to, filters, [by, exclude_cols, exclude_vals]): per
+    interval the deltas of the keys that changed in it, summed (by one key
+    column when by is given): what series() and timeline() read instead of
+    every key's row."""
+    filt = s['filters']
+    name = '_%s_sums' % s['fn']
+    params = ['from_ts timestamptz', 'to_ts timestamptz'] + \
+        ['for_%s %s DEFAULT NULL' % (f, FILTER_TYPES[f]) for f in filt]
+    sig = ['timestamptz', 'timestamptz'] + [FILTER_TYPES[f] for f in filt]
+    if text_keyed(s):
+        params += ['by text DEFAULT NULL', "exclude_cols text[] DEFAULT '{}'",
+                   "exclude_vals text[] DEFAULT '{}'"]
+        sig += ['text', 'text[]', 'text[]']
+    header(s, name, params, sums_columns(s), engine=True)
+    if text_keyed(s):
+        w('\tIF $%d IS NOT NULL THEN' % (len(filt) + 3))
+        first = len(out)
+        engine_call(s, filt, 'true', grouped=True, by=True)
+        out[first:] = ['\t' + line for line in out[first:]]
+        w('\t\tRETURN;')
+        w('\tEND IF;')
+    # (a source without text keys has no "by": all its keys in one group)
+    engine_call(s, filt, 'true', grouped=True)
+    w('END;')
+    w('$fn$;')
+    w()
+    grants(name, ', '.join(sig))
 
 
 def gen_keyed(s):
     gen_keys_helper(s)
+    gen_sums(s)
     name = fn_name(s)
     keys = s['keys']
     filt = s['filters']

@@ -104,11 +104,13 @@ $$;
 -- and _values() function: one pass over a history table's rows in time
 -- order.  Internal: the generated wrappers in 31_deltas.sql check the
 -- arguments and describe the table (column names are quoted, filter
--- values are parameters).
+-- values are parameters); series() and timeline() use its group_by mode
+-- (the changed keys' deltas summed per group and interval).
 CREATE FUNCTION chronicle._deltas(tbl regclass, from_ts timestamptz, to_ts timestamptz,
 	keys text[], vals text[], kinds text, attrs text[], reset_col text,
 	bytes_ops text[], bytes_unit text, per_op text[],
-	filter_cols text[], filter_vals text[], changed_only boolean)
+	filter_cols text[], filter_vals text[], changed_only boolean,
+	group_by text[] DEFAULT NULL, exclude_cols text[] DEFAULT '{}', exclude_vals text[] DEFAULT '{}')
 RETURNS SETOF record
 LANGUAGE C STABLE
 SET search_path = pg_catalog, pg_temp
@@ -212,8 +214,8 @@ $$;
 COMMENT ON FUNCTION chronicle.run_window(text) IS
 	'The (from, to] window of a run by label (to = now() while the run is open)';
 
-REVOKE ALL ON FUNCTION chronicle._deltas(regclass, timestamptz, timestamptz, text[], text[], text, text[], text, text[], text, text[], text[], text[], boolean) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION chronicle._deltas(regclass, timestamptz, timestamptz, text[], text[], text, text[], text, text[], text, text[], text[], text[], boolean) TO pg_monitor, pg_read_all_stats;
+REVOKE ALL ON FUNCTION chronicle._deltas(regclass, timestamptz, timestamptz, text[], text[], text, text[], text, text[], text, text[], text[], text[], boolean, text[], text[], text[]) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION chronicle._deltas(regclass, timestamptz, timestamptz, text[], text[], text, text[], text, text[], text, text[], text[], text[], boolean, text[], text[], text[]) TO pg_monitor, pg_read_all_stats;
 REVOKE ALL ON FUNCTION chronicle._check_range(timestamptz, timestamptz, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle._check_name(text, text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle._check_datname(text, text) FROM PUBLIC;

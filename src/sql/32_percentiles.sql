@@ -87,17 +87,19 @@ BEGIN
 		END IF;
 	END LOOP;
 	IF m.keyed THEN
+		-- The matching keys' deltas summed per interval by the engine
+		-- (_<source>_sums); an interval where no key changed has no row: 0.
 		expr := CASE m.kind
-			WHEN 'rate' THEN format('coalesce(sum(d.%I), 0)::float8 / iv.seconds', m.col)
-			WHEN 'per_op' THEN format('sum(d.%I)::float8 / nullif(sum(d.%I), 0)', m.col, m.col2)
-			ELSE format('sum(d.%I)::float8', m.col) END;
+			WHEN 'rate' THEN format('coalesce(d.%I, 0)::float8 / iv.seconds', m.col)
+			WHEN 'per_op' THEN format('d.%I::float8 / nullif(d.%I, 0)', m.col, m.col2)
+			ELSE format('d.%I::float8', m.col) END;
 		q := format('SELECT iv.interval_start, iv.interval_end, iv.seconds,
-		                    CASE WHEN coalesce(bool_or(d.reset), false) THEN NULL ELSE %s END
+		                    CASE WHEN coalesce(d.reset, false) THEN NULL ELSE %s END
 		               FROM chronicle.intervals($1, $2) iv
-		               LEFT JOIN chronicle.%I($1, $2%s, changed_only => true) d
+		               LEFT JOIN chronicle.%I($1, $2%s) d
 		                 ON d.interval_end = iv.interval_end
-		              GROUP BY iv.interval_start, iv.interval_end, iv.seconds
-		              ORDER BY iv.interval_end', expr, m.func, args);
+		              ORDER BY iv.interval_end', expr,
+		            '_' || regexp_replace(m.func, '_deltas$', '_sums'), args);
 	ELSE
 		expr := CASE m.kind
 			WHEN 'rate' THEN format('d.%I::float8 / d.seconds', m.col)

@@ -7,10 +7,22 @@
 -- unchanged gives 0.  I/O columns cover the relation objects (relation,
 -- temp relation), not the 18 "wal" rows, which are WAL I/O (see
 -- io_deltas(for_object => 'wal')).  Bytes are the 18 byte counters, or
--- operations * op_bytes on 17.  waits => false leaves out the wait columns,
--- whose per-interval computation dominates the cost of long windows.
+-- operations * op_bytes on 17.
+--
+-- Waits: active_* are the average numbers of active processes (not idle
+-- sessions, not background processes in their main-loop wait) per wait
+-- class, from the sampler's per-class counters (one row per snapshot);
+-- waits => false leaves them out.  top_waits (the three wait events with
+-- the most samples, from the keyed counts of every process) is computed
+-- only when asked for (wait_events => true): it differences every wait key, the one part whose
+-- cost grows with the number of processes and query ids.
+--
+-- Each source is read once by the delta engine (src/deltas.c); keyed
+-- sources are summed per interval by it (_io_sums by backend type,
+-- _database_sums), so the rows joined here are one per interval.
 
-CREATE FUNCTION chronicle.timeline(from_ts timestamptz, to_ts timestamptz, waits boolean DEFAULT true)
+CREATE FUNCTION chronicle.timeline(from_ts timestamptz, to_ts timestamptz, waits boolean DEFAULT true,
+                                   wait_events boolean DEFAULT false)
 RETURNS TABLE (
 	interval_start timestamptz, interval_end timestamptz, seconds float8,
 	commits_per_s float8, rollbacks_per_s float8, hit_ratio float8,
@@ -23,21 +35,24 @@ RETURNS TABLE (
 	checkpoints bigint, checkpoint_buffers_written bigint,
 	buffers_used bigint, buffers_dirty bigint,
 	mem_free_kb bigint, mem_available_kb bigint, mem_dirty_kb bigint, mem_writeback_kb bigint,
-	active_processes float8, top_waits jsonb, wait_coverage float8,
+	active_processes float8, active_cpu float8, active_io float8, active_lwlock float8,
+	active_lock float8, active_ipc float8, active_client float8, active_timeout float8,
+	active_other float8, top_waits jsonb, wait_coverage float8,
 	tps float8, latency_p50_ms float8, latency_p99_ms float8)
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_custom_plan
+SET work_mem = '256MB'
 AS $$
 #variable_conflict use_column
 DECLARE
 	has_app boolean;
 BEGIN
 	PERFORM chronicle._check_range(from_ts, to_ts, 'chronicle.timeline');
-	IF waits IS NULL THEN
-		RAISE EXCEPTION 'chronicle.timeline: waits must not be NULL'
+	IF waits IS NULL OR wait_events IS NULL THEN
+		RAISE EXCEPTION 'chronicle.timeline: waits and wait_events must not be NULL'
 			USING ERRCODE = 'null_value_not_allowed',
-			      HINT = 'false leaves the wait columns out (the wait rows dominate the cost of long windows).';
+			      HINT = 'waits => false leaves the wait columns out; wait_events => true adds top_waits, the top wait events.';
 	END IF;
 	has_app := EXISTS (SELECT FROM chronicle.app_transaction t WHERE t.ts > from_ts AND t.ts <= to_ts);
 	RETURN QUERY
@@ -45,45 +60,37 @@ BEGIN
 	has AS MATERIALIZED (
 		SELECT EXISTS (SELECT FROM chronicle.database_history) AS db,
 		       EXISTS (SELECT FROM chronicle.io_history) AS io,
-		       timeline.waits AND EXISTS (SELECT FROM chronicle.waits_history) AS waits
+		       timeline.wait_events AND EXISTS (SELECT FROM chronicle.waits_history) AS waits
 	),
 	db AS (
-		SELECT d.interval_end, sum(d.xact_commit) AS c, sum(d.xact_rollback) AS r,
-		       sum(d.blks_hit) AS h, sum(d.blks_read) AS rd, bool_or(d.reset) AS rs
-		  FROM chronicle.database_deltas(from_ts, to_ts, changed_only => true) d
-		 GROUP BY d.interval_end
-	),
-	io1 AS (
-		SELECT d.interval_end, d.backend_type, max(d.seconds) AS secs,
-		       sum(d.reads) AS reads, sum(d.writes) AS writes, sum(d.extends) AS extends,
-		       sum(d.fsyncs) AS fsyncs, sum(d.read_bytes) AS rb, sum(d.write_bytes) AS wb,
-		       sum(d.extend_bytes) AS eb, bool_or(d.reset) AS rs
-		  FROM chronicle.io_deltas(from_ts, to_ts, changed_only => true) d
-		 WHERE d.object <> 'wal'
-		 GROUP BY d.interval_end, d.backend_type
+		SELECT d.interval_end, d.xact_commit AS c, d.xact_rollback AS r,
+		       d.blks_hit AS h, d.blks_read AS rd, d.reset AS rs
+		  FROM chronicle._database_sums(from_ts, to_ts) d
 	),
 	io AS (
-		SELECT i.interval_end, bool_or(i.rs) AS rs,
+		SELECT i.interval_end, bool_or(i.reset) AS rs,
 		       sum(i.reads) AS reads, sum(i.writes) AS writes, sum(i.extends) AS extends,
-		       sum(i.fsyncs) AS fsyncs, sum(i.rb) AS rb, sum(i.wb) AS wb, sum(i.eb) AS eb,
-		       coalesce(sum(i.wb) FILTER (WHERE i.backend_type = 'client backend'), 0) AS wb_client,
-		       coalesce(sum(i.wb) FILTER (WHERE i.backend_type = 'checkpointer'), 0) AS wb_ckpt,
-		       coalesce(sum(i.wb) FILTER (WHERE i.backend_type = 'background writer'), 0) AS wb_bgw,
-		       coalesce(sum(i.wb) FILTER (WHERE i.backend_type = 'autovacuum worker'), 0) AS wb_av,
-		       jsonb_object_agg(i.backend_type, jsonb_build_object(
-		           'reads_per_s', i.reads / i.secs, 'writes_per_s', i.writes / i.secs,
-		           'extends_per_s', i.extends / i.secs, 'fsyncs_per_s', coalesce(i.fsyncs, 0) / i.secs,
-		           'read_bytes_per_s', i.rb / i.secs, 'write_bytes_per_s', i.wb / i.secs,
-		           'extend_bytes_per_s', i.eb / i.secs))
+		       sum(i.fsyncs) AS fsyncs, sum(i.read_bytes) AS rb, sum(i.write_bytes) AS wb,
+		       sum(i.extend_bytes) AS eb,
+		       coalesce(sum(i.write_bytes) FILTER (WHERE i.grp = 'client backend'), 0) AS wb_client,
+		       coalesce(sum(i.write_bytes) FILTER (WHERE i.grp = 'checkpointer'), 0) AS wb_ckpt,
+		       coalesce(sum(i.write_bytes) FILTER (WHERE i.grp = 'background writer'), 0) AS wb_bgw,
+		       coalesce(sum(i.write_bytes) FILTER (WHERE i.grp = 'autovacuum worker'), 0) AS wb_av,
+		       jsonb_object_agg(i.grp, jsonb_build_object(
+		           'reads_per_s', i.reads_per_s, 'writes_per_s', i.writes_per_s,
+		           'extends_per_s', i.extends_per_s, 'fsyncs_per_s', coalesce(i.fsyncs_per_s, 0),
+		           'read_bytes_per_s', i.read_bytes_per_s, 'write_bytes_per_s', i.write_bytes_per_s,
+		           'extend_bytes_per_s', i.extend_bytes_per_s))
 		           FILTER (WHERE coalesce(i.reads, 0) + coalesce(i.writes, 0) + coalesce(i.extends, 0)
 		                         + coalesce(i.fsyncs, 0) > 0) AS by_backend
-		  FROM io1 i
+		  FROM chronicle._io_sums(from_ts, to_ts, by => 'backend_type',
+		                          exclude_cols => '{object}', exclude_vals => '{wal}') i
 		 GROUP BY i.interval_end
 	),
 	wt AS (
 		SELECT d.interval_end, d.wait_event_type || ':' || d.wait_event AS ev, sum(d.samples) AS n
 		  FROM chronicle.wait_deltas(from_ts, to_ts, changed_only => true) d
-		 WHERE timeline.waits
+		 WHERE timeline.wait_events
 		   AND d.samples > 0 AND NOT (d.state = 'idle' OR d.wait_event_type = 'Activity')
 		 GROUP BY d.interval_end, d.wait_event_type, d.wait_event
 	),
@@ -92,13 +99,26 @@ BEGIN
 		       sum(w.n) OVER (PARTITION BY w.interval_end) AS total
 		  FROM wt w
 	),
-	waits AS (
-		SELECT w.interval_end, max(w.total) AS total,
+	tw AS (
+		SELECT w.interval_end,
 		       jsonb_agg(jsonb_build_object('wait', w.ev, 'samples', w.n,
 		                                    'share', round(w.n::numeric / w.total, 3)) ORDER BY w.rk)
 		           FILTER (WHERE w.rk <= 3) AS top
 		  FROM wr w
 		 GROUP BY w.interval_end
+	),
+	ws AS (
+		SELECT s.interval_end, s.ticks_due, s.ticks_taken,
+		       s.active_cpu::float8 / nullif(s.ticks_taken, 0) AS cpu,
+		       s.active_io::float8 / nullif(s.ticks_taken, 0) AS io,
+		       s.active_lwlock::float8 / nullif(s.ticks_taken, 0) AS lwlock,
+		       s.active_lock::float8 / nullif(s.ticks_taken, 0) AS lock,
+		       s.active_ipc::float8 / nullif(s.ticks_taken, 0) AS ipc,
+		       s.active_client::float8 / nullif(s.ticks_taken, 0) AS client,
+		       s.active_timeout::float8 / nullif(s.ticks_taken, 0) AS timeout,
+		       s.active_other::float8 / nullif(s.ticks_taken, 0) AS other
+		  FROM chronicle.wait_sampler_deltas(from_ts, to_ts) s
+		 WHERE timeline.waits
 	),
 	-- pgbench transactions: each goes to the interval whose (start, end]
 	-- holds its end time (a sort, not a range join)
@@ -148,9 +168,10 @@ BEGIN
 	       coalesce(ck.num_done, ck.num_timed + ck.num_requested),
 	       ck.buffers_written,
 	       bu.buffers_used, bu.buffers_dirty,
-	       mem.mem_free::bigint, mem.mem_available::bigint, mem.dirty::bigint, mem.writeback::bigint,
-	       CASE WHEN has.waits AND ws.ticks_taken > 0 THEN coalesce(waits.total, 0)::float8 / ws.ticks_taken END,
-	       CASE WHEN has.waits THEN coalesce(waits.top, '[]') END,
+	       mem.mem_free, mem.mem_available, mem.dirty, mem.writeback,
+	       ws.cpu + ws.io + ws.lwlock + ws.lock + ws.ipc + ws.client + ws.timeout + ws.other,
+	       ws.cpu, ws.io, ws.lwlock, ws.lock, ws.ipc, ws.client, ws.timeout, ws.other,
+	       CASE WHEN has.waits THEN coalesce(tw.top, '[]') END,
 	       ws.ticks_taken::float8 / nullif(ws.ticks_due, 0),
 	       CASE WHEN has_app THEN coalesce(app.n, 0) / iv.seconds END,
 	       app.p50, app.p99
@@ -162,15 +183,15 @@ BEGIN
 	  LEFT JOIN chronicle.checkpointer_deltas(from_ts, to_ts) ck ON ck.interval_end = iv.interval_end
 	  LEFT JOIN chronicle.buffers_values(from_ts, to_ts) bu ON bu.interval_end = iv.interval_end
 	  LEFT JOIN chronicle.os_memory_deltas(from_ts, to_ts) mem ON mem.interval_end = iv.interval_end
-	  LEFT JOIN chronicle.wait_sampler_deltas(from_ts, to_ts) ws ON ws.interval_end = iv.interval_end
-	  LEFT JOIN waits ON waits.interval_end = iv.interval_end
+	  LEFT JOIN ws ON ws.interval_end = iv.interval_end
+	  LEFT JOIN tw ON tw.interval_end = iv.interval_end
 	  LEFT JOIN app ON app.interval_end = iv.interval_end
 	 ORDER BY iv.interval_end;
 END;
 $$;
 
-COMMENT ON FUNCTION chronicle.timeline(timestamptz, timestamptz, boolean) IS
-	'One row per snapshot interval with the headline numbers: commits, I/O by backend type, WAL, checkpoints, buffers, memory, top waits, pgbench tps and latency';
+COMMENT ON FUNCTION chronicle.timeline(timestamptz, timestamptz, boolean, boolean) IS
+	'One row per snapshot interval with the headline numbers: commits, I/O by backend type, WAL, checkpoints, buffers, memory, active processes by wait class (top wait events on request), pgbench tps and latency';
 
-REVOKE ALL ON FUNCTION chronicle.timeline(timestamptz, timestamptz, boolean) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION chronicle.timeline(timestamptz, timestamptz, boolean) TO pg_monitor, pg_read_all_stats;
+REVOKE ALL ON FUNCTION chronicle.timeline(timestamptz, timestamptz, boolean, boolean) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION chronicle.timeline(timestamptz, timestamptz, boolean, boolean) TO pg_monitor, pg_read_all_stats;
