@@ -85,12 +85,16 @@ calls=(
 	"database_totals|SELECT * FROM chronicle.database_totals($f, $t)"
 	"wait_profile, 1 h|SELECT * FROM chronicle.wait_profile($f, $h1)"
 	"wait_profile_series top 3, 1 h|SELECT * FROM chronicle.wait_profile_series($f, $h1, top => 3)"
+	"series io.write_bytes_per_s client|SELECT * FROM chronicle.series(''io.write_bytes_per_s'', $f, $t, for_backend_type => ''client backend'')"
+	"percentiles database.xact_commit_per_s|SELECT * FROM chronicle.percentiles(''database.xact_commit_per_s'', $f, $t)"
 	"timeline, 1 h|SELECT * FROM chronicle.timeline($f, $h1)"
 	"timeline, 1 h, waits => false|SELECT * FROM chronicle.timeline($f, $h1, waits => false)"
+	"timeline, 1 h, wait_events => true|SELECT * FROM chronicle.timeline($f, $h1, wait_events => true)"
 	"summary, 1 h|SELECT * FROM chronicle.summary($f, $h1)"
 	"wait_profile|SELECT * FROM chronicle.wait_profile($f, $t)"
 	"timeline, waits => false|SELECT * FROM chronicle.timeline($f, $t, waits => false)"
 	"timeline|SELECT * FROM chronicle.timeline($f, $t)"
+	"timeline, wait_events => true|SELECT * FROM chronicle.timeline($f, $t, wait_events => true)"
 	"summary|SELECT * FROM chronicle.summary($f, $t)"
 )
 for c in "${calls[@]}"; do

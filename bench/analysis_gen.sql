@@ -80,8 +80,11 @@ SELECT t, 8000000, 2000000 - n % 1000, 5000000, 100000, 3000000, 20000 + (n * 31
        n * 10, n * 400, 0, 0
   FROM generate_series(:'day'::timestamptz, :'day'::timestamptz + interval '86399 s', interval '1 s') t,
        LATERAL (SELECT extract(epoch FROM t - :'day'::timestamptz)::bigint AS n) s;
-INSERT INTO chronicle.wait_sampler_history (ts, ticks_due, ticks_taken, samples_dropped, sampler_started)
-SELECT t, n * 100, n * 99, 0, :'day'::timestamptz - interval '1 h'
+INSERT INTO chronicle.wait_sampler_history (ts, ticks_due, ticks_taken, samples_dropped, sampler_started,
+                                            active_cpu, active_io, active_lwlock, active_lock, active_ipc,
+                                            active_client, active_timeout, active_other)
+SELECT t, n * 100, n * 99, 0, :'day'::timestamptz - interval '1 h',
+       n * 4000, n * 1500, n * 300, n * 200, n * 100, n * 600, 0, 0
   FROM generate_series(:'day'::timestamptz, :'day'::timestamptz + interval '86399 s', interval '1 s') t,
        LATERAL (SELECT extract(epoch FROM t - :'day'::timestamptz)::bigint AS n) s;
 

@@ -476,7 +476,8 @@ def gen_totals(s):
     for nm, t, c in s['per_op']:
         res.append((nm, 'float8'))
     sig = ', '.join(['timestamptz', 'timestamptz'] + [FILTER_TYPES[f] for f in filt])
-    gen_ends_helper(s)
+    if kcols:
+        gen_ends_helper(s)
     header(s, tname, params, res, 'DECLARE\n\tsecs float8;\n\tn bigint;\n\tws timestamptz;\n\twe timestamptz;\n')
     checks(s, tname, 3)
     w('\tSELECT sum(i.seconds), count(*), min(i.interval_start), max(i.interval_end)')
@@ -489,12 +490,15 @@ def gen_totals(s):
         w('\t-- Without a reset in the window, the deltas of a key telescope: its')
         w('\t-- total is its last value minus its baseline in each segment, two')
         w('\t-- index probes per key instead of every row of the window.')
-        w('\tIF NOT EXISTS (SELECT FROM chronicle.%s($1, $2) e WHERE e.reset%s) THEN' % (ends, kf))
-        w('\t\tRETURN QUERY')
-        w('\t\tSELECT ws, we, secs, n, %s,' % sel('e', kcols))
+        w('\tRETURN QUERY')
+        w('\tWITH e AS MATERIALIZED (')
+        w('\t\tSELECT * FROM chronicle.%s($1, $2) e' % ends)
+        w('\t\t WHERE true%s' % kf.replace('\n\t', '\n\t\t'))
+        w('\t)')
+        w('\tSELECT ws, we, secs, n, %s,' % sel('e', kcols))
         for a in attrs:
-            w('\t\t       max(e.%s),' % a)
-        w('\t\t       0::bigint,')
+            w('\t       max(e.%s),' % a)
+        w('\t       0::bigint,')
         items = []
         for c, k in counters:
             d = delta_expr(s, c, 'e_l', 'e_b').replace('e_l.', 'e.l_').replace('e_b.', 'e.b_')
@@ -503,11 +507,12 @@ def gen_totals(s):
             items.append('coalesce(sum(%s), 0)::float8 / secs' % d)
         for nm, t, c in s['per_op']:
             items.append('sum(e.l_%s - e.b_%s)::float8 / nullif(sum(e.l_%s - e.b_%s), 0)' % (t, t, c, c))
-        w('\t\t       %s' % ',\n\t\t       '.join(items))
-        w('\t\t  FROM chronicle.%s($1, $2) e' % ends)
-        w('\t\t WHERE true%s' % kf.replace('\n\t', '\n\t\t'))
-        w('\t\t GROUP BY %s' % sel('e', kcols))
-        w('\t\t ORDER BY %s;' % sel('e', kcols))
+        w('\t       %s' % ',\n\t       '.join(items))
+        w('\t  FROM e')
+        w('\t WHERE NOT EXISTS (SELECT FROM e r WHERE r.reset)')
+        w('\t GROUP BY %s' % sel('e', kcols))
+        w('\t ORDER BY %s;' % sel('e', kcols))
+        w('\tIF FOUND THEN')
         w('\t\tRETURN;')
         w('\tEND IF;')
         w('\tRETURN QUERY')
@@ -532,23 +537,8 @@ def gen_totals(s):
         w('\t GROUP BY %s' % sel('k', kcols))
         w('\t ORDER BY %s;' % sel('k', kcols))
     else:
-        ends = '_%s_ends' % s['fn']
-        w('\t-- Without a reset in the window: last value minus baseline per segment.')
-        w('\tIF NOT EXISTS (SELECT FROM chronicle.%s($1, $2) e WHERE e.reset) THEN' % ends)
-        w('\t\tRETURN QUERY')
-        w('\t\tSELECT ws, we, secs, n, 0::bigint,')
-        items = []
-        for c, k in counters:
-            d = 'e.l_%s - e.b_%s' % (c, c)
-            items.append('sum(%s)%s' % (d, '::numeric' if k == 'c' else ''))
-            items.append('sum(%s)::float8 / secs' % d)
-        for nm, t, c in s['per_op']:
-            items.append('sum(e.l_%s - e.b_%s)::float8 / nullif(sum(e.l_%s - e.b_%s), 0)' % (t, t, c, c))
-        w('\t\t       %s' % ',\n\t\t       '.join(items))
-        w('\t\t  FROM chronicle.%s($1, $2) e' % ends)
-        w('\t\t HAVING count(*) > 0;')
-        w('\t\tRETURN;')
-        w('\tEND IF;')
+        # The per-interval rows of a single-row source are one per interval
+        # (the engine's cost): summing them is the exact, reset-aware total.
         w('\tRETURN QUERY')
         w('\tSELECT ws, we, secs, n,')
         w('\t       count(*) FILTER (WHERE d.reset),')

@@ -214,58 +214,59 @@ BEGIN
 	-- Without a reset in the window, the deltas of a key telescope: its
 	-- total is its last value minus its baseline in each segment, two
 	-- index probes per key instead of every row of the window.
-	IF NOT EXISTS (SELECT FROM chronicle._io_ends($1, $2) e WHERE e.reset
-	   AND ($3 IS NULL OR e.backend_type = $3)
-	   AND ($4 IS NULL OR e.object = $4)
-	   AND ($5 IS NULL OR e.context = $5)) THEN
-		RETURN QUERY
-		SELECT ws, we, secs, n, e.backend_type, e.object, e.context,
-		       max(e.op_bytes),
-		       0::bigint,
-		       coalesce(sum(e.l_reads - e.b_reads), 0)::numeric,
-		       coalesce(sum(e.l_reads - e.b_reads), 0)::float8 / secs,
-		       coalesce(sum(coalesce(e.l_read_bytes - e.b_read_bytes, (e.l_reads - e.b_reads) * e.op_bytes)), 0)::numeric,
-		       coalesce(sum(coalesce(e.l_read_bytes - e.b_read_bytes, (e.l_reads - e.b_reads) * e.op_bytes)), 0)::float8 / secs,
-		       coalesce(sum(e.l_read_time - e.b_read_time), 0),
-		       coalesce(sum(e.l_read_time - e.b_read_time), 0)::float8 / secs,
-		       coalesce(sum(e.l_writes - e.b_writes), 0)::numeric,
-		       coalesce(sum(e.l_writes - e.b_writes), 0)::float8 / secs,
-		       coalesce(sum(coalesce(e.l_write_bytes - e.b_write_bytes, (e.l_writes - e.b_writes) * e.op_bytes)), 0)::numeric,
-		       coalesce(sum(coalesce(e.l_write_bytes - e.b_write_bytes, (e.l_writes - e.b_writes) * e.op_bytes)), 0)::float8 / secs,
-		       coalesce(sum(e.l_write_time - e.b_write_time), 0),
-		       coalesce(sum(e.l_write_time - e.b_write_time), 0)::float8 / secs,
-		       coalesce(sum(e.l_writebacks - e.b_writebacks), 0)::numeric,
-		       coalesce(sum(e.l_writebacks - e.b_writebacks), 0)::float8 / secs,
-		       coalesce(sum(e.l_writeback_time - e.b_writeback_time), 0),
-		       coalesce(sum(e.l_writeback_time - e.b_writeback_time), 0)::float8 / secs,
-		       coalesce(sum(e.l_extends - e.b_extends), 0)::numeric,
-		       coalesce(sum(e.l_extends - e.b_extends), 0)::float8 / secs,
-		       coalesce(sum(coalesce(e.l_extend_bytes - e.b_extend_bytes, (e.l_extends - e.b_extends) * e.op_bytes)), 0)::numeric,
-		       coalesce(sum(coalesce(e.l_extend_bytes - e.b_extend_bytes, (e.l_extends - e.b_extends) * e.op_bytes)), 0)::float8 / secs,
-		       coalesce(sum(e.l_extend_time - e.b_extend_time), 0),
-		       coalesce(sum(e.l_extend_time - e.b_extend_time), 0)::float8 / secs,
-		       coalesce(sum(e.l_hits - e.b_hits), 0)::numeric,
-		       coalesce(sum(e.l_hits - e.b_hits), 0)::float8 / secs,
-		       coalesce(sum(e.l_evictions - e.b_evictions), 0)::numeric,
-		       coalesce(sum(e.l_evictions - e.b_evictions), 0)::float8 / secs,
-		       coalesce(sum(e.l_reuses - e.b_reuses), 0)::numeric,
-		       coalesce(sum(e.l_reuses - e.b_reuses), 0)::float8 / secs,
-		       coalesce(sum(e.l_fsyncs - e.b_fsyncs), 0)::numeric,
-		       coalesce(sum(e.l_fsyncs - e.b_fsyncs), 0)::float8 / secs,
-		       coalesce(sum(e.l_fsync_time - e.b_fsync_time), 0),
-		       coalesce(sum(e.l_fsync_time - e.b_fsync_time), 0)::float8 / secs,
-		       sum(e.l_read_time - e.b_read_time)::float8 / nullif(sum(e.l_reads - e.b_reads), 0),
-		       sum(e.l_write_time - e.b_write_time)::float8 / nullif(sum(e.l_writes - e.b_writes), 0),
-		       sum(e.l_writeback_time - e.b_writeback_time)::float8 / nullif(sum(e.l_writebacks - e.b_writebacks), 0),
-		       sum(e.l_extend_time - e.b_extend_time)::float8 / nullif(sum(e.l_extends - e.b_extends), 0),
-		       sum(e.l_fsync_time - e.b_fsync_time)::float8 / nullif(sum(e.l_fsyncs - e.b_fsyncs), 0)
-		  FROM chronicle._io_ends($1, $2) e
+	RETURN QUERY
+	WITH e AS MATERIALIZED (
+		SELECT * FROM chronicle._io_ends($1, $2) e
 		 WHERE true
 		   AND ($3 IS NULL OR e.backend_type = $3)
 		   AND ($4 IS NULL OR e.object = $4)
 		   AND ($5 IS NULL OR e.context = $5)
-		 GROUP BY e.backend_type, e.object, e.context
-		 ORDER BY e.backend_type, e.object, e.context;
+	)
+	SELECT ws, we, secs, n, e.backend_type, e.object, e.context,
+	       max(e.op_bytes),
+	       0::bigint,
+	       coalesce(sum(e.l_reads - e.b_reads), 0)::numeric,
+	       coalesce(sum(e.l_reads - e.b_reads), 0)::float8 / secs,
+	       coalesce(sum(coalesce(e.l_read_bytes - e.b_read_bytes, (e.l_reads - e.b_reads) * e.op_bytes)), 0)::numeric,
+	       coalesce(sum(coalesce(e.l_read_bytes - e.b_read_bytes, (e.l_reads - e.b_reads) * e.op_bytes)), 0)::float8 / secs,
+	       coalesce(sum(e.l_read_time - e.b_read_time), 0),
+	       coalesce(sum(e.l_read_time - e.b_read_time), 0)::float8 / secs,
+	       coalesce(sum(e.l_writes - e.b_writes), 0)::numeric,
+	       coalesce(sum(e.l_writes - e.b_writes), 0)::float8 / secs,
+	       coalesce(sum(coalesce(e.l_write_bytes - e.b_write_bytes, (e.l_writes - e.b_writes) * e.op_bytes)), 0)::numeric,
+	       coalesce(sum(coalesce(e.l_write_bytes - e.b_write_bytes, (e.l_writes - e.b_writes) * e.op_bytes)), 0)::float8 / secs,
+	       coalesce(sum(e.l_write_time - e.b_write_time), 0),
+	       coalesce(sum(e.l_write_time - e.b_write_time), 0)::float8 / secs,
+	       coalesce(sum(e.l_writebacks - e.b_writebacks), 0)::numeric,
+	       coalesce(sum(e.l_writebacks - e.b_writebacks), 0)::float8 / secs,
+	       coalesce(sum(e.l_writeback_time - e.b_writeback_time), 0),
+	       coalesce(sum(e.l_writeback_time - e.b_writeback_time), 0)::float8 / secs,
+	       coalesce(sum(e.l_extends - e.b_extends), 0)::numeric,
+	       coalesce(sum(e.l_extends - e.b_extends), 0)::float8 / secs,
+	       coalesce(sum(coalesce(e.l_extend_bytes - e.b_extend_bytes, (e.l_extends - e.b_extends) * e.op_bytes)), 0)::numeric,
+	       coalesce(sum(coalesce(e.l_extend_bytes - e.b_extend_bytes, (e.l_extends - e.b_extends) * e.op_bytes)), 0)::float8 / secs,
+	       coalesce(sum(e.l_extend_time - e.b_extend_time), 0),
+	       coalesce(sum(e.l_extend_time - e.b_extend_time), 0)::float8 / secs,
+	       coalesce(sum(e.l_hits - e.b_hits), 0)::numeric,
+	       coalesce(sum(e.l_hits - e.b_hits), 0)::float8 / secs,
+	       coalesce(sum(e.l_evictions - e.b_evictions), 0)::numeric,
+	       coalesce(sum(e.l_evictions - e.b_evictions), 0)::float8 / secs,
+	       coalesce(sum(e.l_reuses - e.b_reuses), 0)::numeric,
+	       coalesce(sum(e.l_reuses - e.b_reuses), 0)::float8 / secs,
+	       coalesce(sum(e.l_fsyncs - e.b_fsyncs), 0)::numeric,
+	       coalesce(sum(e.l_fsyncs - e.b_fsyncs), 0)::float8 / secs,
+	       coalesce(sum(e.l_fsync_time - e.b_fsync_time), 0),
+	       coalesce(sum(e.l_fsync_time - e.b_fsync_time), 0)::float8 / secs,
+	       sum(e.l_read_time - e.b_read_time)::float8 / nullif(sum(e.l_reads - e.b_reads), 0),
+	       sum(e.l_write_time - e.b_write_time)::float8 / nullif(sum(e.l_writes - e.b_writes), 0),
+	       sum(e.l_writeback_time - e.b_writeback_time)::float8 / nullif(sum(e.l_writebacks - e.b_writebacks), 0),
+	       sum(e.l_extend_time - e.b_extend_time)::float8 / nullif(sum(e.l_extends - e.b_extends), 0),
+	       sum(e.l_fsync_time - e.b_fsync_time)::float8 / nullif(sum(e.l_fsyncs - e.b_fsyncs), 0)
+	  FROM e
+	 WHERE NOT EXISTS (SELECT FROM e r WHERE r.reset)
+	 GROUP BY e.backend_type, e.object, e.context
+	 ORDER BY e.backend_type, e.object, e.context;
+	IF FOUND THEN
 		RETURN;
 	END IF;
 	RETURN QUERY
@@ -540,68 +541,71 @@ BEGIN
 	-- Without a reset in the window, the deltas of a key telescope: its
 	-- total is its last value minus its baseline in each segment, two
 	-- index probes per key instead of every row of the window.
-	IF NOT EXISTS (SELECT FROM chronicle._database_ends($1, $2) e WHERE e.reset
-	   AND ($3 IS NULL OR e.datname = $3)) THEN
-		RETURN QUERY
-		SELECT ws, we, secs, n, e.datid,
-		       max(e.datname),
-		       0::bigint,
-		       coalesce(sum(e.l_xact_commit - e.b_xact_commit), 0)::numeric,
-		       coalesce(sum(e.l_xact_commit - e.b_xact_commit), 0)::float8 / secs,
-		       coalesce(sum(e.l_xact_rollback - e.b_xact_rollback), 0)::numeric,
-		       coalesce(sum(e.l_xact_rollback - e.b_xact_rollback), 0)::float8 / secs,
-		       coalesce(sum(e.l_blks_read - e.b_blks_read), 0)::numeric,
-		       coalesce(sum(e.l_blks_read - e.b_blks_read), 0)::float8 / secs,
-		       coalesce(sum(e.l_blks_hit - e.b_blks_hit), 0)::numeric,
-		       coalesce(sum(e.l_blks_hit - e.b_blks_hit), 0)::float8 / secs,
-		       coalesce(sum(e.l_tup_returned - e.b_tup_returned), 0)::numeric,
-		       coalesce(sum(e.l_tup_returned - e.b_tup_returned), 0)::float8 / secs,
-		       coalesce(sum(e.l_tup_fetched - e.b_tup_fetched), 0)::numeric,
-		       coalesce(sum(e.l_tup_fetched - e.b_tup_fetched), 0)::float8 / secs,
-		       coalesce(sum(e.l_tup_inserted - e.b_tup_inserted), 0)::numeric,
-		       coalesce(sum(e.l_tup_inserted - e.b_tup_inserted), 0)::float8 / secs,
-		       coalesce(sum(e.l_tup_updated - e.b_tup_updated), 0)::numeric,
-		       coalesce(sum(e.l_tup_updated - e.b_tup_updated), 0)::float8 / secs,
-		       coalesce(sum(e.l_tup_deleted - e.b_tup_deleted), 0)::numeric,
-		       coalesce(sum(e.l_tup_deleted - e.b_tup_deleted), 0)::float8 / secs,
-		       coalesce(sum(e.l_conflicts - e.b_conflicts), 0)::numeric,
-		       coalesce(sum(e.l_conflicts - e.b_conflicts), 0)::float8 / secs,
-		       coalesce(sum(e.l_temp_files - e.b_temp_files), 0)::numeric,
-		       coalesce(sum(e.l_temp_files - e.b_temp_files), 0)::float8 / secs,
-		       coalesce(sum(e.l_temp_bytes - e.b_temp_bytes), 0)::numeric,
-		       coalesce(sum(e.l_temp_bytes - e.b_temp_bytes), 0)::float8 / secs,
-		       coalesce(sum(e.l_deadlocks - e.b_deadlocks), 0)::numeric,
-		       coalesce(sum(e.l_deadlocks - e.b_deadlocks), 0)::float8 / secs,
-		       coalesce(sum(e.l_checksum_failures - e.b_checksum_failures), 0)::numeric,
-		       coalesce(sum(e.l_checksum_failures - e.b_checksum_failures), 0)::float8 / secs,
-		       coalesce(sum(e.l_blk_read_time - e.b_blk_read_time), 0),
-		       coalesce(sum(e.l_blk_read_time - e.b_blk_read_time), 0)::float8 / secs,
-		       coalesce(sum(e.l_blk_write_time - e.b_blk_write_time), 0),
-		       coalesce(sum(e.l_blk_write_time - e.b_blk_write_time), 0)::float8 / secs,
-		       coalesce(sum(e.l_session_time - e.b_session_time), 0),
-		       coalesce(sum(e.l_session_time - e.b_session_time), 0)::float8 / secs,
-		       coalesce(sum(e.l_active_time - e.b_active_time), 0),
-		       coalesce(sum(e.l_active_time - e.b_active_time), 0)::float8 / secs,
-		       coalesce(sum(e.l_idle_in_transaction_time - e.b_idle_in_transaction_time), 0),
-		       coalesce(sum(e.l_idle_in_transaction_time - e.b_idle_in_transaction_time), 0)::float8 / secs,
-		       coalesce(sum(e.l_sessions - e.b_sessions), 0)::numeric,
-		       coalesce(sum(e.l_sessions - e.b_sessions), 0)::float8 / secs,
-		       coalesce(sum(e.l_sessions_abandoned - e.b_sessions_abandoned), 0)::numeric,
-		       coalesce(sum(e.l_sessions_abandoned - e.b_sessions_abandoned), 0)::float8 / secs,
-		       coalesce(sum(e.l_sessions_fatal - e.b_sessions_fatal), 0)::numeric,
-		       coalesce(sum(e.l_sessions_fatal - e.b_sessions_fatal), 0)::float8 / secs,
-		       coalesce(sum(e.l_sessions_killed - e.b_sessions_killed), 0)::numeric,
-		       coalesce(sum(e.l_sessions_killed - e.b_sessions_killed), 0)::float8 / secs,
-		       coalesce(sum(e.l_parallel_workers_to_launch - e.b_parallel_workers_to_launch), 0)::numeric,
-		       coalesce(sum(e.l_parallel_workers_to_launch - e.b_parallel_workers_to_launch), 0)::float8 / secs,
-		       coalesce(sum(e.l_parallel_workers_launched - e.b_parallel_workers_launched), 0)::numeric,
-		       coalesce(sum(e.l_parallel_workers_launched - e.b_parallel_workers_launched), 0)::float8 / secs,
-		       sum(e.l_blk_read_time - e.b_blk_read_time)::float8 / nullif(sum(e.l_blks_read - e.b_blks_read), 0)
-		  FROM chronicle._database_ends($1, $2) e
+	RETURN QUERY
+	WITH e AS MATERIALIZED (
+		SELECT * FROM chronicle._database_ends($1, $2) e
 		 WHERE true
 		   AND ($3 IS NULL OR e.datname = $3)
-		 GROUP BY e.datid
-		 ORDER BY e.datid;
+	)
+	SELECT ws, we, secs, n, e.datid,
+	       max(e.datname),
+	       0::bigint,
+	       coalesce(sum(e.l_xact_commit - e.b_xact_commit), 0)::numeric,
+	       coalesce(sum(e.l_xact_commit - e.b_xact_commit), 0)::float8 / secs,
+	       coalesce(sum(e.l_xact_rollback - e.b_xact_rollback), 0)::numeric,
+	       coalesce(sum(e.l_xact_rollback - e.b_xact_rollback), 0)::float8 / secs,
+	       coalesce(sum(e.l_blks_read - e.b_blks_read), 0)::numeric,
+	       coalesce(sum(e.l_blks_read - e.b_blks_read), 0)::float8 / secs,
+	       coalesce(sum(e.l_blks_hit - e.b_blks_hit), 0)::numeric,
+	       coalesce(sum(e.l_blks_hit - e.b_blks_hit), 0)::float8 / secs,
+	       coalesce(sum(e.l_tup_returned - e.b_tup_returned), 0)::numeric,
+	       coalesce(sum(e.l_tup_returned - e.b_tup_returned), 0)::float8 / secs,
+	       coalesce(sum(e.l_tup_fetched - e.b_tup_fetched), 0)::numeric,
+	       coalesce(sum(e.l_tup_fetched - e.b_tup_fetched), 0)::float8 / secs,
+	       coalesce(sum(e.l_tup_inserted - e.b_tup_inserted), 0)::numeric,
+	       coalesce(sum(e.l_tup_inserted - e.b_tup_inserted), 0)::float8 / secs,
+	       coalesce(sum(e.l_tup_updated - e.b_tup_updated), 0)::numeric,
+	       coalesce(sum(e.l_tup_updated - e.b_tup_updated), 0)::float8 / secs,
+	       coalesce(sum(e.l_tup_deleted - e.b_tup_deleted), 0)::numeric,
+	       coalesce(sum(e.l_tup_deleted - e.b_tup_deleted), 0)::float8 / secs,
+	       coalesce(sum(e.l_conflicts - e.b_conflicts), 0)::numeric,
+	       coalesce(sum(e.l_conflicts - e.b_conflicts), 0)::float8 / secs,
+	       coalesce(sum(e.l_temp_files - e.b_temp_files), 0)::numeric,
+	       coalesce(sum(e.l_temp_files - e.b_temp_files), 0)::float8 / secs,
+	       coalesce(sum(e.l_temp_bytes - e.b_temp_bytes), 0)::numeric,
+	       coalesce(sum(e.l_temp_bytes - e.b_temp_bytes), 0)::float8 / secs,
+	       coalesce(sum(e.l_deadlocks - e.b_deadlocks), 0)::numeric,
+	       coalesce(sum(e.l_deadlocks - e.b_deadlocks), 0)::float8 / secs,
+	       coalesce(sum(e.l_checksum_failures - e.b_checksum_failures), 0)::numeric,
+	       coalesce(sum(e.l_checksum_failures - e.b_checksum_failures), 0)::float8 / secs,
+	       coalesce(sum(e.l_blk_read_time - e.b_blk_read_time), 0),
+	       coalesce(sum(e.l_blk_read_time - e.b_blk_read_time), 0)::float8 / secs,
+	       coalesce(sum(e.l_blk_write_time - e.b_blk_write_time), 0),
+	       coalesce(sum(e.l_blk_write_time - e.b_blk_write_time), 0)::float8 / secs,
+	       coalesce(sum(e.l_session_time - e.b_session_time), 0),
+	       coalesce(sum(e.l_session_time - e.b_session_time), 0)::float8 / secs,
+	       coalesce(sum(e.l_active_time - e.b_active_time), 0),
+	       coalesce(sum(e.l_active_time - e.b_active_time), 0)::float8 / secs,
+	       coalesce(sum(e.l_idle_in_transaction_time - e.b_idle_in_transaction_time), 0),
+	       coalesce(sum(e.l_idle_in_transaction_time - e.b_idle_in_transaction_time), 0)::float8 / secs,
+	       coalesce(sum(e.l_sessions - e.b_sessions), 0)::numeric,
+	       coalesce(sum(e.l_sessions - e.b_sessions), 0)::float8 / secs,
+	       coalesce(sum(e.l_sessions_abandoned - e.b_sessions_abandoned), 0)::numeric,
+	       coalesce(sum(e.l_sessions_abandoned - e.b_sessions_abandoned), 0)::float8 / secs,
+	       coalesce(sum(e.l_sessions_fatal - e.b_sessions_fatal), 0)::numeric,
+	       coalesce(sum(e.l_sessions_fatal - e.b_sessions_fatal), 0)::float8 / secs,
+	       coalesce(sum(e.l_sessions_killed - e.b_sessions_killed), 0)::numeric,
+	       coalesce(sum(e.l_sessions_killed - e.b_sessions_killed), 0)::float8 / secs,
+	       coalesce(sum(e.l_parallel_workers_to_launch - e.b_parallel_workers_to_launch), 0)::numeric,
+	       coalesce(sum(e.l_parallel_workers_to_launch - e.b_parallel_workers_to_launch), 0)::float8 / secs,
+	       coalesce(sum(e.l_parallel_workers_launched - e.b_parallel_workers_launched), 0)::numeric,
+	       coalesce(sum(e.l_parallel_workers_launched - e.b_parallel_workers_launched), 0)::float8 / secs,
+	       sum(e.l_blk_read_time - e.b_blk_read_time)::float8 / nullif(sum(e.l_blks_read - e.b_blks_read), 0)
+	  FROM e
+	 WHERE NOT EXISTS (SELECT FROM e r WHERE r.reset)
+	 GROUP BY e.datid
+	 ORDER BY e.datid;
+	IF FOUND THEN
 		RETURN;
 	END IF;
 	RETURN QUERY
@@ -841,22 +845,23 @@ BEGIN
 	-- Without a reset in the window, the deltas of a key telescope: its
 	-- total is its last value minus its baseline in each segment, two
 	-- index probes per key instead of every row of the window.
-	IF NOT EXISTS (SELECT FROM chronicle._wait_ends($1, $2) e WHERE e.reset
-	   AND ($3 IS NULL OR e.backend_type = $3)
-	   AND ($4 IS NULL OR e.wait_event_type = $4)
-	   AND ($5 IS NULL OR e.wait_event = $5)) THEN
-		RETURN QUERY
-		SELECT ws, we, secs, n, e.backend_type, e.state, e.wait_event_type, e.wait_event, e.queryid,
-		       0::bigint,
-		       coalesce(sum(e.l_samples - e.b_samples), 0)::numeric,
-		       coalesce(sum(e.l_samples - e.b_samples), 0)::float8 / secs
-		  FROM chronicle._wait_ends($1, $2) e
+	RETURN QUERY
+	WITH e AS MATERIALIZED (
+		SELECT * FROM chronicle._wait_ends($1, $2) e
 		 WHERE true
 		   AND ($3 IS NULL OR e.backend_type = $3)
 		   AND ($4 IS NULL OR e.wait_event_type = $4)
 		   AND ($5 IS NULL OR e.wait_event = $5)
-		 GROUP BY e.backend_type, e.state, e.wait_event_type, e.wait_event, e.queryid
-		 ORDER BY e.backend_type, e.state, e.wait_event_type, e.wait_event, e.queryid;
+	)
+	SELECT ws, we, secs, n, e.backend_type, e.state, e.wait_event_type, e.wait_event, e.queryid,
+	       0::bigint,
+	       coalesce(sum(e.l_samples - e.b_samples), 0)::numeric,
+	       coalesce(sum(e.l_samples - e.b_samples), 0)::float8 / secs
+	  FROM e
+	 WHERE NOT EXISTS (SELECT FROM e r WHERE r.reset)
+	 GROUP BY e.backend_type, e.state, e.wait_event_type, e.wait_event, e.queryid
+	 ORDER BY e.backend_type, e.state, e.wait_event_type, e.wait_event, e.queryid;
+	IF FOUND THEN
 		RETURN;
 	END IF;
 	RETURN QUERY
@@ -1096,50 +1101,53 @@ BEGIN
 	-- Without a reset in the window, the deltas of a key telescope: its
 	-- total is its last value minus its baseline in each segment, two
 	-- index probes per key instead of every row of the window.
-	IF NOT EXISTS (SELECT FROM chronicle._os_disk_ends($1, $2) e WHERE e.reset
-	   AND ($3 IS NULL OR e.device = $3)) THEN
-		RETURN QUERY
-		SELECT ws, we, secs, n, e.device, e.role,
-		       0::bigint,
-		       coalesce(sum(e.l_reads_completed - e.b_reads_completed), 0)::numeric,
-		       coalesce(sum(e.l_reads_completed - e.b_reads_completed), 0)::float8 / secs,
-		       coalesce(sum(e.l_reads_merged - e.b_reads_merged), 0)::numeric,
-		       coalesce(sum(e.l_reads_merged - e.b_reads_merged), 0)::float8 / secs,
-		       coalesce(sum(e.l_sectors_read - e.b_sectors_read), 0)::numeric,
-		       coalesce(sum(e.l_sectors_read - e.b_sectors_read), 0)::float8 / secs,
-		       coalesce(sum(e.l_read_time_ms - e.b_read_time_ms), 0)::numeric,
-		       coalesce(sum(e.l_read_time_ms - e.b_read_time_ms), 0)::float8 / secs,
-		       coalesce(sum(e.l_writes_completed - e.b_writes_completed), 0)::numeric,
-		       coalesce(sum(e.l_writes_completed - e.b_writes_completed), 0)::float8 / secs,
-		       coalesce(sum(e.l_writes_merged - e.b_writes_merged), 0)::numeric,
-		       coalesce(sum(e.l_writes_merged - e.b_writes_merged), 0)::float8 / secs,
-		       coalesce(sum(e.l_sectors_written - e.b_sectors_written), 0)::numeric,
-		       coalesce(sum(e.l_sectors_written - e.b_sectors_written), 0)::float8 / secs,
-		       coalesce(sum(e.l_write_time_ms - e.b_write_time_ms), 0)::numeric,
-		       coalesce(sum(e.l_write_time_ms - e.b_write_time_ms), 0)::float8 / secs,
-		       coalesce(sum(e.l_io_time_ms - e.b_io_time_ms), 0)::numeric,
-		       coalesce(sum(e.l_io_time_ms - e.b_io_time_ms), 0)::float8 / secs,
-		       coalesce(sum(e.l_weighted_io_time_ms - e.b_weighted_io_time_ms), 0)::numeric,
-		       coalesce(sum(e.l_weighted_io_time_ms - e.b_weighted_io_time_ms), 0)::float8 / secs,
-		       coalesce(sum(e.l_discards_completed - e.b_discards_completed), 0)::numeric,
-		       coalesce(sum(e.l_discards_completed - e.b_discards_completed), 0)::float8 / secs,
-		       coalesce(sum(e.l_discards_merged - e.b_discards_merged), 0)::numeric,
-		       coalesce(sum(e.l_discards_merged - e.b_discards_merged), 0)::float8 / secs,
-		       coalesce(sum(e.l_sectors_discarded - e.b_sectors_discarded), 0)::numeric,
-		       coalesce(sum(e.l_sectors_discarded - e.b_sectors_discarded), 0)::float8 / secs,
-		       coalesce(sum(e.l_discard_time_ms - e.b_discard_time_ms), 0)::numeric,
-		       coalesce(sum(e.l_discard_time_ms - e.b_discard_time_ms), 0)::float8 / secs,
-		       coalesce(sum(e.l_flushes_completed - e.b_flushes_completed), 0)::numeric,
-		       coalesce(sum(e.l_flushes_completed - e.b_flushes_completed), 0)::float8 / secs,
-		       coalesce(sum(e.l_flush_time_ms - e.b_flush_time_ms), 0)::numeric,
-		       coalesce(sum(e.l_flush_time_ms - e.b_flush_time_ms), 0)::float8 / secs,
-		       sum(e.l_read_time_ms - e.b_read_time_ms)::float8 / nullif(sum(e.l_reads_completed - e.b_reads_completed), 0),
-		       sum(e.l_write_time_ms - e.b_write_time_ms)::float8 / nullif(sum(e.l_writes_completed - e.b_writes_completed), 0)
-		  FROM chronicle._os_disk_ends($1, $2) e
+	RETURN QUERY
+	WITH e AS MATERIALIZED (
+		SELECT * FROM chronicle._os_disk_ends($1, $2) e
 		 WHERE true
 		   AND ($3 IS NULL OR e.device = $3)
-		 GROUP BY e.device, e.role
-		 ORDER BY e.device, e.role;
+	)
+	SELECT ws, we, secs, n, e.device, e.role,
+	       0::bigint,
+	       coalesce(sum(e.l_reads_completed - e.b_reads_completed), 0)::numeric,
+	       coalesce(sum(e.l_reads_completed - e.b_reads_completed), 0)::float8 / secs,
+	       coalesce(sum(e.l_reads_merged - e.b_reads_merged), 0)::numeric,
+	       coalesce(sum(e.l_reads_merged - e.b_reads_merged), 0)::float8 / secs,
+	       coalesce(sum(e.l_sectors_read - e.b_sectors_read), 0)::numeric,
+	       coalesce(sum(e.l_sectors_read - e.b_sectors_read), 0)::float8 / secs,
+	       coalesce(sum(e.l_read_time_ms - e.b_read_time_ms), 0)::numeric,
+	       coalesce(sum(e.l_read_time_ms - e.b_read_time_ms), 0)::float8 / secs,
+	       coalesce(sum(e.l_writes_completed - e.b_writes_completed), 0)::numeric,
+	       coalesce(sum(e.l_writes_completed - e.b_writes_completed), 0)::float8 / secs,
+	       coalesce(sum(e.l_writes_merged - e.b_writes_merged), 0)::numeric,
+	       coalesce(sum(e.l_writes_merged - e.b_writes_merged), 0)::float8 / secs,
+	       coalesce(sum(e.l_sectors_written - e.b_sectors_written), 0)::numeric,
+	       coalesce(sum(e.l_sectors_written - e.b_sectors_written), 0)::float8 / secs,
+	       coalesce(sum(e.l_write_time_ms - e.b_write_time_ms), 0)::numeric,
+	       coalesce(sum(e.l_write_time_ms - e.b_write_time_ms), 0)::float8 / secs,
+	       coalesce(sum(e.l_io_time_ms - e.b_io_time_ms), 0)::numeric,
+	       coalesce(sum(e.l_io_time_ms - e.b_io_time_ms), 0)::float8 / secs,
+	       coalesce(sum(e.l_weighted_io_time_ms - e.b_weighted_io_time_ms), 0)::numeric,
+	       coalesce(sum(e.l_weighted_io_time_ms - e.b_weighted_io_time_ms), 0)::float8 / secs,
+	       coalesce(sum(e.l_discards_completed - e.b_discards_completed), 0)::numeric,
+	       coalesce(sum(e.l_discards_completed - e.b_discards_completed), 0)::float8 / secs,
+	       coalesce(sum(e.l_discards_merged - e.b_discards_merged), 0)::numeric,
+	       coalesce(sum(e.l_discards_merged - e.b_discards_merged), 0)::float8 / secs,
+	       coalesce(sum(e.l_sectors_discarded - e.b_sectors_discarded), 0)::numeric,
+	       coalesce(sum(e.l_sectors_discarded - e.b_sectors_discarded), 0)::float8 / secs,
+	       coalesce(sum(e.l_discard_time_ms - e.b_discard_time_ms), 0)::numeric,
+	       coalesce(sum(e.l_discard_time_ms - e.b_discard_time_ms), 0)::float8 / secs,
+	       coalesce(sum(e.l_flushes_completed - e.b_flushes_completed), 0)::numeric,
+	       coalesce(sum(e.l_flushes_completed - e.b_flushes_completed), 0)::float8 / secs,
+	       coalesce(sum(e.l_flush_time_ms - e.b_flush_time_ms), 0)::numeric,
+	       coalesce(sum(e.l_flush_time_ms - e.b_flush_time_ms), 0)::float8 / secs,
+	       sum(e.l_read_time_ms - e.b_read_time_ms)::float8 / nullif(sum(e.l_reads_completed - e.b_reads_completed), 0),
+	       sum(e.l_write_time_ms - e.b_write_time_ms)::float8 / nullif(sum(e.l_writes_completed - e.b_writes_completed), 0)
+	  FROM e
+	 WHERE NOT EXISTS (SELECT FROM e r WHERE r.reset)
+	 GROUP BY e.device, e.role
+	 ORDER BY e.device, e.role;
+	IF FOUND THEN
 		RETURN;
 	END IF;
 	RETURN QUERY
@@ -1381,20 +1389,23 @@ BEGIN
 	-- Without a reset in the window, the deltas of a key telescope: its
 	-- total is its last value minus its baseline in each segment, two
 	-- index probes per key instead of every row of the window.
-	IF NOT EXISTS (SELECT FROM chronicle._os_pressure_ends($1, $2) e WHERE e.reset
-	   AND ($3 IS NULL OR e.resource = $3)) THEN
-		RETURN QUERY
-		SELECT ws, we, secs, n, e.resource,
-		       0::bigint,
-		       coalesce(sum(e.l_some_total - e.b_some_total), 0)::numeric,
-		       coalesce(sum(e.l_some_total - e.b_some_total), 0)::float8 / secs,
-		       coalesce(sum(e.l_full_total - e.b_full_total), 0)::numeric,
-		       coalesce(sum(e.l_full_total - e.b_full_total), 0)::float8 / secs
-		  FROM chronicle._os_pressure_ends($1, $2) e
+	RETURN QUERY
+	WITH e AS MATERIALIZED (
+		SELECT * FROM chronicle._os_pressure_ends($1, $2) e
 		 WHERE true
 		   AND ($3 IS NULL OR e.resource = $3)
-		 GROUP BY e.resource
-		 ORDER BY e.resource;
+	)
+	SELECT ws, we, secs, n, e.resource,
+	       0::bigint,
+	       coalesce(sum(e.l_some_total - e.b_some_total), 0)::numeric,
+	       coalesce(sum(e.l_some_total - e.b_some_total), 0)::float8 / secs,
+	       coalesce(sum(e.l_full_total - e.b_full_total), 0)::numeric,
+	       coalesce(sum(e.l_full_total - e.b_full_total), 0)::float8 / secs
+	  FROM e
+	 WHERE NOT EXISTS (SELECT FROM e r WHERE r.reset)
+	 GROUP BY e.resource
+	 ORDER BY e.resource;
+	IF FOUND THEN
 		RETURN;
 	END IF;
 	RETURN QUERY
@@ -1464,58 +1475,6 @@ $fn$;
 REVOKE ALL ON FUNCTION chronicle.wal_deltas(timestamptz, timestamptz) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION chronicle.wal_deltas(timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;
 
-CREATE FUNCTION chronicle._wal_ends(from_ts timestamptz, to_ts timestamptz)
-RETURNS TABLE (segment timestamptz, reset boolean, b_wal_records bigint, l_wal_records bigint, b_wal_fpi bigint, l_wal_fpi bigint, b_wal_bytes bigint, l_wal_bytes bigint, b_wal_buffers_full bigint, l_wal_buffers_full bigint, b_wal_write bigint, l_wal_write bigint, b_wal_sync bigint, l_wal_sync bigint, b_wal_write_time float8, l_wal_write_time float8, b_wal_sync_time float8, l_wal_sync_time float8)
-LANGUAGE plpgsql STABLE
-SET search_path = pg_catalog, pg_temp
-SET plan_cache_mode = force_custom_plan
-AS $fn$
-#variable_conflict use_column
-BEGIN
-	RETURN QUERY
-	WITH sg AS (
-		SELECT i.segment, min(i.interval_start) AS first_start, max(i.interval_end) AS last_end
-		  FROM chronicle.intervals($1, $2) i GROUP BY i.segment
-	)
-	SELECT sg.segment,
-	       (b.stats_reset IS DISTINCT FROM l.stats_reset
-	        OR coalesce(l.wal_records < b.wal_records, false)
-	        OR coalesce(l.wal_fpi < b.wal_fpi, false)
-	        OR coalesce(l.wal_bytes < b.wal_bytes, false)
-	        OR coalesce(l.wal_buffers_full < b.wal_buffers_full, false)
-	        OR coalesce(l.wal_write < b.wal_write, false)
-	        OR coalesce(l.wal_sync < b.wal_sync, false)
-	        OR coalesce(l.wal_write_time < b.wal_write_time, false)
-	        OR coalesce(l.wal_sync_time < b.wal_sync_time, false)),
-	       b.wal_records, l.wal_records,
-	       b.wal_fpi, l.wal_fpi,
-	       b.wal_bytes, l.wal_bytes,
-	       b.wal_buffers_full, l.wal_buffers_full,
-	       b.wal_write, l.wal_write,
-	       b.wal_sync, l.wal_sync,
-	       b.wal_write_time, l.wal_write_time,
-	       b.wal_sync_time, l.wal_sync_time
-	  FROM sg
-	 CROSS JOIN LATERAL (
-		SELECT h.* FROM chronicle.wal_history h
-		 WHERE true AND h.ts >= sg.segment AND h.ts <= sg.last_end
-		 ORDER BY h.ts DESC LIMIT 1) l
-	 CROSS JOIN LATERAL (
-		SELECT x.* FROM (
-			(SELECT h.* FROM chronicle.wal_history h
-			  WHERE true AND h.ts >= sg.segment AND h.ts <= sg.first_start
-			  ORDER BY h.ts DESC LIMIT 1)
-			UNION ALL
-			(SELECT h.* FROM chronicle.wal_history h
-			  WHERE true AND h.ts > sg.first_start AND h.ts <= sg.last_end
-			  ORDER BY h.ts LIMIT 1)) x
-		 ORDER BY x.ts ASC LIMIT 1) b;
-END;
-$fn$;
-
-REVOKE ALL ON FUNCTION chronicle._wal_ends(timestamptz, timestamptz) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION chronicle._wal_ends(timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;
-
 CREATE FUNCTION chronicle.wal_totals(from_ts timestamptz, to_ts timestamptz)
 RETURNS TABLE (window_start timestamptz, window_end timestamptz, seconds float8, intervals bigint, resets bigint, wal_records numeric, wal_records_per_s float8, wal_fpi numeric, wal_fpi_per_s float8, wal_bytes numeric, wal_bytes_per_s float8, wal_buffers_full numeric, wal_buffers_full_per_s float8, wal_write numeric, wal_write_per_s float8, wal_sync numeric, wal_sync_per_s float8, wal_write_time float8, wal_write_time_per_s float8, wal_sync_time float8, wal_sync_time_per_s float8, ms_per_write float8, ms_per_sync float8)
 LANGUAGE plpgsql STABLE
@@ -1532,32 +1491,6 @@ BEGIN
 	PERFORM chronicle._check_range($1, $2, 'chronicle.wal_totals');
 	SELECT sum(i.seconds), count(*), min(i.interval_start), max(i.interval_end)
 	  INTO secs, n, ws, we FROM chronicle.intervals($1, $2) i;
-	-- Without a reset in the window: last value minus baseline per segment.
-	IF NOT EXISTS (SELECT FROM chronicle._wal_ends($1, $2) e WHERE e.reset) THEN
-		RETURN QUERY
-		SELECT ws, we, secs, n, 0::bigint,
-		       sum(e.l_wal_records - e.b_wal_records)::numeric,
-		       sum(e.l_wal_records - e.b_wal_records)::float8 / secs,
-		       sum(e.l_wal_fpi - e.b_wal_fpi)::numeric,
-		       sum(e.l_wal_fpi - e.b_wal_fpi)::float8 / secs,
-		       sum(e.l_wal_bytes - e.b_wal_bytes)::numeric,
-		       sum(e.l_wal_bytes - e.b_wal_bytes)::float8 / secs,
-		       sum(e.l_wal_buffers_full - e.b_wal_buffers_full)::numeric,
-		       sum(e.l_wal_buffers_full - e.b_wal_buffers_full)::float8 / secs,
-		       sum(e.l_wal_write - e.b_wal_write)::numeric,
-		       sum(e.l_wal_write - e.b_wal_write)::float8 / secs,
-		       sum(e.l_wal_sync - e.b_wal_sync)::numeric,
-		       sum(e.l_wal_sync - e.b_wal_sync)::float8 / secs,
-		       sum(e.l_wal_write_time - e.b_wal_write_time),
-		       sum(e.l_wal_write_time - e.b_wal_write_time)::float8 / secs,
-		       sum(e.l_wal_sync_time - e.b_wal_sync_time),
-		       sum(e.l_wal_sync_time - e.b_wal_sync_time)::float8 / secs,
-		       sum(e.l_wal_write_time - e.b_wal_write_time)::float8 / nullif(sum(e.l_wal_write - e.b_wal_write), 0),
-		       sum(e.l_wal_sync_time - e.b_wal_sync_time)::float8 / nullif(sum(e.l_wal_sync - e.b_wal_sync), 0)
-		  FROM chronicle._wal_ends($1, $2) e
-		 HAVING count(*) > 0;
-		RETURN;
-	END IF;
 	RETURN QUERY
 	SELECT ws, we, secs, n,
 	       count(*) FILTER (WHERE d.reset),
@@ -1632,62 +1565,6 @@ $fn$;
 REVOKE ALL ON FUNCTION chronicle.checkpointer_deltas(timestamptz, timestamptz) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION chronicle.checkpointer_deltas(timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;
 
-CREATE FUNCTION chronicle._checkpointer_ends(from_ts timestamptz, to_ts timestamptz)
-RETURNS TABLE (segment timestamptz, reset boolean, b_num_timed bigint, l_num_timed bigint, b_num_requested bigint, l_num_requested bigint, b_num_done bigint, l_num_done bigint, b_restartpoints_timed bigint, l_restartpoints_timed bigint, b_restartpoints_req bigint, l_restartpoints_req bigint, b_restartpoints_done bigint, l_restartpoints_done bigint, b_write_time float8, l_write_time float8, b_sync_time float8, l_sync_time float8, b_buffers_written bigint, l_buffers_written bigint, b_slru_written bigint, l_slru_written bigint)
-LANGUAGE plpgsql STABLE
-SET search_path = pg_catalog, pg_temp
-SET plan_cache_mode = force_custom_plan
-AS $fn$
-#variable_conflict use_column
-BEGIN
-	RETURN QUERY
-	WITH sg AS (
-		SELECT i.segment, min(i.interval_start) AS first_start, max(i.interval_end) AS last_end
-		  FROM chronicle.intervals($1, $2) i GROUP BY i.segment
-	)
-	SELECT sg.segment,
-	       (b.stats_reset IS DISTINCT FROM l.stats_reset
-	        OR coalesce(l.num_timed < b.num_timed, false)
-	        OR coalesce(l.num_requested < b.num_requested, false)
-	        OR coalesce(l.num_done < b.num_done, false)
-	        OR coalesce(l.restartpoints_timed < b.restartpoints_timed, false)
-	        OR coalesce(l.restartpoints_req < b.restartpoints_req, false)
-	        OR coalesce(l.restartpoints_done < b.restartpoints_done, false)
-	        OR coalesce(l.write_time < b.write_time, false)
-	        OR coalesce(l.sync_time < b.sync_time, false)
-	        OR coalesce(l.buffers_written < b.buffers_written, false)
-	        OR coalesce(l.slru_written < b.slru_written, false)),
-	       b.num_timed, l.num_timed,
-	       b.num_requested, l.num_requested,
-	       b.num_done, l.num_done,
-	       b.restartpoints_timed, l.restartpoints_timed,
-	       b.restartpoints_req, l.restartpoints_req,
-	       b.restartpoints_done, l.restartpoints_done,
-	       b.write_time, l.write_time,
-	       b.sync_time, l.sync_time,
-	       b.buffers_written, l.buffers_written,
-	       b.slru_written, l.slru_written
-	  FROM sg
-	 CROSS JOIN LATERAL (
-		SELECT h.* FROM chronicle.checkpointer_history h
-		 WHERE true AND h.ts >= sg.segment AND h.ts <= sg.last_end
-		 ORDER BY h.ts DESC LIMIT 1) l
-	 CROSS JOIN LATERAL (
-		SELECT x.* FROM (
-			(SELECT h.* FROM chronicle.checkpointer_history h
-			  WHERE true AND h.ts >= sg.segment AND h.ts <= sg.first_start
-			  ORDER BY h.ts DESC LIMIT 1)
-			UNION ALL
-			(SELECT h.* FROM chronicle.checkpointer_history h
-			  WHERE true AND h.ts > sg.first_start AND h.ts <= sg.last_end
-			  ORDER BY h.ts LIMIT 1)) x
-		 ORDER BY x.ts ASC LIMIT 1) b;
-END;
-$fn$;
-
-REVOKE ALL ON FUNCTION chronicle._checkpointer_ends(timestamptz, timestamptz) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION chronicle._checkpointer_ends(timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;
-
 CREATE FUNCTION chronicle.checkpointer_totals(from_ts timestamptz, to_ts timestamptz)
 RETURNS TABLE (window_start timestamptz, window_end timestamptz, seconds float8, intervals bigint, resets bigint, num_timed numeric, num_timed_per_s float8, num_requested numeric, num_requested_per_s float8, num_done numeric, num_done_per_s float8, restartpoints_timed numeric, restartpoints_timed_per_s float8, restartpoints_req numeric, restartpoints_req_per_s float8, restartpoints_done numeric, restartpoints_done_per_s float8, write_time float8, write_time_per_s float8, sync_time float8, sync_time_per_s float8, buffers_written numeric, buffers_written_per_s float8, slru_written numeric, slru_written_per_s float8)
 LANGUAGE plpgsql STABLE
@@ -1704,34 +1581,6 @@ BEGIN
 	PERFORM chronicle._check_range($1, $2, 'chronicle.checkpointer_totals');
 	SELECT sum(i.seconds), count(*), min(i.interval_start), max(i.interval_end)
 	  INTO secs, n, ws, we FROM chronicle.intervals($1, $2) i;
-	-- Without a reset in the window: last value minus baseline per segment.
-	IF NOT EXISTS (SELECT FROM chronicle._checkpointer_ends($1, $2) e WHERE e.reset) THEN
-		RETURN QUERY
-		SELECT ws, we, secs, n, 0::bigint,
-		       sum(e.l_num_timed - e.b_num_timed)::numeric,
-		       sum(e.l_num_timed - e.b_num_timed)::float8 / secs,
-		       sum(e.l_num_requested - e.b_num_requested)::numeric,
-		       sum(e.l_num_requested - e.b_num_requested)::float8 / secs,
-		       sum(e.l_num_done - e.b_num_done)::numeric,
-		       sum(e.l_num_done - e.b_num_done)::float8 / secs,
-		       sum(e.l_restartpoints_timed - e.b_restartpoints_timed)::numeric,
-		       sum(e.l_restartpoints_timed - e.b_restartpoints_timed)::float8 / secs,
-		       sum(e.l_restartpoints_req - e.b_restartpoints_req)::numeric,
-		       sum(e.l_restartpoints_req - e.b_restartpoints_req)::float8 / secs,
-		       sum(e.l_restartpoints_done - e.b_restartpoints_done)::numeric,
-		       sum(e.l_restartpoints_done - e.b_restartpoints_done)::float8 / secs,
-		       sum(e.l_write_time - e.b_write_time),
-		       sum(e.l_write_time - e.b_write_time)::float8 / secs,
-		       sum(e.l_sync_time - e.b_sync_time),
-		       sum(e.l_sync_time - e.b_sync_time)::float8 / secs,
-		       sum(e.l_buffers_written - e.b_buffers_written)::numeric,
-		       sum(e.l_buffers_written - e.b_buffers_written)::float8 / secs,
-		       sum(e.l_slru_written - e.b_slru_written)::numeric,
-		       sum(e.l_slru_written - e.b_slru_written)::float8 / secs
-		  FROM chronicle._checkpointer_ends($1, $2) e
-		 HAVING count(*) > 0;
-		RETURN;
-	END IF;
 	RETURN QUERY
 	SELECT ws, we, secs, n,
 	       count(*) FILTER (WHERE d.reset),
@@ -1808,48 +1657,6 @@ $fn$;
 REVOKE ALL ON FUNCTION chronicle.bgwriter_deltas(timestamptz, timestamptz) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION chronicle.bgwriter_deltas(timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;
 
-CREATE FUNCTION chronicle._bgwriter_ends(from_ts timestamptz, to_ts timestamptz)
-RETURNS TABLE (segment timestamptz, reset boolean, b_buffers_clean bigint, l_buffers_clean bigint, b_maxwritten_clean bigint, l_maxwritten_clean bigint, b_buffers_alloc bigint, l_buffers_alloc bigint)
-LANGUAGE plpgsql STABLE
-SET search_path = pg_catalog, pg_temp
-SET plan_cache_mode = force_custom_plan
-AS $fn$
-#variable_conflict use_column
-BEGIN
-	RETURN QUERY
-	WITH sg AS (
-		SELECT i.segment, min(i.interval_start) AS first_start, max(i.interval_end) AS last_end
-		  FROM chronicle.intervals($1, $2) i GROUP BY i.segment
-	)
-	SELECT sg.segment,
-	       (b.stats_reset IS DISTINCT FROM l.stats_reset
-	        OR coalesce(l.buffers_clean < b.buffers_clean, false)
-	        OR coalesce(l.maxwritten_clean < b.maxwritten_clean, false)
-	        OR coalesce(l.buffers_alloc < b.buffers_alloc, false)),
-	       b.buffers_clean, l.buffers_clean,
-	       b.maxwritten_clean, l.maxwritten_clean,
-	       b.buffers_alloc, l.buffers_alloc
-	  FROM sg
-	 CROSS JOIN LATERAL (
-		SELECT h.* FROM chronicle.bgwriter_history h
-		 WHERE true AND h.ts >= sg.segment AND h.ts <= sg.last_end
-		 ORDER BY h.ts DESC LIMIT 1) l
-	 CROSS JOIN LATERAL (
-		SELECT x.* FROM (
-			(SELECT h.* FROM chronicle.bgwriter_history h
-			  WHERE true AND h.ts >= sg.segment AND h.ts <= sg.first_start
-			  ORDER BY h.ts DESC LIMIT 1)
-			UNION ALL
-			(SELECT h.* FROM chronicle.bgwriter_history h
-			  WHERE true AND h.ts > sg.first_start AND h.ts <= sg.last_end
-			  ORDER BY h.ts LIMIT 1)) x
-		 ORDER BY x.ts ASC LIMIT 1) b;
-END;
-$fn$;
-
-REVOKE ALL ON FUNCTION chronicle._bgwriter_ends(timestamptz, timestamptz) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION chronicle._bgwriter_ends(timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;
-
 CREATE FUNCTION chronicle.bgwriter_totals(from_ts timestamptz, to_ts timestamptz)
 RETURNS TABLE (window_start timestamptz, window_end timestamptz, seconds float8, intervals bigint, resets bigint, buffers_clean numeric, buffers_clean_per_s float8, maxwritten_clean numeric, maxwritten_clean_per_s float8, buffers_alloc numeric, buffers_alloc_per_s float8)
 LANGUAGE plpgsql STABLE
@@ -1866,20 +1673,6 @@ BEGIN
 	PERFORM chronicle._check_range($1, $2, 'chronicle.bgwriter_totals');
 	SELECT sum(i.seconds), count(*), min(i.interval_start), max(i.interval_end)
 	  INTO secs, n, ws, we FROM chronicle.intervals($1, $2) i;
-	-- Without a reset in the window: last value minus baseline per segment.
-	IF NOT EXISTS (SELECT FROM chronicle._bgwriter_ends($1, $2) e WHERE e.reset) THEN
-		RETURN QUERY
-		SELECT ws, we, secs, n, 0::bigint,
-		       sum(e.l_buffers_clean - e.b_buffers_clean)::numeric,
-		       sum(e.l_buffers_clean - e.b_buffers_clean)::float8 / secs,
-		       sum(e.l_maxwritten_clean - e.b_maxwritten_clean)::numeric,
-		       sum(e.l_maxwritten_clean - e.b_maxwritten_clean)::float8 / secs,
-		       sum(e.l_buffers_alloc - e.b_buffers_alloc)::numeric,
-		       sum(e.l_buffers_alloc - e.b_buffers_alloc)::float8 / secs
-		  FROM chronicle._bgwriter_ends($1, $2) e
-		 HAVING count(*) > 0;
-		RETURN;
-	END IF;
 	RETURN QUERY
 	SELECT ws, we, secs, n,
 	       count(*) FILTER (WHERE d.reset),
@@ -1942,64 +1735,6 @@ $fn$;
 REVOKE ALL ON FUNCTION chronicle.wait_sampler_deltas(timestamptz, timestamptz) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION chronicle.wait_sampler_deltas(timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;
 
-CREATE FUNCTION chronicle._wait_sampler_ends(from_ts timestamptz, to_ts timestamptz)
-RETURNS TABLE (segment timestamptz, reset boolean, b_ticks_due bigint, l_ticks_due bigint, b_ticks_taken bigint, l_ticks_taken bigint, b_samples_dropped bigint, l_samples_dropped bigint, b_active_cpu bigint, l_active_cpu bigint, b_active_io bigint, l_active_io bigint, b_active_lwlock bigint, l_active_lwlock bigint, b_active_lock bigint, l_active_lock bigint, b_active_ipc bigint, l_active_ipc bigint, b_active_client bigint, l_active_client bigint, b_active_timeout bigint, l_active_timeout bigint, b_active_other bigint, l_active_other bigint)
-LANGUAGE plpgsql STABLE
-SET search_path = pg_catalog, pg_temp
-SET plan_cache_mode = force_custom_plan
-AS $fn$
-#variable_conflict use_column
-BEGIN
-	RETURN QUERY
-	WITH sg AS (
-		SELECT i.segment, min(i.interval_start) AS first_start, max(i.interval_end) AS last_end
-		  FROM chronicle.intervals($1, $2) i GROUP BY i.segment
-	)
-	SELECT sg.segment,
-	       (b.sampler_started IS DISTINCT FROM l.sampler_started
-	        OR coalesce(l.ticks_due < b.ticks_due, false)
-	        OR coalesce(l.ticks_taken < b.ticks_taken, false)
-	        OR coalesce(l.samples_dropped < b.samples_dropped, false)
-	        OR coalesce(l.active_cpu < b.active_cpu, false)
-	        OR coalesce(l.active_io < b.active_io, false)
-	        OR coalesce(l.active_lwlock < b.active_lwlock, false)
-	        OR coalesce(l.active_lock < b.active_lock, false)
-	        OR coalesce(l.active_ipc < b.active_ipc, false)
-	        OR coalesce(l.active_client < b.active_client, false)
-	        OR coalesce(l.active_timeout < b.active_timeout, false)
-	        OR coalesce(l.active_other < b.active_other, false)),
-	       b.ticks_due, l.ticks_due,
-	       b.ticks_taken, l.ticks_taken,
-	       b.samples_dropped, l.samples_dropped,
-	       b.active_cpu, l.active_cpu,
-	       b.active_io, l.active_io,
-	       b.active_lwlock, l.active_lwlock,
-	       b.active_lock, l.active_lock,
-	       b.active_ipc, l.active_ipc,
-	       b.active_client, l.active_client,
-	       b.active_timeout, l.active_timeout,
-	       b.active_other, l.active_other
-	  FROM sg
-	 CROSS JOIN LATERAL (
-		SELECT h.* FROM chronicle.wait_sampler_history h
-		 WHERE true AND h.ts >= sg.segment AND h.ts <= sg.last_end
-		 ORDER BY h.ts DESC LIMIT 1) l
-	 CROSS JOIN LATERAL (
-		SELECT x.* FROM (
-			(SELECT h.* FROM chronicle.wait_sampler_history h
-			  WHERE true AND h.ts >= sg.segment AND h.ts <= sg.first_start
-			  ORDER BY h.ts DESC LIMIT 1)
-			UNION ALL
-			(SELECT h.* FROM chronicle.wait_sampler_history h
-			  WHERE true AND h.ts > sg.first_start AND h.ts <= sg.last_end
-			  ORDER BY h.ts LIMIT 1)) x
-		 ORDER BY x.ts ASC LIMIT 1) b;
-END;
-$fn$;
-
-REVOKE ALL ON FUNCTION chronicle._wait_sampler_ends(timestamptz, timestamptz) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION chronicle._wait_sampler_ends(timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;
-
 CREATE FUNCTION chronicle.wait_sampler_totals(from_ts timestamptz, to_ts timestamptz)
 RETURNS TABLE (window_start timestamptz, window_end timestamptz, seconds float8, intervals bigint, resets bigint, ticks_due numeric, ticks_due_per_s float8, ticks_taken numeric, ticks_taken_per_s float8, samples_dropped numeric, samples_dropped_per_s float8, active_cpu numeric, active_cpu_per_s float8, active_io numeric, active_io_per_s float8, active_lwlock numeric, active_lwlock_per_s float8, active_lock numeric, active_lock_per_s float8, active_ipc numeric, active_ipc_per_s float8, active_client numeric, active_client_per_s float8, active_timeout numeric, active_timeout_per_s float8, active_other numeric, active_other_per_s float8)
 LANGUAGE plpgsql STABLE
@@ -2016,36 +1751,6 @@ BEGIN
 	PERFORM chronicle._check_range($1, $2, 'chronicle.wait_sampler_totals');
 	SELECT sum(i.seconds), count(*), min(i.interval_start), max(i.interval_end)
 	  INTO secs, n, ws, we FROM chronicle.intervals($1, $2) i;
-	-- Without a reset in the window: last value minus baseline per segment.
-	IF NOT EXISTS (SELECT FROM chronicle._wait_sampler_ends($1, $2) e WHERE e.reset) THEN
-		RETURN QUERY
-		SELECT ws, we, secs, n, 0::bigint,
-		       sum(e.l_ticks_due - e.b_ticks_due)::numeric,
-		       sum(e.l_ticks_due - e.b_ticks_due)::float8 / secs,
-		       sum(e.l_ticks_taken - e.b_ticks_taken)::numeric,
-		       sum(e.l_ticks_taken - e.b_ticks_taken)::float8 / secs,
-		       sum(e.l_samples_dropped - e.b_samples_dropped)::numeric,
-		       sum(e.l_samples_dropped - e.b_samples_dropped)::float8 / secs,
-		       sum(e.l_active_cpu - e.b_active_cpu)::numeric,
-		       sum(e.l_active_cpu - e.b_active_cpu)::float8 / secs,
-		       sum(e.l_active_io - e.b_active_io)::numeric,
-		       sum(e.l_active_io - e.b_active_io)::float8 / secs,
-		       sum(e.l_active_lwlock - e.b_active_lwlock)::numeric,
-		       sum(e.l_active_lwlock - e.b_active_lwlock)::float8 / secs,
-		       sum(e.l_active_lock - e.b_active_lock)::numeric,
-		       sum(e.l_active_lock - e.b_active_lock)::float8 / secs,
-		       sum(e.l_active_ipc - e.b_active_ipc)::numeric,
-		       sum(e.l_active_ipc - e.b_active_ipc)::float8 / secs,
-		       sum(e.l_active_client - e.b_active_client)::numeric,
-		       sum(e.l_active_client - e.b_active_client)::float8 / secs,
-		       sum(e.l_active_timeout - e.b_active_timeout)::numeric,
-		       sum(e.l_active_timeout - e.b_active_timeout)::float8 / secs,
-		       sum(e.l_active_other - e.b_active_other)::numeric,
-		       sum(e.l_active_other - e.b_active_other)::float8 / secs
-		  FROM chronicle._wait_sampler_ends($1, $2) e
-		 HAVING count(*) > 0;
-		RETURN;
-	END IF;
 	RETURN QUERY
 	SELECT ws, we, secs, n,
 	       count(*) FILTER (WHERE d.reset),
@@ -2124,49 +1829,6 @@ $fn$;
 REVOKE ALL ON FUNCTION chronicle.os_memory_deltas(timestamptz, timestamptz) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION chronicle.os_memory_deltas(timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;
 
-CREATE FUNCTION chronicle._os_memory_ends(from_ts timestamptz, to_ts timestamptz)
-RETURNS TABLE (segment timestamptz, reset boolean, b_pgpgin bigint, l_pgpgin bigint, b_pgpgout bigint, l_pgpgout bigint, b_pswpin bigint, l_pswpin bigint, b_pswpout bigint, l_pswpout bigint)
-LANGUAGE plpgsql STABLE
-SET search_path = pg_catalog, pg_temp
-SET plan_cache_mode = force_custom_plan
-AS $fn$
-#variable_conflict use_column
-BEGIN
-	RETURN QUERY
-	WITH sg AS (
-		SELECT i.segment, min(i.interval_start) AS first_start, max(i.interval_end) AS last_end
-		  FROM chronicle.intervals($1, $2) i GROUP BY i.segment
-	)
-	SELECT sg.segment,
-	       (coalesce(l.pgpgin < b.pgpgin, false)
-	        OR coalesce(l.pgpgout < b.pgpgout, false)
-	        OR coalesce(l.pswpin < b.pswpin, false)
-	        OR coalesce(l.pswpout < b.pswpout, false)),
-	       b.pgpgin, l.pgpgin,
-	       b.pgpgout, l.pgpgout,
-	       b.pswpin, l.pswpin,
-	       b.pswpout, l.pswpout
-	  FROM sg
-	 CROSS JOIN LATERAL (
-		SELECT h.* FROM chronicle.os_memory_history h
-		 WHERE true AND h.ts >= sg.segment AND h.ts <= sg.last_end
-		 ORDER BY h.ts DESC LIMIT 1) l
-	 CROSS JOIN LATERAL (
-		SELECT x.* FROM (
-			(SELECT h.* FROM chronicle.os_memory_history h
-			  WHERE true AND h.ts >= sg.segment AND h.ts <= sg.first_start
-			  ORDER BY h.ts DESC LIMIT 1)
-			UNION ALL
-			(SELECT h.* FROM chronicle.os_memory_history h
-			  WHERE true AND h.ts > sg.first_start AND h.ts <= sg.last_end
-			  ORDER BY h.ts LIMIT 1)) x
-		 ORDER BY x.ts ASC LIMIT 1) b;
-END;
-$fn$;
-
-REVOKE ALL ON FUNCTION chronicle._os_memory_ends(timestamptz, timestamptz) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION chronicle._os_memory_ends(timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;
-
 CREATE FUNCTION chronicle.os_memory_totals(from_ts timestamptz, to_ts timestamptz)
 RETURNS TABLE (window_start timestamptz, window_end timestamptz, seconds float8, intervals bigint, resets bigint, pgpgin numeric, pgpgin_per_s float8, pgpgout numeric, pgpgout_per_s float8, pswpin numeric, pswpin_per_s float8, pswpout numeric, pswpout_per_s float8)
 LANGUAGE plpgsql STABLE
@@ -2183,22 +1845,6 @@ BEGIN
 	PERFORM chronicle._check_range($1, $2, 'chronicle.os_memory_totals');
 	SELECT sum(i.seconds), count(*), min(i.interval_start), max(i.interval_end)
 	  INTO secs, n, ws, we FROM chronicle.intervals($1, $2) i;
-	-- Without a reset in the window: last value minus baseline per segment.
-	IF NOT EXISTS (SELECT FROM chronicle._os_memory_ends($1, $2) e WHERE e.reset) THEN
-		RETURN QUERY
-		SELECT ws, we, secs, n, 0::bigint,
-		       sum(e.l_pgpgin - e.b_pgpgin)::numeric,
-		       sum(e.l_pgpgin - e.b_pgpgin)::float8 / secs,
-		       sum(e.l_pgpgout - e.b_pgpgout)::numeric,
-		       sum(e.l_pgpgout - e.b_pgpgout)::float8 / secs,
-		       sum(e.l_pswpin - e.b_pswpin)::numeric,
-		       sum(e.l_pswpin - e.b_pswpin)::float8 / secs,
-		       sum(e.l_pswpout - e.b_pswpout)::numeric,
-		       sum(e.l_pswpout - e.b_pswpout)::float8 / secs
-		  FROM chronicle._os_memory_ends($1, $2) e
-		 HAVING count(*) > 0;
-		RETURN;
-	END IF;
 	RETURN QUERY
 	SELECT ws, we, secs, n,
 	       count(*) FILTER (WHERE d.reset),

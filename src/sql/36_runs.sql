@@ -159,11 +159,9 @@ AS $$
 #variable_conflict use_column
 DECLARE
 	secs    float8;
-	commits float8;
 BEGIN
 	PERFORM chronicle._check_range(from_ts, to_ts, 'chronicle.summary');
 	SELECT sum(i.seconds) INTO secs FROM chronicle.intervals(from_ts, to_ts) i;
-	SELECT sum(d.xact_commit) INTO commits FROM chronicle.database_totals(from_ts, to_ts) d;
 	RETURN QUERY
 	WITH db AS (
 		SELECT sum(d.xact_commit)::float8 AS c, sum(d.xact_rollback)::float8 AS r,
@@ -191,9 +189,12 @@ BEGIN
 		SELECT avg(b.buffers_dirty)::float8 AS dirty, max(b.buffers_dirty)::float8 AS dirty_max
 		  FROM chronicle.buffers_values(from_ts, to_ts) b
 	), wt AS (
-		SELECT sum(p.samples)::float8 AS n, max(p.ticks_taken)::float8 AS ticks,
-		       max(p.coverage) AS coverage
-		  FROM chronicle.wait_profile(from_ts, to_ts) p
+		-- the sampler's per-class counts of active processes
+		SELECT sum(w.active_cpu + w.active_io + w.active_lwlock + w.active_lock + w.active_ipc
+		           + w.active_client + w.active_timeout + w.active_other)::float8 AS n,
+		       sum(w.ticks_taken)::float8 AS ticks,
+		       sum(w.ticks_taken)::float8 / nullif(sum(w.ticks_due), 0) AS coverage
+		  FROM chronicle.wait_sampler_totals(from_ts, to_ts) w
 	), app AS (
 		SELECT count(*)::float8 AS n, avg(a.latency_us) / 1000.0 AS lat_avg,
 		       percentile_cont(0.5) WITHIN GROUP (ORDER BY a.latency_us) / 1000.0 AS p50,
