@@ -89,12 +89,12 @@ calls=(
 	"percentiles database.xact_commit_per_s|SELECT * FROM chronicle.percentiles(''database.xact_commit_per_s'', $f, $t)"
 	"timeline, 1 h|SELECT * FROM chronicle.timeline($f, $h1)"
 	"timeline, 1 h, waits => false|SELECT * FROM chronicle.timeline($f, $h1, waits => false)"
-	"timeline, 1 h, wait_events => true|SELECT * FROM chronicle.timeline($f, $h1, wait_events => true)"
+	"timeline, 1 h, detail => true|SELECT * FROM chronicle.timeline($f, $h1, detail => true)"
 	"summary, 1 h|SELECT * FROM chronicle.summary($f, $h1)"
 	"wait_profile|SELECT * FROM chronicle.wait_profile($f, $t)"
 	"timeline, waits => false|SELECT * FROM chronicle.timeline($f, $t, waits => false)"
 	"timeline|SELECT * FROM chronicle.timeline($f, $t)"
-	"timeline, wait_events => true|SELECT * FROM chronicle.timeline($f, $t, wait_events => true)"
+	"timeline, detail => true|SELECT * FROM chronicle.timeline($f, $t, detail => true)"
 	"summary|SELECT * FROM chronicle.summary($f, $t)"
 )
 for c in "${calls[@]}"; do

@@ -161,15 +161,15 @@ SELECT to_char(interval_end, 'HH24:MI:SS') AS "end", wait_event, samples
 SELECT to_char(interval_end, 'HH24:MI:SS') AS "end", commits_per_s, hit_ratio, reads_per_s, writes_per_s,
        read_bytes_per_s, checkpointer_write_bytes_per_s, wal_bytes_per_s, buffers_dirty,
        active_processes, active_cpu, active_io, active_lwlock, top_waits, wait_coverage, tps
-  FROM chronicle.timeline('2024-03-01', '2024-03-02', wait_events => true);
--- Without wait_events (the default) the wait events are not differenced; the
--- classes are still there.  waits => false leaves both out.
-SELECT to_char(interval_end, 'HH24:MI:SS') AS "end", active_processes, active_io, top_waits
+  FROM chronicle.timeline('2024-03-01', '2024-03-02', detail => true);
+-- Without detail (the default) no jsonb breakdowns; the wait classes are
+-- still there.  waits => false leaves all wait columns out.
+SELECT to_char(interval_end, 'HH24:MI:SS') AS "end", active_processes, active_io, top_waits, io_by_backend
   FROM chronicle.timeline('2024-03-01 10:00:01', '2024-03-01 10:00:03');
 SELECT count(*) FILTER (WHERE active_processes IS NOT NULL OR top_waits IS NOT NULL OR wait_coverage IS NOT NULL) AS with_waits
   FROM chronicle.timeline('2024-03-01', '2024-03-02', waits => false);
 SELECT to_char(interval_end, 'HH24:MI:SS') AS "end", io_by_backend
-  FROM chronicle.timeline('2024-03-01 10:00:00', '2024-03-01 10:00:03');
+  FROM chronicle.timeline('2024-03-01 10:00:00', '2024-03-01 10:00:03', detail => true);
 
 -- Clean up: the other tests use their own rows.
 DELETE FROM chronicle.io_history WHERE ts >= '2024-03-01' AND ts < '2024-03-02';

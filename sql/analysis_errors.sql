@@ -21,7 +21,7 @@ SELECT pg_temp.err($$SELECT * FROM chronicle.wal_deltas('2024-01-02', '2024-01-0
 SELECT pg_temp.err($$SELECT * FROM chronicle.wal_totals('2024-01-01', '2024-01-01')$$);
 SELECT pg_temp.err($$SELECT * FROM chronicle.intervals('2024-01-02', '2024-01-01')$$);
 SELECT pg_temp.err($$SELECT * FROM chronicle.timeline(NULL, NULL)$$);
-SELECT pg_temp.err($$SELECT * FROM chronicle.timeline(now() - interval '1 h', now(), wait_events => NULL)$$);
+SELECT pg_temp.err($$SELECT * FROM chronicle.timeline(now() - interval '1 h', now(), detail => NULL)$$);
 SELECT pg_temp.err($$SELECT * FROM chronicle.wait_profile('2024-01-02', '2024-01-01')$$);
 SELECT pg_temp.err($$SELECT * FROM chronicle.summary('2024-01-02', '2024-01-01')$$);
 

@@ -12,17 +12,21 @@
 -- Waits: active_* are the average numbers of active processes (not idle
 -- sessions, not background processes in their main-loop wait) per wait
 -- class, from the sampler's per-class counters (one row per snapshot);
--- waits => false leaves them out.  top_waits (the three wait events with
--- the most samples, from the keyed counts of every process) is computed
--- only when asked for (wait_events => true): it differences every wait key, the one part whose
--- cost grows with the number of processes and query ids.
+-- waits => false leaves them out.
+--
+-- detail => true adds the two jsonb breakdowns: io_by_backend (the I/O
+-- rates of every backend type) and top_waits (the three wait events with
+-- the most samples, from the keyed counts of every process).  They are off
+-- by default: building a jsonb per interval costs more than the rest of a
+-- long timeline, and top_waits differences every wait key, the one part
+-- whose cost grows with the number of processes and query ids.
 --
 -- Each source is read once by the delta engine (src/deltas.c); keyed
 -- sources are summed per interval by it (_io_sums by backend type,
 -- _database_sums), so the rows joined here are one per interval.
 
 CREATE FUNCTION chronicle.timeline(from_ts timestamptz, to_ts timestamptz, waits boolean DEFAULT true,
-                                   wait_events boolean DEFAULT false)
+                                   detail boolean DEFAULT false)
 RETURNS TABLE (
 	interval_start timestamptz, interval_end timestamptz, seconds float8,
 	commits_per_s float8, rollbacks_per_s float8, hit_ratio float8,
@@ -43,16 +47,18 @@ LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_custom_plan
 SET work_mem = '256MB'
+-- the engine's rows come in interval order: group them as they come
+SET enable_hashagg = off
 AS $$
 #variable_conflict use_column
 DECLARE
 	has_app boolean;
 BEGIN
 	PERFORM chronicle._check_range(from_ts, to_ts, 'chronicle.timeline');
-	IF waits IS NULL OR wait_events IS NULL THEN
-		RAISE EXCEPTION 'chronicle.timeline: waits and wait_events must not be NULL'
+	IF waits IS NULL OR detail IS NULL THEN
+		RAISE EXCEPTION 'chronicle.timeline: waits and detail must not be NULL'
 			USING ERRCODE = 'null_value_not_allowed',
-			      HINT = 'waits => false leaves the wait columns out; wait_events => true adds top_waits, the top wait events.';
+			      HINT = 'waits => false leaves the wait columns out; detail => true adds io_by_backend and top_waits.';
 	END IF;
 	has_app := EXISTS (SELECT FROM chronicle.app_transaction t WHERE t.ts > from_ts AND t.ts <= to_ts);
 	RETURN QUERY
@@ -60,7 +66,7 @@ BEGIN
 	has AS MATERIALIZED (
 		SELECT EXISTS (SELECT FROM chronicle.database_history) AS db,
 		       EXISTS (SELECT FROM chronicle.io_history) AS io,
-		       timeline.wait_events AND EXISTS (SELECT FROM chronicle.waits_history) AS waits
+		       timeline.detail AND EXISTS (SELECT FROM chronicle.waits_history) AS waits
 	),
 	db AS (
 		SELECT d.interval_end, d.xact_commit AS c, d.xact_rollback AS r,
@@ -76,13 +82,13 @@ BEGIN
 		       coalesce(sum(i.write_bytes) FILTER (WHERE i.grp = 'checkpointer'), 0) AS wb_ckpt,
 		       coalesce(sum(i.write_bytes) FILTER (WHERE i.grp = 'background writer'), 0) AS wb_bgw,
 		       coalesce(sum(i.write_bytes) FILTER (WHERE i.grp = 'autovacuum worker'), 0) AS wb_av,
-		       jsonb_object_agg(i.grp, jsonb_build_object(
+		       CASE WHEN timeline.detail THEN jsonb_object_agg(i.grp, jsonb_build_object(
 		           'reads_per_s', i.reads_per_s, 'writes_per_s', i.writes_per_s,
 		           'extends_per_s', i.extends_per_s, 'fsyncs_per_s', coalesce(i.fsyncs_per_s, 0),
 		           'read_bytes_per_s', i.read_bytes_per_s, 'write_bytes_per_s', i.write_bytes_per_s,
 		           'extend_bytes_per_s', i.extend_bytes_per_s))
 		           FILTER (WHERE coalesce(i.reads, 0) + coalesce(i.writes, 0) + coalesce(i.extends, 0)
-		                         + coalesce(i.fsyncs, 0) > 0) AS by_backend
+		                         + coalesce(i.fsyncs, 0) > 0) END AS by_backend
 		  FROM chronicle._io_sums(from_ts, to_ts, by => 'backend_type',
 		                          exclude_cols => '{object}', exclude_vals => '{wal}') i
 		 GROUP BY i.interval_end
@@ -90,7 +96,7 @@ BEGIN
 	wt AS (
 		SELECT d.interval_end, d.wait_event_type || ':' || d.wait_event AS ev, sum(d.samples) AS n
 		  FROM chronicle.wait_deltas(from_ts, to_ts, changed_only => true) d
-		 WHERE timeline.wait_events
+		 WHERE timeline.detail
 		   AND d.samples > 0 AND NOT (d.state = 'idle' OR d.wait_event_type = 'Activity')
 		 GROUP BY d.interval_end, d.wait_event_type, d.wait_event
 	),
@@ -163,7 +169,7 @@ BEGIN
 	       CASE WHEN NOT has.io OR io.rs THEN NULL ELSE coalesce(io.wb_ckpt, 0) / iv.seconds END,
 	       CASE WHEN NOT has.io OR io.rs THEN NULL ELSE coalesce(io.wb_bgw, 0) / iv.seconds END,
 	       CASE WHEN NOT has.io OR io.rs THEN NULL ELSE coalesce(io.wb_av, 0) / iv.seconds END,
-	       CASE WHEN NOT has.io OR io.rs THEN NULL ELSE coalesce(io.by_backend, '{}') END,
+	       CASE WHEN NOT has.io OR io.rs OR NOT timeline.detail THEN NULL ELSE coalesce(io.by_backend, '{}') END,
 	       wal.wal_bytes_per_s, wal.wal_fpi_per_s, wal.wal_records_per_s,
 	       coalesce(ck.num_done, ck.num_timed + ck.num_requested),
 	       ck.buffers_written,
@@ -191,7 +197,7 @@ END;
 $$;
 
 COMMENT ON FUNCTION chronicle.timeline(timestamptz, timestamptz, boolean, boolean) IS
-	'One row per snapshot interval with the headline numbers: commits, I/O by backend type, WAL, checkpoints, buffers, memory, active processes by wait class (top wait events on request), pgbench tps and latency';
+	'One row per snapshot interval with the headline numbers: commits, I/O by backend type, WAL, checkpoints, buffers, memory, active processes by wait class (jsonb breakdowns by backend type and wait event on request), pgbench tps and latency';
 
 REVOKE ALL ON FUNCTION chronicle.timeline(timestamptz, timestamptz, boolean, boolean) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION chronicle.timeline(timestamptz, timestamptz, boolean, boolean) TO pg_monitor, pg_read_all_stats;
