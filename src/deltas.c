@@ -106,7 +106,7 @@ typedef struct KeyState
 	RowVals		prev;
 	bool		pending;		/* cur holds a row of the current snapshot */
 	RowVals		cur;
-	DeltaGroup	   *group;			/* grouped mode */
+	DeltaGroup *group;			/* grouped mode */
 } KeyState;
 
 typedef struct Engine
@@ -130,7 +130,7 @@ typedef struct Engine
 	bool		grouped;		/* sums per group_by values and interval */
 	int			ngroupcols;
 	int		   *groupcol;		/* key index of each group_by column */
-	DeltaGroup	  **groups;			/* in output order */
+	DeltaGroup **groups;		/* in output order */
 	int			ngroups;
 	int			maxgroups;
 	bool		groups_need_sort;
@@ -169,8 +169,6 @@ typedef struct Bucket
 	uint32		hash;
 	KeyState   *first;
 } Bucket;
-
-static Engine *sort_engine;		/* for qsort's comparator */
 
 static char **
 text_array_strings(ArrayType *arr, int *n, bool allow_nulls)
@@ -270,26 +268,27 @@ key_equal(Engine *e, KeyState *ks, Datum *key, bool *keynull)
 	return true;
 }
 
+/* Order of two values of key column k, NULLs last. */
+static inline int
+key_value_cmp(Engine *e, int k, Datum a, bool anull, Datum b, bool bnull)
+{
+	if (anull || bnull)
+		return (int) anull - (int) bnull;
+	return DatumGetInt32(FunctionCall2Coll(&e->keycmp[k], e->keycoll[k], a, b));
+}
+
 static int
-key_cmp(const void *a, const void *b)
+key_cmp(const void *a, const void *b, void *arg)
 {
 	KeyState   *x = *(KeyState *const *) a;
 	KeyState   *y = *(KeyState *const *) b;
-	Engine	   *e = sort_engine;
+	Engine	   *e = (Engine *) arg;
 
 	for (int i = 0; i < e->nkeys; i++)
 	{
-		int			c;
+		int			c = key_value_cmp(e, i, x->key[i], x->keynull[i],
+									  y->key[i], y->keynull[i]);
 
-		if (x->keynull[i] || y->keynull[i])
-		{
-			c = (int) x->keynull[i] - (int) y->keynull[i];	/* NULLS LAST */
-			if (c != 0)
-				return c;
-			continue;
-		}
-		c = DatumGetInt32(FunctionCall2Coll(&e->keycmp[i], e->keycoll[i],
-											x->key[i], y->key[i]));
 		if (c != 0)
 			return c;
 	}
@@ -297,26 +296,17 @@ key_cmp(const void *a, const void *b)
 }
 
 static int
-group_cmp(const void *a, const void *b)
+group_cmp(const void *a, const void *b, void *arg)
 {
-	DeltaGroup	   *x = *(DeltaGroup *const *) a;
-	DeltaGroup	   *y = *(DeltaGroup *const *) b;
-	Engine	   *e = sort_engine;
+	DeltaGroup *x = *(DeltaGroup *const *) a;
+	DeltaGroup *y = *(DeltaGroup *const *) b;
+	Engine	   *e = (Engine *) arg;
 
 	for (int i = 0; i < e->ngroupcols; i++)
 	{
-		int			k = e->groupcol[i];
-		int			c;
+		int			c = key_value_cmp(e, e->groupcol[i], x->key[i], x->keynull[i],
+									  y->key[i], y->keynull[i]);
 
-		if (x->keynull[i] || y->keynull[i])
-		{
-			c = (int) x->keynull[i] - (int) y->keynull[i];
-			if (c != 0)
-				return c;
-			continue;
-		}
-		c = DatumGetInt32(FunctionCall2Coll(&e->keycmp[k], e->keycoll[k],
-											x->key[i], y->key[i]));
 		if (c != 0)
 			return c;
 	}
@@ -327,7 +317,7 @@ group_cmp(const void *a, const void *b)
 static DeltaGroup *
 group_of(Engine *e, KeyState *ks)
 {
-	DeltaGroup	   *g;
+	DeltaGroup *g;
 
 	for (int j = 0; j < e->ngroups; j++)
 	{
@@ -338,12 +328,8 @@ group_of(Engine *e, KeyState *ks)
 		{
 			int			k = e->groupcol[i];
 
-			if (g->keynull[i] != ks->keynull[k])
-				same = false;
-			else if (!g->keynull[i] &&
-					 DatumGetInt32(FunctionCall2Coll(&e->keycmp[k], e->keycoll[k],
-													 g->key[i], ks->key[k])) != 0)
-				same = false;
+			same = key_value_cmp(e, k, g->key[i], g->keynull[i],
+								 ks->key[k], ks->keynull[k]) == 0;
 		}
 		if (same)
 			return g;
@@ -639,7 +625,7 @@ emit(Engine *e, Snap *s, KeyState *ks, char mode)
 static void
 add_to_group(Engine *e, KeyState *ks)
 {
-	DeltaGroup	   *g = ks->group;
+	DeltaGroup *g = ks->group;
 	bool		reset = compute(e, ks, 'p');
 
 	g->touched = true;
@@ -668,7 +654,7 @@ emit_groups(Engine *e, Snap *s)
 
 	for (int k = 0; k < e->ngroups; k++)
 	{
-		DeltaGroup	   *g = e->groups[k];
+		DeltaGroup *g = e->groups[k];
 		int			c = 0;
 
 		if (!g->touched)
@@ -702,15 +688,13 @@ finish_snapshot(Engine *e, Snap *s)
 {
 	if (e->needs_sort)
 	{
-		sort_engine = e;
-		qsort(e->sorted, e->nsorted, sizeof(KeyState *), key_cmp);
+		qsort_arg(e->sorted, e->nsorted, sizeof(KeyState *), key_cmp, e);
 		e->needs_sort = false;
 	}
 
 	if (e->groups_need_sort)
 	{
-		sort_engine = e;
-		qsort(e->groups, e->ngroups, sizeof(DeltaGroup *), group_cmp);
+		qsort_arg(e->groups, e->ngroups, sizeof(DeltaGroup *), group_cmp, e);
 		e->groups_need_sort = false;
 	}
 
@@ -1207,7 +1191,11 @@ chronicle_deltas(PG_FUNCTION_ARGS)
 			append_filters(&q, "h", fcols, nfcols, xcols, nxcols, 3);
 			appendStringInfoString(&q, " ORDER BY h.ts DESC LIMIT 1) b");
 		}
-		/* the query above selects ts first, then keys: rows as take_rows wants */
+
+		/*
+		 * the query above selects ts first, then keys: rows as take_rows
+		 * wants
+		 */
 		args[0] = TimestampTzGetDatum(snaps[0].segment);
 		args[1] = TimestampTzGetDatum(from_ts);
 		ret = SPI_execute_with_args(q.data, nargs, argtypes, args, argnulls, true, 0);
