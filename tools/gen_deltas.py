@@ -478,10 +478,11 @@ def gen_totals(s):
     sig = ', '.join(['timestamptz', 'timestamptz'] + [FILTER_TYPES[f] for f in filt])
     if kcols:
         gen_ends_helper(s)
-    header(s, tname, params, res, 'DECLARE\n\tsecs float8;\n\tn bigint;\n\tws timestamptz;\n\twe timestamptz;\n')
+    header(s, tname, params, res,
+           'DECLARE\n\tsecs float8;\n\tn bigint;\n\tws timestamptz;\n\twe timestamptz;\n' if kcols else '')
     checks(s, tname, 3)
-    w('\tSELECT sum(i.seconds), count(*), min(i.interval_start), max(i.interval_end)')
-    w('\t  INTO secs, n, ws, we FROM chronicle.intervals($1, $2) i;')
+    if kcols:
+        w('\tSELECT * INTO secs, n, ws, we FROM chronicle._window($1, $2);')
     args = ', '.join(['$1', '$2'] + ['$%d' % (i + 3) for i in range(len(filt))])
     if kcols:
         args += ', changed_only => true'
@@ -538,14 +539,15 @@ def gen_totals(s):
         w('\t ORDER BY %s;' % sel('k', kcols))
     else:
         # The per-interval rows of a single-row source are one per interval
-        # (the engine's cost): summing them is the exact, reset-aware total.
+        # (the engine's cost): summing them is the exact, reset-aware total,
+        # and they carry the window's intervals too.
         w('\tRETURN QUERY')
-        w('\tSELECT ws, we, secs, n,')
+        w('\tSELECT min(d.interval_start), max(d.interval_end), sum(d.seconds), count(*),')
         w('\t       count(*) FILTER (WHERE d.reset),')
         items = []
         for c, k in counters:
             items.append('sum(d.%s)%s' % (c, '::numeric' if k == 'c' else ''))
-            items.append('sum(d.%s)::float8 / secs' % c)
+            items.append('sum(d.%s)::float8 / sum(d.seconds)' % c)
         for nm, t, c in s['per_op']:
             items.append('sum(d.%s)::float8 / nullif(sum(d.%s), 0)' % (t, c))
         w('\t       %s' % ',\n\t       '.join(items))

@@ -141,6 +141,26 @@ $$;
 COMMENT ON FUNCTION chronicle.intervals(timestamptz, timestamptz) IS
 	'The snapshot intervals (start, end] whose end lies in (from, to]; never across two segments';
 
+-- The totals of intervals(from, to) without listing them: per segment the
+-- intervals telescope (their seconds add up to its last snapshot minus its
+-- first), so an aggregate over the snapshots is enough.
+CREATE FUNCTION chronicle._window(from_ts timestamptz, to_ts timestamptz,
+	OUT seconds float8, OUT intervals bigint, OUT window_start timestamptz, OUT window_end timestamptz)
+RETURNS record
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+	SELECT sum(extract(epoch FROM g.last_ts - g.first_ts))::float8, coalesce(sum(g.n - 1), 0)::bigint,
+	       min(g.first_ts), max(g.last_ts)
+	  FROM (SELECT sn.segment, min(sn.ts) AS first_ts, max(sn.ts) AS last_ts, count(*) AS n
+	          FROM chronicle.snapshot sn
+	         WHERE sn.ts <= to_ts
+	           AND sn.ts >= coalesce((SELECT max(s2.ts) FROM chronicle.snapshot s2 WHERE s2.ts <= from_ts),
+	                                 from_ts)
+	         GROUP BY sn.segment) g
+	 WHERE g.n > 1
+$$;
+
 -- The recordings (segments) that touch a window, and the gaps between them.
 CREATE FUNCTION chronicle.segments(from_ts timestamptz, to_ts timestamptz)
 RETURNS TABLE (segment timestamptz, first_snapshot timestamptz, last_snapshot timestamptz,
@@ -220,11 +240,13 @@ REVOKE ALL ON FUNCTION chronicle._check_range(timestamptz, timestamptz, text) FR
 REVOKE ALL ON FUNCTION chronicle._check_name(text, text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle._check_datname(text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle.intervals(timestamptz, timestamptz) FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle._window(timestamptz, timestamptz) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle.segments(timestamptz, timestamptz) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle.run_window(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION chronicle._check_range(timestamptz, timestamptz, text) TO pg_monitor, pg_read_all_stats;
 GRANT EXECUTE ON FUNCTION chronicle._check_name(text, text, text) TO pg_monitor, pg_read_all_stats;
 GRANT EXECUTE ON FUNCTION chronicle._check_datname(text, text) TO pg_monitor, pg_read_all_stats;
 GRANT EXECUTE ON FUNCTION chronicle.intervals(timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;
+GRANT EXECUTE ON FUNCTION chronicle._window(timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;
 GRANT EXECUTE ON FUNCTION chronicle.segments(timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;
 GRANT EXECUTE ON FUNCTION chronicle.run_window(text) TO pg_monitor, pg_read_all_stats;

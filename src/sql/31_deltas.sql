@@ -209,8 +209,7 @@ BEGIN
 	PERFORM chronicle._check_name('chronicle.io_totals', 'backend_type', $3);
 	PERFORM chronicle._check_name('chronicle.io_totals', 'object', $4);
 	PERFORM chronicle._check_name('chronicle.io_totals', 'context', $5);
-	SELECT sum(i.seconds), count(*), min(i.interval_start), max(i.interval_end)
-	  INTO secs, n, ws, we FROM chronicle.intervals($1, $2) i;
+	SELECT * INTO secs, n, ws, we FROM chronicle._window($1, $2);
 	-- Without a reset in the window, the deltas of a key telescope: its
 	-- total is its last value minus its baseline in each segment, two
 	-- index probes per key instead of every row of the window.
@@ -536,8 +535,7 @@ DECLARE
 BEGIN
 	PERFORM chronicle._check_range($1, $2, 'chronicle.database_totals');
 	PERFORM chronicle._check_datname('chronicle.database_totals', $3);
-	SELECT sum(i.seconds), count(*), min(i.interval_start), max(i.interval_end)
-	  INTO secs, n, ws, we FROM chronicle.intervals($1, $2) i;
+	SELECT * INTO secs, n, ws, we FROM chronicle._window($1, $2);
 	-- Without a reset in the window, the deltas of a key telescope: its
 	-- total is its last value minus its baseline in each segment, two
 	-- index probes per key instead of every row of the window.
@@ -840,8 +838,7 @@ BEGIN
 	PERFORM chronicle._check_range($1, $2, 'chronicle.wait_totals');
 	PERFORM chronicle._check_name('chronicle.wait_totals', 'backend_type', $3);
 	PERFORM chronicle._check_name('chronicle.wait_totals', 'wait_event_type', $4);
-	SELECT sum(i.seconds), count(*), min(i.interval_start), max(i.interval_end)
-	  INTO secs, n, ws, we FROM chronicle.intervals($1, $2) i;
+	SELECT * INTO secs, n, ws, we FROM chronicle._window($1, $2);
 	-- Without a reset in the window, the deltas of a key telescope: its
 	-- total is its last value minus its baseline in each segment, two
 	-- index probes per key instead of every row of the window.
@@ -1096,8 +1093,7 @@ DECLARE
 	we timestamptz;
 BEGIN
 	PERFORM chronicle._check_range($1, $2, 'chronicle.os_disk_totals');
-	SELECT sum(i.seconds), count(*), min(i.interval_start), max(i.interval_end)
-	  INTO secs, n, ws, we FROM chronicle.intervals($1, $2) i;
+	SELECT * INTO secs, n, ws, we FROM chronicle._window($1, $2);
 	-- Without a reset in the window, the deltas of a key telescope: its
 	-- total is its last value minus its baseline in each segment, two
 	-- index probes per key instead of every row of the window.
@@ -1384,8 +1380,7 @@ DECLARE
 	we timestamptz;
 BEGIN
 	PERFORM chronicle._check_range($1, $2, 'chronicle.os_pressure_totals');
-	SELECT sum(i.seconds), count(*), min(i.interval_start), max(i.interval_end)
-	  INTO secs, n, ws, we FROM chronicle.intervals($1, $2) i;
+	SELECT * INTO secs, n, ws, we FROM chronicle._window($1, $2);
 	-- Without a reset in the window, the deltas of a key telescope: its
 	-- total is its last value minus its baseline in each segment, two
 	-- index probes per key instead of every row of the window.
@@ -1482,34 +1477,27 @@ SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_custom_plan
 AS $fn$
 #variable_conflict use_column
-DECLARE
-	secs float8;
-	n bigint;
-	ws timestamptz;
-	we timestamptz;
 BEGIN
 	PERFORM chronicle._check_range($1, $2, 'chronicle.wal_totals');
-	SELECT sum(i.seconds), count(*), min(i.interval_start), max(i.interval_end)
-	  INTO secs, n, ws, we FROM chronicle.intervals($1, $2) i;
 	RETURN QUERY
-	SELECT ws, we, secs, n,
+	SELECT min(d.interval_start), max(d.interval_end), sum(d.seconds), count(*),
 	       count(*) FILTER (WHERE d.reset),
 	       sum(d.wal_records)::numeric,
-	       sum(d.wal_records)::float8 / secs,
+	       sum(d.wal_records)::float8 / sum(d.seconds),
 	       sum(d.wal_fpi)::numeric,
-	       sum(d.wal_fpi)::float8 / secs,
+	       sum(d.wal_fpi)::float8 / sum(d.seconds),
 	       sum(d.wal_bytes)::numeric,
-	       sum(d.wal_bytes)::float8 / secs,
+	       sum(d.wal_bytes)::float8 / sum(d.seconds),
 	       sum(d.wal_buffers_full)::numeric,
-	       sum(d.wal_buffers_full)::float8 / secs,
+	       sum(d.wal_buffers_full)::float8 / sum(d.seconds),
 	       sum(d.wal_write)::numeric,
-	       sum(d.wal_write)::float8 / secs,
+	       sum(d.wal_write)::float8 / sum(d.seconds),
 	       sum(d.wal_sync)::numeric,
-	       sum(d.wal_sync)::float8 / secs,
+	       sum(d.wal_sync)::float8 / sum(d.seconds),
 	       sum(d.wal_write_time),
-	       sum(d.wal_write_time)::float8 / secs,
+	       sum(d.wal_write_time)::float8 / sum(d.seconds),
 	       sum(d.wal_sync_time),
-	       sum(d.wal_sync_time)::float8 / secs,
+	       sum(d.wal_sync_time)::float8 / sum(d.seconds),
 	       sum(d.wal_write_time)::float8 / nullif(sum(d.wal_write), 0),
 	       sum(d.wal_sync_time)::float8 / nullif(sum(d.wal_sync), 0)
 	  FROM chronicle.wal_deltas($1, $2) d
@@ -1572,38 +1560,31 @@ SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_custom_plan
 AS $fn$
 #variable_conflict use_column
-DECLARE
-	secs float8;
-	n bigint;
-	ws timestamptz;
-	we timestamptz;
 BEGIN
 	PERFORM chronicle._check_range($1, $2, 'chronicle.checkpointer_totals');
-	SELECT sum(i.seconds), count(*), min(i.interval_start), max(i.interval_end)
-	  INTO secs, n, ws, we FROM chronicle.intervals($1, $2) i;
 	RETURN QUERY
-	SELECT ws, we, secs, n,
+	SELECT min(d.interval_start), max(d.interval_end), sum(d.seconds), count(*),
 	       count(*) FILTER (WHERE d.reset),
 	       sum(d.num_timed)::numeric,
-	       sum(d.num_timed)::float8 / secs,
+	       sum(d.num_timed)::float8 / sum(d.seconds),
 	       sum(d.num_requested)::numeric,
-	       sum(d.num_requested)::float8 / secs,
+	       sum(d.num_requested)::float8 / sum(d.seconds),
 	       sum(d.num_done)::numeric,
-	       sum(d.num_done)::float8 / secs,
+	       sum(d.num_done)::float8 / sum(d.seconds),
 	       sum(d.restartpoints_timed)::numeric,
-	       sum(d.restartpoints_timed)::float8 / secs,
+	       sum(d.restartpoints_timed)::float8 / sum(d.seconds),
 	       sum(d.restartpoints_req)::numeric,
-	       sum(d.restartpoints_req)::float8 / secs,
+	       sum(d.restartpoints_req)::float8 / sum(d.seconds),
 	       sum(d.restartpoints_done)::numeric,
-	       sum(d.restartpoints_done)::float8 / secs,
+	       sum(d.restartpoints_done)::float8 / sum(d.seconds),
 	       sum(d.write_time),
-	       sum(d.write_time)::float8 / secs,
+	       sum(d.write_time)::float8 / sum(d.seconds),
 	       sum(d.sync_time),
-	       sum(d.sync_time)::float8 / secs,
+	       sum(d.sync_time)::float8 / sum(d.seconds),
 	       sum(d.buffers_written)::numeric,
-	       sum(d.buffers_written)::float8 / secs,
+	       sum(d.buffers_written)::float8 / sum(d.seconds),
 	       sum(d.slru_written)::numeric,
-	       sum(d.slru_written)::float8 / secs
+	       sum(d.slru_written)::float8 / sum(d.seconds)
 	  FROM chronicle.checkpointer_deltas($1, $2) d
 	 HAVING count(*) > 0;
 END;
@@ -1664,24 +1645,17 @@ SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_custom_plan
 AS $fn$
 #variable_conflict use_column
-DECLARE
-	secs float8;
-	n bigint;
-	ws timestamptz;
-	we timestamptz;
 BEGIN
 	PERFORM chronicle._check_range($1, $2, 'chronicle.bgwriter_totals');
-	SELECT sum(i.seconds), count(*), min(i.interval_start), max(i.interval_end)
-	  INTO secs, n, ws, we FROM chronicle.intervals($1, $2) i;
 	RETURN QUERY
-	SELECT ws, we, secs, n,
+	SELECT min(d.interval_start), max(d.interval_end), sum(d.seconds), count(*),
 	       count(*) FILTER (WHERE d.reset),
 	       sum(d.buffers_clean)::numeric,
-	       sum(d.buffers_clean)::float8 / secs,
+	       sum(d.buffers_clean)::float8 / sum(d.seconds),
 	       sum(d.maxwritten_clean)::numeric,
-	       sum(d.maxwritten_clean)::float8 / secs,
+	       sum(d.maxwritten_clean)::float8 / sum(d.seconds),
 	       sum(d.buffers_alloc)::numeric,
-	       sum(d.buffers_alloc)::float8 / secs
+	       sum(d.buffers_alloc)::float8 / sum(d.seconds)
 	  FROM chronicle.bgwriter_deltas($1, $2) d
 	 HAVING count(*) > 0;
 END;
@@ -1742,40 +1716,33 @@ SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_custom_plan
 AS $fn$
 #variable_conflict use_column
-DECLARE
-	secs float8;
-	n bigint;
-	ws timestamptz;
-	we timestamptz;
 BEGIN
 	PERFORM chronicle._check_range($1, $2, 'chronicle.wait_sampler_totals');
-	SELECT sum(i.seconds), count(*), min(i.interval_start), max(i.interval_end)
-	  INTO secs, n, ws, we FROM chronicle.intervals($1, $2) i;
 	RETURN QUERY
-	SELECT ws, we, secs, n,
+	SELECT min(d.interval_start), max(d.interval_end), sum(d.seconds), count(*),
 	       count(*) FILTER (WHERE d.reset),
 	       sum(d.ticks_due)::numeric,
-	       sum(d.ticks_due)::float8 / secs,
+	       sum(d.ticks_due)::float8 / sum(d.seconds),
 	       sum(d.ticks_taken)::numeric,
-	       sum(d.ticks_taken)::float8 / secs,
+	       sum(d.ticks_taken)::float8 / sum(d.seconds),
 	       sum(d.samples_dropped)::numeric,
-	       sum(d.samples_dropped)::float8 / secs,
+	       sum(d.samples_dropped)::float8 / sum(d.seconds),
 	       sum(d.active_cpu)::numeric,
-	       sum(d.active_cpu)::float8 / secs,
+	       sum(d.active_cpu)::float8 / sum(d.seconds),
 	       sum(d.active_io)::numeric,
-	       sum(d.active_io)::float8 / secs,
+	       sum(d.active_io)::float8 / sum(d.seconds),
 	       sum(d.active_lwlock)::numeric,
-	       sum(d.active_lwlock)::float8 / secs,
+	       sum(d.active_lwlock)::float8 / sum(d.seconds),
 	       sum(d.active_lock)::numeric,
-	       sum(d.active_lock)::float8 / secs,
+	       sum(d.active_lock)::float8 / sum(d.seconds),
 	       sum(d.active_ipc)::numeric,
-	       sum(d.active_ipc)::float8 / secs,
+	       sum(d.active_ipc)::float8 / sum(d.seconds),
 	       sum(d.active_client)::numeric,
-	       sum(d.active_client)::float8 / secs,
+	       sum(d.active_client)::float8 / sum(d.seconds),
 	       sum(d.active_timeout)::numeric,
-	       sum(d.active_timeout)::float8 / secs,
+	       sum(d.active_timeout)::float8 / sum(d.seconds),
 	       sum(d.active_other)::numeric,
-	       sum(d.active_other)::float8 / secs
+	       sum(d.active_other)::float8 / sum(d.seconds)
 	  FROM chronicle.wait_sampler_deltas($1, $2) d
 	 HAVING count(*) > 0;
 END;
@@ -1836,26 +1803,19 @@ SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_custom_plan
 AS $fn$
 #variable_conflict use_column
-DECLARE
-	secs float8;
-	n bigint;
-	ws timestamptz;
-	we timestamptz;
 BEGIN
 	PERFORM chronicle._check_range($1, $2, 'chronicle.os_memory_totals');
-	SELECT sum(i.seconds), count(*), min(i.interval_start), max(i.interval_end)
-	  INTO secs, n, ws, we FROM chronicle.intervals($1, $2) i;
 	RETURN QUERY
-	SELECT ws, we, secs, n,
+	SELECT min(d.interval_start), max(d.interval_end), sum(d.seconds), count(*),
 	       count(*) FILTER (WHERE d.reset),
 	       sum(d.pgpgin)::numeric,
-	       sum(d.pgpgin)::float8 / secs,
+	       sum(d.pgpgin)::float8 / sum(d.seconds),
 	       sum(d.pgpgout)::numeric,
-	       sum(d.pgpgout)::float8 / secs,
+	       sum(d.pgpgout)::float8 / sum(d.seconds),
 	       sum(d.pswpin)::numeric,
-	       sum(d.pswpin)::float8 / secs,
+	       sum(d.pswpin)::float8 / sum(d.seconds),
 	       sum(d.pswpout)::numeric,
-	       sum(d.pswpout)::float8 / secs
+	       sum(d.pswpout)::float8 / sum(d.seconds)
 	  FROM chronicle.os_memory_deltas($1, $2) d
 	 HAVING count(*) > 0;
 END;

@@ -161,7 +161,7 @@ DECLARE
 	secs    float8;
 BEGIN
 	PERFORM chronicle._check_range(from_ts, to_ts, 'chronicle.summary');
-	SELECT sum(i.seconds) INTO secs FROM chronicle.intervals(from_ts, to_ts) i;
+	SELECT w.seconds INTO secs FROM chronicle._window(from_ts, to_ts) w;
 	RETURN QUERY
 	WITH db AS (
 		SELECT sum(d.xact_commit)::float8 AS c, sum(d.xact_rollback)::float8 AS r,
