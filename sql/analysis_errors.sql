@@ -65,3 +65,19 @@ SELECT pg_temp.err($$SELECT chronicle.run_end('no_such_run')$$);
 SELECT pg_temp.err($$SELECT chronicle.run_label('x', '2024-01-02', '2024-01-01')$$);
 SELECT pg_temp.err($$SELECT chronicle.run_label('x', NULL, '2024-01-01')$$);
 SELECT pg_temp.err($$SELECT chronicle.run_delete('no_such_run')$$);
+
+-- The internal engine refuses a table description that does not add up,
+-- and a result type that is not what the description gives (rows needed).
+SELECT pg_temp.err($$SELECT * FROM chronicle._deltas('chronicle.wal_history', now() - interval '1 h', now(),
+	'{}', '{wal_bytes}', 'cc', '{}', NULL, '{NULL}', NULL, '{}', '{}', '{}', false) AS d(a int)$$);
+INSERT INTO chronicle.snapshot (ts, segment, keyframe, collector, duration_ms, rows_written, wal_bytes, errors)
+VALUES (now() - interval '2 s', now() - interval '2 s', true, 'sql', 0, 0, 0, 0),
+       (now() - interval '1 s', now() - interval '2 s', false, 'sql', 0, 0, 0, 0);
+INSERT INTO chronicle.wal_history (ts, wal_bytes) SELECT ts, 1 FROM chronicle.snapshot WHERE ts > now() - interval '3 s';
+SELECT pg_temp.err($$SELECT * FROM chronicle._deltas('chronicle.wal_history', now() - interval '1 h', now(),
+	'{}', '{wal_bytes}', 'c', '{}', NULL, '{NULL}', NULL, '{}', '{}', '{}', false) AS d(a int)$$);
+SELECT pg_temp.err($$SELECT * FROM chronicle._deltas('chronicle.wal_history', now() - interval '1 h', now(),
+	'{}', '{wal_bytes}', 'c', '{}', NULL, '{NULL}', NULL, '{}', '{}', '{}', false)
+	AS d(s timestamptz, e timestamptz, secs float8, reset boolean, wal_bytes int, r float8)$$);
+DELETE FROM chronicle.wal_history WHERE ts > now() - interval '1 h';
+DELETE FROM chronicle.snapshot WHERE ts > now() - interval '1 h';

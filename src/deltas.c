@@ -896,6 +896,15 @@ init_types(Engine *e, TupleDesc d, char **keys, char **vals)
 			elog(ERROR, "chronicle._deltas: counter \"%s\" is neither bigint nor double precision",
 				 vals[i]);
 	}
+	/* the arithmetic below trusts these */
+	for (int i = 0; i < e->nvals; i++)
+		if (e->bytes_ops[i] >= 0 &&
+			(e->valtype[i] != INT8OID || e->valtype[e->bytes_ops[i]] != INT8OID ||
+			 SPI_gettypeid(d, 2 + e->nkeys + e->nvals + e->bytes_unit) != INT8OID))
+			elog(ERROR, "chronicle._deltas: the bytes fallback of \"%s\" needs bigint columns", vals[i]);
+	for (int i = 0; i < e->nperop; i++)
+		if (e->kinds[e->perop_time[i]] == KIND_GAUGE || e->kinds[e->perop_ops[i]] == KIND_GAUGE)
+			elog(ERROR, "chronicle._deltas: per_op pairs are counters");
 	check_result_type(e, d);
 }
 
