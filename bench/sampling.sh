@@ -8,13 +8,13 @@
 #                              default 1s; COLLECTOR=off for the control run)
 #   bench/sampling.sh buffers  buffer scan ns per buffer at 128MB, 1GB, 4GB
 #
-# Environment: PGBIN (default the waits pg18 install), PORT (5602),
+# Environment: PG_CONFIG or PGBIN (the server to measure), PORT (5602),
 # DURATION (seconds per measurement, 60), ROUNDS (cpu rounds, 3).  Run as root (the cluster runs
 # as user pgchronicle) or as the owner of PGBIN's cluster.  pg_chronicle must
 # be installed into PGBIN's prefix (make install).
 set -euo pipefail
 
-PGBIN=${PGBIN:-/var/lib/pgchronicle/pgs/waits/pg18/bin}
+PGBIN=${PGBIN:-$("${PG_CONFIG:?set PG_CONFIG (or PGBIN)}" --bindir)}
 PORT=${PORT:-5602}
 DURATION=${DURATION:-60}
 DATA=/tmp/waits-bench
