@@ -751,6 +751,18 @@ append_columns(StringInfo q, const char *alias, char **names, int n)
 		appendStringInfo(q, ", %s.%s", alias, quote_identifier(names[i]));
 }
 
+/* ", h.<key>..., h.<value>..., h.<attribute>..., h.<reset>": take_rows' layout after ts */
+static void
+append_row_columns(StringInfo q, Engine *e, char **keys, char **vals, char **attrs,
+				   const char *reset_col)
+{
+	append_columns(q, "h", keys, e->nkeys);
+	append_columns(q, "h", vals, e->nvals);
+	append_columns(q, "h", attrs, e->nattrs);
+	if (reset_col)
+		appendStringInfo(q, ", h.%s", quote_identifier(reset_col));
+}
+
 static void
 append_filters(StringInfo q, const char *alias, char **cols, int n,
 			   char **xcols, int nx, int firstparam)
@@ -855,6 +867,71 @@ check_result_type(Engine *e, TupleDesc d)
 			elog(ERROR, "chronicle._deltas: result column %d is of type %s, not %s",
 				 i + 1, format_type_be(TupleDescAttr(e->tupdesc, i)->atttypid),
 				 format_type_be(want[i]));
+}
+
+/*
+ * The snapshots of the window, from the last one at or before from, in time
+ * order, each with the previous snapshot of its segment (the interval it
+ * ends, if it ends one), as chronicle.intervals() defines them.
+ */
+static Snap *
+read_snapshots(TimestampTz from_ts, TimestampTz to_ts, int *nsnaps)
+{
+	Oid			types[2] = {TIMESTAMPTZOID, TIMESTAMPTZOID};
+	Datum		args[2] = {TimestampTzGetDatum(from_ts), TimestampTzGetDatum(to_ts)};
+	int			nseg = 0;
+	TimestampTz seg_ts[64];
+	TimestampTz seg_last[64];
+	Snap	   *snaps;
+	int			ret;
+
+	ret = SPI_execute_with_args("SELECT sn.ts, sn.segment FROM chronicle.snapshot sn"
+								" WHERE sn.ts <= $2 AND sn.ts >= coalesce("
+								"   (SELECT max(s2.ts) FROM chronicle.snapshot s2 WHERE s2.ts <= $1), $1)"
+								" ORDER BY sn.ts",
+								2, types, args, NULL, true, 0);
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "chronicle._deltas: reading the snapshots failed: %d", ret);
+	snaps = palloc(sizeof(Snap) * Max(SPI_processed, 1));
+	*nsnaps = 0;
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		Snap	   *s = &snaps[(*nsnaps)++];
+		int			j;
+
+		s->ts = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[i],
+												  SPI_tuptable->tupdesc, 1, &isnull));
+		s->segment = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[i],
+													   SPI_tuptable->tupdesc, 2, &isnull));
+		s->ends_interval = false;
+		for (j = 0; j < nseg; j++)
+			if (seg_ts[j] == s->segment)
+				break;
+		if (j < nseg)
+		{
+			s->start = seg_last[j];
+			s->ends_interval = s->ts > from_ts;
+			seg_last[j] = s->ts;
+		}
+		else
+		{
+			/*
+			 * A new segment.  Segments follow one another, so only the latest
+			 * few can continue; the oldest is forgotten when many.
+			 */
+			if (nseg == lengthof(seg_ts))
+			{
+				memmove(seg_ts, seg_ts + 1, sizeof(TimestampTz) * (nseg - 1));
+				memmove(seg_last, seg_last + 1, sizeof(TimestampTz) * (nseg - 1));
+				nseg--;
+			}
+			seg_ts[nseg] = s->segment;
+			seg_last[nseg++] = s->ts;
+		}
+	}
+	SPI_freetuptable(SPI_tuptable);
+	return snaps;
 }
 
 /*
@@ -1064,58 +1141,7 @@ chronicle_deltas(PG_FUNCTION_ARGS)
 
 	SPI_connect();
 
-	/* The snapshots of the window, from the last one at or before from. */
-	{
-		Oid			t2[2] = {TIMESTAMPTZOID, TIMESTAMPTZOID};
-		Datum		a2[2] = {TimestampTzGetDatum(from_ts), TimestampTzGetDatum(to_ts)};
-		int			nseg = 0;
-		TimestampTz seg_ts[64];
-		TimestampTz seg_last[64];
-
-		ret = SPI_execute_with_args(
-									"SELECT sn.ts, sn.segment FROM chronicle.snapshot sn "
-									" WHERE sn.ts <= $2 AND sn.ts >= coalesce("
-									"   (SELECT max(s2.ts) FROM chronicle.snapshot s2 WHERE s2.ts <= $1), $1)"
-									" ORDER BY sn.ts",
-									2, t2, a2, NULL, true, 0);
-		if (ret != SPI_OK_SELECT)
-			elog(ERROR, "chronicle._deltas: reading the snapshots failed: %d", ret);
-		snaps = palloc(sizeof(Snap) * Max(SPI_processed, 1));
-		for (uint64 i = 0; i < SPI_processed; i++)
-		{
-			bool		isnull;
-			Snap	   *s = &snaps[nsnaps++];
-			int			j;
-
-			s->ts = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[i],
-													  SPI_tuptable->tupdesc, 1, &isnull));
-			s->segment = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[i],
-														   SPI_tuptable->tupdesc, 2, &isnull));
-			s->ends_interval = false;
-			for (j = 0; j < nseg; j++)
-				if (seg_ts[j] == s->segment)
-					break;
-			if (j < nseg)
-			{
-				s->start = seg_last[j];
-				s->ends_interval = s->ts > from_ts;
-				seg_last[j] = s->ts;
-			}
-			else
-			{
-				/* a new segment; the oldest is forgotten when many */
-				if (nseg == lengthof(seg_ts))
-				{
-					memmove(seg_ts, seg_ts + 1, sizeof(TimestampTz) * (nseg - 1));
-					memmove(seg_last, seg_last + 1, sizeof(TimestampTz) * (nseg - 1));
-					nseg--;
-				}
-				seg_ts[nseg] = s->segment;
-				seg_last[nseg++] = s->ts;
-			}
-		}
-		SPI_freetuptable(SPI_tuptable);
-	}
+	snaps = read_snapshots(from_ts, to_ts, &nsnaps);
 
 	/* Filter parameters ($3...), then exclusions */
 	nargs = 2 + nfcols + nxcols;
@@ -1158,10 +1184,7 @@ chronicle_deltas(PG_FUNCTION_ARGS)
 		if (e->nkeys == 0)
 		{
 			appendStringInfoString(&q, "SELECT h.ts");
-			append_columns(&q, "h", vals, e->nvals);
-			append_columns(&q, "h", attrs, e->nattrs);
-			if (reset_col)
-				appendStringInfo(&q, ", h.%s", quote_identifier(reset_col));
+			append_row_columns(&q, e, keys, vals, attrs, reset_col);
 			appendStringInfo(&q, " FROM %s h WHERE h.ts >= $1 AND h.ts <= $2", tq);
 			append_filters(&q, "h", fcols, nfcols, xcols, nxcols, 3);
 			appendStringInfoString(&q, " ORDER BY h.ts DESC LIMIT 1");
@@ -1187,11 +1210,7 @@ chronicle_deltas(PG_FUNCTION_ARGS)
 							 " (SELECT %s FROM %s h WHERE (%s) > (%s) ORDER BY %s LIMIT 1) n)"
 							 " SELECT b.* FROM allkeys k CROSS JOIN LATERAL (SELECT h.ts",
 							 kl.data, tq, kl.data, kl.data, tq, kl.data, al.data, kl.data);
-			append_columns(&q, "h", keys, e->nkeys);
-			append_columns(&q, "h", vals, e->nvals);
-			append_columns(&q, "h", attrs, e->nattrs);
-			if (reset_col)
-				appendStringInfo(&q, ", h.%s", quote_identifier(reset_col));
+			append_row_columns(&q, e, keys, vals, attrs, reset_col);
 			appendStringInfo(&q, " FROM %s h WHERE ", tq);
 			for (int i = 0; i < e->nkeys; i++)
 				appendStringInfo(&q, "h.%s = k.%s AND ", quote_identifier(keys[i]),
@@ -1200,11 +1219,6 @@ chronicle_deltas(PG_FUNCTION_ARGS)
 			append_filters(&q, "h", fcols, nfcols, xcols, nxcols, 3);
 			appendStringInfoString(&q, " ORDER BY h.ts DESC LIMIT 1) b");
 		}
-
-		/*
-		 * the query above selects ts first, then keys: rows as take_rows
-		 * wants
-		 */
 		args[0] = TimestampTzGetDatum(snaps[0].segment);
 		args[1] = TimestampTzGetDatum(from_ts);
 		ret = SPI_execute_with_args(q.data, nargs, argtypes, args, argnulls, true, 0);
@@ -1218,11 +1232,7 @@ chronicle_deltas(PG_FUNCTION_ARGS)
 	/* The rows of the window in time order. */
 	initStringInfo(&q);
 	appendStringInfoString(&q, "SELECT h.ts");
-	append_columns(&q, "h", keys, e->nkeys);
-	append_columns(&q, "h", vals, e->nvals);
-	append_columns(&q, "h", attrs, e->nattrs);
-	if (reset_col)
-		appendStringInfo(&q, ", h.%s", quote_identifier(reset_col));
+	append_row_columns(&q, e, keys, vals, attrs, reset_col);
 	appendStringInfo(&q, " FROM %s h WHERE h.ts > $1 AND h.ts <= $2",
 					 quote_qualified_identifier("chronicle", relname));
 	append_filters(&q, "h", fcols, nfcols, xcols, nxcols, 3);
