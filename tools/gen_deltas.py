@@ -222,7 +222,8 @@ def final_select(s, z, kcols):
 
 def gen_keys_helper(s):
     """_<fn>_keys(from, to): per segment of the window, every key with a row
-    in it, its first row's time and attributes (zero-filled rows start there)."""
+    in it, its first row's time and attributes: the keys the totals report
+    (the per-interval engine finds its keys itself)."""
     kcols = [k for k, _ in s['keys']]
     attrs = [c for c, k in s['cols'] if k in 'act']
     name = '_%s_keys' % s['fn']
