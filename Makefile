@@ -5,7 +5,7 @@
 #   make installcheck                            pg_regress against a temporary instance
 
 EXTENSION = pg_chronicle
-EXTVERSION = 0.1.0
+EXTVERSION = 0.2.0
 
 MODULE_big = pg_chronicle
 OBJS = \
