@@ -8,7 +8,8 @@
 # The settings of the project's scripts pass through (PG_CONFIG,
 # PG_CHRONICLE_*, BENCH_*, DEMO_*, PROVE_TESTS).  The copy is removed after
 # a successful run and kept (its path printed) after a failure or when
-# PG_CHRONICLE_KEEP is set.
+# PG_CHRONICLE_KEEP is set.  The copy includes .git: the upgrade test builds
+# the 0.1.0 release from history, and make dist archives a commit.
 set -uo pipefail
 
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -20,7 +21,7 @@ id pgchronicle >/dev/null 2>&1 ||
 		--shell /bin/bash pgchronicle
 home=$(getent passwd pgchronicle | cut -d: -f6)
 work=$(mktemp -d /tmp/pg_chronicle-run.XXXXXX)
-tar -C "$src" --exclude=.git --exclude='*.o' --exclude='*.so' \
+tar -C "$src" --exclude='*.o' --exclude='*.so' \
 	--exclude=tmp_check --exclude=tmp_check_regress --exclude=./results -cf - . |
 	tar -C "$work" -xf -
 chown -R pgchronicle: "$work"

@@ -1,17 +1,23 @@
 #!/usr/bin/env bash
 # Provision a PostgreSQL install for building and testing pg_chronicle.
 #
-# usage: tools/provision-pg.sh MAJOR        (MAJOR = 17 or 18)
+# usage: tools/provision-pg.sh [--fetch-only] MAJOR        (MAJOR = 17 or 18)
 #
-# Prints the path of the provisioned pg_config on its last line of stdout.
+# Prints the path of the provisioned pg_config on its last line of stdout
+# (with --fetch-only: the source tarball it would build, or the pg_config of
+# the cached install it would reuse, and nothing is built).  One line on
+# stderr says which version it took and why.
 #
 # PostgreSQL is built from the upstream tarball that Debian ships in its
-# source package (postgresql-17 from trixie, postgresql-18 from sid), fetched
-# with "apt-get source" through a private apt configuration kept in the cache
-# folder: the system's apt sources are never touched.  Debian's own patches
-# are not applied; they only adapt paths to Debian's packaging.  pgTAP and
-# pg_cron are built into the same install.  The result is cached, keyed by
-# the full version, so a second run costs a few seconds.
+# source package (postgresql-17 from trixie, postgresql-18 from sid), found
+# through a private apt configuration kept in the cache folder: the system's
+# apt sources are never touched.  The newest version whose tarball can be
+# had is taken: the newest upload a mirror lists is not always complete, so
+# older point releases still in the pool follow, and a complete install in
+# the cache serves when nothing downloads.  Debian's own patches are not
+# applied; they only adapt paths to Debian's packaging.  pgTAP and pg_cron
+# are built into the same install.  The result is cached, keyed by the full
+# version, so a second run costs a few seconds.
 #
 # Environment:
 #   PG_CHRONICLE_CACHE   cache folder (default ~/.cache/pg_chronicle)
@@ -19,9 +25,17 @@
 #   PG_CHRONICLE_BUILD   "debug" (default: assertions on, what the tests use)
 #                        or "release" (no assertions, what benchmarks measure;
 #                        installed beside it as pg<MAJOR>-<version>-release)
+#   PG_CHRONICLE_MIRROR  Debian mirror (default: the one the system uses)
+#   PG_CHRONICLE_APT_TRUST  apt's option for that mirror (default: signed by
+#                        Debian's archive key)
 set -euo pipefail
 
-major=${1:?usage: provision-pg.sh MAJOR}
+fetch_only=
+if [ "${1:-}" = --fetch-only ]; then
+	fetch_only=1
+	shift
+fi
+major=${1:?usage: provision-pg.sh [--fetch-only] MAJOR}
 cache=${PG_CHRONICLE_CACHE:-$HOME/.cache/pg_chronicle}
 jobs=${PG_CHRONICLE_JOBS:-$(( $(nproc) + 1 ))}
 mkdir -p "$cache"/{apt/lists/partial,apt/cache/archives/partial,apt/etc,src,build,install,logs}
@@ -43,12 +57,17 @@ esac
 
 # The private apt configuration.  The mirror is the one the system already
 # uses, read from its own sources, so nothing here names a host.
-mirror=$(awk '/^URIs:/ {print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)
+# PG_CHRONICLE_MIRROR and PG_CHRONICLE_APT_TRUST replace them (the tests of
+# this script serve a mirror from a local directory, which apt trusts with
+# PG_CHRONICLE_APT_TRUST=trusted=yes).
+mirror=${PG_CHRONICLE_MIRROR:-}
+[ -n "$mirror" ] || mirror=$(awk '/^URIs:/ {print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)
 [ -n "$mirror" ] || mirror=$(awk '$1 == "deb" {for (i = 2; i <= NF; i++) if ($i ~ /^[a-z]+:\/\//) {print $i; exit}}' /etc/apt/sources.list 2>/dev/null || true)
+trust=${PG_CHRONICLE_APT_TRUST:-signed-by=/usr/share/keyrings/debian-archive-keyring.gpg}
 aptdir=$cache/apt
 cat > "$aptdir/etc/sources.list" <<SRC
-deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $mirror trixie main
-deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $mirror sid main
+deb-src [$trust] $mirror trixie main
+deb-src [$trust] $mirror sid main
 SRC
 aptopts=(-o "Dir::Etc::SourceList=$aptdir/etc/sources.list" -o Dir::Etc::SourceParts=/dev/null
 	-o "Dir::State::Lists=$aptdir/lists" -o "Dir::Cache=$aptdir/cache"
@@ -64,40 +83,106 @@ if [ ! -f "$stamp" ] || [ -n "$(find "$stamp" -mmin +60 2>/dev/null)" ]; then
 	fi
 fi
 
-# Current version of the source package in the suite.
-srcversion() {
-	apt-cache "${aptopts[@]}" showsrc "$1" 2>/dev/null |
-		awk -v want="$1" '/^Package:/ {p = $2} /^Version:/ && p == want {print $2}' |
-		sort -V | tail -n 1
+# Which PostgreSQL to build.  The lists name the newest upload of the
+# source package, but a mirror may list an upload whose files it does not
+# (yet, or any longer) serve, while the tarballs of older point releases of
+# the same major stay in the pool.  So the candidates are the upstream
+# versions the lists name, newest first, then every older point release of
+# the same major; the first one that is already installed in the cache, or
+# whose upstream tarball is here or downloads, is taken.  A tarball the
+# lists name is checked against their SHA-256 (the lists are signed); an
+# older point release the lists no longer name cannot be checked that way
+# and is only tested for integrity.  Only the upstream tarball is needed:
+# Debian's patches are not applied.
+showsrc=$(apt-cache "${aptopts[@]}" showsrc "postgresql-$major" 2>/dev/null || true)
+listed=$(awk -v want="postgresql-$major" '/^Package:/ {p = $2} /^Version:/ && p == want {v = $2; sub(/-[^-]*$/, "", v); print v}' <<<"$showsrc" | sort -Vru)
+candidates=$listed
+newest=$(head -n 1 <<<"$listed")
+if [[ $newest =~ ^$major\.([0-9]+)$ ]]; then
+	for ((m = BASH_REMATCH[1] - 1; m >= 0; m--)); do
+		grep -qx "$major.$m" <<<"$listed" || candidates+=$'\n'"$major.$m"
+	done
+fi
+
+# sha256 of FILE as the lists give it, empty when they do not name it.
+listed_sha256() {
+	awk -v f="$1" '/^Checksums-Sha256:/ {c = 1; next} /^[^ ]/ {c = 0} c && $3 == f {print $1; exit}' <<<"$showsrc"
 }
 
-debver=$(srcversion "postgresql-$major" || true)
-if [ -z "$debver" ]; then
-	# Offline or lists missing: fall back to the newest cached install.
-	prefix=$(ls -d "$cache/install/pg$major-"* 2>/dev/null | grep -E -- "-[0-9.]+$suffix\$" | sort -V | tail -n 1 || true)
+tried=()
+upver=
+reason=
+for v in $candidates; do
+	if [ -f "$cache/install/pg$major-$v$suffix/.complete" ]; then
+		upver=$v
+		reason="already built in the cache"
+		[ "$v" = "$newest" ] || reason+="; no tarball of a newer version downloads"
+		break
+	fi
+	tarball=postgresql-${major}_$v.orig.tar.bz2
+	url=$mirror/pool/main/p/postgresql-$major/$tarball
+	sha=$(listed_sha256 "$tarball")
+	if [ ! -f "$cache/src/$tarball" ]; then
+		if ! curl -sSfL --retry 2 -o "$cache/src/$tarball.part" "$url" 2>/dev/null; then
+			rm -f "$cache/src/$tarball.part"
+			tried+=("$url")
+			continue
+		fi
+		if [ -n "$sha" ] && ! sha256sum --quiet -c <<<"$sha  $cache/src/$tarball.part" >/dev/null 2>&1; then
+			log "$url does not match the SHA-256 of the signed lists; skipped"
+			rm -f "$cache/src/$tarball.part"
+			tried+=("$url (checksum mismatch)")
+			continue
+		fi
+		if ! bzip2 -tq "$cache/src/$tarball.part" 2>/dev/null; then
+			rm -f "$cache/src/$tarball.part"
+			tried+=("$url (corrupt)")
+			continue
+		fi
+		mv "$cache/src/$tarball.part" "$cache/src/$tarball"
+	fi
+	upver=$v
+	if [ "$v" = "$newest" ]; then
+		reason="the newest version the lists name"
+	elif grep -qx "$v" <<<"$listed"; then
+		reason="listed; the tarball of ${newest} is not on the mirror"
+	else
+		reason="an older point release still in the pool; ${newest:-no version} is listed but not downloadable"
+	fi
+	[ -n "$sha" ] && reason+=", SHA-256 checked" || reason+=", not in the lists: integrity checked only"
+	break
+done
+
+if [ -z "$upver" ]; then
+	# Nothing listed is available: the newest complete install in the
+	# cache, if any, is better than no test run.
+	prefix=$(ls -d "$cache/install/pg$major-"* 2>/dev/null | grep -E -- "/pg$major-[0-9.]+$suffix\$" | sort -V | tail -n 1 || true)
 	if [ -n "$prefix" ] && [ -f "$prefix/.complete" ]; then
-		log "source lists unavailable; reusing $prefix"
+		log "took cached ${prefix##*/pg$major-}: ${newest:+no tarball of $newest or older could be downloaded}${newest:-the source lists are unavailable}"
 		echo "$prefix/bin/pg_config"
 		exit 0
 	fi
-	log "cannot find source package postgresql-$major"; exit 1
+	if [ -z "$newest" ]; then
+		log "no version of postgresql-$major is listed on $mirror (see $cache/logs/apt-update.log) and nothing is cached"
+	else
+		log "no PostgreSQL $major could be fetched and nothing is cached; tried:"
+		printf '  %s\n' "${tried[@]}" >&2
+	fi
+	exit 1
 fi
-upver=${debver%%-*}
-prefix=$cache/install/pg$major-$upver$suffix
 
+prefix=$cache/install/pg$major-$upver$suffix
+log "took PostgreSQL $upver: $reason"
 if [ -f "$prefix/.complete" ]; then
-	log "reusing cached PostgreSQL $upver in $prefix"
 	echo "$prefix/bin/pg_config"
+	exit 0
+fi
+if [ -n "$fetch_only" ]; then
+	echo "$cache/src/$tarball"
 	exit 0
 fi
 
 cd "$cache/src"
-tarball=postgresql-${major}_$upver.orig.tar.bz2
-if [ ! -f "$tarball" ]; then
-	log "downloading postgresql-$major $debver source"
-	apt-get "${aptopts[@]}" -qq source --download-only "postgresql-$major=$debver" >&2
-fi
-
 build=$cache/build/pg$major-$upver$suffix
 rm -rf "$build"
 mkdir -p "$build"

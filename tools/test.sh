@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Run every test layer of pg_chronicle against every provisioned PostgreSQL:
+#   0. once: META.json and tools/provision-pg.sh's choice of version,
 #   1. pg_regress (sql/, expected/) on a temporary instance,
 #   2. pgTAP suites (test/pgtap/) with pg_prove on a temporary instance,
 #   3. Perl TAP tests (test/t/) with PostgreSQL::Test::Cluster.
@@ -9,6 +10,7 @@
 #   PG_CONFIG=/path/pg_config tools/test.sh   that server only, nothing built
 #   PG_CHRONICLE_VERSIONS="18" tools/test.sh  only 18
 #   PG_CHRONICLE_LAYERS="regress tap" tools/test.sh   some layers only
+#                                       (tools, regress, pgtap, tap)
 #   PROVE_TESTS=test/t/001_worker.pl tools/test.sh    some TAP files only
 #
 # initdb refuses to run as root: as root, this script installs the system
@@ -24,13 +26,16 @@ if [ "$(id -u)" = 0 ]; then
 fi
 
 cd "$src"
-layers=${PG_CHRONICLE_LAYERS:-regress pgtap tap}
+layers=${PG_CHRONICLE_LAYERS:-tools regress pgtap tap}
 passed=0
 failed=0
 skipped=0
 summary=()
 
-if [ -n "${PG_CONFIG:-}" ]; then
+server_layers=$(tr ' ' '\n' <<<"$layers" | grep -vx -e tools -e '' || true)
+if [ -z "$server_layers" ]; then
+	configs=()
+elif [ -n "${PG_CONFIG:-}" ]; then
 	configs=("$PG_CONFIG")
 else
 	"$src/tools/install-deps.sh" || exit 1
@@ -101,16 +106,25 @@ CONF
 	return $rc
 }
 
-# META.json, once: it does not depend on the server.
-out=$(mktemp)
-python3 tools/check-meta.py META.json pg_chronicle.control >"$out" 2>&1
-rc=$?
-cat "$out"
-read -r p f s < <(count_tap "$out")
-[ $rc -ne 0 ] && [ "$f" = 0 ] && f=1
-passed=$((passed + p)); failed=$((failed + f))
-summary+=("META.json: $p passed, $f failed")
-rm -f "$out"
+# The checks that do not depend on the server, once: META.json, and the
+# choice of version of tools/provision-pg.sh against a mirror made on disk.
+run_once() {			# name command...
+	local name=$1 out rc p f s
+	shift
+	out=$(mktemp)
+	"$@" >"$out" 2>&1
+	rc=$?
+	cat "$out"
+	read -r p f s < <(count_tap "$out")
+	[ $rc -ne 0 ] && [ "$f" = 0 ] && f=1
+	passed=$((passed + p)); failed=$((failed + f))
+	summary+=("$name: $p passed, $f failed")
+	rm -f "$out"
+}
+if [[ " $layers " == *" tools "* ]]; then
+	run_once META.json python3 tools/check-meta.py META.json pg_chronicle.control
+	run_once provision-pg.sh test/tools/provision.sh
+fi
 
 for cfg in "${configs[@]}"; do
 	ver=$("$cfg" --version)
@@ -126,6 +140,7 @@ for cfg in "${configs[@]}"; do
 	grep -E 'warning:' build.log && echo "(compiler warnings above)"
 
 	for layer in $layers; do
+		[ "$layer" = tools ] && continue
 		out=$(mktemp)
 		case $layer in
 			regress)
