@@ -625,7 +625,7 @@ emit(Engine *e, Snap *s, KeyState *ks, char mode)
 	else
 		c = put_values(e, c, (double) (s->ts - s->start) / USECS_PER_SEC, reset,
 					   cur->v, cur->n);
-	Assert(c == e->tupdesc->natts);
+	Assert(c == e->tupdesc->natts);	/* check_result_type() */
 	tuplestore_putvalues(e->tupstore, e->tupdesc, o, on);
 }
 
@@ -686,7 +686,7 @@ emit_groups(Engine *e, Snap *s)
 		memcpy(e->delta, g->sum, sizeof(Datum) * e->nvals);
 		memcpy(e->dnull, g->dnull, sizeof(bool) * e->nvals);
 		c = put_values(e, c, seconds, g->reset, NULL, NULL);
-		Assert(c == e->tupdesc->natts);
+		Assert(c == e->tupdesc->natts);	/* check_result_type() */
 		tuplestore_putvalues(e->tupstore, e->tupdesc, e->outv, e->outn);
 		g->touched = false;
 		g->reset = false;
