@@ -43,6 +43,7 @@
  */
 #include "postgres.h"
 
+#include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "fmgr.h"
@@ -118,7 +119,7 @@ typedef struct Engine
 	bool		has_reset;
 	int			nstored;		/* nvals + nattrs + has_reset */
 	char	   *kinds;			/* per value */
-	Oid		   *valtype;		/* per value */
+	Oid		   *valtype;		/* per value (the start of stortype) */
 	int		   *bytes_ops;		/* per value: value index of the op count, or
 								 * -1 */
 	int			bytes_unit;		/* attribute index of op_bytes, or -1 */
@@ -136,12 +137,14 @@ typedef struct Engine
 	bool		groups_need_sort;
 
 	/* key types */
+	Oid		   *keytype;
 	int16	   *keylen;
 	bool	   *keybyval;
 	FmgrInfo   *keycmp;
 	Oid		   *keycoll;
 
 	/* stored types of values, attributes, reset (nstored) */
+	Oid		   *stortype;
 	int16	   *storlen;
 	bool	   *storbyval;
 
@@ -170,8 +173,12 @@ typedef struct Bucket
 	KeyState   *first;
 } Bucket;
 
+/*
+ * The elements of a text[] argument as C strings; a NULL element is an
+ * error unless allowed (then a NULL pointer).
+ */
 static char **
-text_array_strings(ArrayType *arr, int *n, bool allow_nulls)
+text_array_strings(ArrayType *arr, int *n, bool allow_nulls, const char *argname)
 {
 	Datum	   *elems;
 	bool	   *nulls;
@@ -189,7 +196,9 @@ text_array_strings(ArrayType *arr, int *n, bool allow_nulls)
 		if (nulls[i])
 		{
 			if (!allow_nulls)
-				elog(ERROR, "chronicle._deltas: NULL in a column list");
+				ereport(ERROR,
+						(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+						 errmsg("chronicle._deltas: %s must not contain NULL", argname)));
 			out[i] = NULL;
 		}
 		else
@@ -198,13 +207,16 @@ text_array_strings(ArrayType *arr, int *n, bool allow_nulls)
 	return out;
 }
 
+/* The position of name in one list of the description (what: its role). */
 static int
-name_index(char **names, int n, const char *name)
+name_index(char **names, int n, const char *name, const char *what, const char *list)
 {
 	for (int i = 0; i < n; i++)
 		if (names[i] && strcmp(names[i], name) == 0)
 			return i;
-	elog(ERROR, "chronicle._deltas: unknown column \"%s\"", name);
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("chronicle._deltas: %s \"%s\" is not one of %s", what, name, list)));
 	return -1;					/* keep compiler quiet */
 }
 
@@ -474,7 +486,8 @@ compute(Engine *e, KeyState *ks, char mode)
 			int			r = e->nstored - 1;
 
 			if (cur->n[r] != prev->n[r] ||
-				(!cur->n[r] && cur->v[r] != prev->v[r]))
+				(!cur->n[r] && !datumIsEqual(cur->v[r], prev->v[r],
+											 e->storbyval[r], e->storlen[r])))
 				reset = true;
 		}
 		for (int i = 0; i < e->nvals && !reset; i++)
@@ -612,7 +625,7 @@ emit(Engine *e, Snap *s, KeyState *ks, char mode)
 	else
 		c = put_values(e, c, (double) (s->ts - s->start) / USECS_PER_SEC, reset,
 					   cur->v, cur->n);
-	Assert(c == e->tupdesc->natts);
+	Assert(c == e->tupdesc->natts);	/* check_result_type() */
 	tuplestore_putvalues(e->tupstore, e->tupdesc, o, on);
 }
 
@@ -673,7 +686,7 @@ emit_groups(Engine *e, Snap *s)
 		memcpy(e->delta, g->sum, sizeof(Datum) * e->nvals);
 		memcpy(e->dnull, g->dnull, sizeof(bool) * e->nvals);
 		c = put_values(e, c, seconds, g->reset, NULL, NULL);
-		Assert(c == e->tupdesc->natts);
+		Assert(c == e->tupdesc->natts);	/* check_result_type() */
 		tuplestore_putvalues(e->tupstore, e->tupdesc, e->outv, e->outn);
 		g->touched = false;
 		g->reset = false;
@@ -827,27 +840,45 @@ take_rows(Engine *e, SPITupleTable *tt, uint64 ntuples, Snap *snaps, int nsnaps,
 	pfree(n);
 }
 
-/* The caller's column definition list must be what emit() produces. */
+/*
+ * The caller's column definition list must be what emit() and
+ * emit_groups() produce, column for column: they write that many values of
+ * those types whether or not a row of the table was read.
+ */
 static void
 check_result_type(Engine *e, TupleDesc d)
 {
-	Oid		   *want = palloc(sizeof(Oid) * (3 + e->nkeys + e->nattrs + 1 + 2 * e->nvals + e->nperop));
-	int			n = 0;
+	int			n = 3 + (e->grouped ? e->ngroupcols : e->nkeys + e->nattrs) +
+		(e->has_reset_out ? 1 : 0) + e->nperop;
+	Oid		   *want;
 
+	for (int i = 0; i < e->nvals; i++)
+		n += e->kinds[i] == KIND_GAUGE ? 1 : 2;
+	if (n != d->natts)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("chronicle._deltas: the result has %d columns, the table description gives %d",
+						d->natts, n),
+				 errhint("The column definition list is interval_start, interval_end, seconds, "
+						 "the keys (or group_by columns) and attributes, reset, per value its "
+						 "delta and rate (or a gauge's value), per per_op pair a ratio.")));
+
+	want = palloc(sizeof(Oid) * n);
+	n = 0;
 	want[n++] = TIMESTAMPTZOID;
 	want[n++] = TIMESTAMPTZOID;
 	want[n++] = FLOAT8OID;
 	if (e->grouped)
 	{
 		for (int i = 0; i < e->ngroupcols; i++)
-			want[n++] = SPI_gettypeid(d, 2 + e->groupcol[i]);
+			want[n++] = e->keytype[e->groupcol[i]];
 	}
 	else
 	{
 		for (int i = 0; i < e->nkeys; i++)
-			want[n++] = SPI_gettypeid(d, 2 + i);
+			want[n++] = e->keytype[i];
 		for (int i = 0; i < e->nattrs; i++)
-			want[n++] = SPI_gettypeid(d, 2 + e->nkeys + e->nvals + i);
+			want[n++] = e->stortype[e->nvals + i];
 	}
 	if (e->has_reset_out)
 		want[n++] = BOOLOID;
@@ -859,14 +890,14 @@ check_result_type(Engine *e, TupleDesc d)
 	}
 	for (int i = 0; i < e->nperop; i++)
 		want[n++] = FLOAT8OID;
-	if (n != e->tupdesc->natts)
-		elog(ERROR, "chronicle._deltas: the result has %d columns, the table description gives %d",
-			 e->tupdesc->natts, n);
 	for (int i = 0; i < n; i++)
-		if (TupleDescAttr(e->tupdesc, i)->atttypid != want[i])
-			elog(ERROR, "chronicle._deltas: result column %d is of type %s, not %s",
-				 i + 1, format_type_be(TupleDescAttr(e->tupdesc, i)->atttypid),
-				 format_type_be(want[i]));
+		if (TupleDescAttr(d, i)->atttypid != want[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("chronicle._deltas: result column %d is of type %s, not %s",
+							i + 1, format_type_be(TupleDescAttr(d, i)->atttypid),
+							format_type_be(want[i]))));
+	pfree(want);
 }
 
 /*
@@ -934,55 +965,215 @@ read_snapshots(TimestampTz from_ts, TimestampTz to_ts, int *nsnaps)
 	return snaps;
 }
 
+/* Exclusions are a few values of a key or two; more is a mistake. */
+#define MAX_EXCLUSIONS	1000
+
 /*
- * Column types, from the first result that arrives (baselines or rows):
- * key types for hashing and sorting, value types for arithmetic, stored
- * types for copying.  Result layout: ts, keys, values, attributes, reset.
+ * The table's column called name, named in the description's list (for
+ * the message): its type and collation.  seen: the columns named so far,
+ * when a column may have one role only.
+ */
+static Oid
+table_column(Oid tbl, const char *relname, const char *list, const char *name,
+			 Bitmapset **seen, Oid *coll)
+{
+	AttrNumber	att = get_attnum(tbl, name);
+	Oid			type;
+	int32		typmod;
+	Oid			collid;
+
+	/* (system columns have negative numbers: not history) */
+	if (att <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("chronicle._deltas: %s names \"%s\", not a column of %s",
+						list, name, relname)));
+	if (seen != NULL)
+	{
+		if (bms_is_member(att, *seen))
+			ereport(ERROR,
+					(errcode(ERRCODE_DUPLICATE_COLUMN),
+					 errmsg("chronicle._deltas: column \"%s\" is named twice in the table description",
+							name),
+					 errhint("Each column is ts, a key, a value, an attribute or the reset column, once.")));
+		*seen = bms_add_member(*seen, att);
+	}
+	get_atttypetypmodcoll(tbl, att, &type, &typmod, &collid);
+	if (coll != NULL)
+		*coll = collid;
+	return type;
+}
+
+/*
+ * Check the whole description against the table and record the column
+ * types, before a row is read: every later step (the row layout, the
+ * arithmetic, the output row) trusts what is checked here.  The row layout
+ * of the queries is ts, keys, values, attributes, reset.
  */
 static void
-init_types(Engine *e, TupleDesc d, char **keys, char **vals)
+describe(Engine *e, Oid tbl, const char *relname,
+		 char **keys, char **vals, char **attrs, const char *reset_col,
+		 char **bytes_ops, int nbytes_ops, const char *bytes_unit,
+		 char **per_op, int nperop2, char **gcols,
+		 char **fcols, int nfcols, char **xcols, int nxcols)
 {
-	if (e->valtype != NULL)
-		return;
-	e->storlen = palloc(sizeof(int16) * Max(e->nstored, 1));
-	e->storbyval = palloc(sizeof(bool) * Max(e->nstored, 1));
-	for (int i = 0; i < e->nstored; i++)
-		get_typlenbyval(SPI_gettypeid(d, 2 + e->nkeys + i),
-						&e->storlen[i], &e->storbyval[i]);
+	AttrNumber	ts = get_attnum(tbl, "ts");
+	Bitmapset  *seen;
+	bool	   *grouping;
+
+	if (ts <= 0 || get_atttype(tbl, ts) != TIMESTAMPTZOID)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("chronicle._deltas: %s has no column \"ts\" of type timestamp with time zone",
+						relname)));
+	seen = bms_make_singleton(ts);
+
+	if ((int) strlen(e->kinds) != e->nvals)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("chronicle._deltas: kinds has %d letters for %d values",
+						(int) strlen(e->kinds), e->nvals)));
+	for (int i = 0; i < e->nvals; i++)
+		if (e->kinds[i] != KIND_COUNTER && e->kinds[i] != KIND_TIME && e->kinds[i] != KIND_GAUGE)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("chronicle._deltas: kind of value \"%s\" is not c, t or g", vals[i])));
+	if (nbytes_ops != e->nvals)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("chronicle._deltas: bytes_ops has %d elements for %d values",
+						nbytes_ops, e->nvals)));
+	if (nperop2 % 2 != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("chronicle._deltas: per_op is a list of (time, operations) pairs, not %d names",
+						nperop2)));
+
+	/* keys: hashed, compared and sorted */
+	e->keytype = palloc(sizeof(Oid) * Max(e->nkeys, 1));
 	e->keylen = palloc(sizeof(int16) * Max(e->nkeys, 1));
 	e->keybyval = palloc(sizeof(bool) * Max(e->nkeys, 1));
 	e->keycmp = palloc0(sizeof(FmgrInfo) * Max(e->nkeys, 1));
 	e->keycoll = palloc(sizeof(Oid) * Max(e->nkeys, 1));
 	for (int i = 0; i < e->nkeys; i++)
 	{
-		Oid			type = SPI_gettypeid(d, 2 + i);
-		TypeCacheEntry *tc = lookup_type_cache(type, TYPECACHE_CMP_PROC_FINFO);
+		TypeCacheEntry *tc;
 
+		e->keytype[i] = table_column(tbl, relname, "keys", keys[i], &seen, &e->keycoll[i]);
+		tc = lookup_type_cache(e->keytype[i], TYPECACHE_CMP_PROC_FINFO);
 		if (!OidIsValid(tc->cmp_proc))
-			elog(ERROR, "chronicle._deltas: no ordering for key column \"%s\"", keys[i]);
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_FUNCTION),
+					 errmsg("chronicle._deltas: key column \"%s\" is of type %s, which has no ordering",
+							keys[i], format_type_be(e->keytype[i]))));
 		fmgr_info_copy(&e->keycmp[i], &tc->cmp_proc_finfo, CurrentMemoryContext);
-		e->keycoll[i] = TupleDescAttr(d, 1 + i)->attcollation;
-		get_typlenbyval(type, &e->keylen[i], &e->keybyval[i]);
+		get_typlenbyval(e->keytype[i], &e->keylen[i], &e->keybyval[i]);
 	}
-	e->valtype = palloc(sizeof(Oid) * Max(e->nvals, 1));
+
+	/* values, attributes, reset: copied as they are; counters subtracted */
+	e->stortype = palloc(sizeof(Oid) * Max(e->nstored, 1));
+	e->storlen = palloc(sizeof(int16) * Max(e->nstored, 1));
+	e->storbyval = palloc(sizeof(bool) * Max(e->nstored, 1));
 	for (int i = 0; i < e->nvals; i++)
 	{
-		e->valtype[i] = SPI_gettypeid(d, 2 + e->nkeys + i);
+		e->stortype[i] = table_column(tbl, relname, "vals", vals[i], &seen, NULL);
 		if (e->kinds[i] != KIND_GAUGE &&
-			e->valtype[i] != INT8OID && e->valtype[i] != FLOAT8OID)
-			elog(ERROR, "chronicle._deltas: counter \"%s\" is neither bigint nor double precision",
-				 vals[i]);
+			e->stortype[i] != INT8OID && e->stortype[i] != FLOAT8OID)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("chronicle._deltas: counter \"%s\" is of type %s, neither bigint nor double precision",
+							vals[i], format_type_be(e->stortype[i]))));
 	}
-	/* the arithmetic below trusts these */
+	for (int i = 0; i < e->nattrs; i++)
+		e->stortype[e->nvals + i] = table_column(tbl, relname, "attrs", attrs[i], &seen, NULL);
+	if (e->has_reset)
+		e->stortype[e->nstored - 1] = table_column(tbl, relname, "reset_col", reset_col, &seen, NULL);
+	for (int i = 0; i < e->nstored; i++)
+		get_typlenbyval(e->stortype[i], &e->storlen[i], &e->storbyval[i]);
+	e->valtype = e->stortype;
+
+	/* bytes: an operation counter times a unit attribute, all bigint */
+	e->bytes_unit = bytes_unit ? name_index(attrs, e->nattrs, bytes_unit, "bytes_unit", "attrs") : -1;
+	e->bytes_ops = palloc(sizeof(int) * Max(e->nvals, 1));
 	for (int i = 0; i < e->nvals; i++)
-		if (e->bytes_ops[i] >= 0 &&
-			(e->valtype[i] != INT8OID || e->valtype[e->bytes_ops[i]] != INT8OID ||
-			 SPI_gettypeid(d, 2 + e->nkeys + e->nvals + e->bytes_unit) != INT8OID))
-			elog(ERROR, "chronicle._deltas: the bytes fallback of \"%s\" needs bigint columns", vals[i]);
+	{
+		int			ops;
+
+		e->bytes_ops[i] = -1;
+		if (bytes_ops[i] == NULL)
+			continue;
+		ops = name_index(vals, e->nvals, bytes_ops[i], "bytes_ops", "vals");
+		if (e->bytes_unit < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("chronicle._deltas: bytes_ops without a bytes_unit column")));
+		if (e->kinds[i] == KIND_GAUGE || e->kinds[ops] == KIND_GAUGE ||
+			e->valtype[i] != INT8OID || e->valtype[ops] != INT8OID ||
+			e->stortype[e->nvals + e->bytes_unit] != INT8OID)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("chronicle._deltas: the bytes fallback of \"%s\" needs bigint counters and a bigint unit",
+							vals[i])));
+		e->bytes_ops[i] = ops;
+	}
+
+	/* per_op: time counter / operation counter */
+	e->nperop = nperop2 / 2;
+	e->perop_time = palloc(sizeof(int) * Max(e->nperop, 1));
+	e->perop_ops = palloc(sizeof(int) * Max(e->nperop, 1));
 	for (int i = 0; i < e->nperop; i++)
+	{
+		e->perop_time[i] = name_index(vals, e->nvals, per_op[2 * i], "per_op", "vals");
+		e->perop_ops[i] = name_index(vals, e->nvals, per_op[2 * i + 1], "per_op", "vals");
 		if (e->kinds[e->perop_time[i]] == KIND_GAUGE || e->kinds[e->perop_ops[i]] == KIND_GAUGE)
-			elog(ERROR, "chronicle._deltas: per_op pairs are counters");
-	check_result_type(e, d);
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("chronicle._deltas: per_op pairs are counters, \"%s\" or \"%s\" is a gauge",
+							per_op[2 * i], per_op[2 * i + 1])));
+	}
+
+	/*
+	 * group_by: distinct key columns, so never more than the keys (the
+	 * output row has a column for each).
+	 */
+	if (e->grouped)
+	{
+		if (e->single || strchr(e->kinds, KIND_GAUGE) != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("chronicle._deltas: group_by needs a keyed table of counters")));
+		grouping = palloc0(sizeof(bool) * e->nkeys);
+		e->groupcol = palloc(sizeof(int) * Max(Min(e->ngroupcols, e->nkeys), 1));
+		for (int i = 0; i < e->ngroupcols; i++)
+		{
+			int			k = name_index(keys, e->nkeys, gcols[i], "group_by column", "the keys");
+
+			if (grouping[k])
+				ereport(ERROR,
+						(errcode(ERRCODE_DUPLICATE_COLUMN),
+						 errmsg("chronicle._deltas: group_by names \"%s\" twice", gcols[i])));
+			grouping[k] = true;
+			e->groupcol[i] = k;
+		}
+		pfree(grouping);
+	}
+
+	/* filters and exclusions compare a text column with a text value */
+	for (int i = 0; i < nfcols; i++)
+		if (table_column(tbl, relname, "filter_cols", fcols[i], NULL, NULL) != TEXTOID)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("chronicle._deltas: filter column \"%s\" is not of type text", fcols[i])));
+	if (nxcols > MAX_EXCLUSIONS)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("chronicle._deltas: %d exclusions, more than %d", nxcols, MAX_EXCLUSIONS)));
+	for (int i = 0; i < nxcols; i++)
+		if (table_column(tbl, relname, "exclude_cols", xcols[i], NULL, NULL) != TEXTOID)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("chronicle._deltas: exclusion column \"%s\" is not of type text", xcols[i])));
+	bms_free(seen);
 }
 
 PG_FUNCTION_INFO_V1(chronicle_deltas);
@@ -1009,6 +1200,11 @@ PG_FUNCTION_INFO_V1(chronicle_deltas);
 Datum
 chronicle_deltas(PG_FUNCTION_ARGS)
 {
+	static const char *const argnames[] = {
+		"tbl", "from_ts", "to_ts", "keys", "vals", "kinds", "attrs", "reset_col",
+		"bytes_ops", "bytes_unit", "per_op", "filter_cols", "filter_vals",
+		"changed_only", "group_by", "exclude_cols", "exclude_vals"
+	};
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	Oid			tbl;
 	TimestampTz from_ts;
@@ -1022,6 +1218,7 @@ chronicle_deltas(PG_FUNCTION_ARGS)
 	char	  **fvals;
 	char	  **xcols;
 	char	  **xvals;
+	char	  **gcols = NULL;
 	int			nxcols;
 	int			nxvals;
 	char	   *reset_col = NULL;
@@ -1033,6 +1230,9 @@ chronicle_deltas(PG_FUNCTION_ARGS)
 	Engine	   *e;
 	StringInfoData q;
 	char	   *relname;
+	char	   *nspname;
+	char		relkind;
+	const char *tq;
 	Snap	   *snaps;
 	int			nsnaps = 0;
 	int			sp = 0;
@@ -1044,52 +1244,78 @@ chronicle_deltas(PG_FUNCTION_ARGS)
 	HASHCTL		ctl;
 	int			ret;
 
-	for (int i = 0; i < 17; i++)
+	StaticAssertStmt(lengthof(argnames) == 17, "one name per argument");
+	if (PG_NARGS() != lengthof(argnames))
+		elog(ERROR, "chronicle._deltas: called with %d arguments, not %d",
+			 PG_NARGS(), (int) lengthof(argnames));
+	for (int i = 0; i < PG_NARGS(); i++)
 		if (i != 7 && i != 9 && i != 12 && i != 14 && PG_ARGISNULL(i))
-			elog(ERROR, "chronicle._deltas: argument %d must not be NULL", i + 1);
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("chronicle._deltas: %s must not be NULL", argnames[i])));
 
 	tbl = PG_GETARG_OID(0);
 	from_ts = PG_GETARG_TIMESTAMPTZ(1);
 	to_ts = PG_GETARG_TIMESTAMPTZ(2);
 
+	/*
+	 * The rows are read from the relation the OID names, the one the
+	 * description is checked against.
+	 */
+	relname = get_rel_name(tbl);
+	relkind = get_rel_relkind(tbl);
+	if (relname == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("chronicle._deltas: no relation with OID %u", tbl)));
+	if (relkind != RELKIND_RELATION && relkind != RELKIND_PARTITIONED_TABLE &&
+		relkind != RELKIND_VIEW && relkind != RELKIND_MATVIEW &&
+		relkind != RELKIND_FOREIGN_TABLE)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("chronicle._deltas: \"%s\" is not a table", relname)));
+	nspname = get_namespace_name(get_rel_namespace(tbl));
+	tq = quote_qualified_identifier(nspname, relname);
+
 	e = palloc0(sizeof(Engine));
-	keys = text_array_strings(PG_GETARG_ARRAYTYPE_P(3), &e->nkeys, false);
-	vals = text_array_strings(PG_GETARG_ARRAYTYPE_P(4), &e->nvals, false);
+	keys = text_array_strings(PG_GETARG_ARRAYTYPE_P(3), &e->nkeys, false, "keys");
+	vals = text_array_strings(PG_GETARG_ARRAYTYPE_P(4), &e->nvals, false, "vals");
 	e->kinds = text_to_cstring(PG_GETARG_TEXT_PP(5));
-	attrs = text_array_strings(PG_GETARG_ARRAYTYPE_P(6), &e->nattrs, false);
+	attrs = text_array_strings(PG_GETARG_ARRAYTYPE_P(6), &e->nattrs, false, "attrs");
 	if (!PG_ARGISNULL(7))
 		reset_col = text_to_cstring(PG_GETARG_TEXT_PP(7));
-	bytes_ops = text_array_strings(PG_GETARG_ARRAYTYPE_P(8), &nbytes_ops, true);
+	bytes_ops = text_array_strings(PG_GETARG_ARRAYTYPE_P(8), &nbytes_ops, true, "bytes_ops");
 	if (!PG_ARGISNULL(9))
 		bytes_unit = text_to_cstring(PG_GETARG_TEXT_PP(9));
-	per_op = text_array_strings(PG_GETARG_ARRAYTYPE_P(10), &nperop2, false);
-	fcols = text_array_strings(PG_GETARG_ARRAYTYPE_P(11), &nfcols, false);
+	per_op = text_array_strings(PG_GETARG_ARRAYTYPE_P(10), &nperop2, false, "per_op");
+	fcols = text_array_strings(PG_GETARG_ARRAYTYPE_P(11), &nfcols, false, "filter_cols");
 	fvals = PG_ARGISNULL(12) ? NULL :
-		text_array_strings(PG_GETARG_ARRAYTYPE_P(12), &nfvals, true);
+		text_array_strings(PG_GETARG_ARRAYTYPE_P(12), &nfvals, true, "filter_vals");
 	if (fvals == NULL)
 		nfvals = nfcols;
+	if (nfvals != nfcols)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("chronicle._deltas: %d filter_vals for %d filter_cols", nfvals, nfcols)));
 	e->changed_only = PG_GETARG_BOOL(13);
 	if (!PG_ARGISNULL(14))
 	{
-		char	  **gcols = text_array_strings(PG_GETARG_ARRAYTYPE_P(14), &e->ngroupcols, false);
-
+		gcols = text_array_strings(PG_GETARG_ARRAYTYPE_P(14), &e->ngroupcols, false, "group_by");
 		e->grouped = true;
 		e->changed_only = true;
-		e->groupcol = palloc(sizeof(int) * Max(e->ngroupcols, 1));
-		for (int i = 0; i < e->ngroupcols; i++)
-			e->groupcol[i] = name_index(keys, e->nkeys, gcols[i]);
 	}
-	xcols = text_array_strings(PG_GETARG_ARRAYTYPE_P(15), &nxcols, false);
-	xvals = text_array_strings(PG_GETARG_ARRAYTYPE_P(16), &nxvals, false);
+	xcols = text_array_strings(PG_GETARG_ARRAYTYPE_P(15), &nxcols, false, "exclude_cols");
+	xvals = text_array_strings(PG_GETARG_ARRAYTYPE_P(16), &nxvals, false, "exclude_vals");
 	if (nxcols != nxvals)
-		elog(ERROR, "chronicle._deltas: inconsistent exclusions");
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("chronicle._deltas: %d exclude_vals for %d exclude_cols", nxvals, nxcols)));
 
-	if ((int) strlen(e->kinds) != e->nvals || nbytes_ops != e->nvals ||
-		nperop2 % 2 != 0 || nfvals != nfcols)
-		elog(ERROR, "chronicle._deltas: inconsistent table description");
+	e->single = e->nkeys == 0;
 	e->has_reset = reset_col != NULL;
-	if (e->grouped && (e->single || strchr(e->kinds, KIND_GAUGE) != NULL))
-		elog(ERROR, "chronicle._deltas: group_by needs a keyed table of counters");
+	e->nstored = e->nvals + e->nattrs + (e->has_reset ? 1 : 0);
+	describe(e, tbl, relname, keys, vals, attrs, reset_col, bytes_ops, nbytes_ops,
+			 bytes_unit, per_op, nperop2, gcols, fcols, nfcols, xcols, nxcols);
 	e->has_reset_out = e->has_reset;
 	for (int i = 0; i < e->nvals; i++)
 		if (e->kinds[i] != KIND_GAUGE)
@@ -1097,28 +1323,11 @@ chronicle_deltas(PG_FUNCTION_ARGS)
 	e->delta = palloc(sizeof(Datum) * Max(e->nvals, 1));
 	e->dnull = palloc(sizeof(bool) * Max(e->nvals, 1));
 	e->gnull = palloc(sizeof(bool) * Max(e->nvals, 1));
-	e->nstored = e->nvals + e->nattrs + (e->has_reset ? 1 : 0);
-	e->single = e->nkeys == 0;
-	e->bytes_ops = palloc(sizeof(int) * Max(e->nvals, 1));
-	e->bytes_unit = bytes_unit ? name_index(attrs, e->nattrs, bytes_unit) : -1;
-	for (int i = 0; i < e->nvals; i++)
-	{
-		e->bytes_ops[i] = bytes_ops[i] ? name_index(vals, e->nvals, bytes_ops[i]) : -1;
-		if (e->bytes_ops[i] >= 0 && e->bytes_unit < 0)
-			elog(ERROR, "chronicle._deltas: bytes fallback without a unit column");
-	}
-	e->nperop = nperop2 / 2;
-	e->perop_time = palloc(sizeof(int) * Max(e->nperop, 1));
-	e->perop_ops = palloc(sizeof(int) * Max(e->nperop, 1));
-	for (int i = 0; i < e->nperop; i++)
-	{
-		e->perop_time[i] = name_index(vals, e->nvals, per_op[2 * i]);
-		e->perop_ops[i] = name_index(vals, e->nvals, per_op[2 * i + 1]);
-	}
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	e->tupstore = rsinfo->setResult;
 	e->tupdesc = rsinfo->setDesc;
+	check_result_type(e, e->tupdesc);
 	e->outv = palloc(sizeof(Datum) * e->tupdesc->natts);
 	e->outn = palloc(sizeof(bool) * e->tupdesc->natts);
 
@@ -1134,10 +1343,6 @@ chronicle_deltas(PG_FUNCTION_ARGS)
 	/* a single-row table has its one key before any row: "unknown" rows */
 	if (e->single)
 		(void) key_lookup(e, NULL, NULL);
-
-	relname = get_rel_name(tbl);
-	if (relname == NULL)
-		elog(ERROR, "chronicle._deltas: no relation with OID %u", tbl);
 
 	SPI_connect();
 
@@ -1178,8 +1383,6 @@ chronicle_deltas(PG_FUNCTION_ARGS)
 	 */
 	if (nsnaps > 0 && snaps[0].ts <= from_ts)
 	{
-		const char *tq = quote_qualified_identifier("chronicle", relname);
-
 		initStringInfo(&q);
 		if (e->nkeys == 0)
 		{
@@ -1224,7 +1427,6 @@ chronicle_deltas(PG_FUNCTION_ARGS)
 		ret = SPI_execute_with_args(q.data, nargs, argtypes, args, argnulls, true, 0);
 		if (ret != SPI_OK_SELECT)
 			elog(ERROR, "chronicle._deltas: reading the baselines failed: %d", ret);
-		init_types(e, SPI_tuptable->tupdesc, keys, vals);
 		take_rows(e, SPI_tuptable, SPI_processed, snaps, nsnaps, &sp, true);
 		SPI_freetuptable(SPI_tuptable);
 	}
@@ -1233,8 +1435,7 @@ chronicle_deltas(PG_FUNCTION_ARGS)
 	initStringInfo(&q);
 	appendStringInfoString(&q, "SELECT h.ts");
 	append_row_columns(&q, e, keys, vals, attrs, reset_col);
-	appendStringInfo(&q, " FROM %s h WHERE h.ts > $1 AND h.ts <= $2",
-					 quote_qualified_identifier("chronicle", relname));
+	appendStringInfo(&q, " FROM %s h WHERE h.ts > $1 AND h.ts <= $2", tq);
 	append_filters(&q, "h", fcols, nfcols, xcols, nxcols, 3);
 	appendStringInfoString(&q, " ORDER BY h.ts");
 	args[0] = TimestampTzGetDatum(from_ts);
@@ -1246,7 +1447,6 @@ chronicle_deltas(PG_FUNCTION_ARGS)
 		SPI_cursor_fetch(portal, true, ROWS_PER_FETCH);
 		if (SPI_processed == 0)
 			break;
-		init_types(e, SPI_tuptable->tupdesc, keys, vals);
 		take_rows(e, SPI_tuptable, SPI_processed, snaps, nsnaps, &sp, false);
 		SPI_freetuptable(SPI_tuptable);
 	}

@@ -18,6 +18,13 @@ bgwriter, wait_sampler, buffers, os_memory) a row per interval.
 Reset: a changed stats_reset (or sampler_started) or any counter going
 backwards: the interval is flagged reset = true and its deltas are NULL
 (the row is the new baseline).
+
+Privileges: chronicle._deltas() takes a table description from its caller
+and is granted to nobody; the functions that call it (<source>_deltas,
+<source>_values, _<source>_sums) are SECURITY DEFINER, with the description
+written here, and granted to pg_monitor and pg_read_all_stats.  The only
+names a caller chooses are _<source>_sums' "by" and "exclude_cols", which it
+checks against the source's keys before the engine sees them.
 """
 
 import sys
@@ -179,6 +186,9 @@ def header(s, name, params, res, extra='', engine=False):
     w('CREATE FUNCTION chronicle.%s(%s)' % (name, ', '.join(params)))
     w('RETURNS TABLE (%s)' % ', '.join('%s %s' % c for c in res))
     w('LANGUAGE plpgsql STABLE')
+    if engine:
+        # chronicle._deltas() is not granted to the callers (see above)
+        w('SECURITY DEFINER')
     w('SET search_path = pg_catalog, pg_temp')
     w('SET plan_cache_mode = force_custom_plan')
     if engine:
@@ -345,7 +355,18 @@ def gen_sums(s):
         sig += ['text', 'text[]', 'text[]']
     header(s, name, params, sums_columns(s), engine=True)
     if text_keyed(s):
-        w('\tIF $%d IS NOT NULL THEN' % (len(filt) + 3))
+        kcols = sql_array([k for k, _ in s['keys']])
+        n = len(filt)
+        w('\tIF NOT coalesce($%d = ANY (%s), true)' % (n + 3, kcols))
+        w('\t   OR NOT coalesce($%d <@ %s AND cardinality($%d) = cardinality($%d), false) THEN'
+          % (n + 4, kcols, n + 4, n + 5))
+        w("\t\tRAISE EXCEPTION 'chronicle.%s: by (%%) and exclude_cols (%%) must name key columns', $%d, $%d"
+          % (name, n + 3, n + 4))
+        w("\t\t\tUSING ERRCODE = 'invalid_parameter_value',")
+        w("\t\t\t      HINT = 'The keys are %s; exclude_vals has a value per exclude_cols.';"
+          % ', '.join(k for k, _ in s['keys']))
+        w('\tEND IF;')
+        w('\tIF $%d IS NOT NULL THEN' % (n + 3))
         first = len(out)
         engine_call(s, filt, 'true', grouped=True, by=True)
         out[first:] = ['\t' + line for line in out[first:]]

@@ -105,7 +105,9 @@ $$;
 -- order.  Internal: the generated wrappers in 31_deltas.sql check the
 -- arguments and describe the table (column names are quoted, filter
 -- values are parameters); series() and timeline() use its group_by mode
--- (the changed keys' deltas summed per group and interval).
+-- (the changed keys' deltas summed per group and interval).  It takes the
+-- description from its caller, so no monitoring role may call it: the
+-- wrappers are SECURITY DEFINER (see tools/gen_deltas.py).
 CREATE FUNCTION chronicle._deltas(tbl regclass, from_ts timestamptz, to_ts timestamptz,
 	keys text[], vals text[], kinds text, attrs text[], reset_col text,
 	bytes_ops text[], bytes_unit text, per_op text[],
@@ -235,7 +237,6 @@ COMMENT ON FUNCTION chronicle.run_window(text) IS
 	'The (from, to] window of a run by label (to = now() while the run is open)';
 
 REVOKE ALL ON FUNCTION chronicle._deltas(regclass, timestamptz, timestamptz, text[], text[], text, text[], text, text[], text, text[], text[], text[], boolean, text[], text[], text[]) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION chronicle._deltas(regclass, timestamptz, timestamptz, text[], text[], text, text[], text, text[], text, text[], text[], text[], boolean, text[], text[], text[]) TO pg_monitor, pg_read_all_stats;
 REVOKE ALL ON FUNCTION chronicle._check_range(timestamptz, timestamptz, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle._check_name(text, text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle._check_datname(text, text) FROM PUBLIC;

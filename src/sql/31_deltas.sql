@@ -42,12 +42,19 @@ GRANT EXECUTE ON FUNCTION chronicle._io_keys(timestamptz, timestamptz) TO pg_mon
 CREATE FUNCTION chronicle._io_sums(from_ts timestamptz, to_ts timestamptz, for_backend_type text DEFAULT NULL, for_object text DEFAULT NULL, for_context text DEFAULT NULL, by text DEFAULT NULL, exclude_cols text[] DEFAULT '{}', exclude_vals text[] DEFAULT '{}')
 RETURNS TABLE (interval_start timestamptz, interval_end timestamptz, seconds float8, grp text, reset boolean, reads bigint, reads_per_s float8, read_bytes bigint, read_bytes_per_s float8, read_time float8, read_time_per_s float8, writes bigint, writes_per_s float8, write_bytes bigint, write_bytes_per_s float8, write_time float8, write_time_per_s float8, writebacks bigint, writebacks_per_s float8, writeback_time float8, writeback_time_per_s float8, extends bigint, extends_per_s float8, extend_bytes bigint, extend_bytes_per_s float8, extend_time float8, extend_time_per_s float8, hits bigint, hits_per_s float8, evictions bigint, evictions_per_s float8, reuses bigint, reuses_per_s float8, fsyncs bigint, fsyncs_per_s float8, fsync_time float8, fsync_time_per_s float8, ms_per_read float8, ms_per_write float8, ms_per_writeback float8, ms_per_extend float8, ms_per_fsync float8)
 LANGUAGE plpgsql STABLE
+SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_custom_plan
 SET work_mem = '256MB'
 AS $fn$
 #variable_conflict use_column
 BEGIN
+	IF NOT coalesce($6 = ANY (ARRAY['backend_type', 'object', 'context']::text[]), true)
+	   OR NOT coalesce($7 <@ ARRAY['backend_type', 'object', 'context']::text[] AND cardinality($7) = cardinality($8), false) THEN
+		RAISE EXCEPTION 'chronicle._io_sums: by (%) and exclude_cols (%) must name key columns', $6, $7
+			USING ERRCODE = 'invalid_parameter_value',
+			      HINT = 'The keys are backend_type, object, context; exclude_vals has a value per exclude_cols.';
+	END IF;
 	IF $6 IS NOT NULL THEN
 		RETURN QUERY
 		SELECT * FROM chronicle._deltas('chronicle.io_history'::regclass, $1, $2,
@@ -93,6 +100,7 @@ GRANT EXECUTE ON FUNCTION chronicle._io_sums(timestamptz, timestamptz, text, tex
 CREATE FUNCTION chronicle.io_deltas(from_ts timestamptz, to_ts timestamptz, for_backend_type text DEFAULT NULL, for_object text DEFAULT NULL, for_context text DEFAULT NULL, changed_only boolean DEFAULT false)
 RETURNS TABLE (interval_start timestamptz, interval_end timestamptz, seconds float8, backend_type text, object text, context text, op_bytes bigint, reset boolean, reads bigint, reads_per_s float8, read_bytes bigint, read_bytes_per_s float8, read_time float8, read_time_per_s float8, writes bigint, writes_per_s float8, write_bytes bigint, write_bytes_per_s float8, write_time float8, write_time_per_s float8, writebacks bigint, writebacks_per_s float8, writeback_time float8, writeback_time_per_s float8, extends bigint, extends_per_s float8, extend_bytes bigint, extend_bytes_per_s float8, extend_time float8, extend_time_per_s float8, hits bigint, hits_per_s float8, evictions bigint, evictions_per_s float8, reuses bigint, reuses_per_s float8, fsyncs bigint, fsyncs_per_s float8, fsync_time float8, fsync_time_per_s float8, ms_per_read float8, ms_per_write float8, ms_per_writeback float8, ms_per_extend float8, ms_per_fsync float8)
 LANGUAGE plpgsql STABLE
+SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_custom_plan
 SET work_mem = '256MB'
@@ -376,6 +384,7 @@ GRANT EXECUTE ON FUNCTION chronicle._database_keys(timestamptz, timestamptz) TO 
 CREATE FUNCTION chronicle._database_sums(from_ts timestamptz, to_ts timestamptz, for_datname text DEFAULT NULL)
 RETURNS TABLE (interval_start timestamptz, interval_end timestamptz, seconds float8, reset boolean, xact_commit bigint, xact_commit_per_s float8, xact_rollback bigint, xact_rollback_per_s float8, blks_read bigint, blks_read_per_s float8, blks_hit bigint, blks_hit_per_s float8, tup_returned bigint, tup_returned_per_s float8, tup_fetched bigint, tup_fetched_per_s float8, tup_inserted bigint, tup_inserted_per_s float8, tup_updated bigint, tup_updated_per_s float8, tup_deleted bigint, tup_deleted_per_s float8, conflicts bigint, conflicts_per_s float8, temp_files bigint, temp_files_per_s float8, temp_bytes bigint, temp_bytes_per_s float8, deadlocks bigint, deadlocks_per_s float8, checksum_failures bigint, checksum_failures_per_s float8, blk_read_time float8, blk_read_time_per_s float8, blk_write_time float8, blk_write_time_per_s float8, session_time float8, session_time_per_s float8, active_time float8, active_time_per_s float8, idle_in_transaction_time float8, idle_in_transaction_time_per_s float8, sessions bigint, sessions_per_s float8, sessions_abandoned bigint, sessions_abandoned_per_s float8, sessions_fatal bigint, sessions_fatal_per_s float8, sessions_killed bigint, sessions_killed_per_s float8, parallel_workers_to_launch bigint, parallel_workers_to_launch_per_s float8, parallel_workers_launched bigint, parallel_workers_launched_per_s float8, ms_per_blk_read float8)
 LANGUAGE plpgsql STABLE
+SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_custom_plan
 SET work_mem = '256MB'
@@ -405,6 +414,7 @@ GRANT EXECUTE ON FUNCTION chronicle._database_sums(timestamptz, timestamptz, tex
 CREATE FUNCTION chronicle.database_deltas(from_ts timestamptz, to_ts timestamptz, for_datname text DEFAULT NULL, changed_only boolean DEFAULT false)
 RETURNS TABLE (interval_start timestamptz, interval_end timestamptz, seconds float8, datid oid, datname text, reset boolean, xact_commit bigint, xact_commit_per_s float8, xact_rollback bigint, xact_rollback_per_s float8, blks_read bigint, blks_read_per_s float8, blks_hit bigint, blks_hit_per_s float8, tup_returned bigint, tup_returned_per_s float8, tup_fetched bigint, tup_fetched_per_s float8, tup_inserted bigint, tup_inserted_per_s float8, tup_updated bigint, tup_updated_per_s float8, tup_deleted bigint, tup_deleted_per_s float8, conflicts bigint, conflicts_per_s float8, temp_files bigint, temp_files_per_s float8, temp_bytes bigint, temp_bytes_per_s float8, deadlocks bigint, deadlocks_per_s float8, checksum_failures bigint, checksum_failures_per_s float8, blk_read_time float8, blk_read_time_per_s float8, blk_write_time float8, blk_write_time_per_s float8, session_time float8, session_time_per_s float8, active_time float8, active_time_per_s float8, idle_in_transaction_time float8, idle_in_transaction_time_per_s float8, sessions bigint, sessions_per_s float8, sessions_abandoned bigint, sessions_abandoned_per_s float8, sessions_fatal bigint, sessions_fatal_per_s float8, sessions_killed bigint, sessions_killed_per_s float8, parallel_workers_to_launch bigint, parallel_workers_to_launch_per_s float8, parallel_workers_launched bigint, parallel_workers_launched_per_s float8, ms_per_blk_read float8)
 LANGUAGE plpgsql STABLE
+SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_custom_plan
 SET work_mem = '256MB'
@@ -726,6 +736,7 @@ GRANT EXECUTE ON FUNCTION chronicle._wait_keys(timestamptz, timestamptz) TO pg_m
 CREATE FUNCTION chronicle._wait_sums(from_ts timestamptz, to_ts timestamptz, for_backend_type text DEFAULT NULL, for_wait_event_type text DEFAULT NULL, for_wait_event text DEFAULT NULL)
 RETURNS TABLE (interval_start timestamptz, interval_end timestamptz, seconds float8, reset boolean, samples bigint, samples_per_s float8)
 LANGUAGE plpgsql STABLE
+SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_custom_plan
 SET work_mem = '256MB'
@@ -755,6 +766,7 @@ GRANT EXECUTE ON FUNCTION chronicle._wait_sums(timestamptz, timestamptz, text, t
 CREATE FUNCTION chronicle.wait_deltas(from_ts timestamptz, to_ts timestamptz, for_backend_type text DEFAULT NULL, for_wait_event_type text DEFAULT NULL, for_wait_event text DEFAULT NULL, changed_only boolean DEFAULT false)
 RETURNS TABLE (interval_start timestamptz, interval_end timestamptz, seconds float8, backend_type text, state text, wait_event_type text, wait_event text, queryid bigint, reset boolean, samples bigint, samples_per_s float8)
 LANGUAGE plpgsql STABLE
+SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_custom_plan
 SET work_mem = '256MB'
@@ -933,12 +945,19 @@ GRANT EXECUTE ON FUNCTION chronicle._os_disk_keys(timestamptz, timestamptz) TO p
 CREATE FUNCTION chronicle._os_disk_sums(from_ts timestamptz, to_ts timestamptz, for_device text DEFAULT NULL, by text DEFAULT NULL, exclude_cols text[] DEFAULT '{}', exclude_vals text[] DEFAULT '{}')
 RETURNS TABLE (interval_start timestamptz, interval_end timestamptz, seconds float8, grp text, reset boolean, reads_completed bigint, reads_completed_per_s float8, reads_merged bigint, reads_merged_per_s float8, sectors_read bigint, sectors_read_per_s float8, read_time_ms bigint, read_time_ms_per_s float8, writes_completed bigint, writes_completed_per_s float8, writes_merged bigint, writes_merged_per_s float8, sectors_written bigint, sectors_written_per_s float8, write_time_ms bigint, write_time_ms_per_s float8, io_time_ms bigint, io_time_ms_per_s float8, weighted_io_time_ms bigint, weighted_io_time_ms_per_s float8, discards_completed bigint, discards_completed_per_s float8, discards_merged bigint, discards_merged_per_s float8, sectors_discarded bigint, sectors_discarded_per_s float8, discard_time_ms bigint, discard_time_ms_per_s float8, flushes_completed bigint, flushes_completed_per_s float8, flush_time_ms bigint, flush_time_ms_per_s float8, ms_per_read float8, ms_per_write float8)
 LANGUAGE plpgsql STABLE
+SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_custom_plan
 SET work_mem = '256MB'
 AS $fn$
 #variable_conflict use_column
 BEGIN
+	IF NOT coalesce($4 = ANY (ARRAY['device', 'role']::text[]), true)
+	   OR NOT coalesce($5 <@ ARRAY['device', 'role']::text[] AND cardinality($5) = cardinality($6), false) THEN
+		RAISE EXCEPTION 'chronicle._os_disk_sums: by (%) and exclude_cols (%) must name key columns', $4, $5
+			USING ERRCODE = 'invalid_parameter_value',
+			      HINT = 'The keys are device, role; exclude_vals has a value per exclude_cols.';
+	END IF;
 	IF $4 IS NOT NULL THEN
 		RETURN QUERY
 		SELECT * FROM chronicle._deltas('chronicle.os_disk_history'::regclass, $1, $2,
@@ -984,6 +1003,7 @@ GRANT EXECUTE ON FUNCTION chronicle._os_disk_sums(timestamptz, timestamptz, text
 CREATE FUNCTION chronicle.os_disk_deltas(from_ts timestamptz, to_ts timestamptz, for_device text DEFAULT NULL, changed_only boolean DEFAULT false)
 RETURNS TABLE (interval_start timestamptz, interval_end timestamptz, seconds float8, device text, role text, reset boolean, reads_completed bigint, reads_completed_per_s float8, reads_merged bigint, reads_merged_per_s float8, sectors_read bigint, sectors_read_per_s float8, read_time_ms bigint, read_time_ms_per_s float8, writes_completed bigint, writes_completed_per_s float8, writes_merged bigint, writes_merged_per_s float8, sectors_written bigint, sectors_written_per_s float8, write_time_ms bigint, write_time_ms_per_s float8, io_time_ms bigint, io_time_ms_per_s float8, weighted_io_time_ms bigint, weighted_io_time_ms_per_s float8, discards_completed bigint, discards_completed_per_s float8, discards_merged bigint, discards_merged_per_s float8, sectors_discarded bigint, sectors_discarded_per_s float8, discard_time_ms bigint, discard_time_ms_per_s float8, flushes_completed bigint, flushes_completed_per_s float8, flush_time_ms bigint, flush_time_ms_per_s float8, ms_per_read float8, ms_per_write float8)
 LANGUAGE plpgsql STABLE
+SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_custom_plan
 SET work_mem = '256MB'
@@ -1248,12 +1268,19 @@ GRANT EXECUTE ON FUNCTION chronicle._os_pressure_keys(timestamptz, timestamptz) 
 CREATE FUNCTION chronicle._os_pressure_sums(from_ts timestamptz, to_ts timestamptz, for_resource text DEFAULT NULL, by text DEFAULT NULL, exclude_cols text[] DEFAULT '{}', exclude_vals text[] DEFAULT '{}')
 RETURNS TABLE (interval_start timestamptz, interval_end timestamptz, seconds float8, grp text, reset boolean, some_total bigint, some_total_per_s float8, full_total bigint, full_total_per_s float8)
 LANGUAGE plpgsql STABLE
+SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_custom_plan
 SET work_mem = '256MB'
 AS $fn$
 #variable_conflict use_column
 BEGIN
+	IF NOT coalesce($4 = ANY (ARRAY['resource']::text[]), true)
+	   OR NOT coalesce($5 <@ ARRAY['resource']::text[] AND cardinality($5) = cardinality($6), false) THEN
+		RAISE EXCEPTION 'chronicle._os_pressure_sums: by (%) and exclude_cols (%) must name key columns', $4, $5
+			USING ERRCODE = 'invalid_parameter_value',
+			      HINT = 'The keys are resource; exclude_vals has a value per exclude_cols.';
+	END IF;
 	IF $4 IS NOT NULL THEN
 		RETURN QUERY
 		SELECT * FROM chronicle._deltas('chronicle.os_pressure_history'::regclass, $1, $2,
@@ -1299,6 +1326,7 @@ GRANT EXECUTE ON FUNCTION chronicle._os_pressure_sums(timestamptz, timestamptz, 
 CREATE FUNCTION chronicle.os_pressure_deltas(from_ts timestamptz, to_ts timestamptz, for_resource text DEFAULT NULL, changed_only boolean DEFAULT false)
 RETURNS TABLE (interval_start timestamptz, interval_end timestamptz, seconds float8, resource text, reset boolean, some_total bigint, some_total_per_s float8, full_total bigint, full_total_per_s float8)
 LANGUAGE plpgsql STABLE
+SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_custom_plan
 SET work_mem = '256MB'
@@ -1443,6 +1471,7 @@ GRANT EXECUTE ON FUNCTION chronicle.os_pressure_run_totals(text, text) TO pg_mon
 CREATE FUNCTION chronicle.wal_deltas(from_ts timestamptz, to_ts timestamptz)
 RETURNS TABLE (interval_start timestamptz, interval_end timestamptz, seconds float8, reset boolean, wal_records bigint, wal_records_per_s float8, wal_fpi bigint, wal_fpi_per_s float8, wal_bytes bigint, wal_bytes_per_s float8, wal_buffers_full bigint, wal_buffers_full_per_s float8, wal_write bigint, wal_write_per_s float8, wal_sync bigint, wal_sync_per_s float8, wal_write_time float8, wal_write_time_per_s float8, wal_sync_time float8, wal_sync_time_per_s float8, ms_per_write float8, ms_per_sync float8)
 LANGUAGE plpgsql STABLE
+SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_custom_plan
 SET work_mem = '256MB'
@@ -1526,6 +1555,7 @@ GRANT EXECUTE ON FUNCTION chronicle.wal_run_totals(text) TO pg_monitor, pg_read_
 CREATE FUNCTION chronicle.checkpointer_deltas(from_ts timestamptz, to_ts timestamptz)
 RETURNS TABLE (interval_start timestamptz, interval_end timestamptz, seconds float8, reset boolean, num_timed bigint, num_timed_per_s float8, num_requested bigint, num_requested_per_s float8, num_done bigint, num_done_per_s float8, restartpoints_timed bigint, restartpoints_timed_per_s float8, restartpoints_req bigint, restartpoints_req_per_s float8, restartpoints_done bigint, restartpoints_done_per_s float8, write_time float8, write_time_per_s float8, sync_time float8, sync_time_per_s float8, buffers_written bigint, buffers_written_per_s float8, slru_written bigint, slru_written_per_s float8)
 LANGUAGE plpgsql STABLE
+SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_custom_plan
 SET work_mem = '256MB'
@@ -1611,6 +1641,7 @@ GRANT EXECUTE ON FUNCTION chronicle.checkpointer_run_totals(text) TO pg_monitor,
 CREATE FUNCTION chronicle.bgwriter_deltas(from_ts timestamptz, to_ts timestamptz)
 RETURNS TABLE (interval_start timestamptz, interval_end timestamptz, seconds float8, reset boolean, buffers_clean bigint, buffers_clean_per_s float8, maxwritten_clean bigint, maxwritten_clean_per_s float8, buffers_alloc bigint, buffers_alloc_per_s float8)
 LANGUAGE plpgsql STABLE
+SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_custom_plan
 SET work_mem = '256MB'
@@ -1682,6 +1713,7 @@ GRANT EXECUTE ON FUNCTION chronicle.bgwriter_run_totals(text) TO pg_monitor, pg_
 CREATE FUNCTION chronicle.wait_sampler_deltas(from_ts timestamptz, to_ts timestamptz)
 RETURNS TABLE (interval_start timestamptz, interval_end timestamptz, seconds float8, reset boolean, ticks_due bigint, ticks_due_per_s float8, ticks_taken bigint, ticks_taken_per_s float8, samples_dropped bigint, samples_dropped_per_s float8, active_cpu bigint, active_cpu_per_s float8, active_io bigint, active_io_per_s float8, active_lwlock bigint, active_lwlock_per_s float8, active_lock bigint, active_lock_per_s float8, active_ipc bigint, active_ipc_per_s float8, active_client bigint, active_client_per_s float8, active_timeout bigint, active_timeout_per_s float8, active_other bigint, active_other_per_s float8)
 LANGUAGE plpgsql STABLE
+SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_custom_plan
 SET work_mem = '256MB'
@@ -1769,6 +1801,7 @@ GRANT EXECUTE ON FUNCTION chronicle.wait_sampler_run_totals(text) TO pg_monitor,
 CREATE FUNCTION chronicle.os_memory_deltas(from_ts timestamptz, to_ts timestamptz)
 RETURNS TABLE (interval_start timestamptz, interval_end timestamptz, seconds float8, reset boolean, mem_total bigint, mem_free bigint, mem_available bigint, buffers bigint, cached bigint, dirty bigint, writeback bigint, shmem bigint, swap_total bigint, swap_free bigint, pgpgin bigint, pgpgin_per_s float8, pgpgout bigint, pgpgout_per_s float8, pswpin bigint, pswpin_per_s float8, pswpout bigint, pswpout_per_s float8)
 LANGUAGE plpgsql STABLE
+SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_custom_plan
 SET work_mem = '256MB'
@@ -1842,6 +1875,7 @@ GRANT EXECUTE ON FUNCTION chronicle.os_memory_run_totals(text) TO pg_monitor, pg
 CREATE FUNCTION chronicle.buffers_values(from_ts timestamptz, to_ts timestamptz)
 RETURNS TABLE (interval_start timestamptz, interval_end timestamptz, seconds float8, buffers_total bigint, buffers_used bigint, buffers_unused bigint, buffers_dirty bigint, buffers_pinned bigint, usagecount_avg float8, usage_0 bigint, usage_1 bigint, usage_2 bigint, usage_3 bigint, usage_4 bigint, usage_5 bigint, dirty_0 bigint, dirty_1 bigint, dirty_2 bigint, dirty_3 bigint, dirty_4 bigint, dirty_5 bigint, pinned_0 bigint, pinned_1 bigint, pinned_2 bigint, pinned_3 bigint, pinned_4 bigint, pinned_5 bigint)
 LANGUAGE plpgsql STABLE
+SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_custom_plan
 SET work_mem = '256MB'

@@ -1,0 +1,504 @@
+# chronicle._deltas() and the public analysis functions over it, called a
+# few hundred times with random and edge arguments (NULLs, empty and huge
+# arrays, reversed and infinite windows, unknown names, very long strings,
+# 5000 repeated group_by names, result types that do not match) by a
+# superuser, a pg_monitor member and a role without privileges.
+#
+# The server must never crash, and every error must carry a SQLSTATE other
+# than XX000 (internal error).  Only superusers may call _deltas; the
+# monitoring role must get somewhere with the public functions.
+#
+# The arguments come from a seeded generator: PG_CHRONICLE_FUZZ_SEED=<n>
+# repeats a run, PG_CHRONICLE_FUZZ_CALLS=<n> sets the calls per role and kind.
+use strict;
+use warnings FATAL => 'all';
+use utf8;
+use Encode qw(encode);
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use List::Util qw(shuffle);
+
+my $seed = $ENV{PG_CHRONICLE_FUZZ_SEED} // 11;
+my $ncalls = $ENV{PG_CHRONICLE_FUZZ_CALLS} // 200;
+srand($seed);
+
+my $node = PostgreSQL::Test::Cluster->new('deltas_fuzz');
+$node->init;
+$node->append_conf('postgresql.conf', q{
+shared_preload_libraries = 'pg_chronicle'
+chronicle.database = 'postgres'
+chronicle.enabled = off
+});
+$node->start;
+$node->safe_psql('postgres', q{
+CREATE EXTENSION pg_chronicle;
+CREATE ROLE fuzz_monitor LOGIN IN ROLE pg_monitor;
+CREATE ROLE fuzz_plain LOGIN;
+});
+
+# History: a few snapshots taken from SQL (rows in every source it reads),
+# and a past window with snapshots but no row in any history table (where
+# a result row used to be written past its end).
+$node->safe_psql('postgres', 'SELECT chronicle.snapshot()') for 1 .. 4;
+$node->safe_psql('postgres', q{
+SELECT chronicle.ensure_partitions('2024-05-05', '2024-05-05');
+INSERT INTO chronicle.snapshot (ts, segment, keyframe, collector, duration_ms, rows_written, wal_bytes, errors)
+SELECT t, '2024-05-05 00:00:01', t = '2024-05-05 00:00:01', 'sql', 0, 0, 0, 0
+  FROM generate_series(timestamptz '2024-05-05 00:00:01', '2024-05-05 00:00:03', '1 s') t;
+});
+
+my $pid_before = postmaster_pid();
+
+# ----------------------------------------------------------------------
+# What there is to call: the history tables and their columns, the public
+# functions with their parameters, the metrics.
+
+my %columns;    # table => [[name, type], ...] (without ts)
+for my $line (split /\n/, $node->safe_psql('postgres', q{
+	SELECT c.oid::regclass, a.attname, format_type(a.atttypid, NULL)
+	  FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid
+	 WHERE c.relnamespace = 'chronicle'::regnamespace AND c.relkind = 'p'
+	   AND c.relname LIKE '%\_history' AND a.attnum > 0 AND NOT a.attisdropped
+	   AND a.attname <> 'ts'
+	 ORDER BY c.relname, a.attnum}))
+{
+	my ($t, $c, $type) = split /\|/, $line;
+	push @{ $columns{$t} }, [ $c, $type ];
+}
+my @tables = sort keys %columns;
+ok(@tables >= 10, scalar(@tables) . ' history tables to describe');
+
+my @functions;    # [name, number of required args, [[arg, type], ...]]
+for my $line (split /\n/, $node->safe_psql('postgres', q{
+	SELECT p.proname, p.pronargs - p.pronargdefaults,
+	       array_to_string(p.proargnames[1:p.pronargs], ','),
+	       array_to_string(ARRAY(SELECT format_type(t, NULL) FROM unnest(p.proargtypes::oid[]) t), ',')
+	  FROM pg_proc p
+	 WHERE p.pronamespace = 'chronicle'::regnamespace
+	   AND (p.proname ~ '_(deltas|totals|values)$' OR p.proname ~ '^_.*_sums$'
+	        OR p.proname IN ('series', 'percentiles', 'timeline'))
+	   AND p.proname <> '_deltas'
+	 ORDER BY 1}))
+{
+	my ($name, $required, $names, $types) = split /\|/, $line;
+	my @n = split /,/, $names;
+	my @t = split /,/, $types;
+	push @functions, [ $name, $required, [ map { [ $n[$_], $t[$_] ] } 0 .. $#n ] ];
+}
+ok(@functions >= 30, scalar(@functions) . ' public functions over the engine');
+
+my @metrics = split /\n/, $node->safe_psql('postgres', 'SELECT metric FROM chronicle.metric ORDER BY 1');
+
+# ----------------------------------------------------------------------
+# Random values.
+
+sub pick { return $_[ int(rand(@_)) ]; }
+sub chance { return rand() < $_[0]; }
+
+sub lit
+{
+	my ($s) = @_;
+	return 'NULL' unless defined $s;
+	$s =~ s/'/''/g;
+	return "'$s'";
+}
+
+sub arr
+{
+	my @e = @_;
+	return 'ARRAY[]::text[]' unless @e;
+	return 'ARRAY[' . join(', ', map { lit($_) } @e) . ']::text[]';
+}
+
+my $long = 'x' x 100_000;
+my @odd_names = ('', ' ', 'ts', 'ctid', 'xmin', 'no_such_column', 'Reads', 'reads;drop',
+	"a'b", 'a"b', "\\", 'é' x 40, 'y' x 64, $long);
+
+sub odd_name { return pick(@odd_names); }
+
+my @windows = (
+	[ 'NULL', 'now()' ],
+	[ "now() - interval '1 h'", 'NULL' ],
+	[ 'now()', "now() - interval '1 h'" ],    # reversed
+	[ "'-infinity'", "'infinity'" ],
+	[ "'-infinity'", "'-infinity'" ],
+	[ "'infinity'", "'infinity'" ],
+	[ "now() - interval '1 h'", 'now()' ],
+	[ "now() - interval '1 h'", 'now()' ],
+	[ "'2024-05-05'", "'2024-05-06'" ],     # snapshots, no rows
+	[ "'2024-05-05'", "'2024-05-06'" ],
+	[ "'2024-05-05 00:00:02'", "'2024-05-05 00:00:02'" ],
+	[ "'epoch'", "'epoch'" ],
+	[ "'294276-12-31'", "'4713-01-01 BC'" ],
+);
+
+sub window { return @{ pick(@windows) }; }
+
+# ----------------------------------------------------------------------
+# _deltas: a description that adds up for a table, the result type it
+# gives, then (mostly) one thing broken.
+
+sub result_type
+{
+	my (%d) = @_;
+	my %type = map { $_->[0] => $_->[1] } @{ $columns{ $d{tbl} } };
+	my @r = ('timestamp with time zone', 'timestamp with time zone', 'double precision');
+	if (defined $d{group_by})
+	{
+		push @r, map { $type{$_} } @{ $d{group_by} };
+	}
+	else
+	{
+		push @r, map { $type{$_} } @{ $d{keys} }, @{ $d{attrs} };
+	}
+	push @r, 'boolean' if defined $d{reset} || $d{kinds} =~ /[ct]/;
+	for my $i (0 .. $#{ $d{vals} })
+	{
+		push @r, $type{ $d{vals}[$i] };
+		push @r, 'double precision' if substr($d{kinds}, $i, 1) ne 'g';
+	}
+	push @r, ('double precision') x (@{ $d{per_op} } / 2);
+	return @r;
+}
+
+sub good_description
+{
+	my $tbl = pick(@tables);
+	my @cols = @{ $columns{$tbl} };
+	my %used;
+	# up to $n unused columns whose type matches, in random order
+	my $take = sub {
+		my ($n, $type) = @_;
+		my @out;
+		for my $c (shuffle @cols)
+		{
+			last if @out >= $n;
+			next if $c->[1] !~ $type || $used{ $c->[0] } || $c->[0] =~ /^(stats_reset|sampler_started)$/;
+			$used{ $c->[0] } = 1;
+			push @out, $c->[0];
+		}
+		return @out;
+	};
+	my %type = map { $_->[0] => $_->[1] } @cols;
+	my @keys = $take->(int(rand(3)), qr/^(text|oid|bigint|integer)$/);
+	my @vals = $take->(1 + int(rand(6)), qr/^(bigint|double precision)$/);
+	my $kinds = join '', map { chance(0.2) ? 'g' : $type{$_} eq 'bigint' ? 'c' : 't' } @vals;
+	my @attrs = $take->(int(rand(2)), qr/./);
+	my ($reset) = grep { !$used{$_} && chance(0.7) } map { $_->[0] }
+	  grep { $_->[0] =~ /^(stats_reset|sampler_started)$/ } @cols;
+	my @counters = map { $vals[$_] } grep { substr($kinds, $_, 1) ne 'g' } 0 .. $#vals;
+	my @per_op = (@counters >= 2 && chance(0.5)) ? @counters[ 0, 1 ] : ();
+	my @text_cols = map { $_->[0] } grep { $_->[1] eq 'text' } @cols;
+	my @filters = (@text_cols && chance(0.5)) ? (pick(@text_cols)) : ();
+	my @fvals = map { pick(undef, 'client backend', 'relation', 'postgres', 'nothing matches') } @filters;
+	my $group_by;
+	$group_by = [ grep { chance(0.5) } @keys ] if @keys && $kinds !~ /g/ && chance(0.3);
+	my (@xcols, @xvals);
+	if (@text_cols && chance(0.2))
+	{
+		@xcols = (pick(@text_cols));
+		@xvals = ('wal');
+	}
+	return (tbl => $tbl, keys => \@keys, vals => \@vals, kinds => $kinds,
+		attrs => \@attrs, reset => $reset, bytes_ops => [ (undef) x @vals ],
+		per_op => \@per_op, filter_cols => \@filters, filter_vals => \@fvals,
+		changed_only => pick('true', 'false'), group_by => $group_by,
+		exclude_cols => \@xcols, exclude_vals => \@xvals);
+}
+
+my @list_args = qw(keys vals attrs per_op filter_cols group_by exclude_cols exclude_vals bytes_ops);
+
+# One mutation of a description (and of its call's pieces).
+sub mutate
+{
+	my ($d, $sql) = @_;
+	my $what = int(rand(16));
+	if ($what == 0)    # a name replaced by an odd one
+	{
+		my $l = pick(grep { defined $d->{$_} && @{ $d->{$_} } } @list_args) // 'vals';
+		my $list = $d->{$l} //= [];
+		$list->[ int(rand(@$list || 1)) ] = odd_name();
+	}
+	elsif ($what == 1)    # a name twice, or in two lists
+	{
+		my @all = (@{ $d->{keys} }, @{ $d->{vals} }, @{ $d->{attrs} });
+		push @{ $d->{ pick('keys', 'vals', 'attrs', 'group_by') } //= [] }, pick(@all, 'ts') if @all;
+	}
+	elsif ($what == 2)    # a NULL element
+	{
+		push @{ $d->{ pick(@list_args) } //= [] }, undef;
+	}
+	elsif ($what == 3)    # kinds that do not match
+	{
+		$d->{kinds} = pick('', 'x' x length($d->{kinds}), $d->{kinds} . 'c',
+			substr($d->{kinds}, 1), 'g' x length($d->{kinds}), 'ĉ', $long);
+	}
+	elsif ($what == 4)    # 5000 repeated group_by names
+	{
+		$sql->{group_by} = "array_fill(" . lit(pick(@{ $d->{keys} }, 'backend_type', 'reads')) . "::text, ARRAY[5000])";
+	}
+	elsif ($what == 5)    # huge lists
+	{
+		my $l = pick(qw(keys vals attrs per_op filter_cols exclude_cols bytes_ops));
+		$sql->{$l} = "array_fill(" . lit(pick(@{ $d->{vals} }, 'reads', odd_name())) . "::text, ARRAY[" . pick(2000, 100_000) . "])";
+	}
+	elsif ($what == 6)    # a result type that is not the description's
+	{
+		my @r = @{ $sql->{result} };
+		my $how = int(rand(5));
+		if ($how == 0) { @r = ('integer') }
+		elsif ($how == 1) { pop @r }
+		elsif ($how == 2) { push @r, 'bigint' }
+		elsif ($how == 3) { $r[ int(rand(@r)) ] = pick('integer', 'text', 'numeric', 'bigint', 'boolean') }
+		else { @r = () }    # no column definition list
+		$sql->{result} = \@r;
+	}
+	elsif ($what == 7)    # a NULL argument
+	{
+		$sql->{ pick(qw(tbl from_ts to_ts keys vals kinds attrs reset_col bytes_ops bytes_unit per_op
+			  filter_cols filter_vals changed_only group_by exclude_cols exclude_vals)) } = 'NULL';
+	}
+	elsif ($what == 8)    # another relation
+	{
+		$sql->{tbl} = pick("'pg_catalog.pg_class'", '0', "'chronicle.snapshot'", "'chronicle.metric'",
+			"'pg_catalog.pg_class_oid_index'", "'chronicle.no_such_table'", '4294967295');
+	}
+	elsif ($what == 9)    # the bytes fallback, right or wrong
+	{
+		$d->{bytes_ops}[ int(rand(@{ $d->{bytes_ops} } || 1)) ] = pick(@{ $d->{vals} }, odd_name());
+		$sql->{bytes_unit} = lit(pick(@{ $d->{attrs} }, undef, odd_name()));
+	}
+	elsif ($what == 10)    # per_op odd or unknown
+	{
+		push @{ $d->{per_op} }, pick(@{ $d->{vals} }, odd_name());
+	}
+	elsif ($what == 11)    # group_by on a table without keys, or of gauges
+	{
+		$d->{group_by} = [ @{ $d->{keys} } ];
+		$d->{kinds} =~ s/^./g/ if chance(0.5);
+	}
+	elsif ($what == 12)    # filters and exclusions out of step
+	{
+		push @{ $d->{ pick('filter_cols', 'filter_vals', 'exclude_cols', 'exclude_vals') } },
+		  pick('backend_type', 'reads', odd_name());
+	}
+	elsif ($what == 13)    # 1001 exclusions
+	{
+		$sql->{exclude_cols} = "array_fill('backend_type'::text, ARRAY[1001])";
+		$sql->{exclude_vals} = "array_fill('x'::text, ARRAY[1001])";
+	}
+	elsif ($what == 14)    # a multidimensional array
+	{
+		$sql->{vals} = "ARRAY[" . join(', ', map { "ARRAY[" . lit($_) . ", " . lit($_) . "]" } @{ $d->{vals} }, 'reads') . "]::text[]";
+	}
+	# else: leave it valid (the window alone may be odd)
+}
+
+sub deltas_call
+{
+	my %d = good_description();
+	my %sql = (result => [ result_type(%d) ]);
+	mutate(\%d, \%sql) if chance(0.75);
+	mutate(\%d, \%sql) if chance(0.2);
+	my ($from, $to) = window();
+	my %arg = (
+		tbl => lit($d{tbl}), from_ts => $from, to_ts => $to,
+		keys => arr(@{ $d{keys} }), vals => arr(@{ $d{vals} }), kinds => lit($d{kinds}),
+		attrs => arr(@{ $d{attrs} }), reset_col => lit($d{reset}),
+		bytes_ops => arr(@{ $d{bytes_ops} }), bytes_unit => 'NULL', per_op => arr(@{ $d{per_op} }),
+		filter_cols => arr(@{ $d{filter_cols} }), filter_vals => arr(@{ $d{filter_vals} }),
+		changed_only => $d{changed_only},
+		group_by => defined $d{group_by} ? arr(@{ $d{group_by} }) : 'NULL',
+		exclude_cols => arr(@{ $d{exclude_cols} }), exclude_vals => arr(@{ $d{exclude_vals} }));
+	$arg{$_} = $sql{$_} for grep { $_ ne 'result' } keys %sql;
+	my @order = qw(tbl from_ts to_ts keys vals kinds attrs reset_col bytes_ops bytes_unit per_op
+	  filter_cols filter_vals changed_only group_by exclude_cols exclude_vals);
+	my @r = @{ $sql{result} };
+	return 'SELECT * FROM chronicle._deltas(' . join(', ', map { $arg{$_} } @order) . ')'
+	  . (@r ? ' AS d(' . join(', ', map { "c$_ $r[$_]" } 0 .. $#r) . ')' : '');
+}
+
+# ----------------------------------------------------------------------
+# The public functions: named arguments, each optional one given or not.
+
+sub value_for
+{
+	my ($name, $type) = @_;
+	if ($type eq 'text')
+	{
+		return lit(pick(@metrics, 'nonsense', 'io.reads_per_s', $long, undef)) if $name eq 'metric';
+		return lit(pick('backend_type', 'object', 'device', 'resource', 'reads', 'ts', undef, odd_name()))
+		  if $name eq 'by';
+		return lit(pick(undef, undef, 'client backend', 'relation', 'normal', 'wal', 'postgres', 'IO',
+			'Lock', 'some', 'sda', '', odd_name()));
+	}
+	if ($type eq 'text[]')
+	{
+		return pick('NULL', 'ARRAY[]::text[]', "'{object}'", "'{wal}'", "'{NULL}'", "'{object,device}'",
+			"array_fill('object'::text, ARRAY[5000])", "array_fill('wal'::text, ARRAY[5000])");
+	}
+	if ($type eq 'double precision[]')
+	{
+		return pick('NULL', "'{}'", "'{0.5}'", "'{0,1}'", "'{0.5,NULL}'", "'{NaN}'", "'{-1,2}'",
+			"'{Infinity}'", "ARRAY(SELECT random() FROM generate_series(1, 5000))");
+	}
+	return pick('true', 'false', 'NULL') if $type eq 'boolean';
+	return pick('NULL', '0', '-1', '5', '2147483647') if $type eq 'integer';
+	die "no values for $name of type $type";
+}
+
+sub public_call
+{
+	my ($name, $required, $args) = @{ pick(@functions) };
+	my ($from, $to) = window();
+	my @given;
+	for my $i (0 .. $#$args)
+	{
+		my ($arg, $type) = @{ $args->[$i] };
+		next if $i >= $required && chance(0.5);
+		my $v = $arg eq 'from_ts' ? $from : $arg eq 'to_ts' ? $to
+		  : $type eq 'timestamp with time zone' ? pick('now()', 'NULL', "'infinity'")
+		  : value_for($arg, $type);
+		push @given, "$arg => $v";
+	}
+	return "SELECT * FROM chronicle.$name(" . join(', ', @given) . ')';
+}
+
+# ----------------------------------------------------------------------
+# Run the calls of each role in one session: try() returns the SQLSTATE
+# (or "ok") of each, so the session goes on after an error; a crash would
+# end it early.
+
+# First the inputs that crashed the server before 0.2.0: a single-row
+# table with snapshots but no row in the window, and a result shorter than
+# the description (its row was written past its end); 5000 repeated
+# group_by names (the type check array was sized from the keys).
+my $wal = q{'chronicle.wal_history', '2024-05-05', '2024-05-06', '{}', '{wal_records,wal_fpi,wal_bytes,wal_write_time}', 'ccct', '{}', 'stats_reset', '{NULL,NULL,NULL,NULL}', NULL, '{}', '{}', '{}', false};
+my $io = q{'chronicle.io_history', now() - interval '1 h', now(), '{backend_type,object,context}', '{reads}', 'c', '{}', NULL, '{NULL}', NULL, '{}', '{}', '{}', true};
+my @edges = (
+	"SELECT * FROM chronicle._deltas($wal) AS d(a integer)",
+	"SELECT * FROM chronicle._deltas($wal) AS d(a timestamptz, b timestamptz, c float8, d boolean)",
+	"SELECT * FROM chronicle._deltas($io, array_fill('backend_type'::text, ARRAY[5000])) AS d(a integer)",
+	"SELECT * FROM chronicle._deltas($io, array_fill('backend_type'::text, ARRAY[5000])) AS d("
+	  . join(', ', map { "c$_ text" } 1 .. 1000) . ')',
+	"SELECT * FROM chronicle._deltas($io, '{object,object}') AS d(a timestamptz, b timestamptz, c float8, d text, e text, r boolean, x bigint, y float8)",
+	"SELECT * FROM chronicle._deltas(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL) AS d(a integer)",
+	"SELECT * FROM chronicle._deltas($io, NULL, array_fill('backend_type'::text, ARRAY[100000]), array_fill('x'::text, ARRAY[100000])) AS d(a integer)",
+);
+
+my @calls = ((map { [ '_deltas', $_ ] } @edges),
+	(map { [ '_deltas', deltas_call() ] } 1 .. $ncalls),
+	(map { [ 'public', public_call() ] } 1 .. $ncalls));
+my $ndeltas = $ncalls + @edges;
+
+my %summary;    # role => kind => state => count
+my %reached;    # role => kind => calls that ran in the engine or succeeded
+my @internal;
+my $tried = 0;
+for my $role (qw(superuser fuzz_monitor fuzz_plain))
+{
+	my $script = q{
+SET statement_timeout = '60s';
+CREATE FUNCTION pg_temp.try(n integer, q text) RETURNS text LANGUAGE plpgsql AS $try$
+DECLARE
+	st text;
+	msg text;
+BEGIN
+	EXECUTE q;
+	RETURN n || ' ok -';
+EXCEPTION WHEN OTHERS THEN
+	GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT;
+	-- and whether the engine itself refused the call
+	RETURN n || ' ' || coalesce(nullif(st, ''), 'none') || ' '
+		|| CASE WHEN msg LIKE 'chronicle.\_deltas:%' THEN 'engine' ELSE '-' END;
+END
+$try$;
+};
+	for my $i (0 .. $#calls)
+	{
+		$script .= "SELECT pg_temp.try($i, " . lit($calls[$i][1]) . ");\n";
+	}
+	# (from a file: a psql that loses its server stops reading stdin)
+	my $file = "$PostgreSQL::Test::Utils::tmp_check/deltas_fuzz_$role.sql";
+	append_to_file($file, encode('UTF-8', $script));
+	my ($out, $err) = ('', '');
+	$node->psql('postgres', '', stdout => \$out, stderr => \$err, on_error_stop => 0,
+		extra_params => [ ($role eq 'superuser' ? () : ('-U', $role)), '-f', $file ],
+		timeout => 4 * $PostgreSQL::Test::Utils::timeout_default);
+	my (%state, %engine);
+	for (split /\n/, $out)
+	{
+		next unless /^(\d+) (\S+) (\S+)$/;
+		$state{$1} = $2;
+		$engine{$role}{ $calls[$1][0] }++ if $3 eq 'engine' || $2 eq 'ok';
+	}
+	$reached{$role} = $engine{$role};
+	is(scalar(keys %state), scalar(@calls), "$role: every call returned (the session survived)")
+	  or diag("psql: $err");
+	$tried += keys %state;
+	for my $i (sort { $a <=> $b } keys %state)
+	{
+		my ($kind, $sql) = @{ $calls[$i] };
+		$summary{$role}{$kind}{ $state{$i} }++;
+		push @internal, "$role: $state{$i}: " . substr($sql, 0, 400)
+		  if $state{$i} eq 'XX000' || $state{$i} eq 'none';
+	}
+}
+
+# ----------------------------------------------------------------------
+# What it must show.
+
+is(scalar(@internal), 0, 'no error without a SQLSTATE or with XX000 (internal error)')
+  or diag(join("\n", @internal[ 0 .. ($#internal < 9 ? $#internal : 9) ]));
+
+my $log = slurp_file($node->logfile);
+my $crashes = () = $log =~ /terminated by signal/g;
+is($crashes, 0, 'no backend was terminated by a signal');
+my @restarts = grep { /all server processes terminated; reinitializing|TRAP:/ } split /\n/, $log;
+is(scalar(@restarts), 0, 'no crash and restart, no failed assertion')
+  or diag(join("\n", @restarts[ 0 .. ($#restarts < 4 ? $#restarts : 4) ]));
+is(postmaster_pid(), $pid_before, 'the postmaster is the same process');
+is($node->safe_psql('postgres', 'SELECT 1'), '1', 'a new connection works');
+
+my %s = %summary;    # (short)
+# (a call can fail before the permission check: a missing column
+# definition list, a literal that is not a regclass)
+ok(!$reached{fuzz_monitor}{_deltas} && ($s{fuzz_monitor}{_deltas}{42501} // 0) > $ndeltas / 2,
+	'a pg_monitor member never gets into _deltas: permission denied (42501) '
+	  . ($s{fuzz_monitor}{_deltas}{42501} // 0) . " of $ndeltas times, the rest refused before it runs");
+ok(($s{fuzz_monitor}{public}{ok} // 0) > 0,
+	'a pg_monitor member gets results from the public functions: ' . ($s{fuzz_monitor}{public}{ok} // 0));
+is_deeply([ keys %{ $s{fuzz_plain}{$_} } ], ['42501'], "a role without privileges: 42501 on every $_ call")
+  for qw(_deltas public);
+ok(($s{superuser}{_deltas}{ok} // 0) > 0 && ($s{superuser}{_deltas}{ok} // 0) < $ndeltas,
+	'the superuser\'s _deltas calls both succeed and fail: ' . ($s{superuser}{_deltas}{ok} // 0) . " of $ndeltas succeed");
+
+my %by_state;
+for my $role (keys %summary)
+{
+	for my $kind (keys %{ $summary{$role} })
+	{
+		$by_state{$_} += $summary{$role}{$kind}{$_} for keys %{ $summary{$role}{$kind} };
+	}
+}
+note(sprintf('seed %d: %d calls tried, %d ok; errors by SQLSTATE: %s; crashes: %d',
+		$seed, $tried, $by_state{ok} // 0,
+		join(', ', map { "$_ $by_state{$_}" } sort grep { $_ ne 'ok' } keys %by_state), $crashes));
+for my $role (sort keys %summary)
+{
+	for my $kind (sort keys %{ $summary{$role} })
+	{
+		my $h = $summary{$role}{$kind};
+		note("  $role $kind: " . join(', ', map { "$_ $h->{$_}" } sort keys %$h));
+	}
+}
+
+$node->stop;
+done_testing();
+
+sub postmaster_pid
+{
+	my @l = split /\n/, slurp_file($node->data_dir . '/postmaster.pid');
+	return $l[0];
+}
