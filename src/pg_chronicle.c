@@ -257,6 +257,15 @@ _PG_init(void)
 	prev_shmem_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = chronicle_shmem_startup;
 
+	/*
+	 * pg_upgrade starts both servers in binary-upgrade mode: a collector
+	 * connected to chronicle.database would keep pg_restore from recreating
+	 * that database, and must not write into the old cluster while it is
+	 * dumped nor into tables being restored.  No workers then.
+	 */
+	if (IsBinaryUpgrade)
+		return;
+
 	register_worker();
 	/* The wait-event sampler, a worker of its own (sampler.c). */
 	chronicle_sampler_register();

@@ -1,0 +1,162 @@
+# The privilege matrix: every function and table of the extension, called
+# and read by a plain role, pg_read_all_stats, pg_monitor,
+# pg_read_server_files and a superuser.  The expected outcome is stated
+# here, per function, independently of the grants in src/sql: a function
+# added without a decision on who may call it fails this test.
+use strict;
+use warnings FATAL => 'all';
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+# Who may call what.  "super": superusers only.  "writer": pg_monitor
+# members (they record runs).  Every other function is a reader's:
+# pg_monitor and pg_read_all_stats members.
+my %super = map { $_ => 1 } qw(
+  snapshot maintain ensure_partitions start stop wait_samples_reset
+  add_metric load_pgbench_log load_pgbench_lines pgbench_staging
+  pgbench_bad_line _settings _deltas);
+my %writer = map { $_ => 1 } qw(run_begin run_end run_label run_delete _check_label);
+
+# The roles, and which classes each may use.
+my %roles = (
+	r_plain => { super => 0, writer => 0, reader => 0 },
+	r_stats => { super => 0, writer => 0, reader => 1 },
+	r_monitor => { super => 0, writer => 1, reader => 1 },
+	r_files => { super => 0, writer => 0, reader => 0 },
+	superuser => { super => 1, writer => 1, reader => 1 },);
+
+my $node = PostgreSQL::Test::Cluster->new('privileges');
+$node->init;
+$node->append_conf('postgresql.conf', q{
+shared_preload_libraries = 'pg_chronicle'
+chronicle.enabled = off
+});
+$node->start;
+my $superuser = $node->safe_psql('postgres', 'SELECT current_user');
+$node->safe_psql('postgres', q{
+	CREATE EXTENSION pg_chronicle;
+	SELECT chronicle.snapshot();
+	CREATE ROLE r_plain LOGIN;
+	CREATE ROLE r_stats LOGIN IN ROLE pg_read_all_stats;
+	CREATE ROLE r_monitor LOGIN IN ROLE pg_monitor;
+	CREATE ROLE r_files LOGIN IN ROLE pg_read_server_files;
+});
+
+# Each call in its own subtransaction, rolled back by a sentinel error
+# (ZZ000) when it succeeds, so that the calls of one role change nothing
+# the next role sees.  One line per call: object, action, SQLSTATE.
+my $probe = q{
+SET statement_timeout = '600s';
+SET client_min_messages = notice;
+DO $probe$
+DECLARE
+	r record;
+	st text;
+BEGIN
+	FOR r IN
+		SELECT p.oid::regprocedure::text AS obj, 'call' AS action,
+		       format('SELECT chronicle.%I(%s)', p.proname,
+		              (SELECT string_agg(format('NULL::%s', format_type(t, NULL)), ', ' ORDER BY o)
+		                 FROM unnest(p.proargtypes) WITH ORDINALITY AS u(t, o))) AS stmt
+		  FROM pg_proc p
+		 WHERE p.pronamespace = 'chronicle'::regnamespace
+		UNION ALL
+		SELECT c.oid::regclass::text, a.action,
+		       CASE a.action
+		         WHEN 'select' THEN format('SELECT 1 FROM %s LIMIT 0', c.oid::regclass)
+		         WHEN 'insert' THEN format('INSERT INTO %s DEFAULT VALUES', c.oid::regclass)
+		         WHEN 'update' THEN format('UPDATE %s SET %I = %I WHERE false', c.oid::regclass, f.attname, f.attname)
+		         WHEN 'delete' THEN format('DELETE FROM %s WHERE false', c.oid::regclass)
+		         WHEN 'truncate' THEN format('TRUNCATE %s', c.oid::regclass)
+		       END
+		  FROM pg_class c
+		  CROSS JOIN (VALUES ('select'), ('insert'), ('update'), ('delete'), ('truncate')) AS a(action)
+		  CROSS JOIN LATERAL (SELECT attname FROM pg_attribute
+		                       WHERE attrelid = c.oid AND attnum > 0 AND NOT attisdropped
+		                         AND attidentity = '' AND attgenerated = ''
+		                       ORDER BY attnum DESC LIMIT 1) AS f
+		 WHERE c.relnamespace = 'chronicle'::regnamespace
+		   AND c.relkind IN ('r', 'p', 'v', 'm')
+		   AND (a.action = 'select' OR c.relkind IN ('r', 'p'))
+		 ORDER BY 1, 2
+	LOOP
+		BEGIN
+			EXECUTE r.stmt;
+			RAISE EXCEPTION USING ERRCODE = 'ZZ000';
+		EXCEPTION WHEN OTHERS THEN
+			GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE;
+			RAISE NOTICE 'probe|%|%|%', r.obj, r.action, st;
+		END;
+	END LOOP;
+END
+$probe$;
+};
+
+my (%outcome, %partition);
+for my $role (sort keys %roles)
+{
+	my ($stdout, $stderr);
+	$node->psql('postgres', $probe,
+		stdout => \$stdout, stderr => \$stderr,
+		extra_params => [ '-U', $role eq 'superuser' ? $superuser : $role ]);
+	for my $line (split /\n/, $stderr)
+	{
+		next unless $line =~ /probe\|(.*)\|(\w+)\|(\w{5})$/;
+		$outcome{$role}{"$1|$2"} = $3;
+	}
+	cmp_ok(scalar keys %{ $outcome{$role} }, '>', 100,
+		"$role: every object was probed (" . scalar(keys %{ $outcome{$role} }) . ')');
+}
+
+my $partitions = $node->safe_psql('postgres', q{
+	SELECT string_agg(oid::regclass::text, ' ') FROM pg_class
+	 WHERE relnamespace = 'chronicle'::regnamespace AND relispartition});
+%partition = map { $_ => 1 } split / /, $partitions;
+
+my ($checked, @wrong) = (0);
+for my $role (sort keys %roles)
+{
+	for my $key (sort keys %{ $outcome{$role} })
+	{
+		my ($obj, $action) = split /\|/, $key;
+		my $st = $outcome{$role}{$key};
+		my $allowed = $st ne '42501';
+		my $want;
+		if ($action eq 'call')
+		{
+			(my $name = $obj) =~ s/^chronicle\.//;
+			$name =~ s/\(.*//;
+			my $class = $super{$name} ? 'super' : $writer{$name} ? 'writer' : 'reader';
+			$want = $roles{$role}{$class};
+		}
+		elsif ($partition{$obj})
+		{
+			# A partition is read through its parent; only the plain
+			# roles must be kept out of it.
+			next if $roles{$role}{reader} && !$roles{$role}{super};
+			$want = $roles{$role}{super};
+		}
+		else
+		{
+			$want = $action eq 'select' ? $roles{$role}{reader} : $roles{$role}{super};
+		}
+		$checked++;
+		push @wrong, "$role $action $obj: " . ($allowed ? "allowed ($st)" : 'denied')
+		  . ', expected ' . ($want ? 'allowed' : 'denied')
+		  if $allowed != $want;
+		# Superuser calls with NULL arguments fail only with clean errors.
+		push @wrong, "$role $action $obj: internal error $st"
+		  if $st =~ /^XX/;
+	}
+}
+is(join("\n", @wrong), '', "privilege matrix: $checked outcomes as expected");
+note "privilege matrix: $checked (role, object, action) outcomes checked";
+
+# The server survived every call.
+is($node->safe_psql('postgres', 'SELECT 1'), '1', 'the server is up after the matrix');
+my $log = slurp_file($node->logfile);
+unlike($log, qr/terminated by signal|server process .* was terminated/,
+	'no backend crashed during the matrix');
+
+done_testing();

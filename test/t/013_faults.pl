@@ -1,0 +1,177 @@
+# Faults: kill -9 of the collector, the wait sampler and client backends in
+# a loop, each followed by the postmaster's crash restart, with what was
+# recorded checked after every cycle; chronicle.snapshot() racing the worker;
+# maintain() from pg_cron racing the worker's.
+use strict;
+use warnings FATAL => 'all';
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(usleep);
+
+my $node = PostgreSQL::Test::Cluster->new('faults');
+$node->init;
+my $pkglibdir = $node->config_data('--pkglibdir');
+my $cron = -f "$pkglibdir/pg_cron.so";
+$node->append_conf('postgresql.conf',
+	"shared_preload_libraries = 'pg_chronicle" . ($cron ? ",pg_cron'" : "'") . q{
+chronicle.snapshot_interval = '100ms'
+cron.database_name = 'postgres'
+cron.use_background_workers = on
+max_worker_processes = 16
+restart_after_crash = on
+});
+$node->start;
+$node->safe_psql('postgres', 'CREATE EXTENSION pg_chronicle');
+
+# poll QUERY until it returns 't', or fail the named test with the last value.
+sub poll_ok
+{
+	my ($query, $name, $timeout) = @_;
+	my $last = '';
+	my $deadline = time + ($timeout // 60);
+	while (time < $deadline)
+	{
+		my ($rc, $out) = (0, '');
+		# While the server restarts psql may also die of a broken pipe.
+		$rc = eval { $node->psql('postgres', $query, stdout => \$out) } // -1;
+		$last = $rc == 0 ? $out : "(psql exit $rc)";
+		return pass($name) if $last eq 't';
+		usleep(100_000);
+	}
+	return fail("$name (last value: $last)");
+}
+
+poll_ok("SELECT count(*) >= 5 FROM chronicle.snapshot WHERE collector = 'worker'",
+	'the worker records');
+
+my @targets = ('collector', 'sampler', 'backend');
+my $cycles = 20;
+my $log_offset = -s $node->logfile;
+my ($lost, $lost_max) = (0, 0);
+for my $cycle (1 .. $cycles)
+{
+	my $target = $targets[ ($cycle - 1) % 3 ];
+	my $pid;
+	my $session;
+	if ($target eq 'collector')
+	{
+		$pid = $node->safe_psql('postgres', 'SELECT pid FROM chronicle.status()');
+	}
+	elsif ($target eq 'sampler')
+	{
+		$pid = $node->safe_psql('postgres', 'SELECT pid FROM chronicle.wait_sampler_status()');
+	}
+	else
+	{
+		$session = $node->background_psql('postgres');
+		$pid = $session->query_safe('SELECT pg_backend_pid()');
+	}
+	# What must survive: the snapshots committed two seconds ago and
+	# earlier (commits are asynchronous: the last few hundred ms of a
+	# crash may be lost, never more), and the number of segments.
+	my ($ref, $before, $segments, $recent) = split /\|/, $node->safe_psql('postgres', q{
+		SELECT now(), count(*) FILTER (WHERE ts < now() - interval '2 s'),
+		       count(DISTINCT segment) FILTER (WHERE ts < now() - interval '2 s'),
+		       count(*) FILTER (WHERE ts >= now() - interval '2 s')
+		  FROM chronicle.snapshot});
+	ok($pid =~ /^\d+$/ && kill('KILL', $pid), "cycle $cycle: kill -9 the $target ($pid)");
+	eval { $session->quit if $session; };
+
+	poll_ok(qq{SELECT count(*) >= 3 FROM chronicle.snapshot
+	            WHERE ts > '$ref' AND segment > '$ref'},
+		"cycle $cycle: recording resumes in a new segment after the ${target}'s crash");
+	is($node->safe_psql('postgres',
+		"SELECT count(*) FROM chronicle.snapshot WHERE ts < timestamptz '$ref' - interval '2 s'"),
+		$before, "cycle $cycle: every snapshot committed before the crash is kept ($before)");
+	poll_ok(q{SELECT running AND ticks_taken > 10 FROM chronicle.wait_sampler_status()},
+		"cycle $cycle: the wait sampler runs again");
+	my ($kept_segments, $kept_recent) = split /\|/, $node->safe_psql('postgres', qq{
+		SELECT count(DISTINCT segment) FILTER (WHERE ts < timestamptz '$ref' - interval '2 s'),
+		       count(*) FILTER (WHERE ts >= timestamptz '$ref' - interval '2 s' AND ts <= '$ref')
+		  FROM chronicle.snapshot});
+	is($kept_segments, $segments, "cycle $cycle: the kept snapshots keep their segments");
+	$lost += $recent - $kept_recent;
+	$lost_max = $recent - $kept_recent if $recent - $kept_recent > $lost_max;
+}
+# Within a segment time only goes forward, and no segment spans a crash.
+is($node->safe_psql('postgres', q{
+	SELECT count(*) FROM (
+	  SELECT ts <= lag(ts) OVER (PARTITION BY segment ORDER BY ts) AS back
+	    FROM chronicle.snapshot) s WHERE back}),
+	'0', 'after 20 crashes, snapshot times increase within every segment');
+my $log = slurp_file($node->logfile, $log_offset);
+my $restarts = () = $log =~ /all server processes terminated; reinitializing/g;
+is($restarts, $cycles, "$cycles crash restarts, each recovered");
+unlike($log, qr/PANIC|TRAP:/, 'no PANIC or failed assertion in the log');
+note "kill -9 loop: $cycles cycles (collector, sampler, client backend), $restarts crash restarts, "
+  . "recording resumed after each; snapshots of the last 2 s before a crash lost: $lost in all, at most $lost_max in one crash "
+  . "(asynchronous commit)";
+
+# snapshot() racing the worker: two sessions take snapshots as fast as they
+# can while the worker records every 100 ms.
+my $errors0 = $node->safe_psql('postgres', 'SELECT sum(errors) FROM chronicle.source_status()');
+my $n0 = $node->safe_psql('postgres', "SELECT count(*) FROM chronicle.snapshot WHERE collector <> 'worker'");
+my @racers = map { $node->background_psql('postgres') } 1 .. 2;
+my $calls = 50;
+for my $r (@racers)
+{
+	$r->query_until(qr/started/, qq{
+		\\echo started
+		SELECT count(chronicle.snapshot()) FROM generate_series(1, $calls) \\g
+	});
+}
+$_->quit for @racers;
+is($node->safe_psql('postgres', "SELECT count(*) FROM chronicle.snapshot WHERE collector <> 'worker'") - $n0,
+	2 * $calls, 'snapshot() racing the worker: every call recorded a snapshot');
+is($node->safe_psql('postgres', 'SELECT sum(errors) FROM chronicle.source_status()'),
+	$errors0, 'snapshot() racing the worker: no source failed');
+is($node->safe_psql('postgres', q{
+	SELECT count(*) FROM (SELECT ts FROM chronicle.snapshot GROUP BY ts HAVING count(*) > 1) d}),
+	'0', 'snapshot() racing the worker: no two snapshots share a time');
+poll_ok(q{SELECT count(*) >= 3 FROM chronicle.snapshot
+           WHERE collector = 'worker' AND ts > now() - interval '1 s'},
+	'snapshot() racing the worker: the worker goes on recording');
+
+# maintain() from pg_cron, every second, racing the worker's own maintenance
+# (the worker runs it at start and hourly; a segment start makes it run).
+SKIP:
+{
+	skip "pg_cron is not installed in $pkglibdir: the maintain() race is NOT tested", 4
+	  unless $cron;
+	$node->safe_psql('postgres', 'CREATE EXTENSION pg_cron');
+	$node->safe_psql('postgres', q{
+		SELECT chronicle.ensure_partitions(now() - interval '20 days', now() - interval '10 days');
+		SELECT cron.schedule('maintain', '1 second', 'SELECT * FROM chronicle.maintain(interval ''12 days'')');
+		SELECT cron.schedule('partitions', '1 second',
+			'SELECT chronicle.ensure_partitions(now(), now() + interval ''5 days'')');
+	});
+	# Restart the collector a few times while pg_cron runs, so that its
+	# start-up maintenance races the scheduled one.
+	for (1 .. 3)
+	{
+		$node->safe_psql('postgres', 'ALTER SYSTEM SET chronicle.enabled = off');
+		$node->reload;
+		usleep(700_000);
+		$node->safe_psql('postgres', 'ALTER SYSTEM SET chronicle.enabled = on');
+		$node->reload;
+		usleep(1_300_000);
+	}
+	poll_ok(q{SELECT count(*) >= 6 FROM cron.job_run_details WHERE status = 'succeeded'},
+		'maintain() from pg_cron: the scheduled jobs ran');
+	is($node->safe_psql('postgres',
+		q{SELECT string_agg(DISTINCT return_message, '; ') FROM cron.job_run_details WHERE status = 'failed'}),
+		'', 'maintain() from pg_cron racing the worker: no job failed');
+	poll_ok(q{SELECT count(*) >= 3 FROM chronicle.snapshot
+	           WHERE collector = 'worker' AND ts > now() - interval '1 s'},
+		'maintain() from pg_cron racing the worker: recording goes on');
+	is($node->safe_psql('postgres', q{
+		SELECT count(*) FROM pg_class
+		 WHERE relnamespace = 'chronicle'::regnamespace AND relname ~ '_p[0-9]{8}$'
+		   AND substring(relname from '_p([0-9]{8})$')::date < (now() AT TIME ZONE 'UTC')::date - 12}),
+		'0', 'maintain() from pg_cron: the expired partitions are gone');
+	$node->safe_psql('postgres', q{SELECT cron.unschedule('maintain'), cron.unschedule('partitions')});
+}
+
+$node->stop;
+done_testing();
