@@ -81,13 +81,12 @@ sub pgbench_run
 			'-l', "--log-prefix=$tmp/$label", 'postgres'
 		],
 		"pgbench run $label");
-	# Backends report their statistics when they exit: poll until the
-	# view has them, then take the closing snapshot.
+	# Backends flush their statistics before they leave pg_stat_activity:
+	# once pgbench's sessions are gone, the closing snapshot has them.
 	$node->poll_query_until('postgres',
 		"SELECT count(*) = 0 FROM pg_stat_activity WHERE application_name = 'pgbench'")
 	  or die 'pgbench sessions do not end';
 	$node->safe_psql('postgres', qq{
-		SELECT pg_stat_force_next_flush();
 		SELECT chronicle.snapshot();
 		SELECT chronicle.run_end();
 		SELECT chronicle.load_pgbench_log('$label', '$tmp/$label');
@@ -108,14 +107,19 @@ $node->poll_query_until('postgres',
 
 # Every row of 0.1.0's tables, kept outside the extension (the columns of
 # 0.1.0: an upgrade may add columns, it must not lose rows).
-my @tables = split /\n/, $node->safe_psql('postgres', q{
-	SELECT c.relname
-	  FROM pg_depend d
-	  JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'pg_chronicle'
-	  JOIN pg_class c ON d.classid = 'pg_class'::regclass AND c.oid = d.objid
-	 WHERE d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e'
-	   AND c.relkind IN ('r', 'p') AND NOT c.relispartition
-	 ORDER BY 1});
+sub member_tables
+{
+	my ($db) = @_;
+	return split /\n/, $node->safe_psql($db, q{
+		SELECT c.relname
+		  FROM pg_depend d
+		  JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'pg_chronicle'
+		  JOIN pg_class c ON d.classid = 'pg_class'::regclass AND c.oid = d.objid
+		 WHERE d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e'
+		   AND c.relkind IN ('r', 'p') AND NOT c.relispartition
+		 ORDER BY 1});
+}
+my @tables = member_tables('postgres');
 $node->safe_psql('postgres', 'CREATE SCHEMA before_upgrade');
 my %before;
 for my $t (@tables)
@@ -150,9 +154,25 @@ is($node->safe_psql('postgres',
 	"SELECT extversion FROM pg_extension WHERE extname = 'pg_chronicle'"),
 	'0.2.0', 'ALTER EXTENSION pg_chronicle UPDATE reaches 0.2.0');
 
-# Nothing of 0.1.0 lost.
+# A fresh CREATE EXTENSION of this version beside it, in another database
+# (the collector records into postgres only): the reference for the
+# catalog below.  The tables that hold rows right after it hold the
+# extension's own rows (the metric catalog): an upgrade may change those,
+# and they are compared with the fresh install's instead.
+$node->safe_psql('postgres', 'CREATE DATABASE fresh');
+$node->safe_psql('fresh', 'CREATE EXTENSION pg_chronicle');
+is($node->safe_psql('fresh',
+	"SELECT extversion FROM pg_extension WHERE extname = 'pg_chronicle'"),
+	'0.2.0', 'a fresh CREATE EXTENSION installs 0.2.0');
+my @own_rows = grep {
+	$node->safe_psql('fresh', "SELECT count(*) > 0 FROM chronicle.$_") eq 't'
+} member_tables('fresh');
+note 'tables with rows of the extension itself: ' . join(', ', @own_rows);
+
+# Nothing recorded by 0.1.0 lost.
 for my $t (@tables)
 {
+	next if grep { $_ eq $t } @own_rows;
 	my $cols = $node->safe_psql('postgres', qq{
 		SELECT string_agg(quote_ident(attname), ', ' ORDER BY attnum)
 		  FROM pg_attribute WHERE attrelid = 'before_upgrade.$t'::regclass AND attnum > 0});
@@ -211,13 +231,7 @@ is($node->safe_psql('postgres', q{
 	 WHERE r.label = 'before'}),
 	$tx_before, 'the pgbench log of the run before the upgrade is one row per transaction');
 
-# The catalog: upgraded 0.1.0 against a fresh CREATE EXTENSION.
-$node->safe_psql('postgres', 'CREATE DATABASE fresh');
-$node->safe_psql('fresh', 'CREATE EXTENSION pg_chronicle');
-is($node->safe_psql('fresh',
-	"SELECT extversion FROM pg_extension WHERE extname = 'pg_chronicle'"),
-	'0.2.0', 'a fresh CREATE EXTENSION installs 0.2.0');
-
+# The catalog: 0.1.0 updated to 0.2.0 against a fresh CREATE EXTENSION.
 # Every object of the extension as lines "category <TAB> object :: what =
 # value".  Partitions are named by day: the day is left out.
 my $catalog_sql = <<'SQL';
@@ -404,6 +418,11 @@ sub catalog
 		my ($c, $line) = split /\t/, $_, 2;
 		$cat{$c}{$line} = 1;
 	}
+	for my $t (@own_rows)
+	{
+		$cat{contents}{"table chronicle.$t row = $_"} = 1
+		  for split /\n/, $node->safe_psql($db, "SELECT t::text FROM chronicle.$t t");
+	}
 	return \%cat;
 }
 
@@ -414,51 +433,53 @@ sub definition
 	my ($type, $name) = $obj =~ /^(function|procedure|aggregate|view|materialized view) (.*)$/
 	  or return undef;
 	my $q = $type =~ /view/
-	  ? "SELECT pg_get_viewdef('$name'::regclass, true)"
-	  : "SELECT pg_get_functiondef('$name'::regprocedure)";
-	return $node->safe_psql($db, $q);
+	  ? "SELECT pg_get_viewdef(r, true) FROM to_regclass('$name') r WHERE r IS NOT NULL"
+	  : "SELECT pg_get_functiondef(p) FROM to_regprocedure('$name') p WHERE p IS NOT NULL";
+	my $def = $node->safe_psql($db, $q);
+	return $def eq '' ? undef : $def;
+}
+
+# One test per category; on a difference, the lines on either side, an
+# object's attributes together, and the diff of a body that differs.
+sub same_lines
+{
+	my ($name, $f, $u) = @_;
+	my @only_f = grep { !$u->{$_} } sort keys %$f;
+	my @only_u = grep { !$f->{$_} } sort keys %$u;
+	my $n = scalar keys %$f;
+	return 1 if ok(!@only_f && !@only_u, "$name: the same in a fresh 0.2.0 and in 0.1.0 updated ($n lines)");
+	my @d = sort { $a->[1] cmp $b->[1] || $a->[0] cmp $b->[0] }
+	  (map { [ 'fresh CREATE EXTENSION only:', $_ ] } @only_f),
+	  (map { [ 'updated from 0.1.0 only:    ', $_ ] } @only_u);
+	diag("$name differ: what only the fresh install has is missing from "
+		  . "pg_chronicle--0.1.0--0.2.0.sql; what only the updated one has, it left behind or got wrong\n"
+		  . join("\n", map { "  $_->[0] $_->[1]" } @d));
+	my %bodies = map { /^(.*) :: (?:body|definition) = / ? ($1 => 1) : () } @only_f, @only_u;
+	for my $obj (sort keys %bodies)
+	{
+		my ($df, $du) = (definition('fresh', $obj), definition('postgres', $obj));
+		next unless defined $df && defined $du;
+		my ($ff, $fu) = ("$tmp/definition.fresh", "$tmp/definition.updated");
+		unlink $ff, $fu;
+		append_to_file($ff, "$df\n");
+		append_to_file($fu, "$du\n");
+		diag("$obj: diff -u fresh updated\n" . `diff -u $ff $fu`);
+	}
+	return 0;
 }
 
 my $fresh = catalog('fresh');
-my $upgraded = catalog('postgres');
-for my $c (qw(objects extension functions tables types grants comments))
-{
-	my %f = %{ $fresh->{$c} // {} };
-	my %u = %{ $upgraded->{$c} // {} };
-	my @only_f = grep { !$u{$_} } sort keys %f;
-	my @only_u = grep { !$f{$_} } sort keys %u;
-	my $n = scalar keys %f;
-	ok(!@only_f && !@only_u,
-		"catalog, $c: fresh 0.2.0 and 0.1.0 updated to 0.2.0 are the same ($n lines)")
-	  or do
-	{
-		my @d = sort { $a->[1] cmp $b->[1] || $a->[0] cmp $b->[0] }
-		  (map { [ 'fresh CREATE EXTENSION only:     ', $_ ] } @only_f),
-		  (map { [ 'upgraded from 0.1.0 only:        ', $_ ] } @only_u);
-		diag("$c differ (a line only in the fresh install: the upgrade script misses it):\n"
-			  . join("\n", map { "  $_->[0] $_->[1]" } @d));
-		my %bodies = map { /^(.*) :: (?:body|definition) = / ? ($1 => 1) : () } @only_f, @only_u;
-		for my $obj (sort keys %bodies)
-		{
-			my ($df, $du) = (definition('fresh', $obj), definition('postgres', $obj));
-			next unless defined $df && defined $du;
-			my ($ff, $fu) = ("$tmp/definition.fresh", "$tmp/definition.upgraded");
-			unlink $ff, $fu;
-			append_to_file($ff, "$df\n");
-			append_to_file($fu, "$du\n");
-			diag("$obj: diff -u fresh upgraded\n" . `diff -u $ff $fu`);
-		}
-	};
-}
+my $updated = catalog('postgres');
+same_lines("catalog, $_", $fresh->{$_} // {}, $updated->{$_} // {})
+  for qw(objects extension functions tables types grants comments contents);
 
-# psql's own list of the extension's objects, as the issue asks.
-my ($dx_fresh, $dx_upgraded) = map {
+# psql's own list of the extension's objects, as the issue asks for.
+my ($dx_fresh, $dx_updated) = map {
 	my $out = $node->safe_psql($_, '\dx+ pg_chronicle');
 	$out =~ s/_p[0-9]{8}\b/_p<day>/g;
-	my %seen;
-	join "\n", grep { !/^\(\d+ rows\)$/ && !$seen{$_}++ } split /\n/, $out;
+	+{ map { $_ => 1 } grep { !/^\(\d+ rows\)$/ } split /\n/, $out };
 } qw(fresh postgres);
-is($dx_upgraded, $dx_fresh, '\dx+ pg_chronicle: the same objects after the upgrade as fresh');
+same_lines('\dx+ pg_chronicle', $dx_fresh, $dx_updated);
 
 $node->stop;
 done_testing();
