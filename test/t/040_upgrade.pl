@@ -23,8 +23,8 @@ use Test::More;
 use PgChronicle::TestInstall
   qw(copy_install remove_extension_files git_commit_available run_logged);
 
-my $release_commit = '7942f90';    # the 0.1.0 release
-my $srcdir = getcwd();             # prove runs in the source tree
+my $release_commit = '7942f901d8df5dc91e569ae38613e01b85cd6363';    # the 0.1.0 release
+my $srcdir = getcwd();    # prove runs in the source tree
 
 plan skip_all => "no git history with the 0.1.0 release (commit $release_commit) "
   . "in $srcdir: the upgrade test builds 0.1.0 from it"
@@ -42,12 +42,12 @@ mkdir "$tmp/src-0.1.0" or die "mkdir: $!";
 run_logged("$logdir/040_git_archive.log", "git archive $release_commit",
 	[ 'git', '-C', $srcdir, 'archive', $release_commit ],
 	'|', [ 'tar', '-x', '-C', "$tmp/src-0.1.0" ])
-  or BAIL_OUT("could not extract 0.1.0 from git");
-is(slurp_file("$tmp/src-0.1.0/pg_chronicle.control") =~ /default_version = '0\.1\.0'/ ? 1 : 0,
-	1, "commit $release_commit is the 0.1.0 release");
+  or die 'could not extract 0.1.0 from git';
+like(slurp_file("$tmp/src-0.1.0/pg_chronicle.control"), qr/default_version = '0\.1\.0'/,
+	"commit $release_commit is the 0.1.0 release");
 run_logged("$logdir/040_build_0.1.0.log", 'make install of 0.1.0',
 	[ 'make', '-C', "$tmp/src-0.1.0", '-s', "PG_CONFIG=$pg_config", 'install' ])
-  or BAIL_OUT('0.1.0 does not build against this server');
+  or die '0.1.0 does not build against this server';
 
 my $node = PostgreSQL::Test::Cluster->new('upgrade', install_path => $inst);
 $node->init;
@@ -139,7 +139,7 @@ for my $t (qw(snapshot io_history wal_history database_history run app_transacti
 my $t_stop = now();
 run_logged("$logdir/040_install_new.log", 'make install of this build',
 	[ 'make', '-C', $srcdir, '-s', "PG_CONFIG=$pg_config", 'install' ])
-  or BAIL_OUT('this build does not install into the copy');
+  or die 'this build does not install into the copy';
 $node->restart;
 my $log_offset = -s $node->logfile;
 is($node->safe_psql('postgres', q{
