@@ -3,9 +3,11 @@
 #   make PG_CONFIG=/path/to/pg_config install    build and install
 #   make check-all                               every test layer, every provisioned version
 #   make installcheck                            pg_regress against a temporary instance
+#   make dist                                    pg_chronicle-<version>.zip for PGXN (of HEAD)
 
 EXTENSION = pg_chronicle
 EXTVERSION = 0.2.0
+DISTNAME = $(EXTENSION)-$(EXTVERSION)
 
 MODULE_big = pg_chronicle
 OBJS = \
@@ -46,7 +48,8 @@ NO_INSTALLCHECK_TEMP = 1
 TAP_TESTS = 1
 PROVE_TESTS = $(sort $(wildcard test/t/*.pl))
 
-EXTRA_CLEAN = $(DATA_built) tmp_check_regress tmp_check results regression.diffs regression.out log
+EXTRA_CLEAN = $(DATA_built) tmp_check_regress tmp_check results regression.diffs regression.out log \
+	$(DISTNAME).zip
 
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
@@ -63,3 +66,12 @@ tapcheck:
 .PHONY: check-all
 check-all:
 	tools/test.sh
+
+# The release as PGXN takes it: the committed tree (git archive of HEAD, so
+# no build products) under a $(DISTNAME)/ prefix; .gitattributes leaves out
+# CI and git's own files.  Uncommitted changes are not in it: said, not hidden.
+.PHONY: dist
+dist:
+	@git diff --quiet HEAD -- || \
+		echo "make dist: uncommitted changes are not in $(DISTNAME).zip (it is HEAD)" >&2
+	git archive --format=zip --prefix=$(DISTNAME)/ -o $(DISTNAME).zip HEAD

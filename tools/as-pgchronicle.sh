@@ -24,6 +24,22 @@ work=$(mktemp -d /tmp/pg_chronicle-run.XXXXXX)
 tar -C "$src" --exclude='*.o' --exclude='*.so' \
 	--exclude=tmp_check --exclude=tmp_check_regress --exclude=./results -cf - . |
 	tar -C "$work" -xf -
+# The history comes along (tests build the 0.1.0 release and the dist zip
+# with git archive).  A worktree's .git is a file naming a repository that
+# this user neither owns nor may share: clone it instead (--no-local: no
+# hard links, which the chown below would reach), with HEAD at the same
+# commit and the index read from it, so that git sees the same changes.
+if [ -f "$work/.git" ] && command -v git >/dev/null; then
+	rm -f "$work/.git"
+	if git clone -q --no-local --bare "$src" "$work/.git" 2>/dev/null; then
+		git -C "$work" config core.bare false
+		git -C "$work" update-ref --no-deref HEAD "$(git -C "$src" rev-parse HEAD)"
+		git -C "$work" read-tree HEAD
+	else
+		rm -rf "$work/.git"
+		echo "as-pgchronicle: could not clone the history of $src; running without it" >&2
+	fi
+fi
 chown -R pgchronicle: "$work"
 
 passenv=()

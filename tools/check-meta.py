@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Validate META.json against the PGXN Meta Spec 1.0.0 (the rules that a
-PGXN upload enforces), and check that it agrees with the control file.
-Prints TAP."""
+PGXN upload enforces), and check that it agrees with the control file, the
+Makefile, LICENSE and the files of the distribution beside it (the tree, or
+an unpacked make dist).  Prints TAP."""
 import json
+import os
 import re
 import sys
 
@@ -13,6 +15,9 @@ LICENSES = {"agpl_3", "apache_1_1", "apache_2_0", "artistic_1", "artistic_2", "b
             "postgresql", "qpl_1_0", "ssleay", "sun", "zlib", "open_source",
             "restricted", "unrestricted", "unknown"}
 STATUS = {"stable", "testing", "unstable"}
+URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://[^\s/]+(/\S*)?$")
+# The project's own addresses: every resource names the one repository.
+PROJECT_WEB = "https://github.com/pg-chronicle/pg_chronicle"
 PHASES = {"configure", "build", "test", "runtime", "develop"}
 RELATIONS = {"requires", "recommends", "suggests", "conflicts"}
 
@@ -24,7 +29,7 @@ def check(ok, name):
 
 
 path = sys.argv[1] if len(sys.argv) > 1 else "META.json"
-control = sys.argv[2] if len(sys.argv) > 2 else "pg_chronicle.control"
+control = sys.argv[2] if len(sys.argv) > 2 else os.path.join(os.path.dirname(path), "pg_chronicle.control")
 try:
     meta = json.load(open(path))
     check(True, "META.json is valid JSON")
@@ -56,6 +61,60 @@ for phase, rels in meta.get("prereqs", {}).items():
         check(rel in RELATIONS, f"prereqs.{phase}.{rel} is a known relation")
         check(all(isinstance(v, str) and re.match(r"^\d+(\.\d+){0,2}$", v) or v == "0"
                   for v in mods.values()), f"prereqs.{phase}.{rel} versions are versions")
+base = os.path.dirname(os.path.abspath(path))
+
+
+def read(name):
+    try:
+        with open(os.path.join(base, name)) as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def make_var(text, name):
+    m = re.search(rf"^{name}\s*[:?]?=\s*(.*?)\s*$", text or "", re.M)
+    return m.group(1) if m else None
+
+
+makefile = read("Makefile")
+for ext, p in prov.items():
+    f = p.get("file")
+    # The install script is built (DATA_built, from src/sql); a dist has the
+    # rule that builds it, not the file.
+    built = (f == f"{ext}--{p.get('version')}.sql"
+             and make_var(makefile, "EXTENSION") == ext
+             and make_var(makefile, "EXTVERSION") == p.get("version")
+             and make_var(makefile, "DATA_built") == "$(EXTENSION)--$(EXTVERSION).sql")
+    check(isinstance(f, str) and (os.path.isfile(os.path.join(base, f)) or built),
+          f"provides.{ext}.file ({f}) is in the distribution or is the install script the Makefile builds")
+    if "docfile" in p:
+        check(os.path.isfile(os.path.join(base, p["docfile"])), f"provides.{ext}.docfile ({p['docfile']}) exists")
+
+res = meta.get("resources")
+check(isinstance(res, dict), "resources is given")
+res = res if isinstance(res, dict) else {}
+check(all(k in ("homepage", "bugtracker", "repository") or k.lower().startswith("x_") for k in res),
+      "resources has only homepage, bugtracker, repository (or x_ keys)")
+repo = res.get("repository", {}) if isinstance(res.get("repository"), dict) else {}
+bug = res.get("bugtracker", {}) if isinstance(res.get("bugtracker"), dict) else {}
+check(all(isinstance(u, str) and URI.match(u)
+          for u in [res.get("homepage"), repo.get("url"), repo.get("web"), bug.get("web")]),
+      "resources.homepage, repository.url, repository.web and bugtracker.web are URIs")
+check(repo.get("type") == "git", "resources.repository.type is git")
+check(repo.get("web") == PROJECT_WEB and res.get("homepage") == PROJECT_WEB,
+      f"resources.repository.web and homepage are the project's repository ({PROJECT_WEB})")
+check(repo.get("url") == PROJECT_WEB + ".git", "resources.repository.url is the repository's clone URL")
+check(bug.get("web") == PROJECT_WEB + "/issues", "resources.bugtracker.web is the repository's issues")
+
+license_text = read("LICENSE")
+check(lic != "postgresql" or (license_text is not None and re.search(
+    r"Permission to use, copy, modify, and distribute this software and its\s+documentation "
+    r"for any purpose, without fee, and without a written agreement is\s+hereby granted",
+    license_text)), "LICENSE is the PostgreSQL Licence that META.json names")
+check(meta.get("version") == make_var(makefile, "EXTVERSION"),
+      "META.json version equals the Makefile's EXTVERSION")
+
 try:
     default_version = re.search(r"default_version\s*=\s*'([^']+)'", open(control).read()).group(1)
 except Exception:  # noqa: BLE001

@@ -53,11 +53,13 @@ fi
 
 # count_tap FILE: add the ok / not ok lines of TAP output to the totals.
 count_tap() {
-	local p f s
+	local p f s w
 	p=$(grep -cE '^[[:space:]]*ok [0-9]+' "$1" || true)
 	f=$(grep -cE '^[[:space:]]*not ok [0-9]+' "$1" || true)
 	s=$(grep -cE '^[[:space:]]*ok [0-9]+.*# *(skip|SKIP)' "$1" || true)
-	echo "$((p - s)) $f $s"
+	# A whole TAP file skipped (skip_all): prove says "file .. skipped: why".
+	w=$(grep -cE '^[^[:space:]].*\.\. skipped: ' "$1" || true)
+	echo "$((p - s)) $f $((s + w))"
 }
 
 free_port() {
