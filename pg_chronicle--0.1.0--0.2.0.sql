@@ -21,7 +21,7 @@ AS $$
 		WHEN name ~* '(password|passphrase|secret)' THEN '********'
 		ELSE regexp_replace(
 		         regexp_replace(value,
-		                        '(password\s*=\s*)(''(\\.|[^''\\])*''|\S*)', '\1********', 'gi'),
+		                        '(password\s*=\s*)(''(\\.|[^''\\])*''\S*|''[^'']*$|\S*)', '\1********', 'gi'),
 		         '(://[^/:@\s]*:)[^@\s]*@', '\1********@', 'g')
 	END
 $$;

@@ -32,6 +32,8 @@ RESET ROLE;
 SELECT v AS value, chronicle._redact_setting('x', v) AS kept
   FROM (VALUES ('host=a password=secret user=b'),
                ($$host=a password = 'se cr\'et' sslpassword=k2 user=b$$),
+               ($$password='unterminated se cret$$),
+               ($$password='s3 cr'et' user=b$$),
                ('postgresql://rep:secret@db.example:5432/x?sslmode=require'),
                ('host=a user=b')) AS t(v);
 SELECT chronicle._redact_setting('ssl_passphrase_command', 'echo secret') AS passphrase_command;

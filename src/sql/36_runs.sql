@@ -19,8 +19,9 @@
 -- A setting's value as a run may keep it, readable by every monitoring
 -- role for as long as the run is kept: never a password.  Settings whose
 -- name says they hold a secret are replaced whole; in any other value a
--- conninfo password (password=..., quoted or not, sslpassword too) and
--- the password of a URI (scheme://user:password@host) are.
+-- conninfo password (password=..., quoted or not, sslpassword too; a
+-- quote left open hides the rest of the value) and the password of a URI
+-- (scheme://user:password@host) are.
 CREATE FUNCTION chronicle._redact_setting(name text, value text)
 RETURNS text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -30,7 +31,7 @@ AS $$
 		WHEN name ~* '(password|passphrase|secret)' THEN '********'
 		ELSE regexp_replace(
 		         regexp_replace(value,
-		                        '(password\s*=\s*)(''(\\.|[^''\\])*''|\S*)', '\1********', 'gi'),
+		                        '(password\s*=\s*)(''(\\.|[^''\\])*''\S*|''[^'']*$|\S*)', '\1********', 'gi'),
 		         '(://[^/:@\s]*:)[^@\s]*@', '\1********@', 'g')
 	END
 $$;
