@@ -30,7 +30,8 @@ OBJS = \
 	src/sampler.o \
 	src/source_waits.o \
 	src/source_buffers.o \
-	src/deltas.o
+	src/deltas.o \
+	src/runs.o
 
 # The install script is built from the pieces in src/sql, in name order.
 DATA_built = $(EXTENSION)--$(EXTVERSION).sql

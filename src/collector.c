@@ -15,7 +15,21 @@
  * is caught, counted, logged once and retried with exponential backoff,
  * while the other sources go on recording.  The reading of a source only
  * replaces the previous one after its rows were written, so a failed
- * insert never leaves the sparse chain with a hole.
+ * insert never leaves the sparse chain with a hole.  A cancel, a timeout or
+ * a shutdown is not a source's error but the whole snapshot's: it is
+ * re-thrown, and the snapshot (its transaction) ends with it.
+ *
+ * Time: ts is the wall clock, but it never goes backwards.  Within a
+ * segment the worker measures the time between two snapshots on the
+ * monotonic clock; when the wall clock advanced by less than half of that
+ * (it was stepped back), ts advances by the time that really passed
+ * instead, so ts stays increasing and every interval keeps its true
+ * length; ts then runs ahead of the wall clock by the step, until the
+ * clock is stepped forward again or the segment ends.  A new segment (and
+ * every snapshot from SQL) never starts at or before the latest snapshot
+ * recorded: if the wall clock is behind it, ts is that snapshot's plus one
+ * microsecond, and a snapshot from SQL then starts a segment of its own
+ * rather than make an interval of a microsecond.
  *
  * During recovery (a standby) nothing can be written: the same rows are
  * serialized into one record of the standby ring in shared memory instead
@@ -100,6 +114,11 @@ static SPIPlanPtr snapshot_plan = NULL;
 static TimestampTz next_maintenance = 0;
 static bool keyframe_pending = true;	/* no previous reading to trust */
 static int	ring_since_keyframe = 0;	/* ring snapshots since a keyframe */
+
+/* The worker's previous snapshot, for its clock (see the header). */
+static TimestampTz clock_segment = 0;
+static TimestampTz clock_ts = 0;
+static instr_time clock_taken;
 
 /*
  * In the standby ring every this many snapshots is a keyframe, so that the
@@ -444,24 +463,32 @@ maintain_partitions(TimestampTz now)
 	next_maintenance = now + CHRONICLE_MAINTENANCE_USECS;
 }
 
-/* The segment a snapshot taken from SQL continues, if any. */
-static TimestampTz
-latest_segment(TimestampTz ts)
+/*
+ * The latest snapshot recorded: its ts and segment, and whether the server
+ * took it since it started (only such a segment can be continued).  False
+ * when there is none.
+ */
+static bool
+latest_snapshot(TimestampTz *ts, TimestampTz *segment, bool *since_start)
 {
 	int			ret;
 	bool		isnull;
-	Datum		d;
+	HeapTuple	tup;
+	TupleDesc	desc;
 
-	ret = SPI_execute("SELECT segment FROM chronicle.snapshot"
-					  " WHERE ts > pg_catalog.pg_postmaster_start_time()"
-					  " ORDER BY ts DESC LIMIT 1", true, 1);
+	ret = SPI_execute("SELECT ts, segment, ts > pg_catalog.pg_postmaster_start_time()"
+					  " FROM chronicle.snapshot ORDER BY ts DESC LIMIT 1", true, 1);
 	if (ret != SPI_OK_SELECT)
 		elog(ERROR, "could not read the latest snapshot: %s",
 			 SPI_result_code_string(ret));
 	if (SPI_processed == 0)
-		return ts;
-	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-	return isnull ? ts : DatumGetTimestampTz(d);
+		return false;
+	tup = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+	*ts = DatumGetTimestampTz(SPI_getbinval(tup, desc, 1, &isnull));
+	*segment = DatumGetTimestampTz(SPI_getbinval(tup, desc, 2, &isnull));
+	*since_start = DatumGetBool(SPI_getbinval(tup, desc, 3, &isnull));
+	return true;
 }
 
 static void
@@ -501,8 +528,60 @@ insert_snapshot_row(TimestampTz ts, TimestampTz segment, bool keyframe,
 }
 
 /*
+ * chronicle.debug_fail_source, for tests: "<source>" makes the source fail
+ * before it reads anything, "<source>:write" after it wrote its rows, just
+ * before its subtransaction commits (what a failed INSERT looks like to a
+ * source that keeps state of its own).
+ */
+static void
+debug_fail(const ChronicleSource *src, const char *point)
+{
+	const char *v = chronicle_debug_fail_source;
+	size_t		len = strlen(src->name);
+
+	if (v == NULL || strncmp(v, src->name, len) != 0)
+		return;
+	if (point == NULL ? v[len] != '\0' :
+		(v[len] != ':' || strcmp(v + len + 1, point) != 0))
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_INTERNAL_ERROR),
+			 errmsg("injected failure (chronicle.debug_fail_source = '%s')", v)));
+}
+
+/*
+ * Is this error the snapshot's rather than the source's?  A cancel, a
+ * statement, lock or transaction timeout, a shutdown, a recovery conflict
+ * or a serialization failure asks for the end of the statement or the
+ * transaction; swallowing it in a source's subtransaction would let the
+ * snapshot go on and commit.  So would any error raised while a cancel or
+ * a termination is pending.
+ */
+static bool
+error_ends_snapshot(int sqlerrcode)
+{
+	if (QueryCancelPending || ProcDiePending)
+		return true;
+	switch (ERRCODE_TO_CATEGORY(sqlerrcode))
+	{
+		case ERRCODE_OPERATOR_INTERVENTION: /* 57: cancel, statement_timeout,
+											 * shutdown, database dropped */
+		case ERRCODE_TRANSACTION_ROLLBACK:	/* 40: serialization failure,
+											 * deadlock, recovery conflict */
+			return true;
+		default:
+			break;
+	}
+	return sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE ||	/* lock_timeout */
+		sqlerrcode == ERRCODE_IDLE_IN_TRANSACTION_SESSION_TIMEOUT ||
+		sqlerrcode == ERRCODE_TRANSACTION_TIMEOUT;
+}
+
+/*
  * Collect one source into the history, inside a subtransaction.  Returns
- * the number of rows written, or -1 on failure.
+ * the number of rows written, or -1 on failure.  An error that ends the
+ * snapshot (error_ends_snapshot) is re-thrown once the subtransaction is
+ * rolled back.
  */
 static int64
 collect_source(int i, MemoryContext snapcxt, TimestampTz ts, bool keyframe,
@@ -547,14 +626,10 @@ collect_source(int i, MemoryContext snapcxt, TimestampTz ts, bool keyframe,
 
 	PG_TRY();
 	{
-		if (chronicle_debug_fail_source && *chronicle_debug_fail_source &&
-			strcmp(chronicle_debug_fail_source, src->name) == 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_INTERNAL_ERROR),
-					 errmsg("injected failure (chronicle.debug_fail_source)")));
-
+		debug_fail(src, NULL);
 		src->collect(&em);
 		flush_rows(&em, ts);
+		debug_fail(src, "write");
 
 		ReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(snapcxt);
@@ -587,6 +662,11 @@ collect_source(int i, MemoryContext snapcxt, TimestampTz ts, bool keyframe,
 
 		/* This reading was not written: keep the previous one. */
 		MemoryContextReset(st->cxt[1 - st->cur]);
+
+		/* A cancel, a timeout, a shutdown: the whole snapshot ends here. */
+		if (error_ends_snapshot(edata->sqlerrcode))
+			ReThrowError(edata);
+
 		/* nor half of it serialized into the ring record */
 		if (ring)
 			ring->len = ringlen;
@@ -611,6 +691,10 @@ collect_source(int i, MemoryContext snapcxt, TimestampTz ts, bool keyframe,
 		FreeErrorData(edata);
 	}
 	PG_END_TRY();
+
+	/* Outside the PG_TRY: an error here is no longer the subtransaction's. */
+	if (rows >= 0 && src->written)
+		src->written();
 
 	if (rows >= 0 && shared)
 	{
@@ -646,7 +730,22 @@ chronicle_take_snapshot(ChronicleCollector by, TimestampTz segment,
 
 	INSTR_TIME_SET_CURRENT(start);
 	ts = GetCurrentTimestamp();
-	result.ts = ts;
+
+	/*
+	 * The worker's next snapshot in its segment: if the wall clock advanced
+	 * by less than half of the time that passed, it was stepped back; ts
+	 * advances by the time that passed instead (see the header).
+	 */
+	if (by == CHRONICLE_BY_WORKER && !newsegment && segment == clock_segment)
+	{
+		instr_time	elapsed = start;
+		int64		elapsed_us;
+
+		INSTR_TIME_SUBTRACT(elapsed, clock_taken);
+		elapsed_us = Max(INSTR_TIME_GET_MICROSEC(elapsed), 1);
+		if (ts < clock_ts + elapsed_us / 2)
+			ts = clock_ts + elapsed_us;
+	}
 
 	snapcxt = AllocSetContextCreate(CurrentMemoryContext, "chronicle snapshot",
 									ALLOCSET_DEFAULT_SIZES);
@@ -664,9 +763,31 @@ chronicle_take_snapshot(ChronicleCollector by, TimestampTz segment,
 			keyframe = true;
 	}
 	else
+	{
+		TimestampTz latest_ts,
+					latest_segment;
+		bool		since_start;
+
 		maintain_partitions(ts);
+
+		/*
+		 * A new segment, or a snapshot from SQL, never starts at or before
+		 * the latest snapshot recorded; a snapshot from SQL continues the
+		 * latest segment when the server took it and the clock has moved
+		 * on since.
+		 */
+		if (segment == 0 &&
+			latest_snapshot(&latest_ts, &latest_segment, &since_start))
+		{
+			if (ts <= latest_ts)
+				ts = latest_ts + 1;
+			else if (by == CHRONICLE_BY_SQL && since_start)
+				segment = latest_segment;
+		}
+	}
 	if (segment == 0)
-		segment = (by == CHRONICLE_BY_SQL && ring == NULL) ? latest_segment(ts) : ts;
+		segment = ts;
+	result.ts = ts;
 	result.segment = segment;
 
 	/*
@@ -756,6 +877,12 @@ chronicle_take_snapshot(ChronicleCollector by, TimestampTz segment,
 							result.errors);
 
 	keyframe_pending = lost;
+	if (by == CHRONICLE_BY_WORKER)
+	{
+		clock_segment = segment;
+		clock_ts = ts;
+		clock_taken = start;
+	}
 	if (shared)
 	{
 		SpinLockAcquire(&shared->mutex);

@@ -12,13 +12,16 @@
 
 #include <math.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include "access/xlog.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "pgstat.h"
 #include "postmaster/bgworker.h"
+#include "storage/fd.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/shmem.h"
@@ -102,6 +105,76 @@ chronicle_shmem_startup(void)
 }
 
 /*
+ * A collector started by chronicle.start() is a dynamic background worker:
+ * a crash restart of the server ends it for good, and wipes the shared
+ * state that would say so.  So chronicle.start() leaves a marker file
+ * naming the postmaster by its start time (in pg_stat_tmp, which base
+ * backups skip), and the collector removes it whenever it ends on its own
+ * terms (chronicle.stop(), an error, the server's shutdown: its
+ * before_shmem_exit callback runs; a crash restart ends it with SIGQUIT,
+ * which runs none).  A marker of this same postmaster found when the
+ * shared state is created again therefore means the collector was lost in
+ * a crash restart: that is logged, and chronicle.status() says so until
+ * chronicle.start() or chronicle.stop().
+ */
+#define DYNAMIC_MARKER	PG_STAT_TMP_DIR "/pg_chronicle.collector"
+
+/* chronicle.start() or chronicle.stop() was called since: forget the loss. */
+static void
+dynamic_collector_lost_clear(void)
+{
+	if (shared == NULL)
+		return;
+	SpinLockAcquire(&shared->mutex);
+	shared->dynamic_lost = false;
+	SpinLockRelease(&shared->mutex);
+}
+
+static void
+dynamic_collector_remember(void)
+{
+	FILE	   *f;
+
+	dynamic_collector_lost_clear();
+	f = AllocateFile(DYNAMIC_MARKER, "w");
+
+	if (f != NULL)
+	{
+		fprintf(f, INT64_FORMAT "\n", (int64) PgStartTime);
+		if (FreeFile(f) == 0)
+			return;
+	}
+	ereport(WARNING,
+			(errcode_for_file_access(),
+			 errmsg("could not write file \"%s\": %m", DYNAMIC_MARKER),
+			 errdetail("If the server restarts after a crash, chronicle.status() will not say that the collector was lost.")));
+}
+
+void
+chronicle_dynamic_collector_forget(void)
+{
+	if (unlink(DYNAMIC_MARKER) != 0 && errno != ENOENT)
+		ereport(LOG,
+				(errcode_for_file_access(),
+				 errmsg("could not remove file \"%s\": %m", DYNAMIC_MARKER)));
+}
+
+/* Did a crash restart of this postmaster end a chronicle.start() collector? */
+static bool
+dynamic_collector_lost(void)
+{
+	FILE	   *f = AllocateFile(DYNAMIC_MARKER, "r");
+	int64		started;
+	bool		lost;
+
+	if (f == NULL)
+		return false;
+	lost = (fscanf(f, INT64_FORMAT, &started) == 1 && started == (int64) PgStartTime);
+	FreeFile(f);
+	return lost;
+}
+
+/*
  * The collector's shared state.  When pg_chronicle is not preloaded it
  * lives in a named DSM segment (PostgreSQL 17 and later), created by the
  * first backend that asks; before 17 there is none, and NULL is returned.
@@ -120,6 +193,15 @@ chronicle_shared(void)
 
 		shared = GetNamedDSMSegment("pg_chronicle", shared_size(),
 									shared_init, &found);
+		if (!found && dynamic_collector_lost())
+		{
+			SpinLockAcquire(&shared->mutex);
+			shared->dynamic_lost = true;
+			SpinLockRelease(&shared->mutex);
+			ereport(LOG,
+					(errmsg("pg_chronicle: the collector started by chronicle.start() ended in the server's crash restart"),
+					 errhint("Call SELECT chronicle.start() again in the database it recorded into.")));
+		}
 	}
 #endif
 	/* Name the ring's lock in this process, for wait events. */
@@ -329,64 +411,108 @@ Datum
 chronicle_status(PG_FUNCTION_ARGS)
 {
 #define STATUS_COLS 15
+#define COST_SLICE	64
 	TupleDesc	tupdesc;
 	Datum		values[STATUS_COLS] = {0};
 	bool		nulls[STATUS_COLS] = {0};
 	ChronicleShared *s = chronicle_shared();
-	ChronicleShared copy;
-	int			ncost;
-	double	   *costs;
+	pid_t		worker_pid = 0;
+	char		worker_state[sizeof(s->worker_state)] = "";
+	bool		dynamic_lost = false;
+	TimestampTz worker_started = 0;
+	TimestampTz last_snapshot = 0;
+	int64		snapshots = 0;
+	int64		snapshot_errors = 0;
+	int64		ticks_due = 0;
+	int64		ticks_missed = 0;
+	int64		rows = 0;
+	int64		wal_bytes = 0;
+	int			ncost = 0;
+	double	   *costs = NULL;
 	bool		running;
+	const char *state;
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
 
-	if (s == NULL)
+	/*
+	 * Only what is shown is copied, and the spinlock is held for a few
+	 * words at a time: the 8 kB of recent costs are copied a slice at a
+	 * time (each slot is written whole under the lock; slices of two
+	 * different moments make no difference to percentiles).
+	 */
+	if (s != NULL)
 	{
-		memset(&copy, 0, sizeof(copy));
-	}
-	else
-	{
+		int64		cost_next;
+
 		SpinLockAcquire(&s->mutex);
-		memcpy(&copy, s, sizeof(copy));
+		worker_pid = s->worker_pid;
+		memcpy(worker_state, s->worker_state, sizeof(worker_state));
+		dynamic_lost = s->dynamic_lost;
+		worker_started = s->worker_started;
+		last_snapshot = s->last_snapshot;
+		snapshots = s->snapshots;
+		snapshot_errors = s->snapshot_errors;
+		ticks_due = s->ticks_due;
+		ticks_missed = s->ticks_missed;
+		rows = s->rows;
+		wal_bytes = s->wal_bytes;
+		cost_next = s->cost_next;
 		SpinLockRelease(&s->mutex);
+		worker_state[sizeof(worker_state) - 1] = '\0';
+
+		ncost = (int) Min(cost_next, CHRONICLE_COST_SLOTS);
+		if (ncost > 0)
+			costs = palloc(sizeof(double) * ncost);
+		for (int off = 0; off < ncost; off += COST_SLICE)
+		{
+			int			n = Min(COST_SLICE, ncost - off);
+
+			SpinLockAcquire(&s->mutex);
+			memcpy(costs + off, s->cost_us + off, sizeof(double) * n);
+			SpinLockRelease(&s->mutex);
+		}
 	}
 
-	running = copy.worker_pid != 0;
+	running = worker_pid != 0;
+	if (running)
+		state = worker_state;
+	else if (chronicle_preloaded)
+		state = "stopped";
+	else if (dynamic_lost)
+		state = "stopped (crash restart; call chronicle.start() again)";
+	else
+		state = "not preloaded";
 	values[0] = BoolGetDatum(running);
 	if (running)
-		values[1] = Int32GetDatum(copy.worker_pid);
+		values[1] = Int32GetDatum(worker_pid);
 	else
 		nulls[1] = true;
-	values[2] = CStringGetTextDatum(running ? copy.worker_state :
-									(chronicle_preloaded ? "stopped" : "not preloaded"));
-	if (copy.worker_started)
-		values[3] = TimestampTzGetDatum(copy.worker_started);
+	values[2] = CStringGetTextDatum(state);
+	if (worker_started)
+		values[3] = TimestampTzGetDatum(worker_started);
 	else
 		nulls[3] = true;
-	if (copy.last_snapshot)
-		values[4] = TimestampTzGetDatum(copy.last_snapshot);
+	if (last_snapshot)
+		values[4] = TimestampTzGetDatum(last_snapshot);
 	else
 		nulls[4] = true;
-	values[5] = Int64GetDatum(copy.snapshots);
-	values[6] = Int64GetDatum(copy.snapshot_errors);
-	values[7] = Int64GetDatum(copy.ticks_due);
-	values[8] = Int64GetDatum(copy.ticks_missed);
-	values[9] = Int64GetDatum(copy.rows);
-	values[10] = Int64GetDatum(copy.wal_bytes);
+	values[5] = Int64GetDatum(snapshots);
+	values[6] = Int64GetDatum(snapshot_errors);
+	values[7] = Int64GetDatum(ticks_due);
+	values[8] = Int64GetDatum(ticks_missed);
+	values[9] = Int64GetDatum(rows);
+	values[10] = Int64GetDatum(wal_bytes);
 
 	/* Cost of recent snapshots: p50, p99, max of worker time, in ms. */
-	ncost = (int) Min(copy.cost_next, CHRONICLE_COST_SLOTS);
 	if (ncost > 0)
 	{
-		costs = palloc(sizeof(double) * ncost);
-		memcpy(costs, copy.cost_us, sizeof(double) * ncost);
 		qsort(costs, ncost, sizeof(double), cmp_double);
 		values[11] = Float8GetDatum(costs[(ncost - 1) / 2] / 1000.0);
 		values[12] = Float8GetDatum(costs[(int) floor((ncost - 1) * 0.99)] / 1000.0);
 		values[13] = Float8GetDatum(costs[ncost - 1] / 1000.0);
-		values[14] = Float8GetDatum(copy.snapshots > 0 ?
-									(double) copy.wal_bytes / copy.snapshots : 0);
+		values[14] = Float8GetDatum(snapshots > 0 ?
+									(double) wal_bytes / snapshots : 0);
 	}
 	else
 	{
@@ -449,6 +575,7 @@ typedef struct ChronicleDynamicWorker
 	const char *function;		/* bgw_function_name */
 	const char *type;			/* bgw_type */
 	pid_t		(*running) (void);	/* PID when running, else 0 */
+	bool		marked;			/* leaves the crash-restart marker */
 } ChronicleDynamicWorker;
 
 static pid_t
@@ -466,7 +593,7 @@ collector_pid(void)
 }
 
 static const ChronicleDynamicWorker dynamic_workers[] = {
-	{"collector", "chronicle_worker_main", "pg_chronicle collector", collector_pid},
+	{"collector", "chronicle_worker_main", "pg_chronicle collector", collector_pid, true},
 };
 
 /* Launch one dynamic worker in the current database; returns its PID. */
@@ -548,7 +675,20 @@ chronicle_start(PG_FUNCTION_ARGS)
 							dw->name, (int) pid)));
 		else
 		{
-			pid = launch_dynamic_worker(dw);
+			/* Before the launch: a worker that ends at once removes it. */
+			if (dw->marked)
+				dynamic_collector_remember();
+			PG_TRY();
+			{
+				pid = launch_dynamic_worker(dw);
+			}
+			PG_CATCH();
+			{
+				if (dw->marked)
+					chronicle_dynamic_collector_forget();
+				PG_RE_THROW();
+			}
+			PG_END_TRY();
 			started = true;
 		}
 		values[0] = CStringGetTextDatum(dw->name);
@@ -587,6 +727,11 @@ chronicle_stop(PG_FUNCTION_ARGS)
 		pid_t		pid = dw->running();
 		bool		stopped = false;
 
+		if (dw->marked)
+		{
+			dynamic_collector_lost_clear();
+			chronicle_dynamic_collector_forget();
+		}
 		if (pid == 0)
 			ereport(NOTICE,
 					(errmsg("the pg_chronicle %s is not running", dw->name)));

@@ -62,6 +62,15 @@ typedef struct ChronicleSource
 
 	/* Optional: is the source readable on this server at all? */
 	bool		(*available) (void);
+
+	/*
+	 * Optional: called once the rows collect emitted are part of the
+	 * snapshot (the source's subtransaction committed), still in the
+	 * snapshot's memory context.  State that must follow only what was
+	 * written moves on here, never in collect: a failure after collect
+	 * (the INSERT, a cancel) rolls the rows back and this is not called.
+	 */
+	void		(*written) (void);
 } ChronicleSource;
 
 /* Every source, in the order they are collected (collector.c). */
@@ -118,6 +127,12 @@ typedef struct ChronicleShared
 	ChronicleSourceStatus sources[CHRONICLE_MAX_SOURCES];
 
 	/*
+	 * The shared state was created after a crash restart that ended a
+	 * collector started by chronicle.start() (pg_chronicle.c).
+	 */
+	bool		dynamic_lost;
+
+	/*
 	 * The preloaded worker's failed attempts to connect to
 	 * chronicle.database in a row (a missing database): it waits longer
 	 * before each new attempt.
@@ -158,6 +173,7 @@ extern int	chronicle_standby_ring_kb;
 extern bool chronicle_preloaded;
 extern ChronicleShared *chronicle_shared(void);
 extern bool chronicle_worker_should_record(void);
+extern void chronicle_dynamic_collector_forget(void);
 
 /* collector.c */
 typedef enum ChronicleCollector

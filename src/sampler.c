@@ -12,7 +12,8 @@
  *   (a transaction, WAL, maybe an fsync) never delays a sample; the
  *   collector only copies the counters (source_waits.c).  Readers never
  *   wait on the sampler through a message queue: they read shared memory
- *   under a shared LWLock held for one memcpy.
+ *   under a shared LWLock held for one memcpy of at most 256 kB (a larger
+ *   table is copied in slices, the lock released in between).
  * - Memory is bounded: chronicle.wait_max_entries keys at most, sized at
  *   server start.  A sample whose key does not fit is counted in
  *   samples_dropped and otherwise ignored; nothing fails.
@@ -90,6 +91,9 @@ typedef struct ChronicleSamplerShared
 	int64		samples_dropped;
 	int64		cpu_us;
 	TimestampTz reset_time;		/* last chronicle.wait_samples_reset() */
+	uint64		resets;			/* how many resets: readers copying in
+								 * slices start over when it changes */
+	bool		status_array_missing;	/* find_status_array() */
 	int64		active[WAIT_CLASS_COUNT];
 	int			max_entries;
 	int			nentries;
@@ -246,11 +250,22 @@ chronicle_backend_state_name(int state)
 	return "unknown";
 }
 
+/*
+ * The entries are copied in slices of this many (256 kB), the lock
+ * released in between: the sampler takes it exclusively every tick, and a
+ * reader copying a full table (up to 32 MB) at once, in a loop, would make
+ * it miss ticks.
+ */
+#define READ_SLICE	8192
+
 bool
 chronicle_sampler_read(ChronicleSamplerCounters *counters,
 					   ChronicleSampleEntry **entries, int *nentries)
 {
-	int			room;
+	ChronicleSampleEntry *copy = NULL;
+	int			room = 0;
+	int			done = 0;
+	uint64		resets = 0;
 
 	memset(counters, 0, sizeof(*counters));
 	if (entries)
@@ -262,15 +277,18 @@ chronicle_sampler_read(ChronicleSamplerCounters *counters,
 		return false;
 
 	/*
-	 * Allocate outside the lock.  Entries are only ever added, so a few
-	 * spare slots are almost always enough; if not, try again.
+	 * Allocate outside the lock.  Entries are only ever added (but for a
+	 * reset), so a few spare slots are almost always enough; if not, grow
+	 * the copy and go on.  A reset between two slices starts over.  The
+	 * counters are read with the last slice: every count copied before is
+	 * at most what they say, and the two differ by the ticks that passed
+	 * during the copy at most (none when one slice holds everything).
 	 */
 	for (;;)
 	{
-		ChronicleSampleEntry *copy = NULL;
+		int			n;
 
-		room = 0;
-		if (entries)
+		if (entries && copy == NULL)
 		{
 			room = Min(sampler->max_entries,
 					   (int) *((volatile int *) &sampler->nentries) + 64);
@@ -278,12 +296,32 @@ chronicle_sampler_read(ChronicleSamplerCounters *counters,
 		}
 
 		LWLockAcquire(sampler->lock, LW_SHARED);
-		if (entries && sampler->nentries > room)
+		if (done > 0 && sampler->resets != resets)
 		{
 			LWLockRelease(sampler->lock);
-			pfree(copy);
+			done = 0;			/* reset meanwhile: start over */
 			continue;
 		}
+		resets = sampler->resets;
+		n = entries ? sampler->nentries : 0;
+		if (n > room)
+		{
+			LWLockRelease(sampler->lock);
+			room = Min(sampler->max_entries, n + 64);
+			copy = repalloc(copy, sizeof(ChronicleSampleEntry) * room);
+			continue;
+		}
+		if (n - done > READ_SLICE)
+		{
+			memcpy(copy + done, sampler->entries + done,
+				   sizeof(ChronicleSampleEntry) * READ_SLICE);
+			done += READ_SLICE;
+			LWLockRelease(sampler->lock);
+			continue;
+		}
+		if (n > done)
+			memcpy(copy + done, sampler->entries + done,
+				   sizeof(ChronicleSampleEntry) * (n - done));
 		counters->pid = sampler->pid;
 		counters->started = sampler->started;
 		counters->ticks_due = sampler->ticks_due;
@@ -294,14 +332,12 @@ chronicle_sampler_read(ChronicleSamplerCounters *counters,
 		memcpy(counters->active, sampler->active, sizeof(sampler->active));
 		counters->entries = sampler->nentries;
 		counters->max_entries = sampler->max_entries;
+		LWLockRelease(sampler->lock);
 		if (entries)
 		{
-			memcpy(copy, sampler->entries,
-				   sizeof(ChronicleSampleEntry) * sampler->nentries);
 			*entries = copy;
-			*nentries = sampler->nentries;
+			*nentries = n;
 		}
-		LWLockRelease(sampler->lock);
 		return true;
 	}
 }
@@ -314,6 +350,8 @@ chronicle_sampler_read(ChronicleSamplerCounters *counters,
 void
 chronicle_sampler_reset(void)
 {
+	TimestampTz now = GetCurrentTimestamp();
+
 	if (sampler == NULL)
 		return;
 	LWLockAcquire(sampler->lock, LW_EXCLUSIVE);
@@ -321,7 +359,8 @@ chronicle_sampler_reset(void)
 		sampler->slots[i] = SLOT_EMPTY;
 	sampler->nentries = 0;
 	sampler->samples_dropped = 0;
-	sampler->reset_time = GetCurrentTimestamp();
+	sampler->reset_time = now;
+	sampler->resets++;
 	LWLockRelease(sampler->lock);
 }
 
@@ -338,43 +377,52 @@ static int64 tick_active[WAIT_CLASS_COUNT];
 /*
  * The shared PgBackendStatus array is static in backend_status.c, and
  * pgstat_get_beentry_by_proc_number() reads a local copy of all of it
- * (allocating).  Look the array up by its shared memory name instead; its
- * size is NumBackendStatSlots = MaxBackends + NUM_AUXILIARY_PROCS on 17
- * and 18, and its index is the proc number.  If the lookup fails (another
- * layout), sample without backend types and states rather than not at all.
+ * (allocating).  Look the array up by its shared memory name instead.  Its
+ * name, size (NumBackendStatSlots = MaxBackends + NUM_AUXILIARY_PROCS) and
+ * index (the proc number) are those of PostgreSQL 17 and 18: a new major
+ * version must be checked against backend_status.c before it is added
+ * here.
+ */
+#if PG_VERSION_NUM >= 170000 && PG_VERSION_NUM < 190000
+#define STATUS_ARRAY_NAME	"Backend Status Array"
+#define STATUS_ARRAY_SLOTS	(MaxBackends + NUM_AUXILIARY_PROCS)
+#else
+#error "the wait sampler reads PostgreSQL's Backend Status Array as laid out in 17 and 18: check backend_status.c of this version and extend the test above"
+#endif
+
+/*
+ * ShmemInitStruct() finds the array, or fails on a size that differs, but
+ * when the name is unknown it allocates a new array of zeros and reports
+ * it as not found.  That must never be sampled as if it were the real
+ * one: the sampler stops with a FATAL error, and remembers in its own
+ * shared state that the array it would find on a restart is its own.
  */
 static void
 find_status_array(void)
 {
-	Size		size = mul_size(sizeof(PgBackendStatus),
-								MaxBackends + NUM_AUXILIARY_PROCS);
-	MemoryContext oldcxt = CurrentMemoryContext;
+	bool		found;
+	void	   *ptr;
 
-	PG_TRY();
+	if (!sampler->status_array_missing)
 	{
-		bool		found;
-		void	   *ptr;
-
-		ptr = ShmemInitStruct("Backend Status Array", size, &found);
+		ptr = ShmemInitStruct(STATUS_ARRAY_NAME,
+							  mul_size(sizeof(PgBackendStatus), STATUS_ARRAY_SLOTS),
+							  &found);
 		if (found)
 		{
 			status_array = (PgBackendStatus *) ptr;
-			nstatus = MaxBackends + NUM_AUXILIARY_PROCS;
+			nstatus = STATUS_ARRAY_SLOTS;
+			return;
 		}
+		sampler->status_array_missing = true;
 	}
-	PG_CATCH();
-	{
-		MemoryContextSwitchTo(oldcxt);
-		FlushErrorState();
-		status_array = NULL;
-		nstatus = 0;
-	}
-	PG_END_TRY();
-
-	if (status_array == NULL)
-		ereport(LOG,
-				(errmsg("pg_chronicle sampler: backend status array not found, "
-						"sampling wait events without backend types and states")));
+	ereport(FATAL,
+			(errcode(ERRCODE_INTERNAL_ERROR),
+			 errmsg("pg_chronicle sampler: PostgreSQL's shared memory has no \"%s\"",
+					STATUS_ARRAY_NAME),
+			 errdetail("The wait sampler reads backend types and states from it as laid out in PostgreSQL 17 and 18; this server (%s) differs.",
+					   PG_VERSION),
+			 errhint("Set chronicle.wait_sample_interval = 0 and report this to the pg_chronicle developers.")));
 }
 
 static inline uint32

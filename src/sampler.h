@@ -87,9 +87,13 @@ extern bool chronicle_sampler_available(void);
 
 /*
  * Copy the counters and, when entries is not NULL, every entry (palloc'd,
- * *nentries of them), all under one acquisition of the lock so that the
- * samples and the ticks belong to the same instant.  Returns false when
- * the sampler's shared memory does not exist.
+ * *nentries of them).  Up to 8192 entries are copied under one acquisition
+ * of the lock, with the counters, so that the samples and the ticks belong
+ * to the same instant; a larger table is copied in slices of 8192, the
+ * lock released in between, and the counters read with the last slice
+ * (each count copied is at most what they say; they differ by the ticks
+ * of the copy at most).  Returns false when the sampler's shared memory
+ * does not exist.
  */
 extern bool chronicle_sampler_read(ChronicleSamplerCounters *counters,
 								   ChronicleSampleEntry **entries,

@@ -173,12 +173,22 @@ static int	ndatabases = 0;
 static bool databases_valid = false;
 static bool callback_registered = false;
 
+/* Bumped by every invalidation of pg_database, whenever it arrives. */
+static uint64 databases_invalidations = 0;
+
 static void
 databases_invalidate(Datum arg, int cacheid, uint32 hashvalue)
 {
 	databases_valid = false;
+	databases_invalidations++;
 }
 
+/*
+ * Read the list again.  It becomes valid only once the scan finished
+ * without an invalidation arriving meanwhile: a scan that fails (a cancel,
+ * an error) leaves it invalid, so the next snapshot reads it again rather
+ * than trusting an old or empty list until pg_database changes next.
+ */
 static void
 databases_read(void)
 {
@@ -188,6 +198,7 @@ databases_read(void)
 	int			max = 16;
 	DatabaseEntry *list;
 	int			n = 0;
+	uint64		invalidations;
 
 	if (!callback_registered)
 	{
@@ -195,10 +206,10 @@ databases_read(void)
 		callback_registered = true;
 	}
 
-	/* Valid from now on unless an invalidation arrives during the scan. */
-	databases_valid = true;
-	list = MemoryContextAlloc(TopMemoryContext, sizeof(DatabaseEntry) * max);
+	/* Built in the snapshot's memory, kept only when complete. */
+	list = palloc(sizeof(DatabaseEntry) * max);
 	rel = table_open(DatabaseRelationId, AccessShareLock);
+	invalidations = databases_invalidations;
 	scan = systable_beginscan(rel, InvalidOid, false, NULL, 0, NULL);
 	while (HeapTupleIsValid(tup = systable_getnext(scan)))
 	{
@@ -218,8 +229,12 @@ databases_read(void)
 
 	if (databases)
 		pfree(databases);
-	databases = list;
+	databases = MemoryContextAlloc(TopMemoryContext,
+								   sizeof(DatabaseEntry) * Max(n, 1));
+	memcpy(databases, list, sizeof(DatabaseEntry) * n);
 	ndatabases = n;
+	pfree(list);
+	databases_valid = (databases_invalidations == invalidations);
 }
 
 static void

@@ -40,6 +40,16 @@
  * back it is written again, which is what we want: we only leave out keys
  * whose row would have been a repetition or which were outranked.
  *
+ * The baselines and the set of texts stored follow what was written, not
+ * what was read: a reading's changes to them wait until its rows are part
+ * of the snapshot (statements_written, after the source's subtransaction
+ * committed).  If the transaction, or a savepoint that holds those rows,
+ * is rolled back later (a cancel, an error after this source, the caller
+ * of chronicle.snapshot() rolling back), the next reading forgets every
+ * baseline and stored text and starts over with a full baseline, as the
+ * first reading of a process does; texts already stored are skipped by ON
+ * CONFLICT DO NOTHING.
+ *
  * Eviction: pg_stat_statements evicts the least used entries when full.
  * An entry evicted and re-added starts from zero, so its counters go
  * backwards (and stats_since changes, since 1.11): the source takes zero
@@ -53,6 +63,7 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "commands/extension.h"
@@ -229,6 +240,32 @@ static uint64 generation = 0;
 static Oid	text_relid = InvalidOid;	/* chronicle.statements_text the caches
 										 * belong to */
 
+/*
+ * What the last reading recorded, applied to the baselines and the stored
+ * texts by statements_written() once its rows are part of the snapshot.
+ * In the snapshot's memory: valid from the end of statements_collect() to
+ * the statements_written() of the same snapshot, and cleared at the start
+ * of every reading.
+ */
+static struct
+{
+	bool		valid;
+	StmtReading **cand;			/* recorded first (nemit), then the rest */
+	int			nemit;
+	int			ncand;
+	TextKey    *texts;			/* texts stored by this reading */
+	int			ntexts;
+} recorded;
+
+/*
+ * The innermost (sub)transaction holding rows whose readings were applied
+ * to the caches, InvalidSubTransactionId when none: if it aborts, the
+ * caches are ahead of the history and are forgotten (forget_caches).
+ */
+static SubTransactionId applied_subid = InvalidSubTransactionId;
+static bool forget_caches = false;
+static bool callbacks_registered = false;
+
 
 void
 chronicle_statements_define_settings(void)
@@ -382,6 +419,55 @@ build_query(char **schema_out)
 }
 
 static void
+statements_xact_callback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+			if (applied_subid != InvalidSubTransactionId)
+				forget_caches = true;
+			applied_subid = InvalidSubTransactionId;
+			break;
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_PREPARE:
+			applied_subid = InvalidSubTransactionId;
+			break;
+		default:
+			break;
+	}
+}
+
+static void
+statements_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+							SubTransactionId parentSubid, void *arg)
+{
+	if (applied_subid == InvalidSubTransactionId)
+		return;
+	/* Subtransaction ids grow: an abort at or above the rows loses them. */
+	if (event == SUBXACT_EVENT_ABORT_SUB && mySubid <= applied_subid)
+	{
+		forget_caches = true;
+		applied_subid = InvalidSubTransactionId;
+	}
+	else if (event == SUBXACT_EVENT_COMMIT_SUB && mySubid == applied_subid)
+		applied_subid = parentSubid;
+}
+
+/* Forget the baselines and the stored texts: the next reading is a first. */
+static void
+statements_forget(void)
+{
+	if (statements_cxt != NULL)
+		MemoryContextReset(statements_cxt);
+	baselines = NULL;
+	texts_stored = NULL;
+	generation = 0;
+	forget_caches = false;
+}
+
+static void
 statements_init(void)
 {
 	HASHCTL		ctl;
@@ -390,6 +476,12 @@ statements_init(void)
 		statements_cxt = AllocSetContextCreate(TopMemoryContext,
 											   "chronicle statements",
 											   ALLOCSET_DEFAULT_SIZES);
+	if (!callbacks_registered)
+	{
+		RegisterXactCallback(statements_xact_callback, NULL);
+		RegisterSubXactCallback(statements_subxact_callback, NULL);
+		callbacks_registered = true;
+	}
 	if (baselines == NULL)
 	{
 		memset(&ctl, 0, sizeof(ctl));
@@ -519,15 +611,11 @@ statements_collect(ChronicleEmitter *emitter)
 		Oid			nsp = get_namespace_oid(CHRONICLE_SCHEMA, false);
 		Oid			relid = get_relname_relid("statements_text", nsp);
 
-		if (relid != text_relid && statements_cxt != NULL)
-		{
-			MemoryContextReset(statements_cxt);
-			baselines = NULL;
-			texts_stored = NULL;
-			generation = 0;
-		}
+		if (relid != text_relid || forget_caches)
+			statements_forget();
 		text_relid = relid;
 	}
+	recorded.valid = false;
 	statements_init();
 	first = (hash_get_num_entries(baselines) == 0 && generation == 0);
 
@@ -615,9 +703,30 @@ statements_collect(ChronicleEmitter *emitter)
 
 	store_texts(schema, cand, nemit, desc, tuptable, &newtexts, &nnew);
 
-	/* Everything written: the recorded readings become the baselines. */
+	/* The caches move on when the rows are written: statements_written(). */
+	recorded.cand = cand;
+	recorded.nemit = nemit;
+	recorded.ncand = ncand;
+	recorded.texts = newtexts;
+	recorded.ntexts = nnew;
+	recorded.valid = true;
+}
+
+/*
+ * The rows of the last reading are part of the snapshot: the recorded
+ * readings become the baselines and their texts count as stored.
+ */
+static void
+statements_written(void)
+{
+	StmtReading **cand = recorded.cand;
+
+	if (!recorded.valid)
+		return;
+	recorded.valid = false;
+
 	generation++;
-	for (int i = 0; i < nemit; i++)
+	for (int i = 0; i < recorded.nemit; i++)
 	{
 		StmtBaseline *b = hash_search(baselines, &cand[i]->now.key, HASH_ENTER, NULL);
 		StmtKey		key = b->key;
@@ -626,11 +735,11 @@ statements_collect(ChronicleEmitter *emitter)
 		b->key = key;
 		b->generation = generation;
 	}
-	for (int i = 0; i < nnew; i++)
-		(void) hash_search(texts_stored, &newtexts[i], HASH_ENTER, NULL);
+	for (int i = 0; i < recorded.ntexts; i++)
+		(void) hash_search(texts_stored, &recorded.texts[i], HASH_ENTER, NULL);
 
 	/* A reset entry not recorded now counts from zero from now on. */
-	for (int i = nemit; i < ncand; i++)
+	for (int i = recorded.nemit; i < recorded.ncand; i++)
 	{
 		if (cand[i]->base && cand[i]->reset)
 			(void) hash_search(baselines, &cand[i]->now.key, HASH_REMOVE, NULL);
@@ -648,6 +757,11 @@ statements_collect(ChronicleEmitter *emitter)
 				(void) hash_search(baselines, &b->key, HASH_REMOVE, NULL);
 		}
 	}
+
+	/* Remember where these rows live, in case it is rolled back. */
+	if (applied_subid == InvalidSubTransactionId ||
+		GetCurrentSubTransactionId() > applied_subid)
+		applied_subid = GetCurrentSubTransactionId();
 }
 
 const ChronicleSource chronicle_source_statements = {
@@ -658,4 +772,5 @@ const ChronicleSource chronicle_source_statements = {
 	.nkeys = 4,
 	.collect = statements_collect,
 	.available = statements_available,
+	.written = statements_written,
 };

@@ -6,6 +6,9 @@
  * Ticks are scheduled against absolute deadlines (start + k * interval), so
  * the cadence does not drift with the time a snapshot takes; a snapshot
  * that overruns makes the loop skip the ticks it missed, and counts them.
+ * The deadlines are on the monotonic clock, as the sampler's: a wall clock
+ * stepped back must not stop the loop until it catches up (the snapshots'
+ * ts stay on the wall clock; collector.c keeps them increasing).
  *
  * Every snapshot is its own transaction, with synchronous_commit off; no
  * transaction or snapshot is held while sleeping, so the worker never holds
@@ -37,6 +40,7 @@
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "pgstat.h"
+#include "portability/instr_time.h"
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
 #include "storage/ipc.h"
@@ -108,6 +112,16 @@ set_state(WorkerState newstate)
 	SpinLockRelease(&shared->mutex);
 }
 
+/* Now on the monotonic clock, in microseconds: for deadlines only. */
+static int64
+monotonic_us(void)
+{
+	instr_time	now;
+
+	INSTR_TIME_SET_CURRENT(now);
+	return INSTR_TIME_GET_MICROSEC(now);
+}
+
 static void
 worker_detach(int code, Datum arg)
 {
@@ -117,6 +131,52 @@ worker_detach(int code, Datum arg)
 	if (shared->worker_pid == MyProcPid)
 		shared->worker_pid = 0;
 	SpinLockRelease(&shared->mutex);
+
+	/*
+	 * A dynamic collector that ends (chronicle.stop(), an error, the
+	 * server's shutdown) was not lost in a crash restart.
+	 */
+	if (dynamic_worker)
+		chronicle_dynamic_collector_forget();
+}
+
+/*
+ * One collector at a time: claim the shared state, unless another live
+ * collector holds it.  Returns the PID of that other one, or 0 once the
+ * state is ours.  Whether a PID is alive is asked with kill(), a system
+ * call, outside the spinlock; the claim is taken only if the holder did
+ * not change meanwhile.
+ */
+static pid_t
+claim_collector(ChronicleShared *shared)
+{
+	TimestampTz started = GetCurrentTimestamp();
+
+	for (;;)
+	{
+		pid_t		holder;
+
+		SpinLockAcquire(&shared->mutex);
+		holder = shared->worker_pid;
+		if (holder == 0 || holder == MyProcPid)
+		{
+			shared->worker_pid = MyProcPid;
+			shared->worker_started = started;
+			shared->force_keyframe = true;
+			SpinLockRelease(&shared->mutex);
+			return 0;
+		}
+		SpinLockRelease(&shared->mutex);
+
+		if (kill(holder, 0) == 0)
+			return holder;
+
+		/* A collector that died without detaching: take its place. */
+		SpinLockAcquire(&shared->mutex);
+		if (shared->worker_pid == holder)
+			shared->worker_pid = 0;
+		SpinLockRelease(&shared->mutex);
+	}
 }
 
 /*
@@ -281,7 +341,7 @@ wait_before_connecting(ChronicleShared *shared)
 {
 	int			failures;
 	int64		wait_ms;
-	TimestampTz until;
+	int64		until;
 	char	   *wanted;
 
 	SpinLockAcquire(&shared->mutex);
@@ -304,7 +364,7 @@ wait_before_connecting(ChronicleShared *shared)
 	set_state(WS_CONNECTING);
 
 	wanted = pstrdup(chronicle_database);
-	until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), wait_ms);
+	until = monotonic_us() + wait_ms * 1000;
 	for (;;)
 	{
 		long		left;
@@ -317,7 +377,7 @@ wait_before_connecting(ChronicleShared *shared)
 			if (strcmp(wanted, chronicle_database) != 0)
 				break;
 		}
-		left = (long) ((until - GetCurrentTimestamp()) / 1000);
+		left = (long) ((until - monotonic_us()) / 1000);
 		if (left <= 0)
 			break;
 		(void) WaitLatch(MyLatch,
@@ -332,7 +392,7 @@ void
 chronicle_worker_main(Datum main_arg)
 {
 	ChronicleShared *shared = chronicle_shared();
-	TimestampTz next_tick;
+	int64		next_tick;		/* monotonic_us() */
 	TimestampTz segment = 0;
 	int			backoff = 0;	/* ticks to wait after an escaped error */
 	int			failures = 0;	/* consecutive escaped errors */
@@ -348,17 +408,7 @@ chronicle_worker_main(Datum main_arg)
 	dynamic_worker = DatumGetObjectId(main_arg) != InvalidOid;
 
 	/* One collector at a time: claim the shared state, or leave. */
-	SpinLockAcquire(&shared->mutex);
-	if (shared->worker_pid != 0 && shared->worker_pid != MyProcPid &&
-		kill(shared->worker_pid, 0) == 0)
-		other = shared->worker_pid;
-	else
-	{
-		shared->worker_pid = MyProcPid;
-		shared->worker_started = GetCurrentTimestamp();
-		shared->force_keyframe = true;
-	}
-	SpinLockRelease(&shared->mutex);
+	other = claim_collector(shared);
 	if (other != 0)
 	{
 		ereport(LOG,
@@ -409,10 +459,10 @@ chronicle_worker_main(Datum main_arg)
 					connected_database, chronicle_snapshot_interval)));
 	set_state(WS_RECORDING);
 
-	next_tick = GetCurrentTimestamp();
+	next_tick = monotonic_us();
 	for (;;)
 	{
-		TimestampTz now;
+		int64		now;
 		long		delay_ms;
 
 		CHECK_FOR_INTERRUPTS();
@@ -431,10 +481,10 @@ chronicle_worker_main(Datum main_arg)
 								connected_database, chronicle_database)));
 				proc_exit(1);
 			}
-			next_tick = GetCurrentTimestamp();
+			next_tick = monotonic_us();
 		}
 
-		now = GetCurrentTimestamp();
+		now = monotonic_us();
 		if (now >= next_tick)
 		{
 			int64		missed;

@@ -6,7 +6,7 @@ set -euo pipefail
 
 pkgs=(gcc make bison flex perl libreadline-dev zlib1g-dev liblz4-dev
 	libzstd-dev libipc-run-perl ccache curl bzip2 xz-utils pkg-config
-	libtap-parser-sourcehandler-pgtap-perl apt-utils git pgxnclient)
+	libtap-parser-sourcehandler-pgtap-perl apt-utils git pgxnclient faketime)
 
 missing=()
 for p in "${pkgs[@]}"; do

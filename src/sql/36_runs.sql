@@ -2,24 +2,42 @@
 -- stored in chronicle.run (15_runs.sql), their headline numbers and their
 -- side-by-side comparison.
 --
--- Writing runs: run_begin/run_end/run_label/run_delete are SECURITY DEFINER
--- and granted to pg_monitor (whoever runs benchmarks watches the server;
--- they only write chronicle.run, never anything else), not to PUBLIC.
+-- Writing runs: run_end/run_label/run_delete are SECURITY DEFINER and
+-- granted to pg_monitor (whoever runs benchmarks watches the server; they
+-- only write chronicle.run, never anything else), not to PUBLIC.  run_begin
+-- is granted the same way but written in C (src/runs.c): it reads the
+-- settings with its caller's rights and writes the run with its owner's.
 -- One run is open at a time: run_begin while a run is open is an error, so
 -- that "the open run" (run_end() without a label) is never ambiguous.
 
--- The settings a run remembers: everything not at its built-in default,
--- except what only the calling session set (client, session), which says
--- nothing about the server being measured.
-CREATE FUNCTION chronicle._settings()
-RETURNS jsonb
-LANGUAGE sql STABLE
+-- The settings a run remembers (read by run_begin, src/runs.c): everything
+-- pg_settings shows its caller (so no GUC_SUPERUSER_ONLY setting without
+-- pg_read_all_settings, no GUC_NO_SHOW_ALL one) not at its built-in
+-- default, except what only the calling session set (client, session),
+-- which says nothing about the server being measured.
+--
+-- A setting's value as a run may keep it, readable by every monitoring
+-- role for as long as the run is kept: never a password.  Settings whose
+-- name says they hold a secret are replaced whole; in any other value a
+-- conninfo password (password=..., quoted or not, sslpassword too; a
+-- quote left open hides the rest of the value) and the password of a URI
+-- (scheme://user:password@host) are.
+CREATE FUNCTION chronicle._redact_setting(name text, value text)
+RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
-	SELECT coalesce(jsonb_object_agg(s.name, current_setting(s.name) ORDER BY s.name), '{}')
-	  FROM pg_settings s
-	 WHERE s.source NOT IN ('default', 'override', 'client', 'session')
+	SELECT CASE
+		WHEN name ~* '(password|passphrase|secret)' THEN '********'
+		ELSE regexp_replace(
+		         regexp_replace(value,
+		                        '(password\s*=\s*)(''(\\.|[^''\\])*''\S*|''[^'']*$|\S*)', '\1********', 'gi'),
+		         '(://[^/:@\s]*:)[^@\s]*@', '\1********@', 'g')
+	END
 $$;
+
+COMMENT ON FUNCTION chronicle._redact_setting(text, text) IS
+	'A setting''s value with its passwords replaced by ********, as runs keep it';
 
 CREATE FUNCTION chronicle._check_label(caller text, label text, meta jsonb)
 RETURNS void
@@ -45,10 +63,12 @@ BEGIN
 END;
 $$;
 
-CREATE FUNCTION chronicle.run_begin(label text, meta jsonb DEFAULT '{}')
+-- The writing half of run_begin, run by its owner only (src/runs.c): the
+-- settings (names and values) were read from pg_settings with the caller's
+-- rights; their passwords are redacted here.
+CREATE FUNCTION chronicle._run_open(label text, meta jsonb, names text[], vals text[])
 RETURNS chronicle.run
 LANGUAGE plpgsql
-SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
@@ -64,14 +84,23 @@ BEGIN
 			      HINT = 'End it first with SELECT chronicle.run_end();';
 	END IF;
 	INSERT INTO chronicle.run (label, started, meta, settings, server_version)
-	VALUES (label, clock_timestamp(), meta, chronicle._settings(), current_setting('server_version'))
+	VALUES (label, clock_timestamp(), meta,
+	        (SELECT coalesce(jsonb_object_agg(u.n, chronicle._redact_setting(u.n, u.v) ORDER BY u.n), '{}')
+	           FROM unnest(names, vals) AS u(n, v)),
+	        current_setting('server_version'))
 	RETURNING * INTO r;
 	RETURN r;
 END;
 $$;
 
+CREATE FUNCTION chronicle.run_begin(label text, meta jsonb DEFAULT '{}')
+RETURNS chronicle.run
+LANGUAGE C
+SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'chronicle_run_begin';
+
 COMMENT ON FUNCTION chronicle.run_begin(text, jsonb) IS
-	'Opens a labelled benchmark run now, remembering the non-default settings and the server version';
+	'Opens a labelled benchmark run now, remembering the server version and the non-default settings the caller may read (passwords redacted)';
 
 CREATE FUNCTION chronicle.run_end(label text DEFAULT NULL)
 RETURNS chronicle.run
@@ -283,8 +312,10 @@ AS $$
 	  FROM ra, rb WHERE ra.server_version IS DISTINCT FROM rb.server_version
 	UNION ALL
 	(SELECT coalesce(sa.key, sb.key), sa.value, sb.value
-	   FROM (SELECT e.* FROM ra, jsonb_each_text(ra.settings) e) sa
-	   FULL JOIN (SELECT e.* FROM rb, jsonb_each_text(rb.settings) e) sb ON sa.key = sb.key
+	   FROM (SELECT e.key, chronicle._redact_setting(e.key, e.value) AS value
+	           FROM ra, jsonb_each_text(ra.settings) e) sa
+	   FULL JOIN (SELECT e.key, chronicle._redact_setting(e.key, e.value) AS value
+	                FROM rb, jsonb_each_text(rb.settings) e) sb ON sa.key = sb.key
 	  WHERE sa.value IS DISTINCT FROM sb.value
 	  ORDER BY 1)
 $$;
@@ -292,7 +323,9 @@ $$;
 COMMENT ON FUNCTION chronicle.compare_settings(text, text) IS
 	'Settings (non-default at the start of each run) that differ between two runs, and the server version if it differs';
 
-REVOKE ALL ON FUNCTION chronicle._settings() FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle._redact_setting(text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION chronicle._redact_setting(text, text) TO pg_monitor, pg_read_all_stats;
+REVOKE ALL ON FUNCTION chronicle._run_open(text, jsonb, text[], text[]) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle._check_label(text, text, jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle.run_begin(text, jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle.run_end(text) FROM PUBLIC;
