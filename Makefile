@@ -52,6 +52,10 @@ PROVE_TESTS = $(sort $(wildcard test/t/*.pl))
 EXTRA_CLEAN = $(DATA_built) tmp_check_regress tmp_check results regression.diffs regression.out log \
 	$(DISTNAME).zip
 
+# The library refuses to record into SQL objects of another version (until
+# ALTER EXTENSION pg_chronicle UPDATE).
+PG_CPPFLAGS = -DPG_CHRONICLE_VERSION=\"$(EXTVERSION)\"
+
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)

@@ -42,8 +42,12 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
 #include "access/xact.h"
 #include "access/xlog.h"
+#include "catalog/pg_extension.h"
 #include "catalog/pg_type.h"
 #include "commands/extension.h"
 #include "executor/instrument.h"
@@ -54,6 +58,7 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
+#include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
@@ -202,13 +207,42 @@ chronicle_forget_previous(void)
 }
 
 /*
- * Is the extension installed in the database we are connected to?  Must be
- * called inside a transaction.
+ * The version of pg_chronicle installed in the database we are connected to
+ * (palloc'd), or NULL when it is not installed.  Must be called inside a
+ * transaction.
+ *
+ * After a new build is installed and the server restarted, the library is
+ * newer than the SQL objects until ALTER EXTENSION pg_chronicle UPDATE:
+ * writing its rows into the old tables would fail or, worse, misplace
+ * values.  The collector and chronicle.snapshot() compare this with
+ * PG_CHRONICLE_VERSION and wait instead.
  */
-bool
-chronicle_extension_ready(void)
+char *
+chronicle_extension_version(void)
 {
-	return OidIsValid(get_extension_oid("pg_chronicle", true));
+	Relation	rel;
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tup;
+	char	   *version = NULL;
+
+	rel = table_open(ExtensionRelationId, AccessShareLock);
+	ScanKeyInit(&key, Anum_pg_extension_extname, BTEqualStrategyNumber,
+				F_NAMEEQ, CStringGetDatum("pg_chronicle"));
+	scan = systable_beginscan(rel, ExtensionNameIndexId, true, NULL, 1, &key);
+	tup = systable_getnext(scan);
+	if (HeapTupleIsValid(tup))
+	{
+		bool		isnull;
+		Datum		d = heap_getattr(tup, Anum_pg_extension_extversion,
+									 RelationGetDescr(rel), &isnull);
+
+		if (!isnull)
+			version = text_to_cstring(DatumGetTextPP(d));
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return version;
 }
 
 /* Build the key of a row from its key columns. */

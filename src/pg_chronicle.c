@@ -369,6 +369,7 @@ chronicle_snapshot(PG_FUNCTION_ARGS)
 {
 	ChronicleSnapshotResult res;
 	ChronicleShared *s;
+	char	   *installed;
 
 	if (RecoveryInProgress())
 		ereport(ERROR,
@@ -376,6 +377,14 @@ chronicle_snapshot(PG_FUNCTION_ARGS)
 				 errmsg("cannot take a snapshot during recovery"),
 				 errhint("On a standby the collector keeps its snapshots in memory; "
 						 "they are written after promotion.")));
+
+	installed = chronicle_extension_version();
+	if (installed == NULL || strcmp(installed, PG_CHRONICLE_VERSION) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("pg_chronicle library version %s does not match the version installed in this database (%s)",
+						PG_CHRONICLE_VERSION, installed ? installed : "none"),
+				 errhint("Run ALTER EXTENSION pg_chronicle UPDATE.")));
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");

@@ -195,7 +195,7 @@ extern ChronicleSnapshotResult chronicle_take_snapshot(ChronicleCollector by,
 													   TimestampTz segment,
 													   bool keyframe);
 extern void chronicle_forget_previous(void);
-extern bool chronicle_extension_ready(void);
+extern char *chronicle_extension_version(void);
 extern int64 chronicle_write_ring(uint64 *upto);
 
 /* standby.c: the ring of snapshots taken during recovery */

@@ -60,6 +60,7 @@ typedef enum WorkerState
 	WS_RECORDING,
 	WS_DISABLED,
 	WS_NO_EXTENSION,
+	WS_OLD_EXTENSION,
 	WS_RECOVERY,
 	WS_ERROR,
 	WS_CONNECTING,
@@ -69,6 +70,7 @@ static const char *const state_names[] = {
 	[WS_RECORDING] = "recording",
 	[WS_DISABLED] = "disabled (chronicle.enabled = off)",
 	[WS_NO_EXTENSION] = "waiting for CREATE EXTENSION pg_chronicle",
+	[WS_OLD_EXTENSION] = "waiting for ALTER EXTENSION pg_chronicle UPDATE",
 	[WS_RECOVERY] = "in recovery: recording into the standby ring",
 	[WS_ERROR] = "backing off after an error",
 	[WS_CONNECTING] = "waiting to connect to chronicle.database",
@@ -192,6 +194,7 @@ snapshot_transaction(TimestampTz *segment)
 	volatile bool ring_attempted = false;
 	uint64		ring_upto = 0;
 	int64		ring_written = 0;
+	char	   *installed;
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
@@ -214,12 +217,25 @@ snapshot_transaction(TimestampTz *segment)
 				*segment = res.segment;
 			}
 		}
-		else if (!chronicle_extension_ready())
+		else if ((installed = chronicle_extension_version()) == NULL)
 		{
 			if (state != WS_NO_EXTENSION)
 				chronicle_forget_previous();
 			*segment = 0;
 			set_state(WS_NO_EXTENSION);
+		}
+		else if (strcmp(installed, PG_CHRONICLE_VERSION) != 0)
+		{
+			if (state != WS_OLD_EXTENSION)
+			{
+				chronicle_forget_previous();
+				ereport(LOG,
+						(errmsg("pg_chronicle: the library is version %s but version %s is installed in database \"%s\"; "
+								"waiting for ALTER EXTENSION pg_chronicle UPDATE",
+								PG_CHRONICLE_VERSION, installed, connected_database)));
+			}
+			*segment = 0;
+			set_state(WS_OLD_EXTENSION);
 		}
 		else if (chronicle_ring_pending())
 		{

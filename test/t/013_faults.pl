@@ -8,6 +8,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep);
+use IPC::Run;
 
 my $node = PostgreSQL::Test::Cluster->new('faults');
 $node->init;
@@ -112,16 +113,26 @@ note "kill -9 loop: $cycles cycles (collector, sampler, client backend), $restar
 # can while the worker records every 100 ms.
 my $errors0 = $node->safe_psql('postgres', 'SELECT sum(errors) FROM chronicle.source_status()');
 my $n0 = $node->safe_psql('postgres', "SELECT count(*) FROM chronicle.snapshot WHERE collector <> 'worker'");
-my @racers = map { $node->background_psql('postgres') } 1 .. 2;
 my $calls = 50;
+my @racers = map
+{
+	my ($out, $err) = ('', '');
+	[
+		IPC::Run::start(
+			[
+				'psql', '-XAtq', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr('postgres'),
+				'-c', "SELECT count(chronicle.snapshot()) FROM generate_series(1, $calls)"
+			],
+			'>', \$out, '2>', \$err),
+		\$out, \$err
+	]
+} 1 .. 2;
 for my $r (@racers)
 {
-	$r->query_until(qr/started/, qq{
-		\\echo started
-		SELECT count(chronicle.snapshot()) FROM generate_series(1, $calls) \\g
-	});
+	$r->[0]->finish;
+	is(${ $r->[1] } . ${ $r->[2] }, "$calls\n",
+		"snapshot() racing the worker: $calls calls in one session succeeded");
 }
-$_->quit for @racers;
 is($node->safe_psql('postgres', "SELECT count(*) FROM chronicle.snapshot WHERE collector <> 'worker'") - $n0,
 	2 * $calls, 'snapshot() racing the worker: every call recorded a snapshot');
 is($node->safe_psql('postgres', 'SELECT sum(errors) FROM chronicle.source_status()'),

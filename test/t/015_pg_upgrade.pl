@@ -44,6 +44,12 @@ sub counts
 	return $node->safe_psql('postgres', 'SELECT concat_ws(\' \', '
 		  . join(', ', map { "'$_=' || (SELECT count(*) FROM $_)" } @tables) . ')');
 }
+# The collector pauses, so that the counts are final.
+$old->safe_psql('postgres', 'ALTER SYSTEM SET chronicle.enabled = off');
+$old->reload;
+$old->poll_query_until('postgres',
+	"SELECT state LIKE 'disabled%' FROM chronicle.status()")
+  or die 'the collector does not pause';
 my $before = counts($old);
 my ($snapshots, $partitions, $app) = split /\|/, $old->safe_psql('postgres', q{
 	SELECT (SELECT count(*) FROM chronicle.snapshot),

@@ -148,6 +148,19 @@ is($node->safe_psql('postgres', q{
 	  FROM pg_extension WHERE extname = 'pg_chronicle'}),
 	'0.1.0 0.1.0--0.2.0', 'after the restart: still 0.1.0, with an update path to 0.2.0');
 
+# Until the update the new library records nothing into the old objects:
+# the collector waits, chronicle.snapshot() refuses with a hint.
+$node->poll_query_until('postgres',
+	"SELECT state FROM chronicle.status()",
+	'waiting for ALTER EXTENSION pg_chronicle UPDATE')
+  or die 'the collector does not wait for the update';
+pass('before the update, the collector waits for ALTER EXTENSION UPDATE');
+my ($rc, $out, $err) = $node->psql('postgres', "\\set VERBOSITY verbose\nSELECT chronicle.snapshot()");
+like($err, qr/ERROR:  55000: pg_chronicle library version 0\.2\.0 does not match the version installed in this database \(0\.1\.0\).*HINT:  Run ALTER EXTENSION pg_chronicle UPDATE/s,
+	'before the update, snapshot() refuses: 55000 with a hint');
+is($node->safe_psql('postgres', "SELECT count(*) FROM chronicle.snapshot WHERE ts > '$t_stop'"),
+	'0', 'before the update, nothing was written into the 0.1.0 tables');
+
 my $t_update = now();
 $node->safe_psql('postgres', 'ALTER EXTENSION pg_chronicle UPDATE');
 is($node->safe_psql('postgres',
