@@ -531,27 +531,35 @@ BEGIN
 		          FROM unnest(v_bounds) WITH ORDINALITY AS b(ts, i)
 		          JOIN chronicle.snapshot sn ON sn.ts = b.ts) x
 		 WHERE x.next_seg = x.seg		-- never across two recordings
-	), tx AS MATERIALIZED (
-		SELECT iv.i, iv.seg, t.run_id, t.ts, t.latency_us, t.lag_us, t.retries, t.status
+	), txi AS (
+		SELECT width_bucket(t.ts - interval '1 microsecond', v_bounds) AS i,
+		       count(*) FILTER (WHERE t.status = 'ok') AS n,
+		       sum(t.latency_us) FILTER (WHERE t.status = 'ok')::float8 AS lat_sum,
+		       min(t.latency_us) FILTER (WHERE t.status = 'ok')::float8 AS lat_min,
+		       max(t.latency_us) FILTER (WHERE t.status = 'ok')::float8 AS lat_max,
+		       percentile_disc(ARRAY[0.5, 0.9, 0.99]::float8[]) WITHIN GROUP (ORDER BY t.latency_us)
+		           FILTER (WHERE t.status = 'ok') AS lat_p,
+		       sum(t.lag_us) FILTER (WHERE t.status = 'ok')::float8 AS lag_sum,
+		       count(t.lag_us) FILTER (WHERE t.status = 'ok') AS lag_n,
+		       count(*) FILTER (WHERE t.status = 'skipped') AS n_skipped,
+		       count(*) FILTER (WHERE t.status NOT IN ('ok', 'skipped')) AS n_failed,
+		       sum(t.retries) AS n_retries,
+		       min(t.ts - coalesce(t.latency_us, 0) * interval '1 microsecond') AS s,
+		       max(t.ts) AS e
 		  FROM chronicle.app_transaction t
-		  JOIN iv ON iv.i = width_bucket(t.ts - interval '1 microsecond', v_bounds)
 		 WHERE t.ts > v_lo AND t.ts <= v_hi
 		   AND (v_run IS NULL OR t.run_id = v_run)
-	), txi AS (
-		SELECT tx.i,
-		       count(*) FILTER (WHERE tx.status = 'ok') AS n,
-		       sum(tx.latency_us) FILTER (WHERE tx.status = 'ok')::float8 AS lat_sum,
-		       min(tx.latency_us) FILTER (WHERE tx.status = 'ok')::float8 AS lat_min,
-		       max(tx.latency_us) FILTER (WHERE tx.status = 'ok')::float8 AS lat_max,
-		       percentile_disc(ARRAY[0.5, 0.9, 0.99]::float8[]) WITHIN GROUP (ORDER BY tx.latency_us)
-		           FILTER (WHERE tx.status = 'ok') AS lat_p,
-		       sum(tx.lag_us) FILTER (WHERE tx.status = 'ok')::float8 AS lag_sum,
-		       count(tx.lag_us) FILTER (WHERE tx.status = 'ok') AS lag_n,
-		       count(*) FILTER (WHERE tx.status = 'skipped') AS n_skipped,
-		       count(*) FILTER (WHERE tx.status NOT IN ('ok', 'skipped')) AS n_failed,
-		       sum(tx.retries) AS n_retries
-		  FROM tx
-		 GROUP BY tx.i
+		 GROUP BY 1
+	), txr AS (
+		-- per run and interval: the first start and the last end (one
+		-- run: those of txi; every run: a second pass)
+		SELECT v_run AS run_id, txi.i, txi.s, txi.e FROM txi WHERE v_run IS NOT NULL
+		UNION ALL
+		SELECT t.run_id, width_bucket(t.ts - interval '1 microsecond', v_bounds),
+		       min(t.ts - coalesce(t.latency_us, 0) * interval '1 microsecond'), max(t.ts)
+		  FROM chronicle.app_transaction t
+		 WHERE v_run IS NULL AND t.ts > v_lo AND t.ts <= v_hi
+		 GROUP BY 1, 2
 	), seg AS (
 		SELECT iv.seg, min(iv.s_ts) AS first_s, max(iv.e_ts) AS last_e
 		  FROM iv
@@ -569,11 +577,9 @@ BEGIN
 		                                    WHERE t.run_id = g.run_id AND t.ts > seg.last_e)
 		                   ORDER BY sn.ts LIMIT 1) = g.seg
 		            THEN 'infinity'::timestamptz ELSE g.e END AS e
-		  FROM (SELECT tx.run_id, tx.seg,
-		               min(tx.ts - coalesce(tx.latency_us, 0) * interval '1 microsecond') AS s,
-		               max(tx.ts) AS e
-		          FROM tx
-		         GROUP BY tx.run_id, tx.seg) g
+		  FROM (SELECT txr.run_id, iv.seg, min(txr.s) AS s, max(txr.e) AS e
+		          FROM txr JOIN iv ON iv.i = txr.i
+		         GROUP BY txr.run_id, iv.seg) g
 		  JOIN seg ON seg.seg = g.seg
 	), ag AS MATERIALIZED (
 		-- Aggregate rows of runs without per-transaction rows, in the
