@@ -152,15 +152,108 @@ SELECT r.run_id, '2020-03-01 10:00:05+00'::timestamptz + i * interval '1 s', 3, 
 UNION ALL
 SELECT r.run_id, '2020-03-01 10:00:10.5+00'::timestamptz, 4, i, 0, 1000 * i, 0, 0, 'ok'
   FROM chronicle.run r, generate_series(1, 3) i WHERE r.label = 'hand';
-SELECT interval_start, interval_end, segment, transactions, tps, latency_mean_ms,
-       latency_p50_ms, latency_p90_ms, latency_p99_ms, latency_max_ms, lag_mean_ms,
-       skipped, failures, retries
+-- tps is over the seconds the run was active in the interval: from the
+-- first start (10:00:00.008) in the first, and in the last one the 3 ms of
+-- its three transactions' latencies.
+SELECT interval_start, interval_end, segment, transactions, tps, active_seconds, latency_mean_ms,
+       latency_min_ms, latency_p50_ms, latency_p90_ms, latency_p99_ms, latency_max_ms, lag_mean_ms,
+       skipped, failures, retries, basis
   FROM chronicle.app_intervals('hand');
--- A range inside the recording: the intervals overlapping it.
-SELECT interval_start, transactions
-  FROM chronicle.app_intervals('2020-03-01 10:00:02+00', '2020-03-01 10:00:02.5+00');
--- A whole run's percentiles come from every transaction, not from intervals.
+-- A window (from, to] holds the intervals whose end lies in it, as
+-- chronicle.intervals() has them.
+SELECT interval_start, interval_end, transactions
+  FROM chronicle.app_intervals('2020-03-01 10:00:00.5+00', '2020-03-01 10:00:03+00');
+SELECT count(*) FROM chronicle.intervals('2020-03-01 10:00:00.5+00', '2020-03-01 10:00:03+00');
+SELECT count(*) AS none FROM chronicle.app_intervals('2020-03-01 10:00:02+00', '2020-03-01 10:00:02.5+00');
+-- A whole run's percentiles come from every transaction, not from
+-- intervals; its seconds from the first start to the last end of each
+-- recording and of the gap between them (the 4 transactions ending there,
+-- 10:00:05.993 .. 10:00:09), not across the gap: 2.492 + 3.007 + 0.003.
 SELECT * FROM chronicle.app_summary('hand');
+
+-- Percentiles are the nearest rank: the p-th of n latencies is the
+-- ceil(p * n)-th smallest, a latency that occurred (682 us, not 682.5).
+INSERT INTO chronicle.run (label, started, ended)
+VALUES ('ranks', '2020-03-01 09:00:00+00', '2020-03-01 09:00:01+00');
+INSERT INTO chronicle.app_transaction (run_id, ts, client_id, tx_no, script_no, latency_us)
+SELECT r.run_id, '2020-03-01 09:00:00.1+00'::timestamptz + u.i * interval '1 ms', 0, u.i, 0, u.l
+  FROM chronicle.run r, unnest(ARRAY[683, 682]) WITH ORDINALITY AS u(l, i) WHERE r.label = 'ranks';
+SELECT transactions, latency_min_ms, latency_p50_ms, latency_p90_ms, latency_p99_ms, latency_max_ms
+  FROM chronicle.app_summary('ranks');
+
+-- A run that starts and ends mid-interval (as one created from its log
+-- always does): one client, a transaction every 10 ms from 11:00:00.60
+-- to 11:00:04.50, run 11:00:00.5 .. 11:00:04.5, snapshots every second.
+-- Its intervals are those of intervals() (ending in (started, ended]),
+-- and the first one shows the run's 100/s over the 0.4 s it ran there.
+INSERT INTO chronicle.snapshot (ts, segment, keyframe, collector, duration_ms, rows_written, wal_bytes, errors)
+SELECT '2020-03-01 11:00:00+00'::timestamptz + i * interval '1 s', '2020-03-01 11:00:00+00', i = 0, 'worker', 1, 0, 0, 0
+  FROM generate_series(0, 5) i;
+INSERT INTO chronicle.run (label, started, ended)
+VALUES ('edge', '2020-03-01 11:00:00.5+00', '2020-03-01 11:00:04.5+00');
+INSERT INTO chronicle.app_transaction (run_id, ts, client_id, tx_no, script_no, latency_us)
+SELECT r.run_id, '2020-03-01 11:00:00.61+00'::timestamptz + k * interval '10 ms', 0, k, 0,
+       CASE WHEN k = 0 THEN 10000 ELSE 1000 + k * 37 % 9000 END
+  FROM chronicle.run r, generate_series(0, 389) k WHERE r.label = 'edge';
+SELECT interval_end, transactions, active_seconds, tps, latency_p50_ms, latency_p99_ms
+  FROM chronicle.app_intervals('edge');
+SELECT count(*) AS intervals FROM chronicle.run_window('edge') w, chronicle.intervals(w.run_from, w.run_to);
+-- The timeline and app_intervals() agree, interval by interval.
+SELECT count(*) AS intervals,
+       count(*) FILTER (WHERE t.tps = a.tps AND t.latency_p50_ms = a.latency_p50_ms
+                          AND t.latency_p99_ms = a.latency_p99_ms) AS equal
+  FROM chronicle.run_window('edge') w,
+       chronicle.timeline(w.run_from, w.run_to, waits => false) t
+  JOIN chronicle.app_intervals('edge') a USING (interval_end);
+-- From the first transaction's start (11:00:00.60) to the last end: 3.9 s.
+SELECT transactions, seconds, tps FROM chronicle.app_summary('edge');
+
+-- Two pgbench runs of 2 s at 100/s around a server restart (two
+-- recordings with a 7 s gap): 4 s and 100/s, not the 12 s since the first.
+INSERT INTO chronicle.snapshot (ts, segment, keyframe, collector, duration_ms, rows_written, wal_bytes, errors)
+SELECT seg + i * interval '1 s', seg, i = 0, 'worker', 1, 0, 0, 0
+  FROM unnest(ARRAY['2020-03-01 12:00:00+00', '2020-03-01 12:00:10+00']::timestamptz[]) seg,
+       generate_series(0, 3) i;
+INSERT INTO chronicle.run (label, started, ended)
+VALUES ('restart', '2020-03-01 11:59:59+00', '2020-03-01 12:00:14+00');
+INSERT INTO chronicle.app_transaction (run_id, ts, client_id, tx_no, script_no, latency_us)
+SELECT r.run_id, b + k * interval '10 ms', 0, k, 0, 10000
+  FROM chronicle.run r,
+       unnest(ARRAY['2020-03-01 12:00:00.51+00', '2020-03-01 12:00:10.51+00']::timestamptz[]) b,
+       generate_series(0, 199) k
+ WHERE r.label = 'restart';
+SELECT transactions, seconds, tps, basis FROM chronicle.app_summary('restart');
+-- run_summary's tps is app_summary's (its seconds are the recorded ones).
+SELECT metric, value FROM chronicle.run_summary('restart')
+ WHERE metric IN ('seconds', 'tps', 'latency_avg_ms', 'latency_p50_ms', 'latency_p99_ms');
+SELECT interval_end, transactions, active_seconds, tps FROM chronicle.app_intervals('restart');
+
+-- An aggregate log (run 'agg', loaded above: 1 s intervals starting at
+-- 04:59:24, 25, 26, two threads) is read where a run has no
+-- per-transaction rows.  Its first interval is partial (pgbench started
+-- within it): its transactions and latencies count, not its seconds.
+-- No single latencies: no percentiles.
+SELECT chronicle.ensure_partitions('2026-11-22', '2026-11-22') >= 0 AS partitions;
+INSERT INTO chronicle.snapshot (ts, segment, keyframe, collector, duration_ms, rows_written, wal_bytes, errors)
+SELECT '2026-11-22 04:59:24+00'::timestamptz + i * interval '1 s', '2026-11-22 04:59:24+00', i = 0, 'worker', 1, 0, 0, 0
+  FROM generate_series(0, 4) i;
+SELECT * FROM chronicle.app_summary('agg');
+SELECT interval_end, transactions, active_seconds, tps, latency_mean_ms, latency_min_ms,
+       latency_max_ms, latency_p50_ms, basis
+  FROM chronicle.app_intervals('agg');
+SELECT metric, value FROM chronicle.run_summary('agg')
+ WHERE metric IN ('tps', 'latency_avg_ms', 'latency_p50_ms', 'latency_p99_ms');
+-- The timeline shows every run's pgbench numbers, as app_intervals()
+-- without a label does (the other logs loaded above are of that time too).
+SELECT to_char(t.interval_end AT TIME ZONE 'UTC', 'HH24:MI:SS') AS "end", t.tps, a.tps AS app_tps,
+       t.latency_p50_ms, a.latency_p50_ms AS app_p50, a.basis
+  FROM chronicle.run_window('agg') w,
+       chronicle.timeline(w.run_from, w.run_to, waits => false) t
+  JOIN chronicle.app_intervals(w.run_from, w.run_to) a USING (interval_end);
+-- A run without any pgbench rows: 0 transactions, no rate.
+INSERT INTO chronicle.run (label, started, ended)
+VALUES ('empty', '2020-03-01 12:00:00+00', '2020-03-01 12:00:01+00');
+SELECT * FROM chronicle.app_summary('empty');
 SELECT * FROM chronicle.app_intervals('2020-03-01 10:00:02+00', '2020-03-01 10:00:01+00');
 SELECT * FROM chronicle.app_intervals(NULL, now());
 SELECT * FROM chronicle.app_intervals('no such run');

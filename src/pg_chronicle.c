@@ -370,6 +370,7 @@ chronicle_snapshot(PG_FUNCTION_ARGS)
 	ChronicleSnapshotResult res;
 	ChronicleShared *s;
 	char	   *installed;
+	int			nestlevel;
 
 	if (RecoveryInProgress())
 		ereport(ERROR,
@@ -386,10 +387,23 @@ chronicle_snapshot(PG_FUNCTION_ARGS)
 						PG_CHRONICLE_VERSION, installed ? installed : "none"),
 				 errhint("Run ALTER EXTENSION pg_chronicle UPDATE.")));
 
+	/*
+	 * Its SPI statements are nested, tracked by pg_stat_statements only with
+	 * track = all: turn tracking off for them, as the worker does for its
+	 * session.  The caller's own statement stays tracked.  An error undoes
+	 * the setting with the transaction.
+	 */
+	nestlevel = NewGUCNestLevel();
+	if (GetConfigOption("pg_stat_statements.track", true, false) != NULL)
+		(void) set_config_option("pg_stat_statements.track", "none",
+								 PGC_SUSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	res = chronicle_take_snapshot(CHRONICLE_BY_SQL, 0, true);
 	SPI_finish();
+	AtEOXact_GUC(true, nestlevel);
 
 	/* The worker's next snapshot cannot rely on its own previous one. */
 	s = chronicle_shared();

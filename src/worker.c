@@ -465,6 +465,16 @@ chronicle_worker_main(Datum main_arg)
 	/* The recorder's writes need not wait for the WAL flush. */
 	SetConfigOption("synchronous_commit", "off", PGC_SUSET, PGC_S_OVERRIDE);
 	SetConfigOption("search_path", "pg_catalog", PGC_SUSET, PGC_S_OVERRIDE);
+
+	/*
+	 * The recorder's own statements (its INSERTs, catalog look-ups and the
+	 * pg_stat_statements read) are not the workload being measured: keep
+	 * them out of pg_stat_statements, so they neither fill the statements
+	 * history nor top a quiet run's statements.  Without pg_stat_statements
+	 * loaded this sets a placeholder nobody reads; the library can only be
+	 * preloaded, so it is never loaded later in this process.
+	 */
+	SetConfigOption("pg_stat_statements.track", "none", PGC_SUSET, PGC_S_OVERRIDE);
 	SetConfigOption("application_name", "pg_chronicle collector",
 					PGC_USERSET, PGC_S_SESSION);
 	pgstat_report_appname("pg_chronicle collector");

@@ -60,7 +60,10 @@ BEGIN
 			USING ERRCODE = 'null_value_not_allowed',
 			      HINT = 'waits => false leaves the wait columns out; detail => true adds io_by_backend and top_waits.';
 	END IF;
-	has_app := EXISTS (SELECT FROM chronicle.app_transaction t WHERE t.ts > from_ts AND t.ts <= to_ts);
+	has_app := EXISTS (SELECT FROM chronicle.app_transaction t WHERE t.ts > from_ts AND t.ts <= to_ts)
+	           OR EXISTS (SELECT FROM chronicle.app_interval a
+	                       WHERE a.interval_start < to_ts
+	                         AND a.interval_start + a.interval_secs * interval '1 second' > from_ts);
 	RETURN QUERY
 	WITH iv AS MATERIALIZED (SELECT * FROM chronicle.intervals(from_ts, to_ts)),
 	has AS MATERIALIZED (
@@ -126,33 +129,11 @@ BEGIN
 		  FROM chronicle.wait_sampler_deltas(from_ts, to_ts) s
 		 WHERE timeline.waits
 	),
-	-- pgbench transactions: each goes to the interval whose (start, end]
-	-- holds its end time (a sort, not a range join)
-	ev AS (
-		SELECT i.interval_end AS t, i.interval_start AS st, i.interval_end AS e, NULL::bigint AS lat, 0 AS ord
-		  FROM iv i
-		 WHERE has_app
-		UNION ALL
-		SELECT a.ts, NULL, NULL, a.latency_us, 1
-		  FROM chronicle.app_transaction a
-		 WHERE has_app AND a.ts > from_ts AND a.ts <= to_ts AND a.status = 'ok'
-	),
-	evg AS (
-		SELECT v.*, count(v.e) OVER (ORDER BY v.t DESC, v.ord) AS g FROM ev v
-	),
-	evb AS (
-		SELECT v.t, v.lat, v.ord,
-		       first_value(v.e) OVER (PARTITION BY v.g ORDER BY v.t DESC, v.ord) AS e,
-		       first_value(v.st) OVER (PARTITION BY v.g ORDER BY v.t DESC, v.ord) AS st
-		  FROM evg v
-	),
+	-- pgbench: app_intervals() of every run, the same intervals
 	app AS (
-		SELECT b.e AS interval_end, count(*) AS n,
-		       percentile_cont(0.5) WITHIN GROUP (ORDER BY b.lat) / 1000.0 AS p50,
-		       percentile_cont(0.99) WITHIN GROUP (ORDER BY b.lat) / 1000.0 AS p99
-		  FROM evb b
-		 WHERE b.ord = 1 AND b.e IS NOT NULL AND b.t > b.st
-		 GROUP BY b.e
+		SELECT a.interval_end, a.tps, a.latency_p50_ms AS p50, a.latency_p99_ms AS p99
+		  FROM chronicle.app_intervals(from_ts, to_ts) a
+		 WHERE has_app
 	)
 	SELECT iv.interval_start, iv.interval_end, iv.seconds,
 	       CASE WHEN NOT has.db OR db.rs THEN NULL ELSE coalesce(db.c, 0) / iv.seconds END,
@@ -179,7 +160,7 @@ BEGIN
 	       ws.cpu, ws.io, ws.lwlock, ws.lock, ws.ipc, ws.client, ws.timeout, ws.other,
 	       CASE WHEN has.waits THEN coalesce(tw.top, '[]') END,
 	       ws.ticks_taken::float8 / nullif(ws.ticks_due, 0),
-	       CASE WHEN has_app THEN coalesce(app.n, 0) / iv.seconds END,
+	       CASE WHEN has_app THEN app.tps END,
 	       app.p50, app.p99
 	  FROM iv
 	 CROSS JOIN has

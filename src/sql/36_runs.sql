@@ -225,12 +225,9 @@ BEGIN
 		       sum(w.ticks_taken)::float8 / nullif(sum(w.ticks_due), 0) AS coverage
 		  FROM chronicle.wait_sampler_totals(from_ts, to_ts) w
 	), app AS (
-		SELECT count(*)::float8 AS n, avg(a.latency_us) / 1000.0 AS lat_avg,
-		       percentile_cont(0.5) WITHIN GROUP (ORDER BY a.latency_us) / 1000.0 AS p50,
-		       percentile_cont(0.99) WITHIN GROUP (ORDER BY a.latency_us) / 1000.0 AS p99
-		  FROM chronicle.app_transaction a
-		 WHERE summary.run_id IS NOT NULL AND a.run_id = summary.run_id
-		   AND a.status = 'ok'
+		-- pgbench's numbers of the run, as app_summary() gives them (one row)
+		SELECT a.tps, a.latency_mean_ms AS lat_avg, a.latency_p50_ms AS p50, a.latency_p99_ms AS p99
+		  FROM chronicle._app_summary(summary.run_id) a
 	)
 	SELECT v.metric, v.value, v.unit
 	  FROM db, io, wal, ck, bu, wt, app,
@@ -260,7 +257,7 @@ BEGIN
 		(33, 'buffers_dirty_max', bu.dirty_max, 'buffers'),
 		(40, 'active_processes', wt.n / nullif(wt.ticks, 0), 'processes'),
 		(41, 'wait_coverage', wt.coverage, 'fraction'),
-		(50, 'tps', CASE WHEN app.n > 0 THEN app.n / secs END, '1/s'),
+		(50, 'tps', app.tps, '1/s'),
 		(51, 'latency_avg_ms', app.lat_avg, 'ms'),
 		(52, 'latency_p50_ms', app.p50, 'ms'),
 		(53, 'latency_p99_ms', app.p99, 'ms')
@@ -270,7 +267,7 @@ END;
 $$;
 
 COMMENT ON FUNCTION chronicle.summary(timestamptz, timestamptz, integer) IS
-	'Headline numbers of a window, one row per metric (pgbench numbers when a run_id with app_transaction rows is given)';
+	'Headline numbers of a window, one row per metric (pgbench numbers of the run when a run_id is given, as app_summary() gives them)';
 
 CREATE FUNCTION chronicle.run_summary(run text)
 RETURNS TABLE (metric text, value float8, unit text)

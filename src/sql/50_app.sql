@@ -411,7 +411,37 @@ REVOKE ALL ON FUNCTION chronicle.load_pgbench_lines(text, text, text, boolean, i
 REVOKE ALL ON FUNCTION chronicle.load_pgbench_log(text, text, text, text, boolean, integer) FROM PUBLIC;
 
 -- ---------------------------------------------------------------------
--- Per snapshot interval application statistics.
+-- pgbench's numbers per snapshot interval and per run.
+--
+-- Latency percentiles, everywhere (app_intervals, app_summary, timeline,
+-- summary): percentile_disc, the nearest rank.  The p-th percentile of n
+-- latencies is the ceil(p * n)-th smallest (the smallest for p = 0): a
+-- latency that occurred, in the whole microseconds pgbench logs, never an
+-- interpolation between two.  Only 'ok' transactions count.  An aggregate
+-- log keeps no single latencies: its percentiles are NULL.
+--
+-- Time is counted the way pgbench counts it, from the start of the first
+-- transaction (its end minus its latency; with --rate its scheduled start,
+-- since the latency includes the schedule lag) to the end of the last, and
+-- never across a gap between recordings: a run's transactions are split by
+-- the segment (or the gap between two segments) their end falls in, each
+-- piece spans [first start, last end], and the time is the length of the
+-- union of the pieces.  Two pgbench runs around a server restart count
+-- their own seconds, not the downtime.
+--
+-- Per snapshot interval (start, end] (the window semantics of intervals():
+-- the end in the window, never across two segments): the transactions
+-- ending in it, over its active seconds, the part of it inside the span of
+-- the run's transactions that end in the same segment.  A run's first and
+-- last interval, which it covers in part, show its rate, not a dip.
+--
+-- Aggregate logs count for a run without per-transaction rows.  An
+-- aggregation interval counts in the snapshot interval holding its end (its
+-- length is the log's resolution), with its transactions, latency
+-- mean/min/max and its own seconds.  The first interval of each unbroken
+-- sequence of a run is partial (pgbench starts mid-interval and does not
+-- log when): its transactions and latencies count, but it is left out of
+-- the rates (tps, seconds).  pgbench never writes its last, partial one.
 -- ---------------------------------------------------------------------
 
 -- The run's id from its label, or an error with a hint.
@@ -454,13 +484,19 @@ RETURNS TABLE (
 	lag_mean_ms     float8,
 	skipped         bigint,
 	failures        bigint,
-	retries         bigint)
+	retries         bigint,
+	active_seconds  float8,
+	latency_min_ms  float8,
+	basis           text)
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
+#variable_conflict use_column
 DECLARE
 	v_run integer;
 	v_bounds timestamptz[];
+	v_lo timestamptz;
+	v_hi timestamptz;
 BEGIN
 	IF from_ts IS NULL OR to_ts IS NULL THEN
 		RAISE EXCEPTION 'time range bounds must not be NULL'
@@ -474,55 +510,155 @@ BEGIN
 		v_run := chronicle.app_run_id(run_label);
 	END IF;
 
-	-- The snapshots bounding the range: the last one at or before from_ts
-	-- and every one up to the first at or after to_ts.
+	-- The snapshots bounding the intervals whose end lies in (from, to].
 	SELECT array_agg(s.ts ORDER BY s.ts) INTO v_bounds
 	  FROM chronicle.snapshot s
 	 WHERE s.ts >= coalesce((SELECT max(s2.ts) FROM chronicle.snapshot s2 WHERE s2.ts <= from_ts), from_ts)
-	   AND s.ts <= coalesce((SELECT min(s3.ts) FROM chronicle.snapshot s3 WHERE s3.ts >= to_ts), to_ts);
+	   AND s.ts <= to_ts;
 	IF coalesce(cardinality(v_bounds), 0) < 2 THEN
 		RETURN;
 	END IF;
+	v_lo := v_bounds[1];
+	v_hi := v_bounds[cardinality(v_bounds)];
 
+	-- An event at time t belongs to interval i = (b[i], b[i+1]]:
+	-- width_bucket(t - 1 us, b), timestamps being whole microseconds.
 	RETURN QUERY
-	WITH iv AS (
-		SELECT b.i, b.ts AS s_ts, lead(b.ts) OVER (ORDER BY b.i) AS e_ts,
-		       sn.segment AS seg, lead(sn.segment) OVER (ORDER BY b.i) AS next_seg
-		  FROM unnest(v_bounds) WITH ORDINALITY AS b(ts, i)
-		  JOIN chronicle.snapshot sn ON sn.ts = b.ts
-	), tx AS (
-		SELECT width_bucket(t.ts, v_bounds) AS i,
-		       count(*) FILTER (WHERE t.status = 'ok') AS n_ok,
-		       avg(t.latency_us) FILTER (WHERE t.status = 'ok') AS lat_mean,
+	WITH iv AS MATERIALIZED (
+		SELECT x.i, x.s_ts, x.e_ts, x.seg
+		  FROM (SELECT b.i, b.ts AS s_ts, lead(b.ts) OVER (ORDER BY b.i) AS e_ts,
+		               sn.segment AS seg, lead(sn.segment) OVER (ORDER BY b.i) AS next_seg
+		          FROM unnest(v_bounds) WITH ORDINALITY AS b(ts, i)
+		          JOIN chronicle.snapshot sn ON sn.ts = b.ts) x
+		 WHERE x.next_seg = x.seg		-- never across two recordings
+	), txi AS (
+		SELECT width_bucket(t.ts - interval '1 microsecond', v_bounds) AS i,
+		       count(*) FILTER (WHERE t.status = 'ok') AS n,
+		       sum(t.latency_us) FILTER (WHERE t.status = 'ok')::float8 AS lat_sum,
+		       min(t.latency_us) FILTER (WHERE t.status = 'ok')::float8 AS lat_min,
+		       max(t.latency_us) FILTER (WHERE t.status = 'ok')::float8 AS lat_max,
 		       percentile_disc(ARRAY[0.5, 0.9, 0.99]::float8[]) WITHIN GROUP (ORDER BY t.latency_us)
 		           FILTER (WHERE t.status = 'ok') AS lat_p,
-		       max(t.latency_us) FILTER (WHERE t.status = 'ok') AS lat_max,
-		       avg(t.lag_us) FILTER (WHERE t.status = 'ok') AS lag_mean,
+		       sum(t.lag_us) FILTER (WHERE t.status = 'ok')::float8 AS lag_sum,
+		       count(t.lag_us) FILTER (WHERE t.status = 'ok') AS lag_n,
 		       count(*) FILTER (WHERE t.status = 'skipped') AS n_skipped,
 		       count(*) FILTER (WHERE t.status NOT IN ('ok', 'skipped')) AS n_failed,
-		       sum(t.retries) AS n_retries
+		       sum(t.retries) AS n_retries,
+		       min(t.ts - coalesce(t.latency_us, 0) * interval '1 microsecond') AS s,
+		       max(t.ts) AS e
 		  FROM chronicle.app_transaction t
-		 WHERE t.ts >= v_bounds[1] AND t.ts < v_bounds[cardinality(v_bounds)]
+		 WHERE t.ts > v_lo AND t.ts <= v_hi
 		   AND (v_run IS NULL OR t.run_id = v_run)
 		 GROUP BY 1
+	), txr AS (
+		-- per run and interval: the first start and the last end (one
+		-- run: those of txi; every run: a second pass)
+		SELECT v_run AS run_id, txi.i, txi.s, txi.e FROM txi WHERE v_run IS NOT NULL
+		UNION ALL
+		SELECT t.run_id, width_bucket(t.ts - interval '1 microsecond', v_bounds),
+		       min(t.ts - coalesce(t.latency_us, 0) * interval '1 microsecond'), max(t.ts)
+		  FROM chronicle.app_transaction t
+		 WHERE v_run IS NULL AND t.ts > v_lo AND t.ts <= v_hi
+		 GROUP BY 1, 2
+	), seg AS (
+		SELECT iv.seg, min(iv.s_ts) AS first_s, max(iv.e_ts) AS last_e
+		  FROM iv
+		 GROUP BY iv.seg
+	), span AS (
+		-- Per run and recording, from the first start to the last end of
+		-- its transactions; open-ended where the run has transactions of
+		-- the same recording before or after the window.
+		SELECT g.run_id, g.seg,
+		       CASE WHEN EXISTS (SELECT FROM chronicle.app_transaction t
+		                          WHERE t.run_id = g.run_id AND t.ts >= g.seg AND t.ts <= seg.first_s)
+		            THEN '-infinity'::timestamptz ELSE g.s END AS s,
+		       CASE WHEN (SELECT sn.segment FROM chronicle.snapshot sn
+		                   WHERE sn.ts >= (SELECT min(t.ts) FROM chronicle.app_transaction t
+		                                    WHERE t.run_id = g.run_id AND t.ts > seg.last_e)
+		                   ORDER BY sn.ts LIMIT 1) = g.seg
+		            THEN 'infinity'::timestamptz ELSE g.e END AS e
+		  FROM (SELECT txr.run_id, iv.seg, min(txr.s) AS s, max(txr.e) AS e
+		          FROM txr JOIN iv ON iv.i = txr.i
+		         GROUP BY txr.run_id, iv.seg) g
+		  JOIN seg ON seg.seg = g.seg
+	), ag AS MATERIALIZED (
+		-- Aggregate rows of runs without per-transaction rows, in the
+		-- interval holding their end; complete unless the first of a run's
+		-- unbroken sequence.
+		SELECT iv.i, a.interval_start AS a_start,
+		       a.interval_start + a.interval_secs * interval '1 second' AS a_end,
+		       a.num_transactions, a.sum_latency_us, a.min_latency_us, a.max_latency_us, a.sum_lag_us,
+		       a.skipped AS a_skipped,
+		       coalesce(a.serialization_failures, 0) + coalesce(a.deadlock_failures, 0) AS a_failed,
+		       a.retries AS a_retries,
+		       EXISTS (SELECT FROM chronicle.app_interval p
+		                WHERE p.run_id = a.run_id
+		                  AND p.interval_start = a.interval_start - a.interval_secs * interval '1 second') AS complete
+		  FROM chronicle.app_interval a
+		  JOIN iv ON iv.i = width_bucket(a.interval_start + a.interval_secs * interval '1 second'
+		                                 - interval '1 microsecond', v_bounds)
+		 WHERE a.interval_start + a.interval_secs * interval '1 second' > v_lo
+		   AND a.interval_start < v_hi
+		   AND (v_run IS NULL OR a.run_id = v_run)
+		   AND NOT EXISTS (SELECT FROM chronicle.app_transaction t WHERE t.run_id = a.run_id)
+	), agi AS (
+		SELECT ag.i,
+		       sum(ag.num_transactions) AS n,
+		       coalesce(sum(ag.num_transactions) FILTER (WHERE ag.complete), 0) AS n_rate,
+		       sum(ag.sum_latency_us) AS lat_sum,
+		       min(ag.min_latency_us) AS lat_min,
+		       max(ag.max_latency_us) AS lat_max,
+		       sum(ag.sum_lag_us) AS lag_sum,
+		       coalesce(sum(ag.num_transactions) FILTER (WHERE ag.sum_lag_us IS NOT NULL), 0) AS lag_n,
+		       sum(ag.a_skipped) AS n_skipped,
+		       sum(ag.a_failed) AS n_failed,
+		       sum(ag.a_retries) AS n_retries
+		  FROM ag
+		 GROUP BY ag.i
+	), piece AS (
+		SELECT iv.i, greatest(sp.s, iv.s_ts) AS lo, least(sp.e, iv.e_ts) AS hi
+		  FROM iv JOIN span sp ON sp.seg = iv.seg
+		 WHERE sp.s < iv.e_ts AND sp.e > iv.s_ts
+		UNION ALL
+		SELECT ag.i, ag.a_start, ag.a_end FROM ag WHERE ag.complete
+	), cov AS (
+		-- the length of the union of the pieces of each interval
+		SELECT p.i, sum(greatest(extract(epoch FROM p.hi - greatest(p.lo, p.prev_hi)), 0))::float8 AS secs
+		  FROM (SELECT p1.*, max(p1.hi) OVER (PARTITION BY p1.i ORDER BY p1.lo, p1.hi
+		                                      ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_hi
+		          FROM piece p1) p
+		 GROUP BY p.i
 	)
 	SELECT iv.s_ts, iv.e_ts, iv.seg,
-	       coalesce(tx.n_ok, 0),
-	       coalesce(tx.n_ok, 0) / extract(epoch FROM iv.e_ts - iv.s_ts)::float8,
-	       tx.lat_mean::float8 / 1000.0,
-	       tx.lat_p[1]::float8 / 1000.0, tx.lat_p[2]::float8 / 1000.0, tx.lat_p[3]::float8 / 1000.0,
-	       tx.lat_max::float8 / 1000.0,
-	       tx.lag_mean::float8 / 1000.0,
-	       coalesce(tx.n_skipped, 0), coalesce(tx.n_failed, 0), tx.n_retries
-	  FROM iv LEFT JOIN tx ON tx.i = iv.i
-	 -- an interval never spans two recordings (segments)
-	 WHERE iv.e_ts IS NOT NULL AND iv.next_seg = iv.seg
-	   AND iv.e_ts > from_ts AND iv.s_ts < to_ts
+	       (coalesce(txi.n, 0) + coalesce(agi.n, 0))::bigint,
+	       CASE WHEN coalesce(txi.n, 0) + coalesce(agi.n, 0) = 0 THEN 0
+	            ELSE (coalesce(txi.n, 0) + coalesce(agi.n_rate, 0)) / nullif(cov.secs, 0) END,
+	       (coalesce(txi.lat_sum, 0) + coalesce(agi.lat_sum, 0))
+	           / nullif(coalesce(txi.n, 0) + coalesce(agi.n, 0), 0) / 1000.0,
+	       CASE WHEN coalesce(agi.n, 0) = 0 THEN txi.lat_p[1]::float8 / 1000.0 END,
+	       CASE WHEN coalesce(agi.n, 0) = 0 THEN txi.lat_p[2]::float8 / 1000.0 END,
+	       CASE WHEN coalesce(agi.n, 0) = 0 THEN txi.lat_p[3]::float8 / 1000.0 END,
+	       greatest(txi.lat_max, agi.lat_max) / 1000.0,
+	       (coalesce(txi.lag_sum, 0) + coalesce(agi.lag_sum, 0))
+	           / nullif(coalesce(txi.lag_n, 0) + coalesce(agi.lag_n, 0), 0) / 1000.0,
+	       (coalesce(txi.n_skipped, 0) + coalesce(agi.n_skipped, 0))::bigint,
+	       (coalesce(txi.n_failed, 0) + coalesce(agi.n_failed, 0))::bigint,
+	       CASE WHEN txi.n_retries IS NOT NULL OR agi.n_retries IS NOT NULL
+	            THEN (coalesce(txi.n_retries, 0) + coalesce(agi.n_retries, 0))::bigint END,
+	       coalesce(cov.secs, 0),
+	       least(txi.lat_min, agi.lat_min) / 1000.0,
+	       CASE WHEN txi.i IS NOT NULL AND agi.i IS NOT NULL THEN 'mixed'
+	            WHEN txi.i IS NOT NULL THEN 'transactions'
+	            WHEN agi.i IS NOT NULL THEN 'aggregates' END
+	  FROM iv
+	  LEFT JOIN txi ON txi.i = iv.i
+	  LEFT JOIN agi ON agi.i = iv.i
+	  LEFT JOIN cov ON cov.i = iv.i
 	 ORDER BY iv.s_ts;
 END;
 $$;
 COMMENT ON FUNCTION chronicle.app_intervals(timestamptz, timestamptz, text) IS
-	'Per snapshot interval [start, end): transactions, TPS, latency mean/p50/p90/p99/max and lag (ms), skipped, failures, from the per-transaction log';
+	'Per snapshot interval (start, end] ending in (from, to]: pgbench transactions, TPS over the seconds the run was active in it, latency mean/min/max and nearest-rank p50/p90/p99 (ms), lag, skipped, failures; from the per-transaction log, else the aggregate log';
 
 CREATE FUNCTION chronicle.app_intervals(run_label text)
 RETURNS TABLE (
@@ -539,7 +675,10 @@ RETURNS TABLE (
 	lag_mean_ms     float8,
 	skipped         bigint,
 	failures        bigint,
-	retries         bigint)
+	retries         bigint,
+	active_seconds  float8,
+	latency_min_ms  float8,
+	basis           text)
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
@@ -549,9 +688,114 @@ AS $$
 	 WHERE r.run_id = chronicle.app_run_id(run_label);
 $$;
 COMMENT ON FUNCTION chronicle.app_intervals(text) IS
-	'chronicle.app_intervals() over the time range of a run, its transactions only';
+	'chronicle.app_intervals() over the window of a run (the intervals ending in (started, ended]), its transactions only';
 
--- Latency summary of a whole run, from every transaction (not from intervals).
+-- A whole run from every transaction (never from intervals), or from its
+-- aggregate log; one row, also for a run without any (0 transactions).
+CREATE FUNCTION chronicle._app_summary(p_run integer)
+RETURNS TABLE (
+	transactions    bigint,
+	seconds         float8,
+	tps             float8,
+	latency_mean_ms float8,
+	latency_p50_ms  float8,
+	latency_p90_ms  float8,
+	latency_p99_ms  float8,
+	latency_max_ms  float8,
+	lag_mean_ms     float8,
+	skipped         bigint,
+	failures        bigint,
+	latency_min_ms  float8,
+	basis           text)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+	v_first timestamptz;
+	v_last timestamptz;
+	v_thr timestamptz[];
+BEGIN
+	SELECT min(t.ts), max(t.ts) INTO v_first, v_last
+	  FROM chronicle.app_transaction t WHERE t.run_id = p_run;
+	IF v_first IS NOT NULL THEN
+		-- The recordings around the transactions: each segment's first and
+		-- (just after) last snapshot, so that width_bucket() numbers the
+		-- segments and the gaps between them.
+		SELECT array_agg(b.ts ORDER BY b.ts) INTO v_thr
+		  FROM (SELECT min(sn.ts) AS f, max(sn.ts) AS l
+		          FROM chronicle.snapshot sn
+		         WHERE sn.ts >= coalesce((SELECT s2.segment FROM chronicle.snapshot s2
+		                                   WHERE s2.ts <= v_first ORDER BY s2.ts DESC LIMIT 1), v_first)
+		           AND sn.ts <= coalesce((SELECT s3.ts FROM chronicle.snapshot s3
+		                                   WHERE s3.ts >= v_last ORDER BY s3.ts LIMIT 1), v_last)
+		         GROUP BY sn.segment) g,
+		       LATERAL (VALUES (g.f), (g.l + interval '1 microsecond')) AS b(ts);
+		RETURN QUERY
+		WITH piece AS (
+			SELECT min(t.ts - coalesce(t.latency_us, 0) * interval '1 microsecond') AS s, max(t.ts) AS e
+			  FROM chronicle.app_transaction t
+			 WHERE t.run_id = p_run
+			 GROUP BY width_bucket(t.ts, v_thr)
+		), span AS (
+			-- the length of the union of the pieces
+			SELECT sum(greatest(extract(epoch FROM p.e - greatest(p.s, p.prev_e)), 0))::float8 AS secs
+			  FROM (SELECT p1.*, max(p1.e) OVER (ORDER BY p1.s, p1.e
+			                                     ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_e
+			          FROM piece p1) p
+		), st AS (
+			SELECT count(*) FILTER (WHERE t.status = 'ok') AS n,
+			       avg(t.latency_us) FILTER (WHERE t.status = 'ok')::float8 AS lat_mean,
+			       min(t.latency_us) FILTER (WHERE t.status = 'ok')::float8 AS lat_min,
+			       max(t.latency_us) FILTER (WHERE t.status = 'ok')::float8 AS lat_max,
+			       percentile_disc(ARRAY[0.5, 0.9, 0.99]::float8[]) WITHIN GROUP (ORDER BY t.latency_us)
+			           FILTER (WHERE t.status = 'ok') AS lat_p,
+			       avg(t.lag_us) FILTER (WHERE t.status = 'ok')::float8 AS lag_mean,
+			       count(*) FILTER (WHERE t.status = 'skipped') AS n_skipped,
+			       count(*) FILTER (WHERE t.status NOT IN ('ok', 'skipped')) AS n_failed
+			  FROM chronicle.app_transaction t
+			 WHERE t.run_id = p_run
+		)
+		SELECT st.n, span.secs, st.n / nullif(span.secs, 0),
+		       st.lat_mean / 1000.0,
+		       st.lat_p[1]::float8 / 1000.0, st.lat_p[2]::float8 / 1000.0, st.lat_p[3]::float8 / 1000.0,
+		       st.lat_max / 1000.0, st.lag_mean / 1000.0,
+		       st.n_skipped, st.n_failed, st.lat_min / 1000.0, 'transactions'::text
+		  FROM st, span;
+		RETURN;
+	END IF;
+
+	IF EXISTS (SELECT FROM chronicle.app_interval a WHERE a.run_id = p_run) THEN
+		RETURN QUERY
+		WITH a AS (
+			SELECT a1.*,
+			       EXISTS (SELECT FROM chronicle.app_interval p
+			                WHERE p.run_id = a1.run_id
+			                  AND p.interval_start = a1.interval_start - a1.interval_secs * interval '1 second') AS complete
+			  FROM chronicle.app_interval a1
+			 WHERE a1.run_id = p_run
+		)
+		SELECT sum(a.num_transactions)::bigint,
+		       (sum(a.interval_secs) FILTER (WHERE a.complete))::float8,
+		       (sum(a.num_transactions) FILTER (WHERE a.complete)
+		           / nullif(sum(a.interval_secs) FILTER (WHERE a.complete), 0))::float8,
+		       sum(a.sum_latency_us) / nullif(sum(a.num_transactions), 0) / 1000.0,
+		       NULL::float8, NULL::float8, NULL::float8,
+		       max(a.max_latency_us) / 1000.0,
+		       sum(a.sum_lag_us) / nullif(sum(a.num_transactions) FILTER (WHERE a.sum_lag_us IS NOT NULL), 0) / 1000.0,
+		       coalesce(sum(a.skipped), 0)::bigint,
+		       coalesce(sum(coalesce(a.serialization_failures, 0) + coalesce(a.deadlock_failures, 0)), 0)::bigint,
+		       min(a.min_latency_us) / 1000.0,
+		       'aggregates'::text
+		  FROM a;
+		RETURN;
+	END IF;
+
+	RETURN QUERY SELECT 0::bigint, NULL::float8, NULL::float8, NULL::float8, NULL::float8, NULL::float8,
+	                    NULL::float8, NULL::float8, NULL::float8, 0::bigint, 0::bigint, NULL::float8, NULL::text;
+END;
+$$;
+
 CREATE FUNCTION chronicle.app_summary(run_label text)
 RETURNS TABLE (
 	transactions    bigint,
@@ -564,27 +808,16 @@ RETURNS TABLE (
 	latency_max_ms  float8,
 	lag_mean_ms     float8,
 	skipped         bigint,
-	failures        bigint)
+	failures        bigint,
+	latency_min_ms  float8,
+	basis           text)
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-	SELECT count(*) FILTER (WHERE t.status = 'ok'),
-	       extract(epoch FROM max(t.ts) - min(t.ts))::float8,
-	       count(*) FILTER (WHERE t.status = 'ok')
-	           / nullif(extract(epoch FROM max(t.ts) - min(t.ts))::float8, 0),
-	       avg(t.latency_us) FILTER (WHERE t.status = 'ok') / 1000.0,
-	       (percentile_disc(0.5) WITHIN GROUP (ORDER BY t.latency_us) FILTER (WHERE t.status = 'ok'))::float8 / 1000.0,
-	       (percentile_disc(0.9) WITHIN GROUP (ORDER BY t.latency_us) FILTER (WHERE t.status = 'ok'))::float8 / 1000.0,
-	       (percentile_disc(0.99) WITHIN GROUP (ORDER BY t.latency_us) FILTER (WHERE t.status = 'ok'))::float8 / 1000.0,
-	       max(t.latency_us) FILTER (WHERE t.status = 'ok') / 1000.0,
-	       avg(t.lag_us) FILTER (WHERE t.status = 'ok') / 1000.0,
-	       count(*) FILTER (WHERE t.status = 'skipped'),
-	       count(*) FILTER (WHERE t.status NOT IN ('ok', 'skipped'))
-	  FROM chronicle.app_transaction t
-	 WHERE t.run_id = chronicle.app_run_id(run_label);
+	SELECT * FROM chronicle._app_summary(chronicle.app_run_id(run_label));
 $$;
 COMMENT ON FUNCTION chronicle.app_summary(text) IS
-	'Transactions, TPS and exact latency percentiles of a whole run, from its per-transaction log';
+	'Transactions, seconds (from the first transaction''s start, not across gaps), TPS, latency mean/min/max and nearest-rank percentiles of a whole run, from its per-transaction log, else its aggregate log';
 
 -- Generic metrics.
 CREATE FUNCTION chronicle.add_metric(name text, value float8,
@@ -615,8 +848,10 @@ REVOKE ALL ON FUNCTION chronicle.add_metric(text, float8, timestamptz, text) FRO
 REVOKE ALL ON FUNCTION chronicle.app_run_id(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle.app_intervals(timestamptz, timestamptz, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle.app_intervals(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle._app_summary(integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle.app_summary(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION chronicle.app_run_id(text) TO pg_monitor, pg_read_all_stats;
 GRANT EXECUTE ON FUNCTION chronicle.app_intervals(timestamptz, timestamptz, text) TO pg_monitor, pg_read_all_stats;
 GRANT EXECUTE ON FUNCTION chronicle.app_intervals(text) TO pg_monitor, pg_read_all_stats;
+GRANT EXECUTE ON FUNCTION chronicle._app_summary(integer) TO pg_monitor, pg_read_all_stats;
 GRANT EXECUTE ON FUNCTION chronicle.app_summary(text) TO pg_monitor, pg_read_all_stats;

@@ -1,7 +1,7 @@
 -- pgTAP: tables, privileges and contracts of the statements, OS and
 -- application parts.
 BEGIN;
-SELECT plan(32);
+SELECT plan(34);
 
 SELECT has_table('chronicle', t, 'table chronicle.' || t)
   FROM unnest(ARRAY['statements_history', 'statements_text', 'os_memory_history',
@@ -28,6 +28,8 @@ SELECT function_privs_are('chronicle', 'add_metric', ARRAY['text', 'double preci
                           'public', ARRAY[]::text[]);
 SELECT function_privs_are('chronicle', 'app_intervals', ARRAY['text'], 'pg_monitor', ARRAY['EXECUTE']);
 SELECT function_privs_are('chronicle', 'app_summary', ARRAY['text'], 'pg_read_all_stats', ARRAY['EXECUTE']);
+SELECT function_privs_are('chronicle', '_app_summary', ARRAY['integer'], 'pg_monitor', ARRAY['EXECUTE']);
+SELECT function_privs_are('chronicle', '_app_summary', ARRAY['integer'], 'public', ARRAY[]::text[]);
 SELECT function_privs_are('chronicle', 'statements_top', ARRAY['timestamp with time zone', 'timestamp with time zone', 'integer', 'text'],
                           'pg_monitor', ARRAY['EXECUTE']);
 SELECT table_privs_are('chronicle', 'statements_text', 'public', ARRAY[]::text[]);

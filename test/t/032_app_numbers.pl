@@ -1,0 +1,515 @@
+# pgbench's numbers as the extension shows them, against independent
+# references: pgbench's own final report (its tps, counted from the start of
+# the benchmark, its transaction count and measured latency average) and
+# the pgbench log files read here, in Perl (per-transaction and aggregate
+# logs: per snapshot interval and per run, counts, tps, latency mean, min,
+# max and nearest-rank percentiles).
+#
+# Runs: a per-transaction log (-l), an aggregate log (--aggregate-interval
+# = 1), a rate-limited run (-c 1 -R 5), two runs around a server restart
+# (one chronicle run, two recordings), and a run created from its log.
+# Also: the collector's own statements stay out of pg_stat_statements.
+use strict;
+use warnings FATAL => 'all';
+use POSIX qw(ceil);
+use List::Util qw(sum min max);
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('app_numbers');
+$node->init;
+$node->append_conf('postgresql.conf', q{
+shared_preload_libraries = 'pg_chronicle,pg_stat_statements'
+chronicle.snapshot_interval = '500ms'
+});
+$node->start;
+$node->safe_psql('postgres',
+	'CREATE EXTENSION pg_stat_statements; CREATE EXTENSION pg_chronicle');
+$node->command_ok([ 'pgbench', '-i', '-q', '-s', '1', 'postgres' ], 'pgbench -i');
+$node->poll_query_until('postgres',
+	"SELECT count(*) >= 2 FROM chronicle.snapshot WHERE collector = 'worker'")
+  or die 'the worker recorded no snapshots';
+
+my $dir = PostgreSQL::Test::Utils::tempdir;
+
+# --- pgbench and its report ----------------------------------------------
+
+# Runs pgbench (-P makes it measure the latency average rather than derive
+# it from the duration) and returns its final figures.
+sub pgbench
+{
+	my @args = @_;
+	my ($out, $err);
+	IPC::Run::run([ 'pgbench', '-n', '-P', '1', @args, $node->connstr('postgres') ],
+		'>', \$out, '2>', \$err)
+	  or die "pgbench @args failed: $err";
+	my %r;
+	($r{n}) = $out =~ /^number of transactions actually processed: (\d+)/m;
+	($r{latency_ms}) = $out =~ /^latency average = ([\d.]+) ms/m;
+	($r{tps}) = $out =~ /^tps = ([\d.]+)/m;
+	die "unexpected pgbench output: $out" unless defined $r{tps} && defined $r{latency_ms};
+	$r{seconds} = $r{n} / $r{tps};
+	note "pgbench @args: $r{n} transactions, tps $r{tps}, latency average $r{latency_ms} ms";
+	return \%r;
+}
+
+# Waits for a worker snapshot after now, so the end of a run is recorded.
+sub next_snapshot
+{
+	my $t = $node->safe_psql('postgres', 'SELECT clock_timestamp()');
+	$node->poll_query_until('postgres',
+		"SELECT count(*) >= 2 FROM chronicle.snapshot WHERE ts > '$t' AND collector = 'worker'")
+	  or die 'no snapshot after the run';
+}
+
+# --- the reference: pgbench's log files, read here -------------------------
+
+# Per-transaction log lines: end and latency in microseconds.
+sub read_tx_log
+{
+	my @tx;
+	for my $f (@_)
+	{
+		open my $fh, '<', $f or die "$f: $!";
+		while (my $l = <$fh>)
+		{
+			my @a = split ' ', $l;
+			my $ok = $a[2] =~ /^\d+$/;
+			push @tx, {
+				end => $a[4] * 1_000_000 + $a[5],
+				lat => $ok ? $a[2] + 0 : undef,
+				ok => $ok
+			};
+		}
+	}
+	return [ sort { $a->{end} <=> $b->{end} } @tx ];
+}
+
+# Aggregate log lines, the threads' files summed per interval start (s).
+sub read_agg_log
+{
+	my %iv;
+	for my $f (@_)
+	{
+		open my $fh, '<', $f or die "$f: $!";
+		while (my $l = <$fh>)
+		{
+			my @a = split ' ', $l;
+			my $r = $iv{ $a[0] } //= { start => $a[0], n => 0, sum => 0, min => undef, max => 0 };
+			$r->{n} += $a[1];
+			$r->{sum} += $a[2];
+			$r->{min} = $a[4] if $a[1] > 0 && (!defined $r->{min} || $a[4] < $r->{min});
+			$r->{max} = $a[5] if $a[5] > $r->{max};
+		}
+	}
+	return \%iv;
+}
+
+# The nearest rank: the ceil(p * n)-th smallest of the sorted values.
+sub nearest_rank
+{
+	my ($sorted, $p) = @_;
+	my $r = ceil($p * scalar(@$sorted));
+	$r = 1 if $r < 1;
+	return $sorted->[ $r - 1 ];
+}
+
+# Length of the union of [lo, hi] pieces.
+sub union_length
+{
+	my $len = 0;
+	my $reach;
+	for my $p (sort { $a->[0] <=> $b->[0] || $a->[1] <=> $b->[1] } @_)
+	{
+		my $lo = defined $reach && $reach > $p->[0] ? $reach : $p->[0];
+		$len += $p->[1] - $lo if $p->[1] > $lo;
+		$reach = $p->[1] if !defined $reach || $p->[1] > $reach;
+	}
+	return $len;
+}
+
+# The recordings: [first snapshot, last snapshot] of each segment, in us.
+sub segments
+{
+	my @s;
+	for my $l (split /\n/, $node->safe_psql('postgres', q{
+		SELECT (extract(epoch FROM min(ts)) * 1000000)::bigint, (extract(epoch FROM max(ts)) * 1000000)::bigint
+		  FROM chronicle.snapshot GROUP BY segment ORDER BY 1}))
+	{
+		push @s, [ split /\|/, $l ];
+	}
+	return \@s;
+}
+
+# Where an end time falls: segment k (2k - 1), the gap after it (2k), or
+# before the first (0).
+sub stretch
+{
+	my ($t, $segs) = @_;
+	my $k = 0;
+	for my $i (0 .. $#$segs)
+	{
+		last if $t < $segs->[$i][0];
+		$k = $t <= $segs->[$i][1] ? 2 * $i + 1 : 2 * $i + 2;
+	}
+	return $k;
+}
+
+# A whole run from its transactions: time from the first start to the last
+# end of each recording (or gap), their union.
+sub ref_summary
+{
+	my ($tx, $segs) = @_;
+	my %span;
+	for my $t (@$tx)
+	{
+		my $k = stretch($t->{end}, $segs);
+		my $s = $t->{end} - ($t->{lat} // 0);
+		$span{$k}[0] = $s if !defined $span{$k}[0] || $s < $span{$k}[0];
+		$span{$k}[1] = $t->{end} if !defined $span{$k}[1] || $t->{end} > $span{$k}[1];
+	}
+	my @lat = sort { $a <=> $b } map { $_->{lat} } grep { $_->{ok} } @$tx;
+	my $secs = union_length(values %span) / 1e6;
+	return {
+		n => scalar(@lat),
+		seconds => $secs,
+		tps => @lat / $secs,
+		mean => sum(@lat) / @lat,
+		min => $lat[0],
+		max => $lat[-1],
+		p50 => nearest_rank(\@lat, 0.5),
+		p90 => nearest_rank(\@lat, 0.9),
+		p99 => nearest_rank(\@lat, 0.99),
+	};
+}
+
+# The snapshot intervals (start, end] of a run's window, as
+# chronicle.intervals() lists them (the same half-open windows), in us.
+sub run_intervals
+{
+	my ($label) = @_;
+	my @iv;
+	for my $l (split /\n/, $node->safe_psql('postgres', qq{
+		SELECT (extract(epoch FROM i.interval_start) * 1000000)::bigint,
+		       (extract(epoch FROM i.interval_end) * 1000000)::bigint,
+		       (extract(epoch FROM i.segment) * 1000000)::bigint
+		  FROM chronicle.run_window('$label') w, chronicle.intervals(w.run_from, w.run_to) i
+		 ORDER BY 2}))
+	{
+		my ($s, $e, $seg) = split /\|/, $l;
+		push @iv, { start => $s, end => $e, seg => $seg };
+	}
+	return \@iv;
+}
+
+# Per interval from the transactions: those ending in (start, end], over
+# the part of it between the first start and the last end of the run's
+# transactions ending in the same recording.
+sub ref_intervals
+{
+	my ($tx, $ivs, $segs) = @_;
+	my %span;
+	for my $t (@$tx)
+	{
+		my ($seg) = grep { $t->{end} >= $_->[0] && $t->{end} <= $_->[1] } @$segs;
+		next unless $seg;
+		my $s = $t->{end} - ($t->{lat} // 0);
+		my $sp = $span{ $seg->[0] } //= [ $s, $t->{end} ];
+		$sp->[0] = $s if $s < $sp->[0];
+		$sp->[1] = $t->{end} if $t->{end} > $sp->[1];
+	}
+	my @out;
+	for my $iv (@$ivs)
+	{
+		my @lat = sort { $a <=> $b }
+		  map { $_->{lat} } grep { $_->{ok} && $_->{end} > $iv->{start} && $_->{end} <= $iv->{end} } @$tx;
+		my $sp = $span{ $iv->{seg} };
+		my $cov = 0;
+		if ($sp)
+		{
+			my $lo = max($sp->[0], $iv->{start});
+			my $hi = min($sp->[1], $iv->{end});
+			$cov = ($hi - $lo) / 1e6 if $hi > $lo;
+		}
+		push @out, {
+			end => $iv->{end},
+			n => scalar(@lat),
+			active => $cov,
+			tps => !@lat ? 0 : $cov > 0 ? @lat / $cov : undef,
+			p50 => @lat ? nearest_rank(\@lat, 0.5) : undef,
+			p90 => @lat ? nearest_rank(\@lat, 0.9) : undef,
+			p99 => @lat ? nearest_rank(\@lat, 0.99) : undef,
+		};
+	}
+	return \@out;
+}
+
+# Per interval from an aggregate log: each aggregation interval in the
+# snapshot interval holding its end; the first of an unbroken sequence is
+# partial and left out of the rate.
+sub ref_agg_intervals
+{
+	my ($agg, $ivs, $secs) = @_;
+	my @out;
+	for my $iv (@$ivs)
+	{
+		my ($n, $n_rate, $cov, $sum) = (0, 0, 0, 0);
+		for my $r (values %$agg)
+		{
+			my $end = ($r->{start} + $secs) * 1_000_000;
+			next unless $end > $iv->{start} && $end <= $iv->{end};
+			$n += $r->{n};
+			$sum += $r->{sum};
+			if (exists $agg->{ $r->{start} - $secs })
+			{
+				$n_rate += $r->{n};
+				$cov += $secs;
+			}
+		}
+		push @out, {
+			end => $iv->{end},
+			n => $n,
+			active => $cov,
+			tps => $n == 0 ? 0 : $cov > 0 ? $n_rate / $cov : undef,
+			mean => $n ? $sum / $n : undef,
+		};
+	}
+	return \@out;
+}
+
+# --- comparisons -------------------------------------------------------------
+
+my ($checked, $worst) = (0, 0);
+
+sub close_to
+{
+	my ($got, $want, $rel) = @_;
+	return !defined $got && !defined $want if !defined $got || !defined $want;
+	my $d = abs($got - $want) / (abs($want) > 1e-12 ? abs($want) : 1);
+	$worst = $d if $d > $worst;
+	return $d <= $rel;
+}
+
+sub ms_is_us
+{
+	my ($ms, $us) = @_;
+	return !defined $ms && !defined $us if !defined $ms || !defined $us;
+	return sprintf('%.0f', $ms * 1000) == $us;
+}
+
+sub app_summary
+{
+	my ($label) = @_;
+	my @f = split /\|/, $node->safe_psql('postgres', qq{
+		SELECT transactions, seconds, tps, latency_mean_ms, latency_min_ms, latency_max_ms,
+		       latency_p50_ms, latency_p90_ms, latency_p99_ms, basis
+		  FROM chronicle.app_summary('$label')});
+	my %s;
+	@s{qw(n seconds tps mean min max p50 p90 p99 basis)} = map { $_ eq '' ? undef : $_ } @f;
+	return \%s;
+}
+
+sub check_summary
+{
+	my ($label, $ref) = @_;
+	my $s = app_summary($label);
+	is($s->{n}, $ref->{n}, "$label: app_summary transactions = the log's ($ref->{n})");
+	ok(close_to($s->{seconds}, $ref->{seconds}, 1e-9),
+		"$label: app_summary seconds = the log's first start .. last end ($s->{seconds} / $ref->{seconds})");
+	ok(close_to($s->{tps}, $ref->{tps}, 1e-9), "$label: app_summary tps = the log's ($s->{tps} / $ref->{tps})");
+	ok(close_to($s->{mean}, $ref->{mean} / 1000, 1e-9), "$label: latency mean = the log's");
+	ok( ms_is_us($s->{min}, $ref->{min}) && ms_is_us($s->{max}, $ref->{max}),
+		"$label: latency min and max = the log's");
+	ok( ms_is_us($s->{p50}, $ref->{p50}) && ms_is_us($s->{p90}, $ref->{p90})
+		  && ms_is_us($s->{p99}, $ref->{p99}),
+		"$label: p50/p90/p99 = the log's nearest ranks ($s->{p50}/$s->{p90}/$s->{p99} ms vs $ref->{p50}/$ref->{p90}/$ref->{p99} us)");
+	$checked += 8;
+	return $s;
+}
+
+# app_intervals() of a run against the reference, interval by interval, and
+# the timeline of the run's window against app_intervals().
+sub check_intervals
+{
+	my ($label, $ref, %opt) = @_;
+	my @rows = map { [ map { $_ eq '' ? undef : $_ } split /\|/ ] } split /\n/,
+	  $node->safe_psql('postgres', qq{
+		SELECT (extract(epoch FROM interval_end) * 1000000)::bigint, transactions, active_seconds, tps,
+		       latency_p50_ms, latency_p90_ms, latency_p99_ms, latency_mean_ms
+		  FROM chronicle.app_intervals('$label') ORDER BY interval_end});
+	is(scalar(@rows), scalar(@$ref),
+		"$label: app_intervals has the run window's intervals, as intervals() and the _deltas functions (" . scalar(@$ref) . ')');
+	my @bad;
+	for my $i (0 .. $#$ref)
+	{
+		my ($r, $g) = ($ref->[$i], $rows[$i]);
+		my $ok = defined $g && $g->[0] == $r->{end} && $g->[1] == $r->{n}
+		  && close_to($g->[2], $r->{active}, 1e-9) && close_to($g->[3], $r->{tps}, 1e-9);
+		if ($opt{agg})
+		{
+			$ok &&= !defined $g->[4] && close_to($g->[7], defined $r->{mean} ? $r->{mean} / 1000 : undef, 1e-9);
+		}
+		else
+		{
+			$ok &&= ms_is_us($g->[4], $r->{p50}) && ms_is_us($g->[5], $r->{p90}) && ms_is_us($g->[6], $r->{p99});
+		}
+		$checked += 6;
+		push @bad, sprintf('interval %d: got %s, want n=%s active=%s tps=%s p50/p90/p99=%s/%s/%s', $i,
+			join('/', map { $_ // 'NULL' } @{ $g // [] }),
+			map { $_ // 'NULL' } @$r{qw(n active tps p50 p90 p99)})
+		  unless $ok;
+	}
+	is(scalar(@bad), 0, "$label: every interval's transactions, active seconds, tps and percentiles = the log's")
+	  or diag(join("\n", @bad));
+	my $tl = $node->safe_psql('postgres', qq{
+		SELECT count(*), count(*) FILTER (WHERE t.tps IS NOT DISTINCT FROM a.tps
+		                                    AND t.latency_p50_ms IS NOT DISTINCT FROM a.latency_p50_ms
+		                                    AND t.latency_p99_ms IS NOT DISTINCT FROM a.latency_p99_ms)
+		  FROM chronicle.run_window('$label') w
+		  JOIN LATERAL chronicle.timeline(w.run_from, w.run_to, waits => false) t ON true
+		  JOIN chronicle.app_intervals('$label') a USING (interval_end)});
+	my ($n, $eq) = split /\|/, $tl;
+	ok($n > 0 && $n == $eq, "$label: the timeline's tps, p50 and p99 = app_intervals' ($eq of $n)");
+}
+
+# --- 1. a per-transaction log ------------------------------------------------
+
+$node->safe_psql('postgres', "SELECT chronicle.run_begin('tx')");
+my $pb_tx = pgbench('-c', '2', '-j', '2', '-T', '5', '-l', "--log-prefix=$dir/tx");
+next_snapshot();
+$node->safe_psql('postgres', "SELECT chronicle.run_end()");
+$node->safe_psql('postgres', "SELECT * FROM chronicle.load_pgbench_log('tx', '$dir/tx')");
+my $tx = read_tx_log(glob("$dir/tx.*"));
+my $segs = segments();
+my $s = check_summary('tx', ref_summary($tx, $segs));
+is($s->{n}, $pb_tx->{n}, "tx: transactions = pgbench's ($pb_tx->{n})");
+ok(abs($s->{tps} / $pb_tx->{tps} - 1) < 0.01, "tx: tps within 1 % of pgbench's ($s->{tps} / $pb_tx->{tps})");
+ok(abs($s->{mean} - $pb_tx->{latency_ms}) <= 0.0006,
+	"tx: latency mean = pgbench's latency average ($s->{mean} / $pb_tx->{latency_ms} ms)");
+check_intervals('tx', ref_intervals($tx, run_intervals('tx'), $segs));
+# run_summary's pgbench numbers are app_summary's
+my %rs = map { split /\|/ } split /\n/, $node->safe_psql('postgres',
+	"SELECT metric, value FROM chronicle.run_summary('tx') WHERE metric IN ('tps', 'latency_avg_ms', 'latency_p50_ms', 'latency_p99_ms')");
+ok( close_to($rs{tps}, $s->{tps}, 1e-12) && close_to($rs{latency_avg_ms}, $s->{mean}, 1e-12)
+	  && close_to($rs{latency_p50_ms}, $s->{p50}, 1e-12) && close_to($rs{latency_p99_ms}, $s->{p99}, 1e-12),
+	"tx: run_summary's tps, latency average, p50 and p99 = app_summary's");
+
+# --- 2. an aggregate log -----------------------------------------------------
+
+$node->safe_psql('postgres', "SELECT chronicle.run_begin('agg')");
+my $pb_agg = pgbench('-c', '2', '-j', '2', '-T', '5', '-l', '--aggregate-interval=1', "--log-prefix=$dir/agg");
+next_snapshot();
+$node->safe_psql('postgres', "SELECT chronicle.run_end()");
+$node->safe_psql('postgres', "SELECT * FROM chronicle.load_pgbench_log('agg', '$dir/agg')");
+my $agg = read_agg_log(glob("$dir/agg.*"));
+my @complete = grep { exists $agg->{ $_->{start} - 1 } } values %$agg;
+my $agg_n = sum(map { $_->{n} } values %$agg);
+my $agg_tps = sum(map { $_->{n} } @complete) / @complete;
+$s = app_summary('agg');
+is($s->{n}, $agg_n, "agg: app_summary transactions = the aggregate log's ($agg_n)");
+ok($s->{n} <= $pb_agg->{n}, "agg: no more than pgbench's ($pb_agg->{n}; pgbench never logs its last, partial interval)");
+ok(close_to($s->{tps}, $agg_tps, 1e-9), "agg: tps = the rate of the log's complete intervals ($s->{tps} / $agg_tps)");
+ok(abs($s->{tps} / $pb_agg->{tps} - 1) < 0.25, "agg: tps near pgbench's ($s->{tps} / $pb_agg->{tps})");
+ok(close_to($s->{mean}, sum(map { $_->{sum} } values %$agg) / $agg_n / 1000, 1e-9),
+	"agg: latency mean = the log's");
+ok( ms_is_us($s->{min}, min(grep { defined } map { $_->{min} } values %$agg))
+	  && ms_is_us($s->{max}, max(map { $_->{max} } values %$agg)),
+	'agg: latency min and max = the log\'s');
+ok(!defined $s->{p50} && !defined $s->{p99} && $s->{basis} eq 'aggregates',
+	'agg: no percentiles from an aggregate log, and it says so (basis aggregates)');
+$checked += 7;
+check_intervals('agg', ref_agg_intervals($agg, run_intervals('agg'), 1), agg => 1);
+
+# --- 3. a rate-limited run ---------------------------------------------------
+
+$node->safe_psql('postgres', "SELECT chronicle.run_begin('rate')");
+my $pb_rate = pgbench('-c', '1', '-R', '5', '-T', '6', '-l', "--log-prefix=$dir/rate");
+next_snapshot();
+$node->safe_psql('postgres', "SELECT chronicle.run_end()");
+$node->safe_psql('postgres', "SELECT * FROM chronicle.load_pgbench_log('rate', '$dir/rate')");
+my $rate = read_tx_log(glob("$dir/rate.*"));
+$segs = segments();
+$s = check_summary('rate', ref_summary($rate, $segs));
+is($s->{n}, $pb_rate->{n}, "rate: transactions = pgbench's ($pb_rate->{n})");
+# The log starts at the first scheduled transaction: pgbench's time also
+# holds the wait before it, which no log line records.
+ok($s->{seconds} <= $pb_rate->{seconds} + 0.005,
+	"rate: seconds within pgbench's ($s->{seconds} <= $pb_rate->{seconds})");
+ok(abs($s->{mean} - $pb_rate->{latency_ms}) <= 0.0006,
+	"rate: latency mean (from the scheduled start) = pgbench's ($s->{mean} / $pb_rate->{latency_ms} ms)");
+check_intervals('rate', ref_intervals($rate, run_intervals('rate'), $segs));
+
+# --- 4. two pgbench runs around a server restart -----------------------------
+
+$node->safe_psql('postgres', "SELECT chronicle.run_begin('restart')");
+my $pb_r1 = pgbench('-c', '2', '-j', '1', '-T', '4', '-l', "--log-prefix=$dir/r1");
+$node->restart;
+$node->poll_query_until('postgres', q{
+	SELECT count(*) >= 2 FROM chronicle.snapshot
+	 WHERE segment = (SELECT max(segment) FROM chronicle.snapshot) AND collector = 'worker'
+	   AND segment > (SELECT started FROM chronicle.run WHERE label = 'restart')})
+  or die 'no new recording after the restart';
+my $pb_r2 = pgbench('-c', '2', '-j', '1', '-T', '4', '-l', "--log-prefix=$dir/r2");
+next_snapshot();
+$node->safe_psql('postgres', "SELECT chronicle.run_end()");
+$node->safe_psql('postgres', "SELECT * FROM chronicle.load_pgbench_log('restart', '$dir/r1')");
+$node->safe_psql('postgres', "SELECT * FROM chronicle.load_pgbench_log('restart', '$dir/r2')");
+my $restart = read_tx_log(glob("$dir/r1.*"), glob("$dir/r2.*"));
+$segs = segments();
+cmp_ok(scalar(@$segs), '>=', 2, 'restart: two recordings');
+$s = check_summary('restart', ref_summary($restart, $segs));
+my $pb_secs = $pb_r1->{seconds} + $pb_r2->{seconds};
+my $pb_tps = ($pb_r1->{n} + $pb_r2->{n}) / $pb_secs;
+is($s->{n}, $pb_r1->{n} + $pb_r2->{n}, "restart: transactions = pgbench's two runs'");
+ok(abs($s->{seconds} / $pb_secs - 1) < 0.01,
+	"restart: seconds = pgbench's two runs', without the downtime ($s->{seconds} / $pb_secs)");
+ok(abs($s->{tps} / $pb_tps - 1) < 0.01, "restart: tps = pgbench's two runs' ($s->{tps} / $pb_tps)");
+check_intervals('restart', ref_intervals($restart, run_intervals('restart'), $segs));
+
+# --- 5. a run created from its log, starting mid-interval -------------------
+
+$node->safe_psql('postgres',
+	"SELECT * FROM chronicle.load_pgbench_log('tx_created', '$dir/tx', create_run => true)");
+check_summary('tx_created', ref_summary($tx, $segs));
+my $ref = ref_intervals($tx, run_intervals('tx_created'), $segs);
+my @got = split /\n/, $node->safe_psql('postgres',
+	"SELECT tps FROM chronicle.app_intervals('tx_created') ORDER BY interval_end");
+ok(@got >= 2 && close_to($got[0], $ref->[0]{tps}, 1e-9) && $ref->[0]{active} < 0.5,
+	"tx_created: the first, partial interval shows the rate over the part the run covers ($got[0] / $ref->[0]{tps}, $ref->[0]{active} s)");
+is( $node->safe_psql('postgres', q{
+		SELECT (SELECT count(*) FROM chronicle.app_intervals('tx_created'))
+		     = (SELECT count(*) FROM chronicle.run_window('tx_created') w, chronicle.wal_deltas(w.run_from, w.run_to))}),
+	't', 'tx_created: as many intervals as wal_deltas() of the run');
+
+note "figures: $checked values compared with the references, largest relative difference $worst";
+
+# --- 6. the recorder does not record itself ------------------------------------
+
+my $own = q{
+	(query LIKE 'INSERT INTO chronicle.%'
+	 OR query LIKE 'SELECT n.nspname::text, a.name::text FROM pg_catalog.pg_extension%'
+	 OR query LIKE 'SELECT s.userid::pg_catalog.oid%'
+	 OR query LIKE 'SELECT segment FROM chronicle.snapshot%')};
+is($node->safe_psql('postgres', "SELECT count(*) FROM pg_stat_statements WHERE $own"),
+	'0', "the collector's statements are not in pg_stat_statements");
+is( $node->safe_psql('postgres',
+		"SELECT count(*) FROM chronicle.statements_history h JOIN chronicle.statements_text t USING (dbid, queryid) WHERE $own"),
+	'0', "nor in the statements history");
+cmp_ok( $node->safe_psql('postgres', q{
+		SELECT count(DISTINCT h.queryid) FROM chronicle.statements_history h
+		  JOIN chronicle.statements_text t USING (dbid, queryid)
+		 WHERE t.query LIKE 'UPDATE pgbench_%'}),
+	'==', 3, 'the statements history has pgbench\'s statements');
+# chronicle.snapshot() from SQL: its statements are nested (tracked with
+# track = all only); it turns tracking off for them, and the setting back.
+is( $node->safe_psql('postgres', qq{
+		SET pg_stat_statements.track = 'all';
+		SELECT chronicle.snapshot() IS NOT NULL;
+		SELECT current_setting('pg_stat_statements.track')
+		       || ' ' || (SELECT count(*) FROM pg_stat_statements WHERE $own)
+		       || ' ' || (SELECT count(*) FROM pg_stat_statements WHERE query LIKE 'SELECT chronicle.snapshot()%')}),
+	"t\nall 0 1", 'chronicle.snapshot() under track = all: its own statements untracked, the call itself tracked');
+
+$node->stop;
+done_testing();
