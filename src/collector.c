@@ -525,6 +525,29 @@ latest_snapshot(TimestampTz *ts, TimestampTz *segment, bool *since_start)
 	return true;
 }
 
+/*
+ * Two snapshots never share a ts.  The worker and chronicle.snapshot() in
+ * other sessions may read the clock in the same microsecond, and none of
+ * them sees the others' rows before they commit (a unique violation then
+ * would fail one of them after it waited for the other's transaction):
+ * every ts handed out is later than the one before it, which costs a
+ * microsecond at most.
+ */
+static TimestampTz
+unique_ts(TimestampTz ts)
+{
+	ChronicleShared *s = chronicle_shared();
+
+	if (s == NULL)
+		return ts;
+	SpinLockAcquire(&s->mutex);
+	if (ts <= s->last_ts_given)
+		ts = s->last_ts_given + 1;
+	s->last_ts_given = ts;
+	SpinLockRelease(&s->mutex);
+	return ts;
+}
+
 static void
 insert_snapshot_row(TimestampTz ts, TimestampTz segment, bool keyframe,
 					ChronicleCollector by, double duration_ms, int64 rows,
@@ -819,6 +842,7 @@ chronicle_take_snapshot(ChronicleCollector by, TimestampTz segment,
 				segment = latest_segment;
 		}
 	}
+	ts = unique_ts(ts);
 	if (segment == 0)
 		segment = ts;
 	result.ts = ts;

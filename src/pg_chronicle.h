@@ -113,6 +113,7 @@ typedef struct ChronicleShared
 	char		worker_state[64];
 	bool		force_keyframe; /* a snapshot from SQL broke the worker's
 								 * chain */
+	TimestampTz last_ts_given;	/* the latest ts any snapshot took */
 	TimestampTz last_snapshot;
 	int64		snapshots;
 	int64		snapshot_errors;
