@@ -1221,9 +1221,10 @@ BEGIN
 		SELECT d.* FROM chronicle.wait_deltas(from_ts, to_ts, for_backend_type, changed_only => true) d
 		 WHERE d.samples > 0
 	), k AS (
-		-- classified once per key, not per interval
+		-- classified once per key, not per interval (OFFSET 0: not pushed
+		-- below the DISTINCT)
 		SELECT k.backend_type, k.state, k.wait_event_type, k.wait_event
-		  FROM (SELECT DISTINCT d.backend_type, d.state, d.wait_event_type, d.wait_event FROM d) k
+		  FROM (SELECT DISTINCT d.backend_type, d.state, d.wait_event_type, d.wait_event FROM d OFFSET 0) k
 		 WHERE include_idle
 		    OR chronicle._wait_activity(k.backend_type, k.state, k.wait_event_type, k.wait_event) IS NOT NULL
 	), w AS (
@@ -1321,8 +1322,10 @@ BEGIN
 		 WHERE timeline.detail AND d.samples > 0
 	),
 	wk AS (
-		-- database time, classified once per key
-		SELECT k.* FROM (SELECT DISTINCT d.backend_type, d.state, d.wait_event_type, d.wait_event FROM wd d) k
+		-- database time, classified once per key (OFFSET 0: not pushed below
+		-- the DISTINCT)
+		SELECT k.* FROM (SELECT DISTINCT d.backend_type, d.state, d.wait_event_type, d.wait_event
+		                   FROM wd d OFFSET 0) k
 		 WHERE chronicle._wait_activity(k.backend_type, k.state, k.wait_event_type, k.wait_event) = 'database'
 	),
 	wt AS (
@@ -1521,3 +1524,4 @@ BEGIN
 	 ORDER BY v.ord;
 END;
 $$;
+

@@ -118,9 +118,10 @@ BEGIN
 		SELECT d.* FROM chronicle.wait_deltas(from_ts, to_ts, for_backend_type, changed_only => true) d
 		 WHERE d.samples > 0
 	), k AS (
-		-- classified once per key, not per interval
+		-- classified once per key, not per interval (OFFSET 0: not pushed
+		-- below the DISTINCT)
 		SELECT k.backend_type, k.state, k.wait_event_type, k.wait_event
-		  FROM (SELECT DISTINCT d.backend_type, d.state, d.wait_event_type, d.wait_event FROM d) k
+		  FROM (SELECT DISTINCT d.backend_type, d.state, d.wait_event_type, d.wait_event FROM d OFFSET 0) k
 		 WHERE include_idle
 		    OR chronicle._wait_activity(k.backend_type, k.state, k.wait_event_type, k.wait_event) IS NOT NULL
 	), w AS (

@@ -101,8 +101,10 @@ BEGIN
 		 WHERE timeline.detail AND d.samples > 0
 	),
 	wk AS (
-		-- database time, classified once per key
-		SELECT k.* FROM (SELECT DISTINCT d.backend_type, d.state, d.wait_event_type, d.wait_event FROM wd d) k
+		-- database time, classified once per key (OFFSET 0: not pushed below
+		-- the DISTINCT)
+		SELECT k.* FROM (SELECT DISTINCT d.backend_type, d.state, d.wait_event_type, d.wait_event
+		                   FROM wd d OFFSET 0) k
 		 WHERE chronicle._wait_activity(k.backend_type, k.state, k.wait_event_type, k.wait_event) = 'database'
 	),
 	wt AS (
