@@ -201,6 +201,936 @@ ALTER FUNCTION chronicle.buffers_values(timestamptz, timestamptz) SECURITY DEFIN
 -- ---------------------------------------------------------------------------
 
 CREATE OR REPLACE FUNCTION chronicle._redact_setting(name text, value text)
+
+-- ----------------------------------------------------------------------
+-- Right numbers: waits (issue 12, defects 1, 6 and 8)
+--
+-- Keys born at zero (the wait sampler's, databases) count their first
+-- interval from zero: chronicle._deltas() gains born_at_zero, the wait and
+-- database functions pass it, their totals' shortcut (_<source>_ends)
+-- starts such a key at zero.  Database time: the sampler's active_* count
+-- sessions only (client backends, walsenders, autovacuum and parallel
+-- workers), not idle, main-loop or throttle waits; background processes at
+-- work go to the new background_active; chronicle._wait_activity() says
+-- the same of a recorded key for wait_profile(), wait_profile_series() and
+-- the timeline's top_waits; parallel workers have their own backend type.
+-- Totals keep NULL where the view shows NULL (untracked cells).
+ALTER TABLE chronicle.wait_sampler_history ADD COLUMN background_active bigint;
+COMMENT ON TABLE chronicle.wait_sampler_history IS
+	'Wait sampler ticks due and taken, samples dropped on overflow, samples of active sessions (database time) by wait class and of background processes at work (cumulative)';
+
+DROP FUNCTION chronicle._deltas(regclass, timestamptz, timestamptz, text[], text[], text, text[], text, text[], text, text[], text[], text[], boolean, text[], text[], text[]);
+CREATE FUNCTION chronicle._deltas(tbl regclass, from_ts timestamptz, to_ts timestamptz,
+	keys text[], vals text[], kinds text, attrs text[], reset_col text,
+	bytes_ops text[], bytes_unit text, per_op text[],
+	filter_cols text[], filter_vals text[], changed_only boolean,
+	group_by text[] DEFAULT NULL, exclude_cols text[] DEFAULT '{}', exclude_vals text[] DEFAULT '{}',
+	born_at_zero boolean DEFAULT false)
+RETURNS SETOF record
+LANGUAGE C STABLE
+SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'chronicle_deltas';
+
+REVOKE ALL ON FUNCTION chronicle._deltas(regclass, timestamptz, timestamptz, text[], text[], text, text[], text, text[], text, text[], text[], text[], boolean, text[], text[], text[], boolean) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION chronicle._check_name(caller text, kind text, value text)
+RETURNS void
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	valid text[];
+BEGIN
+	IF value IS NULL THEN
+		RETURN;
+	END IF;
+	valid := CASE kind
+		WHEN 'backend_type' THEN ARRAY['autovacuum launcher', 'autovacuum worker', 'background worker',
+			'background writer', 'checkpointer', 'client backend', 'io worker', 'slotsync worker',
+			'standalone backend', 'startup', 'walreceiver', 'walsender', 'walsummarizer', 'walwriter',
+			'archiver', 'logger', 'parallel worker']
+		WHEN 'object' THEN ARRAY['relation', 'temp relation', 'wal']
+		WHEN 'context' THEN ARRAY['bulkread', 'bulkwrite', 'init', 'normal', 'vacuum']
+		WHEN 'wait_event_type' THEN ARRAY['CPU', 'Activity', 'BufferPin', 'Client', 'Extension', 'InjectionPoint',
+			'IO', 'IPC', 'Lock', 'LWLock', 'Timeout']
+		WHEN 'state' THEN ARRAY['', 'active', 'idle', 'idle in transaction',
+			'idle in transaction (aborted)', 'fastpath function call', 'disabled']
+		ELSE NULL END;
+	IF valid IS NULL THEN
+		RAISE EXCEPTION 'chronicle._check_name: unknown kind %', kind;
+	END IF;
+	IF NOT value = ANY (valid) THEN
+		RAISE EXCEPTION '%: unknown % "%"', caller, kind, value
+			USING ERRCODE = 'invalid_parameter_value',
+			      HINT = format('Valid values: %s; NULL means all.', array_to_string(valid, ', '));
+	END IF;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION chronicle.io_totals(from_ts timestamptz, to_ts timestamptz, for_backend_type text DEFAULT NULL, for_object text DEFAULT NULL, for_context text DEFAULT NULL)
+RETURNS TABLE (window_start timestamptz, window_end timestamptz, seconds float8, intervals bigint, backend_type text, object text, context text, op_bytes bigint, resets bigint, reads numeric, reads_per_s float8, read_bytes numeric, read_bytes_per_s float8, read_time float8, read_time_per_s float8, writes numeric, writes_per_s float8, write_bytes numeric, write_bytes_per_s float8, write_time float8, write_time_per_s float8, writebacks numeric, writebacks_per_s float8, writeback_time float8, writeback_time_per_s float8, extends numeric, extends_per_s float8, extend_bytes numeric, extend_bytes_per_s float8, extend_time float8, extend_time_per_s float8, hits numeric, hits_per_s float8, evictions numeric, evictions_per_s float8, reuses numeric, reuses_per_s float8, fsyncs numeric, fsyncs_per_s float8, fsync_time float8, fsync_time_per_s float8, ms_per_read float8, ms_per_write float8, ms_per_writeback float8, ms_per_extend float8, ms_per_fsync float8)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+SET plan_cache_mode = force_custom_plan
+AS $fn$
+#variable_conflict use_column
+DECLARE
+	secs float8;
+	n bigint;
+	ws timestamptz;
+	we timestamptz;
+BEGIN
+	PERFORM chronicle._check_range($1, $2, 'chronicle.io_totals');
+	PERFORM chronicle._check_name('chronicle.io_totals', 'backend_type', $3);
+	PERFORM chronicle._check_name('chronicle.io_totals', 'object', $4);
+	PERFORM chronicle._check_name('chronicle.io_totals', 'context', $5);
+	SELECT * INTO secs, n, ws, we FROM chronicle._window($1, $2);
+	-- Without a reset in the window, the deltas of a key telescope: its
+	-- total is its last value minus its baseline in each segment, two
+	-- index probes per key instead of every row of the window.
+	RETURN QUERY
+	WITH e AS MATERIALIZED (
+		SELECT * FROM chronicle._io_ends($1, $2) e
+		 WHERE true
+		   AND ($3 IS NULL OR e.backend_type = $3)
+		   AND ($4 IS NULL OR e.object = $4)
+		   AND ($5 IS NULL OR e.context = $5)
+	)
+	SELECT ws, we, secs, n, e.backend_type, e.object, e.context,
+	       max(e.op_bytes),
+	       0::bigint,
+	       sum(e.l_reads - e.b_reads)::numeric,
+	       sum(e.l_reads - e.b_reads)::float8 / secs,
+	       sum(coalesce(e.l_read_bytes - e.b_read_bytes, (e.l_reads - e.b_reads) * e.op_bytes))::numeric,
+	       sum(coalesce(e.l_read_bytes - e.b_read_bytes, (e.l_reads - e.b_reads) * e.op_bytes))::float8 / secs,
+	       sum(e.l_read_time - e.b_read_time),
+	       sum(e.l_read_time - e.b_read_time)::float8 / secs,
+	       sum(e.l_writes - e.b_writes)::numeric,
+	       sum(e.l_writes - e.b_writes)::float8 / secs,
+	       sum(coalesce(e.l_write_bytes - e.b_write_bytes, (e.l_writes - e.b_writes) * e.op_bytes))::numeric,
+	       sum(coalesce(e.l_write_bytes - e.b_write_bytes, (e.l_writes - e.b_writes) * e.op_bytes))::float8 / secs,
+	       sum(e.l_write_time - e.b_write_time),
+	       sum(e.l_write_time - e.b_write_time)::float8 / secs,
+	       sum(e.l_writebacks - e.b_writebacks)::numeric,
+	       sum(e.l_writebacks - e.b_writebacks)::float8 / secs,
+	       sum(e.l_writeback_time - e.b_writeback_time),
+	       sum(e.l_writeback_time - e.b_writeback_time)::float8 / secs,
+	       sum(e.l_extends - e.b_extends)::numeric,
+	       sum(e.l_extends - e.b_extends)::float8 / secs,
+	       sum(coalesce(e.l_extend_bytes - e.b_extend_bytes, (e.l_extends - e.b_extends) * e.op_bytes))::numeric,
+	       sum(coalesce(e.l_extend_bytes - e.b_extend_bytes, (e.l_extends - e.b_extends) * e.op_bytes))::float8 / secs,
+	       sum(e.l_extend_time - e.b_extend_time),
+	       sum(e.l_extend_time - e.b_extend_time)::float8 / secs,
+	       sum(e.l_hits - e.b_hits)::numeric,
+	       sum(e.l_hits - e.b_hits)::float8 / secs,
+	       sum(e.l_evictions - e.b_evictions)::numeric,
+	       sum(e.l_evictions - e.b_evictions)::float8 / secs,
+	       sum(e.l_reuses - e.b_reuses)::numeric,
+	       sum(e.l_reuses - e.b_reuses)::float8 / secs,
+	       sum(e.l_fsyncs - e.b_fsyncs)::numeric,
+	       sum(e.l_fsyncs - e.b_fsyncs)::float8 / secs,
+	       sum(e.l_fsync_time - e.b_fsync_time),
+	       sum(e.l_fsync_time - e.b_fsync_time)::float8 / secs,
+	       sum(e.l_read_time - e.b_read_time)::float8 / nullif(sum(e.l_reads - e.b_reads), 0),
+	       sum(e.l_write_time - e.b_write_time)::float8 / nullif(sum(e.l_writes - e.b_writes), 0),
+	       sum(e.l_writeback_time - e.b_writeback_time)::float8 / nullif(sum(e.l_writebacks - e.b_writebacks), 0),
+	       sum(e.l_extend_time - e.b_extend_time)::float8 / nullif(sum(e.l_extends - e.b_extends), 0),
+	       sum(e.l_fsync_time - e.b_fsync_time)::float8 / nullif(sum(e.l_fsyncs - e.b_fsyncs), 0)
+	  FROM e
+	 WHERE NOT EXISTS (SELECT FROM e r WHERE r.reset)
+	 GROUP BY e.backend_type, e.object, e.context
+	 ORDER BY e.backend_type, e.object, e.context;
+	IF FOUND THEN
+		RETURN;
+	END IF;
+	RETURN QUERY
+	SELECT ws, we, secs, n, k.backend_type, k.object, k.context,
+	       coalesce(max(d.op_bytes), max(k.op_bytes)),
+	       count(*) FILTER (WHERE d.reset),
+	       coalesce(sum(d.reads), max(k.reads - k.reads))::numeric,
+	       coalesce(sum(d.reads), max(k.reads - k.reads))::float8 / secs,
+	       coalesce(sum(d.read_bytes), max(coalesce(k.read_bytes - k.read_bytes, (k.reads - k.reads) * k.op_bytes)))::numeric,
+	       coalesce(sum(d.read_bytes), max(coalesce(k.read_bytes - k.read_bytes, (k.reads - k.reads) * k.op_bytes)))::float8 / secs,
+	       coalesce(sum(d.read_time), max(k.read_time - k.read_time)),
+	       coalesce(sum(d.read_time), max(k.read_time - k.read_time))::float8 / secs,
+	       coalesce(sum(d.writes), max(k.writes - k.writes))::numeric,
+	       coalesce(sum(d.writes), max(k.writes - k.writes))::float8 / secs,
+	       coalesce(sum(d.write_bytes), max(coalesce(k.write_bytes - k.write_bytes, (k.writes - k.writes) * k.op_bytes)))::numeric,
+	       coalesce(sum(d.write_bytes), max(coalesce(k.write_bytes - k.write_bytes, (k.writes - k.writes) * k.op_bytes)))::float8 / secs,
+	       coalesce(sum(d.write_time), max(k.write_time - k.write_time)),
+	       coalesce(sum(d.write_time), max(k.write_time - k.write_time))::float8 / secs,
+	       coalesce(sum(d.writebacks), max(k.writebacks - k.writebacks))::numeric,
+	       coalesce(sum(d.writebacks), max(k.writebacks - k.writebacks))::float8 / secs,
+	       coalesce(sum(d.writeback_time), max(k.writeback_time - k.writeback_time)),
+	       coalesce(sum(d.writeback_time), max(k.writeback_time - k.writeback_time))::float8 / secs,
+	       coalesce(sum(d.extends), max(k.extends - k.extends))::numeric,
+	       coalesce(sum(d.extends), max(k.extends - k.extends))::float8 / secs,
+	       coalesce(sum(d.extend_bytes), max(coalesce(k.extend_bytes - k.extend_bytes, (k.extends - k.extends) * k.op_bytes)))::numeric,
+	       coalesce(sum(d.extend_bytes), max(coalesce(k.extend_bytes - k.extend_bytes, (k.extends - k.extends) * k.op_bytes)))::float8 / secs,
+	       coalesce(sum(d.extend_time), max(k.extend_time - k.extend_time)),
+	       coalesce(sum(d.extend_time), max(k.extend_time - k.extend_time))::float8 / secs,
+	       coalesce(sum(d.hits), max(k.hits - k.hits))::numeric,
+	       coalesce(sum(d.hits), max(k.hits - k.hits))::float8 / secs,
+	       coalesce(sum(d.evictions), max(k.evictions - k.evictions))::numeric,
+	       coalesce(sum(d.evictions), max(k.evictions - k.evictions))::float8 / secs,
+	       coalesce(sum(d.reuses), max(k.reuses - k.reuses))::numeric,
+	       coalesce(sum(d.reuses), max(k.reuses - k.reuses))::float8 / secs,
+	       coalesce(sum(d.fsyncs), max(k.fsyncs - k.fsyncs))::numeric,
+	       coalesce(sum(d.fsyncs), max(k.fsyncs - k.fsyncs))::float8 / secs,
+	       coalesce(sum(d.fsync_time), max(k.fsync_time - k.fsync_time)),
+	       coalesce(sum(d.fsync_time), max(k.fsync_time - k.fsync_time))::float8 / secs,
+	       sum(d.read_time)::float8 / nullif(sum(d.reads), 0),
+	       sum(d.write_time)::float8 / nullif(sum(d.writes), 0),
+	       sum(d.writeback_time)::float8 / nullif(sum(d.writebacks), 0),
+	       sum(d.extend_time)::float8 / nullif(sum(d.extends), 0),
+	       sum(d.fsync_time)::float8 / nullif(sum(d.fsyncs), 0)
+	  FROM (SELECT DISTINCT ON (kk.backend_type, kk.object, kk.context) kk.backend_type, kk.object, kk.context, kk.op_bytes, kk.reads, kk.read_bytes, kk.read_time, kk.writes, kk.write_bytes, kk.write_time, kk.writebacks, kk.writeback_time, kk.extends, kk.extend_bytes, kk.extend_time, kk.hits, kk.evictions, kk.reuses, kk.fsyncs, kk.fsync_time
+	          FROM chronicle._io_keys($1, $2) kk
+	         WHERE true
+	           AND ($3 IS NULL OR kk.backend_type = $3)
+	           AND ($4 IS NULL OR kk.object = $4)
+	           AND ($5 IS NULL OR kk.context = $5)
+	         ORDER BY kk.backend_type, kk.object, kk.context, kk.first_ts DESC) k
+	  LEFT JOIN chronicle.io_deltas($1, $2, $3, $4, $5, changed_only => true) d
+	    ON d.backend_type = k.backend_type AND d.object = k.object AND d.context = k.context
+	 GROUP BY k.backend_type, k.object, k.context
+	 ORDER BY k.backend_type, k.object, k.context;
+END;
+$fn$;
+
+CREATE OR REPLACE FUNCTION chronicle._database_sums(from_ts timestamptz, to_ts timestamptz, for_datname text DEFAULT NULL)
+RETURNS TABLE (interval_start timestamptz, interval_end timestamptz, seconds float8, reset boolean, xact_commit bigint, xact_commit_per_s float8, xact_rollback bigint, xact_rollback_per_s float8, blks_read bigint, blks_read_per_s float8, blks_hit bigint, blks_hit_per_s float8, tup_returned bigint, tup_returned_per_s float8, tup_fetched bigint, tup_fetched_per_s float8, tup_inserted bigint, tup_inserted_per_s float8, tup_updated bigint, tup_updated_per_s float8, tup_deleted bigint, tup_deleted_per_s float8, conflicts bigint, conflicts_per_s float8, temp_files bigint, temp_files_per_s float8, temp_bytes bigint, temp_bytes_per_s float8, deadlocks bigint, deadlocks_per_s float8, checksum_failures bigint, checksum_failures_per_s float8, blk_read_time float8, blk_read_time_per_s float8, blk_write_time float8, blk_write_time_per_s float8, session_time float8, session_time_per_s float8, active_time float8, active_time_per_s float8, idle_in_transaction_time float8, idle_in_transaction_time_per_s float8, sessions bigint, sessions_per_s float8, sessions_abandoned bigint, sessions_abandoned_per_s float8, sessions_fatal bigint, sessions_fatal_per_s float8, sessions_killed bigint, sessions_killed_per_s float8, parallel_workers_to_launch bigint, parallel_workers_to_launch_per_s float8, parallel_workers_launched bigint, parallel_workers_launched_per_s float8, ms_per_blk_read float8)
+LANGUAGE plpgsql STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET plan_cache_mode = force_custom_plan
+SET work_mem = '256MB'
+AS $fn$
+#variable_conflict use_column
+BEGIN
+	RETURN QUERY
+	SELECT * FROM chronicle._deltas('chronicle.database_history'::regclass, $1, $2,
+		keys => ARRAY['datid']::text[],
+		vals => ARRAY['xact_commit', 'xact_rollback', 'blks_read', 'blks_hit', 'tup_returned', 'tup_fetched', 'tup_inserted', 'tup_updated', 'tup_deleted', 'conflicts', 'temp_files', 'temp_bytes', 'deadlocks', 'checksum_failures', 'blk_read_time', 'blk_write_time', 'session_time', 'active_time', 'idle_in_transaction_time', 'sessions', 'sessions_abandoned', 'sessions_fatal', 'sessions_killed', 'parallel_workers_to_launch', 'parallel_workers_launched']::text[],
+		kinds => 'cccccccccccccctttttcccccc',
+		attrs => ARRAY['datname']::text[],
+		reset_col => 'stats_reset',
+		bytes_ops => ARRAY[NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL]::text[],
+		bytes_unit => NULL,
+		per_op => ARRAY['blk_read_time', 'blks_read']::text[],
+		filter_cols => ARRAY['datname']::text[],
+		filter_vals => ARRAY[$3]::text[],
+		changed_only => true, group_by => ARRAY[]::text[],
+		born_at_zero => true)
+	  AS d(interval_start timestamptz, interval_end timestamptz, seconds float8, reset boolean, xact_commit bigint, xact_commit_per_s float8, xact_rollback bigint, xact_rollback_per_s float8, blks_read bigint, blks_read_per_s float8, blks_hit bigint, blks_hit_per_s float8, tup_returned bigint, tup_returned_per_s float8, tup_fetched bigint, tup_fetched_per_s float8, tup_inserted bigint, tup_inserted_per_s float8, tup_updated bigint, tup_updated_per_s float8, tup_deleted bigint, tup_deleted_per_s float8, conflicts bigint, conflicts_per_s float8, temp_files bigint, temp_files_per_s float8, temp_bytes bigint, temp_bytes_per_s float8, deadlocks bigint, deadlocks_per_s float8, checksum_failures bigint, checksum_failures_per_s float8, blk_read_time float8, blk_read_time_per_s float8, blk_write_time float8, blk_write_time_per_s float8, session_time float8, session_time_per_s float8, active_time float8, active_time_per_s float8, idle_in_transaction_time float8, idle_in_transaction_time_per_s float8, sessions bigint, sessions_per_s float8, sessions_abandoned bigint, sessions_abandoned_per_s float8, sessions_fatal bigint, sessions_fatal_per_s float8, sessions_killed bigint, sessions_killed_per_s float8, parallel_workers_to_launch bigint, parallel_workers_to_launch_per_s float8, parallel_workers_launched bigint, parallel_workers_launched_per_s float8, ms_per_blk_read float8);
+END;
+$fn$;
+
+CREATE OR REPLACE FUNCTION chronicle.database_deltas(from_ts timestamptz, to_ts timestamptz, for_datname text DEFAULT NULL, changed_only boolean DEFAULT false)
+RETURNS TABLE (interval_start timestamptz, interval_end timestamptz, seconds float8, datid oid, datname text, reset boolean, xact_commit bigint, xact_commit_per_s float8, xact_rollback bigint, xact_rollback_per_s float8, blks_read bigint, blks_read_per_s float8, blks_hit bigint, blks_hit_per_s float8, tup_returned bigint, tup_returned_per_s float8, tup_fetched bigint, tup_fetched_per_s float8, tup_inserted bigint, tup_inserted_per_s float8, tup_updated bigint, tup_updated_per_s float8, tup_deleted bigint, tup_deleted_per_s float8, conflicts bigint, conflicts_per_s float8, temp_files bigint, temp_files_per_s float8, temp_bytes bigint, temp_bytes_per_s float8, deadlocks bigint, deadlocks_per_s float8, checksum_failures bigint, checksum_failures_per_s float8, blk_read_time float8, blk_read_time_per_s float8, blk_write_time float8, blk_write_time_per_s float8, session_time float8, session_time_per_s float8, active_time float8, active_time_per_s float8, idle_in_transaction_time float8, idle_in_transaction_time_per_s float8, sessions bigint, sessions_per_s float8, sessions_abandoned bigint, sessions_abandoned_per_s float8, sessions_fatal bigint, sessions_fatal_per_s float8, sessions_killed bigint, sessions_killed_per_s float8, parallel_workers_to_launch bigint, parallel_workers_to_launch_per_s float8, parallel_workers_launched bigint, parallel_workers_launched_per_s float8, ms_per_blk_read float8)
+LANGUAGE plpgsql STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET plan_cache_mode = force_custom_plan
+SET work_mem = '256MB'
+AS $fn$
+#variable_conflict use_column
+BEGIN
+	PERFORM chronicle._check_range($1, $2, 'chronicle.database_deltas');
+	PERFORM chronicle._check_datname('chronicle.database_deltas', $3);
+	RETURN QUERY
+	SELECT * FROM chronicle._deltas('chronicle.database_history'::regclass, $1, $2,
+		keys => ARRAY['datid']::text[],
+		vals => ARRAY['xact_commit', 'xact_rollback', 'blks_read', 'blks_hit', 'tup_returned', 'tup_fetched', 'tup_inserted', 'tup_updated', 'tup_deleted', 'conflicts', 'temp_files', 'temp_bytes', 'deadlocks', 'checksum_failures', 'blk_read_time', 'blk_write_time', 'session_time', 'active_time', 'idle_in_transaction_time', 'sessions', 'sessions_abandoned', 'sessions_fatal', 'sessions_killed', 'parallel_workers_to_launch', 'parallel_workers_launched']::text[],
+		kinds => 'cccccccccccccctttttcccccc',
+		attrs => ARRAY['datname']::text[],
+		reset_col => 'stats_reset',
+		bytes_ops => ARRAY[NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL]::text[],
+		bytes_unit => NULL,
+		per_op => ARRAY['blk_read_time', 'blks_read']::text[],
+		filter_cols => ARRAY['datname']::text[],
+		filter_vals => ARRAY[$3]::text[],
+		changed_only => $4,
+		born_at_zero => true)
+	  AS d(interval_start timestamptz, interval_end timestamptz, seconds float8, datid oid, datname text, reset boolean, xact_commit bigint, xact_commit_per_s float8, xact_rollback bigint, xact_rollback_per_s float8, blks_read bigint, blks_read_per_s float8, blks_hit bigint, blks_hit_per_s float8, tup_returned bigint, tup_returned_per_s float8, tup_fetched bigint, tup_fetched_per_s float8, tup_inserted bigint, tup_inserted_per_s float8, tup_updated bigint, tup_updated_per_s float8, tup_deleted bigint, tup_deleted_per_s float8, conflicts bigint, conflicts_per_s float8, temp_files bigint, temp_files_per_s float8, temp_bytes bigint, temp_bytes_per_s float8, deadlocks bigint, deadlocks_per_s float8, checksum_failures bigint, checksum_failures_per_s float8, blk_read_time float8, blk_read_time_per_s float8, blk_write_time float8, blk_write_time_per_s float8, session_time float8, session_time_per_s float8, active_time float8, active_time_per_s float8, idle_in_transaction_time float8, idle_in_transaction_time_per_s float8, sessions bigint, sessions_per_s float8, sessions_abandoned bigint, sessions_abandoned_per_s float8, sessions_fatal bigint, sessions_fatal_per_s float8, sessions_killed bigint, sessions_killed_per_s float8, parallel_workers_to_launch bigint, parallel_workers_to_launch_per_s float8, parallel_workers_launched bigint, parallel_workers_launched_per_s float8, ms_per_blk_read float8);
+END;
+$fn$;
+
+CREATE OR REPLACE FUNCTION chronicle._database_ends(from_ts timestamptz, to_ts timestamptz)
+RETURNS TABLE (datid oid, datname text, segment timestamptz, reset boolean, b_xact_commit bigint, l_xact_commit bigint, b_xact_rollback bigint, l_xact_rollback bigint, b_blks_read bigint, l_blks_read bigint, b_blks_hit bigint, l_blks_hit bigint, b_tup_returned bigint, l_tup_returned bigint, b_tup_fetched bigint, l_tup_fetched bigint, b_tup_inserted bigint, l_tup_inserted bigint, b_tup_updated bigint, l_tup_updated bigint, b_tup_deleted bigint, l_tup_deleted bigint, b_conflicts bigint, l_conflicts bigint, b_temp_files bigint, l_temp_files bigint, b_temp_bytes bigint, l_temp_bytes bigint, b_deadlocks bigint, l_deadlocks bigint, b_checksum_failures bigint, l_checksum_failures bigint, b_blk_read_time float8, l_blk_read_time float8, b_blk_write_time float8, l_blk_write_time float8, b_session_time float8, l_session_time float8, b_active_time float8, l_active_time float8, b_idle_in_transaction_time float8, l_idle_in_transaction_time float8, b_sessions bigint, l_sessions bigint, b_sessions_abandoned bigint, l_sessions_abandoned bigint, b_sessions_fatal bigint, l_sessions_fatal bigint, b_sessions_killed bigint, l_sessions_killed bigint, b_parallel_workers_to_launch bigint, l_parallel_workers_to_launch bigint, b_parallel_workers_launched bigint, l_parallel_workers_launched bigint)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+SET plan_cache_mode = force_custom_plan
+AS $fn$
+#variable_conflict use_column
+BEGIN
+	RETURN QUERY
+	WITH sg AS (
+		SELECT i.segment, min(i.interval_start) AS first_start, max(i.interval_end) AS last_end
+		  FROM chronicle.intervals($1, $2) i GROUP BY i.segment
+	), sgk AS (
+		-- the first keyframe of the segment that recorded the table
+		SELECT g.*, (SELECT sn.ts FROM chronicle.snapshot sn
+		                 WHERE sn.segment = g.segment AND sn.ts >= g.segment AND sn.ts <= $2
+		                   AND sn.keyframe
+		                   AND EXISTS (SELECT FROM chronicle.database_history x WHERE x.ts = sn.ts)
+		                 ORDER BY sn.ts LIMIT 1) AS born_after
+		  FROM sg g
+	)
+	SELECT k.datid, l.datname, sg.segment,
+	       (b.stats_reset IS DISTINCT FROM l.stats_reset
+	        OR coalesce(l.xact_commit < b.xact_commit, false)
+	        OR coalesce(l.xact_rollback < b.xact_rollback, false)
+	        OR coalesce(l.blks_read < b.blks_read, false)
+	        OR coalesce(l.blks_hit < b.blks_hit, false)
+	        OR coalesce(l.tup_returned < b.tup_returned, false)
+	        OR coalesce(l.tup_fetched < b.tup_fetched, false)
+	        OR coalesce(l.tup_inserted < b.tup_inserted, false)
+	        OR coalesce(l.tup_updated < b.tup_updated, false)
+	        OR coalesce(l.tup_deleted < b.tup_deleted, false)
+	        OR coalesce(l.conflicts < b.conflicts, false)
+	        OR coalesce(l.temp_files < b.temp_files, false)
+	        OR coalesce(l.temp_bytes < b.temp_bytes, false)
+	        OR coalesce(l.deadlocks < b.deadlocks, false)
+	        OR coalesce(l.checksum_failures < b.checksum_failures, false)
+	        OR coalesce(l.blk_read_time < b.blk_read_time, false)
+	        OR coalesce(l.blk_write_time < b.blk_write_time, false)
+	        OR coalesce(l.session_time < b.session_time, false)
+	        OR coalesce(l.active_time < b.active_time, false)
+	        OR coalesce(l.idle_in_transaction_time < b.idle_in_transaction_time, false)
+	        OR coalesce(l.sessions < b.sessions, false)
+	        OR coalesce(l.sessions_abandoned < b.sessions_abandoned, false)
+	        OR coalesce(l.sessions_fatal < b.sessions_fatal, false)
+	        OR coalesce(l.sessions_killed < b.sessions_killed, false)
+	        OR coalesce(l.parallel_workers_to_launch < b.parallel_workers_to_launch, false)
+	        OR coalesce(l.parallel_workers_launched < b.parallel_workers_launched, false)),
+	       CASE WHEN b.born AND b.xact_commit IS NOT NULL THEN 0 ELSE b.xact_commit END, l.xact_commit,
+	       CASE WHEN b.born AND b.xact_rollback IS NOT NULL THEN 0 ELSE b.xact_rollback END, l.xact_rollback,
+	       CASE WHEN b.born AND b.blks_read IS NOT NULL THEN 0 ELSE b.blks_read END, l.blks_read,
+	       CASE WHEN b.born AND b.blks_hit IS NOT NULL THEN 0 ELSE b.blks_hit END, l.blks_hit,
+	       CASE WHEN b.born AND b.tup_returned IS NOT NULL THEN 0 ELSE b.tup_returned END, l.tup_returned,
+	       CASE WHEN b.born AND b.tup_fetched IS NOT NULL THEN 0 ELSE b.tup_fetched END, l.tup_fetched,
+	       CASE WHEN b.born AND b.tup_inserted IS NOT NULL THEN 0 ELSE b.tup_inserted END, l.tup_inserted,
+	       CASE WHEN b.born AND b.tup_updated IS NOT NULL THEN 0 ELSE b.tup_updated END, l.tup_updated,
+	       CASE WHEN b.born AND b.tup_deleted IS NOT NULL THEN 0 ELSE b.tup_deleted END, l.tup_deleted,
+	       CASE WHEN b.born AND b.conflicts IS NOT NULL THEN 0 ELSE b.conflicts END, l.conflicts,
+	       CASE WHEN b.born AND b.temp_files IS NOT NULL THEN 0 ELSE b.temp_files END, l.temp_files,
+	       CASE WHEN b.born AND b.temp_bytes IS NOT NULL THEN 0 ELSE b.temp_bytes END, l.temp_bytes,
+	       CASE WHEN b.born AND b.deadlocks IS NOT NULL THEN 0 ELSE b.deadlocks END, l.deadlocks,
+	       CASE WHEN b.born AND b.checksum_failures IS NOT NULL THEN 0 ELSE b.checksum_failures END, l.checksum_failures,
+	       CASE WHEN b.born AND b.blk_read_time IS NOT NULL THEN 0 ELSE b.blk_read_time END, l.blk_read_time,
+	       CASE WHEN b.born AND b.blk_write_time IS NOT NULL THEN 0 ELSE b.blk_write_time END, l.blk_write_time,
+	       CASE WHEN b.born AND b.session_time IS NOT NULL THEN 0 ELSE b.session_time END, l.session_time,
+	       CASE WHEN b.born AND b.active_time IS NOT NULL THEN 0 ELSE b.active_time END, l.active_time,
+	       CASE WHEN b.born AND b.idle_in_transaction_time IS NOT NULL THEN 0 ELSE b.idle_in_transaction_time END, l.idle_in_transaction_time,
+	       CASE WHEN b.born AND b.sessions IS NOT NULL THEN 0 ELSE b.sessions END, l.sessions,
+	       CASE WHEN b.born AND b.sessions_abandoned IS NOT NULL THEN 0 ELSE b.sessions_abandoned END, l.sessions_abandoned,
+	       CASE WHEN b.born AND b.sessions_fatal IS NOT NULL THEN 0 ELSE b.sessions_fatal END, l.sessions_fatal,
+	       CASE WHEN b.born AND b.sessions_killed IS NOT NULL THEN 0 ELSE b.sessions_killed END, l.sessions_killed,
+	       CASE WHEN b.born AND b.parallel_workers_to_launch IS NOT NULL THEN 0 ELSE b.parallel_workers_to_launch END, l.parallel_workers_to_launch,
+	       CASE WHEN b.born AND b.parallel_workers_launched IS NOT NULL THEN 0 ELSE b.parallel_workers_launched END, l.parallel_workers_launched
+	  FROM (SELECT DISTINCT kk.datid FROM chronicle._database_keys($1, $2) kk) k
+	 CROSS JOIN sgk sg
+	 CROSS JOIN LATERAL (
+		SELECT h.* FROM chronicle.database_history h
+		 WHERE h.datid = k.datid AND h.ts >= sg.segment AND h.ts <= sg.last_end
+		 ORDER BY h.ts DESC LIMIT 1) l
+	 CROSS JOIN LATERAL (
+		SELECT x.* FROM (
+			(SELECT h.*, false AS born FROM chronicle.database_history h
+			  WHERE h.datid = k.datid AND h.ts >= sg.segment AND h.ts <= sg.first_start
+			  ORDER BY h.ts DESC LIMIT 1)
+			UNION ALL
+			-- else the first row in the window: born if after that keyframe
+			(SELECT h.*, coalesce(h.ts > sg.born_after, false) FROM chronicle.database_history h
+			  WHERE h.datid = k.datid AND h.ts > sg.first_start AND h.ts <= sg.last_end
+			  ORDER BY h.ts LIMIT 1)) x
+		 ORDER BY x.ts ASC LIMIT 1) b;
+END;
+$fn$;
+
+CREATE OR REPLACE FUNCTION chronicle.database_totals(from_ts timestamptz, to_ts timestamptz, for_datname text DEFAULT NULL)
+RETURNS TABLE (window_start timestamptz, window_end timestamptz, seconds float8, intervals bigint, datid oid, datname text, resets bigint, xact_commit numeric, xact_commit_per_s float8, xact_rollback numeric, xact_rollback_per_s float8, blks_read numeric, blks_read_per_s float8, blks_hit numeric, blks_hit_per_s float8, tup_returned numeric, tup_returned_per_s float8, tup_fetched numeric, tup_fetched_per_s float8, tup_inserted numeric, tup_inserted_per_s float8, tup_updated numeric, tup_updated_per_s float8, tup_deleted numeric, tup_deleted_per_s float8, conflicts numeric, conflicts_per_s float8, temp_files numeric, temp_files_per_s float8, temp_bytes numeric, temp_bytes_per_s float8, deadlocks numeric, deadlocks_per_s float8, checksum_failures numeric, checksum_failures_per_s float8, blk_read_time float8, blk_read_time_per_s float8, blk_write_time float8, blk_write_time_per_s float8, session_time float8, session_time_per_s float8, active_time float8, active_time_per_s float8, idle_in_transaction_time float8, idle_in_transaction_time_per_s float8, sessions numeric, sessions_per_s float8, sessions_abandoned numeric, sessions_abandoned_per_s float8, sessions_fatal numeric, sessions_fatal_per_s float8, sessions_killed numeric, sessions_killed_per_s float8, parallel_workers_to_launch numeric, parallel_workers_to_launch_per_s float8, parallel_workers_launched numeric, parallel_workers_launched_per_s float8, ms_per_blk_read float8)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+SET plan_cache_mode = force_custom_plan
+AS $fn$
+#variable_conflict use_column
+DECLARE
+	secs float8;
+	n bigint;
+	ws timestamptz;
+	we timestamptz;
+BEGIN
+	PERFORM chronicle._check_range($1, $2, 'chronicle.database_totals');
+	PERFORM chronicle._check_datname('chronicle.database_totals', $3);
+	SELECT * INTO secs, n, ws, we FROM chronicle._window($1, $2);
+	-- Without a reset in the window, the deltas of a key telescope: its
+	-- total is its last value minus its baseline in each segment, two
+	-- index probes per key instead of every row of the window.
+	RETURN QUERY
+	WITH e AS MATERIALIZED (
+		SELECT * FROM chronicle._database_ends($1, $2) e
+		 WHERE true
+		   AND ($3 IS NULL OR e.datname = $3)
+	)
+	SELECT ws, we, secs, n, e.datid,
+	       max(e.datname),
+	       0::bigint,
+	       sum(e.l_xact_commit - e.b_xact_commit)::numeric,
+	       sum(e.l_xact_commit - e.b_xact_commit)::float8 / secs,
+	       sum(e.l_xact_rollback - e.b_xact_rollback)::numeric,
+	       sum(e.l_xact_rollback - e.b_xact_rollback)::float8 / secs,
+	       sum(e.l_blks_read - e.b_blks_read)::numeric,
+	       sum(e.l_blks_read - e.b_blks_read)::float8 / secs,
+	       sum(e.l_blks_hit - e.b_blks_hit)::numeric,
+	       sum(e.l_blks_hit - e.b_blks_hit)::float8 / secs,
+	       sum(e.l_tup_returned - e.b_tup_returned)::numeric,
+	       sum(e.l_tup_returned - e.b_tup_returned)::float8 / secs,
+	       sum(e.l_tup_fetched - e.b_tup_fetched)::numeric,
+	       sum(e.l_tup_fetched - e.b_tup_fetched)::float8 / secs,
+	       sum(e.l_tup_inserted - e.b_tup_inserted)::numeric,
+	       sum(e.l_tup_inserted - e.b_tup_inserted)::float8 / secs,
+	       sum(e.l_tup_updated - e.b_tup_updated)::numeric,
+	       sum(e.l_tup_updated - e.b_tup_updated)::float8 / secs,
+	       sum(e.l_tup_deleted - e.b_tup_deleted)::numeric,
+	       sum(e.l_tup_deleted - e.b_tup_deleted)::float8 / secs,
+	       sum(e.l_conflicts - e.b_conflicts)::numeric,
+	       sum(e.l_conflicts - e.b_conflicts)::float8 / secs,
+	       sum(e.l_temp_files - e.b_temp_files)::numeric,
+	       sum(e.l_temp_files - e.b_temp_files)::float8 / secs,
+	       sum(e.l_temp_bytes - e.b_temp_bytes)::numeric,
+	       sum(e.l_temp_bytes - e.b_temp_bytes)::float8 / secs,
+	       sum(e.l_deadlocks - e.b_deadlocks)::numeric,
+	       sum(e.l_deadlocks - e.b_deadlocks)::float8 / secs,
+	       sum(e.l_checksum_failures - e.b_checksum_failures)::numeric,
+	       sum(e.l_checksum_failures - e.b_checksum_failures)::float8 / secs,
+	       sum(e.l_blk_read_time - e.b_blk_read_time),
+	       sum(e.l_blk_read_time - e.b_blk_read_time)::float8 / secs,
+	       sum(e.l_blk_write_time - e.b_blk_write_time),
+	       sum(e.l_blk_write_time - e.b_blk_write_time)::float8 / secs,
+	       sum(e.l_session_time - e.b_session_time),
+	       sum(e.l_session_time - e.b_session_time)::float8 / secs,
+	       sum(e.l_active_time - e.b_active_time),
+	       sum(e.l_active_time - e.b_active_time)::float8 / secs,
+	       sum(e.l_idle_in_transaction_time - e.b_idle_in_transaction_time),
+	       sum(e.l_idle_in_transaction_time - e.b_idle_in_transaction_time)::float8 / secs,
+	       sum(e.l_sessions - e.b_sessions)::numeric,
+	       sum(e.l_sessions - e.b_sessions)::float8 / secs,
+	       sum(e.l_sessions_abandoned - e.b_sessions_abandoned)::numeric,
+	       sum(e.l_sessions_abandoned - e.b_sessions_abandoned)::float8 / secs,
+	       sum(e.l_sessions_fatal - e.b_sessions_fatal)::numeric,
+	       sum(e.l_sessions_fatal - e.b_sessions_fatal)::float8 / secs,
+	       sum(e.l_sessions_killed - e.b_sessions_killed)::numeric,
+	       sum(e.l_sessions_killed - e.b_sessions_killed)::float8 / secs,
+	       sum(e.l_parallel_workers_to_launch - e.b_parallel_workers_to_launch)::numeric,
+	       sum(e.l_parallel_workers_to_launch - e.b_parallel_workers_to_launch)::float8 / secs,
+	       sum(e.l_parallel_workers_launched - e.b_parallel_workers_launched)::numeric,
+	       sum(e.l_parallel_workers_launched - e.b_parallel_workers_launched)::float8 / secs,
+	       sum(e.l_blk_read_time - e.b_blk_read_time)::float8 / nullif(sum(e.l_blks_read - e.b_blks_read), 0)
+	  FROM e
+	 WHERE NOT EXISTS (SELECT FROM e r WHERE r.reset)
+	 GROUP BY e.datid
+	 ORDER BY e.datid;
+	IF FOUND THEN
+		RETURN;
+	END IF;
+	RETURN QUERY
+	SELECT ws, we, secs, n, k.datid,
+	       coalesce(max(d.datname), max(k.datname)),
+	       count(*) FILTER (WHERE d.reset),
+	       coalesce(sum(d.xact_commit), max(k.xact_commit - k.xact_commit))::numeric,
+	       coalesce(sum(d.xact_commit), max(k.xact_commit - k.xact_commit))::float8 / secs,
+	       coalesce(sum(d.xact_rollback), max(k.xact_rollback - k.xact_rollback))::numeric,
+	       coalesce(sum(d.xact_rollback), max(k.xact_rollback - k.xact_rollback))::float8 / secs,
+	       coalesce(sum(d.blks_read), max(k.blks_read - k.blks_read))::numeric,
+	       coalesce(sum(d.blks_read), max(k.blks_read - k.blks_read))::float8 / secs,
+	       coalesce(sum(d.blks_hit), max(k.blks_hit - k.blks_hit))::numeric,
+	       coalesce(sum(d.blks_hit), max(k.blks_hit - k.blks_hit))::float8 / secs,
+	       coalesce(sum(d.tup_returned), max(k.tup_returned - k.tup_returned))::numeric,
+	       coalesce(sum(d.tup_returned), max(k.tup_returned - k.tup_returned))::float8 / secs,
+	       coalesce(sum(d.tup_fetched), max(k.tup_fetched - k.tup_fetched))::numeric,
+	       coalesce(sum(d.tup_fetched), max(k.tup_fetched - k.tup_fetched))::float8 / secs,
+	       coalesce(sum(d.tup_inserted), max(k.tup_inserted - k.tup_inserted))::numeric,
+	       coalesce(sum(d.tup_inserted), max(k.tup_inserted - k.tup_inserted))::float8 / secs,
+	       coalesce(sum(d.tup_updated), max(k.tup_updated - k.tup_updated))::numeric,
+	       coalesce(sum(d.tup_updated), max(k.tup_updated - k.tup_updated))::float8 / secs,
+	       coalesce(sum(d.tup_deleted), max(k.tup_deleted - k.tup_deleted))::numeric,
+	       coalesce(sum(d.tup_deleted), max(k.tup_deleted - k.tup_deleted))::float8 / secs,
+	       coalesce(sum(d.conflicts), max(k.conflicts - k.conflicts))::numeric,
+	       coalesce(sum(d.conflicts), max(k.conflicts - k.conflicts))::float8 / secs,
+	       coalesce(sum(d.temp_files), max(k.temp_files - k.temp_files))::numeric,
+	       coalesce(sum(d.temp_files), max(k.temp_files - k.temp_files))::float8 / secs,
+	       coalesce(sum(d.temp_bytes), max(k.temp_bytes - k.temp_bytes))::numeric,
+	       coalesce(sum(d.temp_bytes), max(k.temp_bytes - k.temp_bytes))::float8 / secs,
+	       coalesce(sum(d.deadlocks), max(k.deadlocks - k.deadlocks))::numeric,
+	       coalesce(sum(d.deadlocks), max(k.deadlocks - k.deadlocks))::float8 / secs,
+	       coalesce(sum(d.checksum_failures), max(k.checksum_failures - k.checksum_failures))::numeric,
+	       coalesce(sum(d.checksum_failures), max(k.checksum_failures - k.checksum_failures))::float8 / secs,
+	       coalesce(sum(d.blk_read_time), max(k.blk_read_time - k.blk_read_time)),
+	       coalesce(sum(d.blk_read_time), max(k.blk_read_time - k.blk_read_time))::float8 / secs,
+	       coalesce(sum(d.blk_write_time), max(k.blk_write_time - k.blk_write_time)),
+	       coalesce(sum(d.blk_write_time), max(k.blk_write_time - k.blk_write_time))::float8 / secs,
+	       coalesce(sum(d.session_time), max(k.session_time - k.session_time)),
+	       coalesce(sum(d.session_time), max(k.session_time - k.session_time))::float8 / secs,
+	       coalesce(sum(d.active_time), max(k.active_time - k.active_time)),
+	       coalesce(sum(d.active_time), max(k.active_time - k.active_time))::float8 / secs,
+	       coalesce(sum(d.idle_in_transaction_time), max(k.idle_in_transaction_time - k.idle_in_transaction_time)),
+	       coalesce(sum(d.idle_in_transaction_time), max(k.idle_in_transaction_time - k.idle_in_transaction_time))::float8 / secs,
+	       coalesce(sum(d.sessions), max(k.sessions - k.sessions))::numeric,
+	       coalesce(sum(d.sessions), max(k.sessions - k.sessions))::float8 / secs,
+	       coalesce(sum(d.sessions_abandoned), max(k.sessions_abandoned - k.sessions_abandoned))::numeric,
+	       coalesce(sum(d.sessions_abandoned), max(k.sessions_abandoned - k.sessions_abandoned))::float8 / secs,
+	       coalesce(sum(d.sessions_fatal), max(k.sessions_fatal - k.sessions_fatal))::numeric,
+	       coalesce(sum(d.sessions_fatal), max(k.sessions_fatal - k.sessions_fatal))::float8 / secs,
+	       coalesce(sum(d.sessions_killed), max(k.sessions_killed - k.sessions_killed))::numeric,
+	       coalesce(sum(d.sessions_killed), max(k.sessions_killed - k.sessions_killed))::float8 / secs,
+	       coalesce(sum(d.parallel_workers_to_launch), max(k.parallel_workers_to_launch - k.parallel_workers_to_launch))::numeric,
+	       coalesce(sum(d.parallel_workers_to_launch), max(k.parallel_workers_to_launch - k.parallel_workers_to_launch))::float8 / secs,
+	       coalesce(sum(d.parallel_workers_launched), max(k.parallel_workers_launched - k.parallel_workers_launched))::numeric,
+	       coalesce(sum(d.parallel_workers_launched), max(k.parallel_workers_launched - k.parallel_workers_launched))::float8 / secs,
+	       sum(d.blk_read_time)::float8 / nullif(sum(d.blks_read), 0)
+	  FROM (SELECT DISTINCT ON (kk.datid) kk.datid, kk.datname, kk.xact_commit, kk.xact_rollback, kk.blks_read, kk.blks_hit, kk.tup_returned, kk.tup_fetched, kk.tup_inserted, kk.tup_updated, kk.tup_deleted, kk.conflicts, kk.temp_files, kk.temp_bytes, kk.deadlocks, kk.checksum_failures, kk.blk_read_time, kk.blk_write_time, kk.session_time, kk.active_time, kk.idle_in_transaction_time, kk.sessions, kk.sessions_abandoned, kk.sessions_fatal, kk.sessions_killed, kk.parallel_workers_to_launch, kk.parallel_workers_launched
+	          FROM chronicle._database_keys($1, $2) kk
+	         WHERE true
+	           AND ($3 IS NULL OR kk.datname = $3)
+	         ORDER BY kk.datid, kk.first_ts DESC) k
+	  LEFT JOIN chronicle.database_deltas($1, $2, $3, changed_only => true) d
+	    ON d.datid = k.datid
+	 GROUP BY k.datid
+	 ORDER BY k.datid;
+END;
+$fn$;
+
+CREATE OR REPLACE FUNCTION chronicle._wait_sums(from_ts timestamptz, to_ts timestamptz, for_backend_type text DEFAULT NULL, for_wait_event_type text DEFAULT NULL, for_wait_event text DEFAULT NULL)
+RETURNS TABLE (interval_start timestamptz, interval_end timestamptz, seconds float8, reset boolean, samples bigint, samples_per_s float8)
+LANGUAGE plpgsql STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET plan_cache_mode = force_custom_plan
+SET work_mem = '256MB'
+AS $fn$
+#variable_conflict use_column
+BEGIN
+	RETURN QUERY
+	SELECT * FROM chronicle._deltas('chronicle.waits_history'::regclass, $1, $2,
+		keys => ARRAY['backend_type', 'state', 'wait_event_type', 'wait_event', 'queryid']::text[],
+		vals => ARRAY['samples']::text[],
+		kinds => 'c',
+		attrs => ARRAY[]::text[],
+		reset_col => NULL,
+		bytes_ops => ARRAY[NULL]::text[],
+		bytes_unit => NULL,
+		per_op => ARRAY[]::text[],
+		filter_cols => ARRAY['backend_type', 'wait_event_type', 'wait_event']::text[],
+		filter_vals => ARRAY[$3, $4, $5]::text[],
+		changed_only => true, group_by => ARRAY[]::text[],
+		born_at_zero => true)
+	  AS d(interval_start timestamptz, interval_end timestamptz, seconds float8, reset boolean, samples bigint, samples_per_s float8);
+END;
+$fn$;
+
+CREATE OR REPLACE FUNCTION chronicle.wait_deltas(from_ts timestamptz, to_ts timestamptz, for_backend_type text DEFAULT NULL, for_wait_event_type text DEFAULT NULL, for_wait_event text DEFAULT NULL, changed_only boolean DEFAULT false)
+RETURNS TABLE (interval_start timestamptz, interval_end timestamptz, seconds float8, backend_type text, state text, wait_event_type text, wait_event text, queryid bigint, reset boolean, samples bigint, samples_per_s float8)
+LANGUAGE plpgsql STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET plan_cache_mode = force_custom_plan
+SET work_mem = '256MB'
+AS $fn$
+#variable_conflict use_column
+BEGIN
+	PERFORM chronicle._check_range($1, $2, 'chronicle.wait_deltas');
+	PERFORM chronicle._check_name('chronicle.wait_deltas', 'backend_type', $3);
+	PERFORM chronicle._check_name('chronicle.wait_deltas', 'wait_event_type', $4);
+	RETURN QUERY
+	SELECT * FROM chronicle._deltas('chronicle.waits_history'::regclass, $1, $2,
+		keys => ARRAY['backend_type', 'state', 'wait_event_type', 'wait_event', 'queryid']::text[],
+		vals => ARRAY['samples']::text[],
+		kinds => 'c',
+		attrs => ARRAY[]::text[],
+		reset_col => NULL,
+		bytes_ops => ARRAY[NULL]::text[],
+		bytes_unit => NULL,
+		per_op => ARRAY[]::text[],
+		filter_cols => ARRAY['backend_type', 'wait_event_type', 'wait_event']::text[],
+		filter_vals => ARRAY[$3, $4, $5]::text[],
+		changed_only => $6,
+		born_at_zero => true)
+	  AS d(interval_start timestamptz, interval_end timestamptz, seconds float8, backend_type text, state text, wait_event_type text, wait_event text, queryid bigint, reset boolean, samples bigint, samples_per_s float8);
+END;
+$fn$;
+
+CREATE OR REPLACE FUNCTION chronicle._wait_ends(from_ts timestamptz, to_ts timestamptz)
+RETURNS TABLE (backend_type text, state text, wait_event_type text, wait_event text, queryid bigint, segment timestamptz, reset boolean, b_samples bigint, l_samples bigint)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+SET plan_cache_mode = force_custom_plan
+AS $fn$
+#variable_conflict use_column
+BEGIN
+	RETURN QUERY
+	WITH sg AS (
+		SELECT i.segment, min(i.interval_start) AS first_start, max(i.interval_end) AS last_end
+		  FROM chronicle.intervals($1, $2) i GROUP BY i.segment
+	), sgk AS (
+		-- the first keyframe of the segment that recorded the table
+		SELECT g.*, (SELECT sn.ts FROM chronicle.snapshot sn
+		                 WHERE sn.segment = g.segment AND sn.ts >= g.segment AND sn.ts <= $2
+		                   AND sn.keyframe
+		                   AND EXISTS (SELECT FROM chronicle.waits_history x WHERE x.ts = sn.ts)
+		                 ORDER BY sn.ts LIMIT 1) AS born_after
+		  FROM sg g
+	)
+	SELECT k.backend_type, k.state, k.wait_event_type, k.wait_event, k.queryid, sg.segment,
+	       (coalesce(l.samples < b.samples, false)),
+	       CASE WHEN b.born AND b.samples IS NOT NULL THEN 0 ELSE b.samples END, l.samples
+	  FROM (SELECT DISTINCT kk.backend_type, kk.state, kk.wait_event_type, kk.wait_event, kk.queryid FROM chronicle._wait_keys($1, $2) kk) k
+	 CROSS JOIN sgk sg
+	 CROSS JOIN LATERAL (
+		SELECT h.* FROM chronicle.waits_history h
+		 WHERE h.backend_type = k.backend_type AND h.state = k.state AND h.wait_event_type = k.wait_event_type AND h.wait_event = k.wait_event AND h.queryid = k.queryid AND h.ts >= sg.segment AND h.ts <= sg.last_end
+		 ORDER BY h.ts DESC LIMIT 1) l
+	 CROSS JOIN LATERAL (
+		SELECT x.* FROM (
+			(SELECT h.*, false AS born FROM chronicle.waits_history h
+			  WHERE h.backend_type = k.backend_type AND h.state = k.state AND h.wait_event_type = k.wait_event_type AND h.wait_event = k.wait_event AND h.queryid = k.queryid AND h.ts >= sg.segment AND h.ts <= sg.first_start
+			  ORDER BY h.ts DESC LIMIT 1)
+			UNION ALL
+			-- else the first row in the window: born if after that keyframe
+			(SELECT h.*, coalesce(h.ts > sg.born_after, false) FROM chronicle.waits_history h
+			  WHERE h.backend_type = k.backend_type AND h.state = k.state AND h.wait_event_type = k.wait_event_type AND h.wait_event = k.wait_event AND h.queryid = k.queryid AND h.ts > sg.first_start AND h.ts <= sg.last_end
+			  ORDER BY h.ts LIMIT 1)) x
+		 ORDER BY x.ts ASC LIMIT 1) b;
+END;
+$fn$;
+
+CREATE OR REPLACE FUNCTION chronicle.wait_totals(from_ts timestamptz, to_ts timestamptz, for_backend_type text DEFAULT NULL, for_wait_event_type text DEFAULT NULL, for_wait_event text DEFAULT NULL)
+RETURNS TABLE (window_start timestamptz, window_end timestamptz, seconds float8, intervals bigint, backend_type text, state text, wait_event_type text, wait_event text, queryid bigint, resets bigint, samples numeric, samples_per_s float8)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+SET plan_cache_mode = force_custom_plan
+AS $fn$
+#variable_conflict use_column
+DECLARE
+	secs float8;
+	n bigint;
+	ws timestamptz;
+	we timestamptz;
+BEGIN
+	PERFORM chronicle._check_range($1, $2, 'chronicle.wait_totals');
+	PERFORM chronicle._check_name('chronicle.wait_totals', 'backend_type', $3);
+	PERFORM chronicle._check_name('chronicle.wait_totals', 'wait_event_type', $4);
+	SELECT * INTO secs, n, ws, we FROM chronicle._window($1, $2);
+	-- Without a reset in the window, the deltas of a key telescope: its
+	-- total is its last value minus its baseline in each segment, two
+	-- index probes per key instead of every row of the window.
+	RETURN QUERY
+	WITH e AS MATERIALIZED (
+		SELECT * FROM chronicle._wait_ends($1, $2) e
+		 WHERE true
+		   AND ($3 IS NULL OR e.backend_type = $3)
+		   AND ($4 IS NULL OR e.wait_event_type = $4)
+		   AND ($5 IS NULL OR e.wait_event = $5)
+	)
+	SELECT ws, we, secs, n, e.backend_type, e.state, e.wait_event_type, e.wait_event, e.queryid,
+	       0::bigint,
+	       sum(e.l_samples - e.b_samples)::numeric,
+	       sum(e.l_samples - e.b_samples)::float8 / secs
+	  FROM e
+	 WHERE NOT EXISTS (SELECT FROM e r WHERE r.reset)
+	 GROUP BY e.backend_type, e.state, e.wait_event_type, e.wait_event, e.queryid
+	 ORDER BY e.backend_type, e.state, e.wait_event_type, e.wait_event, e.queryid;
+	IF FOUND THEN
+		RETURN;
+	END IF;
+	RETURN QUERY
+	SELECT ws, we, secs, n, k.backend_type, k.state, k.wait_event_type, k.wait_event, k.queryid,
+	       count(*) FILTER (WHERE d.reset),
+	       coalesce(sum(d.samples), max(k.samples - k.samples))::numeric,
+	       coalesce(sum(d.samples), max(k.samples - k.samples))::float8 / secs
+	  FROM (SELECT DISTINCT ON (kk.backend_type, kk.state, kk.wait_event_type, kk.wait_event, kk.queryid) kk.backend_type, kk.state, kk.wait_event_type, kk.wait_event, kk.queryid, kk.samples
+	          FROM chronicle._wait_keys($1, $2) kk
+	         WHERE true
+	           AND ($3 IS NULL OR kk.backend_type = $3)
+	           AND ($4 IS NULL OR kk.wait_event_type = $4)
+	           AND ($5 IS NULL OR kk.wait_event = $5)
+	         ORDER BY kk.backend_type, kk.state, kk.wait_event_type, kk.wait_event, kk.queryid, kk.first_ts DESC) k
+	  LEFT JOIN chronicle.wait_deltas($1, $2, $3, $4, $5, changed_only => true) d
+	    ON d.backend_type = k.backend_type AND d.state = k.state AND d.wait_event_type = k.wait_event_type AND d.wait_event = k.wait_event AND d.queryid = k.queryid
+	 GROUP BY k.backend_type, k.state, k.wait_event_type, k.wait_event, k.queryid
+	 ORDER BY k.backend_type, k.state, k.wait_event_type, k.wait_event, k.queryid;
+END;
+$fn$;
+
+CREATE OR REPLACE FUNCTION chronicle.os_disk_totals(from_ts timestamptz, to_ts timestamptz, for_device text DEFAULT NULL)
+RETURNS TABLE (window_start timestamptz, window_end timestamptz, seconds float8, intervals bigint, device text, role text, resets bigint, reads_completed numeric, reads_completed_per_s float8, reads_merged numeric, reads_merged_per_s float8, sectors_read numeric, sectors_read_per_s float8, read_time_ms numeric, read_time_ms_per_s float8, writes_completed numeric, writes_completed_per_s float8, writes_merged numeric, writes_merged_per_s float8, sectors_written numeric, sectors_written_per_s float8, write_time_ms numeric, write_time_ms_per_s float8, io_time_ms numeric, io_time_ms_per_s float8, weighted_io_time_ms numeric, weighted_io_time_ms_per_s float8, discards_completed numeric, discards_completed_per_s float8, discards_merged numeric, discards_merged_per_s float8, sectors_discarded numeric, sectors_discarded_per_s float8, discard_time_ms numeric, discard_time_ms_per_s float8, flushes_completed numeric, flushes_completed_per_s float8, flush_time_ms numeric, flush_time_ms_per_s float8, ms_per_read float8, ms_per_write float8)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+SET plan_cache_mode = force_custom_plan
+AS $fn$
+#variable_conflict use_column
+DECLARE
+	secs float8;
+	n bigint;
+	ws timestamptz;
+	we timestamptz;
+BEGIN
+	PERFORM chronicle._check_range($1, $2, 'chronicle.os_disk_totals');
+	SELECT * INTO secs, n, ws, we FROM chronicle._window($1, $2);
+	-- Without a reset in the window, the deltas of a key telescope: its
+	-- total is its last value minus its baseline in each segment, two
+	-- index probes per key instead of every row of the window.
+	RETURN QUERY
+	WITH e AS MATERIALIZED (
+		SELECT * FROM chronicle._os_disk_ends($1, $2) e
+		 WHERE true
+		   AND ($3 IS NULL OR e.device = $3)
+	)
+	SELECT ws, we, secs, n, e.device, e.role,
+	       0::bigint,
+	       sum(e.l_reads_completed - e.b_reads_completed)::numeric,
+	       sum(e.l_reads_completed - e.b_reads_completed)::float8 / secs,
+	       sum(e.l_reads_merged - e.b_reads_merged)::numeric,
+	       sum(e.l_reads_merged - e.b_reads_merged)::float8 / secs,
+	       sum(e.l_sectors_read - e.b_sectors_read)::numeric,
+	       sum(e.l_sectors_read - e.b_sectors_read)::float8 / secs,
+	       sum(e.l_read_time_ms - e.b_read_time_ms)::numeric,
+	       sum(e.l_read_time_ms - e.b_read_time_ms)::float8 / secs,
+	       sum(e.l_writes_completed - e.b_writes_completed)::numeric,
+	       sum(e.l_writes_completed - e.b_writes_completed)::float8 / secs,
+	       sum(e.l_writes_merged - e.b_writes_merged)::numeric,
+	       sum(e.l_writes_merged - e.b_writes_merged)::float8 / secs,
+	       sum(e.l_sectors_written - e.b_sectors_written)::numeric,
+	       sum(e.l_sectors_written - e.b_sectors_written)::float8 / secs,
+	       sum(e.l_write_time_ms - e.b_write_time_ms)::numeric,
+	       sum(e.l_write_time_ms - e.b_write_time_ms)::float8 / secs,
+	       sum(e.l_io_time_ms - e.b_io_time_ms)::numeric,
+	       sum(e.l_io_time_ms - e.b_io_time_ms)::float8 / secs,
+	       sum(e.l_weighted_io_time_ms - e.b_weighted_io_time_ms)::numeric,
+	       sum(e.l_weighted_io_time_ms - e.b_weighted_io_time_ms)::float8 / secs,
+	       sum(e.l_discards_completed - e.b_discards_completed)::numeric,
+	       sum(e.l_discards_completed - e.b_discards_completed)::float8 / secs,
+	       sum(e.l_discards_merged - e.b_discards_merged)::numeric,
+	       sum(e.l_discards_merged - e.b_discards_merged)::float8 / secs,
+	       sum(e.l_sectors_discarded - e.b_sectors_discarded)::numeric,
+	       sum(e.l_sectors_discarded - e.b_sectors_discarded)::float8 / secs,
+	       sum(e.l_discard_time_ms - e.b_discard_time_ms)::numeric,
+	       sum(e.l_discard_time_ms - e.b_discard_time_ms)::float8 / secs,
+	       sum(e.l_flushes_completed - e.b_flushes_completed)::numeric,
+	       sum(e.l_flushes_completed - e.b_flushes_completed)::float8 / secs,
+	       sum(e.l_flush_time_ms - e.b_flush_time_ms)::numeric,
+	       sum(e.l_flush_time_ms - e.b_flush_time_ms)::float8 / secs,
+	       sum(e.l_read_time_ms - e.b_read_time_ms)::float8 / nullif(sum(e.l_reads_completed - e.b_reads_completed), 0),
+	       sum(e.l_write_time_ms - e.b_write_time_ms)::float8 / nullif(sum(e.l_writes_completed - e.b_writes_completed), 0)
+	  FROM e
+	 WHERE NOT EXISTS (SELECT FROM e r WHERE r.reset)
+	 GROUP BY e.device, e.role
+	 ORDER BY e.device, e.role;
+	IF FOUND THEN
+		RETURN;
+	END IF;
+	RETURN QUERY
+	SELECT ws, we, secs, n, k.device, k.role,
+	       count(*) FILTER (WHERE d.reset),
+	       coalesce(sum(d.reads_completed), max(k.reads_completed - k.reads_completed))::numeric,
+	       coalesce(sum(d.reads_completed), max(k.reads_completed - k.reads_completed))::float8 / secs,
+	       coalesce(sum(d.reads_merged), max(k.reads_merged - k.reads_merged))::numeric,
+	       coalesce(sum(d.reads_merged), max(k.reads_merged - k.reads_merged))::float8 / secs,
+	       coalesce(sum(d.sectors_read), max(k.sectors_read - k.sectors_read))::numeric,
+	       coalesce(sum(d.sectors_read), max(k.sectors_read - k.sectors_read))::float8 / secs,
+	       coalesce(sum(d.read_time_ms), max(k.read_time_ms - k.read_time_ms))::numeric,
+	       coalesce(sum(d.read_time_ms), max(k.read_time_ms - k.read_time_ms))::float8 / secs,
+	       coalesce(sum(d.writes_completed), max(k.writes_completed - k.writes_completed))::numeric,
+	       coalesce(sum(d.writes_completed), max(k.writes_completed - k.writes_completed))::float8 / secs,
+	       coalesce(sum(d.writes_merged), max(k.writes_merged - k.writes_merged))::numeric,
+	       coalesce(sum(d.writes_merged), max(k.writes_merged - k.writes_merged))::float8 / secs,
+	       coalesce(sum(d.sectors_written), max(k.sectors_written - k.sectors_written))::numeric,
+	       coalesce(sum(d.sectors_written), max(k.sectors_written - k.sectors_written))::float8 / secs,
+	       coalesce(sum(d.write_time_ms), max(k.write_time_ms - k.write_time_ms))::numeric,
+	       coalesce(sum(d.write_time_ms), max(k.write_time_ms - k.write_time_ms))::float8 / secs,
+	       coalesce(sum(d.io_time_ms), max(k.io_time_ms - k.io_time_ms))::numeric,
+	       coalesce(sum(d.io_time_ms), max(k.io_time_ms - k.io_time_ms))::float8 / secs,
+	       coalesce(sum(d.weighted_io_time_ms), max(k.weighted_io_time_ms - k.weighted_io_time_ms))::numeric,
+	       coalesce(sum(d.weighted_io_time_ms), max(k.weighted_io_time_ms - k.weighted_io_time_ms))::float8 / secs,
+	       coalesce(sum(d.discards_completed), max(k.discards_completed - k.discards_completed))::numeric,
+	       coalesce(sum(d.discards_completed), max(k.discards_completed - k.discards_completed))::float8 / secs,
+	       coalesce(sum(d.discards_merged), max(k.discards_merged - k.discards_merged))::numeric,
+	       coalesce(sum(d.discards_merged), max(k.discards_merged - k.discards_merged))::float8 / secs,
+	       coalesce(sum(d.sectors_discarded), max(k.sectors_discarded - k.sectors_discarded))::numeric,
+	       coalesce(sum(d.sectors_discarded), max(k.sectors_discarded - k.sectors_discarded))::float8 / secs,
+	       coalesce(sum(d.discard_time_ms), max(k.discard_time_ms - k.discard_time_ms))::numeric,
+	       coalesce(sum(d.discard_time_ms), max(k.discard_time_ms - k.discard_time_ms))::float8 / secs,
+	       coalesce(sum(d.flushes_completed), max(k.flushes_completed - k.flushes_completed))::numeric,
+	       coalesce(sum(d.flushes_completed), max(k.flushes_completed - k.flushes_completed))::float8 / secs,
+	       coalesce(sum(d.flush_time_ms), max(k.flush_time_ms - k.flush_time_ms))::numeric,
+	       coalesce(sum(d.flush_time_ms), max(k.flush_time_ms - k.flush_time_ms))::float8 / secs,
+	       sum(d.read_time_ms)::float8 / nullif(sum(d.reads_completed), 0),
+	       sum(d.write_time_ms)::float8 / nullif(sum(d.writes_completed), 0)
+	  FROM (SELECT DISTINCT ON (kk.device, kk.role) kk.device, kk.role, kk.reads_completed, kk.reads_merged, kk.sectors_read, kk.read_time_ms, kk.writes_completed, kk.writes_merged, kk.sectors_written, kk.write_time_ms, kk.io_time_ms, kk.weighted_io_time_ms, kk.discards_completed, kk.discards_merged, kk.sectors_discarded, kk.discard_time_ms, kk.flushes_completed, kk.flush_time_ms
+	          FROM chronicle._os_disk_keys($1, $2) kk
+	         WHERE true
+	           AND ($3 IS NULL OR kk.device = $3)
+	         ORDER BY kk.device, kk.role, kk.first_ts DESC) k
+	  LEFT JOIN chronicle.os_disk_deltas($1, $2, $3, changed_only => true) d
+	    ON d.device = k.device AND d.role = k.role
+	 GROUP BY k.device, k.role
+	 ORDER BY k.device, k.role;
+END;
+$fn$;
+
+CREATE OR REPLACE FUNCTION chronicle.os_pressure_totals(from_ts timestamptz, to_ts timestamptz, for_resource text DEFAULT NULL)
+RETURNS TABLE (window_start timestamptz, window_end timestamptz, seconds float8, intervals bigint, resource text, resets bigint, some_total numeric, some_total_per_s float8, full_total numeric, full_total_per_s float8)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+SET plan_cache_mode = force_custom_plan
+AS $fn$
+#variable_conflict use_column
+DECLARE
+	secs float8;
+	n bigint;
+	ws timestamptz;
+	we timestamptz;
+BEGIN
+	PERFORM chronicle._check_range($1, $2, 'chronicle.os_pressure_totals');
+	SELECT * INTO secs, n, ws, we FROM chronicle._window($1, $2);
+	-- Without a reset in the window, the deltas of a key telescope: its
+	-- total is its last value minus its baseline in each segment, two
+	-- index probes per key instead of every row of the window.
+	RETURN QUERY
+	WITH e AS MATERIALIZED (
+		SELECT * FROM chronicle._os_pressure_ends($1, $2) e
+		 WHERE true
+		   AND ($3 IS NULL OR e.resource = $3)
+	)
+	SELECT ws, we, secs, n, e.resource,
+	       0::bigint,
+	       sum(e.l_some_total - e.b_some_total)::numeric,
+	       sum(e.l_some_total - e.b_some_total)::float8 / secs,
+	       sum(e.l_full_total - e.b_full_total)::numeric,
+	       sum(e.l_full_total - e.b_full_total)::float8 / secs
+	  FROM e
+	 WHERE NOT EXISTS (SELECT FROM e r WHERE r.reset)
+	 GROUP BY e.resource
+	 ORDER BY e.resource;
+	IF FOUND THEN
+		RETURN;
+	END IF;
+	RETURN QUERY
+	SELECT ws, we, secs, n, k.resource,
+	       count(*) FILTER (WHERE d.reset),
+	       coalesce(sum(d.some_total), max(k.some_total - k.some_total))::numeric,
+	       coalesce(sum(d.some_total), max(k.some_total - k.some_total))::float8 / secs,
+	       coalesce(sum(d.full_total), max(k.full_total - k.full_total))::numeric,
+	       coalesce(sum(d.full_total), max(k.full_total - k.full_total))::float8 / secs
+	  FROM (SELECT DISTINCT ON (kk.resource) kk.resource, kk.some_total, kk.full_total
+	          FROM chronicle._os_pressure_keys($1, $2) kk
+	         WHERE true
+	           AND ($3 IS NULL OR kk.resource = $3)
+	         ORDER BY kk.resource, kk.first_ts DESC) k
+	  LEFT JOIN chronicle.os_pressure_deltas($1, $2, $3, changed_only => true) d
+	    ON d.resource = k.resource
+	 GROUP BY k.resource
+	 ORDER BY k.resource;
+END;
+$fn$;
+
+-- wait_sampler: a new column in the results
+DROP FUNCTION chronicle.wait_sampler_run_totals(text);
+DROP FUNCTION chronicle.wait_sampler_totals(timestamptz, timestamptz);
+DROP FUNCTION chronicle.wait_sampler_deltas(timestamptz, timestamptz);
+CREATE FUNCTION chronicle.wait_sampler_deltas(from_ts timestamptz, to_ts timestamptz)
+RETURNS TABLE (interval_start timestamptz, interval_end timestamptz, seconds float8, reset boolean, ticks_due bigint, ticks_due_per_s float8, ticks_taken bigint, ticks_taken_per_s float8, samples_dropped bigint, samples_dropped_per_s float8, active_cpu bigint, active_cpu_per_s float8, active_io bigint, active_io_per_s float8, active_lwlock bigint, active_lwlock_per_s float8, active_lock bigint, active_lock_per_s float8, active_ipc bigint, active_ipc_per_s float8, active_client bigint, active_client_per_s float8, active_timeout bigint, active_timeout_per_s float8, active_other bigint, active_other_per_s float8, background_active bigint, background_active_per_s float8)
+LANGUAGE plpgsql STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET plan_cache_mode = force_custom_plan
+SET work_mem = '256MB'
+AS $fn$
+#variable_conflict use_column
+BEGIN
+	PERFORM chronicle._check_range($1, $2, 'chronicle.wait_sampler_deltas');
+	RETURN QUERY
+	SELECT * FROM chronicle._deltas('chronicle.wait_sampler_history'::regclass, $1, $2,
+		keys => ARRAY[]::text[],
+		vals => ARRAY['ticks_due', 'ticks_taken', 'samples_dropped', 'active_cpu', 'active_io', 'active_lwlock', 'active_lock', 'active_ipc', 'active_client', 'active_timeout', 'active_other', 'background_active']::text[],
+		kinds => 'cccccccccccc',
+		attrs => ARRAY[]::text[],
+		reset_col => 'sampler_started',
+		bytes_ops => ARRAY[NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL]::text[],
+		bytes_unit => NULL,
+		per_op => ARRAY[]::text[],
+		filter_cols => ARRAY[]::text[],
+		filter_vals => ARRAY[]::text[],
+		changed_only => false)
+	  AS d(interval_start timestamptz, interval_end timestamptz, seconds float8, reset boolean, ticks_due bigint, ticks_due_per_s float8, ticks_taken bigint, ticks_taken_per_s float8, samples_dropped bigint, samples_dropped_per_s float8, active_cpu bigint, active_cpu_per_s float8, active_io bigint, active_io_per_s float8, active_lwlock bigint, active_lwlock_per_s float8, active_lock bigint, active_lock_per_s float8, active_ipc bigint, active_ipc_per_s float8, active_client bigint, active_client_per_s float8, active_timeout bigint, active_timeout_per_s float8, active_other bigint, active_other_per_s float8, background_active bigint, background_active_per_s float8);
+END;
+$fn$;
+
+REVOKE ALL ON FUNCTION chronicle.wait_sampler_deltas(timestamptz, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION chronicle.wait_sampler_deltas(timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;
+
+CREATE FUNCTION chronicle.wait_sampler_totals(from_ts timestamptz, to_ts timestamptz)
+RETURNS TABLE (window_start timestamptz, window_end timestamptz, seconds float8, intervals bigint, resets bigint, ticks_due numeric, ticks_due_per_s float8, ticks_taken numeric, ticks_taken_per_s float8, samples_dropped numeric, samples_dropped_per_s float8, active_cpu numeric, active_cpu_per_s float8, active_io numeric, active_io_per_s float8, active_lwlock numeric, active_lwlock_per_s float8, active_lock numeric, active_lock_per_s float8, active_ipc numeric, active_ipc_per_s float8, active_client numeric, active_client_per_s float8, active_timeout numeric, active_timeout_per_s float8, active_other numeric, active_other_per_s float8, background_active numeric, background_active_per_s float8)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+SET plan_cache_mode = force_custom_plan
+AS $fn$
+#variable_conflict use_column
+BEGIN
+	PERFORM chronicle._check_range($1, $2, 'chronicle.wait_sampler_totals');
+	RETURN QUERY
+	SELECT min(d.interval_start), max(d.interval_end), sum(d.seconds), count(*),
+	       count(*) FILTER (WHERE d.reset),
+	       sum(d.ticks_due)::numeric,
+	       sum(d.ticks_due)::float8 / sum(d.seconds),
+	       sum(d.ticks_taken)::numeric,
+	       sum(d.ticks_taken)::float8 / sum(d.seconds),
+	       sum(d.samples_dropped)::numeric,
+	       sum(d.samples_dropped)::float8 / sum(d.seconds),
+	       sum(d.active_cpu)::numeric,
+	       sum(d.active_cpu)::float8 / sum(d.seconds),
+	       sum(d.active_io)::numeric,
+	       sum(d.active_io)::float8 / sum(d.seconds),
+	       sum(d.active_lwlock)::numeric,
+	       sum(d.active_lwlock)::float8 / sum(d.seconds),
+	       sum(d.active_lock)::numeric,
+	       sum(d.active_lock)::float8 / sum(d.seconds),
+	       sum(d.active_ipc)::numeric,
+	       sum(d.active_ipc)::float8 / sum(d.seconds),
+	       sum(d.active_client)::numeric,
+	       sum(d.active_client)::float8 / sum(d.seconds),
+	       sum(d.active_timeout)::numeric,
+	       sum(d.active_timeout)::float8 / sum(d.seconds),
+	       sum(d.active_other)::numeric,
+	       sum(d.active_other)::float8 / sum(d.seconds),
+	       sum(d.background_active)::numeric,
+	       sum(d.background_active)::float8 / sum(d.seconds)
+	  FROM chronicle.wait_sampler_deltas($1, $2) d
+	 HAVING count(*) > 0;
+END;
+$fn$;
+
+REVOKE ALL ON FUNCTION chronicle.wait_sampler_totals(timestamptz, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION chronicle.wait_sampler_totals(timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;
+
+CREATE FUNCTION chronicle.wait_sampler_run_totals(run text)
+RETURNS TABLE (window_start timestamptz, window_end timestamptz, seconds float8, intervals bigint, resets bigint, ticks_due numeric, ticks_due_per_s float8, ticks_taken numeric, ticks_taken_per_s float8, samples_dropped numeric, samples_dropped_per_s float8, active_cpu numeric, active_cpu_per_s float8, active_io numeric, active_io_per_s float8, active_lwlock numeric, active_lwlock_per_s float8, active_lock numeric, active_lock_per_s float8, active_ipc numeric, active_ipc_per_s float8, active_client numeric, active_client_per_s float8, active_timeout numeric, active_timeout_per_s float8, active_other numeric, active_other_per_s float8, background_active numeric, background_active_per_s float8)
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+	SELECT t.* FROM chronicle.run_window($1) r,
+	       chronicle.wait_sampler_totals(r.run_from, r.run_to) t
+$fn$;
+
+REVOKE ALL ON FUNCTION chronicle.wait_sampler_run_totals(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION chronicle.wait_sampler_run_totals(text) TO pg_monitor, pg_read_all_stats;
+
+INSERT INTO chronicle.metric (metric, source, func, keyed, kind, col, col2, filters, unit) VALUES
+	('wait_sampler.background_active_per_s', 'wait_sampler', 'wait_sampler_deltas', False, 'rate', 'background_active', NULL, ARRAY[]::text[], '1/s');
+
+CREATE FUNCTION chronicle._wait_activity(backend_type text, state text,
+                                         wait_event_type text, wait_event text)
 RETURNS text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
@@ -323,6 +1253,37 @@ RETURNS TABLE (
 	active_seconds  float8,
 	latency_min_ms  float8,
 	basis           text)
+
+		WHEN state = 'idle' OR wait_event_type = 'Activity'
+		  OR (wait_event_type = 'Timeout'
+		      AND wait_event IN ('CheckpointWriteDelay', 'RecoveryApplyDelay',
+		                         'RecoveryRetrieveRetryInterval', 'WalSummarizerError'))
+		  OR (wait_event_type = 'Client' AND wait_event = 'WalSenderWaitForWal')
+		THEN NULL
+		WHEN backend_type IN ('client backend', 'walsender', 'autovacuum worker', 'parallel worker',
+		                      'not initialized', 'standalone backend')
+		THEN CASE WHEN backend_type = 'autovacuum worker'
+		               AND wait_event_type = 'Timeout' AND wait_event = 'VacuumDelay'
+		          THEN NULL ELSE 'database' END
+		WHEN wait_event_type = 'Extension'
+		  OR (wait_event_type = 'Timeout' AND wait_event = 'VacuumDelay')
+		THEN NULL
+		ELSE 'background'
+	END
+$$;
+
+COMMENT ON FUNCTION chronicle._wait_activity(text, text, text, text) IS
+	'database (an active session: database time), background (a background process at work) or NULL (idle, main-loop wait, throttle sleep) for a wait key';
+
+REVOKE ALL ON FUNCTION chronicle._wait_activity(text, text, text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION chronicle._wait_activity(text, text, text, text) TO pg_monitor, pg_read_all_stats;
+
+CREATE OR REPLACE FUNCTION chronicle.wait_profile(
+	from_ts timestamptz, to_ts timestamptz,
+	for_backend_type text DEFAULT NULL, include_idle boolean DEFAULT false)
+RETURNS TABLE (backend_type text, wait_event_type text, wait_event text,
+               samples numeric, share float8, avg_processes float8,
+               ticks_due numeric, ticks_taken numeric, coverage float8)
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
@@ -540,6 +1501,44 @@ RETURNS TABLE (
 	failures        bigint,
 	latency_min_ms  float8,
 	basis           text)
+
+	due   numeric;
+	taken numeric;
+BEGIN
+	PERFORM chronicle._check_range(from_ts, to_ts, 'chronicle.wait_profile');
+	PERFORM chronicle._check_name('chronicle.wait_profile', 'backend_type', for_backend_type);
+	IF include_idle IS NULL THEN
+		RAISE EXCEPTION 'chronicle.wait_profile: include_idle must not be NULL'
+			USING ERRCODE = 'null_value_not_allowed', HINT = 'Pass true or false.';
+	END IF;
+	SELECT s.ticks_due, s.ticks_taken INTO due, taken
+	  FROM chronicle.wait_sampler_totals(from_ts, to_ts) s;
+	RETURN QUERY
+	WITH w AS (
+		SELECT d.backend_type, d.wait_event_type, d.wait_event, sum(d.samples)::numeric AS n
+		  FROM chronicle.wait_totals(from_ts, to_ts, for_backend_type) d
+		 WHERE d.samples > 0
+		   AND (include_idle
+		        OR chronicle._wait_activity(d.backend_type, d.state, d.wait_event_type, d.wait_event) IS NOT NULL)
+		 GROUP BY d.backend_type, d.wait_event_type, d.wait_event
+	)
+	SELECT w.backend_type, w.wait_event_type, w.wait_event, w.n,
+	       (w.n / sum(w.n) OVER ())::float8,
+	       (w.n / nullif(taken, 0))::float8,
+	       due, taken, (taken / nullif(due, 0))::float8
+	  FROM w
+	 ORDER BY w.n DESC, w.backend_type, w.wait_event_type, w.wait_event;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION chronicle.wait_profile_series(
+	from_ts timestamptz, to_ts timestamptz,
+	for_backend_type text DEFAULT NULL, include_idle boolean DEFAULT false,
+	top integer DEFAULT NULL)
+RETURNS TABLE (interval_start timestamptz, interval_end timestamptz, seconds float8,
+               backend_type text, wait_event_type text, wait_event text,
+               samples bigint, share float8, avg_processes float8,
+               ticks_due bigint, ticks_taken bigint)
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
@@ -663,6 +1662,378 @@ GRANT EXECUTE ON FUNCTION chronicle.app_summary(text) TO pg_monitor, pg_read_all
 
 -- The timeline's pgbench columns are app_intervals()'s; summary()'s are
 -- app_summary()'s.
+
+BEGIN
+	PERFORM chronicle._check_range(from_ts, to_ts, 'chronicle.wait_profile_series');
+	PERFORM chronicle._check_name('chronicle.wait_profile_series', 'backend_type', for_backend_type);
+	IF include_idle IS NULL THEN
+		RAISE EXCEPTION 'chronicle.wait_profile_series: include_idle must not be NULL'
+			USING ERRCODE = 'null_value_not_allowed', HINT = 'Pass true or false.';
+	END IF;
+	IF top IS NOT NULL AND top < 1 THEN
+		RAISE EXCEPTION 'chronicle.wait_profile_series: top must be at least 1, got %', top
+			USING ERRCODE = 'invalid_parameter_value', HINT = 'Pass NULL for every wait event.';
+	END IF;
+	RETURN QUERY
+	WITH d AS MATERIALIZED (
+		SELECT d.* FROM chronicle.wait_deltas(from_ts, to_ts, for_backend_type, changed_only => true) d
+		 WHERE d.samples > 0
+	), k AS (
+		-- classified once per key, not per interval (OFFSET 0: not pushed
+		-- below the DISTINCT)
+		SELECT k.backend_type, k.state, k.wait_event_type, k.wait_event
+		  FROM (SELECT DISTINCT d.backend_type, d.state, d.wait_event_type, d.wait_event FROM d OFFSET 0) k
+		 WHERE include_idle
+		    OR chronicle._wait_activity(k.backend_type, k.state, k.wait_event_type, k.wait_event) IS NOT NULL
+	), w AS (
+		SELECT d.interval_start, d.interval_end, d.seconds,
+		       d.backend_type, d.wait_event_type, d.wait_event, sum(d.samples)::bigint AS n
+		  FROM d JOIN k ON k.backend_type = d.backend_type AND k.state = d.state
+		               AND k.wait_event_type = d.wait_event_type AND k.wait_event = d.wait_event
+		 GROUP BY d.interval_start, d.interval_end, d.seconds, d.backend_type, d.wait_event_type, d.wait_event
+	), r AS (
+		SELECT w.*, row_number() OVER (PARTITION BY w.interval_end ORDER BY w.n DESC,
+		                               w.backend_type, w.wait_event_type, w.wait_event) AS rk,
+		       w.n::float8 / sum(w.n) OVER (PARTITION BY w.interval_end) AS sh
+		  FROM w
+	)
+	SELECT r.interval_start, r.interval_end, r.seconds, r.backend_type, r.wait_event_type,
+	       r.wait_event, r.n, r.sh, r.n::float8 / nullif(s.ticks_taken, 0),
+	       s.ticks_due, s.ticks_taken
+	  FROM r
+	  LEFT JOIN chronicle.wait_sampler_deltas(from_ts, to_ts) s ON s.interval_end = r.interval_end
+	 WHERE top IS NULL OR r.rk <= top
+	 ORDER BY r.interval_end, r.rk;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION chronicle.timeline(from_ts timestamptz, to_ts timestamptz, waits boolean DEFAULT true,
+                                   detail boolean DEFAULT false)
+RETURNS TABLE (
+	interval_start timestamptz, interval_end timestamptz, seconds float8,
+	commits_per_s float8, rollbacks_per_s float8, hit_ratio float8,
+	reads_per_s float8, writes_per_s float8, extends_per_s float8, fsyncs_per_s float8,
+	read_bytes_per_s float8, write_bytes_per_s float8, extend_bytes_per_s float8,
+	client_write_bytes_per_s float8, checkpointer_write_bytes_per_s float8,
+	bgwriter_write_bytes_per_s float8, autovacuum_write_bytes_per_s float8,
+	io_by_backend jsonb,
+	wal_bytes_per_s float8, wal_fpi_per_s float8, wal_records_per_s float8,
+	checkpoints bigint, checkpoint_buffers_written bigint,
+	buffers_used bigint, buffers_dirty bigint,
+	mem_free_kb bigint, mem_available_kb bigint, mem_dirty_kb bigint, mem_writeback_kb bigint,
+	active_processes float8, active_cpu float8, active_io float8, active_lwlock float8,
+	active_lock float8, active_ipc float8, active_client float8, active_timeout float8,
+	active_other float8, top_waits jsonb, wait_coverage float8,
+	tps float8, latency_p50_ms float8, latency_p99_ms float8)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+SET plan_cache_mode = force_custom_plan
+SET work_mem = '256MB'
+-- the engine's rows come in interval order: group them as they come
+SET enable_hashagg = off
+AS $$
+#variable_conflict use_column
+DECLARE
+	has_app boolean;
+BEGIN
+	PERFORM chronicle._check_range(from_ts, to_ts, 'chronicle.timeline');
+	IF waits IS NULL OR detail IS NULL THEN
+		RAISE EXCEPTION 'chronicle.timeline: waits and detail must not be NULL'
+			USING ERRCODE = 'null_value_not_allowed',
+			      HINT = 'waits => false leaves the wait columns out; detail => true adds io_by_backend and top_waits.';
+	END IF;
+	has_app := EXISTS (SELECT FROM chronicle.app_transaction t WHERE t.ts > from_ts AND t.ts <= to_ts)
+	           OR EXISTS (SELECT FROM chronicle.app_interval a
+	                       WHERE a.interval_start < to_ts
+	                         AND a.interval_start + a.interval_secs * interval '1 second' > from_ts);
+
+	has_app := EXISTS (SELECT FROM chronicle.app_transaction t WHERE t.ts > from_ts AND t.ts <= to_ts);
+	RETURN QUERY
+	WITH iv AS MATERIALIZED (SELECT * FROM chronicle.intervals(from_ts, to_ts)),
+	has AS MATERIALIZED (
+		SELECT EXISTS (SELECT FROM chronicle.database_history) AS db,
+		       EXISTS (SELECT FROM chronicle.io_history) AS io,
+		       timeline.detail AND EXISTS (SELECT FROM chronicle.waits_history) AS waits
+	),
+	db AS (
+		SELECT d.interval_end, d.xact_commit AS c, d.xact_rollback AS r,
+		       d.blks_hit AS h, d.blks_read AS rd, d.reset AS rs
+		  FROM chronicle._database_sums(from_ts, to_ts) d
+	),
+	io AS (
+		SELECT i.interval_end, bool_or(i.reset) AS rs,
+		       sum(i.reads) AS reads, sum(i.writes) AS writes, sum(i.extends) AS extends,
+		       sum(i.fsyncs) AS fsyncs, sum(i.read_bytes) AS rb, sum(i.write_bytes) AS wb,
+		       sum(i.extend_bytes) AS eb,
+		       coalesce(sum(i.write_bytes) FILTER (WHERE i.grp = 'client backend'), 0) AS wb_client,
+		       coalesce(sum(i.write_bytes) FILTER (WHERE i.grp = 'checkpointer'), 0) AS wb_ckpt,
+		       coalesce(sum(i.write_bytes) FILTER (WHERE i.grp = 'background writer'), 0) AS wb_bgw,
+		       coalesce(sum(i.write_bytes) FILTER (WHERE i.grp = 'autovacuum worker'), 0) AS wb_av,
+		       CASE WHEN timeline.detail THEN jsonb_object_agg(i.grp, jsonb_build_object(
+		           'reads_per_s', i.reads_per_s, 'writes_per_s', i.writes_per_s,
+		           'extends_per_s', i.extends_per_s, 'fsyncs_per_s', coalesce(i.fsyncs_per_s, 0),
+		           'read_bytes_per_s', i.read_bytes_per_s, 'write_bytes_per_s', i.write_bytes_per_s,
+		           'extend_bytes_per_s', i.extend_bytes_per_s))
+		           FILTER (WHERE coalesce(i.reads, 0) + coalesce(i.writes, 0) + coalesce(i.extends, 0)
+		                         + coalesce(i.fsyncs, 0) > 0) END AS by_backend
+		  FROM chronicle._io_sums(from_ts, to_ts, by => 'backend_type',
+		                          exclude_cols => '{object}', exclude_vals => '{wal}') i
+		 GROUP BY i.interval_end
+	),
+	wt AS (
+		SELECT d.interval_end, d.wait_event_type || ':' || d.wait_event AS ev, sum(d.samples) AS n
+		  FROM chronicle.wait_deltas(from_ts, to_ts, changed_only => true) d
+		 WHERE timeline.detail
+		   AND d.samples > 0 AND NOT (d.state = 'idle' OR d.wait_event_type = 'Activity')
+
+	wd AS MATERIALIZED (
+		SELECT d.* FROM chronicle.wait_deltas(from_ts, to_ts, changed_only => true) d
+		 WHERE timeline.detail AND d.samples > 0
+	),
+	wk AS (
+		-- database time, classified once per key (OFFSET 0: not pushed below
+		-- the DISTINCT)
+		SELECT k.* FROM (SELECT DISTINCT d.backend_type, d.state, d.wait_event_type, d.wait_event
+		                   FROM wd d OFFSET 0) k
+		 WHERE chronicle._wait_activity(k.backend_type, k.state, k.wait_event_type, k.wait_event) = 'database'
+	),
+	wt AS (
+		SELECT d.interval_end, d.wait_event_type || ':' || d.wait_event AS ev, sum(d.samples) AS n
+		  FROM wd d JOIN wk k ON k.backend_type = d.backend_type AND k.state = d.state
+		                     AND k.wait_event_type = d.wait_event_type AND k.wait_event = d.wait_event
+		 GROUP BY d.interval_end, d.wait_event_type, d.wait_event
+	),
+	wr AS (
+		SELECT w.*, row_number() OVER (PARTITION BY w.interval_end ORDER BY w.n DESC, w.ev) AS rk,
+		       sum(w.n) OVER (PARTITION BY w.interval_end) AS total
+		  FROM wt w
+	),
+	tw AS (
+		SELECT w.interval_end,
+		       jsonb_agg(jsonb_build_object('wait', w.ev, 'samples', w.n,
+		                                    'share', round(w.n::numeric / w.total, 3)) ORDER BY w.rk)
+		           FILTER (WHERE w.rk <= 3) AS top
+		  FROM wr w
+		 GROUP BY w.interval_end
+	),
+	ws AS (
+		SELECT s.interval_end, s.ticks_due, s.ticks_taken,
+		       s.active_cpu::float8 / nullif(s.ticks_taken, 0) AS cpu,
+		       s.active_io::float8 / nullif(s.ticks_taken, 0) AS io,
+		       s.active_lwlock::float8 / nullif(s.ticks_taken, 0) AS lwlock,
+		       s.active_lock::float8 / nullif(s.ticks_taken, 0) AS lock,
+		       s.active_ipc::float8 / nullif(s.ticks_taken, 0) AS ipc,
+		       s.active_client::float8 / nullif(s.ticks_taken, 0) AS client,
+		       s.active_timeout::float8 / nullif(s.ticks_taken, 0) AS timeout,
+		       s.active_other::float8 / nullif(s.ticks_taken, 0) AS other
+		  FROM chronicle.wait_sampler_deltas(from_ts, to_ts) s
+		 WHERE timeline.waits
+	),
+	-- pgbench: app_intervals() of every run, the same intervals
+	app AS (
+		SELECT a.interval_end, a.tps, a.latency_p50_ms AS p50, a.latency_p99_ms AS p99
+		  FROM chronicle.app_intervals(from_ts, to_ts) a
+		 WHERE has_app
+
+		       s.active_cpu::float8 / s.t AS cpu,
+		       s.active_io::float8 / s.t AS io,
+		       s.active_lwlock::float8 / s.t AS lwlock,
+		       s.active_lock::float8 / s.t AS lock,
+		       s.active_ipc::float8 / s.t AS ipc,
+		       s.active_client::float8 / s.t AS client,
+		       s.active_timeout::float8 / s.t AS timeout,
+		       s.active_other::float8 / s.t AS other
+		  FROM (SELECT s.*,
+		               -- active_* before 0.2.0 counted background processes too
+		               CASE WHEN s.background_active IS NOT NULL THEN nullif(s.ticks_taken, 0) END AS t
+		          FROM chronicle.wait_sampler_deltas(from_ts, to_ts) s) s
+		 WHERE timeline.waits
+	),
+	-- pgbench transactions: each goes to the interval whose (start, end]
+	-- holds its end time (a sort, not a range join)
+	ev AS (
+		SELECT i.interval_end AS t, i.interval_start AS st, i.interval_end AS e, NULL::bigint AS lat, 0 AS ord
+		  FROM iv i
+		 WHERE has_app
+		UNION ALL
+		SELECT a.ts, NULL, NULL, a.latency_us, 1
+		  FROM chronicle.app_transaction a
+		 WHERE has_app AND a.ts > from_ts AND a.ts <= to_ts AND a.status = 'ok'
+	),
+	evg AS (
+		SELECT v.*, count(v.e) OVER (ORDER BY v.t DESC, v.ord) AS g FROM ev v
+	),
+	evb AS (
+		SELECT v.t, v.lat, v.ord,
+		       first_value(v.e) OVER (PARTITION BY v.g ORDER BY v.t DESC, v.ord) AS e,
+		       first_value(v.st) OVER (PARTITION BY v.g ORDER BY v.t DESC, v.ord) AS st
+		  FROM evg v
+	),
+	app AS (
+		SELECT b.e AS interval_end, count(*) AS n,
+		       percentile_cont(0.5) WITHIN GROUP (ORDER BY b.lat) / 1000.0 AS p50,
+		       percentile_cont(0.99) WITHIN GROUP (ORDER BY b.lat) / 1000.0 AS p99
+		  FROM evb b
+		 WHERE b.ord = 1 AND b.e IS NOT NULL AND b.t > b.st
+		 GROUP BY b.e
+	)
+	SELECT iv.interval_start, iv.interval_end, iv.seconds,
+	       CASE WHEN NOT has.db OR db.rs THEN NULL ELSE coalesce(db.c, 0) / iv.seconds END,
+	       CASE WHEN NOT has.db OR db.rs THEN NULL ELSE coalesce(db.r, 0) / iv.seconds END,
+	       CASE WHEN db.rs THEN NULL ELSE db.h::float8 / nullif(db.h + db.rd, 0) END,
+	       CASE WHEN NOT has.io OR io.rs THEN NULL ELSE coalesce(io.reads, 0) / iv.seconds END,
+	       CASE WHEN NOT has.io OR io.rs THEN NULL ELSE coalesce(io.writes, 0) / iv.seconds END,
+	       CASE WHEN NOT has.io OR io.rs THEN NULL ELSE coalesce(io.extends, 0) / iv.seconds END,
+	       CASE WHEN NOT has.io OR io.rs THEN NULL ELSE coalesce(io.fsyncs, 0) / iv.seconds END,
+	       CASE WHEN NOT has.io OR io.rs THEN NULL ELSE coalesce(io.rb, 0) / iv.seconds END,
+	       CASE WHEN NOT has.io OR io.rs THEN NULL ELSE coalesce(io.wb, 0) / iv.seconds END,
+	       CASE WHEN NOT has.io OR io.rs THEN NULL ELSE coalesce(io.eb, 0) / iv.seconds END,
+	       CASE WHEN NOT has.io OR io.rs THEN NULL ELSE coalesce(io.wb_client, 0) / iv.seconds END,
+	       CASE WHEN NOT has.io OR io.rs THEN NULL ELSE coalesce(io.wb_ckpt, 0) / iv.seconds END,
+	       CASE WHEN NOT has.io OR io.rs THEN NULL ELSE coalesce(io.wb_bgw, 0) / iv.seconds END,
+	       CASE WHEN NOT has.io OR io.rs THEN NULL ELSE coalesce(io.wb_av, 0) / iv.seconds END,
+	       CASE WHEN NOT has.io OR io.rs OR NOT timeline.detail THEN NULL ELSE coalesce(io.by_backend, '{}') END,
+	       wal.wal_bytes_per_s, wal.wal_fpi_per_s, wal.wal_records_per_s,
+	       coalesce(ck.num_done, ck.num_timed + ck.num_requested),
+	       ck.buffers_written,
+	       bu.buffers_used, bu.buffers_dirty,
+	       mem.mem_free, mem.mem_available, mem.dirty, mem.writeback,
+	       ws.cpu + ws.io + ws.lwlock + ws.lock + ws.ipc + ws.client + ws.timeout + ws.other,
+	       ws.cpu, ws.io, ws.lwlock, ws.lock, ws.ipc, ws.client, ws.timeout, ws.other,
+	       CASE WHEN has.waits THEN coalesce(tw.top, '[]') END,
+	       ws.ticks_taken::float8 / nullif(ws.ticks_due, 0),
+	       CASE WHEN has_app THEN app.tps END,
+
+	       CASE WHEN has_app THEN coalesce(app.n, 0) / iv.seconds END,
+	       app.p50, app.p99
+	  FROM iv
+	 CROSS JOIN has
+	  LEFT JOIN db ON db.interval_end = iv.interval_end
+	  LEFT JOIN io ON io.interval_end = iv.interval_end
+	  LEFT JOIN chronicle.wal_deltas(from_ts, to_ts) wal ON wal.interval_end = iv.interval_end
+	  LEFT JOIN chronicle.checkpointer_deltas(from_ts, to_ts) ck ON ck.interval_end = iv.interval_end
+	  LEFT JOIN chronicle.buffers_values(from_ts, to_ts) bu ON bu.interval_end = iv.interval_end
+	  LEFT JOIN chronicle.os_memory_deltas(from_ts, to_ts) mem ON mem.interval_end = iv.interval_end
+	  LEFT JOIN ws ON ws.interval_end = iv.interval_end
+	  LEFT JOIN tw ON tw.interval_end = iv.interval_end
+	  LEFT JOIN app ON app.interval_end = iv.interval_end
+	 ORDER BY iv.interval_end;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION chronicle.summary(from_ts timestamptz, to_ts timestamptz, run_id integer DEFAULT NULL)
+RETURNS TABLE (metric text, value float8, unit text)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+	secs    float8;
+BEGIN
+	PERFORM chronicle._check_range(from_ts, to_ts, 'chronicle.summary');
+	SELECT w.seconds INTO secs FROM chronicle._window(from_ts, to_ts) w;
+	RETURN QUERY
+	WITH db AS (
+		SELECT sum(d.xact_commit)::float8 AS c, sum(d.xact_rollback)::float8 AS r,
+		       sum(d.blks_hit)::float8 AS h, sum(d.blks_read)::float8 AS rd,
+		       sum(d.temp_bytes)::float8 AS tb
+		  FROM chronicle.database_totals(from_ts, to_ts) d
+	), io AS (
+		SELECT sum(d.read_bytes)::float8 AS rb, sum(d.write_bytes)::float8 AS wb,
+		       sum(d.extend_bytes)::float8 AS eb, sum(d.fsyncs)::float8 AS fs,
+		       sum(d.write_bytes) FILTER (WHERE d.backend_type = 'client backend')::float8 AS wb_client,
+		       sum(d.write_bytes) FILTER (WHERE d.backend_type = 'checkpointer')::float8 AS wb_ckpt,
+		       sum(d.write_bytes) FILTER (WHERE d.backend_type = 'background writer')::float8 AS wb_bgw,
+		       sum(d.evictions)::float8 AS ev
+		  FROM chronicle.io_totals(from_ts, to_ts) d
+		 WHERE d.object <> 'wal'
+	), wal AS (
+		-- aggregates: one row even when the source recorded nothing
+		SELECT sum(w.wal_bytes)::float8 AS b, sum(w.wal_fpi)::float8 AS f, sum(w.wal_records)::float8 AS r
+		  FROM chronicle.wal_totals(from_ts, to_ts) w
+	), ck AS (
+		SELECT sum(coalesce(c.num_done, c.num_timed + c.num_requested))::float8 AS n,
+		       sum(c.buffers_written)::float8 AS bw
+		  FROM chronicle.checkpointer_totals(from_ts, to_ts) c
+	), bu AS (
+		SELECT avg(b.buffers_dirty)::float8 AS dirty, max(b.buffers_dirty)::float8 AS dirty_max
+		  FROM chronicle.buffers_values(from_ts, to_ts) b
+	), wt AS (
+		-- the sampler's per-class counts of active processes
+		SELECT sum(w.active_cpu + w.active_io + w.active_lwlock + w.active_lock + w.active_ipc
+		           + w.active_client + w.active_timeout + w.active_other)::float8 AS n,
+		       sum(w.ticks_taken)::float8 AS ticks,
+		       sum(w.ticks_taken)::float8 / nullif(sum(w.ticks_due), 0) AS coverage
+		  FROM chronicle.wait_sampler_totals(from_ts, to_ts) w
+	), app AS (
+		-- pgbench's numbers of the run, as app_summary() gives them (one row)
+		SELECT a.tps, a.latency_mean_ms AS lat_avg, a.latency_p50_ms AS p50, a.latency_p99_ms AS p99
+		  FROM chronicle._app_summary(summary.run_id) a
+
+		-- the sampler's per-class counts of active sessions (database
+		-- time), over the intervals recorded by 0.2.0+ (before, they
+		-- counted background processes too: background_active NULL)
+		SELECT sum(w.active_cpu + w.active_io + w.active_lwlock + w.active_lock + w.active_ipc
+		           + w.active_client + w.active_timeout + w.active_other)
+		           FILTER (WHERE w.background_active IS NOT NULL)::float8 AS n,
+		       sum(w.ticks_taken) FILTER (WHERE w.background_active IS NOT NULL)::float8 AS ticks,
+		       sum(w.ticks_taken)::float8 / nullif(sum(w.ticks_due), 0) AS coverage
+		  FROM chronicle.wait_sampler_deltas(from_ts, to_ts) w
+	), app AS (
+		SELECT count(*)::float8 AS n, avg(a.latency_us) / 1000.0 AS lat_avg,
+		       percentile_cont(0.5) WITHIN GROUP (ORDER BY a.latency_us) / 1000.0 AS p50,
+		       percentile_cont(0.99) WITHIN GROUP (ORDER BY a.latency_us) / 1000.0 AS p99
+		  FROM chronicle.app_transaction a
+		 WHERE summary.run_id IS NOT NULL AND a.run_id = summary.run_id
+		   AND a.status = 'ok'
+	)
+	SELECT v.metric, v.value, v.unit
+	  FROM db, io, wal, ck, bu, wt, app,
+	       LATERAL (VALUES
+		(1, 'seconds', secs, 's'),
+		(2, 'commits_per_s', db.c / secs, '1/s'),
+		(3, 'rollbacks_per_s', db.r / secs, '1/s'),
+		(4, 'hit_ratio', db.h / nullif(db.h + db.rd, 0), 'fraction'),
+		(5, 'temp_bytes_per_s', db.tb / secs, 'bytes/s'),
+		(10, 'wal_bytes_per_s', wal.b / secs, 'bytes/s'),
+		(11, 'wal_fpi_per_s', wal.f / secs, '1/s'),
+		(12, 'wal_records_per_s', wal.r / secs, '1/s'),
+		(13, 'wal_bytes_per_commit', wal.b / nullif(db.c, 0), 'bytes'),
+		(14, 'wal_fpi_per_commit', wal.f / nullif(db.c, 0), '1'),
+		(15, 'wal_records_per_commit', wal.r / nullif(db.c, 0), '1'),
+		(20, 'read_bytes_per_s', io.rb / secs, 'bytes/s'),
+		(21, 'write_bytes_per_s', io.wb / secs, 'bytes/s'),
+		(22, 'extend_bytes_per_s', io.eb / secs, 'bytes/s'),
+		(23, 'client_write_bytes_per_s', io.wb_client / secs, 'bytes/s'),
+		(24, 'checkpointer_write_bytes_per_s', io.wb_ckpt / secs, 'bytes/s'),
+		(25, 'bgwriter_write_bytes_per_s', io.wb_bgw / secs, 'bytes/s'),
+		(26, 'fsyncs_per_s', io.fs / secs, '1/s'),
+		(27, 'evictions_per_s', io.ev / secs, '1/s'),
+		(30, 'checkpoints', ck.n, '1'),
+		(31, 'checkpoint_buffers_written', ck.bw, 'buffers'),
+		(32, 'buffers_dirty_avg', bu.dirty, 'buffers'),
+		(33, 'buffers_dirty_max', bu.dirty_max, 'buffers'),
+		(40, 'active_processes', wt.n / nullif(wt.ticks, 0), 'processes'),
+		(41, 'wait_coverage', wt.coverage, 'fraction'),
+		(50, 'tps', app.tps, '1/s'),
+
+		(50, 'tps', CASE WHEN app.n > 0 THEN app.n / secs END, '1/s'),
+		(51, 'latency_avg_ms', app.lat_avg, 'ms'),
+		(52, 'latency_p50_ms', app.p50, 'ms'),
+		(53, 'latency_p99_ms', app.p99, 'ms')
+	       ) AS v(ord, metric, value, unit)
+	 ORDER BY v.ord;
+END;
+$$;
+
+COMMENT ON FUNCTION chronicle.summary(timestamptz, timestamptz, integer) IS
+	'Headline numbers of a window, one row per metric (pgbench numbers of the run when a run_id is given, as app_summary() gives them)';
+
+
+-- ---------------------------------------------------------------------
+-- timeline() and summary() as both changes above leave them (the
+-- numbers of the pgbench log and the database time of the waits).
+-- ---------------------------------------------------------------------
 CREATE OR REPLACE FUNCTION chronicle.timeline(from_ts timestamptz, to_ts timestamptz, waits boolean DEFAULT true,
                                    detail boolean DEFAULT false)
 RETURNS TABLE (
@@ -734,11 +2105,21 @@ BEGIN
 		                          exclude_cols => '{object}', exclude_vals => '{wal}') i
 		 GROUP BY i.interval_end
 	),
+	wd AS MATERIALIZED (
+		SELECT d.* FROM chronicle.wait_deltas(from_ts, to_ts, changed_only => true) d
+		 WHERE timeline.detail AND d.samples > 0
+	),
+	wk AS (
+		-- database time, classified once per key (OFFSET 0: not pushed below
+		-- the DISTINCT)
+		SELECT k.* FROM (SELECT DISTINCT d.backend_type, d.state, d.wait_event_type, d.wait_event
+		                   FROM wd d OFFSET 0) k
+		 WHERE chronicle._wait_activity(k.backend_type, k.state, k.wait_event_type, k.wait_event) = 'database'
+	),
 	wt AS (
 		SELECT d.interval_end, d.wait_event_type || ':' || d.wait_event AS ev, sum(d.samples) AS n
-		  FROM chronicle.wait_deltas(from_ts, to_ts, changed_only => true) d
-		 WHERE timeline.detail
-		   AND d.samples > 0 AND NOT (d.state = 'idle' OR d.wait_event_type = 'Activity')
+		  FROM wd d JOIN wk k ON k.backend_type = d.backend_type AND k.state = d.state
+		                     AND k.wait_event_type = d.wait_event_type AND k.wait_event = d.wait_event
 		 GROUP BY d.interval_end, d.wait_event_type, d.wait_event
 	),
 	wr AS (
@@ -756,15 +2137,18 @@ BEGIN
 	),
 	ws AS (
 		SELECT s.interval_end, s.ticks_due, s.ticks_taken,
-		       s.active_cpu::float8 / nullif(s.ticks_taken, 0) AS cpu,
-		       s.active_io::float8 / nullif(s.ticks_taken, 0) AS io,
-		       s.active_lwlock::float8 / nullif(s.ticks_taken, 0) AS lwlock,
-		       s.active_lock::float8 / nullif(s.ticks_taken, 0) AS lock,
-		       s.active_ipc::float8 / nullif(s.ticks_taken, 0) AS ipc,
-		       s.active_client::float8 / nullif(s.ticks_taken, 0) AS client,
-		       s.active_timeout::float8 / nullif(s.ticks_taken, 0) AS timeout,
-		       s.active_other::float8 / nullif(s.ticks_taken, 0) AS other
-		  FROM chronicle.wait_sampler_deltas(from_ts, to_ts) s
+		       s.active_cpu::float8 / s.t AS cpu,
+		       s.active_io::float8 / s.t AS io,
+		       s.active_lwlock::float8 / s.t AS lwlock,
+		       s.active_lock::float8 / s.t AS lock,
+		       s.active_ipc::float8 / s.t AS ipc,
+		       s.active_client::float8 / s.t AS client,
+		       s.active_timeout::float8 / s.t AS timeout,
+		       s.active_other::float8 / s.t AS other
+		  FROM (SELECT s.*,
+		               -- active_* before 0.2.0 counted background processes too
+		               CASE WHEN s.background_active IS NOT NULL THEN nullif(s.ticks_taken, 0) END AS t
+		          FROM chronicle.wait_sampler_deltas(from_ts, to_ts) s) s
 		 WHERE timeline.waits
 	),
 	-- pgbench: app_intervals() of every run, the same intervals
@@ -853,12 +2237,15 @@ BEGIN
 		SELECT avg(b.buffers_dirty)::float8 AS dirty, max(b.buffers_dirty)::float8 AS dirty_max
 		  FROM chronicle.buffers_values(from_ts, to_ts) b
 	), wt AS (
-		-- the sampler's per-class counts of active processes
+		-- the sampler's per-class counts of active sessions (database
+		-- time), over the intervals recorded by 0.2.0+ (before, they
+		-- counted background processes too: background_active NULL)
 		SELECT sum(w.active_cpu + w.active_io + w.active_lwlock + w.active_lock + w.active_ipc
-		           + w.active_client + w.active_timeout + w.active_other)::float8 AS n,
-		       sum(w.ticks_taken)::float8 AS ticks,
+		           + w.active_client + w.active_timeout + w.active_other)
+		           FILTER (WHERE w.background_active IS NOT NULL)::float8 AS n,
+		       sum(w.ticks_taken) FILTER (WHERE w.background_active IS NOT NULL)::float8 AS ticks,
 		       sum(w.ticks_taken)::float8 / nullif(sum(w.ticks_due), 0) AS coverage
-		  FROM chronicle.wait_sampler_totals(from_ts, to_ts) w
+		  FROM chronicle.wait_sampler_deltas(from_ts, to_ts) w
 	), app AS (
 		-- pgbench's numbers of the run, as app_summary() gives them (one row)
 		SELECT a.tps, a.latency_mean_ms AS lat_avg, a.latency_p50_ms AS p50, a.latency_p99_ms AS p99
@@ -900,6 +2287,3 @@ BEGIN
 	 ORDER BY v.ord;
 END;
 $$;
-
-COMMENT ON FUNCTION chronicle.summary(timestamptz, timestamptz, integer) IS
-	'Headline numbers of a window, one row per metric (pgbench numbers of the run when a run_id is given, as app_summary() gives them)';

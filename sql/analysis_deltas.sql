@@ -29,8 +29,9 @@ SELECT interval_start, interval_end FROM chronicle.intervals('2024-03-01 10:00:0
 --     go backwards at 10:01:03 (reset).
 --   checkpointer/relation/normal: reads untracked (NULL); +4 writes at :03;
 --     nothing in segment B.
---   autovacuum worker/relation/vacuum: appears at :03 (a baseline, no delta),
---     +2 reads at :05.
+--   autovacuum worker/relation/vacuum: appears at :03, after the keyframe
+--     of :00: pg_stat_io keys are not born at zero (its counters did not
+--     start then), so a baseline, no delta; +2 reads at :05.
 --   client backend/relation/bulkread: PostgreSQL 17 style, no byte counters:
 --     +2 reads at :01 = 2 * op_bytes = 16384 bytes.
 INSERT INTO chronicle.io_history (ts, backend_type, object, context, reads, read_bytes, read_time,
@@ -79,11 +80,12 @@ SELECT backend_type, writes FROM chronicle.io_totals('2024-03-01', '2024-03-02',
 -- autovacuum key's first row at :03 is its baseline.
 SELECT backend_type, context, resets, reads, read_bytes, writes, hits, ms_per_read
   FROM chronicle.io_totals('2024-03-01 10:00:00', '2024-03-01 10:00:03');
--- ... and equal the sums of the per-interval deltas.
+-- ... and equal the sums of the per-interval deltas (NULL where the view
+-- has NULL: the checkpointer's reads and hits are untracked).
 SELECT count(*) AS mismatches
   FROM chronicle.io_totals('2024-03-01 10:00:00', '2024-03-01 10:00:03') t
-  JOIN (SELECT backend_type, object, context, coalesce(sum(reads), 0) AS reads, coalesce(sum(read_bytes), 0) AS read_bytes,
-               coalesce(sum(writes), 0) AS writes, coalesce(sum(hits), 0) AS hits
+  JOIN (SELECT backend_type, object, context, sum(reads) AS reads, sum(read_bytes) AS read_bytes,
+               sum(writes) AS writes, sum(hits) AS hits
           FROM chronicle.io_deltas('2024-03-01 10:00:00', '2024-03-01 10:00:03', changed_only => true)
          GROUP BY 1, 2, 3) d USING (backend_type, object, context)
  WHERE (t.reads, t.read_bytes, t.writes, t.hits) IS DISTINCT FROM (d.reads, d.read_bytes, d.writes, d.hits);
@@ -108,7 +110,8 @@ SELECT seconds, intervals, resets, wal_records, wal_bytes, wal_bytes_per_s, ms_p
   FROM chronicle.wal_totals('2024-03-01', '2024-03-02');
 
 -- pg_stat_database: datname is carried, filters by name; a database created
--- mid-window (datid 5) starts with a baseline.
+-- mid-segment (datid 5, absent from the keyframe of :00) is born at zero:
+-- its first row at :04 counts from zero (3 commits).
 INSERT INTO chronicle.database_history (ts, datid, datname, xact_commit, xact_rollback, blks_read, blks_hit, stats_reset) VALUES
  ('2024-03-01 10:00:00', 1, 'bench', 100, 0, 10, 90, NULL),
  ('2024-03-01 10:00:02', 1, 'bench', 150, 1, 10, 190, NULL),
@@ -119,6 +122,15 @@ SELECT to_char(interval_end, 'HH24:MI:SS') AS "end", datid, datname, reset, xact
   FROM chronicle.database_deltas('2024-03-01', '2024-03-01 10:00:30');
 SELECT datname, xact_commit, blks_hit, blks_read
   FROM chronicle.database_totals('2024-03-01', '2024-03-01 10:00:30', for_datname => 'bench');
+-- Totals of the new database: 3 + 1 commits, by the shortcut (no reset) and
+-- equal to the deltas; a window starting after its first row has that row
+-- as its baseline (1 commit).
+SELECT datname, xact_commit, blks_hit, blks_read
+  FROM chronicle.database_totals('2024-03-01', '2024-03-01 10:00:30', for_datname => 'late');
+SELECT sum(xact_commit) AS late_commits
+  FROM chronicle.database_deltas('2024-03-01', '2024-03-01 10:00:30', for_datname => 'late', changed_only => true);
+SELECT datname, xact_commit
+  FROM chronicle.database_totals('2024-03-01 10:00:04', '2024-03-01 10:00:30', for_datname => 'late');
 
 -- Gauges: buffers carried forward between rows, no deltas.
 INSERT INTO chronicle.buffers_history (ts, buffers_total, buffers_used, buffers_unused, buffers_dirty, buffers_pinned) VALUES
@@ -130,25 +142,33 @@ SELECT to_char(interval_end, 'HH24:MI:SS') AS "end", buffers_used, buffers_dirty
 
 -- Waits: samples per key (sparse), sampler ticks for coverage.  In the
 -- interval ending :02, 10 ticks due and 8 taken; client backends: 6 samples
--- of IO:DataFileRead, 2 of CPU; idle sessions (ClientRead) left out.
--- The sampler's per-class counts of active processes saw the same samples,
--- and the LWLock one at :03 too (the keyed counts have no baseline for that
--- new key): active processes at :02 (2 + 6) / 8 = 1, at :03 (1 + 1) / 10.
+-- of IO:DataFileRead, 2 of CPU; idle sessions (ClientRead) left out.  At :03
+-- a new key (query id 2 in LWLock:WALWrite) appears after the keyframe of
+-- :00: the sampler's keys are born at zero, so its 1 sample counts.  The
+-- sampler's per-class counts of active sessions saw the same samples:
+-- active sessions at :02 (2 + 6) / 8 = 1, at :03 (1 + 1) / 10.  The
+-- checkpointer throttling its writes (Timeout:CheckpointWriteDelay) is not
+-- active; the one sample of it writing (IO:DataFileWrite) at :03 is
+-- background work, not a session: background_active.
 INSERT INTO chronicle.wait_sampler_history (ts, ticks_due, ticks_taken, samples_dropped, sampler_started,
                                             active_cpu, active_io, active_lwlock, active_lock, active_ipc,
-                                            active_client, active_timeout, active_other) VALUES
- ('2024-03-01 10:00:00', 100, 100, 0, '2024-03-01 09:00', 20, 50, 0, 0, 0, 0, 0, 0),
- ('2024-03-01 10:00:02', 110, 108, 0, '2024-03-01 09:00', 22, 56, 0, 0, 0, 0, 0, 0),
- ('2024-03-01 10:00:03', 120, 118, 0, '2024-03-01 09:00', 22, 57, 1, 0, 0, 0, 0, 0);
+                                            active_client, active_timeout, active_other, background_active) VALUES
+ ('2024-03-01 10:00:00', 100, 100, 0, '2024-03-01 09:00', 20, 50, 0, 0, 0, 0, 0, 0, 0),
+ ('2024-03-01 10:00:02', 110, 108, 0, '2024-03-01 09:00', 22, 56, 0, 0, 0, 0, 0, 0, 0),
+ ('2024-03-01 10:00:03', 120, 118, 0, '2024-03-01 09:00', 22, 57, 1, 0, 0, 0, 0, 0, 1);
 INSERT INTO chronicle.waits_history (ts, backend_type, state, wait_event_type, wait_event, queryid, samples) VALUES
  ('2024-03-01 10:00:00', 'client backend', 'active', 'IO', 'DataFileRead', 1, 50),
  ('2024-03-01 10:00:00', 'client backend', 'active', 'CPU', 'CPU', 1, 20),
  ('2024-03-01 10:00:00', 'client backend', 'idle', 'Client', 'ClientRead', 0, 500),
+ ('2024-03-01 10:00:00', 'checkpointer', '', 'Timeout', 'CheckpointWriteDelay', 0, 300),
  ('2024-03-01 10:00:02', 'client backend', 'active', 'IO', 'DataFileRead', 1, 56),
  ('2024-03-01 10:00:02', 'client backend', 'active', 'CPU', 'CPU', 1, 22),
  ('2024-03-01 10:00:02', 'client backend', 'idle', 'Client', 'ClientRead', 0, 510),
+ ('2024-03-01 10:00:02', 'checkpointer', '', 'Timeout', 'CheckpointWriteDelay', 0, 308),
  ('2024-03-01 10:00:03', 'client backend', 'active', 'LWLock', 'WALWrite', 2, 1),
- ('2024-03-01 10:00:03', 'client backend', 'active', 'IO', 'DataFileRead', 1, 57);
+ ('2024-03-01 10:00:03', 'client backend', 'active', 'IO', 'DataFileRead', 1, 57),
+ ('2024-03-01 10:00:03', 'checkpointer', '', 'Timeout', 'CheckpointWriteDelay', 0, 317),
+ ('2024-03-01 10:00:03', 'checkpointer', '', 'IO', 'DataFileWrite', 0, 1);
 SELECT * FROM chronicle.wait_profile('2024-03-01 10:00:00', '2024-03-01 10:00:03');
 SELECT backend_type, state, wait_event, queryid, resets, samples FROM chronicle.wait_totals('2024-03-01 10:00:00', '2024-03-01 10:00:03');
 SELECT wait_event, samples FROM chronicle.wait_profile('2024-03-01 10:00:00', '2024-03-01 10:00:03', include_idle => true);
@@ -156,12 +176,49 @@ SELECT to_char(interval_end, 'HH24:MI:SS') AS "end", wait_event, samples, share,
   FROM chronicle.wait_profile_series('2024-03-01 10:00:00', '2024-03-01 10:00:03');
 SELECT to_char(interval_end, 'HH24:MI:SS') AS "end", wait_event, samples
   FROM chronicle.wait_profile_series('2024-03-01 10:00:00', '2024-03-01 10:00:03', top => 1);
+-- The new key in a window that starts mid-segment, after the keyframe: its
+-- first row still counts from zero, per interval and in the totals'
+-- shortcut; a window starting at its first row has that row as baseline.
+SELECT to_char(interval_end, 'HH24:MI:SS') AS "end", wait_event, queryid, samples
+  FROM chronicle.wait_deltas('2024-03-01 10:00:02', '2024-03-01 10:00:03', for_wait_event => 'WALWrite');
+SELECT wait_event, queryid, samples
+  FROM chronicle.wait_totals('2024-03-01 10:00:02', '2024-03-01 10:00:03', for_wait_event => 'WALWrite');
+SELECT wait_event, queryid, samples
+  FROM chronicle.wait_totals('2024-03-01 10:00:03', '2024-03-01 10:00:30', for_wait_event => 'WALWrite');
+-- Segment B: the waits source failed at its keyframe (10:01:00, no rows),
+-- so its first rows at 10:01:01 are baselines (cumulative since the
+-- sampler started: 9000 would be a false spike), the delta comes at
+-- 10:01:03.  The sampler rows of B were recorded by 0.1.0, whose active_*
+-- counted background processes too (background_active NULL): the timeline
+-- shows no active sessions for them rather than wrong ones.
+INSERT INTO chronicle.waits_history (ts, backend_type, state, wait_event_type, wait_event, queryid, samples) VALUES
+ ('2024-03-01 10:01:01', 'client backend', 'active', 'IO', 'DataFileRead', 1, 9000),
+ ('2024-03-01 10:01:03', 'client backend', 'active', 'IO', 'DataFileRead', 1, 9004);
+INSERT INTO chronicle.wait_sampler_history (ts, ticks_due, ticks_taken, samples_dropped, sampler_started,
+                                            active_cpu, active_io, active_lwlock, active_lock, active_ipc,
+                                            active_client, active_timeout, active_other) VALUES
+ ('2024-03-01 10:01:00', 6000, 6000, 0, '2024-03-01 09:00', 100, 9000, 0, 0, 0, 0, 900, 0),
+ ('2024-03-01 10:01:03', 6300, 6300, 0, '2024-03-01 09:00', 100, 9004, 0, 0, 0, 0, 1200, 0);
+SELECT to_char(interval_end, 'HH24:MI:SS') AS "end", wait_event, samples
+  FROM chronicle.wait_deltas('2024-03-01 10:01:00', '2024-03-01 10:02:00', changed_only => true);
+SELECT wait_event, samples FROM chronicle.wait_totals('2024-03-01 10:01:00', '2024-03-01 10:02:00');
 
 -- The timeline: one row per interval, the same numbers side by side.
 SELECT to_char(interval_end, 'HH24:MI:SS') AS "end", commits_per_s, hit_ratio, reads_per_s, writes_per_s,
        read_bytes_per_s, checkpointer_write_bytes_per_s, wal_bytes_per_s, buffers_dirty,
        active_processes, active_cpu, active_io, active_lwlock, top_waits, wait_coverage, tps
   FROM chronicle.timeline('2024-03-01', '2024-03-02', detail => true);
+-- Which samples are active sessions, background work, or not active.
+SELECT b, s, t, e, chronicle._wait_activity(b, s, t, e) AS activity
+  FROM (VALUES ('client backend', 'active', 'IO', 'DataFileRead'), ('client backend', 'idle', 'Client', 'ClientRead'),
+               ('client backend', 'idle in transaction', 'Client', 'ClientRead'),
+               ('client backend', 'active', 'Timeout', 'VacuumDelay'), ('autovacuum worker', 'active', 'Timeout', 'VacuumDelay'),
+               ('autovacuum worker', 'active', 'IO', 'DataFileRead'), ('parallel worker', 'active', 'IPC', 'ParallelFinish'),
+               ('walsender', 'active', 'Activity', 'WalSenderMain'), ('walsender', 'active', 'Client', 'WalSenderWaitForWal'),
+               ('walsender', 'active', 'IO', 'WalRead'), ('checkpointer', '', 'Timeout', 'CheckpointWriteDelay'),
+               ('checkpointer', '', 'Activity', 'CheckpointerMain'), ('checkpointer', '', 'IO', 'DataFileWrite'),
+               ('background worker', '', 'Extension', 'Extension'), ('background worker', 'active', 'CPU', 'CPU'),
+               ('startup', '', 'Timeout', 'RecoveryApplyDelay'), ('walwriter', '', 'IO', 'WalWrite')) v(b, s, t, e);
 -- Without detail (the default) no jsonb breakdowns; the wait classes are
 -- still there.  waits => false leaves all wait columns out.
 SELECT to_char(interval_end, 'HH24:MI:SS') AS "end", active_processes, active_io, top_waits, io_by_backend

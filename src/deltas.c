@@ -26,9 +26,16 @@
  * - A stored row at an interval's end is paired with the previous stored
  *   row of its key in the same segment; before the window that is the
  *   latest row of the key in the segment at or before "from" (one index
- *   probe per key, made before the pass).  A key's first row in a segment
- *   has nothing to pair with: keyed tables give no row for it, single-row
- *   tables a row with NULL deltas.
+ *   probe per key, made before the pass).
+ * - A key's first row in a segment has nothing to pair with.  In a table
+ *   whose keys are born at zero (born_at_zero: the wait sampler's keys,
+ *   databases), a key absent from a keyframe of its segment that recorded
+ *   the table did not exist then, so its first row after that keyframe
+ *   counts from zero: its whole value is the interval's delta.  Otherwise
+ *   (the segment's keyframe itself, a source that recorded no keyframe in
+ *   the segment, a table whose keys are not born at zero such as
+ *   pg_stat_io) the first row is a baseline: keyed tables give no row for
+ *   it, single-row tables a row with NULL deltas.
  * - reset: the reset column changed, or a counter went backwards; the
  *   deltas are NULL, the row is the new baseline.
  * - A key without a row at a snapshot has not changed: zero deltas (unless
@@ -70,6 +77,9 @@ typedef struct Snap
 	TimestampTz segment;
 	TimestampTz start;			/* previous snapshot of the segment */
 	bool		ends_interval;	/* start known and ts > from */
+	TimestampTz born_after;		/* born_at_zero: the first keyframe of the
+								 * segment with rows of the table (a key's
+								 * first row after it is new), else DT_NOEND */
 } Snap;
 
 /* Kinds of value column. */
@@ -127,6 +137,7 @@ typedef struct Engine
 	int		   *perop_time;
 	int		   *perop_ops;
 	bool		single;			/* no keys: a row for every interval */
+	bool		born_at_zero;	/* keys new in a segment count from zero */
 	bool		changed_only;
 	bool		grouped;		/* sums per group_by values and interval */
 	int			ngroupcols;
@@ -466,8 +477,9 @@ value_double(Oid type, Datum d)
 /*
  * The deltas of a key at a snapshot into e->delta / e->dnull, and whether
  * the interval is a reset.  mode: 'p' a pair (prev -> cur), 'z' unchanged
- * (values of prev), 'f' first row of the key (cur, no baseline), 'u'
- * unknown (single-row tables before their first row).
+ * (values of prev), 'b' a key born in the interval (cur counts from zero),
+ * 'f' first row of the key (cur, no baseline), 'u' unknown (single-row
+ * tables before their first row).
  */
 static bool
 compute(Engine *e, KeyState *ks, char mode)
@@ -475,7 +487,7 @@ compute(Engine *e, KeyState *ks, char mode)
 	RowVals    *cur = mode == 'z' ? &ks->prev : &ks->cur;
 	RowVals    *prev = &ks->prev;
 	bool		reset = false;
-	bool		have = (mode == 'p' || mode == 'z');
+	bool		have = (mode == 'p' || mode == 'z' || mode == 'b');
 	Datum	   *delta = e->delta;
 	bool	   *dnull = e->dnull;
 
@@ -512,6 +524,15 @@ compute(Engine *e, KeyState *ks, char mode)
 			if (!cur->n[i])
 			{
 				delta[i] = value_zero(e->valtype[i]);
+				dnull[i] = false;
+			}
+		}
+		else if (mode == 'b')
+		{
+			/* a NULL cell (untracked) stays NULL */
+			if (!cur->n[i])
+			{
+				delta[i] = cur->v[i];
 				dnull[i] = false;
 			}
 		}
@@ -636,10 +657,10 @@ emit(Engine *e, Snap *s, KeyState *ks, char mode)
  * give a row.
  */
 static void
-add_to_group(Engine *e, KeyState *ks)
+add_to_group(Engine *e, KeyState *ks, char mode)
 {
 	DeltaGroup *g = ks->group;
-	bool		reset = compute(e, ks, 'p');
+	bool		reset = compute(e, ks, mode);
 
 	g->touched = true;
 	if (reset)
@@ -716,10 +737,17 @@ finish_snapshot(Engine *e, Snap *s)
 		KeyState   *ks = e->sorted[k];
 		bool		paired = ks->known && ks->prev.ts >= s->segment;
 
+		/*
+		 * Not paired: no earlier row of the key in this segment.  Born if
+		 * the table was recorded at a keyframe of the segment before this
+		 * snapshot (it wrote every key then, and not this one).
+		 */
+		bool		born = !paired && ks->pending && s->born_after < s->ts;
+
 		if (e->grouped)
 		{
-			if (s->ends_interval && ks->pending && paired)
-				add_to_group(e, ks);
+			if (s->ends_interval && ks->pending && (paired || born))
+				add_to_group(e, ks, paired ? 'p' : 'b');
 		}
 		else if (s->ends_interval)
 		{
@@ -727,6 +755,8 @@ finish_snapshot(Engine *e, Snap *s)
 			{
 				if (paired)
 					emit(e, s, ks, 'p');
+				else if (born)
+					emit(e, s, ks, 'b');
 				else if (e->single)
 					emit(e, s, ks, 'f');
 			}
@@ -936,6 +966,7 @@ read_snapshots(TimestampTz from_ts, TimestampTz to_ts, int *nsnaps)
 		s->segment = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[i],
 													   SPI_tuptable->tupdesc, 2, &isnull));
 		s->ends_interval = false;
+		s->born_after = DT_NOEND;
 		for (j = 0; j < nseg; j++)
 			if (seg_ts[j] == s->segment)
 				break;
@@ -963,6 +994,80 @@ read_snapshots(TimestampTz from_ts, TimestampTz to_ts, int *nsnaps)
 	}
 	SPI_freetuptable(SPI_tuptable);
 	return snaps;
+}
+
+/*
+ * born_at_zero: per segment of the window, the first keyframe at or before
+ * to_ts at which the table has a row (any row: filters do not apply).  A
+ * keyframe writes every key the source has, and a source that failed or was
+ * off then wrote none, so a key whose first row in the segment comes after
+ * that keyframe did not exist at it.  Segments without such a keyframe keep
+ * DT_NOEND: their keys' first rows stay baselines.
+ */
+static void
+find_born_after(Snap *snaps, int nsnaps, const char *tq, TimestampTz to_ts)
+{
+	StringInfoData q;
+	Oid			types[2] = {TIMESTAMPTZOID, TIMESTAMPTZOID};
+	SPIPlanPtr	plan;
+	TimestampTz *seen = palloc(sizeof(TimestampTz) * Max(nsnaps, 1));
+	TimestampTz *seen_born = palloc(sizeof(TimestampTz) * Max(nsnaps, 1));
+	int			nseen = 0;
+
+	initStringInfo(&q);
+	appendStringInfo(&q,
+					 "SELECT sn.ts FROM chronicle.snapshot sn"
+					 " WHERE sn.segment = $1 AND sn.ts >= $1 AND sn.ts <= $2 AND sn.keyframe"
+					 " AND EXISTS (SELECT FROM %s h WHERE h.ts = sn.ts)"
+					 " ORDER BY sn.ts LIMIT 1", tq);
+	plan = SPI_prepare(q.data, 2, types);
+	if (plan == NULL)
+		elog(ERROR, "chronicle._deltas: preparing the keyframe query failed: %d", SPI_result);
+
+	for (int i = 0; i < nsnaps; i++)
+	{
+		Datum		args[2];
+		int			j;
+		int			ret;
+
+		/*
+		 * A segment seen already: mostly the previous snapshot's, but
+		 * segments may interleave (a promoted standby's ring).
+		 */
+		if (i > 0 && snaps[i - 1].segment == snaps[i].segment)
+		{
+			snaps[i].born_after = snaps[i - 1].born_after;
+			continue;
+		}
+		for (j = 0; j < nseen; j++)
+			if (seen[j] == snaps[i].segment)
+				break;
+		if (j < nseen)
+		{
+			snaps[i].born_after = seen_born[j];
+			continue;
+		}
+		args[0] = TimestampTzGetDatum(snaps[i].segment);
+		args[1] = TimestampTzGetDatum(to_ts);
+		ret = SPI_execute_plan(plan, args, NULL, true, 1);
+		if (ret != SPI_OK_SELECT)
+			elog(ERROR, "chronicle._deltas: reading the keyframes failed: %d", ret);
+		if (SPI_processed > 0)
+		{
+			bool		isnull;
+			Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+										  1, &isnull);
+
+			if (!isnull)
+				snaps[i].born_after = DatumGetTimestampTz(d);
+		}
+		SPI_freetuptable(SPI_tuptable);
+		seen[nseen] = snaps[i].segment;
+		seen_born[nseen++] = snaps[i].born_after;
+	}
+	SPI_freeplan(plan);
+	pfree(seen);
+	pfree(seen_born);
 }
 
 /* Exclusions are a few values of a key or two; more is a mistake. */
@@ -1183,10 +1288,11 @@ PG_FUNCTION_INFO_V1(chronicle_deltas);
  *     kinds text, attrs text[], reset_col text, bytes_ops text[],
  *     bytes_unit text, per_op text[], filter_cols text[], filter_vals text[],
  *     changed_only boolean, group_by text[], exclude_cols text[],
- *     exclude_vals text[]) RETURNS SETOF record
+ *     exclude_vals text[], born_at_zero boolean) RETURNS SETOF record
  *
  * filter_cols = filter_vals (a NULL value: no filter), exclude_cols <>
- * exclude_vals restrict the rows read.
+ * exclude_vals restrict the rows read.  born_at_zero: the table's keys
+ * start counting from zero when they appear (see the top of this file).
  *
  * Output columns: interval_start, interval_end, seconds, keys, attributes,
  * reset (when there are counters), per value: delta and per-second rate
@@ -1203,7 +1309,7 @@ chronicle_deltas(PG_FUNCTION_ARGS)
 	static const char *const argnames[] = {
 		"tbl", "from_ts", "to_ts", "keys", "vals", "kinds", "attrs", "reset_col",
 		"bytes_ops", "bytes_unit", "per_op", "filter_cols", "filter_vals",
-		"changed_only", "group_by", "exclude_cols", "exclude_vals"
+		"changed_only", "group_by", "exclude_cols", "exclude_vals", "born_at_zero"
 	};
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	Oid			tbl;
@@ -1244,7 +1350,7 @@ chronicle_deltas(PG_FUNCTION_ARGS)
 	HASHCTL		ctl;
 	int			ret;
 
-	StaticAssertStmt(lengthof(argnames) == 17, "one name per argument");
+	StaticAssertStmt(lengthof(argnames) == 18, "one name per argument");
 	if (PG_NARGS() != lengthof(argnames))
 		elog(ERROR, "chronicle._deltas: called with %d arguments, not %d",
 			 PG_NARGS(), (int) lengthof(argnames));
@@ -1311,6 +1417,7 @@ chronicle_deltas(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("chronicle._deltas: %d exclude_vals for %d exclude_cols", nxvals, nxcols)));
 
+	e->born_at_zero = PG_GETARG_BOOL(17);
 	e->single = e->nkeys == 0;
 	e->has_reset = reset_col != NULL;
 	e->nstored = e->nvals + e->nattrs + (e->has_reset ? 1 : 0);
@@ -1347,6 +1454,8 @@ chronicle_deltas(PG_FUNCTION_ARGS)
 	SPI_connect();
 
 	snaps = read_snapshots(from_ts, to_ts, &nsnaps);
+	if (e->born_at_zero)
+		find_born_after(snaps, nsnaps, tq, to_ts);
 
 	/* Filter parameters ($3...), then exclusions */
 	nargs = 2 + nfcols + nxcols;

@@ -95,6 +95,7 @@ typedef struct ChronicleSamplerShared
 								 * slices start over when it changes */
 	bool		status_array_missing;	/* find_status_array() */
 	int64		active[WAIT_CLASS_COUNT];
+	int64		background_active;
 	int			max_entries;
 	int			nentries;
 	uint32		slot_mask;
@@ -250,6 +251,14 @@ chronicle_backend_state_name(int state)
 	return "unknown";
 }
 
+const char *
+chronicle_backend_type_name(int backend_type)
+{
+	if (backend_type == CHRONICLE_B_PARALLEL_WORKER)
+		return "parallel worker";
+	return GetBackendTypeDesc((BackendType) backend_type);
+}
+
 /*
  * The entries are copied in slices of this many (256 kB), the lock
  * released in between: the sampler takes it exclusively every tick, and a
@@ -330,6 +339,7 @@ chronicle_sampler_read(ChronicleSamplerCounters *counters,
 		counters->cpu_us = sampler->cpu_us;
 		counters->reset_time = sampler->reset_time;
 		memcpy(counters->active, sampler->active, sizeof(sampler->active));
+		counters->background_active = sampler->background_active;
 		counters->entries = sampler->nentries;
 		counters->max_entries = sampler->max_entries;
 		LWLockRelease(sampler->lock);
@@ -373,6 +383,7 @@ static PgBackendStatus *status_array = NULL;
 static int	nstatus = 0;
 static ChronicleSampleKey *tick_keys = NULL;
 static int64 tick_active[WAIT_CLASS_COUNT];
+static int64 tick_background;
 
 /*
  * The shared PgBackendStatus array is static in backend_status.c, and
@@ -471,14 +482,61 @@ count_sample(const ChronicleSampleKey *key)
 }
 
 /*
- * The wait class a sample of an active process counts under, or -1 for an
- * inactive one (idle session, background process in its main loop).
+ * Database time: client backends and the processes working for them
+ * (walsenders, autovacuum workers, parallel workers).  A process caught
+ * before it reported its type is most likely a connection starting.
+ * Everything else (checkpointer, background writer, walwriter, startup,
+ * other background workers, ...) does the server's own work.
+ */
+static inline bool
+database_time(int backend_type)
+{
+	switch (backend_type)
+	{
+		case B_INVALID:
+		case B_BACKEND:
+		case B_STANDALONE_BACKEND:
+		case B_WAL_SENDER:
+		case B_AUTOVAC_WORKER:
+		case CHRONICLE_B_PARALLEL_WORKER:
+			return true;
+		default:
+			return false;
+	}
+}
+
+/*
+ * The wait class a sample of an active process counts under, or -1 for a
+ * process that is not active: an idle session, a process in its main-loop
+ * wait (class Activity; a walsender with nothing to send; an extension's
+ * background worker waiting in class Extension), or one sleeping to
+ * throttle itself or between retries (the checkpointer spreading its
+ * writes, autovacuum's cost delay, recovery_min_apply_delay, the startup
+ * process and the WAL summarizer waiting to retry).  The SQL function
+ * chronicle._wait_activity() says the same of a recorded key;
+ * test/t/010_waits.pl checks that they agree.
  */
 static inline int
-wait_class(const ChronicleSampleKey *k)
+wait_activity(const ChronicleSampleKey *k, bool database)
 {
 	if (k->state == STATE_IDLE)
 		return -1;
+	switch (k->wait_event_info)
+	{
+		case WAIT_EVENT_CHECKPOINT_WRITE_DELAY:
+		case WAIT_EVENT_RECOVERY_APPLY_DELAY:
+		case WAIT_EVENT_RECOVERY_RETRIEVE_RETRY_INTERVAL:
+		case WAIT_EVENT_WAL_SUMMARIZER_ERROR:
+		case WAIT_EVENT_WAL_SENDER_WAIT_FOR_WAL:
+			return -1;
+		case WAIT_EVENT_VACUUM_DELAY:
+			/* a session's VACUUM is waited for, autovacuum is not */
+			if (!database || k->backend_type == B_AUTOVAC_WORKER)
+				return -1;
+			break;
+		default:
+			break;
+	}
 	switch (k->wait_event_info & 0xFF000000)
 	{
 		case 0:
@@ -497,14 +555,17 @@ wait_class(const ChronicleSampleKey *k)
 			return WAIT_CLASS_CLIENT;
 		case PG_WAIT_TIMEOUT:
 			return WAIT_CLASS_TIMEOUT;
+		case PG_WAIT_EXTENSION:
+			return database ? WAIT_CLASS_OTHER : -1;
 		default:
 			return WAIT_CLASS_OTHER;
 	}
 }
 
 /*
- * Read every process once into tick_keys, and count the active ones by
- * wait class into tick_active; returns how many processes.
+ * Read every process once into tick_keys, and count the active ones: in
+ * database time by wait class into tick_active, background processes into
+ * tick_background; returns how many processes.
  */
 static int
 scan_processes(void)
@@ -513,6 +574,7 @@ scan_processes(void)
 	uint32		nprocs = ProcGlobal->allProcCount;
 
 	memset(tick_active, 0, sizeof(tick_active));
+	tick_background = 0;
 
 	for (uint32 i = 0; i < nprocs; i++)
 	{
@@ -520,6 +582,7 @@ scan_processes(void)
 		int			pid = proc->pid;
 		ChronicleSampleKey *k;
 		int			class;
+		bool		database;
 
 		if (pid == 0 || proc == (volatile PGPROC *) MyProc)
 			continue;
@@ -539,14 +602,28 @@ scan_processes(void)
 			{
 				k->backend_type = be->st_backendType;
 				k->state = be->st_state;
+
+				/* a parallel worker has joined its leader's lock group */
+				if (k->backend_type == B_BG_WORKER)
+				{
+					volatile PGPROC *leader = proc->lockGroupLeader;
+
+					if (leader != NULL && leader != proc)
+						k->backend_type = CHRONICLE_B_PARALLEL_WORKER;
+				}
 				/* An idle session's last query id says nothing. */
 				if (chronicle_wait_queryid && k->state != STATE_IDLE)
 					k->queryid = be->st_query_id;
 			}
 		}
-		class = wait_class(k);
-		if (class >= 0)
+		database = database_time(k->backend_type);
+		class = wait_activity(k, database);
+		if (class < 0)
+			continue;
+		if (database)
 			tick_active[class]++;
+		else
+			tick_background++;
 	}
 	return n;
 }
@@ -688,6 +765,7 @@ chronicle_sampler_main(Datum main_arg)
 			}
 			for (int c = 0; c < WAIT_CLASS_COUNT; c++)
 				sampler->active[c] += tick_active[c];
+			sampler->background_active += tick_background;
 			sampler->ticks_due = due_base + k;
 			sampler->ticks_taken++;
 			LWLockRelease(sampler->lock);

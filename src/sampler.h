@@ -22,7 +22,8 @@
  */
 typedef struct ChronicleSampleKey
 {
-	int32		backend_type;	/* BackendType, B_INVALID when unknown */
+	int32		backend_type;	/* BackendType, B_INVALID when unknown, or
+								 * CHRONICLE_B_PARALLEL_WORKER */
 	int32		state;			/* BackendState */
 	uint32		wait_event_info;
 	uint32		pad;			/* always 0: keys are hashed and compared as
@@ -37,11 +38,22 @@ typedef struct ChronicleSampleEntry
 } ChronicleSampleEntry;
 
 /*
- * Samples of active processes by wait class, counted by the sampler as it
- * samples (independent of the keyed counts: never dropped, never reset by
- * chronicle.wait_samples_reset()).  Active: not an idle session and not a
- * background process in its main-loop wait (class Activity), so the sum
- * over classes / ticks taken is the average number of active processes.
+ * A background worker in the lock group of another process: a parallel
+ * worker (pg_stat_activity's backend_type "parallel worker").  Told apart
+ * from other background workers because it works for a session.
+ */
+#define CHRONICLE_B_PARALLEL_WORKER		1000
+
+/*
+ * Samples of active processes, counted by the sampler as it samples
+ * (independent of the keyed counts: never dropped, never reset by
+ * chronicle.wait_samples_reset()): those in database time (client backends
+ * and the processes working for them: walsenders, autovacuum workers,
+ * parallel workers) by wait class, so the sum over classes / ticks taken is
+ * the average number of active sessions; and those of background processes
+ * at work, in one count.  Not active: idle sessions, main-loop waits (class
+ * Activity, and an extension's background worker waiting in class
+ * Extension), throttle sleeps (sampler.c, wait_activity()).
  */
 typedef enum ChronicleWaitClass
 {
@@ -66,7 +78,8 @@ typedef struct ChronicleSamplerCounters
 	int64		samples_dropped;
 	int64		cpu_us;			/* the sampler's own user + system CPU time */
 	TimestampTz reset_time;		/* last chronicle.wait_samples_reset(), or 0 */
-	int64		active[WAIT_CLASS_COUNT];	/* samples of active processes */
+	int64		active[WAIT_CLASS_COUNT];	/* samples of active sessions */
+	int64		background_active;	/* samples of background processes at work */
 	int			entries;
 	int			max_entries;
 } ChronicleSamplerCounters;
@@ -102,6 +115,7 @@ extern bool chronicle_sampler_read(ChronicleSamplerCounters *counters,
 extern void chronicle_sampler_reset(void);
 
 extern const char *chronicle_backend_state_name(int state);
+extern const char *chronicle_backend_type_name(int backend_type);
 
 extern PGDLLEXPORT void chronicle_sampler_main(Datum main_arg);
 

@@ -5,8 +5,8 @@
  *		"waits" (chronicle.waits_history: cumulative samples per backend
  *		type, state, wait event and query id) and "wait_sampler"
  *		(chronicle.wait_sampler_history: ticks due and taken, samples
- *		dropped, the sampler's own CPU time, samples of active processes by
- *		wait class).
+ *		dropped, the sampler's own CPU time, samples of active sessions by
+ *		wait class and of background processes at work).
  *
  * Both are in one file because they must describe the same instant: the
  * share of a wait event in an interval is its samples delta over the ticks
@@ -67,7 +67,8 @@ enum
 	S_SAMPLER_CPU_MS,
 	S_SAMPLES_RESET,
 	S_ACTIVE_CPU,				/* WAIT_CLASS_COUNT columns from here */
-	S_NCOLUMNS = S_ACTIVE_CPU + WAIT_CLASS_COUNT
+	S_BACKGROUND_ACTIVE = S_ACTIVE_CPU + WAIT_CLASS_COUNT,
+	S_NCOLUMNS
 };
 
 static const ChronicleColumn sampler_columns[S_NCOLUMNS] = {
@@ -86,6 +87,7 @@ static const ChronicleColumn sampler_columns[S_NCOLUMNS] = {
 	[S_ACTIVE_CPU + WAIT_CLASS_CLIENT] = {"active_client", INT8OID},
 	[S_ACTIVE_CPU + WAIT_CLASS_TIMEOUT] = {"active_timeout", INT8OID},
 	[S_ACTIVE_CPU + WAIT_CLASS_OTHER] = {"active_other", INT8OID},
+	[S_BACKGROUND_ACTIVE] = {"background_active", INT8OID},
 };
 
 /* The counters read together with the entries, for wait_sampler. */
@@ -140,7 +142,7 @@ waits_collect(ChronicleEmitter *emitter)
 		char		key[CHRONICLE_KEY_LEN];
 		bool		found;
 
-		bt = GetBackendTypeDesc((BackendType) k->backend_type);
+		bt = chronicle_backend_type_name(k->backend_type);
 		st = chronicle_backend_state_name(k->state);
 		if (k->wait_event_info == 0)
 			wtype = wevent = "CPU";
@@ -215,6 +217,7 @@ wait_sampler_collect(ChronicleEmitter *emitter)
 		nulls[S_SAMPLES_RESET] = true;
 	for (int i = 0; i < WAIT_CLASS_COUNT; i++)
 		values[S_ACTIVE_CPU + i] = Int64GetDatum(c.active[i]);
+	values[S_BACKGROUND_ACTIVE] = Int64GetDatum(c.background_active);
 	chronicle_emit_row(emitter, values, nulls);
 }
 
@@ -325,7 +328,7 @@ chronicle_wait_samples(PG_FUNCTION_ARGS)
 			wevent = pgstat_get_wait_event(k->wait_event_info);
 		}
 		values[W_BACKEND_TYPE] =
-			CStringGetTextDatum(GetBackendTypeDesc((BackendType) k->backend_type));
+			CStringGetTextDatum(chronicle_backend_type_name(k->backend_type));
 		values[W_STATE] = CStringGetTextDatum(chronicle_backend_state_name(k->state));
 		values[W_WAIT_EVENT_TYPE] = CStringGetTextDatum(wtype ? wtype : "unknown");
 		values[W_WAIT_EVENT] = CStringGetTextDatum(wevent ? wevent : "unknown");

@@ -19,6 +19,19 @@ Reset: a changed stats_reset (or sampler_started) or any counter going
 backwards: the interval is flagged reset = true and its deltas are NULL
 (the row is the new baseline).
 
+Born at zero (born_at_zero below): whether a key that appears within a
+segment started counting from zero when it appeared.  True for the wait
+sampler's keys (it counts a key from its first sample) and for databases
+(a database created within the segment starts at zero; every database
+that existed is written in the segment's keyframe).  Then a key's first
+row after a keyframe of its segment that recorded the table counts from
+zero, in the engine and in the totals' shortcut.  False for every other
+source: a pg_stat_io or pg_stat_wal cell, a disk, a pressure resource that
+shows up mid-segment (the source was off or failed at the keyframe)
+carries its count since the server started, so its first row is only a
+baseline.  (pg_stat_statements entries are born at zero too; they are read
+by chronicle.statements_top(), which tells a new entry by stats_since.)
+
 Privileges: chronicle._deltas() takes a table description from its caller
 and is granted to nobody; the functions that call it (<source>_deltas,
 <source>_values, _<source>_sums) are SECURITY DEFINER, with the description
@@ -60,12 +73,12 @@ SOURCES = [
                ('sessions_killed', 'c'), ('parallel_workers_to_launch', 'c'),
                ('parallel_workers_launched', 'c')],
          per_op=[('ms_per_blk_read', 'blk_read_time', 'blks_read')],
-         reset='stats_reset'),
+         reset='stats_reset', born_at_zero=True),
     dict(name='wait', table='waits_history', fn='wait',
          keys=[('backend_type', 'text'), ('state', 'text'), ('wait_event_type', 'text'),
                ('wait_event', 'text'), ('queryid', 'bigint')],
          filters=['backend_type', 'wait_event_type', 'wait_event'],
-         cols=[('samples', 'c')], per_op=[], reset=None),
+         cols=[('samples', 'c')], per_op=[], reset=None, born_at_zero=True),
     dict(name='os_disk', table='os_disk_history', fn='os_disk',
          keys=[('device', 'text'), ('role', 'text')], filters=['device'],
          cols=[('reads_completed', 'c'), ('reads_merged', 'c'), ('sectors_read', 'c'),
@@ -99,7 +112,8 @@ SOURCES = [
     dict(name='wait_sampler', table='wait_sampler_history', fn='wait_sampler', keys=[], filters=[],
          cols=[('ticks_due', 'c'), ('ticks_taken', 'c'), ('samples_dropped', 'c')]
          + [('active_' + c, 'c') for c in ('cpu', 'io', 'lwlock', 'lock', 'ipc', 'client',
-                                           'timeout', 'other')],
+                                           'timeout', 'other')]
+         + [('background_active', 'c')],
          per_op=[], reset='sampler_started'),
     dict(name='os_memory', table='os_memory_history', fn='os_memory', keys=[], filters=[],
          cols=[('mem_total', 'g'), ('mem_free', 'g'), ('mem_available', 'g'), ('buffers', 'g'),
@@ -309,14 +323,19 @@ def engine_call(s, filters, changed_only, grouped=False, by=False):
     w('\t\tfilter_cols => %s,' % sql_array(filters))
     w('\t\tfilter_vals => ARRAY[%s]::text[],' % ', '.join('$%d' % (i + 3) for i in range(len(filters))))
     n = len(filters)
+    # the last argument closes the call; born_at_zero is false by default
+    born = s.get('born_at_zero', False)
+    end = ',' if born else ')'
     if grouped and text_keyed(s):
         w('\t\tchanged_only => true,')
         w('\t\tgroup_by => %s,' % ('ARRAY[$%d]' % (n + 3) if by else 'ARRAY[]::text[]'))
-        w('\t\texclude_cols => $%d, exclude_vals => $%d)' % (n + 4, n + 5))
+        w('\t\texclude_cols => $%d, exclude_vals => $%d%s' % (n + 4, n + 5, end))
     elif grouped:
-        w('\t\tchanged_only => true, group_by => ARRAY[]::text[])')
+        w('\t\tchanged_only => true, group_by => ARRAY[]::text[]%s' % end)
     else:
-        w('\t\tchanged_only => %s)' % changed_only)
+        w('\t\tchanged_only => %s%s' % (changed_only, end))
+    if born:
+        w('\t\tborn_at_zero => true)')
     w('\t  AS d(%s);' % ', '.join('%s %s' % c for c in res))
 
 
@@ -425,7 +444,9 @@ def gen_single(s):
 def gen_ends_helper(s):
     """_<fn>_ends(from, to): per key and segment of the window, the baseline
     row (latest at or before the segment's first interval start, else the
-    key's first row) and the last row, and whether a reset lies between."""
+    key's first row) and the last row, and whether a reset lies between.
+    Born at zero: a key's first row after the segment's first keyframe with
+    rows of the table (as the engine finds it) has a baseline of zero."""
     kcols = [k for k, _ in s['keys']]
     attrs = [c for c, k in s['cols'] if k == 'a']
     counters = [c for c, k in s['cols'] if k in 'ct']
@@ -438,10 +459,20 @@ def gen_ends_helper(s):
             res += [('b_' + c, coltype(k)), ('l_' + c, coltype(k))]
     header(s, name, ['from_ts timestamptz', 'to_ts timestamptz'], res)
     km = lambda a: ' AND '.join(['%s.%s = k.%s' % (a, kk, kk) for kk in kcols] or ['true'])
+    born = s.get('born_at_zero', False)
     w('\tRETURN QUERY')
     w('\tWITH sg AS (')
     w('\t\tSELECT i.segment, min(i.interval_start) AS first_start, max(i.interval_end) AS last_end')
     w('\t\t  FROM chronicle.intervals($1, $2) i GROUP BY i.segment')
+    if born:
+        w('\t), sgk AS (')
+        w('\t\t-- the first keyframe of the segment that recorded the table')
+        w('\t\tSELECT g.*, (SELECT sn.ts FROM chronicle.snapshot sn')
+        w('\t\t                 WHERE sn.segment = g.segment AND sn.ts >= g.segment AND sn.ts <= $2')
+        w('\t\t                   AND sn.keyframe')
+        w('\t\t                   AND EXISTS (SELECT FROM chronicle.%s x WHERE x.ts = sn.ts)' % s['table'])
+        w('\t\t                 ORDER BY sn.ts LIMIT 1) AS born_after')
+        w('\t\t  FROM sg g')
     w('\t)')
     parts = []
     if rst:
@@ -449,10 +480,14 @@ def gen_ends_helper(s):
     parts += ['coalesce(l.%s < b.%s, false)' % (c, c) for c in counters]
     w('\tSELECT %s%ssg.segment,' % (''.join('k.%s, ' % k for k in kcols), ''.join('l.%s, ' % a for a in attrs)))
     w('\t       (%s),' % '\n\t        OR '.join(parts))
-    w('\t       %s' % ',\n\t       '.join('b.%s, l.%s' % (c, c) for c in counters))
+    if born:
+        w('\t       %s' % ',\n\t       '.join('CASE WHEN b.born AND b.%s IS NOT NULL THEN 0 ELSE b.%s END, l.%s'
+                                             % (c, c, c) for c in counters))
+    else:
+        w('\t       %s' % ',\n\t       '.join('b.%s, l.%s' % (c, c) for c in counters))
     if kcols:
         w('\t  FROM (SELECT DISTINCT %s FROM chronicle._%s_keys($1, $2) kk) k' % (sel('kk', kcols), s['fn']))
-        w('\t CROSS JOIN sg')
+        w('\t CROSS JOIN %s' % ('sgk sg' if born else 'sg'))
     else:
         w('\t  FROM sg')
     w('\t CROSS JOIN LATERAL (')
@@ -461,11 +496,14 @@ def gen_ends_helper(s):
     w('\t\t ORDER BY h.ts DESC LIMIT 1) l')
     w('\t CROSS JOIN LATERAL (')
     w('\t\tSELECT x.* FROM (')
-    w('\t\t\t(SELECT h.* FROM chronicle.%s h' % s['table'])
+    w('\t\t\t(SELECT h.*%s FROM chronicle.%s h' % (', false AS born' if born else '', s['table']))
     w('\t\t\t  WHERE %s AND h.ts >= sg.segment AND h.ts <= sg.first_start' % km('h'))
     w('\t\t\t  ORDER BY h.ts DESC LIMIT 1)')
     w('\t\t\tUNION ALL')
-    w('\t\t\t(SELECT h.* FROM chronicle.%s h' % s['table'])
+    if born:
+        w('\t\t\t-- else the first row in the window: born if after that keyframe')
+    w('\t\t\t(SELECT h.*%s FROM chronicle.%s h'
+      % (', coalesce(h.ts > sg.born_after, false)' if born else '', s['table']))
     w('\t\t\t  WHERE %s AND h.ts > sg.first_start AND h.ts <= sg.last_end' % km('h'))
     w('\t\t\t  ORDER BY h.ts LIMIT 1)) x')
     w('\t\t ORDER BY x.ts ASC LIMIT 1) b;')
@@ -526,8 +564,9 @@ def gen_totals(s):
         for c, k in counters:
             d = delta_expr(s, c, 'e_l', 'e_b').replace('e_l.', 'e.l_').replace('e_b.', 'e.b_')
             d = d.replace('e.l_op_bytes', 'e.op_bytes')
-            items.append('coalesce(sum(%s), 0)%s' % (d, '::numeric' if k == 'c' else ''))
-            items.append('coalesce(sum(%s), 0)::float8 / secs' % d)
+            # a cell the view shows as NULL (untracked) has a NULL total
+            items.append('sum(%s)%s' % (d, '::numeric' if k == 'c' else ''))
+            items.append('sum(%s)::float8 / secs' % d)
         for nm, t, c in s['per_op']:
             items.append('sum(e.l_%s - e.b_%s)::float8 / nullif(sum(e.l_%s - e.b_%s), 0)' % (t, t, c, c))
         w('\t       %s' % ',\n\t       '.join(items))
@@ -545,12 +584,16 @@ def gen_totals(s):
         w('\t       count(*) FILTER (WHERE d.reset),')
         items = []
         for c, k in counters:
-            items.append('coalesce(sum(d.%s), 0)%s' % (c, '::numeric' if k == 'c' else ''))
-            items.append('coalesce(sum(d.%s), 0)::float8 / secs' % c)
+            # no delta (no interval, or only resets): 0, or NULL for a cell
+            # the view shows as NULL (the key's row minus itself)
+            z = 'max(%s)' % delta_expr(s, c, 'k', 'k')
+            items.append('coalesce(sum(d.%s), %s)%s' % (c, z, '::numeric' if k == 'c' else ''))
+            items.append('coalesce(sum(d.%s), %s)::float8 / secs' % (c, z))
         for nm, t, c in s['per_op']:
             items.append('sum(d.%s)::float8 / nullif(sum(d.%s), 0)' % (t, c))
         w('\t       %s' % ',\n\t       '.join(items))
-        w('\t  FROM (SELECT DISTINCT ON (%s) %s%s' % (sel('kk', kcols), sel('kk', kcols), ''.join(', kk.%s' % a for a in attrs)))
+        w('\t  FROM (SELECT DISTINCT ON (%s) %s%s' % (sel('kk', kcols), sel('kk', kcols),
+                                                  ''.join(', kk.%s' % a for a in attrs + [c for c, _ in counters])))
         w('\t          FROM chronicle._%s_keys($1, $2) kk' % s['fn'])
         w('\t         WHERE true%s' % ''.join('\n\t           AND ($%d IS NULL OR kk.%s = $%d)' % (i + 3, f, i + 3)
                                             for i, f in enumerate(filt)))

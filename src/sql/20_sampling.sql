@@ -33,8 +33,12 @@ CREATE TABLE chronicle.wait_sampler_history (
 	sampler_started timestamptz,
 	sampler_cpu_ms  float8,			-- the sampler's own user + system CPU time
 	samples_reset   timestamptz,	-- last chronicle.wait_samples_reset()
-	-- samples of active processes (not idle sessions, not main-loop
-	-- Activity waits) by wait class: sum / ticks_taken = active processes
+	-- database time: samples of active client backends and the processes
+	-- working for them (walsenders, autovacuum workers, parallel workers)
+	-- by wait class: sum / ticks_taken = average active sessions.  Not
+	-- active: idle sessions, main-loop waits, throttle sleeps (see README,
+	-- "Wait events").  Before 0.2.0: every active process, background ones
+	-- included (background_active is NULL in those rows).
 	active_cpu      bigint,
 	active_io       bigint,
 	active_lwlock   bigint,
@@ -42,11 +46,14 @@ CREATE TABLE chronicle.wait_sampler_history (
 	active_ipc      bigint,
 	active_client   bigint,
 	active_timeout  bigint,
-	active_other    bigint			-- BufferPin, Extension, InjectionPoint
+	active_other    bigint,			-- BufferPin, Extension, InjectionPoint
+	-- samples of background processes at work (checkpointer writing, not
+	-- in its main loop or throttle sleep); 0.2.0+
+	background_active bigint
 ) PARTITION BY RANGE (ts);
 CREATE INDEX ON chronicle.wait_sampler_history USING brin (ts);
 COMMENT ON TABLE chronicle.wait_sampler_history IS
-	'Wait sampler ticks due and taken, samples dropped on overflow, samples of active processes by wait class (cumulative)';
+	'Wait sampler ticks due and taken, samples dropped on overflow, samples of active sessions (database time) by wait class and of background processes at work (cumulative)';
 
 -- Buffer cache summary: gauges, not counters (no deltas: values per snapshot).
 -- usage_N: buffers with usage count N; dirty_N, pinned_N: of those, dirty or

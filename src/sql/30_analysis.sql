@@ -61,7 +61,7 @@ BEGIN
 		WHEN 'backend_type' THEN ARRAY['autovacuum launcher', 'autovacuum worker', 'background worker',
 			'background writer', 'checkpointer', 'client backend', 'io worker', 'slotsync worker',
 			'standalone backend', 'startup', 'walreceiver', 'walsender', 'walsummarizer', 'walwriter',
-			'archiver', 'logger']
+			'archiver', 'logger', 'parallel worker']
 		WHEN 'object' THEN ARRAY['relation', 'temp relation', 'wal']
 		WHEN 'context' THEN ARRAY['bulkread', 'bulkwrite', 'init', 'normal', 'vacuum']
 		WHEN 'wait_event_type' THEN ARRAY['CPU', 'Activity', 'BufferPin', 'Client', 'Extension', 'InjectionPoint',
@@ -107,12 +107,16 @@ $$;
 -- values are parameters); series() and timeline() use its group_by mode
 -- (the changed keys' deltas summed per group and interval).  It takes the
 -- description from its caller, so no monitoring role may call it: the
--- wrappers are SECURITY DEFINER (see tools/gen_deltas.py).
+-- wrappers are SECURITY DEFINER (see tools/gen_deltas.py).  born_at_zero:
+-- a key appearing after a keyframe of its segment counts from zero (the
+-- table's keys start at zero when they appear), else its first row is a
+-- baseline.
 CREATE FUNCTION chronicle._deltas(tbl regclass, from_ts timestamptz, to_ts timestamptz,
 	keys text[], vals text[], kinds text, attrs text[], reset_col text,
 	bytes_ops text[], bytes_unit text, per_op text[],
 	filter_cols text[], filter_vals text[], changed_only boolean,
-	group_by text[] DEFAULT NULL, exclude_cols text[] DEFAULT '{}', exclude_vals text[] DEFAULT '{}')
+	group_by text[] DEFAULT NULL, exclude_cols text[] DEFAULT '{}', exclude_vals text[] DEFAULT '{}',
+	born_at_zero boolean DEFAULT false)
 RETURNS SETOF record
 LANGUAGE C STABLE
 SET search_path = pg_catalog, pg_temp
@@ -236,7 +240,7 @@ $$;
 COMMENT ON FUNCTION chronicle.run_window(text) IS
 	'The (from, to] window of a run by label (to = now() while the run is open)';
 
-REVOKE ALL ON FUNCTION chronicle._deltas(regclass, timestamptz, timestamptz, text[], text[], text, text[], text, text[], text, text[], text[], text[], boolean, text[], text[], text[]) FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle._deltas(regclass, timestamptz, timestamptz, text[], text[], text, text[], text, text[], text, text[], text[], text[], boolean, text[], text[], text[], boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle._check_range(timestamptz, timestamptz, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle._check_name(text, text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle._check_datname(text, text) FROM PUBLIC;

@@ -232,38 +232,38 @@ BEGIN
 	SELECT ws, we, secs, n, e.backend_type, e.object, e.context,
 	       max(e.op_bytes),
 	       0::bigint,
-	       coalesce(sum(e.l_reads - e.b_reads), 0)::numeric,
-	       coalesce(sum(e.l_reads - e.b_reads), 0)::float8 / secs,
-	       coalesce(sum(coalesce(e.l_read_bytes - e.b_read_bytes, (e.l_reads - e.b_reads) * e.op_bytes)), 0)::numeric,
-	       coalesce(sum(coalesce(e.l_read_bytes - e.b_read_bytes, (e.l_reads - e.b_reads) * e.op_bytes)), 0)::float8 / secs,
-	       coalesce(sum(e.l_read_time - e.b_read_time), 0),
-	       coalesce(sum(e.l_read_time - e.b_read_time), 0)::float8 / secs,
-	       coalesce(sum(e.l_writes - e.b_writes), 0)::numeric,
-	       coalesce(sum(e.l_writes - e.b_writes), 0)::float8 / secs,
-	       coalesce(sum(coalesce(e.l_write_bytes - e.b_write_bytes, (e.l_writes - e.b_writes) * e.op_bytes)), 0)::numeric,
-	       coalesce(sum(coalesce(e.l_write_bytes - e.b_write_bytes, (e.l_writes - e.b_writes) * e.op_bytes)), 0)::float8 / secs,
-	       coalesce(sum(e.l_write_time - e.b_write_time), 0),
-	       coalesce(sum(e.l_write_time - e.b_write_time), 0)::float8 / secs,
-	       coalesce(sum(e.l_writebacks - e.b_writebacks), 0)::numeric,
-	       coalesce(sum(e.l_writebacks - e.b_writebacks), 0)::float8 / secs,
-	       coalesce(sum(e.l_writeback_time - e.b_writeback_time), 0),
-	       coalesce(sum(e.l_writeback_time - e.b_writeback_time), 0)::float8 / secs,
-	       coalesce(sum(e.l_extends - e.b_extends), 0)::numeric,
-	       coalesce(sum(e.l_extends - e.b_extends), 0)::float8 / secs,
-	       coalesce(sum(coalesce(e.l_extend_bytes - e.b_extend_bytes, (e.l_extends - e.b_extends) * e.op_bytes)), 0)::numeric,
-	       coalesce(sum(coalesce(e.l_extend_bytes - e.b_extend_bytes, (e.l_extends - e.b_extends) * e.op_bytes)), 0)::float8 / secs,
-	       coalesce(sum(e.l_extend_time - e.b_extend_time), 0),
-	       coalesce(sum(e.l_extend_time - e.b_extend_time), 0)::float8 / secs,
-	       coalesce(sum(e.l_hits - e.b_hits), 0)::numeric,
-	       coalesce(sum(e.l_hits - e.b_hits), 0)::float8 / secs,
-	       coalesce(sum(e.l_evictions - e.b_evictions), 0)::numeric,
-	       coalesce(sum(e.l_evictions - e.b_evictions), 0)::float8 / secs,
-	       coalesce(sum(e.l_reuses - e.b_reuses), 0)::numeric,
-	       coalesce(sum(e.l_reuses - e.b_reuses), 0)::float8 / secs,
-	       coalesce(sum(e.l_fsyncs - e.b_fsyncs), 0)::numeric,
-	       coalesce(sum(e.l_fsyncs - e.b_fsyncs), 0)::float8 / secs,
-	       coalesce(sum(e.l_fsync_time - e.b_fsync_time), 0),
-	       coalesce(sum(e.l_fsync_time - e.b_fsync_time), 0)::float8 / secs,
+	       sum(e.l_reads - e.b_reads)::numeric,
+	       sum(e.l_reads - e.b_reads)::float8 / secs,
+	       sum(coalesce(e.l_read_bytes - e.b_read_bytes, (e.l_reads - e.b_reads) * e.op_bytes))::numeric,
+	       sum(coalesce(e.l_read_bytes - e.b_read_bytes, (e.l_reads - e.b_reads) * e.op_bytes))::float8 / secs,
+	       sum(e.l_read_time - e.b_read_time),
+	       sum(e.l_read_time - e.b_read_time)::float8 / secs,
+	       sum(e.l_writes - e.b_writes)::numeric,
+	       sum(e.l_writes - e.b_writes)::float8 / secs,
+	       sum(coalesce(e.l_write_bytes - e.b_write_bytes, (e.l_writes - e.b_writes) * e.op_bytes))::numeric,
+	       sum(coalesce(e.l_write_bytes - e.b_write_bytes, (e.l_writes - e.b_writes) * e.op_bytes))::float8 / secs,
+	       sum(e.l_write_time - e.b_write_time),
+	       sum(e.l_write_time - e.b_write_time)::float8 / secs,
+	       sum(e.l_writebacks - e.b_writebacks)::numeric,
+	       sum(e.l_writebacks - e.b_writebacks)::float8 / secs,
+	       sum(e.l_writeback_time - e.b_writeback_time),
+	       sum(e.l_writeback_time - e.b_writeback_time)::float8 / secs,
+	       sum(e.l_extends - e.b_extends)::numeric,
+	       sum(e.l_extends - e.b_extends)::float8 / secs,
+	       sum(coalesce(e.l_extend_bytes - e.b_extend_bytes, (e.l_extends - e.b_extends) * e.op_bytes))::numeric,
+	       sum(coalesce(e.l_extend_bytes - e.b_extend_bytes, (e.l_extends - e.b_extends) * e.op_bytes))::float8 / secs,
+	       sum(e.l_extend_time - e.b_extend_time),
+	       sum(e.l_extend_time - e.b_extend_time)::float8 / secs,
+	       sum(e.l_hits - e.b_hits)::numeric,
+	       sum(e.l_hits - e.b_hits)::float8 / secs,
+	       sum(e.l_evictions - e.b_evictions)::numeric,
+	       sum(e.l_evictions - e.b_evictions)::float8 / secs,
+	       sum(e.l_reuses - e.b_reuses)::numeric,
+	       sum(e.l_reuses - e.b_reuses)::float8 / secs,
+	       sum(e.l_fsyncs - e.b_fsyncs)::numeric,
+	       sum(e.l_fsyncs - e.b_fsyncs)::float8 / secs,
+	       sum(e.l_fsync_time - e.b_fsync_time),
+	       sum(e.l_fsync_time - e.b_fsync_time)::float8 / secs,
 	       sum(e.l_read_time - e.b_read_time)::float8 / nullif(sum(e.l_reads - e.b_reads), 0),
 	       sum(e.l_write_time - e.b_write_time)::float8 / nullif(sum(e.l_writes - e.b_writes), 0),
 	       sum(e.l_writeback_time - e.b_writeback_time)::float8 / nullif(sum(e.l_writebacks - e.b_writebacks), 0),
@@ -280,44 +280,44 @@ BEGIN
 	SELECT ws, we, secs, n, k.backend_type, k.object, k.context,
 	       coalesce(max(d.op_bytes), max(k.op_bytes)),
 	       count(*) FILTER (WHERE d.reset),
-	       coalesce(sum(d.reads), 0)::numeric,
-	       coalesce(sum(d.reads), 0)::float8 / secs,
-	       coalesce(sum(d.read_bytes), 0)::numeric,
-	       coalesce(sum(d.read_bytes), 0)::float8 / secs,
-	       coalesce(sum(d.read_time), 0),
-	       coalesce(sum(d.read_time), 0)::float8 / secs,
-	       coalesce(sum(d.writes), 0)::numeric,
-	       coalesce(sum(d.writes), 0)::float8 / secs,
-	       coalesce(sum(d.write_bytes), 0)::numeric,
-	       coalesce(sum(d.write_bytes), 0)::float8 / secs,
-	       coalesce(sum(d.write_time), 0),
-	       coalesce(sum(d.write_time), 0)::float8 / secs,
-	       coalesce(sum(d.writebacks), 0)::numeric,
-	       coalesce(sum(d.writebacks), 0)::float8 / secs,
-	       coalesce(sum(d.writeback_time), 0),
-	       coalesce(sum(d.writeback_time), 0)::float8 / secs,
-	       coalesce(sum(d.extends), 0)::numeric,
-	       coalesce(sum(d.extends), 0)::float8 / secs,
-	       coalesce(sum(d.extend_bytes), 0)::numeric,
-	       coalesce(sum(d.extend_bytes), 0)::float8 / secs,
-	       coalesce(sum(d.extend_time), 0),
-	       coalesce(sum(d.extend_time), 0)::float8 / secs,
-	       coalesce(sum(d.hits), 0)::numeric,
-	       coalesce(sum(d.hits), 0)::float8 / secs,
-	       coalesce(sum(d.evictions), 0)::numeric,
-	       coalesce(sum(d.evictions), 0)::float8 / secs,
-	       coalesce(sum(d.reuses), 0)::numeric,
-	       coalesce(sum(d.reuses), 0)::float8 / secs,
-	       coalesce(sum(d.fsyncs), 0)::numeric,
-	       coalesce(sum(d.fsyncs), 0)::float8 / secs,
-	       coalesce(sum(d.fsync_time), 0),
-	       coalesce(sum(d.fsync_time), 0)::float8 / secs,
+	       coalesce(sum(d.reads), max(k.reads - k.reads))::numeric,
+	       coalesce(sum(d.reads), max(k.reads - k.reads))::float8 / secs,
+	       coalesce(sum(d.read_bytes), max(coalesce(k.read_bytes - k.read_bytes, (k.reads - k.reads) * k.op_bytes)))::numeric,
+	       coalesce(sum(d.read_bytes), max(coalesce(k.read_bytes - k.read_bytes, (k.reads - k.reads) * k.op_bytes)))::float8 / secs,
+	       coalesce(sum(d.read_time), max(k.read_time - k.read_time)),
+	       coalesce(sum(d.read_time), max(k.read_time - k.read_time))::float8 / secs,
+	       coalesce(sum(d.writes), max(k.writes - k.writes))::numeric,
+	       coalesce(sum(d.writes), max(k.writes - k.writes))::float8 / secs,
+	       coalesce(sum(d.write_bytes), max(coalesce(k.write_bytes - k.write_bytes, (k.writes - k.writes) * k.op_bytes)))::numeric,
+	       coalesce(sum(d.write_bytes), max(coalesce(k.write_bytes - k.write_bytes, (k.writes - k.writes) * k.op_bytes)))::float8 / secs,
+	       coalesce(sum(d.write_time), max(k.write_time - k.write_time)),
+	       coalesce(sum(d.write_time), max(k.write_time - k.write_time))::float8 / secs,
+	       coalesce(sum(d.writebacks), max(k.writebacks - k.writebacks))::numeric,
+	       coalesce(sum(d.writebacks), max(k.writebacks - k.writebacks))::float8 / secs,
+	       coalesce(sum(d.writeback_time), max(k.writeback_time - k.writeback_time)),
+	       coalesce(sum(d.writeback_time), max(k.writeback_time - k.writeback_time))::float8 / secs,
+	       coalesce(sum(d.extends), max(k.extends - k.extends))::numeric,
+	       coalesce(sum(d.extends), max(k.extends - k.extends))::float8 / secs,
+	       coalesce(sum(d.extend_bytes), max(coalesce(k.extend_bytes - k.extend_bytes, (k.extends - k.extends) * k.op_bytes)))::numeric,
+	       coalesce(sum(d.extend_bytes), max(coalesce(k.extend_bytes - k.extend_bytes, (k.extends - k.extends) * k.op_bytes)))::float8 / secs,
+	       coalesce(sum(d.extend_time), max(k.extend_time - k.extend_time)),
+	       coalesce(sum(d.extend_time), max(k.extend_time - k.extend_time))::float8 / secs,
+	       coalesce(sum(d.hits), max(k.hits - k.hits))::numeric,
+	       coalesce(sum(d.hits), max(k.hits - k.hits))::float8 / secs,
+	       coalesce(sum(d.evictions), max(k.evictions - k.evictions))::numeric,
+	       coalesce(sum(d.evictions), max(k.evictions - k.evictions))::float8 / secs,
+	       coalesce(sum(d.reuses), max(k.reuses - k.reuses))::numeric,
+	       coalesce(sum(d.reuses), max(k.reuses - k.reuses))::float8 / secs,
+	       coalesce(sum(d.fsyncs), max(k.fsyncs - k.fsyncs))::numeric,
+	       coalesce(sum(d.fsyncs), max(k.fsyncs - k.fsyncs))::float8 / secs,
+	       coalesce(sum(d.fsync_time), max(k.fsync_time - k.fsync_time)),
+	       coalesce(sum(d.fsync_time), max(k.fsync_time - k.fsync_time))::float8 / secs,
 	       sum(d.read_time)::float8 / nullif(sum(d.reads), 0),
 	       sum(d.write_time)::float8 / nullif(sum(d.writes), 0),
 	       sum(d.writeback_time)::float8 / nullif(sum(d.writebacks), 0),
 	       sum(d.extend_time)::float8 / nullif(sum(d.extends), 0),
 	       sum(d.fsync_time)::float8 / nullif(sum(d.fsyncs), 0)
-	  FROM (SELECT DISTINCT ON (kk.backend_type, kk.object, kk.context) kk.backend_type, kk.object, kk.context, kk.op_bytes
+	  FROM (SELECT DISTINCT ON (kk.backend_type, kk.object, kk.context) kk.backend_type, kk.object, kk.context, kk.op_bytes, kk.reads, kk.read_bytes, kk.read_time, kk.writes, kk.write_bytes, kk.write_time, kk.writebacks, kk.writeback_time, kk.extends, kk.extend_bytes, kk.extend_time, kk.hits, kk.evictions, kk.reuses, kk.fsyncs, kk.fsync_time
 	          FROM chronicle._io_keys($1, $2) kk
 	         WHERE true
 	           AND ($3 IS NULL OR kk.backend_type = $3)
@@ -403,7 +403,8 @@ BEGIN
 		per_op => ARRAY['blk_read_time', 'blks_read']::text[],
 		filter_cols => ARRAY['datname']::text[],
 		filter_vals => ARRAY[$3]::text[],
-		changed_only => true, group_by => ARRAY[]::text[])
+		changed_only => true, group_by => ARRAY[]::text[],
+		born_at_zero => true)
 	  AS d(interval_start timestamptz, interval_end timestamptz, seconds float8, reset boolean, xact_commit bigint, xact_commit_per_s float8, xact_rollback bigint, xact_rollback_per_s float8, blks_read bigint, blks_read_per_s float8, blks_hit bigint, blks_hit_per_s float8, tup_returned bigint, tup_returned_per_s float8, tup_fetched bigint, tup_fetched_per_s float8, tup_inserted bigint, tup_inserted_per_s float8, tup_updated bigint, tup_updated_per_s float8, tup_deleted bigint, tup_deleted_per_s float8, conflicts bigint, conflicts_per_s float8, temp_files bigint, temp_files_per_s float8, temp_bytes bigint, temp_bytes_per_s float8, deadlocks bigint, deadlocks_per_s float8, checksum_failures bigint, checksum_failures_per_s float8, blk_read_time float8, blk_read_time_per_s float8, blk_write_time float8, blk_write_time_per_s float8, session_time float8, session_time_per_s float8, active_time float8, active_time_per_s float8, idle_in_transaction_time float8, idle_in_transaction_time_per_s float8, sessions bigint, sessions_per_s float8, sessions_abandoned bigint, sessions_abandoned_per_s float8, sessions_fatal bigint, sessions_fatal_per_s float8, sessions_killed bigint, sessions_killed_per_s float8, parallel_workers_to_launch bigint, parallel_workers_to_launch_per_s float8, parallel_workers_launched bigint, parallel_workers_launched_per_s float8, ms_per_blk_read float8);
 END;
 $fn$;
@@ -435,7 +436,8 @@ BEGIN
 		per_op => ARRAY['blk_read_time', 'blks_read']::text[],
 		filter_cols => ARRAY['datname']::text[],
 		filter_vals => ARRAY[$3]::text[],
-		changed_only => $4)
+		changed_only => $4,
+		born_at_zero => true)
 	  AS d(interval_start timestamptz, interval_end timestamptz, seconds float8, datid oid, datname text, reset boolean, xact_commit bigint, xact_commit_per_s float8, xact_rollback bigint, xact_rollback_per_s float8, blks_read bigint, blks_read_per_s float8, blks_hit bigint, blks_hit_per_s float8, tup_returned bigint, tup_returned_per_s float8, tup_fetched bigint, tup_fetched_per_s float8, tup_inserted bigint, tup_inserted_per_s float8, tup_updated bigint, tup_updated_per_s float8, tup_deleted bigint, tup_deleted_per_s float8, conflicts bigint, conflicts_per_s float8, temp_files bigint, temp_files_per_s float8, temp_bytes bigint, temp_bytes_per_s float8, deadlocks bigint, deadlocks_per_s float8, checksum_failures bigint, checksum_failures_per_s float8, blk_read_time float8, blk_read_time_per_s float8, blk_write_time float8, blk_write_time_per_s float8, session_time float8, session_time_per_s float8, active_time float8, active_time_per_s float8, idle_in_transaction_time float8, idle_in_transaction_time_per_s float8, sessions bigint, sessions_per_s float8, sessions_abandoned bigint, sessions_abandoned_per_s float8, sessions_fatal bigint, sessions_fatal_per_s float8, sessions_killed bigint, sessions_killed_per_s float8, parallel_workers_to_launch bigint, parallel_workers_to_launch_per_s float8, parallel_workers_launched bigint, parallel_workers_launched_per_s float8, ms_per_blk_read float8);
 END;
 $fn$;
@@ -455,6 +457,14 @@ BEGIN
 	WITH sg AS (
 		SELECT i.segment, min(i.interval_start) AS first_start, max(i.interval_end) AS last_end
 		  FROM chronicle.intervals($1, $2) i GROUP BY i.segment
+	), sgk AS (
+		-- the first keyframe of the segment that recorded the table
+		SELECT g.*, (SELECT sn.ts FROM chronicle.snapshot sn
+		                 WHERE sn.segment = g.segment AND sn.ts >= g.segment AND sn.ts <= $2
+		                   AND sn.keyframe
+		                   AND EXISTS (SELECT FROM chronicle.database_history x WHERE x.ts = sn.ts)
+		                 ORDER BY sn.ts LIMIT 1) AS born_after
+		  FROM sg g
 	)
 	SELECT k.datid, l.datname, sg.segment,
 	       (b.stats_reset IS DISTINCT FROM l.stats_reset
@@ -483,44 +493,45 @@ BEGIN
 	        OR coalesce(l.sessions_killed < b.sessions_killed, false)
 	        OR coalesce(l.parallel_workers_to_launch < b.parallel_workers_to_launch, false)
 	        OR coalesce(l.parallel_workers_launched < b.parallel_workers_launched, false)),
-	       b.xact_commit, l.xact_commit,
-	       b.xact_rollback, l.xact_rollback,
-	       b.blks_read, l.blks_read,
-	       b.blks_hit, l.blks_hit,
-	       b.tup_returned, l.tup_returned,
-	       b.tup_fetched, l.tup_fetched,
-	       b.tup_inserted, l.tup_inserted,
-	       b.tup_updated, l.tup_updated,
-	       b.tup_deleted, l.tup_deleted,
-	       b.conflicts, l.conflicts,
-	       b.temp_files, l.temp_files,
-	       b.temp_bytes, l.temp_bytes,
-	       b.deadlocks, l.deadlocks,
-	       b.checksum_failures, l.checksum_failures,
-	       b.blk_read_time, l.blk_read_time,
-	       b.blk_write_time, l.blk_write_time,
-	       b.session_time, l.session_time,
-	       b.active_time, l.active_time,
-	       b.idle_in_transaction_time, l.idle_in_transaction_time,
-	       b.sessions, l.sessions,
-	       b.sessions_abandoned, l.sessions_abandoned,
-	       b.sessions_fatal, l.sessions_fatal,
-	       b.sessions_killed, l.sessions_killed,
-	       b.parallel_workers_to_launch, l.parallel_workers_to_launch,
-	       b.parallel_workers_launched, l.parallel_workers_launched
+	       CASE WHEN b.born AND b.xact_commit IS NOT NULL THEN 0 ELSE b.xact_commit END, l.xact_commit,
+	       CASE WHEN b.born AND b.xact_rollback IS NOT NULL THEN 0 ELSE b.xact_rollback END, l.xact_rollback,
+	       CASE WHEN b.born AND b.blks_read IS NOT NULL THEN 0 ELSE b.blks_read END, l.blks_read,
+	       CASE WHEN b.born AND b.blks_hit IS NOT NULL THEN 0 ELSE b.blks_hit END, l.blks_hit,
+	       CASE WHEN b.born AND b.tup_returned IS NOT NULL THEN 0 ELSE b.tup_returned END, l.tup_returned,
+	       CASE WHEN b.born AND b.tup_fetched IS NOT NULL THEN 0 ELSE b.tup_fetched END, l.tup_fetched,
+	       CASE WHEN b.born AND b.tup_inserted IS NOT NULL THEN 0 ELSE b.tup_inserted END, l.tup_inserted,
+	       CASE WHEN b.born AND b.tup_updated IS NOT NULL THEN 0 ELSE b.tup_updated END, l.tup_updated,
+	       CASE WHEN b.born AND b.tup_deleted IS NOT NULL THEN 0 ELSE b.tup_deleted END, l.tup_deleted,
+	       CASE WHEN b.born AND b.conflicts IS NOT NULL THEN 0 ELSE b.conflicts END, l.conflicts,
+	       CASE WHEN b.born AND b.temp_files IS NOT NULL THEN 0 ELSE b.temp_files END, l.temp_files,
+	       CASE WHEN b.born AND b.temp_bytes IS NOT NULL THEN 0 ELSE b.temp_bytes END, l.temp_bytes,
+	       CASE WHEN b.born AND b.deadlocks IS NOT NULL THEN 0 ELSE b.deadlocks END, l.deadlocks,
+	       CASE WHEN b.born AND b.checksum_failures IS NOT NULL THEN 0 ELSE b.checksum_failures END, l.checksum_failures,
+	       CASE WHEN b.born AND b.blk_read_time IS NOT NULL THEN 0 ELSE b.blk_read_time END, l.blk_read_time,
+	       CASE WHEN b.born AND b.blk_write_time IS NOT NULL THEN 0 ELSE b.blk_write_time END, l.blk_write_time,
+	       CASE WHEN b.born AND b.session_time IS NOT NULL THEN 0 ELSE b.session_time END, l.session_time,
+	       CASE WHEN b.born AND b.active_time IS NOT NULL THEN 0 ELSE b.active_time END, l.active_time,
+	       CASE WHEN b.born AND b.idle_in_transaction_time IS NOT NULL THEN 0 ELSE b.idle_in_transaction_time END, l.idle_in_transaction_time,
+	       CASE WHEN b.born AND b.sessions IS NOT NULL THEN 0 ELSE b.sessions END, l.sessions,
+	       CASE WHEN b.born AND b.sessions_abandoned IS NOT NULL THEN 0 ELSE b.sessions_abandoned END, l.sessions_abandoned,
+	       CASE WHEN b.born AND b.sessions_fatal IS NOT NULL THEN 0 ELSE b.sessions_fatal END, l.sessions_fatal,
+	       CASE WHEN b.born AND b.sessions_killed IS NOT NULL THEN 0 ELSE b.sessions_killed END, l.sessions_killed,
+	       CASE WHEN b.born AND b.parallel_workers_to_launch IS NOT NULL THEN 0 ELSE b.parallel_workers_to_launch END, l.parallel_workers_to_launch,
+	       CASE WHEN b.born AND b.parallel_workers_launched IS NOT NULL THEN 0 ELSE b.parallel_workers_launched END, l.parallel_workers_launched
 	  FROM (SELECT DISTINCT kk.datid FROM chronicle._database_keys($1, $2) kk) k
-	 CROSS JOIN sg
+	 CROSS JOIN sgk sg
 	 CROSS JOIN LATERAL (
 		SELECT h.* FROM chronicle.database_history h
 		 WHERE h.datid = k.datid AND h.ts >= sg.segment AND h.ts <= sg.last_end
 		 ORDER BY h.ts DESC LIMIT 1) l
 	 CROSS JOIN LATERAL (
 		SELECT x.* FROM (
-			(SELECT h.* FROM chronicle.database_history h
+			(SELECT h.*, false AS born FROM chronicle.database_history h
 			  WHERE h.datid = k.datid AND h.ts >= sg.segment AND h.ts <= sg.first_start
 			  ORDER BY h.ts DESC LIMIT 1)
 			UNION ALL
-			(SELECT h.* FROM chronicle.database_history h
+			-- else the first row in the window: born if after that keyframe
+			(SELECT h.*, coalesce(h.ts > sg.born_after, false) FROM chronicle.database_history h
 			  WHERE h.datid = k.datid AND h.ts > sg.first_start AND h.ts <= sg.last_end
 			  ORDER BY h.ts LIMIT 1)) x
 		 ORDER BY x.ts ASC LIMIT 1) b;
@@ -558,56 +569,56 @@ BEGIN
 	SELECT ws, we, secs, n, e.datid,
 	       max(e.datname),
 	       0::bigint,
-	       coalesce(sum(e.l_xact_commit - e.b_xact_commit), 0)::numeric,
-	       coalesce(sum(e.l_xact_commit - e.b_xact_commit), 0)::float8 / secs,
-	       coalesce(sum(e.l_xact_rollback - e.b_xact_rollback), 0)::numeric,
-	       coalesce(sum(e.l_xact_rollback - e.b_xact_rollback), 0)::float8 / secs,
-	       coalesce(sum(e.l_blks_read - e.b_blks_read), 0)::numeric,
-	       coalesce(sum(e.l_blks_read - e.b_blks_read), 0)::float8 / secs,
-	       coalesce(sum(e.l_blks_hit - e.b_blks_hit), 0)::numeric,
-	       coalesce(sum(e.l_blks_hit - e.b_blks_hit), 0)::float8 / secs,
-	       coalesce(sum(e.l_tup_returned - e.b_tup_returned), 0)::numeric,
-	       coalesce(sum(e.l_tup_returned - e.b_tup_returned), 0)::float8 / secs,
-	       coalesce(sum(e.l_tup_fetched - e.b_tup_fetched), 0)::numeric,
-	       coalesce(sum(e.l_tup_fetched - e.b_tup_fetched), 0)::float8 / secs,
-	       coalesce(sum(e.l_tup_inserted - e.b_tup_inserted), 0)::numeric,
-	       coalesce(sum(e.l_tup_inserted - e.b_tup_inserted), 0)::float8 / secs,
-	       coalesce(sum(e.l_tup_updated - e.b_tup_updated), 0)::numeric,
-	       coalesce(sum(e.l_tup_updated - e.b_tup_updated), 0)::float8 / secs,
-	       coalesce(sum(e.l_tup_deleted - e.b_tup_deleted), 0)::numeric,
-	       coalesce(sum(e.l_tup_deleted - e.b_tup_deleted), 0)::float8 / secs,
-	       coalesce(sum(e.l_conflicts - e.b_conflicts), 0)::numeric,
-	       coalesce(sum(e.l_conflicts - e.b_conflicts), 0)::float8 / secs,
-	       coalesce(sum(e.l_temp_files - e.b_temp_files), 0)::numeric,
-	       coalesce(sum(e.l_temp_files - e.b_temp_files), 0)::float8 / secs,
-	       coalesce(sum(e.l_temp_bytes - e.b_temp_bytes), 0)::numeric,
-	       coalesce(sum(e.l_temp_bytes - e.b_temp_bytes), 0)::float8 / secs,
-	       coalesce(sum(e.l_deadlocks - e.b_deadlocks), 0)::numeric,
-	       coalesce(sum(e.l_deadlocks - e.b_deadlocks), 0)::float8 / secs,
-	       coalesce(sum(e.l_checksum_failures - e.b_checksum_failures), 0)::numeric,
-	       coalesce(sum(e.l_checksum_failures - e.b_checksum_failures), 0)::float8 / secs,
-	       coalesce(sum(e.l_blk_read_time - e.b_blk_read_time), 0),
-	       coalesce(sum(e.l_blk_read_time - e.b_blk_read_time), 0)::float8 / secs,
-	       coalesce(sum(e.l_blk_write_time - e.b_blk_write_time), 0),
-	       coalesce(sum(e.l_blk_write_time - e.b_blk_write_time), 0)::float8 / secs,
-	       coalesce(sum(e.l_session_time - e.b_session_time), 0),
-	       coalesce(sum(e.l_session_time - e.b_session_time), 0)::float8 / secs,
-	       coalesce(sum(e.l_active_time - e.b_active_time), 0),
-	       coalesce(sum(e.l_active_time - e.b_active_time), 0)::float8 / secs,
-	       coalesce(sum(e.l_idle_in_transaction_time - e.b_idle_in_transaction_time), 0),
-	       coalesce(sum(e.l_idle_in_transaction_time - e.b_idle_in_transaction_time), 0)::float8 / secs,
-	       coalesce(sum(e.l_sessions - e.b_sessions), 0)::numeric,
-	       coalesce(sum(e.l_sessions - e.b_sessions), 0)::float8 / secs,
-	       coalesce(sum(e.l_sessions_abandoned - e.b_sessions_abandoned), 0)::numeric,
-	       coalesce(sum(e.l_sessions_abandoned - e.b_sessions_abandoned), 0)::float8 / secs,
-	       coalesce(sum(e.l_sessions_fatal - e.b_sessions_fatal), 0)::numeric,
-	       coalesce(sum(e.l_sessions_fatal - e.b_sessions_fatal), 0)::float8 / secs,
-	       coalesce(sum(e.l_sessions_killed - e.b_sessions_killed), 0)::numeric,
-	       coalesce(sum(e.l_sessions_killed - e.b_sessions_killed), 0)::float8 / secs,
-	       coalesce(sum(e.l_parallel_workers_to_launch - e.b_parallel_workers_to_launch), 0)::numeric,
-	       coalesce(sum(e.l_parallel_workers_to_launch - e.b_parallel_workers_to_launch), 0)::float8 / secs,
-	       coalesce(sum(e.l_parallel_workers_launched - e.b_parallel_workers_launched), 0)::numeric,
-	       coalesce(sum(e.l_parallel_workers_launched - e.b_parallel_workers_launched), 0)::float8 / secs,
+	       sum(e.l_xact_commit - e.b_xact_commit)::numeric,
+	       sum(e.l_xact_commit - e.b_xact_commit)::float8 / secs,
+	       sum(e.l_xact_rollback - e.b_xact_rollback)::numeric,
+	       sum(e.l_xact_rollback - e.b_xact_rollback)::float8 / secs,
+	       sum(e.l_blks_read - e.b_blks_read)::numeric,
+	       sum(e.l_blks_read - e.b_blks_read)::float8 / secs,
+	       sum(e.l_blks_hit - e.b_blks_hit)::numeric,
+	       sum(e.l_blks_hit - e.b_blks_hit)::float8 / secs,
+	       sum(e.l_tup_returned - e.b_tup_returned)::numeric,
+	       sum(e.l_tup_returned - e.b_tup_returned)::float8 / secs,
+	       sum(e.l_tup_fetched - e.b_tup_fetched)::numeric,
+	       sum(e.l_tup_fetched - e.b_tup_fetched)::float8 / secs,
+	       sum(e.l_tup_inserted - e.b_tup_inserted)::numeric,
+	       sum(e.l_tup_inserted - e.b_tup_inserted)::float8 / secs,
+	       sum(e.l_tup_updated - e.b_tup_updated)::numeric,
+	       sum(e.l_tup_updated - e.b_tup_updated)::float8 / secs,
+	       sum(e.l_tup_deleted - e.b_tup_deleted)::numeric,
+	       sum(e.l_tup_deleted - e.b_tup_deleted)::float8 / secs,
+	       sum(e.l_conflicts - e.b_conflicts)::numeric,
+	       sum(e.l_conflicts - e.b_conflicts)::float8 / secs,
+	       sum(e.l_temp_files - e.b_temp_files)::numeric,
+	       sum(e.l_temp_files - e.b_temp_files)::float8 / secs,
+	       sum(e.l_temp_bytes - e.b_temp_bytes)::numeric,
+	       sum(e.l_temp_bytes - e.b_temp_bytes)::float8 / secs,
+	       sum(e.l_deadlocks - e.b_deadlocks)::numeric,
+	       sum(e.l_deadlocks - e.b_deadlocks)::float8 / secs,
+	       sum(e.l_checksum_failures - e.b_checksum_failures)::numeric,
+	       sum(e.l_checksum_failures - e.b_checksum_failures)::float8 / secs,
+	       sum(e.l_blk_read_time - e.b_blk_read_time),
+	       sum(e.l_blk_read_time - e.b_blk_read_time)::float8 / secs,
+	       sum(e.l_blk_write_time - e.b_blk_write_time),
+	       sum(e.l_blk_write_time - e.b_blk_write_time)::float8 / secs,
+	       sum(e.l_session_time - e.b_session_time),
+	       sum(e.l_session_time - e.b_session_time)::float8 / secs,
+	       sum(e.l_active_time - e.b_active_time),
+	       sum(e.l_active_time - e.b_active_time)::float8 / secs,
+	       sum(e.l_idle_in_transaction_time - e.b_idle_in_transaction_time),
+	       sum(e.l_idle_in_transaction_time - e.b_idle_in_transaction_time)::float8 / secs,
+	       sum(e.l_sessions - e.b_sessions)::numeric,
+	       sum(e.l_sessions - e.b_sessions)::float8 / secs,
+	       sum(e.l_sessions_abandoned - e.b_sessions_abandoned)::numeric,
+	       sum(e.l_sessions_abandoned - e.b_sessions_abandoned)::float8 / secs,
+	       sum(e.l_sessions_fatal - e.b_sessions_fatal)::numeric,
+	       sum(e.l_sessions_fatal - e.b_sessions_fatal)::float8 / secs,
+	       sum(e.l_sessions_killed - e.b_sessions_killed)::numeric,
+	       sum(e.l_sessions_killed - e.b_sessions_killed)::float8 / secs,
+	       sum(e.l_parallel_workers_to_launch - e.b_parallel_workers_to_launch)::numeric,
+	       sum(e.l_parallel_workers_to_launch - e.b_parallel_workers_to_launch)::float8 / secs,
+	       sum(e.l_parallel_workers_launched - e.b_parallel_workers_launched)::numeric,
+	       sum(e.l_parallel_workers_launched - e.b_parallel_workers_launched)::float8 / secs,
 	       sum(e.l_blk_read_time - e.b_blk_read_time)::float8 / nullif(sum(e.l_blks_read - e.b_blks_read), 0)
 	  FROM e
 	 WHERE NOT EXISTS (SELECT FROM e r WHERE r.reset)
@@ -620,58 +631,58 @@ BEGIN
 	SELECT ws, we, secs, n, k.datid,
 	       coalesce(max(d.datname), max(k.datname)),
 	       count(*) FILTER (WHERE d.reset),
-	       coalesce(sum(d.xact_commit), 0)::numeric,
-	       coalesce(sum(d.xact_commit), 0)::float8 / secs,
-	       coalesce(sum(d.xact_rollback), 0)::numeric,
-	       coalesce(sum(d.xact_rollback), 0)::float8 / secs,
-	       coalesce(sum(d.blks_read), 0)::numeric,
-	       coalesce(sum(d.blks_read), 0)::float8 / secs,
-	       coalesce(sum(d.blks_hit), 0)::numeric,
-	       coalesce(sum(d.blks_hit), 0)::float8 / secs,
-	       coalesce(sum(d.tup_returned), 0)::numeric,
-	       coalesce(sum(d.tup_returned), 0)::float8 / secs,
-	       coalesce(sum(d.tup_fetched), 0)::numeric,
-	       coalesce(sum(d.tup_fetched), 0)::float8 / secs,
-	       coalesce(sum(d.tup_inserted), 0)::numeric,
-	       coalesce(sum(d.tup_inserted), 0)::float8 / secs,
-	       coalesce(sum(d.tup_updated), 0)::numeric,
-	       coalesce(sum(d.tup_updated), 0)::float8 / secs,
-	       coalesce(sum(d.tup_deleted), 0)::numeric,
-	       coalesce(sum(d.tup_deleted), 0)::float8 / secs,
-	       coalesce(sum(d.conflicts), 0)::numeric,
-	       coalesce(sum(d.conflicts), 0)::float8 / secs,
-	       coalesce(sum(d.temp_files), 0)::numeric,
-	       coalesce(sum(d.temp_files), 0)::float8 / secs,
-	       coalesce(sum(d.temp_bytes), 0)::numeric,
-	       coalesce(sum(d.temp_bytes), 0)::float8 / secs,
-	       coalesce(sum(d.deadlocks), 0)::numeric,
-	       coalesce(sum(d.deadlocks), 0)::float8 / secs,
-	       coalesce(sum(d.checksum_failures), 0)::numeric,
-	       coalesce(sum(d.checksum_failures), 0)::float8 / secs,
-	       coalesce(sum(d.blk_read_time), 0),
-	       coalesce(sum(d.blk_read_time), 0)::float8 / secs,
-	       coalesce(sum(d.blk_write_time), 0),
-	       coalesce(sum(d.blk_write_time), 0)::float8 / secs,
-	       coalesce(sum(d.session_time), 0),
-	       coalesce(sum(d.session_time), 0)::float8 / secs,
-	       coalesce(sum(d.active_time), 0),
-	       coalesce(sum(d.active_time), 0)::float8 / secs,
-	       coalesce(sum(d.idle_in_transaction_time), 0),
-	       coalesce(sum(d.idle_in_transaction_time), 0)::float8 / secs,
-	       coalesce(sum(d.sessions), 0)::numeric,
-	       coalesce(sum(d.sessions), 0)::float8 / secs,
-	       coalesce(sum(d.sessions_abandoned), 0)::numeric,
-	       coalesce(sum(d.sessions_abandoned), 0)::float8 / secs,
-	       coalesce(sum(d.sessions_fatal), 0)::numeric,
-	       coalesce(sum(d.sessions_fatal), 0)::float8 / secs,
-	       coalesce(sum(d.sessions_killed), 0)::numeric,
-	       coalesce(sum(d.sessions_killed), 0)::float8 / secs,
-	       coalesce(sum(d.parallel_workers_to_launch), 0)::numeric,
-	       coalesce(sum(d.parallel_workers_to_launch), 0)::float8 / secs,
-	       coalesce(sum(d.parallel_workers_launched), 0)::numeric,
-	       coalesce(sum(d.parallel_workers_launched), 0)::float8 / secs,
+	       coalesce(sum(d.xact_commit), max(k.xact_commit - k.xact_commit))::numeric,
+	       coalesce(sum(d.xact_commit), max(k.xact_commit - k.xact_commit))::float8 / secs,
+	       coalesce(sum(d.xact_rollback), max(k.xact_rollback - k.xact_rollback))::numeric,
+	       coalesce(sum(d.xact_rollback), max(k.xact_rollback - k.xact_rollback))::float8 / secs,
+	       coalesce(sum(d.blks_read), max(k.blks_read - k.blks_read))::numeric,
+	       coalesce(sum(d.blks_read), max(k.blks_read - k.blks_read))::float8 / secs,
+	       coalesce(sum(d.blks_hit), max(k.blks_hit - k.blks_hit))::numeric,
+	       coalesce(sum(d.blks_hit), max(k.blks_hit - k.blks_hit))::float8 / secs,
+	       coalesce(sum(d.tup_returned), max(k.tup_returned - k.tup_returned))::numeric,
+	       coalesce(sum(d.tup_returned), max(k.tup_returned - k.tup_returned))::float8 / secs,
+	       coalesce(sum(d.tup_fetched), max(k.tup_fetched - k.tup_fetched))::numeric,
+	       coalesce(sum(d.tup_fetched), max(k.tup_fetched - k.tup_fetched))::float8 / secs,
+	       coalesce(sum(d.tup_inserted), max(k.tup_inserted - k.tup_inserted))::numeric,
+	       coalesce(sum(d.tup_inserted), max(k.tup_inserted - k.tup_inserted))::float8 / secs,
+	       coalesce(sum(d.tup_updated), max(k.tup_updated - k.tup_updated))::numeric,
+	       coalesce(sum(d.tup_updated), max(k.tup_updated - k.tup_updated))::float8 / secs,
+	       coalesce(sum(d.tup_deleted), max(k.tup_deleted - k.tup_deleted))::numeric,
+	       coalesce(sum(d.tup_deleted), max(k.tup_deleted - k.tup_deleted))::float8 / secs,
+	       coalesce(sum(d.conflicts), max(k.conflicts - k.conflicts))::numeric,
+	       coalesce(sum(d.conflicts), max(k.conflicts - k.conflicts))::float8 / secs,
+	       coalesce(sum(d.temp_files), max(k.temp_files - k.temp_files))::numeric,
+	       coalesce(sum(d.temp_files), max(k.temp_files - k.temp_files))::float8 / secs,
+	       coalesce(sum(d.temp_bytes), max(k.temp_bytes - k.temp_bytes))::numeric,
+	       coalesce(sum(d.temp_bytes), max(k.temp_bytes - k.temp_bytes))::float8 / secs,
+	       coalesce(sum(d.deadlocks), max(k.deadlocks - k.deadlocks))::numeric,
+	       coalesce(sum(d.deadlocks), max(k.deadlocks - k.deadlocks))::float8 / secs,
+	       coalesce(sum(d.checksum_failures), max(k.checksum_failures - k.checksum_failures))::numeric,
+	       coalesce(sum(d.checksum_failures), max(k.checksum_failures - k.checksum_failures))::float8 / secs,
+	       coalesce(sum(d.blk_read_time), max(k.blk_read_time - k.blk_read_time)),
+	       coalesce(sum(d.blk_read_time), max(k.blk_read_time - k.blk_read_time))::float8 / secs,
+	       coalesce(sum(d.blk_write_time), max(k.blk_write_time - k.blk_write_time)),
+	       coalesce(sum(d.blk_write_time), max(k.blk_write_time - k.blk_write_time))::float8 / secs,
+	       coalesce(sum(d.session_time), max(k.session_time - k.session_time)),
+	       coalesce(sum(d.session_time), max(k.session_time - k.session_time))::float8 / secs,
+	       coalesce(sum(d.active_time), max(k.active_time - k.active_time)),
+	       coalesce(sum(d.active_time), max(k.active_time - k.active_time))::float8 / secs,
+	       coalesce(sum(d.idle_in_transaction_time), max(k.idle_in_transaction_time - k.idle_in_transaction_time)),
+	       coalesce(sum(d.idle_in_transaction_time), max(k.idle_in_transaction_time - k.idle_in_transaction_time))::float8 / secs,
+	       coalesce(sum(d.sessions), max(k.sessions - k.sessions))::numeric,
+	       coalesce(sum(d.sessions), max(k.sessions - k.sessions))::float8 / secs,
+	       coalesce(sum(d.sessions_abandoned), max(k.sessions_abandoned - k.sessions_abandoned))::numeric,
+	       coalesce(sum(d.sessions_abandoned), max(k.sessions_abandoned - k.sessions_abandoned))::float8 / secs,
+	       coalesce(sum(d.sessions_fatal), max(k.sessions_fatal - k.sessions_fatal))::numeric,
+	       coalesce(sum(d.sessions_fatal), max(k.sessions_fatal - k.sessions_fatal))::float8 / secs,
+	       coalesce(sum(d.sessions_killed), max(k.sessions_killed - k.sessions_killed))::numeric,
+	       coalesce(sum(d.sessions_killed), max(k.sessions_killed - k.sessions_killed))::float8 / secs,
+	       coalesce(sum(d.parallel_workers_to_launch), max(k.parallel_workers_to_launch - k.parallel_workers_to_launch))::numeric,
+	       coalesce(sum(d.parallel_workers_to_launch), max(k.parallel_workers_to_launch - k.parallel_workers_to_launch))::float8 / secs,
+	       coalesce(sum(d.parallel_workers_launched), max(k.parallel_workers_launched - k.parallel_workers_launched))::numeric,
+	       coalesce(sum(d.parallel_workers_launched), max(k.parallel_workers_launched - k.parallel_workers_launched))::float8 / secs,
 	       sum(d.blk_read_time)::float8 / nullif(sum(d.blks_read), 0)
-	  FROM (SELECT DISTINCT ON (kk.datid) kk.datid, kk.datname
+	  FROM (SELECT DISTINCT ON (kk.datid) kk.datid, kk.datname, kk.xact_commit, kk.xact_rollback, kk.blks_read, kk.blks_hit, kk.tup_returned, kk.tup_fetched, kk.tup_inserted, kk.tup_updated, kk.tup_deleted, kk.conflicts, kk.temp_files, kk.temp_bytes, kk.deadlocks, kk.checksum_failures, kk.blk_read_time, kk.blk_write_time, kk.session_time, kk.active_time, kk.idle_in_transaction_time, kk.sessions, kk.sessions_abandoned, kk.sessions_fatal, kk.sessions_killed, kk.parallel_workers_to_launch, kk.parallel_workers_launched
 	          FROM chronicle._database_keys($1, $2) kk
 	         WHERE true
 	           AND ($3 IS NULL OR kk.datname = $3)
@@ -755,7 +766,8 @@ BEGIN
 		per_op => ARRAY[]::text[],
 		filter_cols => ARRAY['backend_type', 'wait_event_type', 'wait_event']::text[],
 		filter_vals => ARRAY[$3, $4, $5]::text[],
-		changed_only => true, group_by => ARRAY[]::text[])
+		changed_only => true, group_by => ARRAY[]::text[],
+		born_at_zero => true)
 	  AS d(interval_start timestamptz, interval_end timestamptz, seconds float8, reset boolean, samples bigint, samples_per_s float8);
 END;
 $fn$;
@@ -788,7 +800,8 @@ BEGIN
 		per_op => ARRAY[]::text[],
 		filter_cols => ARRAY['backend_type', 'wait_event_type', 'wait_event']::text[],
 		filter_vals => ARRAY[$3, $4, $5]::text[],
-		changed_only => $6)
+		changed_only => $6,
+		born_at_zero => true)
 	  AS d(interval_start timestamptz, interval_end timestamptz, seconds float8, backend_type text, state text, wait_event_type text, wait_event text, queryid bigint, reset boolean, samples bigint, samples_per_s float8);
 END;
 $fn$;
@@ -808,23 +821,32 @@ BEGIN
 	WITH sg AS (
 		SELECT i.segment, min(i.interval_start) AS first_start, max(i.interval_end) AS last_end
 		  FROM chronicle.intervals($1, $2) i GROUP BY i.segment
+	), sgk AS (
+		-- the first keyframe of the segment that recorded the table
+		SELECT g.*, (SELECT sn.ts FROM chronicle.snapshot sn
+		                 WHERE sn.segment = g.segment AND sn.ts >= g.segment AND sn.ts <= $2
+		                   AND sn.keyframe
+		                   AND EXISTS (SELECT FROM chronicle.waits_history x WHERE x.ts = sn.ts)
+		                 ORDER BY sn.ts LIMIT 1) AS born_after
+		  FROM sg g
 	)
 	SELECT k.backend_type, k.state, k.wait_event_type, k.wait_event, k.queryid, sg.segment,
 	       (coalesce(l.samples < b.samples, false)),
-	       b.samples, l.samples
+	       CASE WHEN b.born AND b.samples IS NOT NULL THEN 0 ELSE b.samples END, l.samples
 	  FROM (SELECT DISTINCT kk.backend_type, kk.state, kk.wait_event_type, kk.wait_event, kk.queryid FROM chronicle._wait_keys($1, $2) kk) k
-	 CROSS JOIN sg
+	 CROSS JOIN sgk sg
 	 CROSS JOIN LATERAL (
 		SELECT h.* FROM chronicle.waits_history h
 		 WHERE h.backend_type = k.backend_type AND h.state = k.state AND h.wait_event_type = k.wait_event_type AND h.wait_event = k.wait_event AND h.queryid = k.queryid AND h.ts >= sg.segment AND h.ts <= sg.last_end
 		 ORDER BY h.ts DESC LIMIT 1) l
 	 CROSS JOIN LATERAL (
 		SELECT x.* FROM (
-			(SELECT h.* FROM chronicle.waits_history h
+			(SELECT h.*, false AS born FROM chronicle.waits_history h
 			  WHERE h.backend_type = k.backend_type AND h.state = k.state AND h.wait_event_type = k.wait_event_type AND h.wait_event = k.wait_event AND h.queryid = k.queryid AND h.ts >= sg.segment AND h.ts <= sg.first_start
 			  ORDER BY h.ts DESC LIMIT 1)
 			UNION ALL
-			(SELECT h.* FROM chronicle.waits_history h
+			-- else the first row in the window: born if after that keyframe
+			(SELECT h.*, coalesce(h.ts > sg.born_after, false) FROM chronicle.waits_history h
 			  WHERE h.backend_type = k.backend_type AND h.state = k.state AND h.wait_event_type = k.wait_event_type AND h.wait_event = k.wait_event AND h.queryid = k.queryid AND h.ts > sg.first_start AND h.ts <= sg.last_end
 			  ORDER BY h.ts LIMIT 1)) x
 		 ORDER BY x.ts ASC LIMIT 1) b;
@@ -864,8 +886,8 @@ BEGIN
 	)
 	SELECT ws, we, secs, n, e.backend_type, e.state, e.wait_event_type, e.wait_event, e.queryid,
 	       0::bigint,
-	       coalesce(sum(e.l_samples - e.b_samples), 0)::numeric,
-	       coalesce(sum(e.l_samples - e.b_samples), 0)::float8 / secs
+	       sum(e.l_samples - e.b_samples)::numeric,
+	       sum(e.l_samples - e.b_samples)::float8 / secs
 	  FROM e
 	 WHERE NOT EXISTS (SELECT FROM e r WHERE r.reset)
 	 GROUP BY e.backend_type, e.state, e.wait_event_type, e.wait_event, e.queryid
@@ -876,9 +898,9 @@ BEGIN
 	RETURN QUERY
 	SELECT ws, we, secs, n, k.backend_type, k.state, k.wait_event_type, k.wait_event, k.queryid,
 	       count(*) FILTER (WHERE d.reset),
-	       coalesce(sum(d.samples), 0)::numeric,
-	       coalesce(sum(d.samples), 0)::float8 / secs
-	  FROM (SELECT DISTINCT ON (kk.backend_type, kk.state, kk.wait_event_type, kk.wait_event, kk.queryid) kk.backend_type, kk.state, kk.wait_event_type, kk.wait_event, kk.queryid
+	       coalesce(sum(d.samples), max(k.samples - k.samples))::numeric,
+	       coalesce(sum(d.samples), max(k.samples - k.samples))::float8 / secs
+	  FROM (SELECT DISTINCT ON (kk.backend_type, kk.state, kk.wait_event_type, kk.wait_event, kk.queryid) kk.backend_type, kk.state, kk.wait_event_type, kk.wait_event, kk.queryid, kk.samples
 	          FROM chronicle._wait_keys($1, $2) kk
 	         WHERE true
 	           AND ($3 IS NULL OR kk.backend_type = $3)
@@ -1125,38 +1147,38 @@ BEGIN
 	)
 	SELECT ws, we, secs, n, e.device, e.role,
 	       0::bigint,
-	       coalesce(sum(e.l_reads_completed - e.b_reads_completed), 0)::numeric,
-	       coalesce(sum(e.l_reads_completed - e.b_reads_completed), 0)::float8 / secs,
-	       coalesce(sum(e.l_reads_merged - e.b_reads_merged), 0)::numeric,
-	       coalesce(sum(e.l_reads_merged - e.b_reads_merged), 0)::float8 / secs,
-	       coalesce(sum(e.l_sectors_read - e.b_sectors_read), 0)::numeric,
-	       coalesce(sum(e.l_sectors_read - e.b_sectors_read), 0)::float8 / secs,
-	       coalesce(sum(e.l_read_time_ms - e.b_read_time_ms), 0)::numeric,
-	       coalesce(sum(e.l_read_time_ms - e.b_read_time_ms), 0)::float8 / secs,
-	       coalesce(sum(e.l_writes_completed - e.b_writes_completed), 0)::numeric,
-	       coalesce(sum(e.l_writes_completed - e.b_writes_completed), 0)::float8 / secs,
-	       coalesce(sum(e.l_writes_merged - e.b_writes_merged), 0)::numeric,
-	       coalesce(sum(e.l_writes_merged - e.b_writes_merged), 0)::float8 / secs,
-	       coalesce(sum(e.l_sectors_written - e.b_sectors_written), 0)::numeric,
-	       coalesce(sum(e.l_sectors_written - e.b_sectors_written), 0)::float8 / secs,
-	       coalesce(sum(e.l_write_time_ms - e.b_write_time_ms), 0)::numeric,
-	       coalesce(sum(e.l_write_time_ms - e.b_write_time_ms), 0)::float8 / secs,
-	       coalesce(sum(e.l_io_time_ms - e.b_io_time_ms), 0)::numeric,
-	       coalesce(sum(e.l_io_time_ms - e.b_io_time_ms), 0)::float8 / secs,
-	       coalesce(sum(e.l_weighted_io_time_ms - e.b_weighted_io_time_ms), 0)::numeric,
-	       coalesce(sum(e.l_weighted_io_time_ms - e.b_weighted_io_time_ms), 0)::float8 / secs,
-	       coalesce(sum(e.l_discards_completed - e.b_discards_completed), 0)::numeric,
-	       coalesce(sum(e.l_discards_completed - e.b_discards_completed), 0)::float8 / secs,
-	       coalesce(sum(e.l_discards_merged - e.b_discards_merged), 0)::numeric,
-	       coalesce(sum(e.l_discards_merged - e.b_discards_merged), 0)::float8 / secs,
-	       coalesce(sum(e.l_sectors_discarded - e.b_sectors_discarded), 0)::numeric,
-	       coalesce(sum(e.l_sectors_discarded - e.b_sectors_discarded), 0)::float8 / secs,
-	       coalesce(sum(e.l_discard_time_ms - e.b_discard_time_ms), 0)::numeric,
-	       coalesce(sum(e.l_discard_time_ms - e.b_discard_time_ms), 0)::float8 / secs,
-	       coalesce(sum(e.l_flushes_completed - e.b_flushes_completed), 0)::numeric,
-	       coalesce(sum(e.l_flushes_completed - e.b_flushes_completed), 0)::float8 / secs,
-	       coalesce(sum(e.l_flush_time_ms - e.b_flush_time_ms), 0)::numeric,
-	       coalesce(sum(e.l_flush_time_ms - e.b_flush_time_ms), 0)::float8 / secs,
+	       sum(e.l_reads_completed - e.b_reads_completed)::numeric,
+	       sum(e.l_reads_completed - e.b_reads_completed)::float8 / secs,
+	       sum(e.l_reads_merged - e.b_reads_merged)::numeric,
+	       sum(e.l_reads_merged - e.b_reads_merged)::float8 / secs,
+	       sum(e.l_sectors_read - e.b_sectors_read)::numeric,
+	       sum(e.l_sectors_read - e.b_sectors_read)::float8 / secs,
+	       sum(e.l_read_time_ms - e.b_read_time_ms)::numeric,
+	       sum(e.l_read_time_ms - e.b_read_time_ms)::float8 / secs,
+	       sum(e.l_writes_completed - e.b_writes_completed)::numeric,
+	       sum(e.l_writes_completed - e.b_writes_completed)::float8 / secs,
+	       sum(e.l_writes_merged - e.b_writes_merged)::numeric,
+	       sum(e.l_writes_merged - e.b_writes_merged)::float8 / secs,
+	       sum(e.l_sectors_written - e.b_sectors_written)::numeric,
+	       sum(e.l_sectors_written - e.b_sectors_written)::float8 / secs,
+	       sum(e.l_write_time_ms - e.b_write_time_ms)::numeric,
+	       sum(e.l_write_time_ms - e.b_write_time_ms)::float8 / secs,
+	       sum(e.l_io_time_ms - e.b_io_time_ms)::numeric,
+	       sum(e.l_io_time_ms - e.b_io_time_ms)::float8 / secs,
+	       sum(e.l_weighted_io_time_ms - e.b_weighted_io_time_ms)::numeric,
+	       sum(e.l_weighted_io_time_ms - e.b_weighted_io_time_ms)::float8 / secs,
+	       sum(e.l_discards_completed - e.b_discards_completed)::numeric,
+	       sum(e.l_discards_completed - e.b_discards_completed)::float8 / secs,
+	       sum(e.l_discards_merged - e.b_discards_merged)::numeric,
+	       sum(e.l_discards_merged - e.b_discards_merged)::float8 / secs,
+	       sum(e.l_sectors_discarded - e.b_sectors_discarded)::numeric,
+	       sum(e.l_sectors_discarded - e.b_sectors_discarded)::float8 / secs,
+	       sum(e.l_discard_time_ms - e.b_discard_time_ms)::numeric,
+	       sum(e.l_discard_time_ms - e.b_discard_time_ms)::float8 / secs,
+	       sum(e.l_flushes_completed - e.b_flushes_completed)::numeric,
+	       sum(e.l_flushes_completed - e.b_flushes_completed)::float8 / secs,
+	       sum(e.l_flush_time_ms - e.b_flush_time_ms)::numeric,
+	       sum(e.l_flush_time_ms - e.b_flush_time_ms)::float8 / secs,
 	       sum(e.l_read_time_ms - e.b_read_time_ms)::float8 / nullif(sum(e.l_reads_completed - e.b_reads_completed), 0),
 	       sum(e.l_write_time_ms - e.b_write_time_ms)::float8 / nullif(sum(e.l_writes_completed - e.b_writes_completed), 0)
 	  FROM e
@@ -1169,41 +1191,41 @@ BEGIN
 	RETURN QUERY
 	SELECT ws, we, secs, n, k.device, k.role,
 	       count(*) FILTER (WHERE d.reset),
-	       coalesce(sum(d.reads_completed), 0)::numeric,
-	       coalesce(sum(d.reads_completed), 0)::float8 / secs,
-	       coalesce(sum(d.reads_merged), 0)::numeric,
-	       coalesce(sum(d.reads_merged), 0)::float8 / secs,
-	       coalesce(sum(d.sectors_read), 0)::numeric,
-	       coalesce(sum(d.sectors_read), 0)::float8 / secs,
-	       coalesce(sum(d.read_time_ms), 0)::numeric,
-	       coalesce(sum(d.read_time_ms), 0)::float8 / secs,
-	       coalesce(sum(d.writes_completed), 0)::numeric,
-	       coalesce(sum(d.writes_completed), 0)::float8 / secs,
-	       coalesce(sum(d.writes_merged), 0)::numeric,
-	       coalesce(sum(d.writes_merged), 0)::float8 / secs,
-	       coalesce(sum(d.sectors_written), 0)::numeric,
-	       coalesce(sum(d.sectors_written), 0)::float8 / secs,
-	       coalesce(sum(d.write_time_ms), 0)::numeric,
-	       coalesce(sum(d.write_time_ms), 0)::float8 / secs,
-	       coalesce(sum(d.io_time_ms), 0)::numeric,
-	       coalesce(sum(d.io_time_ms), 0)::float8 / secs,
-	       coalesce(sum(d.weighted_io_time_ms), 0)::numeric,
-	       coalesce(sum(d.weighted_io_time_ms), 0)::float8 / secs,
-	       coalesce(sum(d.discards_completed), 0)::numeric,
-	       coalesce(sum(d.discards_completed), 0)::float8 / secs,
-	       coalesce(sum(d.discards_merged), 0)::numeric,
-	       coalesce(sum(d.discards_merged), 0)::float8 / secs,
-	       coalesce(sum(d.sectors_discarded), 0)::numeric,
-	       coalesce(sum(d.sectors_discarded), 0)::float8 / secs,
-	       coalesce(sum(d.discard_time_ms), 0)::numeric,
-	       coalesce(sum(d.discard_time_ms), 0)::float8 / secs,
-	       coalesce(sum(d.flushes_completed), 0)::numeric,
-	       coalesce(sum(d.flushes_completed), 0)::float8 / secs,
-	       coalesce(sum(d.flush_time_ms), 0)::numeric,
-	       coalesce(sum(d.flush_time_ms), 0)::float8 / secs,
+	       coalesce(sum(d.reads_completed), max(k.reads_completed - k.reads_completed))::numeric,
+	       coalesce(sum(d.reads_completed), max(k.reads_completed - k.reads_completed))::float8 / secs,
+	       coalesce(sum(d.reads_merged), max(k.reads_merged - k.reads_merged))::numeric,
+	       coalesce(sum(d.reads_merged), max(k.reads_merged - k.reads_merged))::float8 / secs,
+	       coalesce(sum(d.sectors_read), max(k.sectors_read - k.sectors_read))::numeric,
+	       coalesce(sum(d.sectors_read), max(k.sectors_read - k.sectors_read))::float8 / secs,
+	       coalesce(sum(d.read_time_ms), max(k.read_time_ms - k.read_time_ms))::numeric,
+	       coalesce(sum(d.read_time_ms), max(k.read_time_ms - k.read_time_ms))::float8 / secs,
+	       coalesce(sum(d.writes_completed), max(k.writes_completed - k.writes_completed))::numeric,
+	       coalesce(sum(d.writes_completed), max(k.writes_completed - k.writes_completed))::float8 / secs,
+	       coalesce(sum(d.writes_merged), max(k.writes_merged - k.writes_merged))::numeric,
+	       coalesce(sum(d.writes_merged), max(k.writes_merged - k.writes_merged))::float8 / secs,
+	       coalesce(sum(d.sectors_written), max(k.sectors_written - k.sectors_written))::numeric,
+	       coalesce(sum(d.sectors_written), max(k.sectors_written - k.sectors_written))::float8 / secs,
+	       coalesce(sum(d.write_time_ms), max(k.write_time_ms - k.write_time_ms))::numeric,
+	       coalesce(sum(d.write_time_ms), max(k.write_time_ms - k.write_time_ms))::float8 / secs,
+	       coalesce(sum(d.io_time_ms), max(k.io_time_ms - k.io_time_ms))::numeric,
+	       coalesce(sum(d.io_time_ms), max(k.io_time_ms - k.io_time_ms))::float8 / secs,
+	       coalesce(sum(d.weighted_io_time_ms), max(k.weighted_io_time_ms - k.weighted_io_time_ms))::numeric,
+	       coalesce(sum(d.weighted_io_time_ms), max(k.weighted_io_time_ms - k.weighted_io_time_ms))::float8 / secs,
+	       coalesce(sum(d.discards_completed), max(k.discards_completed - k.discards_completed))::numeric,
+	       coalesce(sum(d.discards_completed), max(k.discards_completed - k.discards_completed))::float8 / secs,
+	       coalesce(sum(d.discards_merged), max(k.discards_merged - k.discards_merged))::numeric,
+	       coalesce(sum(d.discards_merged), max(k.discards_merged - k.discards_merged))::float8 / secs,
+	       coalesce(sum(d.sectors_discarded), max(k.sectors_discarded - k.sectors_discarded))::numeric,
+	       coalesce(sum(d.sectors_discarded), max(k.sectors_discarded - k.sectors_discarded))::float8 / secs,
+	       coalesce(sum(d.discard_time_ms), max(k.discard_time_ms - k.discard_time_ms))::numeric,
+	       coalesce(sum(d.discard_time_ms), max(k.discard_time_ms - k.discard_time_ms))::float8 / secs,
+	       coalesce(sum(d.flushes_completed), max(k.flushes_completed - k.flushes_completed))::numeric,
+	       coalesce(sum(d.flushes_completed), max(k.flushes_completed - k.flushes_completed))::float8 / secs,
+	       coalesce(sum(d.flush_time_ms), max(k.flush_time_ms - k.flush_time_ms))::numeric,
+	       coalesce(sum(d.flush_time_ms), max(k.flush_time_ms - k.flush_time_ms))::float8 / secs,
 	       sum(d.read_time_ms)::float8 / nullif(sum(d.reads_completed), 0),
 	       sum(d.write_time_ms)::float8 / nullif(sum(d.writes_completed), 0)
-	  FROM (SELECT DISTINCT ON (kk.device, kk.role) kk.device, kk.role
+	  FROM (SELECT DISTINCT ON (kk.device, kk.role) kk.device, kk.role, kk.reads_completed, kk.reads_merged, kk.sectors_read, kk.read_time_ms, kk.writes_completed, kk.writes_merged, kk.sectors_written, kk.write_time_ms, kk.io_time_ms, kk.weighted_io_time_ms, kk.discards_completed, kk.discards_merged, kk.sectors_discarded, kk.discard_time_ms, kk.flushes_completed, kk.flush_time_ms
 	          FROM chronicle._os_disk_keys($1, $2) kk
 	         WHERE true
 	           AND ($3 IS NULL OR kk.device = $3)
@@ -1420,10 +1442,10 @@ BEGIN
 	)
 	SELECT ws, we, secs, n, e.resource,
 	       0::bigint,
-	       coalesce(sum(e.l_some_total - e.b_some_total), 0)::numeric,
-	       coalesce(sum(e.l_some_total - e.b_some_total), 0)::float8 / secs,
-	       coalesce(sum(e.l_full_total - e.b_full_total), 0)::numeric,
-	       coalesce(sum(e.l_full_total - e.b_full_total), 0)::float8 / secs
+	       sum(e.l_some_total - e.b_some_total)::numeric,
+	       sum(e.l_some_total - e.b_some_total)::float8 / secs,
+	       sum(e.l_full_total - e.b_full_total)::numeric,
+	       sum(e.l_full_total - e.b_full_total)::float8 / secs
 	  FROM e
 	 WHERE NOT EXISTS (SELECT FROM e r WHERE r.reset)
 	 GROUP BY e.resource
@@ -1434,11 +1456,11 @@ BEGIN
 	RETURN QUERY
 	SELECT ws, we, secs, n, k.resource,
 	       count(*) FILTER (WHERE d.reset),
-	       coalesce(sum(d.some_total), 0)::numeric,
-	       coalesce(sum(d.some_total), 0)::float8 / secs,
-	       coalesce(sum(d.full_total), 0)::numeric,
-	       coalesce(sum(d.full_total), 0)::float8 / secs
-	  FROM (SELECT DISTINCT ON (kk.resource) kk.resource
+	       coalesce(sum(d.some_total), max(k.some_total - k.some_total))::numeric,
+	       coalesce(sum(d.some_total), max(k.some_total - k.some_total))::float8 / secs,
+	       coalesce(sum(d.full_total), max(k.full_total - k.full_total))::numeric,
+	       coalesce(sum(d.full_total), max(k.full_total - k.full_total))::float8 / secs
+	  FROM (SELECT DISTINCT ON (kk.resource) kk.resource, kk.some_total, kk.full_total
 	          FROM chronicle._os_pressure_keys($1, $2) kk
 	         WHERE true
 	           AND ($3 IS NULL OR kk.resource = $3)
@@ -1711,7 +1733,7 @@ GRANT EXECUTE ON FUNCTION chronicle.bgwriter_run_totals(text) TO pg_monitor, pg_
 -- wait_sampler (chronicle.wait_sampler_history)
 
 CREATE FUNCTION chronicle.wait_sampler_deltas(from_ts timestamptz, to_ts timestamptz)
-RETURNS TABLE (interval_start timestamptz, interval_end timestamptz, seconds float8, reset boolean, ticks_due bigint, ticks_due_per_s float8, ticks_taken bigint, ticks_taken_per_s float8, samples_dropped bigint, samples_dropped_per_s float8, active_cpu bigint, active_cpu_per_s float8, active_io bigint, active_io_per_s float8, active_lwlock bigint, active_lwlock_per_s float8, active_lock bigint, active_lock_per_s float8, active_ipc bigint, active_ipc_per_s float8, active_client bigint, active_client_per_s float8, active_timeout bigint, active_timeout_per_s float8, active_other bigint, active_other_per_s float8)
+RETURNS TABLE (interval_start timestamptz, interval_end timestamptz, seconds float8, reset boolean, ticks_due bigint, ticks_due_per_s float8, ticks_taken bigint, ticks_taken_per_s float8, samples_dropped bigint, samples_dropped_per_s float8, active_cpu bigint, active_cpu_per_s float8, active_io bigint, active_io_per_s float8, active_lwlock bigint, active_lwlock_per_s float8, active_lock bigint, active_lock_per_s float8, active_ipc bigint, active_ipc_per_s float8, active_client bigint, active_client_per_s float8, active_timeout bigint, active_timeout_per_s float8, active_other bigint, active_other_per_s float8, background_active bigint, background_active_per_s float8)
 LANGUAGE plpgsql STABLE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -1724,17 +1746,17 @@ BEGIN
 	RETURN QUERY
 	SELECT * FROM chronicle._deltas('chronicle.wait_sampler_history'::regclass, $1, $2,
 		keys => ARRAY[]::text[],
-		vals => ARRAY['ticks_due', 'ticks_taken', 'samples_dropped', 'active_cpu', 'active_io', 'active_lwlock', 'active_lock', 'active_ipc', 'active_client', 'active_timeout', 'active_other']::text[],
-		kinds => 'ccccccccccc',
+		vals => ARRAY['ticks_due', 'ticks_taken', 'samples_dropped', 'active_cpu', 'active_io', 'active_lwlock', 'active_lock', 'active_ipc', 'active_client', 'active_timeout', 'active_other', 'background_active']::text[],
+		kinds => 'cccccccccccc',
 		attrs => ARRAY[]::text[],
 		reset_col => 'sampler_started',
-		bytes_ops => ARRAY[NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL]::text[],
+		bytes_ops => ARRAY[NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL]::text[],
 		bytes_unit => NULL,
 		per_op => ARRAY[]::text[],
 		filter_cols => ARRAY[]::text[],
 		filter_vals => ARRAY[]::text[],
 		changed_only => false)
-	  AS d(interval_start timestamptz, interval_end timestamptz, seconds float8, reset boolean, ticks_due bigint, ticks_due_per_s float8, ticks_taken bigint, ticks_taken_per_s float8, samples_dropped bigint, samples_dropped_per_s float8, active_cpu bigint, active_cpu_per_s float8, active_io bigint, active_io_per_s float8, active_lwlock bigint, active_lwlock_per_s float8, active_lock bigint, active_lock_per_s float8, active_ipc bigint, active_ipc_per_s float8, active_client bigint, active_client_per_s float8, active_timeout bigint, active_timeout_per_s float8, active_other bigint, active_other_per_s float8);
+	  AS d(interval_start timestamptz, interval_end timestamptz, seconds float8, reset boolean, ticks_due bigint, ticks_due_per_s float8, ticks_taken bigint, ticks_taken_per_s float8, samples_dropped bigint, samples_dropped_per_s float8, active_cpu bigint, active_cpu_per_s float8, active_io bigint, active_io_per_s float8, active_lwlock bigint, active_lwlock_per_s float8, active_lock bigint, active_lock_per_s float8, active_ipc bigint, active_ipc_per_s float8, active_client bigint, active_client_per_s float8, active_timeout bigint, active_timeout_per_s float8, active_other bigint, active_other_per_s float8, background_active bigint, background_active_per_s float8);
 END;
 $fn$;
 
@@ -1742,7 +1764,7 @@ REVOKE ALL ON FUNCTION chronicle.wait_sampler_deltas(timestamptz, timestamptz) F
 GRANT EXECUTE ON FUNCTION chronicle.wait_sampler_deltas(timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;
 
 CREATE FUNCTION chronicle.wait_sampler_totals(from_ts timestamptz, to_ts timestamptz)
-RETURNS TABLE (window_start timestamptz, window_end timestamptz, seconds float8, intervals bigint, resets bigint, ticks_due numeric, ticks_due_per_s float8, ticks_taken numeric, ticks_taken_per_s float8, samples_dropped numeric, samples_dropped_per_s float8, active_cpu numeric, active_cpu_per_s float8, active_io numeric, active_io_per_s float8, active_lwlock numeric, active_lwlock_per_s float8, active_lock numeric, active_lock_per_s float8, active_ipc numeric, active_ipc_per_s float8, active_client numeric, active_client_per_s float8, active_timeout numeric, active_timeout_per_s float8, active_other numeric, active_other_per_s float8)
+RETURNS TABLE (window_start timestamptz, window_end timestamptz, seconds float8, intervals bigint, resets bigint, ticks_due numeric, ticks_due_per_s float8, ticks_taken numeric, ticks_taken_per_s float8, samples_dropped numeric, samples_dropped_per_s float8, active_cpu numeric, active_cpu_per_s float8, active_io numeric, active_io_per_s float8, active_lwlock numeric, active_lwlock_per_s float8, active_lock numeric, active_lock_per_s float8, active_ipc numeric, active_ipc_per_s float8, active_client numeric, active_client_per_s float8, active_timeout numeric, active_timeout_per_s float8, active_other numeric, active_other_per_s float8, background_active numeric, background_active_per_s float8)
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_custom_plan
@@ -1774,7 +1796,9 @@ BEGIN
 	       sum(d.active_timeout)::numeric,
 	       sum(d.active_timeout)::float8 / sum(d.seconds),
 	       sum(d.active_other)::numeric,
-	       sum(d.active_other)::float8 / sum(d.seconds)
+	       sum(d.active_other)::float8 / sum(d.seconds),
+	       sum(d.background_active)::numeric,
+	       sum(d.background_active)::float8 / sum(d.seconds)
 	  FROM chronicle.wait_sampler_deltas($1, $2) d
 	 HAVING count(*) > 0;
 END;
@@ -1784,7 +1808,7 @@ REVOKE ALL ON FUNCTION chronicle.wait_sampler_totals(timestamptz, timestamptz) F
 GRANT EXECUTE ON FUNCTION chronicle.wait_sampler_totals(timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;
 
 CREATE FUNCTION chronicle.wait_sampler_run_totals(run text)
-RETURNS TABLE (window_start timestamptz, window_end timestamptz, seconds float8, intervals bigint, resets bigint, ticks_due numeric, ticks_due_per_s float8, ticks_taken numeric, ticks_taken_per_s float8, samples_dropped numeric, samples_dropped_per_s float8, active_cpu numeric, active_cpu_per_s float8, active_io numeric, active_io_per_s float8, active_lwlock numeric, active_lwlock_per_s float8, active_lock numeric, active_lock_per_s float8, active_ipc numeric, active_ipc_per_s float8, active_client numeric, active_client_per_s float8, active_timeout numeric, active_timeout_per_s float8, active_other numeric, active_other_per_s float8)
+RETURNS TABLE (window_start timestamptz, window_end timestamptz, seconds float8, intervals bigint, resets bigint, ticks_due numeric, ticks_due_per_s float8, ticks_taken numeric, ticks_taken_per_s float8, samples_dropped numeric, samples_dropped_per_s float8, active_cpu numeric, active_cpu_per_s float8, active_io numeric, active_io_per_s float8, active_lwlock numeric, active_lwlock_per_s float8, active_lock numeric, active_lock_per_s float8, active_ipc numeric, active_ipc_per_s float8, active_client numeric, active_client_per_s float8, active_timeout numeric, active_timeout_per_s float8, active_other numeric, active_other_per_s float8, background_active numeric, background_active_per_s float8)
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
@@ -2006,6 +2030,7 @@ INSERT INTO chronicle.metric (metric, source, func, keyed, kind, col, col2, filt
 	('wait_sampler.active_client_per_s', 'wait_sampler', 'wait_sampler_deltas', False, 'rate', 'active_client', NULL, ARRAY[]::text[], '1/s'),
 	('wait_sampler.active_timeout_per_s', 'wait_sampler', 'wait_sampler_deltas', False, 'rate', 'active_timeout', NULL, ARRAY[]::text[], '1/s'),
 	('wait_sampler.active_other_per_s', 'wait_sampler', 'wait_sampler_deltas', False, 'rate', 'active_other', NULL, ARRAY[]::text[], '1/s'),
+	('wait_sampler.background_active_per_s', 'wait_sampler', 'wait_sampler_deltas', False, 'rate', 'background_active', NULL, ARRAY[]::text[], '1/s'),
 	('os_memory.mem_total', 'os_memory', 'os_memory_deltas', False, 'gauge', 'mem_total', NULL, ARRAY[]::text[], 'kB'),
 	('os_memory.mem_free', 'os_memory', 'os_memory_deltas', False, 'gauge', 'mem_free', NULL, ARRAY[]::text[], 'kB'),
 	('os_memory.mem_available', 'os_memory', 'os_memory_deltas', False, 'gauge', 'mem_available', NULL, ARRAY[]::text[], 'kB'),

@@ -5,9 +5,45 @@
 -- sessions); ticks_taken / ticks_due says how much of the window the
 -- sampler really covered (ticks it missed are not guessed).
 --
--- Idle: processes with state 'idle' (sessions waiting for their client
--- between transactions) and wait_event_type 'Activity' (background
--- processes waiting in their main loop) are left out unless include_idle.
+-- Not active (left out unless include_idle): idle sessions, main-loop
+-- waits and throttle sleeps, as chronicle._wait_activity() says.
+
+-- What a sample of a process in a recorded key was: 'database' (an active
+-- session: a client backend, or a walsender, autovacuum worker or parallel
+-- worker working for one: database time), 'background' (a background
+-- process at work), or NULL (not active: an idle session; a main-loop
+-- wait, i.e. class Activity, a walsender with nothing to send, an
+-- extension's background worker waiting in class Extension; a sleep to
+-- throttle itself or between retries).  The sampler classifies its samples
+-- the same way (wait_activity() in src/sampler.c) for the active_* and
+-- background_active counts; test/t/010_waits.pl checks they agree.
+CREATE FUNCTION chronicle._wait_activity(backend_type text, state text,
+                                         wait_event_type text, wait_event text)
+RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+	SELECT CASE
+		WHEN state = 'idle' OR wait_event_type = 'Activity'
+		  OR (wait_event_type = 'Timeout'
+		      AND wait_event IN ('CheckpointWriteDelay', 'RecoveryApplyDelay',
+		                         'RecoveryRetrieveRetryInterval', 'WalSummarizerError'))
+		  OR (wait_event_type = 'Client' AND wait_event = 'WalSenderWaitForWal')
+		THEN NULL
+		WHEN backend_type IN ('client backend', 'walsender', 'autovacuum worker', 'parallel worker',
+		                      'not initialized', 'standalone backend')
+		THEN CASE WHEN backend_type = 'autovacuum worker'
+		               AND wait_event_type = 'Timeout' AND wait_event = 'VacuumDelay'
+		          THEN NULL ELSE 'database' END
+		WHEN wait_event_type = 'Extension'
+		  OR (wait_event_type = 'Timeout' AND wait_event = 'VacuumDelay')
+		THEN NULL
+		ELSE 'background'
+	END
+$$;
+
+COMMENT ON FUNCTION chronicle._wait_activity(text, text, text, text) IS
+	'database (an active session: database time), background (a background process at work) or NULL (idle, main-loop wait, throttle sleep) for a wait key';
 
 CREATE FUNCTION chronicle.wait_profile(
 	from_ts timestamptz, to_ts timestamptz,
@@ -36,7 +72,8 @@ BEGIN
 		SELECT d.backend_type, d.wait_event_type, d.wait_event, sum(d.samples)::numeric AS n
 		  FROM chronicle.wait_totals(from_ts, to_ts, for_backend_type) d
 		 WHERE d.samples > 0
-		   AND (include_idle OR NOT (d.state = 'idle' OR d.wait_event_type = 'Activity'))
+		   AND (include_idle
+		        OR chronicle._wait_activity(d.backend_type, d.state, d.wait_event_type, d.wait_event) IS NOT NULL)
 		 GROUP BY d.backend_type, d.wait_event_type, d.wait_event
 	)
 	SELECT w.backend_type, w.wait_event_type, w.wait_event, w.n,
@@ -77,12 +114,21 @@ BEGIN
 			USING ERRCODE = 'invalid_parameter_value', HINT = 'Pass NULL for every wait event.';
 	END IF;
 	RETURN QUERY
-	WITH w AS (
+	WITH d AS MATERIALIZED (
+		SELECT d.* FROM chronicle.wait_deltas(from_ts, to_ts, for_backend_type, changed_only => true) d
+		 WHERE d.samples > 0
+	), k AS (
+		-- classified once per key, not per interval (OFFSET 0: not pushed
+		-- below the DISTINCT)
+		SELECT k.backend_type, k.state, k.wait_event_type, k.wait_event
+		  FROM (SELECT DISTINCT d.backend_type, d.state, d.wait_event_type, d.wait_event FROM d OFFSET 0) k
+		 WHERE include_idle
+		    OR chronicle._wait_activity(k.backend_type, k.state, k.wait_event_type, k.wait_event) IS NOT NULL
+	), w AS (
 		SELECT d.interval_start, d.interval_end, d.seconds,
 		       d.backend_type, d.wait_event_type, d.wait_event, sum(d.samples)::bigint AS n
-		  FROM chronicle.wait_deltas(from_ts, to_ts, for_backend_type, changed_only => true) d
-		 WHERE d.samples > 0
-		   AND (include_idle OR NOT (d.state = 'idle' OR d.wait_event_type = 'Activity'))
+		  FROM d JOIN k ON k.backend_type = d.backend_type AND k.state = d.state
+		               AND k.wait_event_type = d.wait_event_type AND k.wait_event = d.wait_event
 		 GROUP BY d.interval_start, d.interval_end, d.seconds, d.backend_type, d.wait_event_type, d.wait_event
 	), r AS (
 		SELECT w.*, row_number() OVER (PARTITION BY w.interval_end ORDER BY w.n DESC,
@@ -124,3 +170,5 @@ REVOKE ALL ON FUNCTION chronicle.run_wait_profile(text, text, boolean) FROM PUBL
 GRANT EXECUTE ON FUNCTION chronicle.wait_profile(timestamptz, timestamptz, text, boolean) TO pg_monitor, pg_read_all_stats;
 GRANT EXECUTE ON FUNCTION chronicle.wait_profile_series(timestamptz, timestamptz, text, boolean, integer) TO pg_monitor, pg_read_all_stats;
 GRANT EXECUTE ON FUNCTION chronicle.run_wait_profile(text, text, boolean) TO pg_monitor, pg_read_all_stats;
+REVOKE ALL ON FUNCTION chronicle._wait_activity(text, text, text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION chronicle._wait_activity(text, text, text, text) TO pg_monitor, pg_read_all_stats;

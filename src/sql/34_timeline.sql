@@ -9,10 +9,13 @@
 -- io_deltas(for_object => 'wal')).  Bytes are the 18 byte counters, or
 -- operations * op_bytes on 17.
 --
--- Waits: active_* are the average numbers of active processes (not idle
--- sessions, not background processes in their main-loop wait) per wait
--- class, from the sampler's per-class counters (one row per snapshot);
--- waits => false leaves them out.
+-- Waits: active_* are the average numbers of active sessions per wait
+-- class (database time: client backends and the walsenders, autovacuum and
+-- parallel workers working for them; not idle sessions, main-loop waits or
+-- throttle sleeps), from the sampler's per-class counters (one row per
+-- snapshot); NULL for history recorded before 0.2.0, whose counters
+-- included background processes (background_active NULL); top_waits is of
+-- the same samples.  waits => false leaves them out.
 --
 -- detail => true adds the two jsonb breakdowns: io_by_backend (the I/O
 -- rates of every backend type) and top_waits (the three wait events with
@@ -96,11 +99,21 @@ BEGIN
 		                          exclude_cols => '{object}', exclude_vals => '{wal}') i
 		 GROUP BY i.interval_end
 	),
+	wd AS MATERIALIZED (
+		SELECT d.* FROM chronicle.wait_deltas(from_ts, to_ts, changed_only => true) d
+		 WHERE timeline.detail AND d.samples > 0
+	),
+	wk AS (
+		-- database time, classified once per key (OFFSET 0: not pushed below
+		-- the DISTINCT)
+		SELECT k.* FROM (SELECT DISTINCT d.backend_type, d.state, d.wait_event_type, d.wait_event
+		                   FROM wd d OFFSET 0) k
+		 WHERE chronicle._wait_activity(k.backend_type, k.state, k.wait_event_type, k.wait_event) = 'database'
+	),
 	wt AS (
 		SELECT d.interval_end, d.wait_event_type || ':' || d.wait_event AS ev, sum(d.samples) AS n
-		  FROM chronicle.wait_deltas(from_ts, to_ts, changed_only => true) d
-		 WHERE timeline.detail
-		   AND d.samples > 0 AND NOT (d.state = 'idle' OR d.wait_event_type = 'Activity')
+		  FROM wd d JOIN wk k ON k.backend_type = d.backend_type AND k.state = d.state
+		                     AND k.wait_event_type = d.wait_event_type AND k.wait_event = d.wait_event
 		 GROUP BY d.interval_end, d.wait_event_type, d.wait_event
 	),
 	wr AS (
@@ -118,15 +131,18 @@ BEGIN
 	),
 	ws AS (
 		SELECT s.interval_end, s.ticks_due, s.ticks_taken,
-		       s.active_cpu::float8 / nullif(s.ticks_taken, 0) AS cpu,
-		       s.active_io::float8 / nullif(s.ticks_taken, 0) AS io,
-		       s.active_lwlock::float8 / nullif(s.ticks_taken, 0) AS lwlock,
-		       s.active_lock::float8 / nullif(s.ticks_taken, 0) AS lock,
-		       s.active_ipc::float8 / nullif(s.ticks_taken, 0) AS ipc,
-		       s.active_client::float8 / nullif(s.ticks_taken, 0) AS client,
-		       s.active_timeout::float8 / nullif(s.ticks_taken, 0) AS timeout,
-		       s.active_other::float8 / nullif(s.ticks_taken, 0) AS other
-		  FROM chronicle.wait_sampler_deltas(from_ts, to_ts) s
+		       s.active_cpu::float8 / s.t AS cpu,
+		       s.active_io::float8 / s.t AS io,
+		       s.active_lwlock::float8 / s.t AS lwlock,
+		       s.active_lock::float8 / s.t AS lock,
+		       s.active_ipc::float8 / s.t AS ipc,
+		       s.active_client::float8 / s.t AS client,
+		       s.active_timeout::float8 / s.t AS timeout,
+		       s.active_other::float8 / s.t AS other
+		  FROM (SELECT s.*,
+		               -- active_* before 0.2.0 counted background processes too
+		               CASE WHEN s.background_active IS NOT NULL THEN nullif(s.ticks_taken, 0) END AS t
+		          FROM chronicle.wait_sampler_deltas(from_ts, to_ts) s) s
 		 WHERE timeline.waits
 	),
 	-- pgbench: app_intervals() of every run, the same intervals

@@ -218,12 +218,15 @@ BEGIN
 		SELECT avg(b.buffers_dirty)::float8 AS dirty, max(b.buffers_dirty)::float8 AS dirty_max
 		  FROM chronicle.buffers_values(from_ts, to_ts) b
 	), wt AS (
-		-- the sampler's per-class counts of active processes
+		-- the sampler's per-class counts of active sessions (database
+		-- time), over the intervals recorded by 0.2.0+ (before, they
+		-- counted background processes too: background_active NULL)
 		SELECT sum(w.active_cpu + w.active_io + w.active_lwlock + w.active_lock + w.active_ipc
-		           + w.active_client + w.active_timeout + w.active_other)::float8 AS n,
-		       sum(w.ticks_taken)::float8 AS ticks,
+		           + w.active_client + w.active_timeout + w.active_other)
+		           FILTER (WHERE w.background_active IS NOT NULL)::float8 AS n,
+		       sum(w.ticks_taken) FILTER (WHERE w.background_active IS NOT NULL)::float8 AS ticks,
 		       sum(w.ticks_taken)::float8 / nullif(sum(w.ticks_due), 0) AS coverage
-		  FROM chronicle.wait_sampler_totals(from_ts, to_ts) w
+		  FROM chronicle.wait_sampler_deltas(from_ts, to_ts) w
 	), app AS (
 		-- pgbench's numbers of the run, as app_summary() gives them (one row)
 		SELECT a.tps, a.latency_mean_ms AS lat_avg, a.latency_p50_ms AS p50, a.latency_p99_ms AS p99

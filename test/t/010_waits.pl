@@ -116,20 +116,26 @@ is($node->safe_psql('postgres', qq{
 	   AND wait_event_type = 'CPU' AND wait_event <> 'CPU'}), 0,
 	'running without a wait event is recorded as CPU/CPU');
 
-# The sampler's counts of active processes by wait class are taken from the
-# same ticks as the keyed counts: between two snapshots each class grows by
-# exactly the samples of its keys (not idle, not Activity).
+# The sampler's counts of active sessions by wait class (database time)
+# and of background processes at work are taken from the same ticks as the
+# keyed counts: between two snapshots each grows by exactly the samples of
+# its keys, as chronicle._wait_activity() classifies them (the SQL and the
+# C classification agree).
 my $class_sql = q{CASE wait_event_type WHEN 'CPU' THEN 'cpu' WHEN 'IO' THEN 'io'
 	WHEN 'LWLock' THEN 'lwlock' WHEN 'Lock' THEN 'lock' WHEN 'IPC' THEN 'ipc'
 	WHEN 'Client' THEN 'client' WHEN 'Timeout' THEN 'timeout' ELSE 'other' END};
 my $by_keys = $node->safe_psql('postgres', qq{
 	SELECT string_agg(c || '=' || n, ',' ORDER BY c) FROM (
 		SELECT c, sum(n) AS n FROM (
-			SELECT $class_sql AS c, CASE WHEN ts = '$t2' THEN samples ELSE -samples END AS n
+			SELECT CASE chronicle._wait_activity(backend_type, state, wait_event_type, wait_event)
+			       WHEN 'database' THEN $class_sql ELSE 'background' END AS c,
+			       CASE WHEN ts = '$t2' THEN samples ELSE -samples END AS n
 			  FROM chronicle.waits_history
-			 WHERE ts IN ('$t1', '$t2') AND state <> 'idle' AND wait_event_type <> 'Activity'
+			 WHERE ts IN ('$t1', '$t2')
+			   AND chronicle._wait_activity(backend_type, state, wait_event_type, wait_event) IS NOT NULL
 			UNION ALL
-			SELECT unnest(ARRAY['cpu', 'io', 'lwlock', 'lock', 'ipc', 'client', 'timeout', 'other']), 0) k
+			SELECT unnest(ARRAY['cpu', 'io', 'lwlock', 'lock', 'ipc', 'client', 'timeout', 'other',
+			                    'background']), 0) k
 		 GROUP BY c) s});
 my $by_class = $node->safe_psql('postgres', qq{
 	SELECT string_agg(c || '=' || n, ',' ORDER BY c)
@@ -138,10 +144,12 @@ my $by_class = $node->safe_psql('postgres', qq{
 	                       ('lwlock', b.active_lwlock - a.active_lwlock), ('lock', b.active_lock - a.active_lock),
 	                       ('ipc', b.active_ipc - a.active_ipc), ('client', b.active_client - a.active_client),
 	                       ('timeout', b.active_timeout - a.active_timeout),
-	                       ('other', b.active_other - a.active_other)) v(c, n)
+	                       ('other', b.active_other - a.active_other),
+	                       ('background', b.background_active - a.background_active)) v(c, n)
 	 WHERE a.ts = '$t1' AND b.ts = '$t2'});
 note "active samples by class: $by_class";
-is($by_class, $by_keys, 'active samples by wait class = the keyed samples of that class, exactly');
+is($by_class, $by_keys,
+	'active sessions by wait class and background work = the keyed samples so classified, exactly');
 my ($active_timeout, $active_lock) = split /\|/, $node->safe_psql('postgres', qq{
 	SELECT b.active_timeout - a.active_timeout, b.active_lock - a.active_lock
 	  FROM chronicle.wait_sampler_history a, chronicle.wait_sampler_history b
