@@ -55,6 +55,7 @@ PG_FUNCTION_INFO_V1(chronicle_status);
 PG_FUNCTION_INFO_V1(chronicle_source_status);
 PG_FUNCTION_INFO_V1(chronicle_start);
 PG_FUNCTION_INFO_V1(chronicle_stop);
+PG_FUNCTION_INFO_V1(chronicle_retention_interval);
 
 /* The shared state and the standby ring after it, in one allocation. */
 static Size
@@ -303,6 +304,21 @@ chronicle_snapshot(PG_FUNCTION_ARGS)
 	PG_RETURN_TIMESTAMPTZ(res.ts);
 }
 
+/*
+ * chronicle._retention(): chronicle.retention as an interval.  Calling it
+ * loads the library, whose definition of the setting parses what the
+ * session had as raw text by the GUC's rules (a bare number is minutes), so
+ * that chronicle.maintain() reads it the same way with or without preload.
+ */
+Datum
+chronicle_retention_interval(PG_FUNCTION_ARGS)
+{
+	Interval   *result = palloc0(sizeof(Interval));
+
+	result->time = (int64) chronicle_retention * USECS_PER_MINUTE;
+	PG_RETURN_INTERVAL_P(result);
+}
+
 static int
 cmp_double(const void *a, const void *b)
 {
@@ -319,7 +335,7 @@ cmp_double(const void *a, const void *b)
 Datum
 chronicle_status(PG_FUNCTION_ARGS)
 {
-#define STATUS_COLS 15
+#define STATUS_COLS 21
 	TupleDesc	tupdesc;
 	Datum		values[STATUS_COLS] = {0};
 	bool		nulls[STATUS_COLS] = {0};
@@ -383,6 +399,20 @@ chronicle_status(PG_FUNCTION_ARGS)
 	{
 		nulls[11] = nulls[12] = nulls[13] = nulls[14] = true;
 	}
+
+	/* Housekeeping. */
+	if (copy.maint_last)
+		values[15] = TimestampTzGetDatum(copy.maint_last);
+	else
+		nulls[15] = true;
+	values[16] = Int64GetDatum(copy.maint_created);
+	values[17] = Int64GetDatum(copy.maint_dropped);
+	values[18] = Int64GetDatum(copy.maint_skipped);
+	values[19] = Int64GetDatum(copy.maint_errors);
+	if (copy.maint_last_error[0])
+		values[20] = CStringGetTextDatum(copy.maint_last_error);
+	else
+		nulls[20] = true;
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
