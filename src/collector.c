@@ -537,8 +537,10 @@ maintain_partitions(TimestampTz now, MemoryContext cxt)
 		ListCell   *lc2;
 
 		foreach(lc2, maintenance_logged)
+		{
 			if (strcmp(lfirst(lc2), s) == 0)
 				logged = true;
+		}
 		if (logged)
 			continue;
 		ereport(WARNING,
@@ -927,8 +929,8 @@ chronicle_write_ring(uint64 *upto)
 		return 0;
 
 	/*
-	 * No partitions are created here (that could wait for a lock): rows of
-	 * a day without its partition land in the default partition, and the
+	 * No partitions are created here (that could wait for a lock): rows of a
+	 * day without its partition land in the default partition, and the
 	 * housekeeping of the next snapshot, due at once after promotion
 	 * (chronicle_forget_previous()), moves them into their day.
 	 */

@@ -10,6 +10,11 @@ use warnings FATAL => 'all';
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Time::HiRes qw(usleep);
+
+# A session queued behind a stalled collector fails instead of hanging
+# (the defect this test is about); polls go by the clock (poll_true).
+$ENV{PGOPTIONS} = '-c statement_timeout=10s';
 
 my $node = PostgreSQL::Test::Cluster->new('housekeeping');
 $node->init;
@@ -20,10 +25,26 @@ chronicle.retention = '3d'
 });
 $node->start;
 $node->safe_psql('postgres', 'CREATE EXTENSION pg_chronicle');
-$node->poll_query_until('postgres', 'SELECT count(*) >= 3 FROM chronicle.snapshot')
+poll_true('SELECT count(*) >= 3 FROM chronicle.snapshot')
   or die 'the worker recorded no snapshots';
 
 sub query { return $node->safe_psql('postgres', $_[0]); }
+
+# Poll until the query returns true, for timeout_default seconds by the
+# clock: poll_query_until counts attempts, and an attempt that waits behind
+# a stalled collector lasts statement_timeout.
+sub poll_true
+{
+	my ($sql) = @_;
+	my $deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
+	while (time() < $deadline)
+	{
+		my ($ret, $out) = $node->psql('postgres', $sql);
+		return 1 if $ret == 0 && $out eq 't';
+		usleep(100_000);
+	}
+	return 0;
+}
 
 # The day ($1 days from now, UTC) as in partition names.
 sub day
@@ -43,21 +64,31 @@ sub recording_goes_on
 {
 	my ($n, $what) = @_;
 	my $c = query('SELECT count(*) FROM chronicle.snapshot');
-	ok($node->poll_query_until('postgres',
-			"SELECT count(*) >= $c + $n FROM chronicle.snapshot"),
+	ok(poll_true("SELECT count(*) >= $c + $n FROM chronicle.snapshot"),
 		"recording goes on: $what");
 }
 
-# The worker's housekeeping runs at its start and then hourly: restart the
-# worker (the postmaster starts it again after 10 s) and wait for its run.
+# A column of status(), by name.
+sub status
+{
+	my ($col) = @_;
+	return query("SELECT to_jsonb(s) ->> '$col' FROM chronicle.status() s");
+}
+
+# The worker's housekeeping runs at its start, before its first snapshot,
+# and then hourly: restart the worker (the postmaster starts it again after
+# 10 s) and wait for its first snapshot.
 sub worker_housekeeping
 {
-	my $t0 = query('SELECT now()');
+	my ($what) = @_;
 	my $pid = query('SELECT pid FROM chronicle.status()');
 	query("SELECT pg_terminate_backend($pid)");
-	$node->poll_query_until('postgres',
-		"SELECT running AND pid <> $pid AND last_maintenance > '$t0' FROM chronicle.status()")
-	  or die 'the restarted worker ran no housekeeping';
+	poll_true("SELECT running AND pid <> $pid FROM chronicle.status()")
+	  or die 'the worker did not come back';
+	ok(poll_true(q{
+			SELECT count(*) > 0 FROM chronicle.snapshot
+			 WHERE collector = 'worker' AND ts >= (SELECT started FROM chronicle.status())}),
+		"the restarted worker records $what");
 }
 
 # (a) A monitoring role's temporary view on an expiring partition: its drop
@@ -69,15 +100,14 @@ my $old = day(-10);
 my $viewer = $node->background_psql('postgres');
 $viewer->query_safe('SET ROLE hk_monitor');
 $viewer->query_safe("CREATE TEMP VIEW v AS SELECT ts FROM chronicle.snapshot_p$old");
-my $skipped0 = query('SELECT partitions_skipped FROM chronicle.status()');
+my $skipped0 = status('partitions_skipped');
 my $log_offset = -s $node->logfile;
 
-worker_housekeeping();
+worker_housekeeping('while a view holds an expiring partition');
 is(exists_rel("snapshot_p$old"), 't', 'the partition under a view is kept');
 is(exists_rel("wal_history_p$old"), 'f', 'the other expired partitions are dropped');
-cmp_ok(query('SELECT partitions_skipped FROM chronicle.status()'), '>', $skipped0,
-	'status() counts the skipped drop');
-like(query('SELECT last_maintenance_error FROM chronicle.status()'),
+cmp_ok(status('partitions_skipped'), '>', $skipped0, 'status() counts the skipped drop');
+like(status('last_maintenance_error'),
 	qr/could not drop partition chronicle\.snapshot_p$old: cannot drop table/,
 	'status() says which partition and why');
 recording_goes_on(10, 'while a view holds an expiring partition');
@@ -98,27 +128,27 @@ query("DROP TABLE chronicle.io_history_p$ahead, chronicle.wal_history_p$ahead");
 my $locker = $node->background_psql('postgres');
 $locker->query_safe('BEGIN');
 $locker->query_safe('LOCK chronicle.io_history IN ACCESS SHARE MODE');
-$skipped0 = query('SELECT partitions_skipped FROM chronicle.status()');
+$skipped0 = status('partitions_skipped');
 
-worker_housekeeping();
+worker_housekeeping('while a transaction holds a lock on a history table');
 is(exists_rel("io_history_p$old8"), 't', 'the expired partition of the locked table is kept');
 is(exists_rel("io_history_p$ahead"), 'f', 'the missing partition of the locked table is not created yet');
 is(exists_rel("wal_history_p$old8"), 'f', 'the expired partition of another table is dropped');
 is(exists_rel("wal_history_p$ahead"), 't', 'the missing partition of another table is created');
-cmp_ok(query('SELECT partitions_skipped FROM chronicle.status()'), '>=', $skipped0 + 2,
+cmp_ok(status('partitions_skipped'), '>=', $skipped0 + 2,
 	'status() counts the skipped creation and drop');
-like(query('SELECT last_maintenance_error FROM chronicle.status()'),
+like(status('last_maintenance_error'),
 	qr/io_history_p\d+: (canceling statement due to lock timeout|not tried after a lock timeout)/,
 	'status() says a lock was not granted');
 recording_goes_on(10, 'while a transaction holds a lock on a history table');
 # Nobody waits behind the collector: it holds no lock request, and a new
 # reader of the locked table gets through.
-ok($node->poll_query_until('postgres', q{
+ok(poll_true(q{
 	SELECT NOT EXISTS (SELECT FROM pg_locks l JOIN pg_stat_activity a USING (pid)
 	                    WHERE NOT l.granted AND a.backend_type = 'pg_chronicle collector')}),
 	'the collector waits for no lock');
-is(query("SET statement_timeout = '60s'; SELECT count(*) > 0 FROM chronicle.io_history"),
-	't', 'a new reader of the locked table is not queued behind the collector');
+is($node->psql('postgres', 'SELECT count(*) FROM chronicle.io_history'),
+	0, 'a new reader of the locked table is not queued behind the collector');
 $locker->query_safe('COMMIT');
 $locker->quit;
 is(query("SELECT partitions_created >= 1 AND partitions_dropped >= 1 AND partitions_skipped = 0 FROM chronicle.maintain()"),
