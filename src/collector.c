@@ -775,15 +775,10 @@ chronicle_take_snapshot(ChronicleCollector by, TimestampTz segment,
 	bool		lost = false;
 
 	INSTR_TIME_SET_CURRENT(start);
-	ts = GetCurrentTimestamp();
-	result.ts = ts;
 
 	snapcxt = AllocSetContextCreate(CurrentMemoryContext, "chronicle snapshot",
 									ALLOCSET_DEFAULT_SIZES);
 	MemoryContextSwitchTo(snapcxt);
-
-	/* A worker outside this transaction must see fresh numbers. */
-	pgstat_clear_snapshot();
 
 	/* In recovery, the worker's snapshots go to the standby ring. */
 	if (by == CHRONICLE_BY_WORKER && RecoveryInProgress())
@@ -794,7 +789,18 @@ chronicle_take_snapshot(ChronicleCollector by, TimestampTz segment,
 			keyframe = true;
 	}
 	else
-		maintain_partitions(ts, snapcxt);
+		maintain_partitions(GetCurrentTimestamp(), snapcxt);
+
+	/*
+	 * The snapshot's time is taken after the housekeeping (its cost is still
+	 * counted in duration_ms), right before the sources are read.
+	 */
+	ts = GetCurrentTimestamp();
+	result.ts = ts;
+
+	/* A worker outside this transaction must see fresh numbers. */
+	pgstat_clear_snapshot();
+
 	if (segment == 0)
 		segment = (by == CHRONICLE_BY_SQL && ring == NULL) ? latest_segment(ts) : ts;
 	result.segment = segment;

@@ -173,6 +173,13 @@ BEGIN
 	IF keep > interval '0' THEN
 		cutoff := ((now() - keep) AT TIME ZONE 'UTC')::date;
 	END IF;
+	-- One housekeeping at a time in a database (the collector's, a pg_cron
+	-- job's, a chronicle.snapshot()'s): the others skip their turn rather
+	-- than contend for the same locks.  The key: this function's oid.
+	IF NOT pg_try_advisory_xact_lock('chronicle._maintain(interval)'::regprocedure::oid::bigint) THEN
+		RAISE NOTICE 'chronicle.maintain: another housekeeping is running in this database; nothing done';
+		RETURN;
+	END IF;
 
 	FOR parent IN
 		SELECT c.oid::regclass AS oid, c.relname
@@ -284,11 +291,12 @@ COMMENT ON FUNCTION chronicle.maintain(interval) IS
 
 -- The partition layout of every partitioned table of the schema (see
 -- above): a DEFAULT partition; indexes and constraints on the partitions
--- only, not on the parent; no day partition a member of the extension.
--- Called at the end of the install and upgrade scripts, so that an index
--- declared on a parent in src/sql lands on the partitions: they are
--- detached, the parent's index dropped (each partition keeps its own copy)
--- and attached again.
+-- only, not on the parent; the day partitions of today and the next days
+-- (so that the first snapshots need no DDL), none of them a member of the
+-- extension.  Called at the end of the install and upgrade scripts, so
+-- that an index declared on a parent in src/sql lands on the partitions:
+-- they are detached, the parent's index dropped (each partition keeps its
+-- own copy) and attached again.
 CREATE FUNCTION chronicle._partition_layout()
 RETURNS void
 LANGUAGE plpgsql
@@ -313,19 +321,6 @@ BEGIN
 			EXECUTE format('CREATE TABLE chronicle.%I PARTITION OF %s DEFAULT',
 			               parent.relname || '_default', parent.oid);
 		END IF;
-
-		-- Day partitions made by CREATE EXTENSION of 0.1.0 belonged to it.
-		FOR part IN
-			SELECT c.oid::regclass AS oid
-			  FROM pg_inherits i
-			  JOIN pg_class c ON c.oid = i.inhrelid
-			  JOIN pg_depend d ON d.classid = 'pg_class'::regclass AND d.objid = c.oid
-			                  AND d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e'
-			 WHERE i.inhparent = parent.oid
-			   AND c.relname = parent.relname || '_p' || substring(c.relname FROM '_p([0-9]{8})$')
-		LOOP
-			EXECUTE format('ALTER EXTENSION pg_chronicle DROP TABLE %s', part.oid);
-		END LOOP;
 
 		CONTINUE WHEN NOT EXISTS (SELECT FROM pg_index WHERE indrelid = parent.oid);
 		-- The default partition last: attached after the days, it is
@@ -356,6 +351,23 @@ BEGIN
 		FOR n IN 1 .. coalesce(array_length(parts, 1), 0) LOOP
 			EXECUTE format('ALTER TABLE %s ATTACH PARTITION %s %s', parent.oid, parts[n], bounds[n]);
 		END LOOP;
+	END LOOP;
+
+	-- The coming days, as the housekeeping makes them (dropping nothing).
+	PERFORM count(*) FROM chronicle._maintain(interval '0');
+
+	-- Day partitions made in an extension script (here, or by CREATE
+	-- EXTENSION of 0.1.0) belong to the extension: they must not.
+	FOR part IN
+		SELECT c.oid::regclass AS oid
+		  FROM pg_class c
+		  JOIN pg_depend d ON d.classid = 'pg_class'::regclass AND d.objid = c.oid
+		                  AND d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e'
+		 WHERE c.relnamespace = 'chronicle'::regnamespace
+		   AND c.relispartition
+		   AND c.relname ~ '_p[0-9]{8}$'
+	LOOP
+		EXECUTE format('ALTER EXTENSION pg_chronicle DROP TABLE %s', part.oid);
 	END LOOP;
 END;
 $$;

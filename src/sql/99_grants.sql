@@ -1,15 +1,15 @@
 -- Keep this file last: it covers the tables all earlier files created.
 
--- The partition layout (00_core.sql): a DEFAULT partition for every
--- history table, indexes on the partitions.  No day partition is created
--- here: it would belong to the extension, which pg_dump does not dump.
--- The first snapshot's housekeeping creates them, before its rows.
-SELECT chronicle._partition_layout();
-
--- Every table of the schema is readable by monitoring roles only.
+-- Every table of the schema is readable by monitoring roles only (the
+-- partitions made below are read through their parents).
 REVOKE ALL ON ALL TABLES IN SCHEMA chronicle FROM PUBLIC;
 GRANT SELECT ON ALL TABLES IN SCHEMA chronicle TO pg_monitor, pg_read_all_stats;
 GRANT SELECT ON ALL SEQUENCES IN SCHEMA chronicle TO pg_monitor, pg_read_all_stats;
+
+-- The partition layout (00_core.sql): a DEFAULT partition for every
+-- history table, indexes on the partitions, the partitions of the coming
+-- days, none of them a member of the extension (pg_dump dumps them whole).
+SELECT chronicle._partition_layout();
 
 -- pg_dump dumps the rows of every table of the extension (and the state of
 -- its sequences): CREATE EXTENSION makes the tables at restore, the rows
