@@ -489,13 +489,24 @@ maintain_partitions(TimestampTz now, MemoryContext cxt)
 					dropped++;
 				continue;
 			}
-			skipped++;
 			code = SPI_getvalue(tup, desc, 4);
 			message = SPI_getvalue(tup, desc, 5);
-			reason = MemoryContextStrdup(cxt,
-										 psprintf("could not %s partition %s.%s: %s",
-												  action, CHRONICLE_SCHEMA, relation,
-												  message ? message : "?"));
+			if (relation == NULL)
+			{
+				/* the run as a whole: another one held it up */
+				failed = true;
+				reason = MemoryContextStrdup(cxt,
+											 psprintf("housekeeping skipped: %s",
+													  message ? message : "?"));
+			}
+			else
+			{
+				skipped++;
+				reason = MemoryContextStrdup(cxt,
+											 psprintf("could not %s partition %s.%s: %s",
+													  action, CHRONICLE_SCHEMA, relation,
+													  message ? message : "?"));
+			}
 			/* the SQLSTATE first, for the log line */
 			skips = lappend(skips,
 							MemoryContextStrdup(cxt,

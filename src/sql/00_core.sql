@@ -174,12 +174,24 @@ BEGIN
 		cutoff := ((now() - keep) AT TIME ZONE 'UTC')::date;
 	END IF;
 	-- One housekeeping at a time in a database (the collector's, a pg_cron
-	-- job's, a chronicle.snapshot()'s): the others skip their turn rather
-	-- than contend for the same locks.  The key: this function's oid.
-	IF NOT pg_try_advisory_xact_lock('chronicle._maintain(interval)'::regprocedure::oid::bigint) THEN
-		RAISE NOTICE 'chronicle.maintain: another housekeeping is running in this database; nothing done';
+	-- job's, a chronicle.snapshot()'s), until the end of its transaction:
+	-- the next one waits for it, a second at most, and then finds the
+	-- partitions made, so that no snapshot writes a row into a default
+	-- partition while another session attaches that row's day (the row
+	-- would fail the default partition's new constraint).  The key: this
+	-- function's oid.
+	BEGIN
+		PERFORM set_config('lock_timeout', '1s', true);
+		PERFORM pg_advisory_xact_lock('chronicle._maintain(interval)'::regprocedure::oid::bigint);
+		PERFORM set_config('lock_timeout', '100ms', true);
+	EXCEPTION WHEN lock_not_available THEN
+		action := 'maintain';
+		ok := false;
+		code := '55P03';
+		message := 'another housekeeping has been running in this database for more than 1 s';
+		RETURN NEXT;
 		RETURN;
-	END IF;
+	END;
 
 	FOR parent IN
 		SELECT c.oid::regclass AS oid, c.relname
@@ -270,7 +282,11 @@ BEGIN
 	partitions_dropped := 0;
 	partitions_skipped := 0;
 	FOR r IN SELECT * FROM chronicle._maintain(retention) LOOP
-		IF NOT r.ok THEN
+		IF r.relation IS NULL THEN
+			RAISE WARNING 'chronicle.maintain: nothing done: %', r.message
+				USING ERRCODE = r.code,
+				      HINT = 'Try again later.';
+		ELSIF NOT r.ok THEN
 			partitions_skipped := partitions_skipped + 1;
 			RAISE WARNING 'chronicle.maintain: could not % partition chronicle.%: %',
 				r.action, r.relation, r.message
@@ -291,12 +307,11 @@ COMMENT ON FUNCTION chronicle.maintain(interval) IS
 
 -- The partition layout of every partitioned table of the schema (see
 -- above): a DEFAULT partition; indexes and constraints on the partitions
--- only, not on the parent; the day partitions of today and the next days
--- (so that the first snapshots need no DDL), none of them a member of the
--- extension.  Called at the end of the install and upgrade scripts, so
--- that an index declared on a parent in src/sql lands on the partitions:
--- they are detached, the parent's index dropped (each partition keeps its
--- own copy) and attached again.
+-- only, not on the parent; no day partition a member of the extension.
+-- Called at the end of the install and upgrade scripts, so that an index
+-- declared on a parent in src/sql lands on the partitions: they are
+-- detached, the parent's index dropped (each partition keeps its own copy)
+-- and attached again.
 CREATE FUNCTION chronicle._partition_layout()
 RETURNS void
 LANGUAGE plpgsql
@@ -353,11 +368,9 @@ BEGIN
 		END LOOP;
 	END LOOP;
 
-	-- The coming days, as the housekeeping makes them (dropping nothing).
-	PERFORM count(*) FROM chronicle._maintain(interval '0');
-
-	-- Day partitions made in an extension script (here, or by CREATE
-	-- EXTENSION of 0.1.0) belong to the extension: they must not.
+	-- Day partitions made by CREATE EXTENSION of 0.1.0 belong to the
+	-- extension: they must not.  (No day partition is made here: the
+	-- CREATE EXTENSION of a restore would make partitions the dump has.)
 	FOR part IN
 		SELECT c.oid::regclass AS oid
 		  FROM pg_class c

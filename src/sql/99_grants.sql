@@ -7,8 +7,10 @@ GRANT SELECT ON ALL TABLES IN SCHEMA chronicle TO pg_monitor, pg_read_all_stats;
 GRANT SELECT ON ALL SEQUENCES IN SCHEMA chronicle TO pg_monitor, pg_read_all_stats;
 
 -- The partition layout (00_core.sql): a DEFAULT partition for every
--- history table, indexes on the partitions, the partitions of the coming
--- days, none of them a member of the extension (pg_dump dumps them whole).
+-- history table, indexes on the partitions.  No day partition is made
+-- here: it would belong to the extension, and the CREATE EXTENSION of a
+-- restore would make partitions the dump has.  The housekeeping of the
+-- first snapshot makes them, before its rows.
 SELECT chronicle._partition_layout();
 
 -- pg_dump dumps the rows of every table of the extension (and the state of
