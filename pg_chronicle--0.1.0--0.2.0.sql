@@ -2491,3 +2491,445 @@ BEGIN
 	 ORDER BY v.ord;
 END;
 $$;
+
+-- ---------------------------------------------------------------------
+-- Housekeeping (issue 11, defects 2-5): chronicle.maintain() and the
+-- collector's housekeeping never stop or stall recording (a subtransaction
+-- per DDL under lock_timeout, skips counted in status()); a DEFAULT
+-- partition per history table; indexes on the partitions, no day
+-- partition a member of the extension, the data of every table dumped by
+-- pg_dump; chronicle.retention parsed with the setting's units without
+-- preload.
+-- ---------------------------------------------------------------------
+
+-- Partitions.  Every partitioned table of the schema is partitioned by day
+-- (UTC) on ts into <table>_pYYYYMMDD, and has a DEFAULT partition,
+-- <table>_default: a row whose day partition is missing (not created yet,
+-- dropped by hand, its creation skipped under a lock) lands there instead
+-- of failing, and the next chronicle.maintain() moves it into its day.
+--
+-- Indexes and primary keys live on the partitions, not on the parent
+-- (chronicle._partition_layout() below moves them there): the parents
+-- belong to the extension and the day partitions do not, so pg_dump dumps
+-- each day partition with its own indexes, and a restore that attached it
+-- to a parent with partitioned indexes would build them twice ("multiple
+-- primary keys for table", "relation already exists").  A day partition
+-- is created LIKE the default partition, indexes included.
+
+-- The day partition of one table, if missing: created apart, the rows of
+-- its day that wait in the default partition moved into it, then attached.
+-- ATTACH PARTITION takes only a ShareUpdateExclusiveLock on the parent,
+-- which neither readers nor writers conflict with (CREATE TABLE ...
+-- PARTITION OF takes an AccessExclusiveLock), and an AccessExclusiveLock on
+-- the default partition (scanned for rows of the new day).  Returns whether
+-- it created the partition.
+CREATE OR REPLACE FUNCTION chronicle._create_partition(parent regclass, day date)
+RETURNS boolean
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	base  name := (SELECT c.relname FROM pg_class c WHERE c.oid = parent);
+	pname text := base || '_p' || to_char(day, 'YYYYMMDD');
+	dflt  text := base || '_default';
+	lo    timestamptz := day::timestamp AT TIME ZONE 'UTC';
+	hi    timestamptz := (day + 1)::timestamp AT TIME ZONE 'UTC';
+BEGIN
+	IF to_regclass(format('chronicle.%I', pname)) IS NOT NULL THEN
+		RETURN false;
+	END IF;
+	EXECUTE format('CREATE TABLE chronicle.%I (LIKE chronicle.%I INCLUDING ALL)', pname, dflt);
+	EXECUTE format('WITH moved AS (DELETE FROM chronicle.%I WHERE ts >= %L AND ts < %L RETURNING *)'
+	               ' INSERT INTO chronicle.%I SELECT * FROM moved',
+	               dflt, lo, hi, pname);
+	EXECUTE format('ALTER TABLE %s ATTACH PARTITION chronicle.%I FOR VALUES FROM (%L) TO (%L)',
+	               parent, pname, lo, hi);
+	RETURN true;
+END;
+$$;
+
+-- Daily partitions of every partitioned table in the schema.
+CREATE OR REPLACE FUNCTION chronicle.ensure_partitions(from_ts timestamptz, to_ts timestamptz)
+RETURNS integer
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	parent  regclass;
+	day     date;
+	created integer := 0;
+BEGIN
+	IF from_ts IS NULL OR to_ts IS NULL THEN
+		RAISE EXCEPTION 'chronicle.ensure_partitions: range bounds must not be NULL'
+			USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF to_ts < from_ts THEN
+		RAISE EXCEPTION 'chronicle.ensure_partitions: range ends before it starts'
+			USING ERRCODE = 'data_exception',
+			      HINT = 'Pass the earlier timestamp first.';
+	END IF;
+	IF to_ts - from_ts > interval '3660 days' THEN
+		RAISE EXCEPTION 'chronicle.ensure_partitions: range of % is too long', to_ts - from_ts
+			USING ERRCODE = 'program_limit_exceeded',
+			      HINT = 'Create at most ten years of daily partitions at once.';
+	END IF;
+	FOR parent IN
+		SELECT c.oid::regclass
+		  FROM pg_class c
+		  JOIN pg_partitioned_table p ON p.partrelid = c.oid
+		 WHERE c.relnamespace = 'chronicle'::regnamespace
+		   AND NOT c.relispartition
+		 ORDER BY c.relname
+	LOOP
+		FOR day IN
+			SELECT d::date
+			  FROM generate_series((from_ts AT TIME ZONE 'UTC')::date,
+			                       (to_ts AT TIME ZONE 'UTC')::date,
+			                       interval '1 day') AS d
+		LOOP
+			IF chronicle._create_partition(parent, day) THEN
+				created := created + 1;
+			END IF;
+		END LOOP;
+	END LOOP;
+	RETURN created;
+END;
+$$;
+
+COMMENT ON FUNCTION chronicle.ensure_partitions(timestamptz, timestamptz) IS
+	'Creates the missing daily (UTC) partitions of every history table for a time range; returns how many';
+
+-- chronicle.retention as the server parses it: a bare number is minutes,
+-- units (min, h, d) as in postgresql.conf.  A session that has not loaded
+-- the library only has the raw text of the setting ('20160' is 14 days,
+-- not 20160 seconds); calling this C function loads the library, whose
+-- definition of the setting parses the raw text by the GUC's rules.
+CREATE FUNCTION chronicle._retention()
+RETURNS interval
+LANGUAGE C STABLE
+SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'chronicle_retention_interval';
+
+COMMENT ON FUNCTION chronicle._retention() IS
+	'chronicle.retention as an interval, parsed with the setting''s unit rules (bare number = minutes)';
+
+-- Housekeeping, one row per partition acted on: the partitions of today
+-- and the next days created (with the rows waiting for them in the
+-- default partition), the day partitions older than the retention dropped
+-- (never DELETE).  Nothing here may stop the recording or stall anyone:
+-- every creation and drop is a subtransaction of its own under a short
+-- lock_timeout, and one that fails (a lock not granted in time, a view
+-- that depends on the partition, ...) is reported with ok = false and
+-- tried again next time; after a lock timeout the rest of that table waits
+-- for the next run, so one run waits at most lock_timeout per table.
+CREATE FUNCTION chronicle._maintain(retention interval,
+	OUT action text, OUT relation text, OUT ok boolean, OUT code text, OUT message text)
+RETURNS SETOF record
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '100ms'
+AS $$
+DECLARE
+	keep    interval := coalesce(retention, chronicle._retention());
+	today   date := (now() AT TIME ZONE 'UTC')::date;
+	cutoff  date;
+	parent  record;
+	step    record;
+	waiting date[];
+	blocked boolean;
+BEGIN
+	IF keep < interval '0' THEN
+		RAISE EXCEPTION 'chronicle.maintain: retention must not be negative'
+			USING ERRCODE = 'invalid_parameter_value',
+			      HINT = 'Pass an interval such as ''7 days'', or 0 to keep everything.';
+	END IF;
+	-- A day partition goes when all of it is older than the retention.
+	IF keep > interval '0' THEN
+		cutoff := ((now() - keep) AT TIME ZONE 'UTC')::date;
+	END IF;
+	-- One housekeeping at a time in a database (the collector's, a pg_cron
+	-- job's, a chronicle.snapshot()'s), until the end of its transaction:
+	-- the next one waits for it, a second at most, and then finds the
+	-- partitions made, so that no snapshot writes a row into a default
+	-- partition while another session attaches that row's day (the row
+	-- would fail the default partition's new constraint).  The key: this
+	-- function's oid.
+	BEGIN
+		PERFORM set_config('lock_timeout', '1s', true);
+		PERFORM pg_advisory_xact_lock('chronicle._maintain(interval)'::regprocedure::oid::bigint);
+		PERFORM set_config('lock_timeout', '100ms', true);
+	EXCEPTION WHEN lock_not_available THEN
+		action := 'maintain';
+		ok := false;
+		code := '55P03';
+		message := 'another housekeeping has been running in this database for more than 1 s';
+		RETURN NEXT;
+		RETURN;
+	END;
+
+	FOR parent IN
+		SELECT c.oid::regclass AS oid, c.relname
+		  FROM pg_class c
+		  JOIN pg_partitioned_table p ON p.partrelid = c.oid
+		 WHERE c.relnamespace = 'chronicle'::regnamespace
+		   AND NOT c.relispartition
+		 ORDER BY c.relname
+	LOOP
+		blocked := false;
+		-- The days whose rows wait in the default partition (none, normally).
+		BEGIN
+			EXECUTE format('SELECT array_agg(DISTINCT (ts AT TIME ZONE ''UTC'')::date) FROM chronicle.%I',
+			               parent.relname || '_default')
+			   INTO waiting;
+		EXCEPTION WHEN OTHERS THEN
+			-- Locked or missing: the creations below report why.
+			waiting := NULL;
+			blocked := SQLSTATE = '55P03';
+		END;
+
+		-- Create today and the next three days (a skipped creation is
+		-- retried long before its day comes) and the waiting days; then
+		-- drop the expired days, those just created from waiting rows too.
+		FOR step IN
+			SELECT 'create' AS act, d AS day
+			  FROM (SELECT g::date FROM generate_series(today, today + 3, interval '1 day') AS g
+			        UNION
+			        SELECT unnest(waiting)) AS s(d)
+			UNION ALL
+			SELECT 'drop', d
+			  FROM (SELECT to_date(substring(c.relname FROM '_p([0-9]{8})$'), 'YYYYMMDD')
+			          FROM pg_inherits i
+			          JOIN pg_class c ON c.oid = i.inhrelid
+			         WHERE i.inhparent = parent.oid
+			           AND c.relkind = 'r'
+			           AND c.relname = parent.relname || '_p' || substring(c.relname FROM '_p([0-9]{8})$')
+			        UNION
+			        SELECT unnest(waiting)) AS s(d)
+			 WHERE d < cutoff
+			 ORDER BY 1, 2
+		LOOP
+			action := step.act;
+			relation := parent.relname || '_p' || to_char(step.day, 'YYYYMMDD');
+			ok := false;
+			code := NULL;
+			message := NULL;
+			IF step.act = 'drop' AND to_regclass(format('chronicle.%I', relation)) IS NULL THEN
+				CONTINUE;		-- its creation failed, and was reported
+			ELSIF blocked THEN
+				code := '55P03';
+				message := format('not tried after a lock timeout on %s in this run', parent.oid);
+			ELSE
+				BEGIN
+					IF step.act = 'create' THEN
+						ok := chronicle._create_partition(parent.oid, step.day);
+						CONTINUE WHEN NOT ok;	-- it exists: nothing to say
+					ELSE
+						EXECUTE format('DROP TABLE chronicle.%I', relation);
+						ok := true;
+					END IF;
+				EXCEPTION WHEN OTHERS THEN
+					GET STACKED DIAGNOSTICS code = RETURNED_SQLSTATE, message = MESSAGE_TEXT;
+					blocked := code = '55P03';
+				END;
+			END IF;
+			RETURN NEXT;
+		END LOOP;
+	END LOOP;
+END;
+$$;
+
+COMMENT ON FUNCTION chronicle._maintain(interval) IS
+	'Housekeeping, one row per partition created, dropped or skipped (ok = false, with the error); used by maintain() and the collector';
+
+DROP FUNCTION chronicle.maintain(interval);
+
+-- Housekeeping from SQL (pg_cron, or by hand): what _maintain() did,
+-- counted, and a WARNING for each partition it could not create or drop.
+-- The collector calls _maintain() itself, hourly.
+CREATE FUNCTION chronicle.maintain(retention interval DEFAULT NULL)
+RETURNS TABLE (partitions_created integer, partitions_dropped integer, partitions_skipped integer)
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	r record;
+BEGIN
+	partitions_created := 0;
+	partitions_dropped := 0;
+	partitions_skipped := 0;
+	FOR r IN SELECT * FROM chronicle._maintain(retention) LOOP
+		IF r.relation IS NULL THEN
+			RAISE WARNING 'chronicle.maintain: nothing done: %', r.message
+				USING ERRCODE = r.code,
+				      HINT = 'Try again later.';
+		ELSIF NOT r.ok THEN
+			partitions_skipped := partitions_skipped + 1;
+			RAISE WARNING 'chronicle.maintain: could not % partition chronicle.%: %',
+				r.action, r.relation, r.message
+				USING ERRCODE = r.code,
+				      HINT = 'Nothing waited for it and recording goes on; the next maintenance tries again.';
+		ELSIF r.action = 'create' THEN
+			partitions_created := partitions_created + 1;
+		ELSE
+			partitions_dropped := partitions_dropped + 1;
+		END IF;
+	END LOOP;
+	RETURN NEXT;
+END;
+$$;
+
+COMMENT ON FUNCTION chronicle.maintain(interval) IS
+	'Creates the partitions of the coming days and drops those older than the retention (default: chronicle.retention); what it could not do is skipped with a WARNING';
+
+-- The partition layout of every partitioned table of the schema (see
+-- above): a DEFAULT partition; indexes and constraints on the partitions
+-- only, not on the parent; no day partition a member of the extension.
+-- Called at the end of the install and upgrade scripts, so that an index
+-- declared on a parent in src/sql lands on the partitions: they are
+-- detached, the parent's index dropped (each partition keeps its own copy)
+-- and attached again.
+CREATE FUNCTION chronicle._partition_layout()
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	parent record;
+	part   record;
+	idx    record;
+	parts  regclass[];
+	bounds text[];
+BEGIN
+	FOR parent IN
+		SELECT c.oid::regclass AS oid, c.relname
+		  FROM pg_class c
+		  JOIN pg_partitioned_table p ON p.partrelid = c.oid
+		 WHERE c.relnamespace = 'chronicle'::regnamespace
+		   AND NOT c.relispartition
+		 ORDER BY c.relname
+	LOOP
+		IF NOT EXISTS (SELECT FROM pg_partitioned_table WHERE partrelid = parent.oid AND partdefid <> 0) THEN
+			EXECUTE format('CREATE TABLE chronicle.%I PARTITION OF %s DEFAULT',
+			               parent.relname || '_default', parent.oid);
+		END IF;
+
+		CONTINUE WHEN NOT EXISTS (SELECT FROM pg_index WHERE indrelid = parent.oid);
+		-- The default partition last: attached after the days, it is
+		-- scanned once.  pg_get_expr() gives each bound as SQL: FOR VALUES
+		-- FROM (...) TO (...), or DEFAULT.
+		SELECT array_agg(c.oid::regclass ORDER BY c.oid = t.partdefid, c.relname),
+		       array_agg(pg_get_expr(c.relpartbound, c.oid) ORDER BY c.oid = t.partdefid, c.relname)
+		  INTO parts, bounds
+		  FROM pg_inherits i
+		  JOIN pg_class c ON c.oid = i.inhrelid
+		  JOIN pg_partitioned_table t ON t.partrelid = i.inhparent
+		 WHERE i.inhparent = parent.oid;
+		FOR n IN 1 .. coalesce(array_length(parts, 1), 0) LOOP
+			EXECUTE format('ALTER TABLE %s DETACH PARTITION %s', parent.oid, parts[n]);
+		END LOOP;
+		FOR idx IN
+			SELECT i.indexrelid::regclass AS oid, con.conname
+			  FROM pg_index i
+			  LEFT JOIN pg_constraint con ON con.conindid = i.indexrelid AND con.conrelid = parent.oid
+			 WHERE i.indrelid = parent.oid
+		LOOP
+			IF idx.conname IS NOT NULL THEN
+				EXECUTE format('ALTER TABLE %s DROP CONSTRAINT %I', parent.oid, idx.conname);
+			ELSE
+				EXECUTE format('DROP INDEX %s', idx.oid);
+			END IF;
+		END LOOP;
+		FOR n IN 1 .. coalesce(array_length(parts, 1), 0) LOOP
+			EXECUTE format('ALTER TABLE %s ATTACH PARTITION %s %s', parent.oid, parts[n], bounds[n]);
+		END LOOP;
+	END LOOP;
+
+	-- Day partitions made by CREATE EXTENSION of 0.1.0 belong to the
+	-- extension: they must not.  (No day partition is made here: the
+	-- CREATE EXTENSION of a restore would make partitions the dump has.)
+	FOR part IN
+		SELECT c.oid::regclass AS oid
+		  FROM pg_class c
+		  JOIN pg_depend d ON d.classid = 'pg_class'::regclass AND d.objid = c.oid
+		                  AND d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e'
+		 WHERE c.relnamespace = 'chronicle'::regnamespace
+		   AND c.relispartition
+		   AND c.relname ~ '_p[0-9]{8}$'
+	LOOP
+		EXECUTE format('ALTER EXTENSION pg_chronicle DROP TABLE %s', part.oid);
+	END LOOP;
+END;
+$$;
+
+COMMENT ON FUNCTION chronicle._partition_layout() IS
+	'Gives every partitioned table of the schema a DEFAULT partition and moves its indexes onto its partitions (run by the install and upgrade scripts)';
+
+DROP FUNCTION chronicle.status();
+
+CREATE FUNCTION chronicle.status(
+	OUT running boolean,
+	OUT pid integer,
+	OUT state text,
+	OUT started timestamptz,
+	OUT last_snapshot timestamptz,
+	OUT snapshots bigint,
+	OUT snapshot_errors bigint,
+	OUT ticks_due bigint,
+	OUT ticks_missed bigint,
+	OUT rows_written bigint,
+	OUT wal_bytes bigint,
+	OUT snapshot_ms_p50 float8,
+	OUT snapshot_ms_p99 float8,
+	OUT snapshot_ms_max float8,
+	OUT wal_bytes_per_snapshot float8,
+	OUT last_maintenance timestamptz,
+	OUT partitions_created bigint,
+	OUT partitions_dropped bigint,
+	OUT partitions_skipped bigint,
+	OUT maintenance_errors bigint,
+	OUT last_maintenance_error text)
+RETURNS record
+LANGUAGE C STRICT
+SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'chronicle_status';
+
+COMMENT ON FUNCTION chronicle.status() IS
+	'Whether the collector runs, what it recorded since it started, what that cost (worker time over the last 1024 snapshots), and its housekeeping: partitions created, dropped, skipped';
+
+REVOKE ALL ON FUNCTION chronicle.maintain(interval) FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle._create_partition(regclass, date) FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle._retention() FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle._maintain(interval) FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle._partition_layout() FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle.status() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION chronicle.status() TO pg_monitor, pg_read_all_stats;
+
+-- The default partitions, the 0.1.0 day partitions out of the extension
+-- with indexes of their own.  Keep this after every index added to a
+-- history table in this script.
+SELECT chronicle._partition_layout();
+
+-- pg_dump dumps the rows of every table of the extension (and the state of
+-- its sequences): CREATE EXTENSION makes the tables at restore, the rows
+-- come from the dump.  Not chronicle.metric, which this script fills.  The
+-- day partitions do not belong to the extension and are dumped whole.
+-- (One call a statement: each one updates the extension's row.)
+DO $$
+DECLARE
+	t regclass;
+BEGIN
+	FOR t IN
+		SELECT c.oid::regclass
+		  FROM pg_catalog.pg_class c
+		  JOIN pg_catalog.pg_depend d ON d.classid = 'pg_catalog.pg_class'::regclass
+		                             AND d.objid = c.oid AND d.deptype = 'e'
+		  JOIN pg_catalog.pg_extension e ON e.oid = d.refobjid AND e.extname = 'pg_chronicle'
+		 WHERE c.relnamespace = 'chronicle'::regnamespace
+		   AND c.relkind IN ('r', 'S')
+		   AND c.oid <> 'chronicle.metric'::regclass
+		 ORDER BY c.relname
+	LOOP
+		PERFORM pg_catalog.pg_extension_config_dump(t, '');
+	END LOOP;
+END;
+$$;

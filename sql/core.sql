@@ -52,11 +52,48 @@ SELECT chronicle.ensure_partitions('2020-01-01', '2020-01-03');
 SELECT chronicle.ensure_partitions('2020-01-03', '2020-01-01');
 SELECT chronicle.ensure_partitions(NULL, '2020-01-01');
 -- Retention drops whole partitions, never rows of the current ones.
-SELECT partitions_dropped > 0 AS dropped_old FROM chronicle.maintain('30 days');
+SELECT partitions_dropped > 0 AS dropped_old, partitions_skipped
+  FROM chronicle.maintain('30 days');
 SELECT count(*) AS old_partitions_left
   FROM pg_class WHERE relnamespace = 'chronicle'::regnamespace
    AND relname ~ '_p2020';
 SELECT * FROM chronicle.maintain('-1 day');
+
+-- A row of a day without partition lands in the default partition, and
+-- maintain() moves it into the day's partition it creates (then drops it:
+-- 2019 is older than the retention).
+INSERT INTO chronicle.wal_history (ts, wal_records) VALUES ('2019-06-01 12:00+00', 1);
+SELECT tableoid::regclass FROM chronicle.wal_history WHERE ts = '2019-06-01 12:00+00';
+SELECT partitions_created, partitions_dropped, partitions_skipped
+  FROM chronicle.maintain('30 days');
+SELECT count(*) AS left_in_default FROM chronicle.wal_history_default;
+
+-- The partition layout: a DEFAULT partition for every history table;
+-- indexes on the partitions, none on a parent, and no day partition a
+-- member of the extension (so that pg_dump dumps them whole and a restore
+-- does not build their indexes twice); every table of the extension but
+-- the metric catalog dumped with its rows.
+SELECT c.relname AS without_default
+  FROM pg_class c JOIN pg_partitioned_table p ON p.partrelid = c.oid
+ WHERE c.relnamespace = 'chronicle'::regnamespace AND p.partdefid = 0;
+SELECT i.indexrelid::regclass AS index_on_a_parent
+  FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid
+ WHERE c.relnamespace = 'chronicle'::regnamespace AND c.relkind = 'p';
+SELECT count(*) > 0 AS day_partitions,
+       count(*) FILTER (WHERE EXISTS (SELECT FROM pg_depend d
+                                       WHERE d.classid = 'pg_class'::regclass
+                                         AND d.objid = c.oid AND d.deptype = 'e')) AS members
+  FROM pg_class c
+ WHERE c.relnamespace = 'chronicle'::regnamespace AND c.relname ~ '_p[0-9]{8}$';
+SELECT c.oid::regclass AS member_not_dumped
+  FROM pg_class c
+  JOIN pg_depend d ON d.classid = 'pg_class'::regclass AND d.objid = c.oid AND d.deptype = 'e'
+  JOIN pg_extension e ON e.oid = d.refobjid
+ WHERE c.relkind IN ('r', 'S') AND NOT c.oid = ANY (e.extconfig)
+ ORDER BY 1;
+
+-- chronicle.retention as maintain() reads it (the default: 7 days).
+SELECT chronicle._retention();
 
 -- status(): the shape is stable; the worker is off in this instance.
 SELECT running, state FROM chronicle.status();

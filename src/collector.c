@@ -117,6 +117,7 @@ struct ChronicleEmitter
 static ChronicleSourceState source_state[CHRONICLE_MAX_SOURCES];
 static SPIPlanPtr snapshot_plan = NULL;
 static TimestampTz next_maintenance = 0;
+static List *maintenance_logged = NIL;	/* skips logged at the last run */
 static bool keyframe_pending = true;	/* no previous reading to trust */
 static int	ring_since_keyframe = 0;	/* ring snapshots since a keyframe */
 
@@ -136,8 +137,10 @@ static instr_time clock_taken;
 #define CHRONICLE_MAX_BACKOFF	64
 /* A repeated identical error is logged again after this long. */
 #define CHRONICLE_RELOG_USECS	(10 * 60 * USECS_PER_SEC)
-/* Partitions are checked (and old ones dropped) at least this often. */
+/* Partitions are checked (and old ones dropped) at least this often, */
 #define CHRONICLE_MAINTENANCE_USECS	(60 * 60 * USECS_PER_SEC)
+/* and again after this long when something was skipped or failed. */
+#define CHRONICLE_MAINTENANCE_RETRY_USECS	(5 * 60 * USECS_PER_SEC)
 
 static void
 source_state_init(int i)
@@ -482,19 +485,157 @@ report_source_error(const ChronicleSource *src, ChronicleSourceState *st,
 	strlcpy(st->last_error, edata->message, CHRONICLE_ERRMSG_LEN);
 }
 
-/* Make sure today's and tomorrow's partitions exist; drop expired ones. */
+/*
+ * Housekeeping: chronicle._maintain() creates the partitions of the coming
+ * days and drops the expired ones.  It must never stop the recording nor
+ * stall it: it runs in a subtransaction of its own, so that nothing it does
+ * can abort the snapshot; each of its DDL statements is a subtransaction of
+ * its own under a short lock_timeout, and a partition it could not create
+ * or drop (a lock not granted in time, a view that depends on it, ...) is
+ * skipped, counted in chronicle.status(), logged once while it stays
+ * skipped, and tried again at the next run, which then comes sooner.
+ * Snapshots whose day partition is missing land in the default partition.
+ */
 static void
-maintain_partitions(TimestampTz now)
+maintain_partitions(TimestampTz now, MemoryContext cxt)
 {
-	int			ret;
+	ChronicleShared *shared = chronicle_shared();
+	ResourceOwner oldowner = CurrentResourceOwner;
+	int64		created = 0;
+	int64		dropped = 0;
+	int64		skipped = 0;
+	List	   *skips = NIL;
+	ListCell   *lc;
+	char	   *reason = NULL;
+	bool		failed = false;
 
 	if (now < next_maintenance)
 		return;
-	ret = SPI_execute("SELECT chronicle.maintain()", false, 0);
-	if (ret != SPI_OK_SELECT)
-		elog(ERROR, "chronicle.maintain() failed: %s",
-			 SPI_result_code_string(ret));
-	next_maintenance = now + CHRONICLE_MAINTENANCE_USECS;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+
+	PG_TRY();
+	{
+		int			ret;
+
+		ret = SPI_execute("SELECT action, relation, ok, code, message"
+						  " FROM chronicle._maintain(NULL)", false, 0);
+		if (ret != SPI_OK_SELECT)
+			elog(ERROR, "chronicle._maintain() failed: %s",
+				 SPI_result_code_string(ret));
+		for (uint64 r = 0; r < SPI_processed; r++)
+		{
+			HeapTuple	tup = SPI_tuptable->vals[r];
+			TupleDesc	desc = SPI_tuptable->tupdesc;
+			bool		isnull;
+			char	   *action = SPI_getvalue(tup, desc, 1);
+			char	   *relation = SPI_getvalue(tup, desc, 2);
+			char	   *code;
+			char	   *message;
+
+			if (DatumGetBool(SPI_getbinval(tup, desc, 3, &isnull)))
+			{
+				if (strcmp(action, "create") == 0)
+					created++;
+				else
+					dropped++;
+				continue;
+			}
+			code = SPI_getvalue(tup, desc, 4);
+			message = SPI_getvalue(tup, desc, 5);
+			if (relation == NULL)
+			{
+				/* the run as a whole: another one held it up */
+				failed = true;
+				reason = MemoryContextStrdup(cxt,
+											 psprintf("housekeeping skipped: %s",
+													  message ? message : "?"));
+			}
+			else
+			{
+				skipped++;
+				reason = MemoryContextStrdup(cxt,
+											 psprintf("could not %s partition %s.%s: %s",
+													  action, CHRONICLE_SCHEMA, relation,
+													  message ? message : "?"));
+			}
+			/* the SQLSTATE first, for the log line */
+			skips = lappend(skips,
+							MemoryContextStrdup(cxt,
+												psprintf("%s%s",
+														 code && strlen(code) == 5 ? code : "XX000",
+														 reason)));
+		}
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = oldowner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = oldowner;
+
+		/* Whatever it had done was rolled back with it. */
+		created = dropped = skipped = 0;
+		failed = true;
+		reason = psprintf("housekeeping failed: %s", edata->message);
+		/* Logged once per distinct message, as a skip is. */
+		skips = list_make1(psprintf("%s%s", unpack_sql_state(edata->sqlerrcode),
+									reason));
+		FreeErrorData(edata);
+	}
+	PG_END_TRY();
+
+	/* Log what was not logged at the previous run. */
+	foreach(lc, skips)
+	{
+		char	   *s = lfirst(lc);
+		bool		logged = false;
+		ListCell   *lc2;
+
+		foreach(lc2, maintenance_logged)
+		{
+			if (strcmp(lfirst(lc2), s) == 0)
+				logged = true;
+		}
+		if (logged)
+			continue;
+		ereport(WARNING,
+				(errcode(MAKE_SQLSTATE(s[0], s[1], s[2], s[3], s[4])),
+				 errmsg("pg_chronicle: %s", s + 5),
+				 errhint("Recording goes on; housekeeping tries again in %d minutes "
+						 "and says this once while it repeats.  chronicle.status() counts it.",
+						 (int) (CHRONICLE_MAINTENANCE_RETRY_USECS / USECS_PER_MINUTE))));
+	}
+	list_free_deep(maintenance_logged);
+	maintenance_logged = NIL;
+	foreach(lc, skips)
+		maintenance_logged = lappend(maintenance_logged,
+									 MemoryContextStrdup(TopMemoryContext, lfirst(lc)));
+
+	if (shared)
+	{
+		SpinLockAcquire(&shared->mutex);
+		shared->maint_last = now;
+		shared->maint_created += created;
+		shared->maint_dropped += dropped;
+		shared->maint_skipped += skipped;
+		if (failed)
+			shared->maint_errors++;
+		if (reason)
+			strlcpy(shared->maint_last_error, reason, CHRONICLE_ERRMSG_LEN);
+		SpinLockRelease(&shared->mutex);
+	}
+	next_maintenance = now + (failed || skipped > 0 ?
+							  CHRONICLE_MAINTENANCE_RETRY_USECS :
+							  CHRONICLE_MAINTENANCE_USECS);
 }
 
 /*
@@ -777,6 +918,7 @@ chronicle_take_snapshot(ChronicleCollector by, TimestampTz segment,
 	MemoryContext oldcxt = CurrentMemoryContext;
 	MemoryContext snapcxt;
 	instr_time	start,
+				taken,
 				duration;
 	int64		wal_start = pgWalUsage.wal_bytes;
 	double		duration_ms;
@@ -786,30 +928,10 @@ chronicle_take_snapshot(ChronicleCollector by, TimestampTz segment,
 	bool		lost = false;
 
 	INSTR_TIME_SET_CURRENT(start);
-	ts = GetCurrentTimestamp();
-
-	/*
-	 * The worker's next snapshot in its segment: if the wall clock advanced
-	 * by less than half of the time that passed, it was stepped back; ts
-	 * advances by the time that passed instead (see the header).
-	 */
-	if (by == CHRONICLE_BY_WORKER && !newsegment && segment == clock_segment)
-	{
-		instr_time	elapsed = start;
-		int64		elapsed_us;
-
-		INSTR_TIME_SUBTRACT(elapsed, clock_taken);
-		elapsed_us = Max(INSTR_TIME_GET_MICROSEC(elapsed), 1);
-		if (ts < clock_ts + elapsed_us / 2)
-			ts = clock_ts + elapsed_us;
-	}
 
 	snapcxt = AllocSetContextCreate(CurrentMemoryContext, "chronicle snapshot",
 									ALLOCSET_DEFAULT_SIZES);
 	MemoryContextSwitchTo(snapcxt);
-
-	/* A worker outside this transaction must see fresh numbers. */
-	pgstat_clear_snapshot();
 
 	/* In recovery, the worker's snapshots go to the standby ring. */
 	if (by == CHRONICLE_BY_WORKER && RecoveryInProgress())
@@ -820,21 +942,43 @@ chronicle_take_snapshot(ChronicleCollector by, TimestampTz segment,
 			keyframe = true;
 	}
 	else
+		maintain_partitions(GetCurrentTimestamp(), snapcxt);
+
+	/*
+	 * The snapshot's time is taken after the housekeeping (its cost is still
+	 * counted in duration_ms), right before the sources are read.
+	 */
+	ts = GetCurrentTimestamp();
+	INSTR_TIME_SET_CURRENT(taken);
+
+	/*
+	 * The worker's next snapshot in its segment: if the wall clock advanced
+	 * by less than half of the time that passed, it was stepped back; ts
+	 * advances by the time that passed instead (see the header).
+	 */
+	if (by == CHRONICLE_BY_WORKER && !newsegment && segment == clock_segment)
+	{
+		instr_time	elapsed = taken;
+		int64		elapsed_us;
+
+		INSTR_TIME_SUBTRACT(elapsed, clock_taken);
+		elapsed_us = Max(INSTR_TIME_GET_MICROSEC(elapsed), 1);
+		if (ts < clock_ts + elapsed_us / 2)
+			ts = clock_ts + elapsed_us;
+	}
+
+	/*
+	 * A new segment, or a snapshot from SQL, never starts at or before the
+	 * latest snapshot recorded; a snapshot from SQL continues the latest
+	 * segment when the server took it and the clock has moved on since.
+	 */
+	if (ring == NULL && segment == 0)
 	{
 		TimestampTz latest_ts,
 					latest_segment;
 		bool		since_start;
 
-		maintain_partitions(ts);
-
-		/*
-		 * A new segment, or a snapshot from SQL, never starts at or before
-		 * the latest snapshot recorded; a snapshot from SQL continues the
-		 * latest segment when the server took it and the clock has moved
-		 * on since.
-		 */
-		if (segment == 0 &&
-			latest_snapshot(&latest_ts, &latest_segment, &since_start))
+		if (latest_snapshot(&latest_ts, &latest_segment, &since_start))
 		{
 			if (ts <= latest_ts)
 				ts = latest_ts + 1;
@@ -843,6 +987,10 @@ chronicle_take_snapshot(ChronicleCollector by, TimestampTz segment,
 		}
 	}
 	ts = unique_ts(ts);
+
+	/* A worker outside this transaction must see fresh numbers. */
+	pgstat_clear_snapshot();
+
 	if (segment == 0)
 		segment = ts;
 	result.ts = ts;
@@ -939,7 +1087,7 @@ chronicle_take_snapshot(ChronicleCollector by, TimestampTz segment,
 	{
 		clock_segment = segment;
 		clock_ts = ts;
-		clock_taken = start;
+		clock_taken = taken;
 	}
 	if (shared)
 	{
@@ -976,8 +1124,6 @@ chronicle_write_ring(uint64 *upto)
 	MemoryContext oldcxt = CurrentMemoryContext;
 	MemoryContext cxt;
 	TimestampTz segment = 0;
-	TimestampTz first_ts = 0,
-				last_ts = 0;
 	int64		written = 0;
 	uint64		pos;
 
@@ -985,27 +1131,12 @@ chronicle_write_ring(uint64 *upto)
 	if (copy == NULL)
 		return 0;
 
-	/* Partitions for the ring's days. */
-	for (pos = 0; pos < head - tail;)
-	{
-		ChronicleRingRecord rec;
-
-		memcpy(&rec, copy + pos, sizeof(rec));
-		if (first_ts == 0)
-			first_ts = rec.ts;
-		last_ts = rec.ts;
-		pos += rec.len;
-	}
-	{
-		Oid			argtypes[2] = {TIMESTAMPTZOID, TIMESTAMPTZOID};
-		Datum		args[2] = {TimestampTzGetDatum(first_ts),
-		TimestampTzGetDatum(last_ts)};
-
-		if (SPI_execute_with_args("SELECT chronicle.ensure_partitions($1, $2)",
-								  2, argtypes, args, NULL, false, 0) != SPI_OK_SELECT)
-			elog(ERROR, "could not create the partitions for the standby ring");
-	}
-
+	/*
+	 * No partitions are created here (that could wait for a lock): rows of a
+	 * day without its partition land in the default partition, and the
+	 * housekeeping of the next snapshot, due at once after promotion
+	 * (chronicle_forget_previous()), moves them into their day.
+	 */
 	cxt = AllocSetContextCreate(CurrentMemoryContext, "chronicle ring write",
 								ALLOCSET_DEFAULT_SIZES);
 	for (pos = 0; pos < head - tail;)

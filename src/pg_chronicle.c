@@ -58,6 +58,7 @@ PG_FUNCTION_INFO_V1(chronicle_status);
 PG_FUNCTION_INFO_V1(chronicle_source_status);
 PG_FUNCTION_INFO_V1(chronicle_start);
 PG_FUNCTION_INFO_V1(chronicle_stop);
+PG_FUNCTION_INFO_V1(chronicle_retention_interval);
 
 /* The shared state and the standby ring after it, in one allocation. */
 static Size
@@ -417,6 +418,21 @@ chronicle_snapshot(PG_FUNCTION_ARGS)
 	PG_RETURN_TIMESTAMPTZ(res.ts);
 }
 
+/*
+ * chronicle._retention(): chronicle.retention as an interval.  Calling it
+ * loads the library, whose definition of the setting parses what the
+ * session had as raw text by the GUC's rules (a bare number is minutes), so
+ * that chronicle.maintain() reads it the same way with or without preload.
+ */
+Datum
+chronicle_retention_interval(PG_FUNCTION_ARGS)
+{
+	Interval   *result = palloc0(sizeof(Interval));
+
+	result->time = (int64) chronicle_retention * USECS_PER_MINUTE;
+	PG_RETURN_INTERVAL_P(result);
+}
+
 static int
 cmp_double(const void *a, const void *b)
 {
@@ -433,7 +449,7 @@ cmp_double(const void *a, const void *b)
 Datum
 chronicle_status(PG_FUNCTION_ARGS)
 {
-#define STATUS_COLS 15
+#define STATUS_COLS 21
 #define COST_SLICE	64
 	TupleDesc	tupdesc;
 	Datum		values[STATUS_COLS] = {0};
@@ -450,6 +466,12 @@ chronicle_status(PG_FUNCTION_ARGS)
 	int64		ticks_missed = 0;
 	int64		rows = 0;
 	int64		wal_bytes = 0;
+	TimestampTz maint_last = 0;
+	int64		maint_created = 0;
+	int64		maint_dropped = 0;
+	int64		maint_skipped = 0;
+	int64		maint_errors = 0;
+	char		maint_last_error[sizeof(s->maint_last_error)] = "";
 	int			ncost = 0;
 	double	   *costs = NULL;
 	bool		running;
@@ -481,8 +503,15 @@ chronicle_status(PG_FUNCTION_ARGS)
 		rows = s->rows;
 		wal_bytes = s->wal_bytes;
 		cost_next = s->cost_next;
+		maint_last = s->maint_last;
+		maint_created = s->maint_created;
+		maint_dropped = s->maint_dropped;
+		maint_skipped = s->maint_skipped;
+		maint_errors = s->maint_errors;
+		memcpy(maint_last_error, s->maint_last_error, sizeof(maint_last_error));
 		SpinLockRelease(&s->mutex);
 		worker_state[sizeof(worker_state) - 1] = '\0';
+		maint_last_error[sizeof(maint_last_error) - 1] = '\0';
 
 		ncost = (int) Min(cost_next, CHRONICLE_COST_SLOTS);
 		if (ncost > 0)
@@ -541,6 +570,20 @@ chronicle_status(PG_FUNCTION_ARGS)
 	{
 		nulls[11] = nulls[12] = nulls[13] = nulls[14] = true;
 	}
+
+	/* Housekeeping. */
+	if (maint_last)
+		values[15] = TimestampTzGetDatum(maint_last);
+	else
+		nulls[15] = true;
+	values[16] = Int64GetDatum(maint_created);
+	values[17] = Int64GetDatum(maint_dropped);
+	values[18] = Int64GetDatum(maint_skipped);
+	values[19] = Int64GetDatum(maint_errors);
+	if (maint_last_error[0])
+		values[20] = CStringGetTextDatum(maint_last_error);
+	else
+		nulls[20] = true;
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

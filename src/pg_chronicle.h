@@ -134,6 +134,19 @@ typedef struct ChronicleShared
 	bool		dynamic_lost;
 
 	/*
+	 * Housekeeping by the collector (chronicle._maintain(), collector.c):
+	 * partitions created, dropped, and skipped (not created or dropped this
+	 * time: a lock not granted within lock_timeout, a view on a partition,
+	 * ...), runs that failed as a whole, and the latest reason.
+	 */
+	TimestampTz maint_last;
+	int64		maint_created;
+	int64		maint_dropped;
+	int64		maint_skipped;
+	int64		maint_errors;
+	char		maint_last_error[CHRONICLE_ERRMSG_LEN];
+
+	/*
 	 * The preloaded worker's failed attempts to connect to
 	 * chronicle.database in a row (a missing database): it waits longer
 	 * before each new attempt.

@@ -1,8 +1,39 @@
--- Every table of the schema is readable by monitoring roles only.  Keep
--- this file last: it covers the tables all earlier files created.
+-- Keep this file last: it covers the tables all earlier files created.
+
+-- Every table of the schema is readable by monitoring roles only (the
+-- partitions made below are read through their parents).
 REVOKE ALL ON ALL TABLES IN SCHEMA chronicle FROM PUBLIC;
 GRANT SELECT ON ALL TABLES IN SCHEMA chronicle TO pg_monitor, pg_read_all_stats;
 GRANT SELECT ON ALL SEQUENCES IN SCHEMA chronicle TO pg_monitor, pg_read_all_stats;
 
--- The partitions of the first days, so that recording starts at once.
-SELECT chronicle.ensure_partitions(now(), now() + interval '2 days');
+-- The partition layout (00_core.sql): a DEFAULT partition for every
+-- history table, indexes on the partitions.  No day partition is made
+-- here: it would belong to the extension, and the CREATE EXTENSION of a
+-- restore would make partitions the dump has.  The housekeeping of the
+-- first snapshot makes them, before its rows.
+SELECT chronicle._partition_layout();
+
+-- pg_dump dumps the rows of every table of the extension (and the state of
+-- its sequences): CREATE EXTENSION makes the tables at restore, the rows
+-- come from the dump.  Not chronicle.metric, which this script fills.  The
+-- day partitions do not belong to the extension and are dumped whole.
+-- (One call a statement: each one updates the extension's row.)
+DO $$
+DECLARE
+	t regclass;
+BEGIN
+	FOR t IN
+		SELECT c.oid::regclass
+		  FROM pg_catalog.pg_class c
+		  JOIN pg_catalog.pg_depend d ON d.classid = 'pg_catalog.pg_class'::regclass
+		                             AND d.objid = c.oid AND d.deptype = 'e'
+		  JOIN pg_catalog.pg_extension e ON e.oid = d.refobjid AND e.extname = 'pg_chronicle'
+		 WHERE c.relnamespace = 'chronicle'::regnamespace
+		   AND c.relkind IN ('r', 'S')
+		   AND c.oid <> 'chronicle.metric'::regclass
+		 ORDER BY c.relname
+	LOOP
+		PERFORM pg_catalog.pg_extension_config_dump(t, '');
+	END LOOP;
+END;
+$$;

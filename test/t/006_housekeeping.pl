@@ -1,0 +1,211 @@
+# Housekeeping never stops nor stalls the recording: a partition that
+# cannot be dropped (a temporary view on it) or a table that cannot be
+# locked (an idle transaction holding a lock) is skipped, counted in
+# status() and tried again later, while snapshots go on; a snapshot whose
+# day partition is missing lands in the default partition; and
+# chronicle.retention is read with the setting's units by maintain() in a
+# session that has not loaded the library.
+use strict;
+use warnings FATAL => 'all';
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(usleep);
+
+# A session queued behind a stalled collector fails instead of hanging
+# (the defect this test is about); polls go by the clock (poll_true).
+$ENV{PGOPTIONS} = '-c statement_timeout=10s';
+
+my $node = PostgreSQL::Test::Cluster->new('housekeeping');
+$node->init;
+$node->append_conf('postgresql.conf', q{
+shared_preload_libraries = 'pg_chronicle'
+chronicle.snapshot_interval = '200ms'
+chronicle.retention = '3d'
+});
+$node->start;
+$node->safe_psql('postgres', 'CREATE EXTENSION pg_chronicle');
+poll_true('SELECT count(*) >= 3 FROM chronicle.snapshot')
+  or die 'the worker recorded no snapshots';
+
+sub query { return $node->safe_psql('postgres', $_[0]); }
+
+# Poll until the query returns true, for timeout_default seconds by the
+# clock: poll_query_until counts attempts, and an attempt that waits behind
+# a stalled collector lasts statement_timeout.
+sub poll_true
+{
+	my ($sql) = @_;
+	my $deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
+	while (time() < $deadline)
+	{
+		my ($ret, $out) = $node->psql('postgres', $sql);
+		return 1 if $ret == 0 && $out eq 't';
+		usleep(100_000);
+	}
+	return 0;
+}
+
+# The day ($1 days from now, UTC) as in partition names.
+sub day
+{
+	my ($days) = @_;
+	return query("SELECT to_char((now() + interval '$days days') AT TIME ZONE 'UTC', 'YYYYMMDD')");
+}
+
+sub exists_rel
+{
+	my ($name) = @_;
+	return query("SELECT to_regclass('chronicle.$name') IS NOT NULL");
+}
+
+# Snapshots keep arriving: $n more than now.
+sub recording_goes_on
+{
+	my ($n, $what) = @_;
+	my $c = query('SELECT count(*) FROM chronicle.snapshot');
+	ok(poll_true("SELECT count(*) >= $c + $n FROM chronicle.snapshot"),
+		"recording goes on: $what");
+}
+
+# A column of status(), by name.
+sub status
+{
+	my ($col) = @_;
+	return query("SELECT to_jsonb(s) ->> '$col' FROM chronicle.status() s");
+}
+
+# The worker's housekeeping runs at its start, before its first snapshot,
+# and then hourly: restart the worker (the postmaster starts it again after
+# 10 s) and wait for its first snapshot.
+sub worker_housekeeping
+{
+	my ($what) = @_;
+	my $pid = query('SELECT pid FROM chronicle.status()');
+	query("SELECT pg_terminate_backend($pid)");
+	poll_true("SELECT running AND pid <> $pid FROM chronicle.status()")
+	  or die 'the worker did not come back';
+	ok(poll_true(q{
+			SELECT count(*) > 0 FROM chronicle.snapshot
+			 WHERE collector = 'worker' AND ts >= (SELECT started FROM chronicle.status())}),
+		"the restarted worker records $what");
+}
+
+# (a) A monitoring role's temporary view on an expiring partition: its drop
+# fails; the drop is skipped and counted, the others go on, so does the
+# recording.
+query("CREATE ROLE hk_monitor IN ROLE pg_monitor");
+query("SELECT chronicle.ensure_partitions(now() - interval '10 days', now() - interval '9 days')");
+my $old = day(-10);
+my $viewer = $node->background_psql('postgres');
+$viewer->query_safe('SET ROLE hk_monitor');
+$viewer->query_safe("CREATE TEMP VIEW v AS SELECT ts FROM chronicle.snapshot_p$old");
+my $skipped0 = status('partitions_skipped');
+my $log_offset = -s $node->logfile;
+
+worker_housekeeping('while a view holds an expiring partition');
+is(exists_rel("snapshot_p$old"), 't', 'the partition under a view is kept');
+is(exists_rel("wal_history_p$old"), 'f', 'the other expired partitions are dropped');
+cmp_ok(status('partitions_skipped'), '>', $skipped0, 'status() counts the skipped drop');
+like(status('last_maintenance_error'),
+	qr/could not drop partition chronicle\.snapshot_p$old: cannot drop table/,
+	'status() says which partition and why');
+recording_goes_on(10, 'while a view holds an expiring partition');
+my $log = slurp_file($node->logfile, $log_offset);
+my $said = () = $log =~ /could not drop partition chronicle\.snapshot_p$old/g;
+is($said, 1, 'the skip is logged once');
+unlike($log, qr/snapshot failed/, 'no snapshot failed');
+$viewer->quit;
+
+# (b) An idle transaction holds a lock on a history table (as pg_dump
+# does): housekeeping must create and drop partitions of that table.  Its
+# DDL gives up after lock_timeout, the other tables are done, recording
+# goes on and readers are not queued behind the collector.
+query("SELECT chronicle.ensure_partitions(now() - interval '8 days', now() - interval '8 days')");
+my $old8 = day(-8);
+my $ahead = day(3);
+query("DROP TABLE chronicle.io_history_p$ahead, chronicle.wal_history_p$ahead");
+my $locker = $node->background_psql('postgres');
+$locker->query_safe('BEGIN');
+$locker->query_safe('LOCK chronicle.io_history IN ACCESS SHARE MODE');
+$skipped0 = status('partitions_skipped');
+
+worker_housekeeping('while a transaction holds a lock on a history table');
+is(exists_rel("io_history_p$old8"), 't', 'the expired partition of the locked table is kept');
+is(exists_rel("io_history_p$ahead"), 'f', 'the missing partition of the locked table is not created yet');
+is(exists_rel("wal_history_p$old8"), 'f', 'the expired partition of another table is dropped');
+is(exists_rel("wal_history_p$ahead"), 't', 'the missing partition of another table is created');
+cmp_ok(status('partitions_skipped'), '>=', $skipped0 + 2,
+	'status() counts the skipped creation and drop');
+like(status('last_maintenance_error'),
+	qr/io_history_p\d+: (canceling statement due to lock timeout|not tried after a lock timeout)/,
+	'status() says a lock was not granted');
+recording_goes_on(10, 'while a transaction holds a lock on a history table');
+# Nobody waits behind the collector: it holds no lock request, and a new
+# reader of the locked table gets through.
+ok(poll_true(q{
+	SELECT NOT EXISTS (SELECT FROM pg_locks l JOIN pg_stat_activity a USING (pid)
+	                    WHERE NOT l.granted AND a.backend_type = 'pg_chronicle collector')}),
+	'the collector waits for no lock');
+is($node->psql('postgres', 'SELECT count(*) FROM chronicle.io_history'),
+	0, 'a new reader of the locked table is not queued behind the collector');
+$locker->query_safe('COMMIT');
+$locker->quit;
+is(query("SELECT partitions_created >= 1 AND partitions_dropped >= 1 AND partitions_skipped = 0 FROM chronicle.maintain()"),
+	't', 'once the lock is gone, maintain() does what was skipped');
+is(exists_rel("io_history_p$ahead") . exists_rel("io_history_p$old8"), 'tf',
+	'the locked table has its partitions now');
+
+# (c) Today's and tomorrow's partitions are missing (dropped by hand):
+# snapshots land in the default partitions, and maintain() moves them into
+# day partitions it creates.
+my ($today, $tomorrow) = (day(0), day(1));
+my @parents = split /\n/, query(q{
+	SELECT c.relname FROM pg_class c JOIN pg_partitioned_table p ON p.partrelid = c.oid
+	 WHERE c.relnamespace = 'chronicle'::regnamespace AND NOT c.relispartition ORDER BY 1});
+query(join('; ', map { "DROP TABLE chronicle.${_}_p$today, chronicle.${_}_p$tomorrow" } @parents));
+recording_goes_on(10, 'without the partitions of the day');
+cmp_ok(query('SELECT count(*) FROM chronicle.snapshot_default'), '>=', 10,
+	'the snapshots landed in the default partition');
+cmp_ok(query('SELECT count(*) FROM chronicle.wal_history_default'), '>', 0,
+	'so did the history rows');
+my $t1 = query('SELECT max(ts) FROM chronicle.snapshot');
+my $before = query("SELECT count(*) FROM chronicle.snapshot WHERE ts <= '$t1'");
+cmp_ok(query('SELECT partitions_created FROM chronicle.maintain()'), '>', 0,
+	"maintain() creates the day's partitions again");
+is(query("SELECT count(*) FROM chronicle.snapshot WHERE ts <= '$t1'"), $before,
+	'no snapshot was lost');
+is(query("SELECT count(*) FROM chronicle.snapshot_default WHERE ts <= '$t1'"), '0',
+	'the default partition is empty again');
+is(query("SELECT count(*) FROM chronicle.snapshot WHERE ts <= '$t1'"
+		. " AND tableoid <> 'chronicle.snapshot_default'::regclass"),
+	$before, 'the snapshots are in their day partitions');
+$node->stop;
+
+# (d) Without preload (pg_cron's case): a session that has not loaded the
+# library reads chronicle.retention as raw text.  A bare number is minutes.
+my $np = PostgreSQL::Test::Cluster->new('nopreload');
+$np->init;
+$np->start;
+$np->safe_psql('postgres', 'CREATE EXTENSION pg_chronicle');
+for my $setting ('20160', '14d', '336h', '0')
+{
+	$np->append_conf('postgresql.conf', "chronicle.retention = '$setting'\n");
+	$np->reload;
+	$np->safe_psql('postgres',
+		"SELECT chronicle.ensure_partitions(now() - interval '20 days', now())");
+	# Each safe_psql is a new session; this one does not load the library.
+	is($np->safe_psql('postgres', 'SHOW chronicle.retention'), $setting,
+		"retention '$setting': a new session has the raw setting");
+	$np->safe_psql('postgres', 'SELECT * FROM chronicle.maintain()');
+	my $kept = $np->safe_psql('postgres', q{
+		SELECT string_agg(d::text, ',' ORDER BY d) FROM generate_series(1, 20) AS d
+		 WHERE to_regclass('chronicle.snapshot_p' ||
+		       to_char((now() - d * interval '1 day') AT TIME ZONE 'UTC', 'YYYYMMDD')) IS NOT NULL});
+	is($kept, join(',', 1 .. ($setting eq '0' ? 20 : 14)),
+		"retention '$setting': "
+		  . ($setting eq '0' ? 'every partition is kept' : '14 days are kept, older ones dropped'));
+}
+$np->stop;
+
+done_testing();
