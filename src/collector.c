@@ -119,6 +119,8 @@ static SPIPlanPtr snapshot_plan = NULL;
 static TimestampTz next_maintenance = 0;
 static List *maintenance_logged = NIL;	/* skips logged at the last run */
 static bool keyframe_pending = true;	/* no previous reading to trust */
+
+static bool error_ends_snapshot(int sqlerrcode);
 static int	ring_since_keyframe = 0;	/* ring snapshots since a keyframe */
 
 /* The worker's previous snapshot, for its clock (see the header). */
@@ -207,6 +209,16 @@ chronicle_forget_previous(void)
 	snapshot_plan = NULL;
 	next_maintenance = 0;
 	keyframe_pending = true;
+	/* A new recording in this database checks its partitions at once. */
+	if (chronicle_shared())
+	{
+		ChronicleShared *shared = chronicle_shared();
+
+		SpinLockAcquire(&shared->mutex);
+		if (shared->maint_db == MyDatabaseId)
+			shared->maint_next = 0;
+		SpinLockRelease(&shared->mutex);
+	}
 }
 
 /*
@@ -497,7 +509,7 @@ report_source_error(const ChronicleSource *src, ChronicleSourceState *st,
  * Snapshots whose day partition is missing land in the default partition.
  */
 static void
-maintain_partitions(TimestampTz now, MemoryContext cxt)
+maintain_partitions(TimestampTz now, MemoryContext cxt, ChronicleCollector by)
 {
 	ChronicleShared *shared = chronicle_shared();
 	ResourceOwner oldowner = CurrentResourceOwner;
@@ -511,6 +523,24 @@ maintain_partitions(TimestampTz now, MemoryContext cxt)
 
 	if (now < next_maintenance)
 		return;
+
+	/*
+	 * Housekeeping is per database, not per session: when another session
+	 * (the collector, a pg_cron job) ran it in this database and does not
+	 * want the next run yet, a snapshot from SQL in a new session does not
+	 * run it again, nor wait for a run in progress.  The collector keeps
+	 * its own schedule: it runs housekeeping when it starts.
+	 */
+	if (shared && by == CHRONICLE_BY_SQL)
+	{
+		bool		recent;
+
+		SpinLockAcquire(&shared->mutex);
+		recent = shared->maint_db == MyDatabaseId && now < shared->maint_next;
+		SpinLockRelease(&shared->mutex);
+		if (recent)
+			return;
+	}
 
 	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(cxt);
@@ -582,6 +612,15 @@ maintain_partitions(TimestampTz now, MemoryContext cxt)
 		MemoryContextSwitchTo(cxt);
 		CurrentResourceOwner = oldowner;
 
+		/*
+		 * A cancel, a statement timeout or a shutdown ends the snapshot here
+		 * as in a source; a lock not granted within housekeeping's own
+		 * lock_timeout is only a failed run of it.
+		 */
+		if (edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE &&
+			error_ends_snapshot(edata->sqlerrcode))
+			ReThrowError(edata);
+
 		/* Whatever it had done was rolled back with it. */
 		created = dropped = skipped = 0;
 		failed = true;
@@ -636,6 +675,13 @@ maintain_partitions(TimestampTz now, MemoryContext cxt)
 	next_maintenance = now + (failed || skipped > 0 ?
 							  CHRONICLE_MAINTENANCE_RETRY_USECS :
 							  CHRONICLE_MAINTENANCE_USECS);
+	if (shared)
+	{
+		SpinLockAcquire(&shared->mutex);
+		shared->maint_db = MyDatabaseId;
+		shared->maint_next = next_maintenance;
+		SpinLockRelease(&shared->mutex);
+	}
 }
 
 /*
@@ -942,7 +988,7 @@ chronicle_take_snapshot(ChronicleCollector by, TimestampTz segment,
 			keyframe = true;
 	}
 	else
-		maintain_partitions(GetCurrentTimestamp(), snapcxt);
+		maintain_partitions(GetCurrentTimestamp(), snapcxt, by);
 
 	/*
 	 * The snapshot's time is taken after the housekeeping (its cost is still

@@ -140,6 +140,8 @@ typedef struct ChronicleShared
 	 * ...), runs that failed as a whole, and the latest reason.
 	 */
 	TimestampTz maint_last;
+	Oid			maint_db;		/* the database of the latest run, */
+	TimestampTz maint_next;		/* and when it wants the next one */
 	int64		maint_created;
 	int64		maint_dropped;
 	int64		maint_skipped;

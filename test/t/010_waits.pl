@@ -89,10 +89,14 @@ cmp_ok(abs($lock_samples - $taken), '<=', 0.02 * $taken,
 cmp_ok($due, '>=', 0.98 * $elapsed_ms / 10, 'ticks due follow the clock');
 
 is($node->safe_psql('postgres', qq{
-	SELECT string_agg(DISTINCT state || '/' || wait_event, ',' ORDER BY state || '/' || wait_event)
-	  FROM chronicle.waits_history
-	 WHERE ts = '$t2' AND backend_type = 'client backend'
-	   AND wait_event_type IN ('Lock', 'Timeout')}),
+	SELECT string_agg(DISTINCT b.state || '/' || b.wait_event, ',' ORDER BY b.state || '/' || b.wait_event)
+	  FROM chronicle.waits_history b
+	  LEFT JOIN chronicle.waits_history a
+	    ON a.ts = '$t1' AND (a.backend_type, a.state, a.wait_event_type, a.wait_event, a.queryid)
+	       = (b.backend_type, b.state, b.wait_event_type, b.wait_event, b.queryid)
+	 WHERE b.ts = '$t2' AND b.backend_type = 'client backend'
+	   AND b.wait_event_type IN ('Lock', 'Timeout')
+	   AND b.samples > coalesce(a.samples, 0)}),
 	'active/PgSleep,active/relation',
 	'the sleepers wait on PgSleep and the waiter on a relation lock, both active');
 

@@ -41,8 +41,10 @@ sub counts
 		SELECT c.oid::regclass FROM pg_class c
 		 WHERE c.relnamespace = 'chronicle'::regnamespace AND c.relkind = 'r'
 		 ORDER BY c.relname});
-	return $node->safe_psql('postgres', 'SELECT concat_ws(\' \', '
-		  . join(', ', map { "'$_=' || (SELECT count(*) FROM $_)" } @tables) . ')');
+	return $node->safe_psql('postgres',
+		"SELECT string_agg(t || '=' || n, ' ' ORDER BY t) FROM ("
+		  . join(' UNION ALL ', map { "SELECT '$_' AS t, count(*) AS n FROM $_" } @tables)
+		  . ') s');
 }
 # The collector pauses, so that the counts are final.
 $old->safe_psql('postgres', 'ALTER SYSTEM SET chronicle.enabled = off');
