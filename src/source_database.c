@@ -24,6 +24,7 @@
 #include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
+#include "access/xlog.h"
 #include "catalog/pg_database.h"
 #include "catalog/pg_type.h"
 #include "pgstat.h"
@@ -137,7 +138,9 @@ emit_database(ChronicleEmitter *emitter, Oid datid, const char *datname)
 	values[DB_TEMP_FILES] = Int64GetDatum(e->temp_files);
 	values[DB_TEMP_BYTES] = Int64GetDatum(e->temp_bytes);
 	values[DB_DEADLOCKS] = Int64GetDatum(e->deadlocks);
+	/* NULL where the view says NULL: without data checksums. */
 	values[DB_CHECKSUM_FAILURES] = Int64GetDatum(e->checksum_failures);
+	nulls[DB_CHECKSUM_FAILURES] = !DataChecksumsEnabled();
 	values[DB_BLK_READ_TIME] = US_TO_MS(e->blk_read_time);
 	values[DB_BLK_WRITE_TIME] = US_TO_MS(e->blk_write_time);
 	values[DB_SESSION_TIME] = US_TO_MS(e->session_time);

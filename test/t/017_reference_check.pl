@@ -283,7 +283,7 @@ my @totals_windows = (
 	[ 'W1 (before the reset)', $w1a->{us}, $w1b->{us}, [ [ $w1a->{us}, $w1b->{us} ] ] ],
 	[ 'W2 (after the reset, across the gap)', $w2a->{us}, $sb[-1]{us},
 	  [ [ $w2a->{us}, $sa[-1]{us} ], [ $sb[0]{us}, $sb[-1]{us} ] ] ]);
-my ($tot_checked, $tot_worst, $tot_bad) = (0, 0, 0);
+my ($tot_checked, $tot_worst, $tot_bad, $tot_unknown) = (0, 0, 0, 0);
 my %totals_fn = (io => 'io_totals', wal => 'wal_totals', database => 'database_totals',
 	checkpointer => 'checkpointer_totals', bgwriter => 'bgwriter_totals');
 for my $w (@totals_windows)
@@ -299,12 +299,27 @@ for my $w (@totals_windows)
 			is($t->{resets}, 0, "$label $s $key: no reset") if $t->{resets};
 			for my $c (@{ $src{$s}{cols} })
 			{
-				my $expect;
+				my ($expect, $unknown);
 				for my $p (@$pieces)
 				{
 					my ($x, $y) = ($value{ $p->[0] }{$s}{$key}, $value{ $p->[1] }{$s}{$key});
+					# A database with no row yet where a piece starts: its
+					# stats were discarded by the crash restart and come
+					# back at its first connection.  Whether its first row
+					# counts from zero depends on the keyframe rule of
+					# born-at-zero keys (README); the edges cannot say it.
+					if (!$x && $y && $s eq 'database')
+					{
+						$unknown = 1;
+						last;
+					}
 					next unless $x && $y && defined $x->{$c} && defined $y->{$c};
 					$expect = ($expect // 0) + $y->{$c} - $x->{$c};
+				}
+				if ($unknown)
+				{
+					$tot_unknown++;
+					next;
 				}
 				next if !defined $expect && !defined $t->{$c};
 				$tot_checked++;
@@ -323,7 +338,8 @@ for my $w (@totals_windows)
 }
 cmp_ok($tot_checked, '>=', 300, "$tot_checked window totals checked");
 is($tot_bad, 0, 'window totals equal the recorded values\' difference at the edges, summed over the segments');
-note "totals: $tot_checked (2 windows × sources × keys × counters), largest difference $tot_worst";
+note "totals: $tot_checked (2 windows × sources × keys × counters), largest difference $tot_worst; "
+  . "$tot_unknown values of databases without a row at the restart's keyframe not compared";
 
 # ---------------------------------------------------------------------
 # No rate across the gap or the resets.
