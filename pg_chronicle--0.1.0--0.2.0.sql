@@ -333,16 +333,9 @@ DECLARE
 	v_lo timestamptz;
 	v_hi timestamptz;
 BEGIN
-	IF from_ts IS NULL OR to_ts IS NULL THEN
-		RAISE EXCEPTION 'time range bounds must not be NULL'
-			USING ERRCODE = '22004', HINT = 'Give from_ts and to_ts, or use chronicle.app_intervals(run_label).';
-	END IF;
-	IF to_ts < from_ts THEN
-		RAISE EXCEPTION 'time range ends (%) before it starts (%)', to_ts, from_ts
-			USING ERRCODE = '22023', HINT = 'Swap the bounds.';
-	END IF;
+	PERFORM chronicle._check_range(from_ts, to_ts, 'chronicle.app_intervals');
 	IF run_label IS NOT NULL THEN
-		v_run := chronicle.app_run_id(run_label);
+		v_run := chronicle._run_id(run_label, 'chronicle.app_intervals');
 	END IF;
 
 	-- The snapshots bounding the intervals whose end lies in (from, to].
@@ -520,7 +513,7 @@ AS $$
 	SELECT a.*
 	  FROM chronicle.run r,
 	       chronicle.app_intervals(r.started, coalesce(r.ended, now()), r.label) a
-	 WHERE r.run_id = chronicle.app_run_id(run_label);
+	 WHERE r.run_id = chronicle._run_id(run_label, 'chronicle.app_intervals');
 $$;
 COMMENT ON FUNCTION chronicle.app_intervals(text) IS
 	'chronicle.app_intervals() over the window of a run (the intervals ending in (started, ended]), its transactions only';
@@ -647,7 +640,7 @@ RETURNS TABLE (
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-	SELECT * FROM chronicle._app_summary(chronicle.app_run_id(run_label));
+	SELECT * FROM chronicle._app_summary(chronicle._run_id(run_label, 'chronicle.app_summary'));
 $$;
 COMMENT ON FUNCTION chronicle.app_summary(text) IS
 	'Transactions, seconds (from the first transaction''s start, not across gaps), TPS, latency mean/min/max and nearest-rank percentiles of a whole run, from its per-transaction log, else its aggregate log';
@@ -2397,6 +2390,503 @@ REVOKE ALL ON FUNCTION chronicle._maintain(interval) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle._partition_layout() FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle.status() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION chronicle.status() TO pg_monitor, pg_read_all_stats;
+
+-- ---------------------------------------------------------------------
+-- One error style (issue 15): every message starts with the function the
+-- caller called, conditions by name, windows checked by _check_range()
+-- (a reversed window is data_exception everywhere), runs looked up by
+-- _run_id().
+-- ---------------------------------------------------------------------
+
+CREATE FUNCTION chronicle._run_id(run text, caller text)
+RETURNS integer
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	v_run integer;
+BEGIN
+	IF run IS NULL THEN
+		RAISE EXCEPTION '%: the run label must not be NULL', caller
+			USING ERRCODE = 'null_value_not_allowed',
+			      HINT = 'Pass the label given to chronicle.run_begin() or chronicle.run_label().';
+	END IF;
+	SELECT r.run_id INTO v_run FROM chronicle.run r WHERE r.label = run;
+	IF v_run IS NULL THEN
+		RAISE EXCEPTION '%: unknown run "%"', caller, run
+			USING ERRCODE = 'undefined_object',
+			      HINT = coalesce('Known runs: ' || (SELECT string_agg(r.label, ', ' ORDER BY r.started)
+			                                            FROM chronicle.run r) || '.',
+			                      'No run is recorded yet; see chronicle.run_begin().');
+	END IF;
+	RETURN v_run;
+END;
+$$;
+
+REVOKE ALL ON FUNCTION chronicle._run_id(text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION chronicle._run_id(text, text) TO pg_monitor, pg_read_all_stats;
+
+CREATE OR REPLACE FUNCTION chronicle.run_window(run text, OUT run_from timestamptz, OUT run_to timestamptz)
+RETURNS record
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	v_run integer := chronicle._run_id(run, 'chronicle.run_window');
+BEGIN
+	SELECT r.started, coalesce(r.ended, now()) INTO run_from, run_to
+	  FROM chronicle.run r WHERE r.run_id = v_run;
+	IF run_to <= run_from THEN
+		RAISE EXCEPTION 'chronicle.run_window: run "%" is empty (it ended when it started)', run
+			USING ERRCODE = 'data_exception',
+			      HINT = 'A run needs run_end() after at least one snapshot.';
+	END IF;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION chronicle.statements_top(
+	from_ts timestamptz,
+	to_ts timestamptz,
+	n integer DEFAULT 20,
+	order_by text DEFAULT 'total_exec_time')
+RETURNS TABLE (
+	userid oid, dbid oid, queryid bigint, toplevel boolean,
+	calls bigint, plans bigint,
+	total_exec_time float8, mean_exec_time float8, total_plan_time float8,
+	rows bigint,
+	shared_blks_hit bigint, shared_blks_read bigint,
+	shared_blks_dirtied bigint, shared_blks_written bigint,
+	temp_blks_read bigint, temp_blks_written bigint,
+	blk_read_time float8, blk_write_time float8,
+	wal_records bigint, wal_fpi bigint, wal_bytes bigint,
+	resets integer,
+	query text)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	PERFORM chronicle._check_range(from_ts, to_ts, 'chronicle.statements_top');
+	IF n IS NULL OR n < 1 THEN
+		RAISE EXCEPTION 'chronicle.statements_top: n must be at least 1, got %', coalesce(n::text, 'NULL')
+			USING ERRCODE = 'invalid_parameter_value', HINT = 'How many statements to show.';
+	END IF;
+	IF order_by IS NULL OR order_by NOT IN ('total_exec_time', 'calls', 'total_plan_time', 'rows',
+	                                        'shared_blks_read', 'shared_blks_dirtied', 'shared_blks_written',
+	                                        'temp_blks_written', 'blk_read_time', 'wal_bytes') THEN
+		RAISE EXCEPTION 'chronicle.statements_top: cannot order statements by "%"', order_by
+			USING ERRCODE = 'invalid_parameter_value',
+			      HINT = 'Use total_exec_time, calls, total_plan_time, rows, shared_blks_read, shared_blks_dirtied, shared_blks_written, temp_blks_written, blk_read_time or wal_bytes.';
+	END IF;
+
+	RETURN QUERY EXECUTE pg_catalog.format($q$
+	WITH base AS (
+		-- the last reading at or before from_ts, per statement
+		SELECT DISTINCT ON (h.userid, h.dbid, h.queryid, h.toplevel) h.*, true AS is_base
+		  FROM chronicle.statements_history h
+		 WHERE h.ts <= $1
+		 ORDER BY h.userid, h.dbid, h.queryid, h.toplevel, h.ts DESC
+	), r AS (
+		SELECT * FROM base
+		UNION ALL
+		SELECT h.*, false FROM chronicle.statements_history h WHERE h.ts > $1 AND h.ts <= $2
+	), k AS (
+		SELECT r.*,
+		       lag(r.calls) OVER w AS p_calls,
+		       lag(r.stats_since) OVER w AS p_since,
+		       lag(r.total_exec_time) OVER w AS p_exec,
+		       lag(r.ts) OVER w AS p_ts,
+		       lag(r.plans) OVER w AS p_plans, lag(r.total_plan_time) OVER w AS p_plan_time,
+		       lag(r.rows) OVER w AS p_rows,
+		       lag(r.shared_blks_hit) OVER w AS p_hit, lag(r.shared_blks_read) OVER w AS p_read,
+		       lag(r.shared_blks_dirtied) OVER w AS p_dirtied, lag(r.shared_blks_written) OVER w AS p_written,
+		       lag(r.temp_blks_read) OVER w AS p_tread, lag(r.temp_blks_written) OVER w AS p_twritten,
+		       lag(r.blk_read_time) OVER w AS p_rtime, lag(r.blk_write_time) OVER w AS p_wtime,
+		       lag(r.wal_records) OVER w AS p_wrec, lag(r.wal_fpi) OVER w AS p_wfpi, lag(r.wal_bytes) OVER w AS p_wbytes
+		  FROM r
+		WINDOW w AS (PARTITION BY r.userid, r.dbid, r.queryid, r.toplevel ORDER BY r.ts)
+	), d AS (
+		SELECT k.*,
+		       CASE WHEN k.is_base THEN 'skip'
+		            WHEN k.p_ts IS NULL THEN
+		                 CASE WHEN k.stats_since > $1 THEN 'zero' ELSE 'skip' END
+		            WHEN k.calls < k.p_calls OR k.total_exec_time < k.p_exec
+		                 OR k.stats_since IS DISTINCT FROM k.p_since THEN 'zero'
+		            ELSE 'diff' END AS how
+		  FROM k
+	), g AS (
+		SELECT d.userid, d.dbid, d.queryid, d.toplevel,
+		       sum(CASE d.how WHEN 'zero' THEN d.calls WHEN 'diff' THEN d.calls - d.p_calls ELSE 0 END)::bigint AS calls,
+		       sum(CASE d.how WHEN 'zero' THEN d.plans WHEN 'diff' THEN d.plans - d.p_plans ELSE 0 END)::bigint AS plans,
+		       sum(CASE d.how WHEN 'zero' THEN d.total_exec_time WHEN 'diff' THEN d.total_exec_time - d.p_exec ELSE 0 END) AS total_exec_time,
+		       sum(CASE d.how WHEN 'zero' THEN d.total_plan_time WHEN 'diff' THEN d.total_plan_time - d.p_plan_time ELSE 0 END) AS total_plan_time,
+		       sum(CASE d.how WHEN 'zero' THEN d.rows WHEN 'diff' THEN d.rows - d.p_rows ELSE 0 END)::bigint AS rows,
+		       sum(CASE d.how WHEN 'zero' THEN d.shared_blks_hit WHEN 'diff' THEN d.shared_blks_hit - d.p_hit ELSE 0 END)::bigint AS shared_blks_hit,
+		       sum(CASE d.how WHEN 'zero' THEN d.shared_blks_read WHEN 'diff' THEN d.shared_blks_read - d.p_read ELSE 0 END)::bigint AS shared_blks_read,
+		       sum(CASE d.how WHEN 'zero' THEN d.shared_blks_dirtied WHEN 'diff' THEN d.shared_blks_dirtied - d.p_dirtied ELSE 0 END)::bigint AS shared_blks_dirtied,
+		       sum(CASE d.how WHEN 'zero' THEN d.shared_blks_written WHEN 'diff' THEN d.shared_blks_written - d.p_written ELSE 0 END)::bigint AS shared_blks_written,
+		       sum(CASE d.how WHEN 'zero' THEN d.temp_blks_read WHEN 'diff' THEN d.temp_blks_read - d.p_tread ELSE 0 END)::bigint AS temp_blks_read,
+		       sum(CASE d.how WHEN 'zero' THEN d.temp_blks_written WHEN 'diff' THEN d.temp_blks_written - d.p_twritten ELSE 0 END)::bigint AS temp_blks_written,
+		       sum(CASE d.how WHEN 'zero' THEN d.blk_read_time WHEN 'diff' THEN d.blk_read_time - d.p_rtime ELSE 0 END) AS blk_read_time,
+		       sum(CASE d.how WHEN 'zero' THEN d.blk_write_time WHEN 'diff' THEN d.blk_write_time - d.p_wtime ELSE 0 END) AS blk_write_time,
+		       sum(CASE d.how WHEN 'zero' THEN d.wal_records WHEN 'diff' THEN d.wal_records - d.p_wrec ELSE 0 END)::bigint AS wal_records,
+		       sum(CASE d.how WHEN 'zero' THEN d.wal_fpi WHEN 'diff' THEN d.wal_fpi - d.p_wfpi ELSE 0 END)::bigint AS wal_fpi,
+		       sum(CASE d.how WHEN 'zero' THEN d.wal_bytes WHEN 'diff' THEN d.wal_bytes - d.p_wbytes ELSE 0 END)::bigint AS wal_bytes,
+		       (count(*) FILTER (WHERE d.how = 'zero' AND d.p_ts IS NOT NULL))::integer AS resets
+		  FROM d
+		 GROUP BY d.userid, d.dbid, d.queryid, d.toplevel
+	)
+	SELECT g.userid, g.dbid, g.queryid, g.toplevel, g.calls, g.plans,
+	       g.total_exec_time, g.total_exec_time / nullif(g.calls, 0), g.total_plan_time,
+	       g.rows, g.shared_blks_hit, g.shared_blks_read, g.shared_blks_dirtied, g.shared_blks_written,
+	       g.temp_blks_read, g.temp_blks_written, g.blk_read_time, g.blk_write_time,
+	       g.wal_records, g.wal_fpi, g.wal_bytes, g.resets, t.query
+	  FROM g LEFT JOIN chronicle.statements_text t ON t.dbid = g.dbid AND t.queryid = g.queryid
+	 WHERE g.calls > 0 OR g.plans > 0
+	 ORDER BY g.%I DESC NULLS LAST, g.queryid
+	 LIMIT $3
+	$q$, order_by) USING from_ts, to_ts, n;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION chronicle.pgbench_bad_line(p_file text, p_format text, p_ncols integer)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	r record;
+	first_no bigint;
+BEGIN
+	SELECT min(line_no) INTO first_no FROM pg_temp.chronicle_pgbench_lines WHERE file = p_file;
+	FOR r IN
+		SELECT line_no - first_no + 1 AS n, line, string_to_array(line, ' ') AS a
+		  FROM pg_temp.chronicle_pgbench_lines
+		 WHERE file = p_file
+		 ORDER BY line_no
+	LOOP
+		IF cardinality(r.a) IS DISTINCT FROM p_ncols THEN
+			RAISE EXCEPTION 'chronicle.load_pgbench_lines: malformed pgbench log line in "%" line %: % fields, expected % (%)',
+				p_file, r.n, coalesce(cardinality(r.a), 0), p_ncols, p_format
+				USING ERRCODE = 'bad_copy_file_format', DETAIL = format('The line is: %s', left(r.line, 200)),
+				      HINT = 'Every line of a file must have the same layout; nothing was loaded.';
+		END IF;
+		IF p_format = 'transaction' THEN
+			IF NOT (r.a[1] ~ '^\d{1,9}$' AND r.a[2] ~ '^\d{1,18}$' AND r.a[4] ~ '^\d{1,9}$'
+					AND r.a[5] ~ '^\d{1,12}$' AND r.a[6] ~ '^\d{1,6}$'
+					AND (r.a[3] ~ '^\d{1,18}$' OR r.a[3] IN ('skipped', 'failed', 'serialization', 'deadlock', 'other'))
+					AND (p_ncols < 7 OR r.a[7] ~ '^\d{1,18}$')
+					AND (p_ncols < 8 OR r.a[8] ~ '^\d{1,9}$')) THEN
+				RAISE EXCEPTION 'chronicle.load_pgbench_lines: malformed pgbench log line in "%" line %: a field is not a number', p_file, r.n
+					USING ERRCODE = 'invalid_text_representation', DETAIL = format('The line is: %s', left(r.line, 200)),
+					      HINT = 'Nothing was loaded.';
+			END IF;
+		ELSE
+			IF EXISTS (SELECT FROM unnest(r.a) AS f WHERE f !~ '^-?\d{1,30}(\.\d+)?$') THEN
+				RAISE EXCEPTION 'chronicle.load_pgbench_lines: malformed pgbench aggregate log line in "%" line %: a field is not a number', p_file, r.n
+					USING ERRCODE = 'invalid_text_representation', DETAIL = format('The line is: %s', left(r.line, 200)),
+					      HINT = 'Nothing was loaded.';
+			END IF;
+		END IF;
+	END LOOP;
+	RAISE EXCEPTION 'chronicle.load_pgbench_lines: pgbench log "%" could not be parsed as %', p_file, p_format
+		USING ERRCODE = 'invalid_text_representation', HINT = 'Nothing was loaded.';
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION chronicle.load_pgbench_lines(
+	run_label text,
+	format text DEFAULT 'auto',
+	extra_column text DEFAULT 'lag',
+	create_run boolean DEFAULT false,
+	aggregate_interval integer DEFAULT NULL)
+RETURNS TABLE (file text, log_format text, lines bigint)
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	v_run integer;
+	f record;
+	v_fmt text;
+	v_n bigint;
+	v_first bigint;
+	v_started timestamptz;
+	v_ended timestamptz;
+	v_interval integer := aggregate_interval;
+	v_files text[] := '{}';
+	v_fmts text[] := '{}';
+	v_lines bigint[] := '{}';
+	v_cols integer[] := '{}';
+	v_agg boolean := false;
+BEGIN
+	IF run_label IS NULL OR run_label = '' THEN
+		RAISE EXCEPTION 'chronicle.load_pgbench_lines: run label must not be NULL or empty'
+			USING ERRCODE = 'null_value_not_allowed', HINT = 'Name the run the log belongs to, as given to chronicle.run_begin().';
+	END IF;
+	IF format IS NULL OR format NOT IN ('auto', 'transaction', 'aggregate') THEN
+		RAISE EXCEPTION 'chronicle.load_pgbench_lines: unknown pgbench log format "%"', format
+			USING ERRCODE = 'invalid_parameter_value', HINT = 'Use ''auto'', ''transaction'' or ''aggregate''.';
+	END IF;
+	IF extra_column IS NULL OR extra_column NOT IN ('lag', 'retries') THEN
+		RAISE EXCEPTION 'chronicle.load_pgbench_lines: extra_column must be ''lag'' or ''retries'', not "%"', extra_column
+			USING ERRCODE = 'invalid_parameter_value',
+			      HINT = 'A 7-field per-transaction line has either the --rate schedule lag or the --max-tries retries.';
+	END IF;
+	IF aggregate_interval IS NOT NULL AND aggregate_interval < 1 THEN
+		RAISE EXCEPTION 'chronicle.load_pgbench_lines: aggregate_interval must be at least 1 second'
+			USING ERRCODE = 'invalid_parameter_value', HINT = 'Give the --aggregate-interval pgbench ran with, or NULL to infer it.';
+	END IF;
+	IF to_regclass('pg_temp.chronicle_pgbench_lines') IS NULL THEN
+		RAISE EXCEPTION 'chronicle.load_pgbench_lines: no staged pgbench log lines in this session'
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+			      HINT = 'Call chronicle.pgbench_staging() and \copy the files into pg_temp.chronicle_pgbench_lines first, or use chronicle.load_pgbench_log().';
+	END IF;
+
+	SELECT r.run_id INTO v_run FROM chronicle.run r WHERE r.label = run_label;
+
+	-- Layout of every file: the number of fields of each line must agree.
+	FOR f IN
+		SELECT s.file AS name, min(s.nf) AS mincols, max(s.nf) AS maxcols, count(*) AS n
+		  FROM (SELECT s1.file, length(s1.line) - length(replace(s1.line, ' ', '')) + 1 AS nf
+		          FROM pg_temp.chronicle_pgbench_lines s1) s
+		 GROUP BY s.file ORDER BY s.file
+	LOOP
+		IF f.name IS NULL THEN
+			RAISE EXCEPTION 'chronicle.load_pgbench_lines: staged pgbench log lines without a file name'
+				USING ERRCODE = 'invalid_parameter_value', HINT = 'Set the default of pg_temp.chronicle_pgbench_lines.file before each \copy.';
+		END IF;
+		v_fmt := CASE WHEN format <> 'auto' THEN format
+		              WHEN f.maxcols >= 10 THEN 'aggregate' ELSE 'transaction' END;
+		IF f.mincols IS DISTINCT FROM f.maxcols
+		   OR (v_fmt = 'transaction' AND f.maxcols NOT BETWEEN 6 AND 8)
+		   OR (v_fmt = 'aggregate' AND f.maxcols NOT IN (6, 10, 11, 15)) THEN
+			SELECT array_length(string_to_array(s.line, ' '), 1) INTO v_n
+			  FROM pg_temp.chronicle_pgbench_lines s WHERE s.file = f.name ORDER BY s.line_no LIMIT 1;
+			IF v_fmt = 'transaction' AND v_n NOT BETWEEN 6 AND 8 THEN v_n := 6; END IF;
+			IF v_fmt = 'aggregate' AND v_n NOT IN (6, 10, 11, 15) THEN v_n := 15; END IF;
+			PERFORM chronicle.pgbench_bad_line(f.name, v_fmt, v_n::integer);
+		END IF;
+		IF v_agg <> (v_fmt = 'aggregate') AND cardinality(v_files) > 0 THEN
+			RAISE EXCEPTION 'chronicle.load_pgbench_lines: per-transaction and aggregate pgbench logs loaded together'
+				USING ERRCODE = 'invalid_parameter_value', HINT = 'Load the per-transaction logs and the aggregate logs in separate calls.';
+		END IF;
+		v_agg := (v_fmt = 'aggregate');
+		v_files := v_files || f.name;
+		v_fmts := v_fmts || v_fmt;
+		v_lines := v_lines || f.n;
+		v_cols := v_cols || f.maxcols::integer;
+	END LOOP;
+	IF cardinality(v_files) = 0 THEN
+		RAISE EXCEPTION 'chronicle.load_pgbench_lines: the staged pgbench log is empty'
+			USING ERRCODE = 'invalid_parameter_value', HINT = 'Check the file names: no line was read.';
+	END IF;
+
+	-- The aggregation interval: given, or the smallest spacing of starts.
+	IF v_agg AND v_interval IS NULL THEN
+		SELECT min(d)::integer INTO v_interval
+		  FROM (SELECT st - lag(st) OVER (PARTITION BY s.file ORDER BY s.line_no) AS d
+		          FROM (SELECT s2.file, s2.line_no,
+		                       CASE WHEN split_part(s2.line, ' ', 1) ~ '^\d{1,12}$'
+		                            THEN split_part(s2.line, ' ', 1)::bigint END AS st
+		                  FROM pg_temp.chronicle_pgbench_lines s2) s) x
+		 WHERE d > 0;
+	END IF;
+
+	-- The run: it must exist, or is created from the log's time range.
+	IF v_run IS NULL THEN
+		IF NOT create_run THEN
+			RAISE EXCEPTION 'chronicle.load_pgbench_lines: unknown run "%"', run_label
+				USING ERRCODE = 'undefined_object',
+				      HINT = 'Start it with chronicle.run_begin() before pgbench, or pass create_run => true to create it from the time range of the log.';
+		END IF;
+		BEGIN
+		IF v_agg THEN
+			SELECT to_timestamp(min(split_part(s.line, ' ', 1)::bigint)),
+			       to_timestamp(max(split_part(s.line, ' ', 1)::bigint) + coalesce(v_interval, 1))
+			  INTO v_started, v_ended FROM pg_temp.chronicle_pgbench_lines s;
+		ELSE
+			SELECT min(to_timestamp(split_part(s.line, ' ', 5)::bigint)
+			           + split_part(s.line, ' ', 6)::bigint * interval '1 microsecond'
+			           - CASE WHEN split_part(s.line, ' ', 3) ~ '^\d+$'
+			                  THEN split_part(s.line, ' ', 3)::bigint ELSE 0 END * interval '1 microsecond'),
+			       max(to_timestamp(split_part(s.line, ' ', 5)::bigint)
+			           + split_part(s.line, ' ', 6)::bigint * interval '1 microsecond')
+			  INTO v_started, v_ended FROM pg_temp.chronicle_pgbench_lines s;
+		END IF;
+		EXCEPTION
+			WHEN invalid_text_representation OR numeric_value_out_of_range OR datetime_field_overflow THEN
+				FOR i IN 1 .. cardinality(v_files) LOOP
+					PERFORM chronicle.pgbench_bad_line(v_files[i], v_fmts[i], v_cols[i]);
+				END LOOP;
+				RAISE;
+		END;
+		INSERT INTO chronicle.run (label, started, ended, meta)
+		VALUES (run_label, v_started, v_ended,
+		        jsonb_build_object('created_by', 'chronicle.load_pgbench_lines', 'files', to_jsonb(v_files)))
+		RETURNING run_id INTO v_run;
+	END IF;
+
+	IF NOT v_agg THEN
+		-- Reloading a file replaces its rows.
+		DELETE FROM chronicle.app_transaction t WHERE t.run_id = v_run AND t.source = ANY (v_files);
+		-- One pass over every file: the layout of a line is its field count
+		-- (the same on every line of a file, checked above).
+		BEGIN
+			INSERT INTO chronicle.app_transaction
+				(run_id, ts, client_id, tx_no, script_no, latency_us, lag_us, retries, status, source)
+			SELECT v_run,
+			       -- a negative or out-of-range number is malformed too
+			       to_timestamp(a[5]::bigint)
+			       + (CASE WHEN a[6]::bigint BETWEEN 0 AND 999999 AND a[5]::bigint >= 0
+			               THEN a[6] ELSE 'malformed ' || a[6] END)::bigint * interval '1 microsecond',
+			       a[1]::integer, a[2]::bigint, a[4]::integer,
+			       CASE WHEN a[3] IN ('skipped', 'failed', 'serialization', 'deadlock', 'other')
+			            THEN NULL ELSE a[3]::bigint END,
+			       CASE WHEN n = 8 OR (n = 7 AND extra_column = 'lag') THEN a[7]::bigint END,
+			       CASE WHEN n = 8 OR (n = 7 AND extra_column = 'retries') THEN a[n]::integer END,
+			       CASE WHEN a[3] IN ('skipped', 'failed', 'serialization', 'deadlock', 'other')
+			            THEN a[3] ELSE 'ok' END,
+			       l.file
+			  FROM (SELECT s.file, string_to_array(s.line, ' ') AS a,
+			               length(s.line) - length(replace(s.line, ' ', '')) + 1 AS n
+			          FROM pg_temp.chronicle_pgbench_lines s
+			         OFFSET 0) AS l;		-- split each line once, not once per field
+		EXCEPTION
+			WHEN invalid_text_representation OR numeric_value_out_of_range
+			     OR datetime_field_overflow OR invalid_parameter_value THEN
+				FOR i IN 1 .. cardinality(v_files) LOOP
+					PERFORM chronicle.pgbench_bad_line(v_files[i], 'transaction', v_cols[i]);
+				END LOOP;
+				RAISE;
+		END;
+	ELSE
+		BEGIN
+			INSERT INTO chronicle.app_interval AS ai
+				(run_id, interval_start, num_transactions, sum_latency_us, sum_latency_2,
+				 min_latency_us, max_latency_us, sum_lag_us, sum_lag_2, min_lag_us, max_lag_us,
+				 skipped, retried, retries, serialization_failures, deadlock_failures, interval_secs)
+			SELECT v_run, to_timestamp(a[1]::bigint), sum(a[2]::bigint),
+			       sum(a[3]::float8), sum(a[4]::float8),
+			       -- an idle thread's interval shows min 0: not a latency
+			       min(a[5]::float8) FILTER (WHERE a[2]::bigint > 0), max(a[6]::float8),
+			       sum(a[7]::float8), sum(a[8]::float8),
+			       min(a[9]::float8) FILTER (WHERE a[2]::bigint > 0), max(a[10]::float8),
+			       sum(a[11]::bigint), sum(a[12]::bigint), sum(a[13]::bigint),
+			       sum(a[14]::bigint), sum(a[15]::bigint), v_interval
+			  FROM (SELECT string_to_array(s.line, ' ') AS a FROM pg_temp.chronicle_pgbench_lines s
+			         OFFSET 0) l		-- split each line once, not once per field
+			 GROUP BY a[1]::bigint
+			ON CONFLICT (run_id, interval_start) DO UPDATE
+			   SET num_transactions = excluded.num_transactions,
+			       sum_latency_us = excluded.sum_latency_us, sum_latency_2 = excluded.sum_latency_2,
+			       min_latency_us = excluded.min_latency_us, max_latency_us = excluded.max_latency_us,
+			       sum_lag_us = excluded.sum_lag_us, sum_lag_2 = excluded.sum_lag_2,
+			       min_lag_us = excluded.min_lag_us, max_lag_us = excluded.max_lag_us,
+			       skipped = excluded.skipped, retried = excluded.retried, retries = excluded.retries,
+			       serialization_failures = excluded.serialization_failures,
+			       deadlock_failures = excluded.deadlock_failures,
+			       interval_secs = excluded.interval_secs;
+		EXCEPTION
+			WHEN invalid_text_representation OR numeric_value_out_of_range OR datetime_field_overflow THEN
+				FOR i IN 1 .. cardinality(v_files) LOOP
+					PERFORM chronicle.pgbench_bad_line(v_files[i], 'aggregate', v_cols[i]);
+				END LOOP;
+				RAISE;
+		END;
+	END IF;
+
+	RETURN QUERY SELECT u.f, u.fmt, u.n FROM unnest(v_files, v_fmts, v_lines) AS u(f, fmt, n);
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION chronicle.load_pgbench_log(
+	run_label text,
+	path text,
+	format text DEFAULT 'auto',
+	extra_column text DEFAULT 'lag',
+	create_run boolean DEFAULT false,
+	aggregate_interval integer DEFAULT NULL)
+RETURNS TABLE (file text, log_format text, lines bigint)
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	v_dir text;
+	v_base text;
+	v_files text[];
+	v_f text;
+BEGIN
+	IF path IS NULL OR path = '' THEN
+		RAISE EXCEPTION 'chronicle.load_pgbench_log: path must not be NULL or empty'
+			USING ERRCODE = 'null_value_not_allowed', HINT = 'Give the log file, or the prefix of the per-thread files (pgbench_log.12345).';
+	END IF;
+	IF left(path, 1) <> '/' THEN
+		RAISE EXCEPTION 'chronicle.load_pgbench_log: path "%" is not absolute', path
+			USING ERRCODE = 'invalid_parameter_value', HINT = 'Server-side loading reads files of the database server: give an absolute path.';
+	END IF;
+	IF NOT (pg_has_role(current_user, 'pg_read_server_files', 'USAGE')
+	        OR (SELECT rolsuper FROM pg_roles WHERE rolname = current_user)) THEN
+		RAISE EXCEPTION 'chronicle.load_pgbench_log: permission denied to read server files'
+			USING ERRCODE = 'insufficient_privilege',
+			      HINT = 'Loading a file of the server needs the pg_read_server_files role; from a client, use tools/pgbench-log-load or the \copy recipe of the README.';
+	END IF;
+
+	-- A prefix names every <prefix>.<pid>[.<thread>] file (and itself, if a file).
+	v_dir := regexp_replace(path, '/[^/]*$', '');
+	IF v_dir = '' THEN v_dir := '/'; END IF;
+	v_base := regexp_replace(path, '^.*/', '');
+	IF has_function_privilege('pg_catalog.pg_ls_dir(text, boolean, boolean)', 'EXECUTE') THEN
+		SELECT array_agg(rtrim(v_dir, '/') || '/' || d ORDER BY d) INTO v_files
+		  FROM pg_ls_dir(v_dir, true, false) AS d
+		 WHERE d = v_base
+		    OR (starts_with(d, v_base || '.') AND substr(d, length(v_base) + 2) ~ '^\d+(\.\d+)?$');
+		IF v_files IS NULL THEN
+			RAISE EXCEPTION 'chronicle.load_pgbench_log: no pgbench log file "%" or "%.<pid>[.<thread>]"', path, path
+				USING ERRCODE = 'undefined_file', HINT = 'Check the path: it is read on the database server.';
+		END IF;
+	ELSE
+		-- Without pg_ls_dir the path must name one file.
+		v_files := ARRAY[path];
+	END IF;
+
+	PERFORM chronicle.pgbench_staging();
+	FOREACH v_f IN ARRAY v_files LOOP
+		EXECUTE pg_catalog.format('ALTER TABLE pg_temp.chronicle_pgbench_lines ALTER COLUMN file SET DEFAULT %L', v_f);
+		EXECUTE pg_catalog.format('COPY pg_temp.chronicle_pgbench_lines (line) FROM %L', v_f);
+	END LOOP;
+	RETURN QUERY SELECT * FROM chronicle.load_pgbench_lines(run_label, format, extra_column, create_run, aggregate_interval);
+	TRUNCATE pg_temp.chronicle_pgbench_lines;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION chronicle.app_run_id(run_label text)
+RETURNS integer
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+	SELECT chronicle._run_id(run_label, 'chronicle.app_run_id')
+$$;
+
+CREATE OR REPLACE FUNCTION chronicle.add_metric(name text, value float8,
+									 ts timestamptz DEFAULT now(),
+									 run_label text DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	IF name IS NULL OR name = '' THEN
+		RAISE EXCEPTION 'chronicle.add_metric: metric name must not be NULL or empty'
+			USING ERRCODE = 'null_value_not_allowed', HINT = 'Name the series, e.g. ''app.orders_per_s''.';
+	END IF;
+	IF value IS NULL OR ts IS NULL THEN
+		RAISE EXCEPTION 'chronicle.add_metric: metric value and time must not be NULL'
+			USING ERRCODE = 'null_value_not_allowed', HINT = 'Leave ts out for now().';
+	END IF;
+	INSERT INTO chronicle.app_metric (ts, name, value, run_id)
+	VALUES (ts, name, value,
+	        CASE WHEN run_label IS NOT NULL THEN chronicle._run_id(run_label, 'chronicle.add_metric') END);
+END;
+$$;
 
 -- The default partitions, the 0.1.0 day partitions out of the extension
 -- with indexes of their own.  Keep this after every index added to a

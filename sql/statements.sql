@@ -43,5 +43,5 @@ SELECT queryid, calls FROM chronicle.statements_top('2020-02-01 10:00:00+00', '2
 -- Bad arguments.
 SELECT * FROM chronicle.statements_top('2020-02-01 10:00:05+00', '2020-02-01 10:00:00+00');
 SELECT * FROM chronicle.statements_top(NULL, now());
-SELECT * FROM chronicle.statements_top(now(), now(), 0);
-SELECT * FROM chronicle.statements_top(now(), now(), 5, 'query; DROP TABLE x');
+SELECT * FROM chronicle.statements_top(now() - interval '1 s', now(), 0);
+SELECT * FROM chronicle.statements_top(now() - interval '1 s', now(), 5, 'query; DROP TABLE x');

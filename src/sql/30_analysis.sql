@@ -208,29 +208,46 @@ CREATE TABLE chronicle.metric (
 COMMENT ON TABLE chronicle.metric IS
 	'Per-interval series known to chronicle.percentiles(): name, source function, how an interval value is computed';
 
+-- A run's id by label, or an error naming the caller with the known runs
+-- as a hint: the one run lookup behind every function taking a run label.
+CREATE FUNCTION chronicle._run_id(run text, caller text)
+RETURNS integer
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	v_run integer;
+BEGIN
+	IF run IS NULL THEN
+		RAISE EXCEPTION '%: the run label must not be NULL', caller
+			USING ERRCODE = 'null_value_not_allowed',
+			      HINT = 'Pass the label given to chronicle.run_begin() or chronicle.run_label().';
+	END IF;
+	SELECT r.run_id INTO v_run FROM chronicle.run r WHERE r.label = run;
+	IF v_run IS NULL THEN
+		RAISE EXCEPTION '%: unknown run "%"', caller, run
+			USING ERRCODE = 'undefined_object',
+			      HINT = coalesce('Known runs: ' || (SELECT string_agg(r.label, ', ' ORDER BY r.started)
+			                                            FROM chronicle.run r) || '.',
+			                      'No run is recorded yet; see chronicle.run_begin().');
+	END IF;
+	RETURN v_run;
+END;
+$$;
+
 -- A run's window by label: (started, ended], or (started, now()] while open.
 CREATE FUNCTION chronicle.run_window(run text, OUT run_from timestamptz, OUT run_to timestamptz)
 RETURNS record
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+	v_run integer := chronicle._run_id(run, 'chronicle.run_window');
 BEGIN
-	IF run IS NULL THEN
-		RAISE EXCEPTION 'chronicle.run_window: the run label must not be NULL'
-			USING ERRCODE = 'null_value_not_allowed',
-			      HINT = 'Pass the label given to chronicle.run_begin() or chronicle.run_label().';
-	END IF;
 	SELECT r.started, coalesce(r.ended, now()) INTO run_from, run_to
-	  FROM chronicle.run r WHERE r.label = run;
-	IF NOT FOUND THEN
-		RAISE EXCEPTION 'chronicle: unknown run "%"', run
-			USING ERRCODE = 'undefined_object',
-			      HINT = coalesce('Known runs: ' || (SELECT string_agg(r.label, ', ' ORDER BY r.started)
-			                                            FROM chronicle.run r) || '.',
-			                      'No run is recorded yet; see chronicle.run_begin().');
-	END IF;
+	  FROM chronicle.run r WHERE r.run_id = v_run;
 	IF run_to <= run_from THEN
-		RAISE EXCEPTION 'chronicle: run "%" is empty (it ended when it started)', run
+		RAISE EXCEPTION 'chronicle.run_window: run "%" is empty (it ended when it started)', run
 			USING ERRCODE = 'data_exception',
 			      HINT = 'A run needs run_end() after at least one snapshot.';
 	END IF;
@@ -242,6 +259,7 @@ COMMENT ON FUNCTION chronicle.run_window(text) IS
 
 REVOKE ALL ON FUNCTION chronicle._deltas(regclass, timestamptz, timestamptz, text[], text[], text, text[], text, text[], text, text[], text[], text[], boolean, text[], text[], text[], boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle._check_range(timestamptz, timestamptz, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle._run_id(text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle._check_name(text, text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle._check_datname(text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle.intervals(timestamptz, timestamptz) FROM PUBLIC;
@@ -249,6 +267,7 @@ REVOKE ALL ON FUNCTION chronicle._window(timestamptz, timestamptz) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle.segments(timestamptz, timestamptz) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle.run_window(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION chronicle._check_range(timestamptz, timestamptz, text) TO pg_monitor, pg_read_all_stats;
+GRANT EXECUTE ON FUNCTION chronicle._run_id(text, text) TO pg_monitor, pg_read_all_stats;
 GRANT EXECUTE ON FUNCTION chronicle._check_name(text, text, text) TO pg_monitor, pg_read_all_stats;
 GRANT EXECUTE ON FUNCTION chronicle._check_datname(text, text) TO pg_monitor, pg_read_all_stats;
 GRANT EXECUTE ON FUNCTION chronicle.intervals(timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;

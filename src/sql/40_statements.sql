@@ -82,23 +82,16 @@ LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-	IF from_ts IS NULL OR to_ts IS NULL THEN
-		RAISE EXCEPTION 'time range bounds must not be NULL'
-			USING ERRCODE = '22004', HINT = 'Give from_ts and to_ts.';
-	END IF;
-	IF to_ts < from_ts THEN
-		RAISE EXCEPTION 'time range ends (%) before it starts (%)', to_ts, from_ts
-			USING ERRCODE = '22023', HINT = 'Swap the bounds.';
-	END IF;
+	PERFORM chronicle._check_range(from_ts, to_ts, 'chronicle.statements_top');
 	IF n IS NULL OR n < 1 THEN
-		RAISE EXCEPTION 'n must be at least 1'
-			USING ERRCODE = '22023', HINT = 'How many statements to show.';
+		RAISE EXCEPTION 'chronicle.statements_top: n must be at least 1, got %', coalesce(n::text, 'NULL')
+			USING ERRCODE = 'invalid_parameter_value', HINT = 'How many statements to show.';
 	END IF;
 	IF order_by IS NULL OR order_by NOT IN ('total_exec_time', 'calls', 'total_plan_time', 'rows',
 	                                        'shared_blks_read', 'shared_blks_dirtied', 'shared_blks_written',
 	                                        'temp_blks_written', 'blk_read_time', 'wal_bytes') THEN
-		RAISE EXCEPTION 'cannot order statements by "%"', order_by
-			USING ERRCODE = '22023',
+		RAISE EXCEPTION 'chronicle.statements_top: cannot order statements by "%"', order_by
+			USING ERRCODE = 'invalid_parameter_value',
 			      HINT = 'Use total_exec_time, calls, total_plan_time, rows, shared_blks_read, shared_blks_dirtied, shared_blks_written, temp_blks_written, blk_read_time or wal_bytes.';
 	END IF;
 

@@ -107,9 +107,9 @@ BEGIN
 		 ORDER BY line_no
 	LOOP
 		IF cardinality(r.a) IS DISTINCT FROM p_ncols THEN
-			RAISE EXCEPTION 'malformed pgbench log line in "%" line %: % fields, expected % (%)',
+			RAISE EXCEPTION 'chronicle.load_pgbench_lines: malformed pgbench log line in "%" line %: % fields, expected % (%)',
 				p_file, r.n, coalesce(cardinality(r.a), 0), p_ncols, p_format
-				USING ERRCODE = '22P04', DETAIL = format('The line is: %s', left(r.line, 200)),
+				USING ERRCODE = 'bad_copy_file_format', DETAIL = format('The line is: %s', left(r.line, 200)),
 				      HINT = 'Every line of a file must have the same layout; nothing was loaded.';
 		END IF;
 		IF p_format = 'transaction' THEN
@@ -118,20 +118,20 @@ BEGIN
 					AND (r.a[3] ~ '^\d{1,18}$' OR r.a[3] IN ('skipped', 'failed', 'serialization', 'deadlock', 'other'))
 					AND (p_ncols < 7 OR r.a[7] ~ '^\d{1,18}$')
 					AND (p_ncols < 8 OR r.a[8] ~ '^\d{1,9}$')) THEN
-				RAISE EXCEPTION 'malformed pgbench log line in "%" line %: a field is not a number', p_file, r.n
-					USING ERRCODE = '22P02', DETAIL = format('The line is: %s', left(r.line, 200)),
+				RAISE EXCEPTION 'chronicle.load_pgbench_lines: malformed pgbench log line in "%" line %: a field is not a number', p_file, r.n
+					USING ERRCODE = 'invalid_text_representation', DETAIL = format('The line is: %s', left(r.line, 200)),
 					      HINT = 'Nothing was loaded.';
 			END IF;
 		ELSE
 			IF EXISTS (SELECT FROM unnest(r.a) AS f WHERE f !~ '^-?\d{1,30}(\.\d+)?$') THEN
-				RAISE EXCEPTION 'malformed pgbench aggregate log line in "%" line %: a field is not a number', p_file, r.n
-					USING ERRCODE = '22P02', DETAIL = format('The line is: %s', left(r.line, 200)),
+				RAISE EXCEPTION 'chronicle.load_pgbench_lines: malformed pgbench aggregate log line in "%" line %: a field is not a number', p_file, r.n
+					USING ERRCODE = 'invalid_text_representation', DETAIL = format('The line is: %s', left(r.line, 200)),
 					      HINT = 'Nothing was loaded.';
 			END IF;
 		END IF;
 	END LOOP;
-	RAISE EXCEPTION 'pgbench log "%" could not be parsed as %', p_file, p_format
-		USING ERRCODE = '22P02', HINT = 'Nothing was loaded.';
+	RAISE EXCEPTION 'chronicle.load_pgbench_lines: pgbench log "%" could not be parsed as %', p_file, p_format
+		USING ERRCODE = 'invalid_text_representation', HINT = 'Nothing was loaded.';
 END;
 $$;
 
@@ -161,25 +161,25 @@ DECLARE
 	v_agg boolean := false;
 BEGIN
 	IF run_label IS NULL OR run_label = '' THEN
-		RAISE EXCEPTION 'run label must not be NULL or empty'
-			USING ERRCODE = '22004', HINT = 'Name the run the log belongs to, as given to chronicle.run_begin().';
+		RAISE EXCEPTION 'chronicle.load_pgbench_lines: run label must not be NULL or empty'
+			USING ERRCODE = 'null_value_not_allowed', HINT = 'Name the run the log belongs to, as given to chronicle.run_begin().';
 	END IF;
 	IF format IS NULL OR format NOT IN ('auto', 'transaction', 'aggregate') THEN
-		RAISE EXCEPTION 'unknown pgbench log format "%"', format
-			USING ERRCODE = '22023', HINT = 'Use ''auto'', ''transaction'' or ''aggregate''.';
+		RAISE EXCEPTION 'chronicle.load_pgbench_lines: unknown pgbench log format "%"', format
+			USING ERRCODE = 'invalid_parameter_value', HINT = 'Use ''auto'', ''transaction'' or ''aggregate''.';
 	END IF;
 	IF extra_column IS NULL OR extra_column NOT IN ('lag', 'retries') THEN
-		RAISE EXCEPTION 'extra_column must be ''lag'' or ''retries'', not "%"', extra_column
-			USING ERRCODE = '22023',
+		RAISE EXCEPTION 'chronicle.load_pgbench_lines: extra_column must be ''lag'' or ''retries'', not "%"', extra_column
+			USING ERRCODE = 'invalid_parameter_value',
 			      HINT = 'A 7-field per-transaction line has either the --rate schedule lag or the --max-tries retries.';
 	END IF;
 	IF aggregate_interval IS NOT NULL AND aggregate_interval < 1 THEN
-		RAISE EXCEPTION 'aggregate_interval must be at least 1 second'
-			USING ERRCODE = '22023', HINT = 'Give the --aggregate-interval pgbench ran with, or NULL to infer it.';
+		RAISE EXCEPTION 'chronicle.load_pgbench_lines: aggregate_interval must be at least 1 second'
+			USING ERRCODE = 'invalid_parameter_value', HINT = 'Give the --aggregate-interval pgbench ran with, or NULL to infer it.';
 	END IF;
 	IF to_regclass('pg_temp.chronicle_pgbench_lines') IS NULL THEN
-		RAISE EXCEPTION 'no staged pgbench log lines in this session'
-			USING ERRCODE = '55000',
+		RAISE EXCEPTION 'chronicle.load_pgbench_lines: no staged pgbench log lines in this session'
+			USING ERRCODE = 'object_not_in_prerequisite_state',
 			      HINT = 'Call chronicle.pgbench_staging() and \copy the files into pg_temp.chronicle_pgbench_lines first, or use chronicle.load_pgbench_log().';
 	END IF;
 
@@ -193,8 +193,8 @@ BEGIN
 		 GROUP BY s.file ORDER BY s.file
 	LOOP
 		IF f.name IS NULL THEN
-			RAISE EXCEPTION 'staged pgbench log lines without a file name'
-				USING ERRCODE = '22023', HINT = 'Set the default of pg_temp.chronicle_pgbench_lines.file before each \copy.';
+			RAISE EXCEPTION 'chronicle.load_pgbench_lines: staged pgbench log lines without a file name'
+				USING ERRCODE = 'invalid_parameter_value', HINT = 'Set the default of pg_temp.chronicle_pgbench_lines.file before each \copy.';
 		END IF;
 		v_fmt := CASE WHEN format <> 'auto' THEN format
 		              WHEN f.maxcols >= 10 THEN 'aggregate' ELSE 'transaction' END;
@@ -208,8 +208,8 @@ BEGIN
 			PERFORM chronicle.pgbench_bad_line(f.name, v_fmt, v_n::integer);
 		END IF;
 		IF v_agg <> (v_fmt = 'aggregate') AND cardinality(v_files) > 0 THEN
-			RAISE EXCEPTION 'per-transaction and aggregate pgbench logs loaded together'
-				USING ERRCODE = '22023', HINT = 'Load the per-transaction logs and the aggregate logs in separate calls.';
+			RAISE EXCEPTION 'chronicle.load_pgbench_lines: per-transaction and aggregate pgbench logs loaded together'
+				USING ERRCODE = 'invalid_parameter_value', HINT = 'Load the per-transaction logs and the aggregate logs in separate calls.';
 		END IF;
 		v_agg := (v_fmt = 'aggregate');
 		v_files := v_files || f.name;
@@ -218,8 +218,8 @@ BEGIN
 		v_cols := v_cols || f.maxcols::integer;
 	END LOOP;
 	IF cardinality(v_files) = 0 THEN
-		RAISE EXCEPTION 'the staged pgbench log is empty'
-			USING ERRCODE = '22023', HINT = 'Check the file names: no line was read.';
+		RAISE EXCEPTION 'chronicle.load_pgbench_lines: the staged pgbench log is empty'
+			USING ERRCODE = 'invalid_parameter_value', HINT = 'Check the file names: no line was read.';
 	END IF;
 
 	-- The aggregation interval: given, or the smallest spacing of starts.
@@ -236,8 +236,8 @@ BEGIN
 	-- The run: it must exist, or is created from the log's time range.
 	IF v_run IS NULL THEN
 		IF NOT create_run THEN
-			RAISE EXCEPTION 'run "%" does not exist', run_label
-				USING ERRCODE = '42704',
+			RAISE EXCEPTION 'chronicle.load_pgbench_lines: unknown run "%"', run_label
+				USING ERRCODE = 'undefined_object',
 				      HINT = 'Start it with chronicle.run_begin() before pgbench, or pass create_run => true to create it from the time range of the log.';
 		END IF;
 		BEGIN
@@ -361,17 +361,17 @@ DECLARE
 	v_f text;
 BEGIN
 	IF path IS NULL OR path = '' THEN
-		RAISE EXCEPTION 'path must not be NULL or empty'
-			USING ERRCODE = '22004', HINT = 'Give the log file, or the prefix of the per-thread files (pgbench_log.12345).';
+		RAISE EXCEPTION 'chronicle.load_pgbench_log: path must not be NULL or empty'
+			USING ERRCODE = 'null_value_not_allowed', HINT = 'Give the log file, or the prefix of the per-thread files (pgbench_log.12345).';
 	END IF;
 	IF left(path, 1) <> '/' THEN
-		RAISE EXCEPTION 'path "%" is not absolute', path
-			USING ERRCODE = '22023', HINT = 'Server-side loading reads files of the database server: give an absolute path.';
+		RAISE EXCEPTION 'chronicle.load_pgbench_log: path "%" is not absolute', path
+			USING ERRCODE = 'invalid_parameter_value', HINT = 'Server-side loading reads files of the database server: give an absolute path.';
 	END IF;
 	IF NOT (pg_has_role(current_user, 'pg_read_server_files', 'USAGE')
 	        OR (SELECT rolsuper FROM pg_roles WHERE rolname = current_user)) THEN
-		RAISE EXCEPTION 'permission denied to read server files'
-			USING ERRCODE = '42501',
+		RAISE EXCEPTION 'chronicle.load_pgbench_log: permission denied to read server files'
+			USING ERRCODE = 'insufficient_privilege',
 			      HINT = 'Loading a file of the server needs the pg_read_server_files role; from a client, use tools/pgbench-log-load or the \copy recipe of the README.';
 	END IF;
 
@@ -385,8 +385,8 @@ BEGIN
 		 WHERE d = v_base
 		    OR (starts_with(d, v_base || '.') AND substr(d, length(v_base) + 2) ~ '^\d+(\.\d+)?$');
 		IF v_files IS NULL THEN
-			RAISE EXCEPTION 'no pgbench log file "%" or "%.<pid>[.<thread>]"', path, path
-				USING ERRCODE = '58P01', HINT = 'Check the path: it is read on the database server.';
+			RAISE EXCEPTION 'chronicle.load_pgbench_log: no pgbench log file "%" or "%.<pid>[.<thread>]"', path, path
+				USING ERRCODE = 'undefined_file', HINT = 'Check the path: it is read on the database server.';
 		END IF;
 	ELSE
 		-- Without pg_ls_dir the path must name one file.
@@ -444,26 +444,14 @@ REVOKE ALL ON FUNCTION chronicle.load_pgbench_log(text, text, text, text, boolea
 -- the rates (tps, seconds).  pgbench never writes its last, partial one.
 -- ---------------------------------------------------------------------
 
--- The run's id from its label, or an error with a hint.
+-- The run's id from its label, or an error with a hint (chronicle._run_id,
+-- the lookup every function taking a run label shares).
 CREATE FUNCTION chronicle.app_run_id(run_label text)
 RETURNS integer
-LANGUAGE plpgsql STABLE
+LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-DECLARE
-	v_run integer;
-BEGIN
-	IF run_label IS NULL THEN
-		RAISE EXCEPTION 'run label must not be NULL'
-			USING ERRCODE = '22004', HINT = 'Name a run of chronicle.run.';
-	END IF;
-	SELECT r.run_id INTO v_run FROM chronicle.run r WHERE r.label = run_label;
-	IF v_run IS NULL THEN
-		RAISE EXCEPTION 'run "%" does not exist', run_label
-			USING ERRCODE = '42704', HINT = 'SELECT label FROM chronicle.run lists the runs.';
-	END IF;
-	RETURN v_run;
-END;
+	SELECT chronicle._run_id(run_label, 'chronicle.app_run_id')
 $$;
 
 CREATE FUNCTION chronicle.app_intervals(
@@ -498,16 +486,9 @@ DECLARE
 	v_lo timestamptz;
 	v_hi timestamptz;
 BEGIN
-	IF from_ts IS NULL OR to_ts IS NULL THEN
-		RAISE EXCEPTION 'time range bounds must not be NULL'
-			USING ERRCODE = '22004', HINT = 'Give from_ts and to_ts, or use chronicle.app_intervals(run_label).';
-	END IF;
-	IF to_ts < from_ts THEN
-		RAISE EXCEPTION 'time range ends (%) before it starts (%)', to_ts, from_ts
-			USING ERRCODE = '22023', HINT = 'Swap the bounds.';
-	END IF;
+	PERFORM chronicle._check_range(from_ts, to_ts, 'chronicle.app_intervals');
 	IF run_label IS NOT NULL THEN
-		v_run := chronicle.app_run_id(run_label);
+		v_run := chronicle._run_id(run_label, 'chronicle.app_intervals');
 	END IF;
 
 	-- The snapshots bounding the intervals whose end lies in (from, to].
@@ -685,7 +666,7 @@ AS $$
 	SELECT a.*
 	  FROM chronicle.run r,
 	       chronicle.app_intervals(r.started, coalesce(r.ended, now()), r.label) a
-	 WHERE r.run_id = chronicle.app_run_id(run_label);
+	 WHERE r.run_id = chronicle._run_id(run_label, 'chronicle.app_intervals');
 $$;
 COMMENT ON FUNCTION chronicle.app_intervals(text) IS
 	'chronicle.app_intervals() over the window of a run (the intervals ending in (started, ended]), its transactions only';
@@ -814,7 +795,7 @@ RETURNS TABLE (
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-	SELECT * FROM chronicle._app_summary(chronicle.app_run_id(run_label));
+	SELECT * FROM chronicle._app_summary(chronicle._run_id(run_label, 'chronicle.app_summary'));
 $$;
 COMMENT ON FUNCTION chronicle.app_summary(text) IS
 	'Transactions, seconds (from the first transaction''s start, not across gaps), TPS, latency mean/min/max and nearest-rank percentiles of a whole run, from its per-transaction log, else its aggregate log';
@@ -829,16 +810,16 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
 	IF name IS NULL OR name = '' THEN
-		RAISE EXCEPTION 'metric name must not be NULL or empty'
-			USING ERRCODE = '22004', HINT = 'Name the series, e.g. ''app.orders_per_s''.';
+		RAISE EXCEPTION 'chronicle.add_metric: metric name must not be NULL or empty'
+			USING ERRCODE = 'null_value_not_allowed', HINT = 'Name the series, e.g. ''app.orders_per_s''.';
 	END IF;
 	IF value IS NULL OR ts IS NULL THEN
-		RAISE EXCEPTION 'metric value and time must not be NULL'
-			USING ERRCODE = '22004', HINT = 'Leave ts out for now().';
+		RAISE EXCEPTION 'chronicle.add_metric: metric value and time must not be NULL'
+			USING ERRCODE = 'null_value_not_allowed', HINT = 'Leave ts out for now().';
 	END IF;
 	INSERT INTO chronicle.app_metric (ts, name, value, run_id)
 	VALUES (ts, name, value,
-	        CASE WHEN run_label IS NOT NULL THEN chronicle.app_run_id(run_label) END);
+	        CASE WHEN run_label IS NOT NULL THEN chronicle._run_id(run_label, 'chronicle.add_metric') END);
 END;
 $$;
 COMMENT ON FUNCTION chronicle.add_metric(text, float8, timestamptz, text) IS

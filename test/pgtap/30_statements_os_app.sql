@@ -1,7 +1,7 @@
 -- pgTAP: tables, privileges and contracts of the statements, OS and
 -- application parts.
 BEGIN;
-SELECT plan(34);
+SELECT plan(36);
 
 SELECT has_table('chronicle', t, 'table chronicle.' || t)
   FROM unnest(ARRAY['statements_history', 'statements_text', 'os_memory_history',
@@ -35,12 +35,18 @@ SELECT function_privs_are('chronicle', 'statements_top', ARRAY['timestamp with t
 SELECT table_privs_are('chronicle', 'statements_text', 'public', ARRAY[]::text[]);
 
 -- Contracts: errors with their codes.
+SELECT throws_like($$SELECT * FROM chronicle.statements_top(now(), now() - interval '1 s')$$,
+                   'chronicle.statements_top: the window ends % before it starts %',
+                   'statements_top refuses a reversed range with the common window check');
 SELECT throws_ok($$SELECT * FROM chronicle.statements_top(now(), now() - interval '1 s')$$,
-                 '22023', NULL, 'statements_top refuses a reversed range');
-SELECT throws_ok($$SELECT * FROM chronicle.statements_top(now(), now(), 5, 'x')$$,
-                 '22023', NULL, 'statements_top refuses an unknown order');
+                 '22000', NULL, 'a reversed window is data_exception, as everywhere');
+SELECT throws_ok($$SELECT * FROM chronicle.app_intervals(now(), now() - interval '1 s')$$,
+                 '22000', NULL, 'app_intervals: a reversed window is data_exception too');
+SELECT throws_ok($$SELECT * FROM chronicle.statements_top(now() - interval '1 s', now(), 5, 'x')$$,
+                 '22023', 'chronicle.statements_top: cannot order statements by "x"',
+                 'statements_top refuses an unknown order');
 SELECT throws_ok($$SELECT * FROM chronicle.app_intervals('no such run')$$,
-                 '42704', NULL, 'app_intervals: unknown run');
+                 '42704', 'chronicle.app_intervals: unknown run "no such run"', 'app_intervals: unknown run');
 SELECT throws_ok($$SELECT * FROM chronicle.load_pgbench_log('r', 'relative')$$,
                  '22023', NULL, 'load_pgbench_log: a relative path is refused');
 SELECT throws_ok($$SELECT * FROM chronicle.load_pgbench_lines('r')$$,
