@@ -2725,3 +2725,143 @@ REVOKE ALL ON FUNCTION chronicle.slowest_intervals(text, integer, text) FROM PUB
 GRANT EXECUTE ON FUNCTION chronicle._interval_metrics() TO pg_monitor, pg_read_all_stats;
 GRANT EXECUTE ON FUNCTION chronicle._fmt(float8, text) TO pg_monitor, pg_read_all_stats;
 GRANT EXECUTE ON FUNCTION chronicle.slowest_intervals(text, integer, text) TO pg_monitor, pg_read_all_stats;
+
+-- The load profile of a run, AWR style: each metric per second of the
+-- run's window and per transaction (per commit of pg_stat_database, every
+-- database: defined for loads without a pgbench log too, and the same for
+-- both runs of a comparison).  From the window totals of each source
+-- (*_run_totals(), app_summary()), over the window's seconds (summary()'s).
+-- I/O is pg_stat_io's relation objects (not the 18 "wal" rows).  Waits are
+-- the sampler's active sessions per class: per second the average active
+-- sessions (session-seconds per second), per transaction the
+-- session-seconds per transaction.  pgbench's tps is per second only, its
+-- latencies per transaction only (NULL without a log; percentiles need the
+-- per-transaction log).
+CREATE FUNCTION chronicle.load_profile(run text)
+RETURNS TABLE (metric text, unit text, per_second float8, per_transaction float8)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+	w_from timestamptz;
+	w_to timestamptz;
+	secs float8;
+BEGIN
+	SELECT w.run_from, w.run_to INTO w_from, w_to
+	  FROM chronicle.run_window(load_profile.run) w;	-- NULL and unknown-run errors
+	SELECT w.seconds INTO secs FROM chronicle._window(w_from, w_to) w;
+	RETURN QUERY
+	WITH db AS (
+		SELECT sum(d.xact_commit)::float8 AS c, sum(d.xact_rollback)::float8 AS r
+		  FROM chronicle.database_run_totals(load_profile.run) d
+	), io AS (
+		SELECT sum(d.reads)::float8 AS rd, sum(d.read_bytes)::float8 AS rb,
+		       sum(d.writes)::float8 AS wr, sum(d.write_bytes)::float8 AS wb,
+		       CASE WHEN count(*) > 0 THEN coalesce(sum(d.write_bytes) FILTER (WHERE d.backend_type = 'checkpointer'), 0) END::float8 AS wb_ckpt,
+		       CASE WHEN count(*) > 0 THEN coalesce(sum(d.write_bytes) FILTER (WHERE d.backend_type = 'background writer'), 0) END::float8 AS wb_bgw,
+		       CASE WHEN count(*) > 0 THEN coalesce(sum(d.write_bytes) FILTER (WHERE d.backend_type = 'client backend'), 0) END::float8 AS wb_client,
+		       sum(d.extends)::float8 AS ex, sum(d.extend_bytes)::float8 AS eb,
+		       sum(d.fsyncs)::float8 AS fs, sum(d.hits)::float8 AS hi, sum(d.evictions)::float8 AS ev
+		  FROM chronicle.io_run_totals(load_profile.run) d
+		 WHERE d.object <> 'wal'
+	), wal AS (
+		SELECT sum(x.wal_bytes)::float8 AS b, sum(x.wal_records)::float8 AS r,
+		       sum(x.wal_fpi)::float8 AS f, sum(x.wal_buffers_full)::float8 AS bf
+		  FROM chronicle.wal_run_totals(load_profile.run) x
+	), wt AS (
+		-- ticks: the sampler's samples; active_x / ticks is the average
+		-- number of sessions of that class
+		SELECT sum(s.active_cpu)::float8 AS cpu, sum(s.active_io)::float8 AS io,
+		       sum(s.active_lwlock)::float8 AS lwlock, sum(s.active_lock)::float8 AS lock,
+		       sum(s.active_ipc)::float8 AS ipc, sum(s.active_client)::float8 AS client,
+		       sum(s.active_timeout)::float8 AS timeout, sum(s.active_other)::float8 AS other,
+		       nullif(sum(s.ticks_taken), 0)::float8 AS ticks
+		  FROM chronicle.wait_sampler_run_totals(load_profile.run) s
+	), app AS (
+		SELECT a.tps, a.latency_p50_ms AS p50, a.latency_p99_ms AS p99
+		  FROM chronicle.app_summary(load_profile.run) a
+	)
+	SELECT u.metric, u.unit, u.per_second, u.per_transaction
+	  FROM (
+	SELECT v.ord, v.metric, v.unit,
+	       CASE WHEN v.per_s THEN v.total / secs END AS per_second,
+	       CASE WHEN v.per_tx THEN v.total / nullif(db.c, 0) END AS per_transaction
+	  FROM db, io, wal, wt,
+	       LATERAL (VALUES
+		(1, 'commits', 'transactions', db.c, true, false),
+		(2, 'rollbacks', 'transactions', db.r, true, true),
+		(10, 'WAL', 'bytes', wal.b, true, true),
+		(11, 'WAL records', 'records', wal.r, true, true),
+		(12, 'full-page images', 'images', wal.f, true, true),
+		(13, 'wal_buffers full', 'events', wal.bf, true, true),
+		(20, 'reads', 'operations', io.rd, true, true),
+		(21, 'read bytes', 'bytes', io.rb, true, true),
+		(22, 'writes', 'operations', io.wr, true, true),
+		(23, 'write bytes', 'bytes', io.wb, true, true),
+		(24, 'checkpointer write bytes', 'bytes', io.wb_ckpt, true, true),
+		(25, 'bgwriter write bytes', 'bytes', io.wb_bgw, true, true),
+		(26, 'client backend write bytes', 'bytes', io.wb_client, true, true),
+		(27, 'extends', 'operations', io.ex, true, true),
+		(28, 'extend bytes', 'bytes', io.eb, true, true),
+		(29, 'fsyncs', 'operations', io.fs, true, true),
+		(30, 'hits', 'buffers', io.hi, true, true),
+		(31, 'evictions', 'buffers', io.ev, true, true),
+		(40, 'DB time', 'session-seconds',
+		 (wt.cpu + wt.io + wt.lwlock + wt.lock + wt.ipc + wt.client + wt.timeout + wt.other) / wt.ticks * secs,
+		 true, true),
+		(41, 'CPU', 'session-seconds', wt.cpu / wt.ticks * secs, true, true),
+		(42, 'IO waits', 'session-seconds', wt.io / wt.ticks * secs, true, true),
+		(43, 'LWLock waits', 'session-seconds', wt.lwlock / wt.ticks * secs, true, true),
+		(44, 'Lock waits', 'session-seconds', wt.lock / wt.ticks * secs, true, true),
+		(45, 'IPC waits', 'session-seconds', wt.ipc / wt.ticks * secs, true, true),
+		(46, 'Client waits', 'session-seconds', wt.client / wt.ticks * secs, true, true),
+		(47, 'Timeout waits', 'session-seconds', wt.timeout / wt.ticks * secs, true, true),
+		(48, 'other waits', 'session-seconds', wt.other / wt.ticks * secs, true, true)
+	       ) AS v(ord, metric, unit, total, per_s, per_tx)
+	UNION ALL
+	SELECT v.ord, v.metric, v.unit, v.per_s, v.per_tx
+	  FROM app,
+	       LATERAL (VALUES
+		(50, 'pgbench tps', 'transactions', app.tps, NULL::float8),
+		(51, 'latency p50', 'ms', NULL, app.p50),
+		(52, 'latency p99', 'ms', NULL, app.p99)
+	       ) AS v(ord, metric, unit, per_s, per_tx)
+	       ) u
+	 ORDER BY u.ord;
+END;
+$$;
+
+COMMENT ON FUNCTION chronicle.load_profile(text) IS
+	'AWR-style load profile of a run: commits, WAL, I/O, waits by class per second and per transaction (commit), pgbench tps and latency p50/p99';
+
+-- Two load profiles side by side: ratio = B / A per transaction where both
+-- runs have it, else per second (NULL when A is 0: marked if B is not).
+-- marked: the ratio is off 1 by more than 10 %.
+CREATE FUNCTION chronicle.compare_load_profile(a text, b text)
+RETURNS TABLE (metric text, unit text, a_per_second float8, b_per_second float8,
+               a_per_transaction float8, b_per_transaction float8, ratio float8, marked boolean)
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+	SELECT x.metric, x.unit, x.a_s, x.b_s, x.a_t, x.b_t,
+	       x.vb / nullif(x.va, 0),
+	       coalesce(CASE WHEN x.va = 0 THEN x.vb <> 0 ELSE abs(x.vb / x.va - 1) > 0.10 END, false)
+	  FROM (SELECT pa.ord, pa.metric, pa.unit, pa.per_second AS a_s, pb.per_second AS b_s,
+	               pa.per_transaction AS a_t, pb.per_transaction AS b_t,
+	               CASE WHEN pa.per_transaction IS NOT NULL AND pb.per_transaction IS NOT NULL
+	                    THEN pa.per_transaction ELSE pa.per_second END AS va,
+	               CASE WHEN pa.per_transaction IS NOT NULL AND pb.per_transaction IS NOT NULL
+	                    THEN pb.per_transaction ELSE pb.per_second END AS vb
+	          FROM (SELECT p.*, row_number() OVER () AS ord FROM chronicle.load_profile(a) p) pa
+	          JOIN chronicle.load_profile(b) pb ON pb.metric = pa.metric) x
+	 ORDER BY x.ord
+$$;
+
+COMMENT ON FUNCTION chronicle.compare_load_profile(text, text) IS
+	'Load profiles of two runs side by side, ratio B / A (per transaction where both have it, else per second), marked beyond 10 %';
+
+REVOKE ALL ON FUNCTION chronicle.load_profile(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle.compare_load_profile(text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION chronicle.load_profile(text) TO pg_monitor, pg_read_all_stats;
+GRANT EXECUTE ON FUNCTION chronicle.compare_load_profile(text, text) TO pg_monitor, pg_read_all_stats;

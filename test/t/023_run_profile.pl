@@ -2,7 +2,10 @@
 # ranking of the pgbench log read here, in Perl (per snapshot interval:
 # nearest-rank p50/p99 and max of the transactions ending in it), and a
 # provoked stall (a lock held on a table pgbench reads, over several
-# snapshot intervals) found by it and explained by Lock waits.  Errors.
+# snapshot intervals) found by it and explained by Lock waits.
+# chronicle.load_profile() against psql's own readings of pg_stat_database,
+# pg_stat_io and pg_stat_wal before and after a run, and the pgbench log;
+# compare_load_profile().  Errors.
 use strict;
 use warnings FATAL => 'all';
 use POSIX qw(ceil);
@@ -189,6 +192,138 @@ like(err("SELECT * FROM chronicle.slowest_intervals('stall', 3, NULL)"), qr/2202
 like(err("SELECT * FROM chronicle.slowest_intervals('nolog')"),
 	qr/55000: .*run "nolog" has no per-transaction pgbench log.*HINT:.*load_pgbench_log/s,
 	'by p99 without a pgbench log');
+
+# --- load profile ---------------------------------------------------------------
+
+# The reference: psql reads the views itself, in one statement (one
+# statistics snapshot), right before run_begin and right after run_end.
+my $sample_sql = q{
+	SELECT (SELECT sum(xact_commit) FROM pg_stat_database) || '|'
+	       || (SELECT sum(reads) || '|' || sum(writes) || '|' || sum(extends) || '|' || coalesce(sum(fsyncs), 0)
+	                  || '|' || sum(hits) || '|' || sum(evictions)
+	             FROM pg_stat_io WHERE object <> 'wal') || '|'
+	       || (SELECT wal_bytes || '|' || wal_fpi || '|' || wal_records FROM pg_stat_wal) || '|'
+	       || extract(epoch FROM clock_timestamp())};
+my @cols = qw(commits reads writes extends fsyncs hits evictions wal_bytes wal_fpi wal_records epoch);
+sub sample
+{
+	my ($sql_after) = @_;
+	my @lines = split /\n/, $node->safe_psql('postgres', $sql_after ? "$sql_after; $sample_sql" : $sample_sql);
+	my %v;
+	@v{@cols} = split /\|/, $lines[-1];
+	return \%v;
+}
+
+snapshots_after_now(2);
+my $s0 = sample();
+$node->safe_psql('postgres', "SELECT chronicle.run_begin('tpcb')");
+$node->command_ok([ 'pgbench', '-n', '-c', '2', '-j', '2', '-T', '5', '-l', "--log-prefix=$dir/tpcb", 'postgres' ],
+	'pgbench tpcb-like');
+# pgbench's backends flushed their statistics when they exited; two
+# snapshots record the last of it.
+snapshots_after_now(2);
+my $s1 = sample("SELECT chronicle.run_end()");
+$node->safe_psql('postgres', "SELECT * FROM chronicle.load_pgbench_log('tpcb', '$dir/tpcb')");
+my %ref = map { $_ => $s1->{$_} - $s0->{$_} } @cols;
+note explain \%ref;
+
+my %lp = map { my @f = split /\|/, $_, -1; $f[0] => { unit => $f[1], s => $f[2], t => $f[3] } }
+  split /\n/, $node->safe_psql('postgres', 'SELECT * FROM chronicle.load_profile(\'tpcb\')');
+my $secs = $node->safe_psql('postgres', q{
+	SELECT w.seconds FROM chronicle.run_window('tpcb') r, chronicle._window(r.run_from, r.run_to) w});
+note explain \%lp;
+
+# Totals: chronicle's window runs from the snapshot before run_begin to the
+# last one before run_end, psql's from just before run_begin to just after
+# run_end; between them only the collector's own work for at most one
+# snapshot at each end (it commits, writes WAL and hits buffers recording;
+# the server is otherwise idle there: pgbench ran, and flushed, inside
+# both).  So: within 2 % of psql's difference, plus an allowance for two
+# snapshots of the collector's work, far below what pgbench did.
+my %allow = (commits => 10, wal_bytes => 300_000, wal_records => 3000, wal_fpi => 200, reads => 200,
+	writes => 300, extends => 100, fsyncs => 20, hits => 20_000, evictions => 200);
+my %row = (commits => 'commits', wal_bytes => 'WAL', wal_records => 'WAL records', wal_fpi => 'full-page images',
+	reads => 'reads', writes => 'writes', extends => 'extends', fsyncs => 'fsyncs', hits => 'hits',
+	evictions => 'evictions');
+cmp_ok($ref{commits}, '>', 1000, "pgbench committed ($ref{commits})");
+for my $k (sort keys %row)
+{
+	my $got = $lp{ $row{$k} }{s} * $secs;
+	ok(abs($got - $ref{$k}) <= 0.02 * $ref{$k} + $allow{$k},
+		"load_profile $row{$k}: per second x seconds $got, psql says $ref{$k}");
+}
+for my $k (qw(wal_bytes wal_records hits))
+{
+	my $want = $ref{$k} / $ref{commits};
+	ok(abs($lp{ $row{$k} }{t} - $want) <= 0.03 * $want,
+		"load_profile $row{$k} per transaction: $lp{$row{$k}}{t}, psql says $want");
+}
+# Per second: over the window's seconds, which are psql's within one
+# snapshot interval (500 ms) at each end of a run of about 7 s.
+my $rate = $ref{commits} / ($s1->{epoch} - $s0->{epoch});
+ok(abs($lp{commits}{s} - $rate) <= 0.2 * $rate, "commits per second $lp{commits}{s}, psql says $rate");
+ok(!defined $lp{commits}{t} || $lp{commits}{t} eq '', 'commits have no per-transaction value');
+
+# pgbench's numbers from its log, read here: nearest-rank p50 and p99, tps
+# from the first start to the last end.
+my (@lat, $first, $last);
+for my $f (glob "$dir/tpcb.*")
+{
+	open my $fh, '<', $f or die "$f: $!";
+	while (my $l = <$fh>)
+	{
+		my @a = split ' ', $l;
+		next unless $a[2] =~ /^\d+$/;
+		my $end = $a[4] * 1_000_000 + $a[5];
+		push @lat, $a[2];
+		$first = $end - $a[2] if !defined $first || $end - $a[2] < $first;
+		$last = $end if !defined $last || $end > $last;
+	}
+}
+@lat = sort { $a <=> $b } @lat;
+is($lp{'latency p50'}{t} + 0, nearest_rank(\@lat, 0.5) / 1000, 'latency p50 as the log says');
+is($lp{'latency p99'}{t} + 0, nearest_rank(\@lat, 0.99) / 1000, 'latency p99 as the log says');
+my $tps = @lat / (($last - $first) / 1e6);
+ok(abs($lp{'pgbench tps'}{s} - $tps) <= 1e-6 * $tps, "pgbench tps $lp{'pgbench tps'}{s}, the log says $tps");
+
+# Comparison: ratio B / A per transaction where both have one, else per
+# second; marked beyond 10 %.
+my @cmp = map { [ split /\|/, $_, -1 ] } split /\n/, $node->safe_psql('postgres',
+	"SELECT * FROM chronicle.compare_load_profile('stall', 'tpcb')");
+my %la = map { my @f = split /\|/, $_, -1; $f[0] => [ @f[ 2, 3 ] ] }
+  split /\n/, $node->safe_psql('postgres', "SELECT * FROM chronicle.load_profile('stall')");
+is(scalar @cmp, scalar keys %lp, 'compare_load_profile: one row per metric');
+my @wrong;
+for my $c (@cmp)
+{
+	my ($m, $u, $as, $bs, $at, $bt, $ratio, $marked) = @$c;
+	push @wrong, "$m: a" if ($as // '') ne ($la{$m}[0] // '') || ($at // '') ne ($la{$m}[1] // '');
+	push @wrong, "$m: b" if ($bs // '') ne ($lp{$m}{s} // '') || ($bt // '') ne ($lp{$m}{t} // '');
+	my ($va, $vb) = $at ne '' && $bt ne '' ? ($at, $bt) : ($as, $bs);
+	next if $va eq '' || $vb eq '';
+	if ($va == 0)
+	{
+		push @wrong, "$m: ratio of 0" if $ratio ne '';
+		push @wrong, "$m: marked of 0" if ($marked eq 't') != ($vb != 0);
+		next;
+	}
+	push @wrong, "$m: ratio $ratio" if abs($ratio - $vb / $va) > 1e-9 * abs($vb / $va);
+	push @wrong, "$m: marked $marked" if ($marked eq 't') != (abs($vb / $va - 1) > 0.10);
+}
+is_deeply(\@wrong, [], 'compare_load_profile: both sides, ratio and mark as the two profiles say');
+my ($wal) = grep { $_->[0] eq 'WAL' } @cmp;
+ok($wal->[6] > 1.1 && $wal->[7] eq 't',
+	"WAL per transaction: a select-only run against tpcb-like differs, marked (ratio $wal->[6])");
+is($node->safe_psql('postgres',
+	"SELECT count(*) FILTER (WHERE marked) || ' ' || count(*) FILTER (WHERE ratio <> 1)
+	   FROM chronicle.compare_load_profile('tpcb', 'tpcb')"), '0 0', 'a run against itself: nothing marked');
+
+like(err("SELECT * FROM chronicle.load_profile('nope')"), qr/42704: chronicle: unknown run "nope"/,
+	'load_profile: unknown run');
+like(err("SELECT * FROM chronicle.compare_load_profile(NULL, 'tpcb')"), qr/22004/,
+	'compare_load_profile: NULL run');
+like(err("SELECT * FROM chronicle.compare_load_profile('tpcb', 'nope')"), qr/42704/,
+	'compare_load_profile: unknown run');
 
 $node->stop;
 done_testing();
