@@ -2888,6 +2888,52 @@ BEGIN
 END;
 $$;
 
+CREATE OR REPLACE FUNCTION chronicle.run_end(label text DEFAULT NULL)
+RETURNS chronicle.run
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	r chronicle.run;
+BEGIN
+	IF label IS NULL THEN
+		SELECT * INTO r FROM chronicle.run o WHERE o.ended IS NULL FOR UPDATE;
+		IF NOT FOUND THEN
+			RAISE EXCEPTION 'chronicle.run_end: no run is open'
+				USING ERRCODE = 'object_not_in_prerequisite_state',
+				      HINT = 'Open one with chronicle.run_begin(label).';
+		END IF;
+	ELSE
+		SELECT * INTO r FROM chronicle.run o WHERE o.label = run_end.label FOR UPDATE;
+		IF NOT FOUND THEN
+			PERFORM chronicle._run_id(label, 'chronicle.run_end');	-- the unknown-run error
+		END IF;
+		IF r.ended IS NOT NULL THEN
+			RAISE EXCEPTION 'chronicle.run_end: run "%" has ended already', label
+				USING ERRCODE = 'object_not_in_prerequisite_state',
+				      HINT = 'Only an open run can be ended.';
+		END IF;
+	END IF;
+	UPDATE chronicle.run o SET ended = greatest(clock_timestamp(), o.started)
+	 WHERE o.run_id = r.run_id
+	RETURNING * INTO r;
+	RETURN r;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION chronicle.run_delete(label text)
+RETURNS void
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	PERFORM chronicle._run_id(label, 'chronicle.run_delete');	-- NULL and unknown-run errors
+	DELETE FROM chronicle.run r WHERE r.label = run_delete.label;
+END;
+$$;
+
 -- The default partitions, the 0.1.0 day partitions out of the extension
 -- with indexes of their own.  Keep this after every index added to a
 -- history table in this script.
@@ -2980,8 +3026,8 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 #variable_conflict use_column
 BEGIN
-	PERFORM chronicle.run_window(a);	-- NULL and unknown-run errors
-	PERFORM chronicle.run_window(b);
+	PERFORM chronicle._run_id(a, 'chronicle.compare_environment');
+	PERFORM chronicle._run_id(b, 'chronicle.compare_environment');
 	RETURN QUERY
 	WITH RECURSIVE r AS (
 		SELECT 'a' AS side, r.environment AS env FROM chronicle.run r WHERE r.label = compare_environment.a
@@ -3093,8 +3139,9 @@ DECLARE
 	has_tx boolean;
 	has_app boolean;
 BEGIN
+	PERFORM chronicle._run_id(slowest_intervals.run, 'chronicle.slowest_intervals');
 	SELECT w.run_from, w.run_to INTO w_from, w_to
-	  FROM chronicle.run_window(slowest_intervals.run) w;	-- NULL and unknown-run errors
+	  FROM chronicle.run_window(slowest_intervals.run) w;
 	IF n IS NULL OR n < 1 THEN
 		RAISE EXCEPTION 'chronicle.slowest_intervals: n must be at least 1, got %', coalesce(n::text, 'NULL')
 			USING ERRCODE = 'invalid_parameter_value',
@@ -3238,8 +3285,9 @@ DECLARE
 	w_to timestamptz;
 	secs float8;
 BEGIN
+	PERFORM chronicle._run_id(load_profile.run, 'chronicle.load_profile');
 	SELECT w.run_from, w.run_to INTO w_from, w_to
-	  FROM chronicle.run_window(load_profile.run) w;	-- NULL and unknown-run errors
+	  FROM chronicle.run_window(load_profile.run) w;
 	SELECT w.seconds INTO secs FROM chronicle._window(w_from, w_to) w;
 	RETURN QUERY
 	WITH db AS (

@@ -128,7 +128,7 @@ BEGIN
 	ELSE
 		SELECT * INTO r FROM chronicle.run o WHERE o.label = run_end.label FOR UPDATE;
 		IF NOT FOUND THEN
-			PERFORM chronicle.run_window(label);	-- the unknown-run error
+			PERFORM chronicle._run_id(label, 'chronicle.run_end');	-- the unknown-run error
 		END IF;
 		IF r.ended IS NOT NULL THEN
 			RAISE EXCEPTION 'chronicle.run_end: run "%" has ended already', label
@@ -178,7 +178,7 @@ SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-	PERFORM chronicle.run_window(label);	-- NULL and unknown-run errors
+	PERFORM chronicle._run_id(label, 'chronicle.run_delete');	-- NULL and unknown-run errors
 	DELETE FROM chronicle.run r WHERE r.label = run_delete.label;
 END;
 $$;
@@ -342,8 +342,8 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 #variable_conflict use_column
 BEGIN
-	PERFORM chronicle.run_window(a);	-- NULL and unknown-run errors
-	PERFORM chronicle.run_window(b);
+	PERFORM chronicle._run_id(a, 'chronicle.compare_environment');
+	PERFORM chronicle._run_id(b, 'chronicle.compare_environment');
 	RETURN QUERY
 	WITH RECURSIVE r AS (
 		SELECT 'a' AS side, r.environment AS env FROM chronicle.run r WHERE r.label = compare_environment.a

@@ -77,8 +77,9 @@ DECLARE
 	has_tx boolean;
 	has_app boolean;
 BEGIN
+	PERFORM chronicle._run_id(slowest_intervals.run, 'chronicle.slowest_intervals');
 	SELECT w.run_from, w.run_to INTO w_from, w_to
-	  FROM chronicle.run_window(slowest_intervals.run) w;	-- NULL and unknown-run errors
+	  FROM chronicle.run_window(slowest_intervals.run) w;
 	IF n IS NULL OR n < 1 THEN
 		RAISE EXCEPTION 'chronicle.slowest_intervals: n must be at least 1, got %', coalesce(n::text, 'NULL')
 			USING ERRCODE = 'invalid_parameter_value',
@@ -222,8 +223,9 @@ DECLARE
 	w_to timestamptz;
 	secs float8;
 BEGIN
+	PERFORM chronicle._run_id(load_profile.run, 'chronicle.load_profile');
 	SELECT w.run_from, w.run_to INTO w_from, w_to
-	  FROM chronicle.run_window(load_profile.run) w;	-- NULL and unknown-run errors
+	  FROM chronicle.run_window(load_profile.run) w;
 	SELECT w.seconds INTO secs FROM chronicle._window(w_from, w_to) w;
 	RETURN QUERY
 	WITH db AS (

@@ -180,7 +180,7 @@ sub err
 	my ($ret, $o, $e) = $node->psql('postgres', "\\set VERBOSITY verbose\n$sql");
 	return $e;
 }
-like(err("SELECT * FROM chronicle.slowest_intervals('nope')"), qr/42704: chronicle: unknown run "nope"/,
+like(err("SELECT * FROM chronicle.slowest_intervals('nope')"), qr/42704: chronicle.slowest_intervals: unknown run "nope"/,
 	'unknown run');
 like(err("SELECT * FROM chronicle.slowest_intervals(NULL)"), qr/22004/, 'NULL run');
 like(err("SELECT * FROM chronicle.slowest_intervals('stall', 0)"), qr/22023: .*n must be at least 1, got 0/,
@@ -318,7 +318,7 @@ is($node->safe_psql('postgres',
 	"SELECT count(*) FILTER (WHERE marked) || ' ' || count(*) FILTER (WHERE ratio <> 1)
 	   FROM chronicle.compare_load_profile('tpcb', 'tpcb')"), '0 0', 'a run against itself: nothing marked');
 
-like(err("SELECT * FROM chronicle.load_profile('nope')"), qr/42704: chronicle: unknown run "nope"/,
+like(err("SELECT * FROM chronicle.load_profile('nope')"), qr/42704: chronicle.load_profile: unknown run "nope"/,
 	'load_profile: unknown run');
 like(err("SELECT * FROM chronicle.compare_load_profile(NULL, 'tpcb')"), qr/22004/,
 	'compare_load_profile: NULL run');
