@@ -2427,3 +2427,23 @@ BEGIN
 	END LOOP;
 END;
 $$;
+
+-- ---------------------------------------------------------------------
+-- Storage v2 (issue 14): the recording server's identity in every
+-- snapshot row (system identifier and chronicle.server_name), and
+-- chronicle.server().  Snapshots recorded before keep NULL there.
+-- ---------------------------------------------------------------------
+
+ALTER TABLE chronicle.snapshot ADD COLUMN system_identifier bigint, ADD COLUMN server_name text;
+
+CREATE FUNCTION chronicle.server(OUT system_identifier bigint, OUT name text)
+RETURNS record
+LANGUAGE C STABLE STRICT
+SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'chronicle_server';
+
+COMMENT ON FUNCTION chronicle.server() IS
+	'The identity this server records in every snapshot row: system identifier (shared with its physical standbys) and name (chronicle.server_name, else cluster_name, else the host name)';
+
+REVOKE ALL ON FUNCTION chronicle.server() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION chronicle.server() TO pg_monitor, pg_read_all_stats;

@@ -110,7 +110,8 @@ echo "idle sessions at the end: $(q "SELECT count(*) FROM pg_stat_activity WHERE
 echo
 echo "== pgbench -R $rate -c $clients -T $seconds (TPC-B) + $idle idle sessions, collector at 1s"
 grep -E '^tps' "$tmp/fixed.out" | sed 's/^/pgbench: /'
-"$bindir/psql" -X -q -v ON_ERROR_STOP=1 -v t0="$t0" -v t1="$t1" <<'SQL'
+"$bindir/psql" -X -q -v ON_ERROR_STOP=1 -v t0="$t0" -v t1="$t1" \
+	-v projection="$src/bench/storage_projection.sql" <<'SQL'
 \pset footer off
 CREATE TEMP TABLE w AS
 SELECT count(*) AS n, extract(epoch FROM max(ts) - min(ts)) + 1 AS secs,
@@ -171,4 +172,6 @@ SELECT c.oid::regclass AS "table",
    AND EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attname = 'ts' AND NOT a.attisdropped)
    AND x.n > 0
  ORDER BY 2 DESC, 1;
+SELECT lo, hi, secs FROM w \gset
+\i :projection
 SQL

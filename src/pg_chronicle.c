@@ -41,6 +41,7 @@ PG_MODULE_MAGIC;
 /* Settings */
 int			chronicle_snapshot_interval = 1000; /* ms */
 char	   *chronicle_database = NULL;
+char	   *chronicle_server_name = NULL;
 int			chronicle_retention = 7 * 24 * 60;	/* minutes */
 bool		chronicle_source_enabled[CHRONICLE_MAX_SOURCES];
 char	   *chronicle_debug_fail_source = NULL;
@@ -59,6 +60,7 @@ PG_FUNCTION_INFO_V1(chronicle_source_status);
 PG_FUNCTION_INFO_V1(chronicle_start);
 PG_FUNCTION_INFO_V1(chronicle_stop);
 PG_FUNCTION_INFO_V1(chronicle_retention_interval);
+PG_FUNCTION_INFO_V1(chronicle_server);
 
 /* The shared state and the standby ring after it, in one allocation. */
 static Size
@@ -270,6 +272,15 @@ _PG_init(void)
 							   "postgres",
 							   PGC_SIGHUP, 0,
 							   check_database, NULL, NULL);
+	DefineCustomStringVariable("chronicle.server_name",
+							   "Name of this server in the snapshots it records.",
+							   "Empty: cluster_name, or the host name when cluster_name is "
+							   "empty.  With the system identifier it tells apart the "
+							   "history of servers kept in one database.",
+							   &chronicle_server_name,
+							   "",
+							   PGC_SIGHUP, 0,
+							   NULL, NULL, NULL);
 	DefineCustomIntVariable("chronicle.retention",
 							"How long history is kept; older daily partitions are dropped.",
 							"0 keeps history forever.",
@@ -431,6 +442,47 @@ chronicle_retention_interval(PG_FUNCTION_ARGS)
 
 	result->time = (int64) chronicle_retention * USECS_PER_MINUTE;
 	PG_RETURN_INTERVAL_P(result);
+}
+
+/*
+ * The name this server records in its snapshots: chronicle.server_name,
+ * else cluster_name, else the host name.  In the caller's memory context.
+ */
+char *
+chronicle_server_name_now(void)
+{
+	char		host[256];
+
+	if (chronicle_server_name && chronicle_server_name[0] != '\0')
+		return pstrdup(chronicle_server_name);
+	if (cluster_name && cluster_name[0] != '\0')
+		return pstrdup(cluster_name);
+	if (gethostname(host, sizeof(host)) == 0)
+	{
+		host[sizeof(host) - 1] = '\0';
+		return pstrdup(host);
+	}
+	return pstrdup("");
+}
+
+/*
+ * chronicle.server(): the identity this server records in every snapshot
+ * row, the system identifier (as pg_control_system() shows it; shared by
+ * a primary and its physical standbys) and the name.
+ */
+Datum
+chronicle_server(PG_FUNCTION_ARGS)
+{
+	TupleDesc	tupdesc;
+	Datum		values[2];
+	bool		nulls[2] = {false, false};
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	tupdesc = BlessTupleDesc(tupdesc);
+	values[0] = Int64GetDatum((int64) GetSystemIdentifier());
+	values[1] = CStringGetTextDatum(chronicle_server_name_now());
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
 
 static int
