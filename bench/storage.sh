@@ -100,9 +100,28 @@ sizes() {
 }
 q 'CREATE TABLE public.bench_sizes (at text, tbl text, heap bigint, idx bigint, toast bigint, fsm_vm bigint)'
 sizes before
+lsn0=$(q 'SELECT pg_current_wal_lsn()')
 t0=$(q 'SELECT clock_timestamp()')
 "$bindir/pgbench" -R "$rate" -c "$clients" -j 2 -T "$seconds" >"$tmp/fixed.out" 2>&1
 t1=$(q 'SELECT clock_timestamp()')
+lsn1=$(q 'SELECT pg_current_wal_lsn()')
+# The WAL of the window by relation (pg_waldump, before any checkpoint
+# recycles it): which chronicle table and which of its forks, indexes and
+# TOAST wrote how much, and the records without a block (commits,
+# subtransaction assignments) of the transactions that wrote them.
+q "CREATE TABLE public.bench_rel AS
+   SELECT x.relfilenode::text AS relfilenode, coalesce(pg_partition_root(c.oid), c.oid)::regclass::text AS tbl, x.kind
+     FROM pg_class c
+    CROSS JOIN LATERAL (
+	SELECT c.relfilenode, 'heap' AS kind
+	UNION ALL SELECT i.relfilenode, 'index' FROM pg_index ix JOIN pg_class i ON i.oid = ix.indexrelid WHERE ix.indrelid = c.oid
+	UNION ALL SELECT t.relfilenode, 'TOAST' FROM pg_class t WHERE t.oid = c.reltoastrelid
+	UNION ALL SELECT i.relfilenode, 'TOAST' FROM pg_index ix JOIN pg_class i ON i.oid = ix.indexrelid WHERE ix.indrelid = c.reltoastrelid) x
+    WHERE c.relnamespace = 'chronicle'::regnamespace AND c.relkind = 'r' AND x.relfilenode <> 0"
+"$bindir/pg_waldump" -p "$tmp/data/pg_wal" -s "$lsn0" -e "$lsn1" 2>/dev/null |
+	python3 "$src/bench/wal_by_relation.py" $(q 'SELECT relfilenode FROM public.bench_rel') >"$tmp/wal.tsv" || true
+q 'CREATE TABLE public.bench_wal (relfilenode text, records bigint, bytes bigint, fpi_bytes bigint)'
+"$bindir/psql" -X -q -v ON_ERROR_STOP=1 -c "\\copy public.bench_wal FROM '$tmp/wal.tsv'"
 q 'CHECKPOINT' >/dev/null
 sizes after
 echo "idle sessions at the end: $(q "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND state = 'idle'")"
@@ -172,6 +191,16 @@ SELECT c.oid::regclass AS "table",
    AND EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attname = 'ts' AND NOT a.attisdropped)
    AND x.n > 0
  ORDER BY 2 DESC, 1;
+\echo 'WAL per snapshot by table (pg_waldump of the window; "commit etc.": the records without a block of the transactions that wrote chronicle tables):'
+SELECT CASE WHEN grouping(r.tbl) = 1 THEN 'TOTAL' ELSE coalesce(r.tbl, 'commit etc.') END AS "table", coalesce(r.kind, '') AS kind,
+       round(sum(b.records) / min(w.n), 1) AS "records/snapshot",
+       round(sum(b.bytes) / min(w.n)) AS "WAL B/snapshot",
+       round(sum(b.fpi_bytes) / min(w.n)) AS "of it FPI"
+  FROM public.bench_wal b
+  LEFT JOIN public.bench_rel r USING (relfilenode)
+ CROSS JOIN w
+ GROUP BY GROUPING SETS ((r.tbl, r.kind), ())
+ ORDER BY grouping(r.tbl) DESC, 4 DESC;
 SELECT lo, hi, secs FROM w \gset
 \i :projection
 SQL

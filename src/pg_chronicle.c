@@ -61,6 +61,7 @@ PG_FUNCTION_INFO_V1(chronicle_start);
 PG_FUNCTION_INFO_V1(chronicle_stop);
 PG_FUNCTION_INFO_V1(chronicle_retention_interval);
 PG_FUNCTION_INFO_V1(chronicle_server);
+PG_FUNCTION_INFO_V1(chronicle_source_columns);
 
 /* The shared state and the standby ring after it, in one allocation. */
 static Size
@@ -676,6 +677,40 @@ chronicle_source_status(PG_FUNCTION_ARGS)
 		else
 			nulls[6] = nulls[7] = true;
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
+
+/*
+ * chronicle._source_columns(): the columns every source writes, after ts,
+ * in the order of its INSERT, as the C source declares them.  The tests
+ * compare this with the history tables' catalog and with the analysis
+ * generator's description (tools/check_sources.py, test/pgtap), so that
+ * the C list, the DDL and the analysis functions cannot drift apart.
+ */
+Datum
+chronicle_source_columns(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+
+	InitMaterializedSRF(fcinfo, 0);
+
+	for (int i = 0; i < chronicle_nsources; i++)
+	{
+		const ChronicleSource *src = chronicle_sources[i];
+
+		for (int c = 0; c < src->ncolumns; c++)
+		{
+			Datum		values[5];
+			bool		nulls[5] = {0};
+
+			values[0] = CStringGetTextDatum(src->name);
+			values[1] = Int32GetDatum(c + 1);
+			values[2] = CStringGetTextDatum(src->columns[c].name);
+			values[3] = ObjectIdGetDatum(src->columns[c].type);
+			values[4] = BoolGetDatum(c < src->nkeys);
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		}
 	}
 	return (Datum) 0;
 }
