@@ -683,10 +683,11 @@ chronicle_source_status(PG_FUNCTION_ARGS)
 
 /*
  * chronicle._source_columns(): the columns every source writes, after ts,
- * in the order of its INSERT, as the C source declares them.  The tests
- * compare this with the history tables' catalog and with the analysis
- * generator's description (tools/check_sources.py, test/pgtap), so that
- * the C list, the DDL and the analysis functions cannot drift apart.
+ * in the order of its INSERT, as the C source declares them.  pgTAP
+ * (test/pgtap/41_sources.sql) compares it with the history tables'
+ * catalog, and tools/check_sources.py the tables' DDL with the analysis
+ * generator's description, so that the C list, the DDL and the analysis
+ * functions cannot drift apart (docs/storage.md).
  */
 Datum
 chronicle_source_columns(PG_FUNCTION_ARGS)
