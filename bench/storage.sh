@@ -14,7 +14,10 @@
 #   - rows per snapshot of every table with a ts column,
 #   - WAL per snapshot (chronicle.snapshot.wal_bytes, the collector's own
 #     WAL as pgWalUsage counts it) and snapshot time p50 / p99 / max
-#     (chronicle.snapshot.duration_ms).
+#     (chronicle.snapshot.duration_ms),
+#   - WAL per snapshot by table and fork, from pg_waldump over the window
+#     (bench/wal_by_relation.py),
+#   - the window's rows rebuilt in compact shapes (bench/storage_projection.sql).
 # BENCH_CONF adds lines to postgresql.conf (e.g. "chronicle.collect_waits = off").
 set -euo pipefail
 
