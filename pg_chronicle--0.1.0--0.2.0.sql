@@ -3403,3 +3403,44 @@ REVOKE ALL ON FUNCTION chronicle.load_profile(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle.compare_load_profile(text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION chronicle.load_profile(text) TO pg_monitor, pg_read_all_stats;
 GRANT EXECUTE ON FUNCTION chronicle.compare_load_profile(text, text) TO pg_monitor, pg_read_all_stats;
+
+-- ---------------------------------------------------------------------
+-- Storage v2 (issue 14): the recording server's identity in every
+-- snapshot row (system identifier and chronicle.server_name), and
+-- chronicle.server().  Snapshots recorded before keep NULL there.
+-- chronicle._source_columns(): the C column lists, for the tests that tie
+-- them to the tables.
+-- ---------------------------------------------------------------------
+
+ALTER TABLE chronicle.snapshot ADD COLUMN system_identifier bigint, ADD COLUMN server_name text;
+
+CREATE FUNCTION chronicle.server(OUT system_identifier bigint, OUT name text)
+RETURNS record
+LANGUAGE C STABLE STRICT
+SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'chronicle_server';
+
+COMMENT ON FUNCTION chronicle.server() IS
+	'The identity this server records in every snapshot row: system identifier (shared with its physical standbys) and name (chronicle.server_name, else cluster_name, else the host name)';
+
+REVOKE ALL ON FUNCTION chronicle.server() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION chronicle.server() TO pg_monitor, pg_read_all_stats;
+
+-- The columns every source writes (after ts), as its C file declares them;
+-- the tests compare them with the history tables (docs/storage.md).
+CREATE FUNCTION chronicle._source_columns(
+	OUT source text,
+	OUT ordinal integer,
+	OUT column_name text,
+	OUT column_type regtype,
+	OUT key boolean)
+RETURNS SETOF record
+LANGUAGE C STRICT
+SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'chronicle_source_columns';
+
+COMMENT ON FUNCTION chronicle._source_columns() IS
+	'The columns of every source as the C source declares them (after ts), in insert order, and which identify a row';
+
+REVOKE ALL ON FUNCTION chronicle._source_columns() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION chronicle._source_columns() TO pg_monitor, pg_read_all_stats;

@@ -740,18 +740,19 @@ insert_snapshot_row(TimestampTz ts, TimestampTz segment, bool keyframe,
 					ChronicleCollector by, double duration_ms, int64 rows,
 					int64 wal_bytes, int errors)
 {
-	Datum		args[8];
-	Oid			argtypes[8] = {TIMESTAMPTZOID, TIMESTAMPTZOID, BOOLOID, TEXTOID,
-	FLOAT8OID, INT8OID, INT8OID, INT4OID};
+	Datum		args[10];
+	Oid			argtypes[10] = {TIMESTAMPTZOID, TIMESTAMPTZOID, BOOLOID, TEXTOID,
+	FLOAT8OID, INT8OID, INT8OID, INT4OID, INT8OID, TEXTOID};
 	int			ret;
 
 	if (snapshot_plan == NULL)
 	{
 		snapshot_plan = SPI_prepare("INSERT INTO chronicle.snapshot"
 									" (ts, segment, keyframe, collector, duration_ms,"
-									" rows_written, wal_bytes, errors)"
-									" VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-									8, argtypes);
+									" rows_written, wal_bytes, errors,"
+									" system_identifier, server_name)"
+									" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+									10, argtypes);
 		if (snapshot_plan == NULL)
 			elog(ERROR, "SPI_prepare failed: %s",
 				 SPI_result_code_string(SPI_result));
@@ -765,6 +766,9 @@ insert_snapshot_row(TimestampTz ts, TimestampTz segment, bool keyframe,
 	args[5] = Int64GetDatum(rows);
 	args[6] = Int64GetDatum(wal_bytes);
 	args[7] = Int32GetDatum(errors);
+	/* who recorded it (chronicle.server()): see docs/storage.md */
+	args[8] = Int64GetDatum((int64) GetSystemIdentifier());
+	args[9] = CStringGetTextDatum(chronicle_server_name_now());
 	ret = SPI_execute_plan(snapshot_plan, args, NULL, false, 0);
 	if (ret != SPI_OK_INSERT)
 		elog(ERROR, "insert into chronicle.snapshot failed: %s",

@@ -41,6 +41,7 @@ PG_MODULE_MAGIC;
 /* Settings */
 int			chronicle_snapshot_interval = 1000; /* ms */
 char	   *chronicle_database = NULL;
+char	   *chronicle_server_name = NULL;
 int			chronicle_retention = 7 * 24 * 60;	/* minutes */
 bool		chronicle_source_enabled[CHRONICLE_MAX_SOURCES];
 char	   *chronicle_debug_fail_source = NULL;
@@ -59,6 +60,8 @@ PG_FUNCTION_INFO_V1(chronicle_source_status);
 PG_FUNCTION_INFO_V1(chronicle_start);
 PG_FUNCTION_INFO_V1(chronicle_stop);
 PG_FUNCTION_INFO_V1(chronicle_retention_interval);
+PG_FUNCTION_INFO_V1(chronicle_server);
+PG_FUNCTION_INFO_V1(chronicle_source_columns);
 
 /* The shared state and the standby ring after it, in one allocation. */
 static Size
@@ -270,6 +273,15 @@ _PG_init(void)
 							   "postgres",
 							   PGC_SIGHUP, 0,
 							   check_database, NULL, NULL);
+	DefineCustomStringVariable("chronicle.server_name",
+							   "Name of this server in the snapshots it records.",
+							   "Empty: cluster_name, or the host name when cluster_name is "
+							   "empty.  With the system identifier it tells apart the "
+							   "history of servers kept in one database.",
+							   &chronicle_server_name,
+							   "",
+							   PGC_SIGHUP, 0,
+							   NULL, NULL, NULL);
 	DefineCustomIntVariable("chronicle.retention",
 							"How long history is kept; older daily partitions are dropped.",
 							"0 keeps history forever.",
@@ -431,6 +443,47 @@ chronicle_retention_interval(PG_FUNCTION_ARGS)
 
 	result->time = (int64) chronicle_retention * USECS_PER_MINUTE;
 	PG_RETURN_INTERVAL_P(result);
+}
+
+/*
+ * The name this server records in its snapshots: chronicle.server_name,
+ * else cluster_name, else the host name.  In the caller's memory context.
+ */
+char *
+chronicle_server_name_now(void)
+{
+	char		host[256];
+
+	if (chronicle_server_name && chronicle_server_name[0] != '\0')
+		return pstrdup(chronicle_server_name);
+	if (cluster_name && cluster_name[0] != '\0')
+		return pstrdup(cluster_name);
+	if (gethostname(host, sizeof(host)) == 0)
+	{
+		host[sizeof(host) - 1] = '\0';
+		return pstrdup(host);
+	}
+	return pstrdup("");
+}
+
+/*
+ * chronicle.server(): the identity this server records in every snapshot
+ * row, the system identifier (as pg_control_system() shows it; shared by
+ * a primary and its physical standbys) and the name.
+ */
+Datum
+chronicle_server(PG_FUNCTION_ARGS)
+{
+	TupleDesc	tupdesc;
+	Datum		values[2];
+	bool		nulls[2] = {false, false};
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	tupdesc = BlessTupleDesc(tupdesc);
+	values[0] = Int64GetDatum((int64) GetSystemIdentifier());
+	values[1] = CStringGetTextDatum(chronicle_server_name_now());
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
 
 static int
@@ -624,6 +677,41 @@ chronicle_source_status(PG_FUNCTION_ARGS)
 		else
 			nulls[6] = nulls[7] = true;
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
+
+/*
+ * chronicle._source_columns(): the columns every source writes, after ts,
+ * in the order of its INSERT, as the C source declares them.  pgTAP
+ * (test/pgtap/41_sources.sql) compares it with the history tables'
+ * catalog, and tools/check_sources.py the tables' DDL with the analysis
+ * generator's description, so that the C list, the DDL and the analysis
+ * functions cannot drift apart (docs/storage.md).
+ */
+Datum
+chronicle_source_columns(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+
+	InitMaterializedSRF(fcinfo, 0);
+
+	for (int i = 0; i < chronicle_nsources; i++)
+	{
+		const ChronicleSource *src = chronicle_sources[i];
+
+		for (int c = 0; c < src->ncolumns; c++)
+		{
+			Datum		values[5];
+			bool		nulls[5] = {0};
+
+			values[0] = CStringGetTextDatum(src->name);
+			values[1] = Int32GetDatum(c + 1);
+			values[2] = CStringGetTextDatum(src->columns[c].name);
+			values[3] = ObjectIdGetDatum(src->columns[c].type);
+			values[4] = BoolGetDatum(c < src->nkeys);
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		}
 	}
 	return (Datum) 0;
 }

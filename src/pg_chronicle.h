@@ -182,6 +182,8 @@ typedef struct ChronicleShared
 /* pg_chronicle.c */
 extern int	chronicle_snapshot_interval;
 extern char *chronicle_database;
+extern char *chronicle_server_name;
+extern char *chronicle_server_name_now(void);
 extern int	chronicle_retention;
 extern bool chronicle_source_enabled[CHRONICLE_MAX_SOURCES];
 extern char *chronicle_debug_fail_source;

@@ -13,6 +13,9 @@ GRANT USAGE ON SCHEMA chronicle TO pg_monitor, pg_read_all_stats;
 --             server or collector down).
 --   keyframe: every row of every source was written, not only the
 --             changed ones.
+--   system_identifier, server_name: the server that recorded it
+--             (chronicle.server()); NULL in snapshots recorded before 0.2.0.
+--             See docs/storage.md, "Server identity".
 CREATE TABLE chronicle.snapshot (
 	ts            timestamptz NOT NULL,
 	segment       timestamptz NOT NULL,
@@ -22,6 +25,8 @@ CREATE TABLE chronicle.snapshot (
 	rows_written  bigint      NOT NULL,
 	wal_bytes     bigint      NOT NULL,
 	errors        integer     NOT NULL,
+	system_identifier bigint,
+	server_name   text,
 	PRIMARY KEY (ts)
 ) PARTITION BY RANGE (ts);
 
@@ -444,6 +449,16 @@ AS 'MODULE_PATHNAME', 'chronicle_source_status';
 COMMENT ON FUNCTION chronicle.source_status() IS
 	'Per source: enabled or not, collections, rows written, errors and the last one';
 
+-- The identity of this server, as its snapshots record it.
+CREATE FUNCTION chronicle.server(OUT system_identifier bigint, OUT name text)
+RETURNS record
+LANGUAGE C STABLE STRICT
+SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'chronicle_server';
+
+COMMENT ON FUNCTION chronicle.server() IS
+	'The identity this server records in every snapshot row: system identifier (shared with its physical standbys) and name (chronicle.server_name, else cluster_name, else the host name)';
+
 REVOKE ALL ON FUNCTION chronicle.snapshot() FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle.maintain(interval) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle.ensure_partitions(timestamptz, timestamptz) FROM PUBLIC;
@@ -455,6 +470,27 @@ REVOKE ALL ON FUNCTION chronicle.status() FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle.source_status() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION chronicle.status() TO pg_monitor, pg_read_all_stats;
 GRANT EXECUTE ON FUNCTION chronicle.source_status() TO pg_monitor, pg_read_all_stats;
+REVOKE ALL ON FUNCTION chronicle.server() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION chronicle.server() TO pg_monitor, pg_read_all_stats;
+
+-- The columns every source writes (after ts), as its C file declares them;
+-- the tests compare them with the history tables (docs/storage.md).
+CREATE FUNCTION chronicle._source_columns(
+	OUT source text,
+	OUT ordinal integer,
+	OUT column_name text,
+	OUT column_type regtype,
+	OUT key boolean)
+RETURNS SETOF record
+LANGUAGE C STRICT
+SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'chronicle_source_columns';
+
+COMMENT ON FUNCTION chronicle._source_columns() IS
+	'The columns of every source as the C source declares them (after ts), in insert order, and which identify a row';
+
+REVOKE ALL ON FUNCTION chronicle._source_columns() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION chronicle._source_columns() TO pg_monitor, pg_read_all_stats;
 
 -- Start and stop the collector without shared_preload_libraries (17+).
 CREATE FUNCTION chronicle.start(OUT worker text, OUT pid integer, OUT started boolean)

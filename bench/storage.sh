@@ -1,0 +1,209 @@
+#!/usr/bin/env bash
+# Storage benchmark (docs/storage.md): what one second of history costs
+# under a realistic load, table by table.
+#
+#   PG_CONFIG=/path/pg_config bench/storage.sh      (as root or as a normal user)
+#
+# Load: pgbench TPC-B at a fixed rate (-R BENCH_RATE, default 500, -c 8) for
+# BENCH_SECONDS (default 60), plus BENCH_IDLE (default 100) idle sessions,
+# pg_stat_statements preloaded and created, every chronicle source at its
+# default.  Prints, over the worker's snapshots of that window:
+#   - history bytes per recorded second of every chronicle table (its
+#     partitions summed), split heap / index / TOAST (main forks: FSM and
+#     VM are a fixed cost per partition and day, printed apart),
+#   - rows per snapshot of every table with a ts column,
+#   - WAL per snapshot (chronicle.snapshot.wal_bytes, the collector's own
+#     WAL as pgWalUsage counts it) and snapshot time p50 / p99 / max
+#     (chronicle.snapshot.duration_ms),
+#   - WAL per snapshot by table and fork, from pg_waldump over the window
+#     (bench/wal_by_relation.py),
+#   - the window's rows rebuilt in compact shapes (bench/storage_projection.sql).
+# BENCH_CONF adds lines to postgresql.conf (e.g. "chronicle.collect_waits = off").
+set -euo pipefail
+
+src=$(cd "$(dirname "$0")/.." && pwd)
+
+if [ "$(id -u)" = 0 ]; then
+	exec "$src/tools/as-pgchronicle.sh" bench/storage.sh "$@"
+fi
+
+rate=${BENCH_RATE:-500}
+seconds=${BENCH_SECONDS:-60}
+clients=${BENCH_CLIENTS:-8}
+idle=${BENCH_IDLE:-100}
+scale=${BENCH_SCALE:-10}
+
+cd "$src"
+cfg=${PG_CONFIG:-$("$src/tools/provision-pg.sh" 18 | tail -n 1)}
+bindir=$("$cfg" --bindir)
+make -s clean PG_CONFIG="$cfg" >/dev/null 2>&1 || true
+make -s PG_CONFIG="$cfg" >/dev/null
+make -s PG_CONFIG="$cfg" install >/dev/null
+
+tmp=$(mktemp -d /tmp/pg_chronicle-bench-storage.XXXXXX)
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+idle_pids=()
+cleanup() {
+	for p in "${idle_pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	"$bindir/pg_ctl" -D "$tmp/data" -m immediate stop >/dev/null 2>&1 || true
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+"$bindir/initdb" -D "$tmp/data" -U postgres --no-sync >/dev/null 2>&1
+cat >>"$tmp/data/postgresql.conf" <<CONF
+port = $port
+listen_addresses = ''
+unix_socket_directories = '$tmp'
+shared_preload_libraries = 'pg_stat_statements, pg_chronicle'
+shared_buffers = '128MB'
+max_connections = $((idle + clients + 20))
+${BENCH_CONF:-}
+CONF
+"$bindir/pg_ctl" -D "$tmp/data" -l "$tmp/server.log" -w start >/dev/null
+export PGHOST=$tmp PGPORT=$port PGUSER=postgres PGDATABASE=postgres
+q() { "$bindir/psql" -X -q -At -v ON_ERROR_STOP=1 -c "$1"; }
+
+q 'CREATE EXTENSION pg_stat_statements'
+q 'CREATE EXTENSION pg_chronicle'
+"$bindir/pgbench" -i -q -s "$scale" >/dev/null 2>&1
+# Idle sessions: each a psql waiting on its input.
+mkfifo "$tmp/idle"
+for _ in $(seq 1 "$idle"); do
+	"$bindir/psql" -X -q <"$tmp/idle" >/dev/null 2>&1 &
+	idle_pids+=($!)
+done
+exec 9>"$tmp/idle"
+# wait until they are all connected
+for _ in $(seq 1 100); do
+	n=$(q "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND state = 'idle'")
+	[ "$n" -ge "$idle" ] && break
+	sleep 0.2
+done
+q 'CHECKPOINT' >/dev/null
+sleep 3
+
+echo "PostgreSQL: $("$cfg" --version); cassert: $(q 'SHOW debug_assertions')"
+echo "machine: $(nproc) cores, $(uname -r); shared_buffers 128MB, $idle idle sessions, pg_stat_statements loaded"
+[ -n "${BENCH_CONF:-}" ] && echo "extra settings: $BENCH_CONF"
+
+# Sizes of every chronicle relation, per table (partitions summed into
+# their root), recorded before and after the load in a table of public.
+sizes() {
+	q "INSERT INTO public.bench_sizes
+	   SELECT '$1', coalesce(pg_partition_root(c.oid), c.oid)::regclass::text,
+	          sum(pg_relation_size(c.oid, 'main')),
+	          sum((SELECT coalesce(sum(pg_relation_size(i.indexrelid, 'main')), 0)
+	                 FROM pg_index i WHERE i.indrelid = c.oid)),
+	          sum(coalesce(pg_total_relation_size(nullif(c.reltoastrelid, 0)), 0)),
+	          sum(pg_relation_size(c.oid, 'fsm') + pg_relation_size(c.oid, 'vm'))
+	     FROM pg_class c
+	    WHERE c.relnamespace = 'chronicle'::regnamespace AND c.relkind = 'r'
+	    GROUP BY 2"
+}
+q 'CREATE TABLE public.bench_sizes (at text, tbl text, heap bigint, idx bigint, toast bigint, fsm_vm bigint)'
+sizes before
+lsn0=$(q 'SELECT pg_current_wal_lsn()')
+t0=$(q 'SELECT clock_timestamp()')
+"$bindir/pgbench" -R "$rate" -c "$clients" -j 2 -T "$seconds" >"$tmp/fixed.out" 2>&1
+t1=$(q 'SELECT clock_timestamp()')
+lsn1=$(q 'SELECT pg_current_wal_lsn()')
+# The WAL of the window by relation (pg_waldump, before any checkpoint
+# recycles it): which chronicle table and which of its forks, indexes and
+# TOAST wrote how much, and the records without a block (commits,
+# subtransaction assignments) of the transactions that wrote them.
+q "CREATE TABLE public.bench_rel AS
+   SELECT x.relfilenode::text AS relfilenode, coalesce(pg_partition_root(c.oid), c.oid)::regclass::text AS tbl, x.kind
+     FROM pg_class c
+    CROSS JOIN LATERAL (
+	SELECT c.relfilenode, 'heap' AS kind
+	UNION ALL SELECT i.relfilenode, 'index' FROM pg_index ix JOIN pg_class i ON i.oid = ix.indexrelid WHERE ix.indrelid = c.oid
+	UNION ALL SELECT t.relfilenode, 'TOAST' FROM pg_class t WHERE t.oid = c.reltoastrelid
+	UNION ALL SELECT i.relfilenode, 'TOAST' FROM pg_index ix JOIN pg_class i ON i.oid = ix.indexrelid WHERE ix.indrelid = c.reltoastrelid) x
+    WHERE c.relnamespace = 'chronicle'::regnamespace AND c.relkind = 'r' AND x.relfilenode <> 0"
+"$bindir/pg_waldump" -p "$tmp/data/pg_wal" -s "$lsn0" -e "$lsn1" 2>/dev/null |
+	python3 "$src/bench/wal_by_relation.py" $(q 'SELECT relfilenode FROM public.bench_rel') >"$tmp/wal.tsv" || true
+q 'CREATE TABLE public.bench_wal (relfilenode text, records bigint, bytes bigint, fpi_bytes bigint)'
+"$bindir/psql" -X -q -v ON_ERROR_STOP=1 -c "\\copy public.bench_wal FROM '$tmp/wal.tsv'"
+q 'CHECKPOINT' >/dev/null
+sizes after
+echo "idle sessions at the end: $(q "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND state = 'idle'")"
+
+echo
+echo "== pgbench -R $rate -c $clients -T $seconds (TPC-B) + $idle idle sessions, collector at 1s"
+grep -E '^tps' "$tmp/fixed.out" | sed 's/^/pgbench: /'
+"$bindir/psql" -X -q -v ON_ERROR_STOP=1 -v t0="$t0" -v t1="$t1" \
+	-v projection="$src/bench/storage_projection.sql" <<'SQL'
+\pset footer off
+CREATE TEMP TABLE w AS
+SELECT count(*) AS n, extract(epoch FROM max(ts) - min(ts)) + 1 AS secs,
+       min(ts) AS lo, max(ts) AS hi
+  FROM chronicle.snapshot WHERE collector = 'worker' AND ts BETWEEN :'t0' AND :'t1';
+\echo 'snapshots of the worker in the window, and their own cost:'
+SELECT count(*) AS snapshots,
+       round(percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ms)::numeric, 3) AS "ms p50",
+       round(percentile_cont(0.99) WITHIN GROUP (ORDER BY duration_ms)::numeric, 3) AS "ms p99",
+       round(max(duration_ms)::numeric, 3) AS "ms max",
+       round(avg(wal_bytes)) AS "WAL B/snapshot",
+       round(percentile_cont(0.5) WITHIN GROUP (ORDER BY wal_bytes)::numeric) AS "WAL B p50",
+       round(avg(rows_written), 1) AS "rows/snapshot",
+       count(*) FILTER (WHERE keyframe) AS keyframes
+  FROM chronicle.snapshot
+ WHERE collector = 'worker' AND ts BETWEEN :'t0' AND :'t1';
+\echo 'bytes per second of history (main forks; FSM+VM apart), per table:'
+SELECT a.tbl AS "table",
+       round((a.heap - coalesce(b.heap, 0)) / w.secs) AS "heap B/s",
+       round((a.idx - coalesce(b.idx, 0)) / w.secs) AS "index B/s",
+       round((a.toast - coalesce(b.toast, 0)) / w.secs) AS "TOAST B/s",
+       round((a.heap + a.idx + a.toast - coalesce(b.heap + b.idx + b.toast, 0)) / w.secs) AS "total B/s",
+       round((a.fsm_vm - coalesce(b.fsm_vm, 0)) / w.secs) AS "FSM+VM B/s"
+  FROM public.bench_sizes a
+  LEFT JOIN public.bench_sizes b ON b.tbl = a.tbl AND b.at = 'before'
+ CROSS JOIN w
+ WHERE a.at = 'after'
+   AND a.heap + a.idx + a.toast + a.fsm_vm > coalesce(b.heap + b.idx + b.toast + b.fsm_vm, 0)
+UNION ALL
+SELECT 'TOTAL',
+       round(sum(a.heap - coalesce(b.heap, 0)) / min(w.secs)),
+       round(sum(a.idx - coalesce(b.idx, 0)) / min(w.secs)),
+       round(sum(a.toast - coalesce(b.toast, 0)) / min(w.secs)),
+       round(sum(a.heap + a.idx + a.toast - coalesce(b.heap + b.idx + b.toast, 0)) / min(w.secs)),
+       round(sum(a.fsm_vm - coalesce(b.fsm_vm, 0)) / min(w.secs))
+  FROM public.bench_sizes a
+  LEFT JOIN public.bench_sizes b ON b.tbl = a.tbl AND b.at = 'before'
+ CROSS JOIN w
+ WHERE a.at = 'after'
+ ORDER BY 5 DESC;
+\echo 'rows per snapshot, bytes per row (pg_column_size of the row, tuple header included) and'
+\echo 'the heap bytes per second they make (+4 B line pointer; free space at page ends not counted):'
+CREATE FUNCTION pg_temp.rows_in(t regclass, lo timestamptz, hi timestamptz, OUT n numeric, OUT sz numeric)
+LANGUAGE plpgsql AS $$
+BEGIN
+	EXECUTE format('SELECT count(*), avg(pg_column_size(h.*)) FROM %s h WHERE ts BETWEEN $1 AND $2', t)
+	   INTO n, sz USING lo, hi;
+END $$;
+SELECT c.oid::regclass AS "table",
+       round(x.n / w.n, 2) AS "rows/snapshot",
+       round(x.sz) AS "row B",
+       round(x.n * (x.sz + 4) / w.secs) AS "~heap B/s"
+  FROM pg_class c
+ CROSS JOIN w
+ CROSS JOIN LATERAL pg_temp.rows_in(c.oid::regclass, w.lo, w.hi) x
+ WHERE c.relnamespace = 'chronicle'::regnamespace
+   AND c.relkind IN ('p', 'v')
+   AND EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attname = 'ts' AND NOT a.attisdropped)
+   AND x.n > 0
+ ORDER BY 2 DESC, 1;
+\echo 'WAL per snapshot by table (pg_waldump of the window; "commit etc.": the records without a block of the transactions that wrote chronicle tables):'
+SELECT CASE WHEN grouping(r.tbl) = 1 THEN 'TOTAL' ELSE coalesce(r.tbl, 'commit etc.') END AS "table", coalesce(r.kind, '') AS kind,
+       round(sum(b.records) / min(w.n), 1) AS "records/snapshot",
+       round(sum(b.bytes) / min(w.n)) AS "WAL B/snapshot",
+       round(sum(b.fpi_bytes) / min(w.n)) AS "of it FPI"
+  FROM public.bench_wal b
+  LEFT JOIN public.bench_rel r USING (relfilenode)
+ CROSS JOIN w
+ GROUP BY GROUPING SETS ((r.tbl, r.kind), ())
+ ORDER BY grouping(r.tbl) DESC, 4 DESC;
+SELECT lo, hi, secs FROM w \gset
+\i :projection
+SQL
