@@ -141,13 +141,16 @@ def format_summary(s: RunSummary) -> str:
     return "\n".join(lines)
 
 
-def _meta_text(meta: dict[str, Any], width: int = 60) -> str:
-    parts = []
-    for k, v in meta.items():
-        if k in ("argv",):
-            continue
-        parts.append(f"{k}={v if isinstance(v, str) else json.dumps(v)}")
-    out = " ".join(parts)
+_META_LAST = ("clients", "scale", "pgbench")   # bench's own keys, after the user's
+_META_HIDDEN = ("tool", "argv")
+
+
+def _meta_text(meta: dict[str, Any], width: int = 80) -> str:
+    """The meta of a run in one line: the user's keys first, then bench's."""
+    keys = [k for k in meta if k not in _META_LAST and k not in _META_HIDDEN]
+    keys += [k for k in _META_LAST if k in meta]
+    out = " ".join(f"{k}={meta[k] if isinstance(meta[k], str) else json.dumps(meta[k])}"
+                   for k in keys)
     return out if len(out) <= width else out[:width - 3] + "..."
 
 

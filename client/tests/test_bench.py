@@ -1,0 +1,136 @@
+"""pg-chronicle bench, runs and compare against a real server, the numbers
+checked against the pgbench logs read here (not by the extension)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import pathlib
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from conftest import CLIENT_DIR, Server, cli, wait_for
+
+from pg_chronicle import summary
+from pg_chronicle.db import connect
+
+
+@dataclasses.dataclass
+class LogReading:
+    """pgbench's per-transaction logs, read by the test: the reference."""
+    n: int
+    first_start: float       # epoch seconds of the first transaction's start
+    last_end: float
+    latencies_us: list[int]
+
+    @property
+    def tps(self) -> float:
+        return self.n / (self.last_end - self.first_start)
+
+    def percentile_ms(self, p: float) -> float:
+        """Nearest rank: the ceil(p * n)-th smallest."""
+        lat = sorted(self.latencies_us)
+        return lat[max(math.ceil(p * len(lat)), 1) - 1] / 1000.0
+
+
+def read_logs(logdir: pathlib.Path) -> LogReading:
+    n, starts, ends, lat = 0, [], [], []
+    for f in sorted(logdir.glob("pgbench_log.*")):
+        for line in f.read_text().splitlines(keepends=True):
+            if not line.endswith("\n"):
+                continue             # cut off by a signal: not a transaction
+            fields = line.split()
+            if fields[2] in ("skipped", "failed", "serialization", "deadlock", "other"):
+                continue
+            end = int(fields[4]) + int(fields[5]) / 1e6
+            us = int(fields[2])
+            n += 1
+            ends.append(end)
+            starts.append(end - us / 1e6)
+            lat.append(us)
+    return LogReading(n=n, first_start=min(starts), last_end=max(ends), latencies_us=lat)
+
+
+@dataclasses.dataclass
+class BenchRun:
+    label: str
+    logdir: pathlib.Path
+    proc: subprocess.CompletedProcess[str]
+
+
+@pytest.fixture(scope="module")
+def two_runs(server: Server, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[BenchRun, BenchRun]]:
+    runs = []
+    for label, clients in (("t-a", "2"), ("t-b", "4")):
+        logdir = tmp_path_factory.mktemp(label)
+        p = cli(server, "bench", "--label", label, "--meta", "purpose=test",
+                "--keep-logs", str(logdir), "--", "-c", clients, "-j", "2", "-T", "3", "-P", "1",
+                check=True)
+        runs.append(BenchRun(label, logdir, p))
+    yield runs[0], runs[1]
+
+
+def test_bench_summary_matches_the_logs(server: Server, two_runs: tuple[BenchRun, BenchRun]) -> None:
+    for run in two_runs:
+        ref = read_logs(run.logdir)
+        assert ref.n > 0
+        with connect(server.conninfo) as conn:
+            s = summary.collect(conn, run.label)
+            meta = conn.execute("SELECT meta FROM chronicle.run WHERE label = %s",
+                                (run.label,)).fetchone()[0]
+        assert s.ended is not None, "the run is closed"
+        assert s.transactions == ref.n
+        assert s.basis == "transactions"
+        assert s.tps == pytest.approx(ref.tps, rel=1e-6)
+        assert s.latency_p50_ms == pytest.approx(ref.percentile_ms(0.5))
+        assert s.latency_p99_ms == pytest.approx(ref.percentile_ms(0.99))
+        assert s.latency_max_ms == pytest.approx(max(ref.latencies_us) / 1000.0)
+        # the window covers every transaction
+        assert s.started.timestamp() <= ref.first_start
+        assert s.ended.timestamp() >= ref.last_end
+        # what was printed is what was computed
+        out = run.proc.stdout
+        assert f"{ref.n:,} transactions" in out
+        assert f"p50 {summary.ms(ref.percentile_ms(0.5))}" in out
+        assert f"p99 {summary.ms(ref.percentile_ms(0.99))}" in out
+        assert f"max {summary.ms(max(ref.latencies_us) / 1000.0)}" in out
+        assert "WAL " in out and "per transaction" in out
+        assert "top waits" in out
+        # meta: the command line, the clients, the scale, --meta
+        assert meta["clients"] == (2 if run.label == "t-a" else 4)
+        assert meta["scale"] == 1
+        assert meta["purpose"] == "test"
+        assert meta["pgbench"].startswith("pgbench -c ")
+
+
+def test_bench_wal_per_transaction(server: Server, two_runs: tuple[BenchRun, BenchRun]) -> None:
+    """WAL per transaction: the run's WAL (pg_stat_wal deltas) over pgbench's
+    transactions; independent reading: the WAL positions are not kept, so
+    compare with the recorded wal_history over the run's window."""
+    run = two_runs[0]
+    ref = read_logs(run.logdir)
+    with connect(server.conninfo) as conn:
+        s = summary.collect(conn, run.label)
+        total = conn.execute(
+            "SELECT sum(wal_bytes)::float8 FROM chronicle.wal_totals("
+            "(SELECT started FROM chronicle.run WHERE label = %s),"
+            "(SELECT ended FROM chronicle.run WHERE label = %s))", (run.label, run.label)).fetchone()[0]
+    assert total is not None and total > 0
+    assert s.wal_bytes_per_transaction == pytest.approx(total / ref.n, rel=1e-9)
+
+
+def test_runs_lists_both(server: Server, two_runs: tuple[BenchRun, BenchRun]) -> None:
+    p = cli(server, "runs", check=True)
+    lines = p.stdout.splitlines()
+    assert lines[0].split() == ["label", "started", "ended", "duration", "meta"]
+    labels = [ln.split()[0] for ln in lines[2:]]
+    assert labels.index("t-a") < labels.index("t-b")
+    row = next(ln for ln in lines if ln.startswith("t-a "))
+    assert "clients=2" in row and "purpose=test" in row
