@@ -31,7 +31,8 @@ OBJS = \
 	src/source_waits.o \
 	src/source_buffers.o \
 	src/deltas.o \
-	src/runs.o
+	src/runs.o \
+	src/environment.o
 
 # The install script is built from the pieces in src/sql, in name order.
 DATA_built = $(EXTENSION)--$(EXTVERSION).sql

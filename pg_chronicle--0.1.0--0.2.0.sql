@@ -2427,3 +2427,97 @@ BEGIN
 	END LOOP;
 END;
 $$;
+
+-- ---------------------------------------------------------------------
+-- See it (issue 13): runs keep every setting (those at their default too)
+-- and their environment (src/environment.c); compare_environment().
+-- ---------------------------------------------------------------------
+
+ALTER TABLE chronicle.run ADD COLUMN environment jsonb NOT NULL DEFAULT '{}';
+COMMENT ON TABLE chronicle.run IS
+	'Benchmark runs: a labelled time range with its metadata, settings, server version and environment';
+
+-- _run_open() takes the environment: dropped and created again.
+DROP FUNCTION chronicle._run_open(text, jsonb, text[], text[]);
+
+-- The writing half of run_begin, run by its owner only (src/runs.c): the
+-- settings (names and values) were read from pg_settings with the caller's
+-- rights; their passwords are redacted here.  The environment too was read
+-- as the caller (src/environment.c).
+CREATE FUNCTION chronicle._run_open(label text, meta jsonb, names text[], vals text[],
+                                    environment jsonb)
+RETURNS chronicle.run
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	r chronicle.run;
+BEGIN
+	PERFORM chronicle._check_label('chronicle.run_begin', label, meta);
+	-- Serialise run_begin calls, so that two sessions cannot both open one.
+	LOCK TABLE chronicle.run IN SHARE ROW EXCLUSIVE MODE;
+	SELECT * INTO r FROM chronicle.run o WHERE o.ended IS NULL;
+	IF FOUND THEN
+		RAISE EXCEPTION 'chronicle.run_begin: run "%" is still open', r.label
+			USING ERRCODE = 'object_in_use',
+			      HINT = 'End it first with SELECT chronicle.run_end();';
+	END IF;
+	INSERT INTO chronicle.run (label, started, meta, settings, server_version, environment)
+	VALUES (label, clock_timestamp(), meta,
+	        (SELECT coalesce(jsonb_object_agg(u.n, chronicle._redact_setting(u.n, u.v) ORDER BY u.n), '{}')
+	           FROM unnest(names, vals) AS u(n, v)),
+	        current_setting('server_version'), coalesce(environment, '{}'))
+	RETURNING * INTO r;
+	RETURN r;
+END;
+$$;
+
+COMMENT ON FUNCTION chronicle.run_begin(text, jsonb) IS
+	'Opens a labelled benchmark run now, remembering the server version, the settings the caller may read (passwords redacted) and the environment (build, OS, CPU, devices)';
+
+COMMENT ON FUNCTION chronicle.compare_settings(text, text) IS
+	'Settings (at the start of each run) that differ between two runs, and the server version if it differs';
+
+-- The environment that differs between two runs: the nested keys of
+-- chronicle.run.environment as dotted names ('device.pg_wal.scheduler'), a
+-- key one run has and the other has not with NULL on that side.  A run
+-- without an environment (labelled after the fact, or opened by 0.1.0) has
+-- '{}': every key of the other is listed.
+CREATE FUNCTION chronicle.compare_environment(a text, b text)
+RETURNS TABLE (name text, value_a text, value_b text)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+BEGIN
+	PERFORM chronicle.run_window(a);	-- NULL and unknown-run errors
+	PERFORM chronicle.run_window(b);
+	RETURN QUERY
+	WITH RECURSIVE r AS (
+		SELECT 'a' AS side, r.environment AS env FROM chronicle.run r WHERE r.label = compare_environment.a
+		UNION ALL
+		SELECT 'b', r.environment FROM chronicle.run r WHERE r.label = compare_environment.b
+	), flat(side, key, value) AS (
+		SELECT r.side, e.key, e.value FROM r, jsonb_each(r.env) e
+		UNION ALL
+		SELECT f.side, f.key || '.' || e.key, e.value
+		  FROM flat f, jsonb_each(f.value) e
+		 WHERE jsonb_typeof(f.value) = 'object'
+	), leaf AS (
+		SELECT f.side, f.key, f.value #>> '{}' AS value
+		  FROM flat f WHERE jsonb_typeof(f.value) <> 'object'
+	)
+	SELECT coalesce(la.key, lb.key), la.value, lb.value
+	  FROM (SELECT * FROM leaf WHERE side = 'a') la
+	  FULL JOIN (SELECT * FROM leaf WHERE side = 'b') lb ON la.key = lb.key
+	 WHERE la.value IS DISTINCT FROM lb.value
+	 ORDER BY 1;
+END;
+$$;
+
+COMMENT ON FUNCTION chronicle.compare_environment(text, text) IS
+	'The environment (build, kernel, CPU, memory, cpufreq, huge pages, devices of the data directory and pg_wal) that differs between two runs, by dotted name';
+
+REVOKE ALL ON FUNCTION chronicle._run_open(text, jsonb, text[], text[], jsonb) FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle.compare_environment(text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION chronicle.compare_environment(text, text) TO pg_monitor, pg_read_all_stats;

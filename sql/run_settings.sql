@@ -25,7 +25,7 @@ SELECT count(*) AS unreadable
  WHERE r.label = 'bench run'
    AND NOT EXISTS (SELECT FROM pg_settings s WHERE s.name = k);
 -- The writing half is not the caller's: settings cannot be forged.
-SELECT chronicle._run_open('forged', '{}', '{primary_conninfo}', '{x}');
+SELECT chronicle._run_open('forged', '{}', '{primary_conninfo}', '{x}', '{}');
 RESET ROLE;
 
 -- Redaction: conninfo passwords quoted or not, URIs, secret-named settings.

@@ -30,9 +30,11 @@
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "utils/datum.h"
+#include "utils/fmgrprotos.h"
 #include "utils/syscache.h"
 
 #include "pg_chronicle.h"
+#include "environment.h"
 
 PG_FUNCTION_INFO_V1(chronicle_run_begin);
 
@@ -54,9 +56,9 @@ function_owner(Oid fn_oid)
 Datum
 chronicle_run_begin(PG_FUNCTION_ARGS)
 {
-	Oid			argtypes[4] = {TEXTOID, JSONBOID, TEXTARRAYOID, TEXTARRAYOID};
-	Datum		args[4];
-	char		argnulls[4] = {' ', ' ', ' ', ' '};
+	Oid			argtypes[5] = {TEXTOID, JSONBOID, TEXTARRAYOID, TEXTARRAYOID, JSONBOID};
+	Datum		args[5];
+	char		argnulls[5] = {' ', ' ', ' ', ' ', ' '};
 	Datum		run;
 	bool		isnull;
 	Oid			save_userid;
@@ -67,15 +69,20 @@ chronicle_run_begin(PG_FUNCTION_ARGS)
 		elog(ERROR, "SPI_connect failed");
 
 	/*
-	 * The settings, as the caller: those not at their built-in default,
-	 * but for what only this session set (client, session), which says
-	 * nothing about the server being measured.  pg_catalog only, so the
-	 * caller needs no right on anything of the extension's.
+	 * The settings, as the caller: all of them, those at their built-in
+	 * default too (data_checksums, debug_assertions, block_size, io_method
+	 * tell two servers apart as much as any configured one), but for what
+	 * only this session set or is (client, session; override: the
+	 * transaction's isolation, the paths of the configuration files; the
+	 * role), which says nothing about the server being measured.
+	 * pg_catalog only, so the caller needs no right on anything of the
+	 * extension's.
 	 */
 	ret = SPI_execute("SELECT pg_catalog.array_agg(s.name ORDER BY s.name),"
 					  " pg_catalog.array_agg(pg_catalog.current_setting(s.name) ORDER BY s.name)"
 					  " FROM pg_catalog.pg_settings s"
-					  " WHERE s.source NOT IN ('default', 'override', 'client', 'session')",
+					  " WHERE s.source NOT IN ('override', 'client', 'session')"
+					  "   AND s.name NOT IN ('is_superuser', 'session_authorization', 'role')",
 					  true, 1);
 	if (ret != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "could not read the settings: %s", SPI_result_code_string(ret));
@@ -87,6 +94,9 @@ chronicle_run_begin(PG_FUNCTION_ARGS)
 		args[2 + i] = isnull ? (Datum) 0 : datumCopy(d, false, -1);
 		argnulls[2 + i] = isnull ? 'n' : ' ';
 	}
+
+	/* The environment, as the caller: its rights decide what it holds. */
+	args[4] = DirectFunctionCall1(jsonb_in, CStringGetDatum(chronicle_environment_json()));
 
 	/*
 	 * The run, as the owner.  An error on the way restores the caller's
@@ -100,8 +110,8 @@ chronicle_run_begin(PG_FUNCTION_ARGS)
 	GetUserIdAndSecContext(&save_userid, &save_sec_context);
 	SetUserIdAndSecContext(function_owner(fcinfo->flinfo->fn_oid),
 						   save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
-	ret = SPI_execute_with_args("SELECT chronicle._run_open($1, $2, $3, $4)",
-								4, argtypes, args, argnulls, false, 1);
+	ret = SPI_execute_with_args("SELECT chronicle._run_open($1, $2, $3, $4, $5)",
+								5, argtypes, args, argnulls, false, 1);
 	SetUserIdAndSecContext(save_userid, save_sec_context);
 	if (ret != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "could not open the run: %s", SPI_result_code_string(ret));

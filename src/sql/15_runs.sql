@@ -7,9 +7,10 @@ CREATE TABLE chronicle.run (
 	started        timestamptz NOT NULL,
 	ended          timestamptz,            -- NULL while the run is open
 	meta           jsonb NOT NULL DEFAULT '{}',
-	settings       jsonb NOT NULL DEFAULT '{}',   -- non-default settings at the start
+	settings       jsonb NOT NULL DEFAULT '{}',   -- settings at the start
 	server_version text,
+	environment    jsonb NOT NULL DEFAULT '{}',   -- build, OS, CPU, devices (src/environment.c)
 	CHECK (ended IS NULL OR ended >= started)
 );
 COMMENT ON TABLE chronicle.run IS
-	'Benchmark runs: a labelled time range with its metadata, non-default settings and server version';
+	'Benchmark runs: a labelled time range with its metadata, settings, server version and environment';

@@ -12,9 +12,14 @@
 
 -- The settings a run remembers (read by run_begin, src/runs.c): everything
 -- pg_settings shows its caller (so no GUC_SUPERUSER_ONLY setting without
--- pg_read_all_settings, no GUC_NO_SHOW_ALL one) not at its built-in
--- default, except what only the calling session set (client, session),
--- which says nothing about the server being measured.
+-- pg_read_all_settings, no GUC_NO_SHOW_ALL one), those at their built-in
+-- default too (data_checksums, debug_assertions, io_method, block_size),
+-- except what only the calling session set or is (sources client, session
+-- and override; is_superuser, role), which says nothing about the server
+-- being measured.  Runs opened by 0.1.0 kept only the non-default ones.
+-- With them, the environment (src/environment.c): build, kernel, CPU,
+-- memory, cpufreq, transparent huge pages, the devices and filesystems of
+-- the data directory and pg_wal.
 --
 -- A setting's value as a run may keep it, readable by every monitoring
 -- role for as long as the run is kept: never a password.  Settings whose
@@ -65,8 +70,10 @@ $$;
 
 -- The writing half of run_begin, run by its owner only (src/runs.c): the
 -- settings (names and values) were read from pg_settings with the caller's
--- rights; their passwords are redacted here.
-CREATE FUNCTION chronicle._run_open(label text, meta jsonb, names text[], vals text[])
+-- rights; their passwords are redacted here.  The environment too was read
+-- as the caller (src/environment.c).
+CREATE FUNCTION chronicle._run_open(label text, meta jsonb, names text[], vals text[],
+                                    environment jsonb)
 RETURNS chronicle.run
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -83,11 +90,11 @@ BEGIN
 			USING ERRCODE = 'object_in_use',
 			      HINT = 'End it first with SELECT chronicle.run_end();';
 	END IF;
-	INSERT INTO chronicle.run (label, started, meta, settings, server_version)
+	INSERT INTO chronicle.run (label, started, meta, settings, server_version, environment)
 	VALUES (label, clock_timestamp(), meta,
 	        (SELECT coalesce(jsonb_object_agg(u.n, chronicle._redact_setting(u.n, u.v) ORDER BY u.n), '{}')
 	           FROM unnest(names, vals) AS u(n, v)),
-	        current_setting('server_version'))
+	        current_setting('server_version'), coalesce(environment, '{}'))
 	RETURNING * INTO r;
 	RETURN r;
 END;
@@ -100,7 +107,7 @@ SET search_path = pg_catalog, pg_temp
 AS 'MODULE_PATHNAME', 'chronicle_run_begin';
 
 COMMENT ON FUNCTION chronicle.run_begin(text, jsonb) IS
-	'Opens a labelled benchmark run now, remembering the server version and the non-default settings the caller may read (passwords redacted)';
+	'Opens a labelled benchmark run now, remembering the server version, the settings the caller may read (passwords redacted) and the environment (build, OS, CPU, devices)';
 
 CREATE FUNCTION chronicle.run_end(label text DEFAULT NULL)
 RETURNS chronicle.run
@@ -321,11 +328,51 @@ AS $$
 $$;
 
 COMMENT ON FUNCTION chronicle.compare_settings(text, text) IS
-	'Settings (non-default at the start of each run) that differ between two runs, and the server version if it differs';
+	'Settings (at the start of each run) that differ between two runs, and the server version if it differs';
+
+-- The environment that differs between two runs: the nested keys of
+-- chronicle.run.environment as dotted names ('device.pg_wal.scheduler'), a
+-- key one run has and the other has not with NULL on that side.  A run
+-- without an environment (labelled after the fact, or opened by 0.1.0) has
+-- '{}': every key of the other is listed.
+CREATE FUNCTION chronicle.compare_environment(a text, b text)
+RETURNS TABLE (name text, value_a text, value_b text)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+BEGIN
+	PERFORM chronicle.run_window(a);	-- NULL and unknown-run errors
+	PERFORM chronicle.run_window(b);
+	RETURN QUERY
+	WITH RECURSIVE r AS (
+		SELECT 'a' AS side, r.environment AS env FROM chronicle.run r WHERE r.label = compare_environment.a
+		UNION ALL
+		SELECT 'b', r.environment FROM chronicle.run r WHERE r.label = compare_environment.b
+	), flat(side, key, value) AS (
+		SELECT r.side, e.key, e.value FROM r, jsonb_each(r.env) e
+		UNION ALL
+		SELECT f.side, f.key || '.' || e.key, e.value
+		  FROM flat f, jsonb_each(f.value) e
+		 WHERE jsonb_typeof(f.value) = 'object'
+	), leaf AS (
+		SELECT f.side, f.key, f.value #>> '{}' AS value
+		  FROM flat f WHERE jsonb_typeof(f.value) <> 'object'
+	)
+	SELECT coalesce(la.key, lb.key), la.value, lb.value
+	  FROM (SELECT * FROM leaf WHERE side = 'a') la
+	  FULL JOIN (SELECT * FROM leaf WHERE side = 'b') lb ON la.key = lb.key
+	 WHERE la.value IS DISTINCT FROM lb.value
+	 ORDER BY 1;
+END;
+$$;
+
+COMMENT ON FUNCTION chronicle.compare_environment(text, text) IS
+	'The environment (build, kernel, CPU, memory, cpufreq, huge pages, devices of the data directory and pg_wal) that differs between two runs, by dotted name';
 
 REVOKE ALL ON FUNCTION chronicle._redact_setting(text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION chronicle._redact_setting(text, text) TO pg_monitor, pg_read_all_stats;
-REVOKE ALL ON FUNCTION chronicle._run_open(text, jsonb, text[], text[]) FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle._run_open(text, jsonb, text[], text[], jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle._check_label(text, text, jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle.run_begin(text, jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle.run_end(text) FROM PUBLIC;
@@ -335,6 +382,7 @@ REVOKE ALL ON FUNCTION chronicle.summary(timestamptz, timestamptz, integer) FROM
 REVOKE ALL ON FUNCTION chronicle.run_summary(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle.compare_runs(text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle.compare_settings(text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle.compare_environment(text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION chronicle._check_label(text, text, jsonb) TO pg_monitor;
 GRANT EXECUTE ON FUNCTION chronicle.run_begin(text, jsonb) TO pg_monitor;
 GRANT EXECUTE ON FUNCTION chronicle.run_end(text) TO pg_monitor;
@@ -344,3 +392,4 @@ GRANT EXECUTE ON FUNCTION chronicle.summary(timestamptz, timestamptz, integer) T
 GRANT EXECUTE ON FUNCTION chronicle.run_summary(text) TO pg_monitor, pg_read_all_stats;
 GRANT EXECUTE ON FUNCTION chronicle.compare_runs(text, text) TO pg_monitor, pg_read_all_stats;
 GRANT EXECUTE ON FUNCTION chronicle.compare_settings(text, text) TO pg_monitor, pg_read_all_stats;
+GRANT EXECUTE ON FUNCTION chronicle.compare_environment(text, text) TO pg_monitor, pg_read_all_stats;
