@@ -74,8 +74,6 @@ def _parser() -> argparse.ArgumentParser:
                        help="load profile, settings and environment of two runs")
     c.add_argument("a", metavar="A")
     c.add_argument("b", metavar="B")
-    c.add_argument("--threshold", type=float, default=0.10, metavar="FRACTION",
-                   help="mark ratios differing from 1 by more than this (default 0.10)")
     return p
 
 
@@ -97,14 +95,14 @@ def write_report(conninfo: str | None, run: str, vs: str | None, from_ts: str | 
                  to_ts: str | None, outdir: pathlib.Path) -> pathlib.Path:
     """Checks the runs and the window, then has pg_chronicle.report write."""
     from pg_chronicle import db
-    try:
-        from pg_chronicle.report import write_report as _write
-    except ImportError as exc:
-        raise ClientError(f"the report module is not available: {exc}") from exc
     with connect(conninfo) as conn:
         db.run_window(conn, run, from_ts, to_ts)
         if vs is not None:
             db.run_window(conn, vs)
+        try:
+            from pg_chronicle.report import write_report as _write
+        except ImportError as exc:
+            raise ClientError(f"the report module is not available: {exc}") from exc
         with db.translated():
             return _write(conn, run, vs, from_ts, to_ts, outdir)
 
@@ -133,13 +131,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "compare":
             from pg_chronicle import compare
             with connect(conninfo) as conn:
-                print(compare.compare_text(conn, args.a, args.b, args.threshold))
+                print(compare.compare_text(conn, args.a, args.b))
             return 0
     except ClientError as exc:
         print(f"pg-chronicle: {exc.message}", file=sys.stderr)
         return exc.exit_code
     except BrokenPipeError:
         return 0
+    except OSError as exc:          # a report folder that cannot be written, ...
+        print(f"pg-chronicle: {exc}", file=sys.stderr)
+        return EXIT_ERROR
     raise AssertionError(f"unhandled command {args.command}")
 
 

@@ -134,3 +134,51 @@ def test_runs_lists_both(server: Server, two_runs: tuple[BenchRun, BenchRun]) ->
     assert labels.index("t-a") < labels.index("t-b")
     row = next(ln for ln in lines if ln.startswith("t-a "))
     assert "clients=2" in row and "purpose=test" in row
+
+
+def _log_lines(logdir: pathlib.Path) -> int:
+    n = 0
+    for f in logdir.glob("pgbench_log.*"):
+        n += f.read_bytes().count(b"\n")
+    return n
+
+
+@pytest.mark.parametrize("whom", ["process", "group"])
+def test_ctrl_c_closes_the_run_and_keeps_the_logs(server: Server, tmp_path: pathlib.Path,
+                                                  whom: str) -> None:
+    """SIGINT to pg-chronicle alone (forwarded to pgbench), or to the whole
+    process group as a terminal's Ctrl-C: exit 130, the run ended, every
+    whole line pgbench wrote loaded."""
+    label = f"t-int-{whom}"
+    env = server.env()
+    env["PYTHONPATH"] = str(CLIENT_DIR)
+    proc = subprocess.Popen([sys.executable, "-m", "pg_chronicle", "bench", "--label", label,
+                             "--keep-logs", str(tmp_path), "--", "-c", "2", "-T", "600"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        # pgbench writes its log through stdio buffers: wait until a few
+        # thousand lines reached the files
+        wait_for(lambda: _log_lines(tmp_path) > 2000 or proc.poll() is not None,
+                 "pgbench's log", timeout=120)
+        assert proc.poll() is None, proc.communicate()
+        if whom == "process":
+            proc.send_signal(signal.SIGINT)
+        else:
+            os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130, (out, err)
+    assert "Traceback" not in err
+    ref = read_logs(tmp_path)
+    assert ref.n > 0
+    row = server.psql(
+        "SELECT r.ended IS NOT NULL, r.ended - r.started < interval '5 min', "
+        f"(SELECT count(*) FROM chronicle.app_transaction t WHERE t.run_id = r.run_id AND t.status = 'ok') "
+        f"FROM chronicle.run r WHERE r.label = '{label}'")
+    assert row == f"t|t|{ref.n}"
+    assert f"{ref.n:,} transactions" in out
+    assert "(interrupted)" in err
