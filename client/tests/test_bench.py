@@ -259,3 +259,16 @@ def test_bench_with_report(server: Server, two_runs: tuple[BenchRun, BenchRun],
             "--", "-c", "2", "-T", "2", check=True)
     assert p.stdout.splitlines()[-1] == f"report: {tmp_path / 'index.html'}"
     assert (tmp_path / "index.html").exists()
+
+
+def test_bench_passes_its_connection_to_pgbench(server: Server) -> None:
+    """-d alone says where to go: pgbench gets it as PG* variables, over
+    wrong ones in the environment."""
+    env = server.env()
+    for k in ("PGHOST", "PGDATABASE", "PGUSER"):
+        env.pop(k)
+    env["PGPORT"] = "1"
+    p = cli(server, "bench", "-d", server.conninfo, "--label", "t-conninfo", "--",
+            "-c", "1", "-T", "1", env=env, check=True)
+    assert "no log loaded" not in p.stdout
+    assert int(server.psql("SELECT transactions FROM chronicle.app_summary('t-conninfo')")) > 0
