@@ -44,15 +44,16 @@ def translate(exc: psycopg.Error) -> ClientError:
     with the server's hint when it gave one."""
     diag = getattr(exc, "diag", None)
     primary = diag.message_primary if diag is not None else None
-    if isinstance(exc, pgerrors.InvalidSchemaName) or (
-        isinstance(exc, pgerrors.UndefinedFunction)
-        and primary is not None and "chronicle." in primary
-    ):
+    if isinstance(exc, pgerrors.InvalidSchemaName):
         return ClientError(
-            "this database has no pg_chronicle extension (or an older version): "
-            + (primary or _first_line(str(exc)))
+            "this database has no pg_chronicle extension: " + (primary or _first_line(str(exc)))
             + "; connect to the database named by chronicle.database, "
             "where CREATE EXTENSION pg_chronicle was run")
+    if (isinstance(exc, pgerrors.UndefinedFunction)
+            and primary is not None and "chronicle." in primary):
+        return ClientError(
+            f"{primary}: the pg_chronicle extension of this database is older than "
+            "the client (ALTER EXTENSION pg_chronicle UPDATE)")
     if primary is None:
         # libpq's own errors (connection refused, bad conninfo): no diag
         msg = _first_line(str(exc))

@@ -100,6 +100,10 @@ def ms(value: float | None) -> str:
     return "-" if value is None else f"{text.num(value)} ms"
 
 
+def _count(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.0f}"
+
+
 def format_summary(s: RunSummary) -> str:
     """The summary as printed by bench: one screen, most important first."""
     g = s.server.get
@@ -121,7 +125,7 @@ def format_summary(s: RunSummary) -> str:
         lines.append("  pgbench     no log loaded")
     per = "transaction" if s.transactions > 0 else "commit"
     lines.append(f"  server      {text.num(g('commits_per_s'))} commits/s, "
-                 f"hit ratio {text.pct(g('hit_ratio'))}, {text.num(g('checkpoints'))} checkpoints")
+                 f"hit ratio {text.pct(g('hit_ratio'))}, {_count(g('checkpoints'))} checkpoints")
     lines.append(f"  WAL         {text.nbytes(s.wal_bytes_per_transaction)} per {per}, "
                  f"{text.num(s.wal_fpi_per_transaction)} full-page images per {per}, "
                  f"{text.nbytes(g('wal_bytes_per_s'), '/s')}")

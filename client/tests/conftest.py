@@ -123,11 +123,12 @@ fsync = off
             shutil.rmtree(top, ignore_errors=True)
 
 
-def cli(srv: Server, *args: str, timeout: float = 300,
-        check: bool = False) -> subprocess.CompletedProcess[str]:
+def cli(srv: Server, *args: str, timeout: float = 300, check: bool = False,
+        env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """Runs the pg-chronicle command (python3 -m pg_chronicle, from the
-    checkout, as an installed console script would run) against srv."""
-    env = srv.env()
+    checkout, as an installed console script would run) against srv, in
+    srv.env() unless env is given."""
+    env = dict(srv.env() if env is None else env)
     env["PYTHONPATH"] = str(CLIENT_DIR) + (":" + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     p = subprocess.run([sys.executable, "-m", "pg_chronicle", *args], env=env, text=True,
                        capture_output=True, timeout=timeout)

@@ -182,3 +182,93 @@ def test_ctrl_c_closes_the_run_and_keeps_the_logs(server: Server, tmp_path: path
     assert row == f"t|t|{ref.n}"
     assert f"{ref.n:,} transactions" in out
     assert "(interrupted)" in err
+
+
+def _nonblank_png(path: pathlib.Path) -> bool:
+    data = path.read_bytes()
+    return data.startswith(b"\x89PNG") and len(data) > 2000
+
+
+def test_report_of_a_run_and_of_two(server: Server, two_runs: tuple[BenchRun, BenchRun],
+                                    tmp_path: pathlib.Path) -> None:
+    a, b = two_runs
+    p = cli(server, "report", a.label, "-o", str(tmp_path / "one"), check=True)
+    assert p.stdout.strip() == str(tmp_path / "one" / "index.html")
+    html = (tmp_path / "one" / "index.html").read_text()
+    assert a.label in html and "<script" in html
+    pngs = sorted((tmp_path / "one").glob("*.png"))
+    assert pngs and all(_nonblank_png(f) for f in pngs)
+    assert {f.stem for f in pngs} == {f.stem for f in (tmp_path / "one").glob("*.svg")}
+
+    p = cli(server, "report", b.label, "--vs", a.label, "-o", str(tmp_path / "two"), check=True)
+    html = (tmp_path / "two" / "index.html").read_text()
+    assert a.label in html and b.label in html
+
+
+def test_compare_in_the_terminal(server: Server, two_runs: tuple[BenchRun, BenchRun]) -> None:
+    a, b = two_runs
+    p = cli(server, "compare", a.label, b.label, check=True)
+    out = p.stdout
+    assert out.startswith(f"load profile: A = {a.label}, B = {b.label}")
+    with connect(server.conninfo) as conn:
+        prof = conn.execute("SELECT metric, ratio, marked FROM chronicle.compare_load_profile(%s, %s)",
+                            (a.label, b.label)).fetchall()
+        settings = conn.execute("SELECT name FROM chronicle.compare_settings(%s, %s)",
+                                (a.label, b.label)).fetchall()
+    lines = out.splitlines()
+    header = lines[1].split()
+    assert header[0] == "metric" and "B/A" in header
+    for metric, ratio, marked in prof:
+        row = next(ln for ln in lines if ln.split() and ln.split()[0] == metric)
+        if ratio is not None:
+            assert f"{ratio:.2f}" in row
+        assert row.rstrip().endswith("*") == bool(marked), row
+    if settings:
+        assert "settings that differ:" in out
+        for (name,) in settings:
+            assert any(ln.startswith(name + " ") for ln in lines), name
+    else:
+        assert "settings: no difference" in out
+    assert "environment" in out
+
+
+def test_summary_of_a_run_without_a_pgbench_log(server: Server) -> None:
+    """A run opened by SQL around a load pgbench logs nothing of: the
+    summary says so and counts WAL per server commit (its report:
+    test_report.py)."""
+    server.psql("SELECT chronicle.run_begin('t-nolog')")
+    subprocess.run([str(server.bindir / "pgbench"), "-c", "2", "-T", "2"], env=server.env(),
+                   check=True, capture_output=True)
+    t = server.psql("SELECT clock_timestamp()")
+    wait_for(lambda: server.psql(f"SELECT count(*) FROM chronicle.snapshot WHERE ts > '{t}'") != "0",
+             "a snapshot after the load")
+    server.psql("SELECT chronicle.run_end('t-nolog')")
+    with connect(server.conninfo) as conn:
+        s = summary.collect(conn, "t-nolog")
+    assert s.transactions == 0 and s.tps is None
+    assert s.wal_bytes_per_transaction == s.server["wal_bytes_per_commit"]
+    assert s.wal_bytes_per_transaction is not None and s.wal_bytes_per_transaction > 0
+    out = summary.format_summary(s)
+    assert "no log loaded" in out and "per commit" in out
+
+
+def test_bench_with_report(server: Server, two_runs: tuple[BenchRun, BenchRun],
+                           tmp_path: pathlib.Path) -> None:
+    a = two_runs[0]
+    p = cli(server, "bench", "--label", "t-rep", "--report", str(tmp_path), "--vs", a.label,
+            "--", "-c", "2", "-T", "2", check=True)
+    assert p.stdout.splitlines()[-1] == f"report: {tmp_path / 'index.html'}"
+    assert (tmp_path / "index.html").exists()
+
+
+def test_bench_passes_its_connection_to_pgbench(server: Server) -> None:
+    """-d alone says where to go: pgbench gets it as PG* variables, over
+    wrong ones in the environment."""
+    env = server.env()
+    for k in ("PGHOST", "PGDATABASE", "PGUSER"):
+        env.pop(k)
+    env["PGPORT"] = "1"
+    p = cli(server, "bench", "-d", server.conninfo, "--label", "t-conninfo", "--",
+            "-c", "1", "-T", "1", env=env, check=True)
+    assert "no log loaded" not in p.stdout
+    assert int(server.psql("SELECT transactions FROM chronicle.app_summary('t-conninfo')")) > 0
