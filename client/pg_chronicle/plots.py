@@ -8,6 +8,8 @@ visible); stacked charts are drawn at full resolution.
 from __future__ import annotations
 
 import math
+import multiprocessing
+import os
 import pathlib
 from datetime import datetime, timezone
 
@@ -83,8 +85,10 @@ def _draw_chart(ax, chart: dict, meta: dict) -> None:
         for i, s in enumerate(series):
             lower = list(acc)
             acc = [a + (v or 0.0) for a, v in zip(acc, s["values"])]
+            # every interval drawn; in the SVG as pixels when there are more
+            # intervals than pixels (thousands of polygon vertices otherwise)
             ax.fill_between(xs, lower, acc, color=PALETTE[i % len(PALETTE)], alpha=0.8,
-                            linewidth=0, label=s["label"])
+                            linewidth=0, label=s["label"], rasterized=len(xs) > ENVELOPE_COLUMNS)
         ax.set_ylim(bottom=0)
     else:
         runs = list(dict.fromkeys(s["run"] for s in series))
@@ -178,20 +182,36 @@ def figure(panel: dict, meta: dict):
     return fig
 
 
-def write_all(meta: dict, panel_list: list[dict], outdir: pathlib.Path) -> list[pathlib.Path]:
-    """<panel id>.png and .svg for every panel; returns the files written."""
+def _write_panel(args) -> list[pathlib.Path]:
+    p, meta, outdir = args
+    fig = figure(p, meta)
+    written = []
+    try:
+        for ext in ("png", "svg"):
+            path = outdir / f"{p['id']}.{ext}"
+            fig.savefig(path, format=ext)
+            written.append(path)
+    finally:
+        plt.close(fig)
+    return written
+
+
+def write_all(meta: dict, panel_list: list[dict], outdir: pathlib.Path,
+              processes: int | None = None) -> list[pathlib.Path]:
+    """<panel id>.png and .svg for every panel; returns the files written.
+    The panels are drawn by one process per CPU (at most 4): matplotlib
+    renders in one thread, and most of a report's time is here."""
     slow = [(s0, s1) for p in panel_list for t in p["tables"] if t["id"] == "slowest.table"
             and t.get("x") for s0, s1 in zip(t["x_start"], t["x"])] if not meta.get("vs") else []
-    written = []
-    for p in panel_list:
-        if slow:
-            p = dict(p, charts=[dict(c, slow=slow) if c["kind"] == "time" else c for c in p["charts"]])
-        fig = figure(p, meta)
-        try:
-            for ext in ("png", "svg"):
-                path = outdir / f"{p['id']}.{ext}"
-                fig.savefig(path, format=ext)
-                written.append(path)
-        finally:
-            plt.close(fig)
-    return written
+    if slow:
+        panel_list = [dict(p, charts=[dict(c, slow=slow) if c["kind"] == "time" else c
+                                      for c in p["charts"]]) for p in panel_list]
+    # the biggest first, so that the processes finish together
+    work = sorted(((p, meta, outdir) for p in panel_list),
+                  key=lambda a: -sum(len(c["x"]) * len(c["series"]) for c in a[0]["charts"]))
+    n = processes or min(4, os.cpu_count() or 1)
+    if n > 1 and len(work) > 1:
+        ctx = multiprocessing.get_context("fork")
+        with ctx.Pool(n) as pool:
+            return [f for files in pool.map(_write_panel, work, chunksize=1) for f in files]
+    return [f for a in work for f in _write_panel(a)]

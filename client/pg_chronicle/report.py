@@ -10,6 +10,7 @@ SQL API), the page from html.py, the pictures from plots.py.
 from __future__ import annotations
 
 import pathlib
+import threading
 import time
 from datetime import datetime, timezone
 
@@ -19,22 +20,79 @@ from pg_chronicle import db, html, panels
 from pg_chronicle.db import ClientError
 
 
-def collect(conn: psycopg.Connection, w: panels.Window) -> list[dict]:
-    """Every panel of one window, in page order."""
-    tl = panels.timeline(conn, w)
+def _second_connection(conn: psycopg.Connection) -> psycopg.Connection | None:
+    """Another session to the same database (the same parameters and
+    password), or None when it cannot be had (then the queries run one after
+    the other)."""
+    try:
+        return psycopg.connect(conn.info.dsn, password=conn.info.password, autocommit=True,
+                               application_name="pg-chronicle report")
+    except psycopg.Error:
+        return None
+
+
+def _run_tasks(conn: psycopg.Connection, tasks: list) -> list:
+    """Runs tasks (functions of a connection) on conn and, when it can be
+    opened, a second session in a second thread: the pgbench percentiles of a
+    long run take seconds of one server core each.  Results in task order."""
+    conn2 = _second_connection(conn) if len(tasks) > 1 else None
+    if conn2 is None:
+        return [t(conn) for t in tasks]
+    results: list = [None] * len(tasks)
+    pending = list(enumerate(tasks))
+    lock = threading.Lock()
+    errors: list[BaseException] = []
+
+    def worker(c: psycopg.Connection) -> None:
+        while True:
+            with lock:
+                if not pending or errors:
+                    return
+                i, t = pending.pop(0)
+            try:
+                results[i] = t(c)
+            except BaseException as exc:      # re-raised in the caller's thread
+                with lock:
+                    errors.append(exc)
+                return
+
+    try:
+        th = threading.Thread(target=worker, args=(conn2,), daemon=True)
+        th.start()
+        worker(conn)
+        th.join()
+    finally:
+        conn2.close()
+    if errors:
+        raise errors[0]
+    return results
+
+
+PANELS = ["throughput", "slowest", "waits", "io", "wal", "buffers", "os", "statements",
+          "latency", "settings"]
+
+
+def collect(conn: psycopg.Connection, w: panels.Window, extra: dict | None = None) -> dict:
+    """Every panel of one window by id (page order: PANELS), and the results
+    of the extra tasks (functions of a connection) under their keys."""
+    tl = panels.server_series(conn, w)
     ckpt = panels.checkpoint_marks(conn, w)
-    return [
-        panels.throughput(conn, w, tl, ckpt),
-        panels.slowest(conn, w),
-        panels.waits(conn, w, tl),
-        panels.io(conn, w, tl, ckpt),
-        panels.wal(conn, w, ckpt),
-        panels.buffers(conn, w),
-        panels.os_panel(conn, w),
-        panels.statements(conn, w),
-        panels.latency_distribution(conn, w),
-        panels.settings_env(conn, w),
-    ]
+    # in the order they run: the slowest first (the pgbench log's per-interval
+    # and whole-run percentiles)
+    tasks = {
+        "throughput": lambda c: panels.throughput(c, w, tl, ckpt),
+        **(extra or {}),
+        "latency": lambda c: panels.latency_distribution(c, w),
+        "slowest": lambda c: panels.slowest(c, w),
+        "waits": lambda c: panels.waits(c, w, tl),
+        "io": lambda c: panels.io(c, w, tl, ckpt),
+        "wal": lambda c: panels.wal(c, w, ckpt),
+        "buffers": lambda c: panels.buffers(c, w),
+        "os": lambda c: panels.os_panel(c, w),
+        "statements": lambda c: panels.statements(c, w),
+        "settings": lambda c: panels.settings_env(c, w),
+    }
+    return dict(zip(tasks, _run_tasks(conn, list(tasks.values()))))
 
 
 def _window(conn, run: str, from_ts, to_ts) -> panels.Window:
@@ -120,15 +178,17 @@ def build(conn: psycopg.Connection, run: str, vs: str | None, from_ts, to_ts):
     """(meta, panels) of the report, without writing anything."""
     a = _window(conn, run, from_ts, to_ts)
     with db.translated():
-        pa = collect(conn, a)
+        ra = collect(conn, a, {"headline": lambda c: _headline(c, a)})
+        pa = [ra[k] for k in PANELS]
         meta = {"run": run, "vs": vs, "from": _ts(a.from_ts), "to": _ts(a.to_ts),
                 "intervals": len(a.ends), "server_version": a.server_version,
-                "generated": _ts(datetime.now(timezone.utc)), "headline": _headline(conn, a)}
+                "generated": _ts(datetime.now(timezone.utc)), "headline": ra["headline"]}
         if vs is None:
             return meta, pa, [a]
     b = _window(conn, vs, None, None)
     with db.translated():
-        pb = collect(conn, b)
+        rb = collect(conn, b)
+        pb = [rb[k] for k in PANELS]
         meta.update(vs_from=_ts(b.from_ts), vs_to=_ts(b.to_ts), vs_intervals=len(b.ends),
                     vs_server_version=b.server_version)
         return meta, _merge(pa, pb, a, b, conn), [a, b]

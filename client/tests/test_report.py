@@ -116,11 +116,15 @@ def test_comparison(server: Server, runs: report_runs.ReportRuns) -> None:
         for c in p["charts"]:
             if c["kind"] != "time":
                 continue
-            assert {s["run"] for s in c["series"]} == {runs.a, runs.b}, c["id"]
+            # keyed charts (I/O per backend type, devices) have the keys each run used
+            keyed = c["id"].startswith(("io.", "os.")) and c["id"] != "io.hit_ratio"
+            assert {s["run"] for s in c["series"]} <= {runs.a, runs.b}, c["id"]
+            if not keyed:
+                assert {s["run"] for s in c["series"]} == {runs.a, runs.b}, c["id"]
             assert c["x"][0] >= 0 and c["x"] == sorted(c["x"])
             for s in c["series"]:
                 assert len(s["values"]) == len(c["x"])
-                if not c["id"].startswith("io.") and not c["id"].startswith("os."):
+                if not keyed:
                     want = na if s["run"] == runs.a else nb
                     assert sum(v is not None for v in s["values"]) == want, (c["id"], s["label"])
     tps = next(c for c in panels["throughput"]["charts"] if c["id"] == "throughput.tps")
@@ -140,7 +144,8 @@ def test_pictures(runs: report_runs.ReportRuns) -> None:
         assert float(img[..., :3].std()) > 0.02, png
         root = ET.parse(svg).getroot()
         assert root.tag.endswith("svg")
-        assert len(list(root.iter())) > 50, svg
+        if p["empty"] is None:
+            assert len(list(root.iter())) > 50, svg
     for d in (runs.report_vs, runs.report_nolog):
         for p in report_runs.report_data(d / "index.html")["panels"]:
             assert (d / f"{p['id']}.png").stat().st_size > 0
