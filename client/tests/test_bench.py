@@ -219,7 +219,7 @@ def test_compare_in_the_terminal(server: Server, two_runs: tuple[BenchRun, Bench
     header = lines[1].split()
     assert header[0] == "metric" and "B/A" in header
     for metric, ratio, marked in prof:
-        row = next(ln for ln in lines if ln.split() and ln.split()[0] == metric)
+        row = next(ln for ln in lines if ln.startswith(metric + "  "))
         if ratio is not None:
             assert f"{ratio:.2f}" in row
         assert row.rstrip().endswith("*") == bool(marked), row
