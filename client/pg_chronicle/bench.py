@@ -36,8 +36,8 @@ import psycopg
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
-from pg_chronicle import summary, text
-from pg_chronicle.db import (EXIT_ERROR, EXIT_INTERRUPTED, ClientError, connect, query,
+from pg_chronicle import summary
+from pg_chronicle.db import (EXIT_ERROR, EXIT_INTERRUPTED, ClientError, connect,
                              query_one, translated)
 
 LOG_PREFIX = "pgbench_log"

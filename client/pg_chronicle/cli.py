@@ -112,7 +112,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(own)
     conninfo: str | None = getattr(args, "dbname", None)
     if pgbench_args and args.command != "bench":
-        print(f"pg-chronicle: '--' and arguments after it belong to bench only", file=sys.stderr)
+        print("pg-chronicle: '--' and arguments after it belong to bench only", file=sys.stderr)
         return EXIT_ERROR
     try:
         if args.command == "bench":

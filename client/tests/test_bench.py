@@ -7,11 +7,9 @@ import dataclasses
 import math
 import os
 import pathlib
-import re
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 
 import pytest
