@@ -192,7 +192,11 @@ is_deeply($menv, \%wo, 'everything else is kept for that role');
 
 my %set = map { split /\|/, $_, 2 } split /\n/, $node->safe_psql('postgres',
 	"SELECT e.key || '|' || e.value FROM chronicle.run r, jsonb_each_text(r.settings) e WHERE r.label = 'super'");
-for my $name (qw(data_checksums debug_assertions io_method block_size wal_segment_size huge_pages_status))
+# (io_method is new in 18)
+for my $name (split /\n/, $node->safe_psql('postgres', q{
+	SELECT name FROM pg_settings
+	 WHERE name IN ('data_checksums', 'debug_assertions', 'io_method', 'block_size', 'wal_segment_size',
+	                'huge_pages_status') ORDER BY name}))
 {
 	ok(exists $set{$name}, "$name is kept") or next;
 	is($set{$name}, $node->safe_psql('postgres', "SHOW $name"), "$name as SHOW says");
