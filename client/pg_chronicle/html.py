@@ -79,6 +79,7 @@ table.t td.txt { text-align: left; font-family: ui-monospace, monospace; font-si
 table.t tr.marked td { background: #fde2e1; font-weight: 600; }
 table.t tr.slow { cursor: pointer; }
 table.t tr.slow:hover td { background: #eef3fb; }
+details summary { cursor: pointer; font-weight: 600; font-size: 13.5px; margin: 8px 0 4px; }
 .headline { display: flex; flex-wrap: wrap; gap: 10px; margin-top: 8px; }
 .headline div { background: rgba(255,255,255,.12); padding: 4px 10px; border-radius: 4px; font-size: 13px; }
 .headline b { font-size: 15px; }
@@ -261,7 +262,13 @@ function makeChart(container, chart, width) {
 }
 
 function makeTable(container, t) {
-  if (t.title) container.appendChild(el('h3', null, t.title));
+  // long tables (every setting) folded: a click opens them
+  if (t.rows.length > 25) {
+    var det = el('details');
+    det.appendChild(el('summary', null, t.title + ' (' + t.rows.length + ' rows)'));
+    container.appendChild(det);
+    container = det;
+  } else if (t.title) container.appendChild(el('h3', null, t.title));
   var tab = el('table', {'class': 't', id: 'table-' + t.id});
   var tr = el('tr');
   t.columns.forEach(function (c) { tr.appendChild(el('th', null, c)); });

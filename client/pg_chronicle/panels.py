@@ -483,18 +483,23 @@ def slowest(conn, w: Window, n: int = 10) -> dict:
         return _panel("slowest", "Slowest intervals explained", about,
                       empty="chronicle.slowest_intervals() is not installed in this database "
                             "(extension older than 0.2.0).")
-    rows = []
-    for by in ("p99", "tps"):
+    by = "p99"
+    try:
         rows = _rows(conn, """SELECT * FROM chronicle.slowest_intervals(%s, %s, %s)
                                WHERE interval_end > %s AND interval_end <= %s""",
                      (w.run, n, by, w.from_ts, w.to_ts))
-        if rows:
-            break
+    except psycopg.errors.ObjectNotInPrerequisiteState:
+        # no per-transaction pgbench log: the lowest tps (commits/s without any log)
+        by = "tps"
+        rows = _rows(conn, """SELECT * FROM chronicle.slowest_intervals(%s, %s, %s)
+                               WHERE interval_end > %s AND interval_end <= %s""",
+                     (w.run, n, by, w.from_ts, w.to_ts))
     if not rows:
         return _panel("slowest", "Slowest intervals explained", about,
                       empty="No interval of the window could be ranked.")
     table = {"id": "slowest.table", "title": f"Slowest intervals (by {by})",
-             "columns": ["rank", "interval end", "tps", "p50 ms", "p99 ms", "max ms", "what differed"],
+             "columns": ["rank", "interval end", "tps" if by == "p99" or rows[0]["latency_p99_ms"] is not None
+                         else "commits/s", "p50 ms", "p99 ms", "max ms", "what differed"],
              "rows": [[r["rank"], r["interval_end"].isoformat(sep=" ", timespec="seconds"),
                        _r(r["tps"]), _r(r["latency_p50_ms"]), _r(r["latency_p99_ms"]),
                        _r(r["latency_max_ms"]), r["explanation"]] for r in rows],

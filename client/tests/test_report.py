@@ -93,6 +93,11 @@ def test_run_without_pgbench_log(server: Server, runs: report_runs.ReportRuns) -
     for pid in ("waits", "io", "wal", "buffers"):
         assert panels[pid]["empty"] is None and panels[pid]["charts"], pid
     assert (runs.report_nolog / "latency.png").exists()
+    if _has_slowest(server):
+        # ranked by the lowest commits/s instead of p99
+        slow = panels["slowest"]["tables"][0]
+        assert slow["title"] == "Slowest intervals (by tps)" and slow["columns"][2] == "commits/s"
+        assert slow["rows"] and all(r[4] is None for r in slow["rows"])
 
 
 def test_comparison(server: Server, runs: report_runs.ReportRuns) -> None:
