@@ -278,7 +278,7 @@ function makeTable(container, t) {
     if (t.marked && t.marked.indexOf(i) >= 0) row.className = 'marked';
     r.forEach(function (v, j) {
       var td = el('td', null, v == null ? '' : (typeof v === 'number' ? si(v) : String(v)));
-      if (typeof v === 'string' && (v.length > 24 || j === r.length - 1) && isNaN(Number(v))) td.className = 'txt';
+      if (typeof v === 'string' && (v.length > 40 || j === r.length - 1) && isNaN(Number(v))) td.className = 'txt';
       if (typeof v === 'number') td.title = String(v);
       row.appendChild(td);
     });
