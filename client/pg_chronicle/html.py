@@ -263,12 +263,16 @@ function makeChart(container, chart, width) {
 
 function makeTable(container, t) {
   // long tables (every setting) folded: a click opens them
-  if (t.rows.length > 25) {
+  if (t.fold && t.rows.length > 25) {
     var det = el('details');
     det.appendChild(el('summary', null, t.title + ' (' + t.rows.length + ' rows)'));
     container.appendChild(det);
     container = det;
   } else if (t.title) container.appendChild(el('h3', null, t.title));
+  if (!t.rows.length) {
+    if (t.note) container.appendChild(el('p', {'class': 'note'}, t.note));
+    return;
+  }
   var tab = el('table', {'class': 't', id: 'table-' + t.id});
   var tr = el('tr');
   t.columns.forEach(function (c) { tr.appendChild(el('th', null, c)); });

@@ -522,19 +522,34 @@ def settings_env(conn, w: Window) -> dict:
                         ["server version", w.server_version]]
                + [[f"meta: {k}", _fmt(v)] for k, v in sorted(w.meta.items())],
                "marked": [], "note": None}]
+    key = [[k, _fmt(w.settings[k])] for k in KEY_SETTINGS if k in w.settings]
+    if key:
+        tables.append({"id": "settings.key", "title": "Key settings for performance",
+                       "columns": ["name", "value"], "rows": key, "marked": [], "note": None})
     if w.settings:
-        tables.append({"id": "settings.settings", "title": "Settings (not at their default)",
+        tables.append({"id": "settings.settings", "title": "Settings",
                        "columns": ["name", "value"],
                        "rows": [[k, _fmt(v)] for k, v in sorted(w.settings.items())],
-                       "marked": [], "note": None})
+                       "marked": [], "note": None, "fold": True})
     env = flatten(w.environment)
     if env:
         tables.append({"id": "settings.environment", "title": "Environment",
                        "columns": ["name", "value"], "rows": [[k, v] for k, v in env],
-                       "marked": [], "note": None})
+                       "marked": [], "note": None, "fold": True})
     return _panel("settings", "Settings and environment",
                   "What the server looked like when the run began (chronicle.run_begin): its "
                   "non-default settings, server version, build, machine and storage.", tables=tables)
+
+
+# the settings a performance engineer looks at first (all are in the folded
+# table too)
+KEY_SETTINGS = ["server_version", "debug_assertions", "data_checksums", "block_size",
+                "wal_segment_size", "shared_buffers", "huge_pages_status", "io_method",
+                "effective_io_concurrency", "max_connections", "work_mem", "max_wal_size",
+                "checkpoint_timeout", "checkpoint_completion_target", "wal_buffers",
+                "wal_compression", "full_page_writes", "synchronous_commit", "fsync",
+                "wal_sync_method", "bgwriter_delay", "bgwriter_lru_maxpages", "jit",
+                "track_io_timing", "autovacuum"]
 
 
 def _fmt(v):

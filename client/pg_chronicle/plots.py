@@ -138,7 +138,7 @@ def _draw_chart(ax, chart: dict, meta: dict) -> None:
 
 
 def _draw_tables(fig, panel: dict) -> None:
-    tables = panel["tables"]
+    tables = [t for t in panel["tables"] if not t.get("fold")]
     axes = fig.subplots(len(tables), 1, squeeze=False)[:, 0]
     for ax, t in zip(axes, tables):
         ax.axis("off")
@@ -177,7 +177,7 @@ def figure(panel: dict, meta: dict):
         for ax, c in zip(axes[:, 0], charts):
             _draw_chart(ax, c, meta)
     elif panel["tables"]:
-        rows = sum(min(len(t["rows"]), 30) + 3 for t in panel["tables"])
+        rows = sum(min(len(t["rows"]), 30) + 3 for t in panel["tables"] if not t.get("fold"))
         fig = plt.figure(figsize=(WIDTH_IN, max(2.0, 0.2 * rows + 0.6)), dpi=DPI, layout="constrained")
         _draw_tables(fig, panel)
     else:
