@@ -49,10 +49,6 @@ class Window:
     def x(self) -> list[float]:
         return [e.timestamp() for e in self.ends]
 
-    def align(self, rows, key="interval_end"):
-        """Index of each interval end, for filling a series from rows."""
-        return {e: i for i, e in enumerate(self.ends)}
-
 
 def _rows(conn: psycopg.Connection, sql: str, params=()) -> list[dict]:
     with conn.cursor(row_factory=dict_row) as cur:
