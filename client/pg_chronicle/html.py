@@ -79,6 +79,7 @@ table.t td.txt { text-align: left; font-family: ui-monospace, monospace; font-si
 table.t tr.marked td { background: #fde2e1; font-weight: 600; }
 table.t tr.slow { cursor: pointer; }
 table.t tr.slow:hover td { background: #eef3fb; }
+details summary { cursor: pointer; font-weight: 600; font-size: 13.5px; margin: 8px 0 4px; }
 .headline { display: flex; flex-wrap: wrap; gap: 10px; margin-top: 8px; }
 .headline div { background: rgba(255,255,255,.12); padding: 4px 10px; border-radius: 4px; font-size: 13px; }
 .headline b { font-size: 15px; }
@@ -261,7 +262,17 @@ function makeChart(container, chart, width) {
 }
 
 function makeTable(container, t) {
-  if (t.title) container.appendChild(el('h3', null, t.title));
+  // long tables (every setting) folded: a click opens them
+  if (t.fold && t.rows.length > 25) {
+    var det = el('details');
+    det.appendChild(el('summary', null, t.title + ' (' + t.rows.length + ' rows)'));
+    container.appendChild(det);
+    container = det;
+  } else if (t.title) container.appendChild(el('h3', null, t.title));
+  if (!t.rows.length) {
+    if (t.note) container.appendChild(el('p', {'class': 'note'}, t.note));
+    return;
+  }
   var tab = el('table', {'class': 't', id: 'table-' + t.id});
   var tr = el('tr');
   t.columns.forEach(function (c) { tr.appendChild(el('th', null, c)); });
@@ -271,7 +282,7 @@ function makeTable(container, t) {
     if (t.marked && t.marked.indexOf(i) >= 0) row.className = 'marked';
     r.forEach(function (v, j) {
       var td = el('td', null, v == null ? '' : (typeof v === 'number' ? si(v) : String(v)));
-      if (typeof v === 'string' && (v.length > 24 || j === r.length - 1) && isNaN(Number(v))) td.className = 'txt';
+      if (typeof v === 'string' && (v.length > 40 || j === r.length - 1) && isNaN(Number(v))) td.className = 'txt';
       if (typeof v === 'number') td.title = String(v);
       row.appendChild(td);
     });

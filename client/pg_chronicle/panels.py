@@ -49,10 +49,6 @@ class Window:
     def x(self) -> list[float]:
         return [e.timestamp() for e in self.ends]
 
-    def align(self, rows, key="interval_end"):
-        """Index of each interval end, for filling a series from rows."""
-        return {e: i for i, e in enumerate(self.ends)}
-
 
 def _rows(conn: psycopg.Connection, sql: str, params=()) -> list[dict]:
     with conn.cursor(row_factory=dict_row) as cur:
@@ -483,18 +479,23 @@ def slowest(conn, w: Window, n: int = 10) -> dict:
         return _panel("slowest", "Slowest intervals explained", about,
                       empty="chronicle.slowest_intervals() is not installed in this database "
                             "(extension older than 0.2.0).")
-    rows = []
-    for by in ("p99", "tps"):
+    by = "p99"
+    try:
         rows = _rows(conn, """SELECT * FROM chronicle.slowest_intervals(%s, %s, %s)
                                WHERE interval_end > %s AND interval_end <= %s""",
                      (w.run, n, by, w.from_ts, w.to_ts))
-        if rows:
-            break
+    except psycopg.errors.ObjectNotInPrerequisiteState:
+        # no per-transaction pgbench log: the lowest tps (commits/s without any log)
+        by = "tps"
+        rows = _rows(conn, """SELECT * FROM chronicle.slowest_intervals(%s, %s, %s)
+                               WHERE interval_end > %s AND interval_end <= %s""",
+                     (w.run, n, by, w.from_ts, w.to_ts))
     if not rows:
         return _panel("slowest", "Slowest intervals explained", about,
                       empty="No interval of the window could be ranked.")
     table = {"id": "slowest.table", "title": f"Slowest intervals (by {by})",
-             "columns": ["rank", "interval end", "tps", "p50 ms", "p99 ms", "max ms", "what differed"],
+             "columns": ["rank", "interval end", "tps" if by == "p99" or rows[0]["latency_p99_ms"] is not None
+                         else "commits/s", "p50 ms", "p99 ms", "max ms", "what differed"],
              "rows": [[r["rank"], r["interval_end"].isoformat(sep=" ", timespec="seconds"),
                        _r(r["tps"]), _r(r["latency_p50_ms"]), _r(r["latency_p99_ms"]),
                        _r(r["latency_max_ms"]), r["explanation"]] for r in rows],
@@ -517,19 +518,34 @@ def settings_env(conn, w: Window) -> dict:
                         ["server version", w.server_version]]
                + [[f"meta: {k}", _fmt(v)] for k, v in sorted(w.meta.items())],
                "marked": [], "note": None}]
+    key = [[k, _fmt(w.settings[k])] for k in KEY_SETTINGS if k in w.settings]
+    if key:
+        tables.append({"id": "settings.key", "title": "Key settings for performance",
+                       "columns": ["name", "value"], "rows": key, "marked": [], "note": None})
     if w.settings:
-        tables.append({"id": "settings.settings", "title": "Settings (not at their default)",
+        tables.append({"id": "settings.settings", "title": "Settings",
                        "columns": ["name", "value"],
                        "rows": [[k, _fmt(v)] for k, v in sorted(w.settings.items())],
-                       "marked": [], "note": None})
+                       "marked": [], "note": None, "fold": True})
     env = flatten(w.environment)
     if env:
         tables.append({"id": "settings.environment", "title": "Environment",
                        "columns": ["name", "value"], "rows": [[k, v] for k, v in env],
-                       "marked": [], "note": None})
+                       "marked": [], "note": None, "fold": True})
     return _panel("settings", "Settings and environment",
                   "What the server looked like when the run began (chronicle.run_begin): its "
                   "non-default settings, server version, build, machine and storage.", tables=tables)
+
+
+# the settings a performance engineer looks at first (all are in the folded
+# table too)
+KEY_SETTINGS = ["server_version", "debug_assertions", "data_checksums", "block_size",
+                "wal_segment_size", "shared_buffers", "huge_pages_status", "io_method",
+                "effective_io_concurrency", "max_connections", "work_mem", "max_wal_size",
+                "checkpoint_timeout", "checkpoint_completion_target", "wal_buffers",
+                "wal_compression", "full_page_writes", "synchronous_commit", "fsync",
+                "wal_sync_method", "bgwriter_delay", "bgwriter_lru_maxpages", "jit",
+                "track_io_timing", "autovacuum"]
 
 
 def _fmt(v):

@@ -23,6 +23,7 @@ from matplotlib.ticker import FuncFormatter  # noqa: E402
 PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
            "#7f7f7f", "#bcbd22", "#17becf", "#393b79", "#ad494a", "#637939", "#7b4173"]
 WIDTH_IN, DPI = 12.0, 100
+CHART_IN = 2.6          # height of one chart with its labels
 # columns of the envelope: about the axes' width in pixels at DPI
 ENVELOPE_COLUMNS = 1000
 
@@ -137,7 +138,7 @@ def _draw_chart(ax, chart: dict, meta: dict) -> None:
 
 
 def _draw_tables(fig, panel: dict) -> None:
-    tables = panel["tables"]
+    tables = [t for t in panel["tables"] if not t.get("fold")]
     axes = fig.subplots(len(tables), 1, squeeze=False)[:, 0]
     for ax, t in zip(axes, tables):
         ax.axis("off")
@@ -167,12 +168,16 @@ def figure(panel: dict, meta: dict):
     charts = panel["charts"]
     title = f"{panel['title']}: {meta['run']}" + (f" vs {meta['vs']}" if meta.get("vs") else "")
     if charts:
-        fig, axes = plt.subplots(len(charts), 1, figsize=(WIDTH_IN, 2.6 * len(charts) + 0.6),
-                                 dpi=DPI, squeeze=False, layout="constrained")
+        # margins in inches, fixed: the constrained layout engine cost a third
+        # of a report's drawing time; the legends go right of the axes
+        h = CHART_IN * len(charts) + 1.1
+        fig, axes = plt.subplots(len(charts), 1, figsize=(WIDTH_IN, h), dpi=DPI, squeeze=False)
+        fig.subplots_adjust(left=0.8 / WIDTH_IN, right=1 - 2.6 / WIDTH_IN, top=1 - 0.75 / h,
+                            bottom=0.45 / h, hspace=0.75 / (CHART_IN - 0.75))
         for ax, c in zip(axes[:, 0], charts):
             _draw_chart(ax, c, meta)
     elif panel["tables"]:
-        rows = sum(min(len(t["rows"]), 30) + 3 for t in panel["tables"])
+        rows = sum(min(len(t["rows"]), 30) + 3 for t in panel["tables"] if not t.get("fold"))
         fig = plt.figure(figsize=(WIDTH_IN, max(2.0, 0.2 * rows + 0.6)), dpi=DPI, layout="constrained")
         _draw_tables(fig, panel)
     else:

@@ -77,13 +77,13 @@ def collect(conn: psycopg.Connection, w: panels.Window, extra: dict | None = Non
     of the extra tasks (functions of a connection) under their keys."""
     tl = panels.server_series(conn, w)
     ckpt = panels.checkpoint_marks(conn, w)
-    # in the order they run: the slowest first (the pgbench log's per-interval
-    # and whole-run percentiles)
+    # in the order they start, the longest first: slowest_intervals(), then
+    # the pgbench log's per-interval and whole-run percentiles
     tasks = {
+        "slowest": lambda c: panels.slowest(c, w),
         "throughput": lambda c: panels.throughput(c, w, tl, ckpt),
         **(extra or {}),
         "latency": lambda c: panels.latency_distribution(c, w),
-        "slowest": lambda c: panels.slowest(c, w),
         "waits": lambda c: panels.waits(c, w, tl),
         "io": lambda c: panels.io(c, w, tl, ckpt),
         "wal": lambda c: panels.wal(c, w, ckpt),
