@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Install the Debian packages that building PostgreSQL and testing
-# pg_chronicle need (bookworm's own packages only).  Run as root; a no-op
-# when everything is there.
+# pg_chronicle need (bookworm's own packages only; the Python client's
+# psycopg and matplotlib come from PyPI into a venv, see tools/test.sh).
+# Run as root; a no-op when everything is there.
 set -euo pipefail
 
 pkgs=(gcc make bison flex perl libreadline-dev zlib1g-dev liblz4-dev
 	libzstd-dev libipc-run-perl ccache curl bzip2 xz-utils pkg-config
-	libtap-parser-sourcehandler-pgtap-perl apt-utils git pgxnclient faketime)
+	libtap-parser-sourcehandler-pgtap-perl apt-utils git pgxnclient faketime
+	python3-venv chromium chromium-driver python3-selenium fonts-dejavu-core)
 
 missing=()
 for p in "${pkgs[@]}"; do

@@ -3,14 +3,17 @@
 #   0. once: META.json and tools/provision-pg.sh's choice of version,
 #   1. pg_regress (sql/, expected/) on a temporary instance,
 #   2. pgTAP suites (test/pgtap/) with pg_prove on a temporary instance,
-#   3. Perl TAP tests (test/t/) with PostgreSQL::Test::Cluster.
+#   3. Perl TAP tests (test/t/) with PostgreSQL::Test::Cluster,
+#   4. the Python client (client/) with pytest against a server it starts,
+#      in a venv under ~/.cache/pg_chronicle/venv-client (pip from PyPI).
 # Ends with "N passed, N failed, N skipped" and exits non-zero on any failure.
 #
 #   tools/test.sh                       PostgreSQL 17 and 18, provisioned
 #   PG_CONFIG=/path/pg_config tools/test.sh   that server only, nothing built
 #   PG_CHRONICLE_VERSIONS="18" tools/test.sh  only 18
 #   PG_CHRONICLE_LAYERS="regress tap" tools/test.sh   some layers only
-#                                       (tools, regress, pgtap, tap)
+#                                       (tools, regress, pgtap, tap, client)
+#   PG_CHRONICLE_PYTEST_ARGS="-k bench" tools/test.sh   some client tests only
 #   PROVE_TESTS=test/t/001_worker.pl tools/test.sh    some TAP files only
 #
 # initdb refuses to run as root: as root, this script installs the system
@@ -26,7 +29,7 @@ if [ "$(id -u)" = 0 ]; then
 fi
 
 cd "$src"
-layers=${PG_CHRONICLE_LAYERS:-tools regress pgtap tap}
+layers=${PG_CHRONICLE_LAYERS:-tools regress pgtap tap client}
 passed=0
 failed=0
 skipped=0
@@ -60,6 +63,34 @@ count_tap() {
 	# A whole TAP file skipped (skip_all): prove says "file .. skipped: why".
 	w=$(grep -cE '^[^[:space:]].*\.\. skipped: ' "$1" || true)
 	echo "$((p - s)) $f $((s + w))"
+}
+
+# count_pytest FILE: the same from pytest -v (an ERROR, in a fixture, fails).
+count_pytest() {
+	local p f s
+	p=$(grep -cE '::[^ ]+ PASSED' "$1" || true)
+	f=$(grep -cE '::[^ ]+ (FAILED|ERROR)' "$1" || true)
+	s=$(grep -cE '::[^ ]+ (SKIPPED|XFAIL|XPASS)' "$1" || true)
+	echo "$p $f $s"
+}
+
+# The client's venv: bookworm's python3 (3.11) with its system packages
+# visible (python3-selenium), the client and its dependencies from PyPI.
+client_venv() {
+	local venv=${XDG_CACHE_HOME:-$HOME/.cache}/pg_chronicle/venv-client
+	if [ ! -x "$venv/bin/python" ]; then
+		/usr/bin/python3 -m venv --system-site-packages "$venv" >&2 || return 1
+	fi
+	"$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$src/client[test]" >&2 ||
+		return 1
+	echo "$venv"
+}
+
+run_client() {			# pg_config
+	local cfg=$1 venv
+	venv=$(client_venv) || { echo "FAILED: could not set up the client's venv" >&2; return 1; }
+	(cd client && PG_CONFIG="$cfg" PATH="$venv/bin:$PATH" \
+		"$venv/bin/python" -m pytest -v -p no:cacheprovider ${PG_CHRONICLE_PYTEST_ARGS:-})
 }
 
 free_port() {
@@ -168,8 +199,17 @@ for cfg in "${configs[@]}"; do
 					done
 				fi
 				;;
+			client)
+				run_client "$cfg" >"$out" 2>&1
+				rc=$?
+				cat "$out"
+				;;
 		esac
-		read -r p f s < <(count_tap "$out")
+		if [ "$layer" = client ]; then
+			read -r p f s < <(count_pytest "$out")
+		else
+			read -r p f s < <(count_tap "$out")
+		fi
 		if [ "$rc" = 3 ]; then
 			skipped=$((skipped + 1))
 			summary+=("$ver $layer: SKIPPED")

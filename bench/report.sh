@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Speed and size of pg-chronicle report over a one-hour run: 3,600 snapshot
+# intervals with every source on and ~3.6 million pgbench transactions
+# (bench/report_gen.sql), reported by the command a user runs.
+#
+#   PG_CONFIG=/path/to/pg_config bench/report.sh      (as root or as a non-root user)
+#
+# Installs the extension into that PostgreSQL, starts a throwaway cluster in
+# $BENCH_DIR (default /tmp/report-bench) on $BENCH_PORT (default 5611),
+# generates the history once, then runs `pg-chronicle report bench-1h`
+# $BENCH_REPS times (default 3) and prints the wall-clock seconds of each
+# (Python start, queries, index.html, every PNG and SVG), the split of the
+# last one, and the sizes of index.html and of the folder.  $PYTHON (default
+# python3) must have psycopg and matplotlib.
+set -euo pipefail
+src=$(cd "$(dirname "$0")/.." && pwd)
+: "${PG_CONFIG:?set PG_CONFIG}"
+bindir=$("$PG_CONFIG" --bindir)
+dir=${BENCH_DIR:-/tmp/report-bench}
+port=${BENCH_PORT:-5611}
+reps=${BENCH_REPS:-3}
+py=${PYTHON:-python3}
+day=2025-01-01
+run() { if [ "$(id -u)" = 0 ]; then runuser -u pgchronicle -- "$@"; else "$@"; fi; }
+
+if [ -z "${BENCH_REUSE:-}" ]; then
+(cd "$src" && make -s PG_CONFIG="$PG_CONFIG" >/dev/null && make -s PG_CONFIG="$PG_CONFIG" install >/dev/null && make -s clean PG_CONFIG="$PG_CONFIG")
+[ -f "$dir/data/postmaster.pid" ] && run "$bindir/pg_ctl" -D "$dir/data" -m fast stop >/dev/null
+rm -rf "$dir"; mkdir -p "$dir"
+[ "$(id -u)" = 0 ] && chown pgchronicle "$dir"
+run "$bindir/initdb" -D "$dir/data" -U postgres --no-sync >/dev/null
+cat >>"$dir/data/postgresql.conf" <<CONF
+port = $port
+listen_addresses = ''
+unix_socket_directories = '$dir'
+shared_preload_libraries = 'pg_chronicle'
+chronicle.enabled = off
+shared_buffers = 512MB
+work_mem = 64MB
+max_wal_size = 8GB
+max_parallel_workers_per_gather = 0
+CONF
+run "$bindir/pg_ctl" -D "$dir/data" -l "$dir/log" -w start >/dev/null
+fi
+out=$(mktemp -d /tmp/report-bench-out.XXXXXX)
+cleanup() {
+	rm -rf "$out"
+	# BENCH_KEEP=1 keeps the cluster running (BENCH_REUSE=1 then times it again).
+	if [ -z "${BENCH_KEEP:-}" ]; then
+		run "$bindir/pg_ctl" -D "$dir/data" -m fast stop >/dev/null
+		rm -rf "$dir"
+	fi
+}
+trap cleanup EXIT
+export PGHOST=$dir PGPORT=$port PGUSER=postgres PGDATABASE=postgres
+psql() { "$bindir/psql" -X -q -v ON_ERROR_STOP=1 "$@"; }
+if [ -z "${BENCH_REUSE:-}" ]; then
+	psql -c 'CREATE EXTENSION pg_chronicle'
+	echo "== generating one hour of 1 s history and its pgbench log"
+	start=$(date +%s)
+	psql -v day="$day" -f "$src/bench/report_gen.sql"
+	echo "generated in $(( $(date +%s) - start )) s"
+fi
+
+echo "== pg-chronicle report bench-1h, $reps times (seconds, wall clock)"
+times=()
+for i in $(seq "$reps"); do
+	rm -rf "$out/r"
+	s=$(date +%s.%N)
+	PYTHONPATH="$src/client" "$py" -m pg_chronicle report bench-1h -o "$out/r" >/dev/null
+	e=$(date +%s.%N)
+	t=$(echo "$e - $s" | bc)
+	times+=("$t")
+	printf 'run %d: %.2f s\n' "$i" "$t"
+done
+printf 'best %.2f s, median %.2f s\n' "$(printf '%s\n' "${times[@]}" | sort -n | head -1)" \
+	"$(printf '%s\n' "${times[@]}" | sort -n | sed -n "$(( (reps + 1) / 2 ))p")"
+PYTHONPATH="$src/client" "$py" - "$out/s" <<'PY'
+import pathlib, sys, time
+t0 = time.monotonic()
+from pg_chronicle import db
+from pg_chronicle.report import write_report
+conn = db.connect(None)
+t1 = time.monotonic()
+write_report(conn, "bench-1h", None, None, None, pathlib.Path(sys.argv[1]))
+t = write_report.timings
+print(f"split of one report: imports and connect {t1 - t0:.2f} s, queries {t['queries']:.2f} s, "
+      f"index.html {t['html']:.2f} s, PNG and SVG {t['pictures']:.2f} s")
+PY
+html=$(stat -c %s "$out/r/index.html")
+echo "index.html: $html bytes ($(echo "scale=2; $html / 1048576" | bc) MB); folder: $(du -sh "$out/r" | cut -f1) in $(ls "$out/r" | wc -l) files"
+echo "intervals: $(psql -At -c "SELECT count(*) FROM chronicle.intervals('$day', '$day'::timestamptz + interval '3600 s')"), transactions: $(psql -At -c 'SELECT count(*) FROM chronicle.app_transaction')"

@@ -1,0 +1,312 @@
+"""pg-chronicle bench: pgbench as a recorded run.
+
+    run_begin(label, meta)  ->  pgbench ARGS -l --log-prefix=TMP/pgbench_log
+    ->  the logs streamed into chronicle.load_pgbench_lines() (COPY FROM STDIN:
+        the server need not see the client's files)  ->  run_end  ->  summary
+
+pgbench connects where the client does unless its own arguments say
+otherwise: the conninfo given with -d is passed on as PG* variables.
+pgbench's stdout and stderr are the terminal's (its -P progress shows).
+
+Ctrl-C (SIGINT): pgbench gets SIGINT too (the terminal sends it to the
+whole foreground process group; it is forwarded when only pg-chronicle got
+it), the logs written so far are loaded (a line cut off by the signal is
+dropped), the run is ended and summarised, and the exit code is 130.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import pathlib
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterable
+from types import FrameType
+from typing import Any
+
+import psycopg
+from psycopg import sql
+from psycopg.types.json import Jsonb
+
+from pg_chronicle import summary
+from pg_chronicle.db import (EXIT_ERROR, EXIT_INTERRUPTED, ClientError, connect,
+                             query_one, translated)
+
+LOG_PREFIX = "pgbench_log"
+
+# conninfo keywords pgbench reads from the environment
+_ENV_OF = {"host": "PGHOST", "hostaddr": "PGHOSTADDR", "port": "PGPORT", "dbname": "PGDATABASE",
+           "user": "PGUSER", "password": "PGPASSWORD", "passfile": "PGPASSFILE",
+           "sslmode": "PGSSLMODE", "sslrootcert": "PGSSLROOTCERT", "sslcert": "PGSSLCERT",
+           "sslkey": "PGSSLKEY", "service": "PGSERVICE", "options": "PGOPTIONS",
+           "connect_timeout": "PGCONNECT_TIMEOUT", "gssencmode": "PGGSSENCMODE",
+           "target_session_attrs": "PGTARGETSESSIONATTRS"}
+
+
+def pgbench_env(conninfo: str | None) -> dict[str, str]:
+    """The environment of pgbench: ours, plus the connection given with -d
+    as PG* variables (pgbench's own options still win)."""
+    env = dict(os.environ)
+    if conninfo:
+        try:
+            params = psycopg.conninfo.conninfo_to_dict(conninfo)
+        except psycopg.ProgrammingError as exc:
+            raise ClientError(f"invalid conninfo: {exc}") from exc
+        for key, value in params.items():
+            if key in _ENV_OF and value is not None:
+                env[_ENV_OF[key]] = str(value)
+    return env
+
+
+def find_pgbench(explicit: str | None) -> str:
+    cand = explicit or os.environ.get("PGBENCH") or shutil.which("pgbench")
+    if not cand:
+        raise ClientError("pgbench not found: put it in PATH, or give --pgbench PATH "
+                          "(it is in the bin directory of PostgreSQL, pg_config --bindir)")
+    if os.sep in cand and not os.access(cand, os.X_OK):
+        raise ClientError(f"pgbench {cand!r} is not an executable file")
+    return cand
+
+
+_CLIENT_OPT = re.compile(r"^(?:-c|--client=?)(\d*)$")
+
+
+def client_count(pgbench_args: list[str]) -> int:
+    """pgbench's -c / --client (1 when not given; the last one wins)."""
+    n = 1
+    for i, a in enumerate(pgbench_args):
+        m = _CLIENT_OPT.match(a)
+        if m:
+            val = m.group(1) or (pgbench_args[i + 1] if i + 1 < len(pgbench_args) else "")
+            if val.isdigit():
+                n = int(val)
+    return n
+
+
+def check_args(pgbench_args: list[str]) -> None:
+    for a in pgbench_args:
+        if a.startswith("--log-prefix"):
+            raise ClientError("bench sets pgbench's --log-prefix itself; to keep the logs, "
+                              "give bench --keep-logs DIR")
+        if a in ("-i", "--initialize") or (a.startswith("-i") and len(a) > 2 and a[1] == "i"):
+            raise ClientError("bench records a benchmark run; initialise with pgbench -i first")
+
+
+def scale(conn: psycopg.Connection[Any]) -> int | None:
+    """pgbench's scale: the rows of pgbench_branches, where the client
+    connects (None without that table)."""
+    row = query_one(conn, "SELECT to_regclass('pgbench_branches') IS NOT NULL AS e")
+    if row is None or not row["e"]:
+        return None
+    n = query_one(conn, "SELECT count(*) AS n FROM pgbench_branches")
+    return None if n is None else int(n["n"])
+
+
+def default_label() -> str:
+    return "bench-" + datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M%S")
+
+
+def log_files(logdir: pathlib.Path) -> list[pathlib.Path]:
+    """pgbench's files: <prefix>.<pid> and <prefix>.<pid>.<thread>."""
+    pat = re.compile(re.escape(LOG_PREFIX) + r"\.\d+(\.\d+)?$")
+    return sorted(p for p in logdir.iterdir() if p.is_file() and pat.match(p.name))
+
+
+def _complete_lines(path: pathlib.Path) -> Iterable[bytes]:
+    """The whole lines of a file: a last line without its newline (pgbench
+    stopped while writing it) is left out."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if not data:
+        return []
+    end = data.rfind(b"\n")
+    return data[:end + 1].splitlines() if end >= 0 else []
+
+
+def _copy_escape(line: bytes) -> bytes:
+    # COPY's text format: one column; backslash, tab and CR are special
+    return line.replace(b"\\", b"\\\\").replace(b"\t", b"\\t").replace(b"\r", b"\\r")
+
+
+def load_logs(conn: psycopg.Connection[Any], label: str,
+              files: list[pathlib.Path]) -> list[dict[str, Any]]:
+    """Streams the files through COPY into the session's staging table and
+    parses them with chronicle.load_pgbench_lines(), in one transaction (a
+    malformed line leaves nothing behind).  Files without a whole line are
+    skipped.  Returns load_pgbench_lines()'s rows (file, log_format, lines)."""
+    chunks = [(p, list(_complete_lines(p))) for p in files]
+    chunks = [(p, lines) for p, lines in chunks if lines]
+    if not chunks:
+        return []
+    with translated(), conn.transaction(), conn.cursor() as cur:
+        cur.execute("SELECT chronicle.pgbench_staging()")
+        for path, lines in chunks:
+            cur.execute(sql.SQL("ALTER TABLE pg_temp.chronicle_pgbench_lines "
+                                "ALTER COLUMN file SET DEFAULT {}").format(sql.Literal(path.name)))
+            with cur.copy("COPY pg_temp.chronicle_pgbench_lines (line) FROM STDIN") as copy:
+                buf: list[bytes] = []
+                for line in lines:
+                    buf.append(_copy_escape(line))
+                    if len(buf) >= 10000:
+                        copy.write(b"\n".join(buf) + b"\n")
+                        buf = []
+                if buf:
+                    copy.write(b"\n".join(buf) + b"\n")
+        cur.execute("SELECT file, log_format, lines FROM chronicle.load_pgbench_lines(%s)", (label,))
+        rows = [dict(zip(("file", "log_format", "lines"), r)) for r in cur.fetchall()]
+        cur.execute("TRUNCATE pg_temp.chronicle_pgbench_lines")
+    return rows
+
+
+def wait_for_snapshot(conn: psycopg.Connection[Any], after: Any) -> bool:
+    """Waits until the collector has recorded a snapshot after `after` (a
+    server timestamp), so that the run's window covers pgbench's last
+    second.  Gives up after three snapshot intervals (collector stopped or
+    paused): False."""
+    row = query_one(conn, "SELECT coalesce(extract(epoch FROM "
+                          "current_setting('chronicle.snapshot_interval', true)::interval), 1)::float8 AS s")
+    interval = row["s"] if row else 1.0
+    deadline = time.monotonic() + 3 * interval + 1
+    while True:
+        r = query_one(conn, "SELECT EXISTS (SELECT FROM chronicle.snapshot s WHERE s.ts > %s) AS e",
+                      (after,))
+        if r is not None and r["e"]:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(min(0.1, interval / 4))
+
+
+class _Interrupt:
+    """SIGINT while pgbench runs: remembered, and passed on to pgbench."""
+
+    def __init__(self) -> None:
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.hit = False
+
+    def __call__(self, signum: int, frame: FrameType | None) -> None:
+        self.hit = True
+        if self.proc is not None and self.proc.poll() is None:
+            try:
+                self.proc.send_signal(signal.SIGINT)
+            except ProcessLookupError:
+                pass
+
+
+def _pgbench(conn: psycopg.Connection[Any], cmd: list[str], env: dict[str, str],
+             handler: _Interrupt, label: str, pgbench: str) -> tuple[int, Any]:
+    """Runs pgbench to its end; its exit code and the server's time then."""
+    try:
+        handler.proc = subprocess.Popen(cmd, env=env)
+    except OSError as exc:
+        # pgbench did not start: forget the run it would have made
+        with translated():
+            conn.execute("SELECT chronicle.run_end(%s)", (label,))
+            conn.execute("SELECT chronicle.run_delete(%s)", (label,))
+        raise ClientError(f"cannot run {pgbench}: {exc.strerror}") from exc
+    rc = handler.proc.wait()
+    row = query_one(conn, "SELECT clock_timestamp() AS t")
+    assert row is not None
+    return rc, row["t"]
+
+
+def main(conninfo: str | None, args: argparse.Namespace, pgbench_args: list[str]) -> int:
+    check_args(pgbench_args)
+    pgbench = find_pgbench(args.pgbench)
+    env = pgbench_env(conninfo)
+    label: str = args.label or default_label()
+    conn = connect(conninfo)
+    with conn:
+        meta: dict[str, Any] = {
+            "tool": "pg-chronicle bench",
+            "pgbench": shlex.join(["pgbench", *pgbench_args]),
+            "argv": pgbench_args,
+            "clients": client_count(pgbench_args),
+        }
+        sc = scale(conn)
+        if sc is not None:
+            meta["scale"] = sc
+        for k, v in args.meta:
+            meta[k] = v
+
+        if args.keep_logs is not None:
+            logdir = args.keep_logs
+            logdir.mkdir(parents=True, exist_ok=True)
+            stale = log_files(logdir)
+            if stale:
+                raise ClientError(f"{logdir} has pgbench logs already ({stale[0].name}...): "
+                                  "give --keep-logs an empty folder")
+            tmp = None
+        else:
+            tmp = tempfile.TemporaryDirectory(prefix="pg-chronicle-")
+            logdir = pathlib.Path(tmp.name)
+        try:
+            return _run(conn, label, meta, pgbench, pgbench_args, env, logdir, args, conninfo)
+        finally:
+            if tmp is not None:
+                tmp.cleanup()
+
+
+def _run(conn: psycopg.Connection[Any], label: str, meta: dict[str, Any], pgbench: str,
+         pgbench_args: list[str], env: dict[str, str], logdir: pathlib.Path,
+         args: argparse.Namespace, conninfo: str | None) -> int:
+    with translated():
+        conn.execute("SELECT chronicle.run_begin(%s, %s)", (label, Jsonb(meta)))
+    cmd = [pgbench, *pgbench_args, "-l", f"--log-prefix={logdir / LOG_PREFIX}"]
+    print(f"pg-chronicle: run {label} started: {shlex.join(cmd)}", file=sys.stderr, flush=True)
+
+    handler = _Interrupt()
+    old = signal.signal(signal.SIGINT, handler)
+    try:
+        rc, ended_at = _pgbench(conn, cmd, env, handler, label, pgbench)
+        interrupted = handler.hit or rc == -signal.SIGINT
+        # Until the run is closed, a further Ctrl-C is only remembered: an
+        # open run would refuse the next run_begin.
+        files = log_files(logdir)
+        loaded = load_logs(conn, label, files)
+        nlines = sum(r["lines"] for r in loaded)
+        if rc != 0 and not interrupted and nlines == 0:
+            with translated():
+                conn.execute("SELECT chronicle.run_end(%s)", (label,))
+                conn.execute("SELECT chronicle.run_delete(%s)", (label,))
+            raise ClientError(f"pgbench failed (exit code {rc}) before any transaction; "
+                              f"run {label} was removed",
+                              exit_code=rc if rc > 0 else EXIT_ERROR)
+        if not wait_for_snapshot(conn, ended_at):
+            print("pg-chronicle: no snapshot recorded after pgbench ended (is the collector "
+                  "running? see chronicle.status()); the run ends now", file=sys.stderr)
+        with translated():
+            conn.execute("SELECT chronicle.run_end(%s)", (label,))
+    except BaseException:
+        # never leave the run open (the next run_begin would refuse)
+        try:
+            conn.execute("SELECT chronicle.run_end(%s) WHERE EXISTS (SELECT FROM chronicle.run r "
+                         "WHERE r.label = %s AND r.ended IS NULL)", (label, label))
+        except psycopg.Error:
+            pass
+        raise
+    finally:
+        signal.signal(signal.SIGINT, old)
+    print(f"pg-chronicle: run {label} ended; {nlines:,} pgbench log lines loaded from "
+          f"{len(loaded)} file(s)" + (" (interrupted)" if interrupted else ""),
+          file=sys.stderr, flush=True)
+    print("\n" + summary.format_summary(summary.collect(conn, label)), flush=True)
+
+    if args.report is not None:
+        from pg_chronicle.cli import write_report
+        path = write_report(conninfo, label, args.vs, None, None, args.report)
+        print(f"report: {path}")
+    if interrupted or handler.hit:
+        return EXIT_INTERRUPTED
+    if rc != 0:
+        print(f"pg-chronicle: pgbench exited with code {rc}", file=sys.stderr)
+        return rc if rc is not None and rc > 0 else EXIT_ERROR
+    return 0

@@ -1,0 +1,148 @@
+"""The pg-chronicle command line: bench, report, runs, compare.
+
+    pg-chronicle [-d CONNINFO] COMMAND ...
+
+The connection is a libpq conninfo string or URI (-d), else the PG*
+environment variables.  Errors are one line on stderr and exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+import sys
+from collections.abc import Sequence
+
+from pg_chronicle import __version__
+from pg_chronicle.db import EXIT_ERROR, ClientError, connect
+
+
+def _meta_pair(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"--meta wants KEY=VALUE, got {text!r}")
+    return key, value
+
+
+def _parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("-d", "--dbname", metavar="CONNINFO", default=argparse.SUPPRESS,
+                        help="libpq conninfo or URI of the database holding the history "
+                             "(default: the PG* environment variables)")
+
+    p = argparse.ArgumentParser(
+        prog="pg-chronicle", parents=[common],
+        description="Record pgbench runs with pg_chronicle, report and compare them.")
+    p.add_argument("--version", action="version", version=f"pg-chronicle {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    b = sub.add_parser(
+        "bench", parents=[common],
+        help="run pgbench as a recorded run, then print its summary",
+        usage="pg-chronicle bench [options] -- PGBENCH_ARGUMENTS...",
+        description="Opens a run (chronicle.run_begin), runs pgbench with a "
+                    "per-transaction log, loads the log into the run, ends it and "
+                    "prints a summary.  Everything after -- goes to pgbench.")
+    b.add_argument("--label", "-l", help="run label (default: bench-<UTC timestamp>)")
+    b.add_argument("--meta", action="append", type=_meta_pair, default=[], metavar="KEY=VALUE",
+                   help="metadata stored with the run (repeatable)")
+    b.add_argument("--report", type=pathlib.Path, metavar="DIR",
+                   help="also write the report of the run into DIR")
+    b.add_argument("--vs", metavar="RUN",
+                   help="with --report: compare with this earlier run")
+    b.add_argument("--pgbench", metavar="PATH", default=None,
+                   help="pgbench to run (default: $PGBENCH, else pgbench in PATH)")
+    b.add_argument("--keep-logs", type=pathlib.Path, metavar="DIR",
+                   help="write pgbench's logs into DIR and keep them "
+                        "(default: a temporary folder, removed)")
+
+    r = sub.add_parser("report", parents=[common], help="write the report of a run",
+                       description="Writes DIR/index.html (self-contained) and a PNG and "
+                                   "an SVG per panel.")
+    r.add_argument("run", metavar="RUN")
+    r.add_argument("--vs", metavar="RUN_B", help="compare with this run (overlaid)")
+    r.add_argument("--from", dest="from_ts", metavar="TS",
+                   help="start of the window (timestamp; default: the run's start)")
+    r.add_argument("--to", dest="to_ts", metavar="TS",
+                   help="end of the window (timestamp; default: the run's end)")
+    r.add_argument("-o", "--output", type=pathlib.Path, metavar="DIR",
+                   help="output folder (default: ./report-RUN)")
+
+    sub.add_parser("runs", parents=[common], help="list the recorded runs")
+
+    c = sub.add_parser("compare", parents=[common],
+                       help="load profile, settings and environment of two runs")
+    c.add_argument("a", metavar="A")
+    c.add_argument("b", metavar="B")
+    return p
+
+
+def _split_pgbench(argv: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Everything after the first -- is pgbench's."""
+    args = list(argv)
+    if "--" in args:
+        i = args.index("--")
+        return args[:i], args[i + 1:]
+    return args, []
+
+
+def _report_dir(run: str) -> pathlib.Path:
+    safe = "".join(ch if ch.isalnum() or ch in "-_.=" else "_" for ch in run)
+    return pathlib.Path(f"report-{safe}")
+
+
+def write_report(conninfo: str | None, run: str, vs: str | None, from_ts: str | None,
+                 to_ts: str | None, outdir: pathlib.Path) -> pathlib.Path:
+    """Checks the runs and the window, then has pg_chronicle.report write."""
+    from pg_chronicle import db
+    with connect(conninfo) as conn:
+        db.run_window(conn, run, from_ts, to_ts)
+        if vs is not None:
+            db.run_window(conn, vs)
+        try:
+            from pg_chronicle.report import write_report as _write
+        except ImportError as exc:
+            raise ClientError(f"the report module is not available: {exc}") from exc
+        with db.translated():
+            return _write(conn, run, vs, from_ts, to_ts, outdir)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    own, pgbench_args = _split_pgbench(sys.argv[1:] if argv is None else argv)
+    args = _parser().parse_args(own)
+    conninfo: str | None = getattr(args, "dbname", None)
+    if pgbench_args and args.command != "bench":
+        print("pg-chronicle: '--' and arguments after it belong to bench only", file=sys.stderr)
+        return EXIT_ERROR
+    try:
+        if args.command == "bench":
+            from pg_chronicle import bench
+            return bench.main(conninfo, args, pgbench_args)
+        if args.command == "report":
+            out = args.output or _report_dir(args.run)
+            path = write_report(conninfo, args.run, args.vs, args.from_ts, args.to_ts, out)
+            print(path)
+            return 0
+        if args.command == "runs":
+            from pg_chronicle import summary
+            with connect(conninfo) as conn:
+                print(summary.runs_table(conn))
+            return 0
+        if args.command == "compare":
+            from pg_chronicle import compare
+            with connect(conninfo) as conn:
+                print(compare.compare_text(conn, args.a, args.b))
+            return 0
+    except ClientError as exc:
+        print(f"pg-chronicle: {exc.message}", file=sys.stderr)
+        return exc.exit_code
+    except BrokenPipeError:
+        return 0
+    except OSError as exc:          # a report folder that cannot be written, ...
+        print(f"pg-chronicle: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    raise AssertionError(f"unhandled command {args.command}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,141 @@
+"""Connecting to the database that holds the history, and turning errors into
+one-line messages.
+
+Every failure a user can cause (a server that does not answer, a database
+without the extension, an unknown run, an empty window, a malformed
+timestamp) becomes a ClientError: cli.main() prints its message on stderr and
+exits with its code, never with a traceback.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import psycopg
+from psycopg import errors as pgerrors
+from psycopg.rows import dict_row
+
+# Exit codes of the command line (documented in docs/client.md).
+EXIT_OK = 0
+EXIT_ERROR = 2          # bad input, no server, no extension, any server error
+EXIT_INTERRUPTED = 130  # bench ended by Ctrl-C (128 + SIGINT)
+
+
+class ClientError(Exception):
+    """A failure to report in one line, with the exit code to end with."""
+
+    def __init__(self, message: str, exit_code: int = EXIT_ERROR) -> None:
+        super().__init__(message)
+        self.message = message
+        self.exit_code = exit_code
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else text
+
+
+def translate(exc: psycopg.Error) -> ClientError:
+    """A ClientError saying what the server (or libpq) said, in one line,
+    with the server's hint when it gave one."""
+    diag = getattr(exc, "diag", None)
+    primary = diag.message_primary if diag is not None else None
+    if isinstance(exc, pgerrors.InvalidSchemaName):
+        return ClientError(
+            "this database has no pg_chronicle extension: " + (primary or _first_line(str(exc)))
+            + "; connect to the database named by chronicle.database, "
+            "where CREATE EXTENSION pg_chronicle was run")
+    if (isinstance(exc, pgerrors.UndefinedFunction)
+            and primary is not None and "chronicle." in primary):
+        return ClientError(
+            f"{primary}: the pg_chronicle extension of this database is older than "
+            "the client (ALTER EXTENSION pg_chronicle UPDATE)")
+    if primary is None:
+        # libpq's own errors (connection refused, bad conninfo): no diag
+        msg = _first_line(str(exc))
+        if isinstance(exc, psycopg.OperationalError):
+            return ClientError(f"cannot connect to the server: {msg}")
+        return ClientError(msg)
+    msg = primary
+    if diag is not None and diag.message_hint:
+        msg += f" (hint: {_first_line(diag.message_hint)})"
+    return ClientError(msg)
+
+
+@contextlib.contextmanager
+def translated() -> Iterator[None]:
+    """Re-raises any psycopg error inside the block as a ClientError."""
+    try:
+        yield
+    except psycopg.Error as exc:
+        raise translate(exc) from exc
+
+
+def connect(conninfo: str | None, check_extension: bool = True) -> psycopg.Connection[Any]:
+    """Connects with a libpq conninfo string or URI (None or '': the PG*
+    environment variables alone), in autocommit mode.  With
+    check_extension, a database without pg_chronicle is a ClientError."""
+    try:
+        conn = psycopg.connect(conninfo or "", autocommit=True,
+                               application_name="pg-chronicle")
+    except psycopg.Error as exc:
+        raise translate(exc) from exc
+    if check_extension:
+        with translated():
+            row = conn.execute(
+                "SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'pg_chronicle'"
+            ).fetchone()
+        if row is None:
+            dbname = conn.info.dbname
+            conn.close()
+            raise ClientError(
+                f'database "{dbname}" has no pg_chronicle extension; connect to the '
+                "database named by chronicle.database (where CREATE EXTENSION "
+                "pg_chronicle was run), for example with -d 'dbname=postgres'")
+    return conn
+
+
+def query(conn: psycopg.Connection[Any], sql: str,
+          params: Sequence[Any] | dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """All rows of a query as dicts, errors translated."""
+    with translated(), conn.cursor(row_factory=dict_row) as cur:
+        cur.execute(sql, params)
+        return cur.fetchall() if cur.description is not None else []
+
+
+def query_one(conn: psycopg.Connection[Any], sql: str,
+              params: Sequence[Any] | dict[str, Any] | None = None) -> dict[str, Any] | None:
+    rows = query(conn, sql, params)
+    return rows[0] if rows else None
+
+
+def run_window(conn: psycopg.Connection[Any], run: str,
+               from_ts: str | None = None, to_ts: str | None = None) -> tuple[Any, Any]:
+    """The (from, to] window of a run, narrowed by --from/--to (timestamps as
+    the server reads them).  An unknown run, a window that ends before it
+    starts, or one without any recorded snapshot is a ClientError."""
+    row = query_one(
+        conn,
+        "SELECT w.run_from, w.run_to, "
+        "       greatest(w.run_from, coalesce(%(f)s::timestamptz, w.run_from)) AS f, "
+        "       least(w.run_to, coalesce(%(t)s::timestamptz, w.run_to)) AS t "
+        "  FROM chronicle.run_window(%(run)s) w",
+        {"run": run, "f": from_ts, "t": to_ts})
+    assert row is not None
+    f, t = row["f"], row["t"]
+    if t <= f:
+        raise ClientError(
+            f'the window ({f}, {t}] is empty: run "{run}" spans '
+            f"({row['run_from']}, {row['run_to']}]")
+    n = query_one(conn,
+                  "SELECT count(*) AS n FROM chronicle.snapshot s WHERE s.ts > %s AND s.ts <= %s",
+                  (f, t))
+    if n is None or n["n"] == 0:
+        raise ClientError(
+            f'no snapshot was recorded in the window ({f}, {t}] of run "{run}": nothing to show'
+            " (is the collector running? see chronicle.status())")
+    return f, t

@@ -1,0 +1,222 @@
+"""One PNG and one SVG per panel (matplotlib, Agg backend), for slides and papers.
+
+A line with more points than the axes has pixels is drawn as its min/max
+envelope per pixel column (never a mean, so a one-second spike stays
+visible); stacked charts are drawn at full resolution.
+"""
+
+from __future__ import annotations
+
+import math
+import multiprocessing
+import os
+import pathlib
+from datetime import datetime, timezone
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.dates as mdates  # noqa: E402
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import FuncFormatter  # noqa: E402
+
+PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
+           "#7f7f7f", "#bcbd22", "#17becf", "#393b79", "#ad494a", "#637939", "#7b4173"]
+WIDTH_IN, DPI = 12.0, 100
+CHART_IN = 2.6          # height of one chart with its labels
+# columns of the envelope: about the axes' width in pixels at DPI
+ENVELOPE_COLUMNS = 1000
+
+plt.rcParams.update({"font.size": 9, "axes.titlesize": 10, "axes.grid": True, "grid.alpha": 0.3,
+                     "svg.fonttype": "none", "legend.fontsize": 7.5})
+
+
+def envelope(x: list[float], y: list, columns: int = ENVELOPE_COLUMNS):
+    """(xs, mins, maxs) per column when there are more points than columns,
+    None values left out; None when the series fits as it is."""
+    n = len(x)
+    if n <= columns:
+        return None
+    xs, lo, hi = [], [], []
+    for c in range(columns):
+        a, b = c * n // columns, (c + 1) * n // columns
+        vals = [v for v in y[a:b] if v is not None]
+        xs.append(x[(a + b - 1) // 2])
+        if vals:
+            lo.append(min(vals))
+            hi.append(max(vals))
+        else:
+            lo.append(math.nan)
+            hi.append(math.nan)
+    return xs, lo, hi
+
+
+def _fmt(unit: str):
+    def f(v, _pos=None):
+        a = abs(v)
+        if unit in ("bytes/s", "bytes"):
+            for u in ("B", "kB", "MB", "GB", "TB"):
+                if a < 1024 or u == "TB":
+                    s = f"{v:.0f}" if a >= 100 or u == "B" else f"{v:.1f}"
+                    return f"{s} {u}" + ("/s" if unit == "bytes/s" else "")
+                v /= 1024
+                a /= 1024
+        if a >= 1e6:
+            return f"{v / 1e6:.1f}M"
+        if a >= 1e4:
+            return f"{v / 1e3:.0f}k"
+        return f"{v:g}"
+    return FuncFormatter(f)
+
+
+def _nan(vals):
+    return [math.nan if v is None else v for v in vals]
+
+
+def _draw_chart(ax, chart: dict, meta: dict) -> None:
+    time_chart = chart["kind"] == "time"
+    compare = bool(meta.get("vs"))
+    if time_chart and not compare:
+        xs = [datetime.fromtimestamp(x, timezone.utc) for x in chart["x"]]
+    else:
+        xs = list(chart["x"])
+    series = chart["series"]
+    if chart.get("stack"):
+        acc = [0.0] * len(xs)
+        for i, s in enumerate(series):
+            lower = list(acc)
+            acc = [a + (v or 0.0) for a, v in zip(acc, s["values"])]
+            # every interval drawn; in the SVG as pixels when there are more
+            # intervals than pixels (thousands of polygon vertices otherwise)
+            ax.fill_between(xs, lower, acc, color=PALETTE[i % len(PALETTE)], alpha=0.8,
+                            linewidth=0, label=s["label"], rasterized=len(xs) > ENVELOPE_COLUMNS)
+        ax.set_ylim(bottom=0)
+    else:
+        runs = list(dict.fromkeys(s["run"] for s in series))
+        for i, s in enumerate(series):
+            color = PALETTE[i % len(PALETTE)]
+            style = "--" if compare and len(runs) > 1 and s["run"] == runs[-1] and \
+                len([t for t in series if t["run"] == s["run"]]) > 1 else "-"
+            if compare and all(len([t for t in series if t["run"] == r]) == 1 for r in runs):
+                color = ("#1f77b4", "#d62728")[runs.index(s["run"]) % 2]
+            # in a comparison, each series has values at its own run's points only
+            pts = [(x, v) for x, v in zip(xs, s["values"]) if v is not None] if compare \
+                else list(zip(xs, s["values"]))
+            px = [p[0] for p in pts]
+            py = [p[1] for p in pts]
+            env = envelope(px, py) if time_chart else None
+            if env:
+                ex, lo, hi = env
+                ax.fill_between(ex, lo, hi, color=color, alpha=0.45, linewidth=0.6,
+                                edgecolor=color, label=s["label"])
+            else:
+                ax.plot(px, _nan(py), style, color=color, linewidth=1.0, label=s["label"],
+                        drawstyle="default")
+    for m in chart.get("marks", []):
+        x = datetime.fromtimestamp(m["x"], timezone.utc) if time_chart and not compare else m["x"]
+        ax.axvline(x, color="#555" if m["kind"] == "checkpoint_start" else "#111",
+                   linestyle="--" if m["kind"] == "checkpoint_start" else "-", linewidth=0.7,
+                   alpha=0.6)
+    for s in chart.get("slow", []):
+        ax.axvspan(datetime.fromtimestamp(s[0], timezone.utc), datetime.fromtimestamp(s[1], timezone.utc),
+                   color="#d62728", alpha=0.15, linewidth=0)
+    if chart.get("log_y"):
+        ax.set_yscale("log")
+    else:
+        ax.yaxis.set_major_formatter(_fmt(chart["unit"]))
+    if chart.get("log_x"):
+        ax.set_xscale("log")
+        ax.set_xlabel(f"latency ({chart.get('x_unit', 'ms')})")
+    elif time_chart and not compare:
+        ax.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M:%S", tz=timezone.utc))
+        ax.set_xlabel("time (UTC)")
+    elif time_chart:
+        ax.set_xlabel("seconds since run start")
+    ax.set_title(f"{chart['title']} ({chart['unit']})", loc="left")
+    if len(series) <= 16:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.005, 1.0), frameon=False)
+
+
+def _draw_tables(fig, panel: dict) -> None:
+    tables = [t for t in panel["tables"] if not t.get("fold")]
+    axes = fig.subplots(len(tables), 1, squeeze=False)[:, 0]
+    for ax, t in zip(axes, tables):
+        ax.axis("off")
+        ax.set_title(t["title"], loc="left")
+        rows = [[_cell(v) for v in r] for r in t["rows"][:30]] or [["(none)"] + [""] * (len(t["columns"]) - 1)]
+        tab = ax.table(cellText=rows, colLabels=t["columns"], loc="upper left", cellLoc="left")
+        tab.auto_set_font_size(False)
+        tab.set_fontsize(7)
+        tab.auto_set_column_width(list(range(len(t["columns"]))))
+        for i in t.get("marked", []):
+            for j in range(len(t["columns"])):
+                if (i + 1, j) in tab.get_celld():
+                    tab[i + 1, j].set_facecolor("#fde2e1")
+
+
+def _cell(v) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    s = str(v)
+    return s if len(s) <= 90 else s[:89] + "…"
+
+
+def figure(panel: dict, meta: dict):
+    """The matplotlib figure of one panel."""
+    charts = panel["charts"]
+    title = f"{panel['title']}: {meta['run']}" + (f" vs {meta['vs']}" if meta.get("vs") else "")
+    if charts:
+        # margins in inches, fixed: the constrained layout engine cost a third
+        # of a report's drawing time; the legends go right of the axes
+        h = CHART_IN * len(charts) + 1.1
+        fig, axes = plt.subplots(len(charts), 1, figsize=(WIDTH_IN, h), dpi=DPI, squeeze=False)
+        fig.subplots_adjust(left=0.8 / WIDTH_IN, right=1 - 2.6 / WIDTH_IN, top=1 - 0.75 / h,
+                            bottom=0.45 / h, hspace=0.75 / (CHART_IN - 0.75))
+        for ax, c in zip(axes[:, 0], charts):
+            _draw_chart(ax, c, meta)
+    elif panel["tables"]:
+        rows = sum(min(len(t["rows"]), 30) + 3 for t in panel["tables"] if not t.get("fold"))
+        fig = plt.figure(figsize=(WIDTH_IN, max(2.0, 0.2 * rows + 0.6)), dpi=DPI, layout="constrained")
+        _draw_tables(fig, panel)
+    else:
+        fig = plt.figure(figsize=(WIDTH_IN, 1.5), dpi=DPI)
+        fig.text(0.5, 0.5, panel.get("empty") or "No data.", ha="center", va="center")
+    fig.suptitle(title, x=0.01, ha="left", fontsize=11, fontweight="bold")
+    return fig
+
+
+def _write_panel(args) -> list[pathlib.Path]:
+    p, meta, outdir = args
+    fig = figure(p, meta)
+    written = []
+    try:
+        for ext in ("png", "svg"):
+            path = outdir / f"{p['id']}.{ext}"
+            fig.savefig(path, format=ext)
+            written.append(path)
+    finally:
+        plt.close(fig)
+    return written
+
+
+def write_all(meta: dict, panel_list: list[dict], outdir: pathlib.Path,
+              processes: int | None = None) -> list[pathlib.Path]:
+    """<panel id>.png and .svg for every panel; returns the files written.
+    The panels are drawn by one process per CPU (at most 4): matplotlib
+    renders in one thread, and most of a report's time is here."""
+    slow = [(s0, s1) for p in panel_list for t in p["tables"] if t["id"] == "slowest.table"
+            and t.get("x") for s0, s1 in zip(t["x_start"], t["x"])] if not meta.get("vs") else []
+    if slow:
+        panel_list = [dict(p, charts=[dict(c, slow=slow) if c["kind"] == "time" else c
+                                      for c in p["charts"]]) for p in panel_list]
+    # the biggest first, so that the processes finish together
+    work = sorted(((p, meta, outdir) for p in panel_list),
+                  key=lambda a: -sum(len(c["x"]) * len(c["series"]) for c in a[0]["charts"]))
+    n = processes or min(4, os.cpu_count() or 1)
+    if n > 1 and len(work) > 1:
+        ctx = multiprocessing.get_context("fork")
+        with ctx.Pool(n) as pool:
+            return [f for files in pool.map(_write_panel, work, chunksize=1) for f in files]
+    return [f for a in work for f in _write_panel(a)]

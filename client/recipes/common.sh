@@ -1,0 +1,75 @@
+# Shared by the recipes (sourced): settings, runs and the final comparison.
+#
+# Environment (all optional):
+#   PGHOST, PGPORT, PGUSER, PGDATABASE ...  the server (libpq's variables);
+#                     pgbench and psql use them too
+#   RECIPE_OUT        folder of the comparison report (default ./<recipe>-<tag>)
+#   RECIPE_TAG        suffix of the run labels (default: the UTC time)
+#   RECIPE_SCALE      pgbench scale; if set, pgbench -i -s RECIPE_SCALE first
+#                     (default: use the tables there are)
+#   RECIPE_TIME       seconds per run (each recipe has its default)
+#   RECIPE_CLIENTS    pgbench clients (each recipe has its default)
+#   PG_CHRONICLE      the client command (default: pg-chronicle; from a
+#                     checkout: "python3 -m pg_chronicle" in client/)
+#   PGBENCH, PSQL     the programs (default: in PATH)
+set -euo pipefail
+
+read -ra PGC <<<"${PG_CHRONICLE:-pg-chronicle}"
+PSQL=${PSQL:-psql}
+PGBENCH=${PGBENCH:-pgbench}
+export PGBENCH
+tag=${RECIPE_TAG:-$(date -u +%Y%m%d-%H%M%S)}
+changed=()
+
+say() { printf '\n=== %s\n' "$*" >&2; }
+
+sql() { "$PSQL" -X -q -At -v ON_ERROR_STOP=1 -c "$1"; }
+
+# set_setting NAME VALUE: ALTER SYSTEM and reload; reset when the recipe ends.
+set_setting() {
+	say "$1 = $2"
+	sql "ALTER SYSTEM SET $1 = '$2'" && sql "SELECT pg_reload_conf()" >/dev/null
+	changed+=("$1")
+	# a reload is asynchronous: wait until this session's new backends see it
+	for _ in $(seq 1 100); do
+		[ "$(sql "SHOW $1")" = "$2" ] && return 0
+		sleep 0.1
+	done
+	echo "recipe: $1 did not become $2 after the reload" >&2
+	return 1
+}
+
+restore_settings() {
+	local n
+	for n in "${changed[@]}"; do
+		sql "ALTER SYSTEM RESET $n" || true
+	done
+	[ ${#changed[@]} -eq 0 ] || sql "SELECT pg_reload_conf()" >/dev/null || true
+}
+trap restore_settings EXIT
+
+init_pgbench() {
+	if [ -n "${RECIPE_SCALE:-}" ]; then
+		say "pgbench -i -s $RECIPE_SCALE"
+		"$PGBENCH" -i -q -s "$RECIPE_SCALE" >&2
+	fi
+}
+
+# bench LABEL [PGBENCH_ARGS...]: one recorded run, after a checkpoint so
+# that every run starts with the same full-page-image debt.
+bench() {
+	local label=$1
+	shift
+	sql "CHECKPOINT"
+	say "run $label: pgbench $*"
+	"${PGC[@]}" bench --label "$label" --meta "recipe=$recipe" -- "$@"
+}
+
+# finish A B: the comparison in the terminal and the report of B against A.
+finish() {
+	local a=$1 b=$2 out=${RECIPE_OUT:-./$recipe-$tag}
+	say "compare $a $b"
+	"${PGC[@]}" compare "$a" "$b"
+	say "report $b --vs $a"
+	"${PGC[@]}" report "$b" --vs "$a" -o "$out"
+}

@@ -1,0 +1,272 @@
+"""pg-chronicle bench, runs and compare against a real server, the numbers
+checked against the pgbench logs read here (not by the extension)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+from conftest import CLIENT_DIR, Server, cli, wait_for
+
+from pg_chronicle import summary
+from pg_chronicle.db import connect
+
+
+@dataclasses.dataclass
+class LogReading:
+    """pgbench's per-transaction logs, read by the test: the reference."""
+    n: int
+    first_start: float       # epoch seconds of the first transaction's start
+    last_end: float
+    latencies_us: list[int]
+
+    @property
+    def tps(self) -> float:
+        return self.n / (self.last_end - self.first_start)
+
+    def percentile_ms(self, p: float) -> float:
+        """Nearest rank: the ceil(p * n)-th smallest."""
+        lat = sorted(self.latencies_us)
+        return lat[max(math.ceil(p * len(lat)), 1) - 1] / 1000.0
+
+
+def read_logs(logdir: pathlib.Path) -> LogReading:
+    n, starts, ends, lat = 0, [], [], []
+    for f in sorted(logdir.glob("pgbench_log.*")):
+        for line in f.read_text().splitlines(keepends=True):
+            if not line.endswith("\n"):
+                continue             # cut off by a signal: not a transaction
+            fields = line.split()
+            if fields[2] in ("skipped", "failed", "serialization", "deadlock", "other"):
+                continue
+            end = int(fields[4]) + int(fields[5]) / 1e6
+            us = int(fields[2])
+            n += 1
+            ends.append(end)
+            starts.append(end - us / 1e6)
+            lat.append(us)
+    return LogReading(n=n, first_start=min(starts), last_end=max(ends), latencies_us=lat)
+
+
+@dataclasses.dataclass
+class BenchRun:
+    label: str
+    logdir: pathlib.Path
+    proc: subprocess.CompletedProcess[str]
+
+
+@pytest.fixture(scope="module")
+def two_runs(server: Server, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[BenchRun, BenchRun]]:
+    runs = []
+    for label, clients in (("t-a", "2"), ("t-b", "4")):
+        logdir = tmp_path_factory.mktemp(label)
+        p = cli(server, "bench", "--label", label, "--meta", "purpose=test",
+                "--keep-logs", str(logdir), "--", "-c", clients, "-j", "2", "-T", "3", "-P", "1",
+                check=True)
+        runs.append(BenchRun(label, logdir, p))
+    yield runs[0], runs[1]
+
+
+def test_bench_summary_matches_the_logs(server: Server, two_runs: tuple[BenchRun, BenchRun]) -> None:
+    for run in two_runs:
+        ref = read_logs(run.logdir)
+        assert ref.n > 0
+        with connect(server.conninfo) as conn:
+            s = summary.collect(conn, run.label)
+            meta = conn.execute("SELECT meta FROM chronicle.run WHERE label = %s",
+                                (run.label,)).fetchone()[0]
+        assert s.ended is not None, "the run is closed"
+        assert s.transactions == ref.n
+        assert s.basis == "transactions"
+        assert s.tps == pytest.approx(ref.tps, rel=1e-6)
+        assert s.latency_p50_ms == pytest.approx(ref.percentile_ms(0.5))
+        assert s.latency_p99_ms == pytest.approx(ref.percentile_ms(0.99))
+        assert s.latency_max_ms == pytest.approx(max(ref.latencies_us) / 1000.0)
+        # the window covers every transaction
+        assert s.started.timestamp() <= ref.first_start
+        assert s.ended.timestamp() >= ref.last_end
+        # what was printed is what was computed
+        out = run.proc.stdout
+        assert f"{ref.n:,} transactions" in out
+        assert f"p50 {summary.ms(ref.percentile_ms(0.5))}" in out
+        assert f"p99 {summary.ms(ref.percentile_ms(0.99))}" in out
+        assert f"max {summary.ms(max(ref.latencies_us) / 1000.0)}" in out
+        assert "WAL " in out and "per transaction" in out
+        assert "top waits" in out
+        # meta: the command line, the clients, the scale, --meta
+        assert meta["clients"] == (2 if run.label == "t-a" else 4)
+        assert meta["scale"] == 1
+        assert meta["purpose"] == "test"
+        assert meta["pgbench"].startswith("pgbench -c ")
+
+
+def test_bench_wal_per_transaction(server: Server, two_runs: tuple[BenchRun, BenchRun]) -> None:
+    """WAL per transaction: the run's WAL (pg_stat_wal deltas) over pgbench's
+    transactions; independent reading: the WAL positions are not kept, so
+    compare with the recorded wal_history over the run's window."""
+    run = two_runs[0]
+    ref = read_logs(run.logdir)
+    with connect(server.conninfo) as conn:
+        s = summary.collect(conn, run.label)
+        total = conn.execute(
+            "SELECT sum(wal_bytes)::float8 FROM chronicle.wal_totals("
+            "(SELECT started FROM chronicle.run WHERE label = %s),"
+            "(SELECT ended FROM chronicle.run WHERE label = %s))", (run.label, run.label)).fetchone()[0]
+    assert total is not None and total > 0
+    assert s.wal_bytes_per_transaction == pytest.approx(total / ref.n, rel=1e-9)
+
+
+def test_runs_lists_both(server: Server, two_runs: tuple[BenchRun, BenchRun]) -> None:
+    p = cli(server, "runs", check=True)
+    lines = p.stdout.splitlines()
+    assert lines[0].split() == ["label", "started", "ended", "duration", "meta"]
+    labels = [ln.split()[0] for ln in lines[2:]]
+    assert labels.index("t-a") < labels.index("t-b")
+    row = next(ln for ln in lines if ln.startswith("t-a "))
+    assert "clients=2" in row and "purpose=test" in row
+
+
+def _log_lines(logdir: pathlib.Path) -> int:
+    n = 0
+    for f in logdir.glob("pgbench_log.*"):
+        n += f.read_bytes().count(b"\n")
+    return n
+
+
+@pytest.mark.parametrize("whom", ["process", "group"])
+def test_ctrl_c_closes_the_run_and_keeps_the_logs(server: Server, tmp_path: pathlib.Path,
+                                                  whom: str) -> None:
+    """SIGINT to pg-chronicle alone (forwarded to pgbench), or to the whole
+    process group as a terminal's Ctrl-C: exit 130, the run ended, every
+    whole line pgbench wrote loaded."""
+    label = f"t-int-{whom}"
+    env = server.env()
+    env["PYTHONPATH"] = str(CLIENT_DIR)
+    proc = subprocess.Popen([sys.executable, "-m", "pg_chronicle", "bench", "--label", label,
+                             "--keep-logs", str(tmp_path), "--", "-c", "2", "-T", "600"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        # pgbench writes its log through stdio buffers: wait until a few
+        # thousand lines reached the files
+        wait_for(lambda: _log_lines(tmp_path) > 2000 or proc.poll() is not None,
+                 "pgbench's log", timeout=120)
+        assert proc.poll() is None, proc.communicate()
+        if whom == "process":
+            proc.send_signal(signal.SIGINT)
+        else:
+            os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130, (out, err)
+    assert "Traceback" not in err
+    ref = read_logs(tmp_path)
+    assert ref.n > 0
+    row = server.psql(
+        "SELECT r.ended IS NOT NULL, r.ended - r.started < interval '5 min', "
+        f"(SELECT count(*) FROM chronicle.app_transaction t WHERE t.run_id = r.run_id AND t.status = 'ok') "
+        f"FROM chronicle.run r WHERE r.label = '{label}'")
+    assert row == f"t|t|{ref.n}"
+    assert f"{ref.n:,} transactions" in out
+    assert "(interrupted)" in err
+
+
+def _nonblank_png(path: pathlib.Path) -> bool:
+    data = path.read_bytes()
+    return data.startswith(b"\x89PNG") and len(data) > 2000
+
+
+def test_report_of_a_run_and_of_two(server: Server, two_runs: tuple[BenchRun, BenchRun],
+                                    tmp_path: pathlib.Path) -> None:
+    a, b = two_runs
+    p = cli(server, "report", a.label, "-o", str(tmp_path / "one"), check=True)
+    assert p.stdout.strip() == str(tmp_path / "one" / "index.html")
+    html = (tmp_path / "one" / "index.html").read_text()
+    assert a.label in html and "<script" in html
+    pngs = sorted((tmp_path / "one").glob("*.png"))
+    assert pngs and all(_nonblank_png(f) for f in pngs)
+    assert {f.stem for f in pngs} == {f.stem for f in (tmp_path / "one").glob("*.svg")}
+
+    p = cli(server, "report", b.label, "--vs", a.label, "-o", str(tmp_path / "two"), check=True)
+    html = (tmp_path / "two" / "index.html").read_text()
+    assert a.label in html and b.label in html
+
+
+def test_compare_in_the_terminal(server: Server, two_runs: tuple[BenchRun, BenchRun]) -> None:
+    a, b = two_runs
+    p = cli(server, "compare", a.label, b.label, check=True)
+    out = p.stdout
+    assert out.startswith(f"load profile: A = {a.label}, B = {b.label}")
+    with connect(server.conninfo) as conn:
+        prof = conn.execute("SELECT metric, ratio, marked FROM chronicle.compare_load_profile(%s, %s)",
+                            (a.label, b.label)).fetchall()
+        settings = conn.execute("SELECT name FROM chronicle.compare_settings(%s, %s)",
+                                (a.label, b.label)).fetchall()
+    lines = out.splitlines()
+    header = lines[1].split()
+    assert header[0] == "metric" and "B/A" in header
+    for metric, ratio, marked in prof:
+        row = next(ln for ln in lines if ln.startswith(metric + "  "))
+        if ratio is not None:
+            assert f"{ratio:.2f}" in row
+        assert row.rstrip().endswith("*") == bool(marked), row
+    if settings:
+        assert "settings that differ:" in out
+        for (name,) in settings:
+            assert any(ln.startswith(name + " ") for ln in lines), name
+    else:
+        assert "settings: no difference" in out
+    assert "environment" in out
+
+
+def test_summary_of_a_run_without_a_pgbench_log(server: Server) -> None:
+    """A run opened by SQL around a load pgbench logs nothing of: the
+    summary says so and counts WAL per server commit (its report:
+    test_report.py)."""
+    server.psql("SELECT chronicle.run_begin('t-nolog')")
+    subprocess.run([str(server.bindir / "pgbench"), "-c", "2", "-T", "2"], env=server.env(),
+                   check=True, capture_output=True)
+    t = server.psql("SELECT clock_timestamp()")
+    wait_for(lambda: server.psql(f"SELECT count(*) FROM chronicle.snapshot WHERE ts > '{t}'") != "0",
+             "a snapshot after the load")
+    server.psql("SELECT chronicle.run_end('t-nolog')")
+    with connect(server.conninfo) as conn:
+        s = summary.collect(conn, "t-nolog")
+    assert s.transactions == 0 and s.tps is None
+    assert s.wal_bytes_per_transaction == s.server["wal_bytes_per_commit"]
+    assert s.wal_bytes_per_transaction is not None and s.wal_bytes_per_transaction > 0
+    out = summary.format_summary(s)
+    assert "no log loaded" in out and "per commit" in out
+
+
+def test_bench_with_report(server: Server, two_runs: tuple[BenchRun, BenchRun],
+                           tmp_path: pathlib.Path) -> None:
+    a = two_runs[0]
+    p = cli(server, "bench", "--label", "t-rep", "--report", str(tmp_path), "--vs", a.label,
+            "--", "-c", "2", "-T", "2", check=True)
+    assert p.stdout.splitlines()[-1] == f"report: {tmp_path / 'index.html'}"
+    assert (tmp_path / "index.html").exists()
+
+
+def test_bench_passes_its_connection_to_pgbench(server: Server) -> None:
+    """-d alone says where to go: pgbench gets it as PG* variables, over
+    wrong ones in the environment."""
+    env = server.env()
+    for k in ("PGHOST", "PGDATABASE", "PGUSER"):
+        env.pop(k)
+    env["PGPORT"] = "1"
+    p = cli(server, "bench", "-d", server.conninfo, "--label", "t-conninfo", "--",
+            "-c", "1", "-T", "1", env=env, check=True)
+    assert "no log loaded" not in p.stdout
+    assert int(server.psql("SELECT transactions FROM chronicle.app_summary('t-conninfo')")) > 0

@@ -1,0 +1,87 @@
+"""The report page in headless Chromium (bookworm's chromium and
+chromium-driver, driven by selenium with the driver's path given, so nothing
+is downloaded): no console error, every chart drawn with the series and
+points the report embeds, a screenshot that is not blank."""
+
+from __future__ import annotations
+
+import io
+import os
+import pathlib
+import time
+
+import matplotlib.image
+import pytest
+
+import report_runs
+from conftest import Server
+
+CHROMIUM = os.environ.get("PG_CHRONICLE_CHROMIUM", "/usr/bin/chromium")
+CHROMEDRIVER = os.environ.get("PG_CHRONICLE_CHROMEDRIVER", "/usr/bin/chromedriver")
+
+webdriver = pytest.importorskip("selenium.webdriver")
+if not (os.access(CHROMIUM, os.X_OK) and os.access(CHROMEDRIVER, os.X_OK)):
+    pytest.skip(f"no {CHROMIUM} and {CHROMEDRIVER} (apt-get install chromium chromium-driver)",
+                allow_module_level=True)
+
+
+@pytest.fixture(scope="module")
+def runs(server: Server, tmp_path_factory: pytest.TempPathFactory) -> report_runs.ReportRuns:
+    return report_runs.get(server, tmp_path_factory.mktemp("report"))
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from selenium.webdriver.chrome.service import Service
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+              "--window-size=1400,1800", "--hide-scrollbars"):
+        opts.add_argument(a)
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    d = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
+    yield d
+    d.quit()
+
+
+def _open(browser, index: pathlib.Path) -> list[dict]:
+    browser.get(index.as_uri())
+    deadline = time.monotonic() + 30
+    while not browser.execute_script("return window.__ready === true"):
+        assert time.monotonic() < deadline, "the page never finished drawing"
+        time.sleep(0.1)
+    return browser.execute_script("return window.__charts")
+
+
+def _check_page(browser, index: pathlib.Path) -> None:
+    charts = _open(browser, index)
+    logs = browser.get_log("browser")
+    assert [e for e in logs if e["level"] in ("SEVERE", "WARNING")] == [], logs
+    assert browser.execute_script("return window.__errors") == []
+    data = report_runs.report_data(index)
+    want = {c["id"]: c for p in data["panels"] for c in p["charts"]}
+    assert [c["id"] for c in charts] == list(want), "every chart of the data is on the page"
+    for c in charts:
+        w = want[c["id"]]
+        # what uPlot holds is what the report embeds
+        assert c["uSeries"] == len(w["series"]), c["id"]
+        assert c["uPoints"] == len(w["x"]), c["id"]
+        assert c["nonnull"] == [sum(v is not None for v in s["values"]) for s in w["series"]]
+        assert c["draws"] >= 1 and c["width"] > 300 and c["height"] > 100, c
+    shot = matplotlib.image.imread(io.BytesIO(browser.get_screenshot_as_png()), format="png")
+    assert float(shot[..., :3].std()) > 0.05, "the screenshot is not blank"
+
+
+def test_single_run_page(browser, server: Server, runs: report_runs.ReportRuns) -> None:
+    _check_page(browser, runs.report_a / "index.html")
+    n = report_runs.intervals_of(server, runs.a)
+    charts = browser.execute_script("return window.__charts")
+    assert all(c["uPoints"] == n for c in charts if c["kind"] == "time")
+
+
+def test_page_without_pgbench_log(browser, runs: report_runs.ReportRuns) -> None:
+    _check_page(browser, runs.report_nolog / "index.html")
+
+
+def test_comparison_page(browser, runs: report_runs.ReportRuns) -> None:
+    _check_page(browser, runs.report_vs / "index.html")

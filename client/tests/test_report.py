@@ -1,0 +1,187 @@
+"""pg-chronicle report against a real server: every panel of a short pgbench
+run has data, one point per snapshot interval; a run without a pgbench log
+still reports; the --vs comparison; the pictures; bad input."""
+
+from __future__ import annotations
+
+import pathlib
+import xml.etree.ElementTree as ET
+
+import matplotlib.image
+import pytest
+
+import report_runs
+from conftest import Server, cli
+from test_bench import read_logs
+
+from pg_chronicle.db import ClientError, connect
+from pg_chronicle.report import write_report
+
+PANELS = ["throughput", "slowest", "waits", "io", "wal", "buffers", "os", "statements",
+          "latency", "settings"]
+
+
+@pytest.fixture(scope="module")
+def runs(server: Server, tmp_path_factory: pytest.TempPathFactory) -> report_runs.ReportRuns:
+    return report_runs.get(server, tmp_path_factory.mktemp("report"))
+
+
+def _has_slowest(server: Server) -> bool:
+    return server.psql("SELECT to_regproc('chronicle.slowest_intervals') IS NOT NULL") == "t"
+
+
+def test_every_panel_has_data(server: Server, runs: report_runs.ReportRuns) -> None:
+    data = report_runs.report_data(runs.report_a / "index.html")
+    n = report_runs.intervals_of(server, runs.a)
+    assert n >= 5
+    assert data["meta"]["run"] == runs.a and data["meta"]["intervals"] == n
+    assert [p["id"] for p in data["panels"]] == PANELS
+    for p in data["panels"]:
+        if p["id"] == "slowest" and not _has_slowest(server):
+            assert "not installed" in p["empty"]
+            continue
+        assert p["empty"] is None, f"panel {p['id']}: {p['empty']}"
+        assert p["charts"] or p["tables"], p["id"]
+        for c in p["charts"]:
+            assert c["series"], c["id"]
+            if c["kind"] != "time":
+                continue
+            # one point per snapshot interval, in every series
+            assert len(c["x"]) == n, c["id"]
+            assert c["x"] == sorted(c["x"])
+            for s in c["series"]:
+                assert len(s["values"]) == n, (c["id"], s["label"])
+            assert any(v is not None for s in c["series"] for v in s["values"]), c["id"]
+    charts = {c["id"]: c for p in data["panels"] for c in p["charts"]}
+    for cid in ("throughput.tps", "throughput.latency", "waits.aas", "io.write_bytes_per_s",
+                "wal.bytes", "wal.records", "buffers.state", "buffers.usage",
+                "latency.histogram", "latency.cdf"):
+        assert cid in charts, cid
+    assert [s["label"] for s in charts["throughput.latency"]["series"]] == ["p50", "p99", "max"]
+    assert len(charts["waits.aas"]["series"]) == 8 and charts["waits.aas"]["stack"]
+    # the distribution counts every transaction of pgbench's own log
+    ref = read_logs(runs.logdir_a)
+    assert sum(charts["latency.histogram"]["series"][0]["values"]) == ref.n
+    cdf = charts["latency.cdf"]["series"][0]["values"]
+    assert cdf == sorted(cdf) and cdf[-1] == pytest.approx(1.0)
+    # the slowest latency is in the histogram's last bin: its upper edge is above it
+    assert charts["latency.histogram"]["x"][-1] >= max(ref.latencies_us) / 1000.0
+    # the per-interval max latency never exceeds the run's max from the log
+    worst = max(v for v in charts["throughput.latency"]["series"][2]["values"] if v is not None)
+    assert worst == pytest.approx(max(ref.latencies_us) / 1000.0, rel=1e-4)
+    tables = {t["id"]: t for p in data["panels"] for t in p["tables"]}
+    assert tables["waits.top"]["rows"] and "coverage" in tables["waits.top"]["note"]
+    assert any("pgbench_accounts" in r[0] for r in tables["statements.top"]["rows"])
+    settings = {r[0]: r[1] for r in tables["settings.settings"]["rows"]}
+    assert settings["shared_preload_libraries"] == "pg_chronicle,pg_stat_statements"
+    if _has_slowest(server):
+        slow = tables["slowest.table"]
+        assert 1 <= len(slow["rows"]) <= 10 and [r[0] for r in slow["rows"]] == list(range(1, len(slow["rows"]) + 1))
+
+
+def test_run_without_pgbench_log(server: Server, runs: report_runs.ReportRuns) -> None:
+    data = report_runs.report_data(runs.report_nolog / "index.html")
+    n = report_runs.intervals_of(server, runs.nolog)
+    panels = {p["id"]: p for p in data["panels"]}
+    tp = panels["throughput"]
+    assert [c["id"] for c in tp["charts"]] == ["throughput.tps"]
+    assert [s["label"] for s in tp["charts"][0]["series"]] == ["commits/s (pg_stat_database)"]
+    assert len(tp["charts"][0]["x"]) == n
+    assert sum(v or 0 for v in tp["charts"][0]["series"][0]["values"]) > 0
+    assert "No pgbench log" in tp["note"]
+    assert "No pgbench per-transaction log" in panels["latency"]["empty"]
+    for pid in ("waits", "io", "wal", "buffers"):
+        assert panels[pid]["empty"] is None and panels[pid]["charts"], pid
+    assert (runs.report_nolog / "latency.png").exists()
+    if _has_slowest(server):
+        # ranked by the lowest commits/s instead of p99
+        slow = panels["slowest"]["tables"][0]
+        assert slow["title"] == "Slowest intervals (by tps)" and slow["columns"][2] == "commits/s"
+        assert slow["rows"] and all(r[4] is None for r in slow["rows"])
+
+
+def test_comparison(server: Server, runs: report_runs.ReportRuns) -> None:
+    data = report_runs.report_data(runs.report_vs / "index.html")
+    na = report_runs.intervals_of(server, runs.a)
+    nb = report_runs.intervals_of(server, runs.b)
+    assert data["meta"]["vs"] == runs.b and data["meta"]["vs_intervals"] == nb
+    panels = {p["id"]: p for p in data["panels"]}
+    assert data["panels"][0]["id"] == "compare"
+    tables = {t["id"]: t for t in panels["compare"]["tables"]}
+    lp = tables["compare.load_profile"]
+    assert lp["rows"]
+    # the rows and the marks (beyond 10 %, or from 0 to something) of
+    # compare_load_profile(), in its order
+    ref = [ln.split("|") for ln in server.psql(
+        f"SELECT metric, marked FROM chronicle.compare_load_profile('{runs.a}', '{runs.b}')").splitlines()]
+    assert [r[0] for r in lp["rows"]] == [m for m, _ in ref]
+    assert lp["marked"] == [i for i, (_, mk) in enumerate(ref) if mk == "t"]
+    ratio = lp["columns"].index("ratio B/A")
+    for i, r in enumerate(lp["rows"]):
+        if r[ratio] is not None and abs(r[ratio] - 1) > 0.11:
+            assert i in lp["marked"], r
+    assert "compare.settings" in tables
+    # every time chart: A's and B's series on seconds since their start, each
+    # with one point per interval of its own run
+    for p in data["panels"]:
+        for c in p["charts"]:
+            if c["kind"] != "time":
+                continue
+            # keyed charts (I/O per backend type, devices) have the keys each run used
+            keyed = c["id"].startswith(("io.", "os.")) and c["id"] != "io.hit_ratio"
+            assert {s["run"] for s in c["series"]} <= {runs.a, runs.b}, c["id"]
+            if not keyed:
+                assert {s["run"] for s in c["series"]} == {runs.a, runs.b}, c["id"]
+            assert c["x"][0] >= 0 and c["x"] == sorted(c["x"])
+            for s in c["series"]:
+                assert len(s["values"]) == len(c["x"])
+                if not keyed:
+                    want = na if s["run"] == runs.a else nb
+                    assert sum(v is not None for v in s["values"]) == want, (c["id"], s["label"])
+    tps = next(c for c in panels["throughput"]["charts"] if c["id"] == "throughput.tps")
+    assert [s["label"] for s in tps["series"]][:1] == [f"{runs.a}: tps (pgbench)"]
+    hist = next(c for c in panels["latency"]["charts"] if c["id"] == "latency.histogram")
+    assert [s["run"] for s in hist["series"]] == [runs.a, runs.b]
+
+
+def test_pictures(runs: report_runs.ReportRuns) -> None:
+    data = report_runs.report_data(runs.report_a / "index.html")
+    for p in data["panels"]:
+        png = runs.report_a / f"{p['id']}.png"
+        svg = runs.report_a / f"{p['id']}.svg"
+        img = matplotlib.image.imread(png)
+        assert img.shape[0] > 100 and img.shape[1] > 100
+        # not blank: the pixels vary
+        assert float(img[..., :3].std()) > 0.02, png
+        root = ET.parse(svg).getroot()
+        assert root.tag.endswith("svg")
+        if p["empty"] is None:
+            assert len(list(root.iter())) > 50, svg
+    for d in (runs.report_vs, runs.report_nolog):
+        for p in report_runs.report_data(d / "index.html")["panels"]:
+            assert (d / f"{p['id']}.png").stat().st_size > 0
+            ET.parse(d / f"{p['id']}.svg")
+
+
+def test_html_is_self_contained(runs: report_runs.ReportRuns) -> None:
+    text = (runs.report_a / "index.html").read_text("utf-8")
+    assert "uPlot" in text
+    for needle in ("<script src", "<link ", "http://", "https://cdn", "@import"):
+        assert needle not in text.replace("https://github.com/leeoniya/uPlot", ""), needle
+
+
+def test_bad_input(server: Server, runs: report_runs.ReportRuns, tmp_path: pathlib.Path) -> None:
+    with connect(server.conninfo) as conn:
+        with pytest.raises(ClientError, match='unknown run "no-such-run"'):
+            write_report(conn, "no-such-run", None, None, None, tmp_path / "x")
+        with pytest.raises(ClientError, match="is empty"):
+            write_report(conn, runs.a, None, "2000-01-01", "2000-01-02", tmp_path / "y")
+        with pytest.raises(ClientError, match='unknown run "nope"'):
+            write_report(conn, runs.a, "nope", None, None, tmp_path / "z")
+    assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
+    for args, msg in ((["report", "no-such-run"], "unknown run"),
+                      (["report", runs.a, "--from", "2000-01-01", "--to", "2000-01-02"], "is empty"),
+                      (["report", runs.a, "--vs", "nope"], "unknown run")):
+        p = cli(server, *args, "-o", str(tmp_path / "cli"))
+        assert p.returncode == 2, p
+        assert msg in p.stderr and "Traceback" not in p.stderr, p.stderr
