@@ -83,6 +83,7 @@ details summary { cursor: pointer; font-weight: 600; font-size: 13.5px; margin: 
 .headline { display: flex; flex-wrap: wrap; gap: 10px; margin-top: 8px; }
 .headline div { background: rgba(255,255,255,.12); padding: 4px 10px; border-radius: 4px; font-size: 13px; }
 .headline b { font-size: 15px; }
+.headline .run { font-weight: 600; min-width: 140px; padding: 4px 0; }
 .uplot { font-family: inherit; }
 .u-legend { font-size: 12px; }
 </style>
@@ -312,12 +313,17 @@ hdr.appendChild(el('div', {'class': 'sub'},
   (M.server_version || '?') + (M.vs ? ' \u00b7 B: ' + M.vs_from + ' \u2192 ' + M.vs_to + ', ' +
   M.vs_intervals + ' intervals, server ' + (M.vs_server_version || '?') : '') +
   ' \u00b7 generated ' + M.generated));
-var hl = el('div', {'class': 'headline'});
-(M.headline || []).forEach(function (h) {
-  var d = el('div'); d.appendChild(document.createTextNode(h[0] + ' '));
-  d.appendChild(el('b', null, h[1])); hl.appendChild(d);
-});
-hdr.appendChild(hl);
+function headline(rows, label) {
+  var hl = el('div', {'class': 'headline'});
+  if (label) hl.appendChild(el('span', {'class': 'run'}, label));
+  (rows || []).forEach(function (h) {
+    var d = el('div'); d.appendChild(document.createTextNode(h[0] + ' '));
+    d.appendChild(el('b', null, h[1])); hl.appendChild(d);
+  });
+  hdr.appendChild(hl);
+}
+headline(M.headline, M.vs ? 'A: ' + M.run : null);
+if (M.vs) headline(M.vs_headline, 'B: ' + M.vs);
 document.body.appendChild(hdr);
 var nav = el('nav');
 D.panels.forEach(function (p) { nav.appendChild(el('a', {href: '#panel-' + p.id}, p.title)); });

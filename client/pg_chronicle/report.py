@@ -187,10 +187,10 @@ def build(conn: psycopg.Connection, run: str, vs: str | None, from_ts, to_ts):
             return meta, pa, [a]
     b = _window(conn, vs, None, None)
     with db.translated():
-        rb = collect(conn, b)
+        rb = collect(conn, b, {"headline": lambda c: _headline(c, b)})
         pb = [rb[k] for k in PANELS]
         meta.update(vs_from=_ts(b.from_ts), vs_to=_ts(b.to_ts), vs_intervals=len(b.ends),
-                    vs_server_version=b.server_version)
+                    vs_server_version=b.server_version, vs_headline=rb["headline"])
         return meta, _merge(pa, pb, a, b, conn), [a, b]
 
 
