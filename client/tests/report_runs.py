@@ -12,9 +12,10 @@ import pathlib
 import re
 import subprocess
 
-from conftest import Server, cli
+from conftest import Server, cli, wait_for
 
 _CACHE: dict[str, "ReportRuns"] = {}
+MARKUP = "</script><img src=x onerror=window.__pwned=1>"
 
 
 @dataclasses.dataclass
@@ -59,6 +60,12 @@ def get(srv: Server, tmp: pathlib.Path) -> ReportRuns:
     srv.psql(f"SELECT chronicle.run_begin('{nolog}')")
     subprocess.run([str(srv.bindir / "pgbench"), "-c", "2", "-T", "4", "-n"], env=srv.env(),
                    check=True, capture_output=True)
+    # a statement whose text is markup: the page must show it as text
+    srv.psql(f'SELECT count(*) AS "{MARKUP}" FROM pgbench_accounts')
+    # a snapshot after it, inside the run
+    t = srv.psql("SELECT now()")
+    wait_for(lambda: srv.psql(f"SELECT count(*) FROM chronicle.snapshot WHERE ts > '{t}'") != "0",
+             "a snapshot after the statement")
     srv.psql(f"SELECT chronicle.run_end('{nolog}')")
     out = {}
     for name, args in (("a", [a]), ("b", [b]), ("nolog", [nolog]), ("vs", [a, "--vs", b])):
