@@ -39,8 +39,22 @@ def _json_for_script(obj) -> str:
 
 
 def render(meta: dict, panels: list[dict]) -> str:
-    data = {"meta": meta,
-            "panels": [dict(p, charts=[compact_chart(c) for c in p["charts"]]) for p in panels]}
+    # the time charts of a report share their x values (the window's interval
+    # ends): stored once in "xs", each chart naming its array by index ("xref")
+    xs: list[list] = []
+    index: dict[tuple, int] = {}
+    out = []
+    for p in panels:
+        charts = []
+        for c in p["charts"]:
+            c = compact_chart(c)
+            key = tuple(c["x"])
+            if key not in index:
+                index[key] = len(xs)
+                xs.append(c["x"])
+            charts.append(dict({k: v for k, v in c.items() if k != "x"}, xref=index[key]))
+        out.append(dict(p, charts=charts))
+    data = {"meta": meta, "xs": xs, "panels": out}
     title = f"pg_chronicle report: {meta['run']}" + (f" vs {meta['vs']}" if meta.get("vs") else "")
     return (PAGE.replace("@@TITLE@@", _html.escape(title))
                 .replace("@@UPLOT_CSS@@", _vendor("uPlot.min.css"))
@@ -104,6 +118,8 @@ window.__errors = [];
 window.addEventListener('error', function (e) { window.__errors.push(String(e.message)); });
 var D = JSON.parse(document.getElementById('report-data').textContent);
 var M = D.meta;
+// each chart's x values: shared arrays, stored once
+D.panels.forEach(function (p) { p.charts.forEach(function (c) { c.x = D.xs[c.xref]; }); });
 var PALETTE = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2',
                '#7f7f7f', '#bcbd22', '#17becf', '#393b79', '#ad494a', '#637939', '#7b4173'];
 var RUN_COLORS = ['#1f77b4', '#d62728'];

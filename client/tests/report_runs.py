@@ -45,7 +45,12 @@ def report_data(index: pathlib.Path) -> dict:
     text = index.read_text("utf-8")
     m = re.search(r'<script type="application/json" id="report-data">(.*?)</script>', text, re.S)
     assert m, "index.html embeds its data"
-    return json.loads(m.group(1))
+    data = json.loads(m.group(1))
+    # as the page does: each chart's x values from the shared arrays
+    for p in data["panels"]:
+        for c in p["charts"]:
+            c["x"] = data["xs"][c["xref"]]
+    return data
 
 
 def get(srv: Server, tmp: pathlib.Path) -> ReportRuns:

@@ -138,9 +138,8 @@ def test_comparison(server: Server, runs: report_runs.ReportRuns) -> None:
             assert c["x"][0] >= 0 and c["x"] == sorted(c["x"])
             for s in c["series"]:
                 assert len(s["values"]) == len(c["x"])
-                if not keyed:
-                    want = na if s["run"] == runs.a else nb
-                    assert sum(v is not None for v in s["values"]) == want, (c["id"], s["label"])
+                want = na if s["run"] == runs.a else nb
+                assert sum(v is not None for v in s["values"]) == want, (c["id"], s["label"])
     tps = next(c for c in panels["throughput"]["charts"] if c["id"] == "throughput.tps")
     assert [s["label"] for s in tps["series"]][:1] == [f"{runs.a}: tps (pgbench)"]
     hist = next(c for c in panels["latency"]["charts"] if c["id"] == "latency.histogram")
