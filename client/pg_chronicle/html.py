@@ -151,6 +151,16 @@ function si(v, unit) {
   return v.toPrecision(3);
 }
 
+// time axis ticks in UTC, 24 h (the header's window is UTC too); the date
+// too when the window spans more than a day
+function utcTicks(u, vals) {
+  var span = u.scales.x.max - u.scales.x.min;
+  return vals.map(function (v) {
+    var s = new Date(v * 1000).toISOString();
+    return span > 86400 ? s.slice(5, 10) + ' ' + s.slice(11, 16) : s.slice(11, span > 1800 ? 16 : 19);
+  });
+}
+
 function fmtX(v) {
   if (M.vs) return v == null ? '-' : v.toFixed(1) + ' s';
   return v == null ? '-' : new Date(v * 1000).toISOString().replace('T', ' ').slice(0, 23) + ' UTC';
@@ -262,7 +272,7 @@ function makeChart(container, chart, width) {
     },
     axes: [
       {label: chart.kind === 'time' ? (M.vs ? 'seconds since run start' : null) : 'latency (ms, log)',
-       values: chart.kind === 'time' ? (M.vs ? function (u, vals) { return vals.map(function (v) { return v + ' s'; }); } : undefined)
+       values: chart.kind === 'time' ? (M.vs ? function (u, vals) { return vals.map(function (v) { return v + ' s'; }); } : utcTicks)
                                      : function (u, vals) { return vals.map(function (v) { return si(v); }); }},
       {size: 84, values: function (u, vals) { return vals.map(function (v) { return si(v, chart.unit); }); }}
     ]
