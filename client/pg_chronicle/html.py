@@ -39,8 +39,22 @@ def _json_for_script(obj) -> str:
 
 
 def render(meta: dict, panels: list[dict]) -> str:
-    data = {"meta": meta,
-            "panels": [dict(p, charts=[compact_chart(c) for c in p["charts"]]) for p in panels]}
+    # the time charts of a report share their x values (the window's interval
+    # ends): stored once in "xs", each chart naming its array by index ("xref")
+    xs: list[list] = []
+    index: dict[tuple, int] = {}
+    out = []
+    for p in panels:
+        charts = []
+        for c in p["charts"]:
+            c = compact_chart(c)
+            key = tuple(c["x"])
+            if key not in index:
+                index[key] = len(xs)
+                xs.append(c["x"])
+            charts.append(dict({k: v for k, v in c.items() if k != "x"}, xref=index[key]))
+        out.append(dict(p, charts=charts))
+    data = {"meta": meta, "xs": xs, "panels": out}
     title = f"pg_chronicle report: {meta['run']}" + (f" vs {meta['vs']}" if meta.get("vs") else "")
     return (PAGE.replace("@@TITLE@@", _html.escape(title))
                 .replace("@@UPLOT_CSS@@", _vendor("uPlot.min.css"))
@@ -83,6 +97,7 @@ details summary { cursor: pointer; font-weight: 600; font-size: 13.5px; margin: 
 .headline { display: flex; flex-wrap: wrap; gap: 10px; margin-top: 8px; }
 .headline div { background: rgba(255,255,255,.12); padding: 4px 10px; border-radius: 4px; font-size: 13px; }
 .headline b { font-size: 15px; }
+.headline .run { font-weight: 600; min-width: 140px; padding: 4px 0; }
 .uplot { font-family: inherit; }
 .u-legend { font-size: 12px; }
 </style>
@@ -103,6 +118,8 @@ window.__errors = [];
 window.addEventListener('error', function (e) { window.__errors.push(String(e.message)); });
 var D = JSON.parse(document.getElementById('report-data').textContent);
 var M = D.meta;
+// each chart's x values: shared arrays, stored once
+D.panels.forEach(function (p) { p.charts.forEach(function (c) { c.x = D.xs[c.xref]; }); });
 var PALETTE = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2',
                '#7f7f7f', '#bcbd22', '#17becf', '#393b79', '#ad494a', '#637939', '#7b4173'];
 var RUN_COLORS = ['#1f77b4', '#d62728'];
@@ -132,6 +149,16 @@ function si(v, unit) {
   if (a >= 1) return v.toFixed(2);
   if (a === 0) return '0';
   return v.toPrecision(3);
+}
+
+// time axis ticks in UTC, 24 h (the header's window is UTC too); the date
+// too when the window spans more than a day
+function utcTicks(u, vals) {
+  var span = u.scales.x.max - u.scales.x.min;
+  return vals.map(function (v) {
+    var s = new Date(v * 1000).toISOString();
+    return span > 86400 ? s.slice(5, 10) + ' ' + s.slice(11, 16) : s.slice(11, span > 1800 ? 16 : 19);
+  });
 }
 
 function fmtX(v) {
@@ -245,7 +272,7 @@ function makeChart(container, chart, width) {
     },
     axes: [
       {label: chart.kind === 'time' ? (M.vs ? 'seconds since run start' : null) : 'latency (ms, log)',
-       values: chart.kind === 'time' ? (M.vs ? function (u, vals) { return vals.map(function (v) { return v + ' s'; }); } : undefined)
+       values: chart.kind === 'time' ? (M.vs ? function (u, vals) { return vals.map(function (v) { return v + ' s'; }); } : utcTicks)
                                      : function (u, vals) { return vals.map(function (v) { return si(v); }); }},
       {size: 84, values: function (u, vals) { return vals.map(function (v) { return si(v, chart.unit); }); }}
     ]
@@ -312,12 +339,17 @@ hdr.appendChild(el('div', {'class': 'sub'},
   (M.server_version || '?') + (M.vs ? ' \u00b7 B: ' + M.vs_from + ' \u2192 ' + M.vs_to + ', ' +
   M.vs_intervals + ' intervals, server ' + (M.vs_server_version || '?') : '') +
   ' \u00b7 generated ' + M.generated));
-var hl = el('div', {'class': 'headline'});
-(M.headline || []).forEach(function (h) {
-  var d = el('div'); d.appendChild(document.createTextNode(h[0] + ' '));
-  d.appendChild(el('b', null, h[1])); hl.appendChild(d);
-});
-hdr.appendChild(hl);
+function headline(rows, label) {
+  var hl = el('div', {'class': 'headline'});
+  if (label) hl.appendChild(el('span', {'class': 'run'}, label));
+  (rows || []).forEach(function (h) {
+    var d = el('div'); d.appendChild(document.createTextNode(h[0] + ' '));
+    d.appendChild(el('b', null, h[1])); hl.appendChild(d);
+  });
+  hdr.appendChild(hl);
+}
+headline(M.headline, M.vs ? 'A: ' + M.run : null);
+if (M.vs) headline(M.vs_headline, 'B: ' + M.vs);
 document.body.appendChild(hdr);
 var nav = el('nav');
 D.panels.forEach(function (p) { nav.appendChild(el('a', {href: '#panel-' + p.id}, p.title)); });

@@ -146,7 +146,8 @@ def _merge(pa: list[dict], pb: list[dict], a: panels.Window, b: panels.Window, c
         qcharts = {c["id"]: c for c in q["charts"]}
         charts = [_merge_time(c, qcharts.pop(c["id"], None), a, b) for c in p["charts"]]
         # a chart only B has (a device, a backend type only B used)
-        charts += [_merge_time(dict(c, series=[]), c, a, b) for c in qcharts.values()]
+        charts += [_merge_time(dict(c, x=a.x, series=[], marks=[]), c, a, b)
+                   for c in qcharts.values()]
         tables = [dict(t, title=f"{a.run}: {t['title']}") for t in p["tables"]] + \
                  [dict(t, title=f"{b.run}: {t['title']}") for t in q["tables"]]
         empty = p["empty"] if (p["empty"] and (q.get("empty") or not q["charts"])) else None
@@ -187,10 +188,10 @@ def build(conn: psycopg.Connection, run: str, vs: str | None, from_ts, to_ts):
             return meta, pa, [a]
     b = _window(conn, vs, None, None)
     with db.translated():
-        rb = collect(conn, b)
+        rb = collect(conn, b, {"headline": lambda c: _headline(c, b)})
         pb = [rb[k] for k in PANELS]
         meta.update(vs_from=_ts(b.from_ts), vs_to=_ts(b.to_ts), vs_intervals=len(b.ends),
-                    vs_server_version=b.server_version)
+                    vs_server_version=b.server_version, vs_headline=rb["headline"])
         return meta, _merge(pa, pb, a, b, conn), [a, b]
 
 

@@ -12,9 +12,10 @@ import pathlib
 import re
 import subprocess
 
-from conftest import Server, cli
+from conftest import Server, cli, wait_for
 
 _CACHE: dict[str, "ReportRuns"] = {}
+MARKUP = "</script><img src=x onerror=window.__pwned=1>"
 
 
 @dataclasses.dataclass
@@ -44,7 +45,12 @@ def report_data(index: pathlib.Path) -> dict:
     text = index.read_text("utf-8")
     m = re.search(r'<script type="application/json" id="report-data">(.*?)</script>', text, re.S)
     assert m, "index.html embeds its data"
-    return json.loads(m.group(1))
+    data = json.loads(m.group(1))
+    # as the page does: each chart's x values from the shared arrays
+    for p in data["panels"]:
+        for c in p["charts"]:
+            c["x"] = data["xs"][c["xref"]]
+    return data
 
 
 def get(srv: Server, tmp: pathlib.Path) -> ReportRuns:
@@ -59,6 +65,12 @@ def get(srv: Server, tmp: pathlib.Path) -> ReportRuns:
     srv.psql(f"SELECT chronicle.run_begin('{nolog}')")
     subprocess.run([str(srv.bindir / "pgbench"), "-c", "2", "-T", "4", "-n"], env=srv.env(),
                    check=True, capture_output=True)
+    # a statement whose text is markup: the page must show it as text
+    srv.psql(f'SELECT count(*) AS "{MARKUP}" FROM pgbench_accounts')
+    # a snapshot after it, inside the run
+    t = srv.psql("SELECT now()")
+    wait_for(lambda: srv.psql(f"SELECT count(*) FROM chronicle.snapshot WHERE ts > '{t}'") != "0",
+             "a snapshot after the statement")
     srv.psql(f"SELECT chronicle.run_end('{nolog}')")
     out = {}
     for name, args in (("a", [a]), ("b", [b]), ("nolog", [nolog]), ("vs", [a, "--vs", b])):

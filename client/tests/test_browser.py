@@ -81,6 +81,12 @@ def test_single_run_page(browser, server: Server, runs: report_runs.ReportRuns) 
 
 def test_page_without_pgbench_log(browser, runs: report_runs.ReportRuns) -> None:
     _check_page(browser, runs.report_nolog / "index.html")
+    # a query text that is markup is shown as text, never run
+    text = browser.execute_script(
+        "return document.getElementById('table-statements.top').textContent")
+    assert report_runs.MARKUP in text
+    assert browser.execute_script("return document.getElementsByTagName('img').length") == 0
+    assert browser.execute_script("return window.__pwned === undefined")
 
 
 def test_comparison_page(browser, runs: report_runs.ReportRuns) -> None:
