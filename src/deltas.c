@@ -1451,7 +1451,8 @@ chronicle_deltas(PG_FUNCTION_ARGS)
 	if (e->single)
 		(void) key_lookup(e, NULL, NULL);
 
-	SPI_connect();
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
 
 	snaps = read_snapshots(from_ts, to_ts, &nsnaps);
 	if (e->born_at_zero)
