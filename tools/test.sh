@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Run every test layer of pg_chronicle against every provisioned PostgreSQL:
-#   0. once: META.json and tools/provision-pg.sh's choice of version,
+#   0. once: META.json, the documentation against the code and its links
+#      (tools/check-docs.py), tools/provision-pg.sh's choice of version,
 #   1. pg_regress (sql/, expected/) on a temporary instance,
 #   2. pgTAP suites (test/pgtap/) with pg_prove on a temporary instance,
 #   3. Perl TAP tests (test/t/) with PostgreSQL::Test::Cluster.
@@ -119,12 +120,13 @@ run_once() {			# name command...
 	cat "$out"
 	read -r p f s < <(count_tap "$out")
 	[ $rc -ne 0 ] && [ "$f" = 0 ] && f=1
-	passed=$((passed + p)); failed=$((failed + f))
-	summary+=("$name: $p passed, $f failed")
+	passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
+	summary+=("$name: $p passed, $f failed, $s skipped")
 	rm -f "$out"
 }
 if [[ " $layers " == *" tools "* ]]; then
 	run_once META.json python3 tools/check-meta.py META.json pg_chronicle.control
+	run_once docs python3 tools/check-docs.py
 	run_once provision-pg.sh test/tools/provision.sh
 fi
 
