@@ -18,7 +18,7 @@
  * are read once in time order and each key keeps its previous row in a
  * hash table, so the cost is one comparison and one subtraction per value.
  *
- * Semantics (the same as documented in the README, "Analysis"):
+ * Semantics (the same as documented in docs/analysis.md, "Semantics"):
  *
  * - The intervals of a window (from, to] are the pairs (previous snapshot,
  *   snapshot) of one segment whose end lies in (from, to], as
