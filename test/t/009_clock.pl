@@ -14,7 +14,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use FindBin;
 use lib "$FindBin::RealBin/../perl";
-use PgChronicle::TestNode qw(poll_until);
+use PgChronicle::TestNode qw(chronicle_node poll_until);
 
 my ($libfaketime) = grep { -f $_ } (
 	'/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1',
@@ -23,10 +23,7 @@ my ($libfaketime) = grep { -f $_ } (
 plan skip_all => 'libfaketime is not installed (Debian package faketime)'
   unless defined $libfaketime;
 
-my $node = PostgreSQL::Test::Cluster->new('clock');
-$node->init;
-$node->append_conf('postgresql.conf', q{
-shared_preload_libraries = 'pg_chronicle'
+my $node = chronicle_node('clock', start => 0, conf => q{
 chronicle.snapshot_interval = '200ms'
 chronicle.wait_sample_interval = 0
 });
