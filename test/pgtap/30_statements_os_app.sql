@@ -15,7 +15,7 @@ SELECT has_column('chronicle', 'app_interval', 'interval_secs', 'app_interval.in
 SELECT col_type_is('chronicle', 'os_pressure_history', 'some_total', 'bigint', 'pressure totals are bigint microseconds');
 
 -- Settings.
-SELECT is(current_setting('chronicle.statements_top'), '100', 'chronicle.statements_top defaults to 100');
+SELECT is(current_setting('chronicle.statements_max'), '100', 'chronicle.statements_max defaults to 100');
 SELECT is(current_setting('chronicle.proc_root'), '/proc', 'chronicle.proc_root defaults to /proc');
 SELECT is(current_setting('chronicle.os_disks'), '', 'chronicle.os_disks defaults to automatic');
 
