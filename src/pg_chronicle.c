@@ -33,6 +33,7 @@
 #include "storage/dsm_registry.h"
 #endif
 
+#include "os_proc.h"
 #include "pg_chronicle.h"
 #include "sampler.h"
 
@@ -42,7 +43,7 @@ PG_MODULE_MAGIC;
 int			chronicle_snapshot_interval = 1000; /* ms */
 char	   *chronicle_database = NULL;
 char	   *chronicle_server_name = NULL;
-int			chronicle_retention = 7 * 24 * 60;	/* minutes */
+static int	chronicle_retention = 7 * 24 * 60;	/* minutes */
 bool		chronicle_source_enabled[CHRONICLE_MAX_SOURCES];
 char	   *chronicle_debug_fail_source = NULL;
 int			chronicle_standby_ring_kb = CHRONICLE_RING_KB_DEFAULT;
