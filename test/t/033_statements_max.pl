@@ -10,11 +10,14 @@ use warnings FATAL => 'all';
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use PgChronicle::TestNode qw(chronicle_node poll_until);
 
-my $node = PostgreSQL::Test::Cluster->new('statements_max');
-$node->init;
-$node->append_conf('postgresql.conf', q{
-shared_preload_libraries = 'pg_chronicle,pg_stat_statements'
+my $node = chronicle_node('statements_max',
+	preload => 'pg_chronicle,pg_stat_statements',
+	extensions => [qw(pg_stat_statements pg_chronicle)],
+	conf => q{
 chronicle.snapshot_interval = '200ms'
 });
 
@@ -26,28 +29,26 @@ my $burst = 0;
 sub most_per_snapshot
 {
 	my ($conf) = @_;
+	$burst++;
 	$node->adjust_conf('postgresql.conf', 'chronicle.statements_top', undef);
 	$node->adjust_conf('postgresql.conf', 'chronicle.statements_max', undef);
 	$node->append_conf('postgresql.conf', $conf);
 	$node->restart;
-	$node->safe_psql('postgres',
-		'CREATE EXTENSION IF NOT EXISTS pg_stat_statements; CREATE EXTENSION IF NOT EXISTS pg_chronicle');
 	my $started = $node->safe_psql('postgres', 'SELECT pg_postmaster_start_time()');
-	$node->poll_query_until('postgres', qq{
+	poll_until($node, 'postgres', qq{
 		SELECT count(*) >= 2 FROM chronicle.snapshot
-		 WHERE collector = 'worker' AND ts > '$started'})
-	  or die 'the worker recorded no snapshots';
+		 WHERE collector = 'worker' AND ts > '$started'},
+		"the worker records snapshots (burst $burst)");
 	my $t0 = $node->safe_psql('postgres', 'SELECT max(ts) FROM chronicle.snapshot');
-	$burst++;
 	$node->safe_psql('postgres',
 		join('', map { "SELECT $burst AS burst, " . join(', ', (1) x $_) . ';' } 1 .. 20));
 	my $t1 = $node->safe_psql('postgres', 'SELECT now()');
 	# Leftover candidates are recorded by the next snapshots: wait for a
 	# few after the burst.
-	$node->poll_query_until('postgres', qq{
+	poll_until($node, 'postgres', qq{
 		SELECT count(*) >= 3 FROM chronicle.snapshot
-		 WHERE collector = 'worker' AND ts > '$t1'})
-	  or die 'the worker recorded no snapshot after the burst';
+		 WHERE collector = 'worker' AND ts > '$t1'},
+		"the worker records snapshots after burst $burst");
 	return $node->safe_psql('postgres', qq{
 		SELECT max(n) FROM (SELECT count(*) AS n FROM chronicle.statements_history
 		                     WHERE ts > '$t0' GROUP BY ts) s});
@@ -62,7 +63,6 @@ sub show
 my $warning = qr/WARNING:  chronicle\.statements_top is deprecated, use chronicle\.statements_max/;
 
 # The old name alone.
-$node->start;
 my $log_offset = -s $node->logfile;
 is(most_per_snapshot("chronicle.statements_top = 3\n"), '3',
 	'chronicle.statements_top alone: 3 statements per snapshot');
