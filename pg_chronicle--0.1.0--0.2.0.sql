@@ -304,7 +304,7 @@ DROP FUNCTION chronicle.app_summary(text);
 CREATE FUNCTION chronicle.app_intervals(
 	from_ts timestamptz,
 	to_ts timestamptz,
-	run_label text DEFAULT NULL)
+	run text DEFAULT NULL)
 RETURNS TABLE (
 	interval_start  timestamptz,
 	interval_end    timestamptz,
@@ -334,8 +334,8 @@ DECLARE
 	v_hi timestamptz;
 BEGIN
 	PERFORM chronicle._check_range(from_ts, to_ts, 'chronicle.app_intervals');
-	IF run_label IS NOT NULL THEN
-		v_run := chronicle._run_id(run_label, 'chronicle.app_intervals');
+	IF run IS NOT NULL THEN
+		v_run := chronicle._run_id(run, 'chronicle.app_intervals');
 	END IF;
 
 	-- The snapshots bounding the intervals whose end lies in (from, to].
@@ -488,7 +488,7 @@ $$;
 COMMENT ON FUNCTION chronicle.app_intervals(timestamptz, timestamptz, text) IS
 	'Per snapshot interval (start, end] ending in (from, to]: pgbench transactions, TPS over the seconds the run was active in it, latency mean/min/max and nearest-rank p50/p90/p99 (ms), lag, skipped, failures; from the per-transaction log, else the aggregate log';
 
-CREATE FUNCTION chronicle.app_intervals(run_label text)
+CREATE FUNCTION chronicle.app_intervals(run text)
 RETURNS TABLE (
 	interval_start  timestamptz,
 	interval_end    timestamptz,
@@ -513,7 +513,7 @@ AS $$
 	SELECT a.*
 	  FROM chronicle.run r,
 	       chronicle.app_intervals(r.started, coalesce(r.ended, now()), r.label) a
-	 WHERE r.run_id = chronicle._run_id(run_label, 'chronicle.app_intervals');
+	 WHERE r.run_id = chronicle._run_id(run, 'chronicle.app_intervals');
 $$;
 COMMENT ON FUNCTION chronicle.app_intervals(text) IS
 	'chronicle.app_intervals() over the window of a run (the intervals ending in (started, ended]), its transactions only';
@@ -622,7 +622,7 @@ BEGIN
 END;
 $$;
 
-CREATE FUNCTION chronicle.app_summary(run_label text)
+CREATE FUNCTION chronicle.app_summary(run text)
 RETURNS TABLE (
 	transactions    bigint,
 	seconds         float8,
@@ -640,7 +640,7 @@ RETURNS TABLE (
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-	SELECT * FROM chronicle._app_summary(chronicle._run_id(run_label, 'chronicle.app_summary'));
+	SELECT * FROM chronicle._app_summary(chronicle._run_id(run, 'chronicle.app_summary'));
 $$;
 COMMENT ON FUNCTION chronicle.app_summary(text) IS
 	'Transactions, seconds (from the first transaction''s start, not across gaps), TPS, latency mean/min/max and nearest-rank percentiles of a whole run, from its per-transaction log, else its aggregate log';
@@ -2593,8 +2593,10 @@ BEGIN
 END;
 $$;
 
-CREATE OR REPLACE FUNCTION chronicle.load_pgbench_lines(
-	run_label text,
+-- The run is "run" (issue 15, names): a parameter cannot be renamed in place.
+DROP FUNCTION chronicle.load_pgbench_lines(text, text, text, boolean, integer);
+CREATE FUNCTION chronicle.load_pgbench_lines(
+	run text,
 	format text DEFAULT 'auto',
 	extra_column text DEFAULT 'lag',
 	create_run boolean DEFAULT false,
@@ -2618,7 +2620,7 @@ DECLARE
 	v_cols integer[] := '{}';
 	v_agg boolean := false;
 BEGIN
-	IF run_label IS NULL OR run_label = '' THEN
+	IF run IS NULL OR run = '' THEN
 		RAISE EXCEPTION 'chronicle.load_pgbench_lines: run label must not be NULL or empty'
 			USING ERRCODE = 'null_value_not_allowed', HINT = 'Name the run the log belongs to, as given to chronicle.run_begin().';
 	END IF;
@@ -2641,7 +2643,7 @@ BEGIN
 			      HINT = 'Call chronicle.pgbench_staging() and \copy the files into pg_temp.chronicle_pgbench_lines first, or use chronicle.load_pgbench_log().';
 	END IF;
 
-	SELECT r.run_id INTO v_run FROM chronicle.run r WHERE r.label = run_label;
+	SELECT r.run_id INTO v_run FROM chronicle.run r WHERE r.label = run;
 
 	-- Layout of every file: the number of fields of each line must agree.
 	FOR f IN
@@ -2694,7 +2696,7 @@ BEGIN
 	-- The run: it must exist, or is created from the log's time range.
 	IF v_run IS NULL THEN
 		IF NOT create_run THEN
-			RAISE EXCEPTION 'chronicle.load_pgbench_lines: unknown run "%"', run_label
+			RAISE EXCEPTION 'chronicle.load_pgbench_lines: unknown run "%"', run
 				USING ERRCODE = 'undefined_object',
 				      HINT = 'Start it with chronicle.run_begin() before pgbench, or pass create_run => true to create it from the time range of the log.';
 		END IF;
@@ -2720,7 +2722,7 @@ BEGIN
 				RAISE;
 		END;
 		INSERT INTO chronicle.run (label, started, ended, meta)
-		VALUES (run_label, v_started, v_ended,
+		VALUES (run, v_started, v_ended,
 		        jsonb_build_object('created_by', 'chronicle.load_pgbench_lines', 'files', to_jsonb(v_files)))
 		RETURNING run_id INTO v_run;
 	END IF;
@@ -2797,9 +2799,14 @@ BEGIN
 	RETURN QUERY SELECT u.f, u.fmt, u.n FROM unnest(v_files, v_fmts, v_lines) AS u(f, fmt, n);
 END;
 $$;
+COMMENT ON FUNCTION chronicle.load_pgbench_lines(text, text, text, boolean, integer) IS
+	'Parses the pgbench log lines staged in pg_temp.chronicle_pgbench_lines into app_transaction or app_interval of a run';
+REVOKE ALL ON FUNCTION chronicle.load_pgbench_lines(text, text, text, boolean, integer) FROM PUBLIC;
 
-CREATE OR REPLACE FUNCTION chronicle.load_pgbench_log(
-	run_label text,
+-- The run is "run" (issue 15, names): a parameter cannot be renamed in place.
+DROP FUNCTION chronicle.load_pgbench_log(text, text, text, text, boolean, integer);
+CREATE FUNCTION chronicle.load_pgbench_log(
+	run text,
 	path text,
 	format text DEFAULT 'auto',
 	extra_column text DEFAULT 'lag',
@@ -2853,22 +2860,31 @@ BEGIN
 		EXECUTE pg_catalog.format('ALTER TABLE pg_temp.chronicle_pgbench_lines ALTER COLUMN file SET DEFAULT %L', v_f);
 		EXECUTE pg_catalog.format('COPY pg_temp.chronicle_pgbench_lines (line) FROM %L', v_f);
 	END LOOP;
-	RETURN QUERY SELECT * FROM chronicle.load_pgbench_lines(run_label, format, extra_column, create_run, aggregate_interval);
+	RETURN QUERY SELECT * FROM chronicle.load_pgbench_lines(run, format, extra_column, create_run, aggregate_interval);
 	TRUNCATE pg_temp.chronicle_pgbench_lines;
 END;
 $$;
+COMMENT ON FUNCTION chronicle.load_pgbench_log(text, text, text, text, boolean, integer) IS
+	'Loads pgbench logs from server files (a file, or a prefix for every <prefix>.<pid>[.<thread>]) into a run';
+REVOKE ALL ON FUNCTION chronicle.load_pgbench_log(text, text, text, text, boolean, integer) FROM PUBLIC;
 
-CREATE OR REPLACE FUNCTION chronicle.app_run_id(run_label text)
+-- The run is "run" (issue 15, names): a parameter cannot be renamed in place.
+DROP FUNCTION chronicle.app_run_id(text);
+CREATE FUNCTION chronicle.app_run_id(run text)
 RETURNS integer
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-	SELECT chronicle._run_id(run_label, 'chronicle.app_run_id')
+	SELECT chronicle._run_id(run, 'chronicle.app_run_id')
 $$;
+REVOKE ALL ON FUNCTION chronicle.app_run_id(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION chronicle.app_run_id(text) TO pg_monitor, pg_read_all_stats;
 
-CREATE OR REPLACE FUNCTION chronicle.add_metric(name text, value float8,
+-- The run is "run" (issue 15, names): a parameter cannot be renamed in place.
+DROP FUNCTION chronicle.add_metric(text, float8, timestamptz, text);
+CREATE FUNCTION chronicle.add_metric(name text, value float8,
 									 ts timestamptz DEFAULT now(),
-									 run_label text DEFAULT NULL)
+									 run text DEFAULT NULL)
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -2884,11 +2900,16 @@ BEGIN
 	END IF;
 	INSERT INTO chronicle.app_metric (ts, name, value, run_id)
 	VALUES (ts, name, value,
-	        CASE WHEN run_label IS NOT NULL THEN chronicle._run_id(run_label, 'chronicle.add_metric') END);
+	        CASE WHEN run IS NOT NULL THEN chronicle._run_id(run, 'chronicle.add_metric') END);
 END;
 $$;
+COMMENT ON FUNCTION chronicle.add_metric(text, float8, timestamptz, text) IS
+	'Records one value of an application metric series, optionally tied to a run';
+REVOKE ALL ON FUNCTION chronicle.add_metric(text, float8, timestamptz, text) FROM PUBLIC;
 
-CREATE OR REPLACE FUNCTION chronicle.run_end(label text DEFAULT NULL)
+-- The run is "run" (issue 15, names): a parameter cannot be renamed in place.
+DROP FUNCTION chronicle.run_end(text);
+CREATE FUNCTION chronicle.run_end(run text DEFAULT NULL)
 RETURNS chronicle.run
 LANGUAGE plpgsql
 SECURITY DEFINER
@@ -2897,7 +2918,7 @@ AS $$
 DECLARE
 	r chronicle.run;
 BEGIN
-	IF label IS NULL THEN
+	IF run IS NULL THEN
 		SELECT * INTO r FROM chronicle.run o WHERE o.ended IS NULL FOR UPDATE;
 		IF NOT FOUND THEN
 			RAISE EXCEPTION 'chronicle.run_end: no run is open'
@@ -2905,12 +2926,12 @@ BEGIN
 				      HINT = 'Open one with chronicle.run_begin(label).';
 		END IF;
 	ELSE
-		SELECT * INTO r FROM chronicle.run o WHERE o.label = run_end.label FOR UPDATE;
+		SELECT * INTO r FROM chronicle.run o WHERE o.label = run_end.run FOR UPDATE;
 		IF NOT FOUND THEN
-			PERFORM chronicle._run_id(label, 'chronicle.run_end');	-- the unknown-run error
+			PERFORM chronicle._run_id(run, 'chronicle.run_end');	-- the unknown-run error
 		END IF;
 		IF r.ended IS NOT NULL THEN
-			RAISE EXCEPTION 'chronicle.run_end: run "%" has ended already', label
+			RAISE EXCEPTION 'chronicle.run_end: run "%" has ended already', run
 				USING ERRCODE = 'object_not_in_prerequisite_state',
 				      HINT = 'Only an open run can be ended.';
 		END IF;
@@ -2921,18 +2942,28 @@ BEGIN
 	RETURN r;
 END;
 $$;
+COMMENT ON FUNCTION chronicle.run_end(text) IS
+	'Ends the open run (or the one named) now';
+REVOKE ALL ON FUNCTION chronicle.run_end(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION chronicle.run_end(text) TO pg_monitor;
 
-CREATE OR REPLACE FUNCTION chronicle.run_delete(label text)
+-- The run is "run" (issue 15, names): a parameter cannot be renamed in place.
+DROP FUNCTION chronicle.run_delete(text);
+CREATE FUNCTION chronicle.run_delete(run text)
 RETURNS void
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-	PERFORM chronicle._run_id(label, 'chronicle.run_delete');	-- NULL and unknown-run errors
-	DELETE FROM chronicle.run r WHERE r.label = run_delete.label;
+	PERFORM chronicle._run_id(run, 'chronicle.run_delete');	-- NULL and unknown-run errors
+	DELETE FROM chronicle.run r WHERE r.label = run_delete.run;
 END;
 $$;
+COMMENT ON FUNCTION chronicle.run_delete(text) IS
+	'Forgets a run (and its application metrics); the history itself stays';
+REVOKE ALL ON FUNCTION chronicle.run_delete(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION chronicle.run_delete(text) TO pg_monitor;
 
 -- The default partitions, the 0.1.0 day partitions out of the extension
 -- with indexes of their own.  Keep this after every index added to a

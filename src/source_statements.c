@@ -2,7 +2,7 @@
  *
  * source_statements.c
  *		pg_stat_statements: per snapshot, the statements whose counters
- *		changed, the top chronicle.statements_top of them by execution plus
+ *		changed, the top chronicle.statements_max of them by execution plus
  *		planning time, and the query text once per (dbid, queryid).
  *
  * pg_stat_statements exports no C API, so its SQL function is called
@@ -193,8 +193,17 @@ static const char *const statements_sources[ST_NCOLUMNS][2] = {
 	[ST_PARALLEL_WORKERS_LAUNCHED] = {"parallel_workers_launched"},
 };
 
-/* chronicle.statements_top */
-static int	statements_top = 100;
+/*
+ * chronicle.statements_max, and chronicle.statements_top, its deprecated
+ * name of 0.1.0 (renamed: chronicle.statements_top() is a function that
+ * means something else).  Each remembers whether it was set (in
+ * postgresql.conf, ALTER SYSTEM or on the command line) rather than left at
+ * its default; the value in force is statements_max_in_force().
+ */
+static int	statements_max = 100;
+static int	statements_top_old = 100;
+static bool statements_max_set = false;
+static bool statements_top_old_set = false;
 
 /* A statement's identity in pg_stat_statements. */
 typedef struct StmtKey
@@ -267,17 +276,108 @@ static bool forget_caches = false;
 static bool callbacks_registered = false;
 
 
+/*
+ * The value in force: chronicle.statements_max when it is set or the old
+ * name is not; the old name only when it alone is set.  Decided when read,
+ * not when assigned, so that the order of the two lines in the
+ * configuration files does not matter.
+ */
+static int
+statements_max_in_force(void)
+{
+	if (statements_top_old_set && !statements_max_set)
+		return statements_top_old;
+	return statements_max;
+}
+
+/*
+ * Check hooks: pass "was it set" (any source but the default) to the
+ * assign hook through extra, the only way a check hook may hand something
+ * over, since a check does not always lead to an assignment.
+ */
+static bool
+statements_check_set(void **extra, GucSource source)
+{
+	bool	   *set = guc_malloc(LOG, sizeof(bool));
+
+	if (set == NULL)
+		return false;
+	*set = (source > PGC_S_DYNAMIC_DEFAULT);
+	*extra = set;
+	return true;
+}
+
+static bool
+check_statements_max(int *newval, void **extra, GucSource source)
+{
+	return statements_check_set(extra, source);
+}
+
+static void
+assign_statements_max(int newval, void *extra)
+{
+	statements_max_set = *(bool *) extra;
+}
+
+static bool
+check_statements_top_old(int *newval, void **extra, GucSource source)
+{
+	static bool warned = false;
+
+	/*
+	 * Warn once, in the postmaster (or a single-user backend): every other
+	 * process reads the same files and would repeat it.
+	 */
+	if (source > PGC_S_DYNAMIC_DEFAULT && !IsUnderPostmaster && !warned)
+	{
+		ereport(WARNING,
+				(errcode(ERRCODE_WARNING_DEPRECATED_FEATURE),
+				 errmsg("chronicle.statements_top is deprecated, use chronicle.statements_max"),
+				 errdetail("chronicle.statements_top will be removed in the next release; "
+						   "while chronicle.statements_max is not set, its value applies."),
+				 errhint("Rename the setting in postgresql.conf (or ALTER SYSTEM RESET chronicle.statements_top and SET chronicle.statements_max).")));
+		warned = true;
+	}
+	return statements_check_set(extra, source);
+}
+
+static void
+assign_statements_top_old(int newval, void *extra)
+{
+	statements_top_old_set = *(bool *) extra;
+}
+
+/* Both names show the value in force. */
+static const char *
+show_statements_max(void)
+{
+	static char buf[32];
+
+	snprintf(buf, sizeof(buf), "%d", statements_max_in_force());
+	return buf;
+}
+
 void
 chronicle_statements_define_settings(void)
 {
-	DefineCustomIntVariable("chronicle.statements_top",
+	DefineCustomIntVariable("chronicle.statements_max",
 							"How many of the statements that changed are recorded per snapshot.",
 							"The ones with the most execution plus planning time since they were "
 							"last recorded; 0 records every statement that changed.",
-							&statements_top,
+							&statements_max,
 							100, 0, INT_MAX,
 							PGC_SIGHUP, 0,
-							NULL, NULL, NULL);
+							check_statements_max, assign_statements_max,
+							show_statements_max);
+	DefineCustomIntVariable("chronicle.statements_top",
+							"Deprecated name of chronicle.statements_max.",
+							"Applies only while chronicle.statements_max is not set; "
+							"removed in the next release.",
+							&statements_top_old,
+							100, 0, INT_MAX,
+							PGC_SIGHUP, GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE,
+							check_statements_top_old, assign_statements_top_old,
+							show_statements_max);
 }
 
 /* Is pg_stat_statements in shared_preload_libraries? */
@@ -598,6 +698,7 @@ statements_collect(ChronicleEmitter *emitter)
 	StmtReading **cand;
 	int			ncand = 0;
 	int			nemit;
+	int			limit = statements_max_in_force();
 	bool		first;
 	TextKey    *newtexts;
 	int			nnew;
@@ -682,12 +783,12 @@ statements_collect(ChronicleEmitter *emitter)
 	}
 
 	/* The first snapshot of a segment records everything: the baselines. */
-	if (first || statements_top == 0 || ncand <= statements_top)
+	if (first || limit == 0 || ncand <= limit)
 		nemit = ncand;
 	else
 	{
 		qsort(cand, ncand, sizeof(StmtReading *), cmp_reading);
-		nemit = statements_top;
+		nemit = limit;
 	}
 
 	for (int i = 0; i < nemit; i++)

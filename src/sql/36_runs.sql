@@ -109,7 +109,7 @@ AS 'MODULE_PATHNAME', 'chronicle_run_begin';
 COMMENT ON FUNCTION chronicle.run_begin(text, jsonb) IS
 	'Opens a labelled benchmark run now, remembering the server version, the settings the caller may read (passwords redacted) and the environment (build, OS, CPU, devices)';
 
-CREATE FUNCTION chronicle.run_end(label text DEFAULT NULL)
+CREATE FUNCTION chronicle.run_end(run text DEFAULT NULL)
 RETURNS chronicle.run
 LANGUAGE plpgsql
 SECURITY DEFINER
@@ -118,7 +118,7 @@ AS $$
 DECLARE
 	r chronicle.run;
 BEGIN
-	IF label IS NULL THEN
+	IF run IS NULL THEN
 		SELECT * INTO r FROM chronicle.run o WHERE o.ended IS NULL FOR UPDATE;
 		IF NOT FOUND THEN
 			RAISE EXCEPTION 'chronicle.run_end: no run is open'
@@ -126,12 +126,12 @@ BEGIN
 				      HINT = 'Open one with chronicle.run_begin(label).';
 		END IF;
 	ELSE
-		SELECT * INTO r FROM chronicle.run o WHERE o.label = run_end.label FOR UPDATE;
+		SELECT * INTO r FROM chronicle.run o WHERE o.label = run_end.run FOR UPDATE;
 		IF NOT FOUND THEN
-			PERFORM chronicle._run_id(label, 'chronicle.run_end');	-- the unknown-run error
+			PERFORM chronicle._run_id(run, 'chronicle.run_end');	-- the unknown-run error
 		END IF;
 		IF r.ended IS NOT NULL THEN
-			RAISE EXCEPTION 'chronicle.run_end: run "%" has ended already', label
+			RAISE EXCEPTION 'chronicle.run_end: run "%" has ended already', run
 				USING ERRCODE = 'object_not_in_prerequisite_state',
 				      HINT = 'Only an open run can be ended.';
 		END IF;
@@ -171,15 +171,15 @@ $$;
 COMMENT ON FUNCTION chronicle.run_label(text, timestamptz, timestamptz, jsonb) IS
 	'Labels a past time range as a run (settings unknown: stored as {})';
 
-CREATE FUNCTION chronicle.run_delete(label text)
+CREATE FUNCTION chronicle.run_delete(run text)
 RETURNS void
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-	PERFORM chronicle._run_id(label, 'chronicle.run_delete');	-- NULL and unknown-run errors
-	DELETE FROM chronicle.run r WHERE r.label = run_delete.label;
+	PERFORM chronicle._run_id(run, 'chronicle.run_delete');	-- NULL and unknown-run errors
+	DELETE FROM chronicle.run r WHERE r.label = run_delete.run;
 END;
 $$;
 

@@ -136,7 +136,7 @@ END;
 $$;
 
 CREATE FUNCTION chronicle.load_pgbench_lines(
-	run_label text,
+	run text,
 	format text DEFAULT 'auto',
 	extra_column text DEFAULT 'lag',
 	create_run boolean DEFAULT false,
@@ -160,7 +160,7 @@ DECLARE
 	v_cols integer[] := '{}';
 	v_agg boolean := false;
 BEGIN
-	IF run_label IS NULL OR run_label = '' THEN
+	IF run IS NULL OR run = '' THEN
 		RAISE EXCEPTION 'chronicle.load_pgbench_lines: run label must not be NULL or empty'
 			USING ERRCODE = 'null_value_not_allowed', HINT = 'Name the run the log belongs to, as given to chronicle.run_begin().';
 	END IF;
@@ -183,7 +183,7 @@ BEGIN
 			      HINT = 'Call chronicle.pgbench_staging() and \copy the files into pg_temp.chronicle_pgbench_lines first, or use chronicle.load_pgbench_log().';
 	END IF;
 
-	SELECT r.run_id INTO v_run FROM chronicle.run r WHERE r.label = run_label;
+	SELECT r.run_id INTO v_run FROM chronicle.run r WHERE r.label = run;
 
 	-- Layout of every file: the number of fields of each line must agree.
 	FOR f IN
@@ -236,7 +236,7 @@ BEGIN
 	-- The run: it must exist, or is created from the log's time range.
 	IF v_run IS NULL THEN
 		IF NOT create_run THEN
-			RAISE EXCEPTION 'chronicle.load_pgbench_lines: unknown run "%"', run_label
+			RAISE EXCEPTION 'chronicle.load_pgbench_lines: unknown run "%"', run
 				USING ERRCODE = 'undefined_object',
 				      HINT = 'Start it with chronicle.run_begin() before pgbench, or pass create_run => true to create it from the time range of the log.';
 		END IF;
@@ -262,7 +262,7 @@ BEGIN
 				RAISE;
 		END;
 		INSERT INTO chronicle.run (label, started, ended, meta)
-		VALUES (run_label, v_started, v_ended,
+		VALUES (run, v_started, v_ended,
 		        jsonb_build_object('created_by', 'chronicle.load_pgbench_lines', 'files', to_jsonb(v_files)))
 		RETURNING run_id INTO v_run;
 	END IF;
@@ -344,7 +344,7 @@ COMMENT ON FUNCTION chronicle.load_pgbench_lines(text, text, text, boolean, inte
 
 -- Server side: COPY the files (or every <prefix>.<pid>[.<thread>]) and parse.
 CREATE FUNCTION chronicle.load_pgbench_log(
-	run_label text,
+	run text,
 	path text,
 	format text DEFAULT 'auto',
 	extra_column text DEFAULT 'lag',
@@ -398,7 +398,7 @@ BEGIN
 		EXECUTE pg_catalog.format('ALTER TABLE pg_temp.chronicle_pgbench_lines ALTER COLUMN file SET DEFAULT %L', v_f);
 		EXECUTE pg_catalog.format('COPY pg_temp.chronicle_pgbench_lines (line) FROM %L', v_f);
 	END LOOP;
-	RETURN QUERY SELECT * FROM chronicle.load_pgbench_lines(run_label, format, extra_column, create_run, aggregate_interval);
+	RETURN QUERY SELECT * FROM chronicle.load_pgbench_lines(run, format, extra_column, create_run, aggregate_interval);
 	TRUNCATE pg_temp.chronicle_pgbench_lines;
 END;
 $$;
@@ -446,18 +446,18 @@ REVOKE ALL ON FUNCTION chronicle.load_pgbench_log(text, text, text, text, boolea
 
 -- The run's id from its label, or an error with a hint (chronicle._run_id,
 -- the lookup every function taking a run label shares).
-CREATE FUNCTION chronicle.app_run_id(run_label text)
+CREATE FUNCTION chronicle.app_run_id(run text)
 RETURNS integer
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-	SELECT chronicle._run_id(run_label, 'chronicle.app_run_id')
+	SELECT chronicle._run_id(run, 'chronicle.app_run_id')
 $$;
 
 CREATE FUNCTION chronicle.app_intervals(
 	from_ts timestamptz,
 	to_ts timestamptz,
-	run_label text DEFAULT NULL)
+	run text DEFAULT NULL)
 RETURNS TABLE (
 	interval_start  timestamptz,
 	interval_end    timestamptz,
@@ -487,8 +487,8 @@ DECLARE
 	v_hi timestamptz;
 BEGIN
 	PERFORM chronicle._check_range(from_ts, to_ts, 'chronicle.app_intervals');
-	IF run_label IS NOT NULL THEN
-		v_run := chronicle._run_id(run_label, 'chronicle.app_intervals');
+	IF run IS NOT NULL THEN
+		v_run := chronicle._run_id(run, 'chronicle.app_intervals');
 	END IF;
 
 	-- The snapshots bounding the intervals whose end lies in (from, to].
@@ -641,7 +641,7 @@ $$;
 COMMENT ON FUNCTION chronicle.app_intervals(timestamptz, timestamptz, text) IS
 	'Per snapshot interval (start, end] ending in (from, to]: pgbench transactions, TPS over the seconds the run was active in it, latency mean/min/max and nearest-rank p50/p90/p99 (ms), lag, skipped, failures; from the per-transaction log, else the aggregate log';
 
-CREATE FUNCTION chronicle.app_intervals(run_label text)
+CREATE FUNCTION chronicle.app_intervals(run text)
 RETURNS TABLE (
 	interval_start  timestamptz,
 	interval_end    timestamptz,
@@ -666,7 +666,7 @@ AS $$
 	SELECT a.*
 	  FROM chronicle.run r,
 	       chronicle.app_intervals(r.started, coalesce(r.ended, now()), r.label) a
-	 WHERE r.run_id = chronicle._run_id(run_label, 'chronicle.app_intervals');
+	 WHERE r.run_id = chronicle._run_id(run, 'chronicle.app_intervals');
 $$;
 COMMENT ON FUNCTION chronicle.app_intervals(text) IS
 	'chronicle.app_intervals() over the window of a run (the intervals ending in (started, ended]), its transactions only';
@@ -777,7 +777,7 @@ BEGIN
 END;
 $$;
 
-CREATE FUNCTION chronicle.app_summary(run_label text)
+CREATE FUNCTION chronicle.app_summary(run text)
 RETURNS TABLE (
 	transactions    bigint,
 	seconds         float8,
@@ -795,7 +795,7 @@ RETURNS TABLE (
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-	SELECT * FROM chronicle._app_summary(chronicle._run_id(run_label, 'chronicle.app_summary'));
+	SELECT * FROM chronicle._app_summary(chronicle._run_id(run, 'chronicle.app_summary'));
 $$;
 COMMENT ON FUNCTION chronicle.app_summary(text) IS
 	'Transactions, seconds (from the first transaction''s start, not across gaps), TPS, latency mean/min/max and nearest-rank percentiles of a whole run, from its per-transaction log, else its aggregate log';
@@ -803,7 +803,7 @@ COMMENT ON FUNCTION chronicle.app_summary(text) IS
 -- Generic metrics.
 CREATE FUNCTION chronicle.add_metric(name text, value float8,
 									 ts timestamptz DEFAULT now(),
-									 run_label text DEFAULT NULL)
+									 run text DEFAULT NULL)
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -819,7 +819,7 @@ BEGIN
 	END IF;
 	INSERT INTO chronicle.app_metric (ts, name, value, run_id)
 	VALUES (ts, name, value,
-	        CASE WHEN run_label IS NOT NULL THEN chronicle._run_id(run_label, 'chronicle.add_metric') END);
+	        CASE WHEN run IS NOT NULL THEN chronicle._run_id(run, 'chronicle.add_metric') END);
 END;
 $$;
 COMMENT ON FUNCTION chronicle.add_metric(text, float8, timestamptz, text) IS

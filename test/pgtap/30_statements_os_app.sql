@@ -1,7 +1,7 @@
 -- pgTAP: tables, privileges and contracts of the statements, OS and
 -- application parts.
 BEGIN;
-SELECT plan(36);
+SELECT plan(40);
 
 SELECT has_table('chronicle', t, 'table chronicle.' || t)
   FROM unnest(ARRAY['statements_history', 'statements_text', 'os_memory_history',
@@ -15,7 +15,7 @@ SELECT has_column('chronicle', 'app_interval', 'interval_secs', 'app_interval.in
 SELECT col_type_is('chronicle', 'os_pressure_history', 'some_total', 'bigint', 'pressure totals are bigint microseconds');
 
 -- Settings.
-SELECT is(current_setting('chronicle.statements_top'), '100', 'chronicle.statements_top defaults to 100');
+SELECT is(current_setting('chronicle.statements_max'), '100', 'chronicle.statements_max defaults to 100');
 SELECT is(current_setting('chronicle.proc_root'), '/proc', 'chronicle.proc_root defaults to /proc');
 SELECT is(current_setting('chronicle.os_disks'), '', 'chronicle.os_disks defaults to automatic');
 
@@ -59,6 +59,21 @@ SELECT is((SELECT lines FROM chronicle.load_pgbench_lines('pgtap run', create_ru
           'create_run creates the run and loads the line');
 SELECT is((SELECT latency_us FROM chronicle.app_transaction t JOIN chronicle.run r USING (run_id)
             WHERE r.label = 'pgtap run'), 100::bigint, 'the latency is stored in microseconds');
+
+-- A parameter naming an existing run is "run"; only the functions that
+-- create a run call theirs "label" (issue 15).  Named calls use the new name.
+SELECT is((SELECT string_agg(p.proname, ',' ORDER BY p.proname) FROM pg_proc p
+            WHERE p.pronamespace = 'chronicle'::regnamespace
+              AND pg_get_function_arguments(p.oid) ~ '(^|, )(run_label|label) '),
+          '_check_label,_run_open,run_begin,run_label',
+          'only the functions creating a run call their parameter label');
+SELECT lives_ok($$SELECT chronicle.add_metric('pgtap.metric', 1, run => 'pgtap run')$$,
+                'add_metric takes the run by name: run =>');
+SELECT is((SELECT count(*) FROM chronicle.app_metric m JOIN chronicle.run r USING (run_id)
+            WHERE m.name = 'pgtap.metric' AND r.label = 'pgtap run'), 1::bigint,
+          'the metric is tied to the run named');
+SELECT throws_ok($$SELECT chronicle.add_metric('pgtap.metric', 1, run_label => 'pgtap run')$$,
+                 '42883', NULL, 'the 0.1.0 parameter name run_label is gone');
 
 SELECT * FROM finish();
 ROLLBACK;
