@@ -39,6 +39,19 @@ print(s.getsockname()[1])
 PY
 }
 
+# lib_client_venv: the Python client's venv (prints its directory):
+# bookworm's python3 (3.11) with its system packages visible
+# (python3-selenium), the client of this tree and its dependencies from PyPI.
+lib_client_venv() {
+	local venv=${XDG_CACHE_HOME:-$HOME/.cache}/pg_chronicle/venv-client
+	if [ ! -x "$venv/bin/python" ]; then
+		/usr/bin/python3 -m venv --system-site-packages "$venv" >&2 || return 1
+	fi
+	"$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$LIB_ROOT/client[test]" >&2 ||
+		return 1
+	echo "$venv"
+}
+
 # lib_build_install PG_CONFIG: a clean build of the tree we are in,
 # installed into that server.  Its output goes to build.log; on a failure
 # the log is shown and the function fails.

@@ -76,21 +76,9 @@ count_pytest() {
 	echo "$p $f $s"
 }
 
-# The client's venv: bookworm's python3 (3.11) with its system packages
-# visible (python3-selenium), the client and its dependencies from PyPI.
-client_venv() {
-	local venv=${XDG_CACHE_HOME:-$HOME/.cache}/pg_chronicle/venv-client
-	if [ ! -x "$venv/bin/python" ]; then
-		/usr/bin/python3 -m venv --system-site-packages "$venv" >&2 || return 1
-	fi
-	"$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$src/client[test]" >&2 ||
-		return 1
-	echo "$venv"
-}
-
 run_client() {			# pg_config
 	local cfg=$1 venv
-	venv=$(client_venv) || { echo "FAILED: could not set up the client's venv" >&2; return 1; }
+	venv=$(lib_client_venv) || { echo "FAILED: could not set up the client's venv" >&2; return 1; }
 	(cd client && PG_CONFIG="$cfg" PATH="$venv/bin:$PATH" \
 		"$venv/bin/python" -m pytest -v -p no:cacheprovider ${PG_CHRONICLE_PYTEST_ARGS:-})
 }
