@@ -183,6 +183,7 @@ typedef struct ChronicleShared
 extern int	chronicle_snapshot_interval;
 extern char *chronicle_database;
 extern int	chronicle_retention;
+extern int	chronicle_rollup_retention;
 extern bool chronicle_source_enabled[CHRONICLE_MAX_SOURCES];
 extern char *chronicle_debug_fail_source;
 extern int	chronicle_standby_ring_kb;
