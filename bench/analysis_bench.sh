@@ -143,10 +143,12 @@ VACUUM ANALYZE chronicle.rollup_minute, chronicle.rollup_hour;
 SQL
 run_calls "timeline, 30 d (auto: hour)|SELECT * FROM chronicle.timeline($d30, $e)" \
           "timeline, 30 d, detail => true (hour)|SELECT * FROM chronicle.timeline($d30, $e, detail => true)" \
-          "timeline, 3 d (auto: minute)|SELECT * FROM chronicle.timeline($d3, $e)" \
-          "timeline, 3 d, detail => true (minute)|SELECT * FROM chronicle.timeline($d3, $e, detail => true)" \
-          "timeline, 24 h, resolution => minute|SELECT * FROM chronicle.timeline($f, $e, resolution => ''minute'')" \
-          "timeline, 24 h, resolution => hour|SELECT * FROM chronicle.timeline($f, $e, resolution => ''hour'')"
+          "timeline, 3 d (auto: hour)|SELECT * FROM chronicle.timeline($d3, $e)" \
+          "timeline, 3 d, resolution => minute|SELECT * FROM chronicle.timeline($d3, $e, resolution => ''minute'')" \
+          "timeline, 24 h (auto: minute)|SELECT * FROM chronicle.timeline($f, $e)" \
+          "timeline, 24 h, detail => true (minute)|SELECT * FROM chronicle.timeline($f, $e, detail => true)" \
+          "timeline, 24 h, waits => false (minute)|SELECT * FROM chronicle.timeline($f, $e, waits => false)" \
+          "timeline, 24 h, resolution => raw|SELECT * FROM chronicle.timeline($f, $e, resolution => ''raw'')"
 fi
 
 [ -n "${BENCH_SKIP_WRITES:-}" ] && exit 0

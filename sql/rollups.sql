@@ -267,14 +267,21 @@ SELECT count(r.v) AS compared, count(*) FILTER (WHERE NOT pg_temp.same(r.v, g.v)
 -- A second run finds nothing to do.
 SELECT * FROM chronicle._rollup(10);
 
--- The timeline picks its resolution and says which: raw rows up to a day
--- when they cover the window, minutes up to three days, hours beyond.
+-- The timeline picks its resolution and says which: raw rows up to 6
+-- hours when they cover the window, minutes up to a day, hours beyond.
 SELECT resolution_used, count(*) AS rows
   FROM chronicle.timeline('2021-02-03 09:58', '2021-02-03 10:03') GROUP BY 1;
 SELECT resolution_used, count(*) AS rows, min(interval_start) AS first, max(interval_end) AS last
-  FROM chronicle.timeline('2021-02-02', '2021-02-04 12:00') GROUP BY 1;
+  FROM chronicle.timeline('2021-02-02 12:00', '2021-02-03 12:00') GROUP BY 1;
 SELECT resolution_used, count(*) AS rows, min(interval_start) AS first, max(interval_end) AS last
   FROM chronicle.timeline('2021-02-01', '2021-02-05') GROUP BY 1;
+-- Beyond 6 hours (1 hour with the jsonb breakdowns) the rollups answer.
+SELECT resolution_used, count(*) AS rows
+  FROM chronicle.timeline('2021-02-03 04:00', '2021-02-03 10:30') GROUP BY 1;
+SELECT resolution_used, count(*) AS rows
+  FROM chronicle.timeline('2021-02-03 08:00', '2021-02-03 10:30', detail => true) GROUP BY 1;
+SELECT resolution_used, count(*) AS rows
+  FROM chronicle.timeline('2021-02-03 09:30', '2021-02-03 10:30', detail => true) GROUP BY 1;
 -- A minute timeline against the raw one, its intervals weighted by their
 -- seconds (those of a reset left out, as the raw one gives NULL for them).
 WITH raw AS (

@@ -24,6 +24,12 @@
 -- long timeline, and top_waits differences every wait key, the one part
 -- whose cost grows with the number of processes and query ids.
 --
+-- resolution: 'raw' is every snapshot interval (all of the above);
+-- 'minute' and 'hour' read the rollups (60_rollups.sql, one row per bucket,
+-- the same columns); 'auto' picks raw for short windows whose raw rows are
+-- there, else minute up to a day, else hour (chronicle._resolution()).  The
+-- last column, resolution_used, says which answered.  See docs/rollups.md.
+--
 -- Each source is read once by the delta engine (src/deltas.c); keyed
 -- sources are summed per interval by it (_io_sums by backend type,
 -- _database_sums), so the rows joined here are one per interval.
@@ -65,8 +71,10 @@ BEGIN
 			      HINT = 'waits => false leaves the wait columns out; detail => true adds io_by_backend and top_waits.';
 	END IF;
 	-- Long windows, and windows whose raw rows are gone, from the rollups
-	-- (60_rollups.sql): one row per minute or hour.
-	res := chronicle._resolution('chronicle.timeline', from_ts, to_ts, timeline.resolution);
+	-- (60_rollups.sql): one row per minute or hour.  Raw up to 6 hours, 1
+	-- hour with the jsonb breakdowns (each under 0.5 s).
+	res := chronicle._resolution('chronicle.timeline', from_ts, to_ts, timeline.resolution,
+	                             CASE WHEN detail THEN interval '1 hour' ELSE interval '6 hours' END);
 	IF res <> 'raw' THEN
 		RETURN QUERY SELECT * FROM chronicle._timeline_rollup(from_ts, to_ts, res, waits, detail);
 		RETURN;

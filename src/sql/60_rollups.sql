@@ -558,12 +558,14 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$ SELECT (vals -> col ->> 3)::float8 $$;
 
--- The resolution a long-window function uses: 'raw' (the 1 s intervals)
--- when the window is at most a day and the raw rows cover it (no rollup
--- holds a whole minute of the window before the oldest snapshot left),
--- else 'minute' up to three days, else 'hour'.  A resolution asked for
--- is checked and kept.
-CREATE FUNCTION chronicle._resolution(caller text, from_ts timestamptz, to_ts timestamptz, resolution text)
+-- The resolution a long-window function uses.  'raw' (every snapshot
+-- interval) when the raw rows cover the window (no rollup holds a whole
+-- minute of it from before the oldest snapshot left) and the window is
+-- at most raw_limit long, or no rollup holds any of it (not rolled up
+-- yet); else 'minute' up to a day, 'hour' beyond (each read under 0.5 s).  A resolution asked
+-- for is checked and kept.
+CREATE FUNCTION chronicle._resolution(caller text, from_ts timestamptz, to_ts timestamptz, resolution text,
+                                      raw_limit interval DEFAULT '6 hours')
 RETURNS text
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
@@ -579,21 +581,25 @@ BEGIN
 	IF resolution <> 'auto' THEN
 		RETURN resolution;
 	END IF;
-	IF to_ts - from_ts <= interval '1 day' THEN
-		oldest := (SELECT min(s.ts) FROM chronicle.snapshot s);
-		IF oldest IS NULL OR oldest <= from_ts
+	oldest := (SELECT min(s.ts) FROM chronicle.snapshot s);
+	IF oldest IS NULL OR oldest <= from_ts
+	   OR NOT EXISTS (SELECT FROM chronicle.rollup_minute r
+	                   WHERE r.source = 'intervals' AND r.ts >= date_trunc('minute', from_ts)
+	                     AND r.ts < to_ts AND r.ts + interval '1 minute' <= oldest) THEN
+		-- the raw rows cover the window
+		IF to_ts - from_ts <= raw_limit
 		   OR NOT EXISTS (SELECT FROM chronicle.rollup_minute r
 		                   WHERE r.source = 'intervals' AND r.ts >= date_trunc('minute', from_ts)
-		                     AND r.ts < to_ts AND r.ts + interval '1 minute' <= oldest) THEN
+		                     AND r.ts < to_ts) THEN
 			RETURN 'raw';
 		END IF;
 	END IF;
-	RETURN CASE WHEN to_ts - from_ts <= interval '3 days' THEN 'minute' ELSE 'hour' END;
+	RETURN CASE WHEN to_ts - from_ts <= interval '1 day' THEN 'minute' ELSE 'hour' END;
 END;
 $$;
 
-COMMENT ON FUNCTION chronicle._resolution(text, timestamptz, timestamptz, text) IS
-	'The resolution for a window: raw up to a day when the raw rows cover it, else minute up to three days, else hour';
+COMMENT ON FUNCTION chronicle._resolution(text, timestamptz, timestamptz, text, interval) IS
+	'The resolution for a window: raw up to raw_limit when the raw rows cover it (or nothing is rolled up), else minute up to a day, else hour';
 
 -- The rollup rows of the buckets of a window at a resolution: the stored
 -- ones, and the minutes not rolled up yet computed from the raw rows (the
@@ -631,7 +637,9 @@ END;
 $$;
 
 -- The timeline from the rollups: one row per minute or hour, the same
--- columns.  Rates are the bucket's deltas over its seconds (intervals in
+-- columns.  (The values are read from vals inline, not with _rv(): a
+-- function with its own search_path is not inlined, and the calls cost
+-- more than the rest.)  Rates are the bucket's deltas over its seconds (intervals in
 -- which a source was reset left out); gauges (buffers, memory) are the
 -- last value of the bucket; active_* the average over the bucket; tps the
 -- bucket's pgbench transactions over its seconds, latency percentiles
@@ -657,6 +665,7 @@ RETURNS TABLE (
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 SET work_mem = '256MB'
+SET enable_hashagg = on
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -665,7 +674,49 @@ DECLARE
 BEGIN
 	RETURN QUERY
 	WITH r AS MATERIALIZED (
-		SELECT * FROM chronicle._rollup_rows(from_ts, to_ts, res) x
+		-- the numbers read once from vals, into narrow rows
+		SELECT x.bucket, x.ts, x.source, x.key, x.seconds,
+		       CASE WHEN x.source = 'app' THEN x.hist END AS hist,
+		       (x.vals -> 'xact_commit' -> 0)::float8 AS xact_commit,
+		       (x.vals -> 'xact_rollback' -> 0)::float8 AS xact_rollback,
+		       (x.vals -> 'blks_hit' -> 0)::float8 AS blks_hit,
+		       (x.vals -> 'blks_read' -> 0)::float8 AS blks_read,
+		       (x.vals -> 'reads' -> 0)::float8 AS reads,
+		       (x.vals -> 'writes' -> 0)::float8 AS writes,
+		       (x.vals -> 'extends' -> 0)::float8 AS extends,
+		       (x.vals -> 'fsyncs' -> 0)::float8 AS fsyncs,
+		       (x.vals -> 'read_bytes' -> 0)::float8 AS read_bytes,
+		       (x.vals -> 'write_bytes' -> 0)::float8 AS write_bytes,
+		       (x.vals -> 'extend_bytes' -> 0)::float8 AS extend_bytes,
+		       (x.vals -> 'wal_bytes' -> 0)::float8 AS wal_bytes,
+		       (x.vals -> 'wal_fpi' -> 0)::float8 AS wal_fpi,
+		       (x.vals -> 'wal_records' -> 0)::float8 AS wal_records,
+		       CASE WHEN x.vals ? 'num_done' THEN (x.vals -> 'num_done' -> 0)::float8 ELSE 0 END AS num_done,
+		       (x.vals -> 'num_timed' -> 0)::float8 AS num_timed,
+		       (x.vals -> 'num_requested' -> 0)::float8 AS num_requested,
+		       (x.vals -> 'buffers_written' -> 0)::float8 AS buffers_written,
+		       (x.vals -> 'buffers_used' -> 3)::float8 AS buffers_used,
+		       (x.vals -> 'buffers_dirty' -> 3)::float8 AS buffers_dirty,
+		       (x.vals -> 'mem_free' -> 3)::float8 AS mem_free,
+		       (x.vals -> 'mem_available' -> 3)::float8 AS mem_available,
+		       (x.vals -> 'dirty' -> 3)::float8 AS mem_dirty,
+		       (x.vals -> 'writeback' -> 3)::float8 AS mem_writeback,
+		       (x.vals -> 'ticks_due' -> 0)::float8 AS ticks_due,
+		       (x.vals -> 'ticks_taken' -> 0)::float8 AS ticks_taken,
+		       x.vals -> 'background_active' = '[]' AS old_sampler,
+		       (x.vals -> 'active_cpu' -> 0)::float8 AS active_cpu,
+		       (x.vals -> 'active_io' -> 0)::float8 AS active_io,
+		       (x.vals -> 'active_lwlock' -> 0)::float8 AS active_lwlock,
+		       (x.vals -> 'active_lock' -> 0)::float8 AS active_lock,
+		       (x.vals -> 'active_ipc' -> 0)::float8 AS active_ipc,
+		       (x.vals -> 'active_client' -> 0)::float8 AS active_client,
+		       (x.vals -> 'active_timeout' -> 0)::float8 AS active_timeout,
+		       (x.vals -> 'active_other' -> 0)::float8 AS active_other,
+		       (x.vals -> 'samples' -> 0)::float8 AS samples,
+		       (x.vals ->> 'transactions')::float8 AS transactions,
+		       (x.vals ->> 'latency_us_min')::float8 AS lat_min,
+		       (x.vals ->> 'latency_us_max')::float8 AS lat_max
+		  FROM chronicle._rollup_rows(from_ts, to_ts, res) x
 		 WHERE x.source <> 'wait' OR _timeline_rollup.detail
 	),
 	iv AS (
@@ -676,16 +727,16 @@ BEGIN
 		  FROM r WHERE r.key = '{}' GROUP BY r.bucket, r.source
 	),
 	db AS (
-		SELECT r.bucket, sum(chronicle._rv(r.vals, 'xact_commit')) AS c, sum(chronicle._rv(r.vals, 'xact_rollback')) AS rb,
-		       sum(chronicle._rv(r.vals, 'blks_hit')) AS h, sum(chronicle._rv(r.vals, 'blks_read')) AS rd
+		SELECT r.bucket, sum(coalesce(r.xact_commit, 0)) AS c, sum(coalesce(r.xact_rollback, 0)) AS rb,
+		       sum(coalesce(r.blks_hit, 0)) AS h, sum(coalesce(r.blks_read, 0)) AS rd
 		  FROM r WHERE r.source = 'database' AND r.key <> '{}' GROUP BY r.bucket
 	),
 	iok AS (
 		SELECT r.bucket, r.key[1] AS grp,
-		       sum(chronicle._rv(r.vals, 'reads')) AS reads, sum(chronicle._rv(r.vals, 'writes')) AS writes,
-		       sum(chronicle._rv(r.vals, 'extends')) AS extends, sum(chronicle._rv(r.vals, 'fsyncs')) AS fsyncs,
-		       sum(chronicle._rv(r.vals, 'read_bytes')) AS rb, sum(chronicle._rv(r.vals, 'write_bytes')) AS wb,
-		       sum(chronicle._rv(r.vals, 'extend_bytes')) AS eb
+		       sum(coalesce(r.reads, 0)) AS reads, sum(coalesce(r.writes, 0)) AS writes,
+		       sum(coalesce(r.extends, 0)) AS extends, sum(coalesce(r.fsyncs, 0)) AS fsyncs,
+		       sum(coalesce(r.read_bytes, 0)) AS rb, sum(coalesce(r.write_bytes, 0)) AS wb,
+		       sum(coalesce(r.extend_bytes, 0)) AS eb
 		  FROM r WHERE r.source = 'io' AND r.key <> '{}' AND r.key[2] <> 'wal'
 		 GROUP BY r.bucket, r.key[1]
 	),
@@ -709,41 +760,41 @@ BEGIN
 	one AS (
 		-- the unkeyed sources: sums, and the gauges' last values
 		SELECT r.bucket,
-		       sum(chronicle._rv(r.vals, 'wal_bytes')) FILTER (WHERE r.source = 'wal') AS wal_bytes,
-		       sum(chronicle._rv(r.vals, 'wal_fpi')) FILTER (WHERE r.source = 'wal') AS wal_fpi,
-		       sum(chronicle._rv(r.vals, 'wal_records')) FILTER (WHERE r.source = 'wal') AS wal_records,
-		       sum(chronicle._rv(r.vals, 'num_done')) FILTER (WHERE r.source = 'checkpointer') AS num_done,
-		       sum(chronicle._rv(r.vals, 'num_timed') + chronicle._rv(r.vals, 'num_requested'))
+		       sum(coalesce(r.wal_bytes, 0)) FILTER (WHERE r.source = 'wal') AS wal_bytes,
+		       sum(coalesce(r.wal_fpi, 0)) FILTER (WHERE r.source = 'wal') AS wal_fpi,
+		       sum(coalesce(r.wal_records, 0)) FILTER (WHERE r.source = 'wal') AS wal_records,
+		       sum(r.num_done) FILTER (WHERE r.source = 'checkpointer') AS num_done,
+		       sum(coalesce(r.num_timed, 0) + coalesce(r.num_requested, 0))
 		           FILTER (WHERE r.source = 'checkpointer') AS num_tr,
-		       sum(chronicle._rv(r.vals, 'buffers_written')) FILTER (WHERE r.source = 'checkpointer') AS ck_written,
-		       (array_agg(chronicle._rv_last(r.vals, 'buffers_used') ORDER BY r.ts DESC) FILTER (WHERE r.source = 'buffers'))[1] AS bu_used,
-		       (array_agg(chronicle._rv_last(r.vals, 'buffers_dirty') ORDER BY r.ts DESC) FILTER (WHERE r.source = 'buffers'))[1] AS bu_dirty,
-		       (array_agg(chronicle._rv_last(r.vals, 'mem_free') ORDER BY r.ts DESC) FILTER (WHERE r.source = 'os_memory'))[1] AS mem_free,
-		       (array_agg(chronicle._rv_last(r.vals, 'mem_available') ORDER BY r.ts DESC) FILTER (WHERE r.source = 'os_memory'))[1] AS mem_available,
-		       (array_agg(chronicle._rv_last(r.vals, 'dirty') ORDER BY r.ts DESC) FILTER (WHERE r.source = 'os_memory'))[1] AS mem_dirty,
-		       (array_agg(chronicle._rv_last(r.vals, 'writeback') ORDER BY r.ts DESC) FILTER (WHERE r.source = 'os_memory'))[1] AS mem_writeback,
-		       sum(chronicle._rv(r.vals, 'ticks_due')) FILTER (WHERE r.source = 'wait_sampler') AS ticks_due,
-		       sum(chronicle._rv(r.vals, 'ticks_taken')) FILTER (WHERE r.source = 'wait_sampler') AS ticks_taken,
+		       sum(coalesce(r.buffers_written, 0)) FILTER (WHERE r.source = 'checkpointer') AS ck_written,
+		       (array_agg(r.buffers_used ORDER BY r.ts DESC) FILTER (WHERE r.source = 'buffers'))[1] AS bu_used,
+		       (array_agg(r.buffers_dirty ORDER BY r.ts DESC) FILTER (WHERE r.source = 'buffers'))[1] AS bu_dirty,
+		       (array_agg(r.mem_free ORDER BY r.ts DESC) FILTER (WHERE r.source = 'os_memory'))[1] AS mem_free,
+		       (array_agg(r.mem_available ORDER BY r.ts DESC) FILTER (WHERE r.source = 'os_memory'))[1] AS mem_available,
+		       (array_agg(r.mem_dirty ORDER BY r.ts DESC) FILTER (WHERE r.source = 'os_memory'))[1] AS mem_dirty,
+		       (array_agg(r.mem_writeback ORDER BY r.ts DESC) FILTER (WHERE r.source = 'os_memory'))[1] AS mem_writeback,
+		       sum(coalesce(r.ticks_due, 0)) FILTER (WHERE r.source = 'wait_sampler') AS ticks_due,
+		       sum(coalesce(r.ticks_taken, 0)) FILTER (WHERE r.source = 'wait_sampler') AS ticks_taken,
 		       -- active_* before 0.2.0 counted background processes too
-		       bool_or(r.vals -> 'background_active' = '[]') FILTER (WHERE r.source = 'wait_sampler') AS old_sampler,
-		       sum(chronicle._rv(r.vals, 'active_cpu')) FILTER (WHERE r.source = 'wait_sampler') AS a_cpu,
-		       sum(chronicle._rv(r.vals, 'active_io')) FILTER (WHERE r.source = 'wait_sampler') AS a_io,
-		       sum(chronicle._rv(r.vals, 'active_lwlock')) FILTER (WHERE r.source = 'wait_sampler') AS a_lwlock,
-		       sum(chronicle._rv(r.vals, 'active_lock')) FILTER (WHERE r.source = 'wait_sampler') AS a_lock,
-		       sum(chronicle._rv(r.vals, 'active_ipc')) FILTER (WHERE r.source = 'wait_sampler') AS a_ipc,
-		       sum(chronicle._rv(r.vals, 'active_client')) FILTER (WHERE r.source = 'wait_sampler') AS a_client,
-		       sum(chronicle._rv(r.vals, 'active_timeout')) FILTER (WHERE r.source = 'wait_sampler') AS a_timeout,
-		       sum(chronicle._rv(r.vals, 'active_other')) FILTER (WHERE r.source = 'wait_sampler') AS a_other
+		       bool_or(r.old_sampler) FILTER (WHERE r.source = 'wait_sampler') AS old_sampler,
+		       sum(coalesce(r.active_cpu, 0)) FILTER (WHERE r.source = 'wait_sampler') AS a_cpu,
+		       sum(coalesce(r.active_io, 0)) FILTER (WHERE r.source = 'wait_sampler') AS a_io,
+		       sum(coalesce(r.active_lwlock, 0)) FILTER (WHERE r.source = 'wait_sampler') AS a_lwlock,
+		       sum(coalesce(r.active_lock, 0)) FILTER (WHERE r.source = 'wait_sampler') AS a_lock,
+		       sum(coalesce(r.active_ipc, 0)) FILTER (WHERE r.source = 'wait_sampler') AS a_ipc,
+		       sum(coalesce(r.active_client, 0)) FILTER (WHERE r.source = 'wait_sampler') AS a_client,
+		       sum(coalesce(r.active_timeout, 0)) FILTER (WHERE r.source = 'wait_sampler') AS a_timeout,
+		       sum(coalesce(r.active_other, 0)) FILTER (WHERE r.source = 'wait_sampler') AS a_other
 		  FROM r WHERE r.source IN ('wal', 'checkpointer', 'buffers', 'os_memory', 'wait_sampler')
 		 GROUP BY r.bucket
 	),
 	wt AS (
-		SELECT r.bucket, r.key[3] || ':' || r.key[4] AS ev, sum(chronicle._rv(r.vals, 'samples')) AS n
+		SELECT r.bucket, r.key[3] || ':' || r.key[4] AS ev, sum(coalesce(r.samples, 0)) AS n
 		  FROM r
 		 WHERE r.source = 'wait' AND r.key <> '{}'
 		   AND chronicle._wait_activity(r.key[1], r.key[2], r.key[3], r.key[4]) = 'database'
 		 GROUP BY r.bucket, r.key[3], r.key[4]
-		HAVING sum(chronicle._rv(r.vals, 'samples')) > 0
+		HAVING sum(coalesce(r.samples, 0)) > 0
 	),
 	tw AS (
 		SELECT w.bucket,
@@ -756,9 +807,7 @@ BEGIN
 		 GROUP BY w.bucket
 	),
 	app AS (
-		SELECT a.bucket, sum((a.vals ->> 'transactions')::float8) AS n,
-		       min((a.vals ->> 'latency_us_min')::float8) AS lat_min,
-		       max((a.vals ->> 'latency_us_max')::float8) AS lat_max,
+		SELECT a.bucket, sum(a.transactions) AS n, min(a.lat_min) AS lat_min, max(a.lat_max) AS lat_max,
 		       (SELECT jsonb_object_agg(x.b, x.n)
 		          FROM (SELECT e.key AS b, sum(e.value::bigint) AS n
 		                  FROM unnest(array_agg(a.hist)) AS hh(j), jsonb_each_text(hh.j) e
@@ -807,18 +856,19 @@ BEGIN
 		 WHERE _timeline_rollup.waits) ws ON true
 	  LEFT JOIN tw ON tw.bucket = iv.bucket
 	  LEFT JOIN app ON app.bucket = iv.bucket
-	  LEFT JOIN LATERAL (SELECT chronicle._hist_percentiles(app.hist, '{0.5,0.99}', app.lat_min, app.lat_max) AS p) p ON true
+	  LEFT JOIN LATERAL (SELECT chronicle._hist_percentiles(app.hist, '{0.5,0.99}', app.lat_min, app.lat_max) AS p
+	                      WHERE app.hist IS NOT NULL) p ON true
 	 ORDER BY iv.bucket;
 END;
 $$;
 
 REVOKE ALL ON FUNCTION chronicle._rv(jsonb, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle._rv_last(jsonb, text) FROM PUBLIC;
-REVOKE ALL ON FUNCTION chronicle._resolution(text, timestamptz, timestamptz, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle._resolution(text, timestamptz, timestamptz, text, interval) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle._rollup_rows(timestamptz, timestamptz, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle._timeline_rollup(timestamptz, timestamptz, text, boolean, boolean) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION chronicle._rv(jsonb, text) TO pg_monitor, pg_read_all_stats;
 GRANT EXECUTE ON FUNCTION chronicle._rv_last(jsonb, text) TO pg_monitor, pg_read_all_stats;
-GRANT EXECUTE ON FUNCTION chronicle._resolution(text, timestamptz, timestamptz, text) TO pg_monitor, pg_read_all_stats;
+GRANT EXECUTE ON FUNCTION chronicle._resolution(text, timestamptz, timestamptz, text, interval) TO pg_monitor, pg_read_all_stats;
 GRANT EXECUTE ON FUNCTION chronicle._rollup_rows(timestamptz, timestamptz, text) TO pg_monitor, pg_read_all_stats;
 GRANT EXECUTE ON FUNCTION chronicle._timeline_rollup(timestamptz, timestamptz, text, boolean, boolean) TO pg_monitor, pg_read_all_stats;
