@@ -3183,41 +3183,6 @@ $$;
 COMMENT ON FUNCTION chronicle._resolution(text, timestamptz, timestamptz, text, interval) IS
 	'The resolution for a window: raw up to raw_limit when the raw rows cover it (or nothing is rolled up), else minute up to a day, else hour';
 
--- The rollup rows of the buckets of a window at a resolution: the stored
--- ones, and the minutes not rolled up yet computed from the raw rows (the
--- last minute or so).  A bucket touching the window is taken whole.
-CREATE FUNCTION chronicle._rollup_rows(from_ts timestamptz, to_ts timestamptz, resolution text)
-RETURNS TABLE (bucket timestamptz, ts timestamptz, source text, key text[], seconds float8,
-               intervals integer, resets integer, vals jsonb, hist jsonb)
-LANGUAGE plpgsql STABLE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-	unit    text := CASE resolution WHEN 'minute' THEN 'minute' ELSE 'hour' END;
-	lo      timestamptz := date_trunc(unit, from_ts);
-	tail_lo timestamptz;
-	tail_hi timestamptz := date_trunc('minute', to_ts - interval '1 microsecond') + interval '1 minute';
-BEGIN
-	SELECT max(r.ts) + interval '1 minute' INTO tail_lo
-	  FROM chronicle.rollup_minute r
-	 WHERE r.source = 'intervals' AND r.key = '{}' AND r.ts >= lo AND r.ts < to_ts;
-	tail_lo := coalesce(tail_lo, lo);
-	RETURN QUERY
-	SELECT date_trunc(unit, m.ts), m.ts, m.source, m.key, m.seconds, m.intervals, m.resets, m.vals, m.hist
-	  FROM chronicle.rollup_minute m
-	 WHERE unit = 'minute' AND m.ts >= lo AND m.ts < tail_lo;
-	RETURN QUERY
-	SELECT h.ts, h.ts, h.source, h.key, h.seconds, h.intervals, h.resets, h.vals, h.hist
-	  FROM chronicle.rollup_hour h
-	 WHERE unit = 'hour' AND h.ts >= lo AND h.ts < tail_lo;
-	IF tail_lo < tail_hi THEN
-		RETURN QUERY
-		SELECT date_trunc(unit, c.ts), c.*
-		  FROM chronicle._rollup_compute(tail_lo, tail_hi) c;
-	END IF;
-END;
-$$;
-
 -- The timeline from the rollups: one row per minute or hour, the same
 -- columns.  (The values are read from vals inline, not with _rv(): a
 -- function with its own search_path is not inlined, and the calls cost
@@ -3252,53 +3217,73 @@ AS $$
 #variable_conflict use_column
 DECLARE
 	step    interval := CASE res WHEN 'minute' THEN interval '1 minute' ELSE interval '1 hour' END;
-	has_app boolean;
+	unit    text := CASE res WHEN 'minute' THEN 'minute' ELSE 'hour' END;
+	lo      timestamptz := date_trunc(unit, from_ts);
+	tail_lo timestamptz;
+	tail_hi timestamptz := date_trunc('minute', to_ts - interval '1 microsecond') + interval '1 minute';
 BEGIN
+	-- The buckets touching the window, whole: the stored rows, and the
+	-- minutes not rolled up yet computed from the raw rows (the last few).
+	SELECT max(m.ts) + interval '1 minute' INTO tail_lo
+	  FROM chronicle.rollup_minute m
+	 WHERE m.source = 'intervals' AND m.key = '{}' AND m.ts >= lo AND m.ts < to_ts;
+	tail_lo := coalesce(tail_lo, lo);
 	RETURN QUERY
 	WITH r AS MATERIALIZED (
-		-- the numbers read once from vals, into narrow rows
+		-- the numbers read once from vals (only those of the row's source),
+		-- into narrow rows
 		SELECT x.bucket, x.ts, x.source, x.key, x.seconds,
 		       CASE WHEN x.source = 'app' THEN x.hist END AS hist,
-		       (x.vals -> 'xact_commit' -> 0)::float8 AS xact_commit,
-		       (x.vals -> 'xact_rollback' -> 0)::float8 AS xact_rollback,
-		       (x.vals -> 'blks_hit' -> 0)::float8 AS blks_hit,
-		       (x.vals -> 'blks_read' -> 0)::float8 AS blks_read,
-		       (x.vals -> 'reads' -> 0)::float8 AS reads,
-		       (x.vals -> 'writes' -> 0)::float8 AS writes,
-		       (x.vals -> 'extends' -> 0)::float8 AS extends,
-		       (x.vals -> 'fsyncs' -> 0)::float8 AS fsyncs,
-		       (x.vals -> 'read_bytes' -> 0)::float8 AS read_bytes,
-		       (x.vals -> 'write_bytes' -> 0)::float8 AS write_bytes,
-		       (x.vals -> 'extend_bytes' -> 0)::float8 AS extend_bytes,
-		       (x.vals -> 'wal_bytes' -> 0)::float8 AS wal_bytes,
-		       (x.vals -> 'wal_fpi' -> 0)::float8 AS wal_fpi,
-		       (x.vals -> 'wal_records' -> 0)::float8 AS wal_records,
-		       CASE WHEN x.vals ? 'num_done' THEN (x.vals -> 'num_done' -> 0)::float8 ELSE 0 END AS num_done,
-		       (x.vals -> 'num_timed' -> 0)::float8 AS num_timed,
-		       (x.vals -> 'num_requested' -> 0)::float8 AS num_requested,
-		       (x.vals -> 'buffers_written' -> 0)::float8 AS buffers_written,
-		       (x.vals -> 'buffers_used' -> 3)::float8 AS buffers_used,
-		       (x.vals -> 'buffers_dirty' -> 3)::float8 AS buffers_dirty,
-		       (x.vals -> 'mem_free' -> 3)::float8 AS mem_free,
-		       (x.vals -> 'mem_available' -> 3)::float8 AS mem_available,
-		       (x.vals -> 'dirty' -> 3)::float8 AS mem_dirty,
-		       (x.vals -> 'writeback' -> 3)::float8 AS mem_writeback,
-		       (x.vals -> 'ticks_due' -> 0)::float8 AS ticks_due,
-		       (x.vals -> 'ticks_taken' -> 0)::float8 AS ticks_taken,
-		       x.vals -> 'background_active' = '[]' AS old_sampler,
-		       (x.vals -> 'active_cpu' -> 0)::float8 AS active_cpu,
-		       (x.vals -> 'active_io' -> 0)::float8 AS active_io,
-		       (x.vals -> 'active_lwlock' -> 0)::float8 AS active_lwlock,
-		       (x.vals -> 'active_lock' -> 0)::float8 AS active_lock,
-		       (x.vals -> 'active_ipc' -> 0)::float8 AS active_ipc,
-		       (x.vals -> 'active_client' -> 0)::float8 AS active_client,
-		       (x.vals -> 'active_timeout' -> 0)::float8 AS active_timeout,
-		       (x.vals -> 'active_other' -> 0)::float8 AS active_other,
-		       (x.vals -> 'samples' -> 0)::float8 AS samples,
-		       (x.vals ->> 'transactions')::float8 AS transactions,
-		       (x.vals ->> 'latency_us_min')::float8 AS lat_min,
-		       (x.vals ->> 'latency_us_max')::float8 AS lat_max
-		  FROM chronicle._rollup_rows(from_ts, to_ts, res) x
+		       CASE WHEN x.source = 'database' THEN (x.vals -> 'xact_commit' -> 0)::float8 END AS xact_commit,
+		       CASE WHEN x.source = 'database' THEN (x.vals -> 'xact_rollback' -> 0)::float8 END AS xact_rollback,
+		       CASE WHEN x.source = 'database' THEN (x.vals -> 'blks_hit' -> 0)::float8 END AS blks_hit,
+		       CASE WHEN x.source = 'database' THEN (x.vals -> 'blks_read' -> 0)::float8 END AS blks_read,
+		       CASE WHEN x.source = 'io' THEN (x.vals -> 'reads' -> 0)::float8 END AS reads,
+		       CASE WHEN x.source = 'io' THEN (x.vals -> 'writes' -> 0)::float8 END AS writes,
+		       CASE WHEN x.source = 'io' THEN (x.vals -> 'extends' -> 0)::float8 END AS extends,
+		       CASE WHEN x.source = 'io' THEN (x.vals -> 'fsyncs' -> 0)::float8 END AS fsyncs,
+		       CASE WHEN x.source = 'io' THEN (x.vals -> 'read_bytes' -> 0)::float8 END AS read_bytes,
+		       CASE WHEN x.source = 'io' THEN (x.vals -> 'write_bytes' -> 0)::float8 END AS write_bytes,
+		       CASE WHEN x.source = 'io' THEN (x.vals -> 'extend_bytes' -> 0)::float8 END AS extend_bytes,
+		       CASE WHEN x.source = 'wal' THEN (x.vals -> 'wal_bytes' -> 0)::float8 END AS wal_bytes,
+		       CASE WHEN x.source = 'wal' THEN (x.vals -> 'wal_fpi' -> 0)::float8 END AS wal_fpi,
+		       CASE WHEN x.source = 'wal' THEN (x.vals -> 'wal_records' -> 0)::float8 END AS wal_records,
+		       CASE WHEN x.source <> 'checkpointer' THEN NULL WHEN x.vals ? 'num_done' THEN (x.vals -> 'num_done' -> 0)::float8 ELSE 0 END AS num_done,
+		       CASE WHEN x.source = 'checkpointer' THEN (x.vals -> 'num_timed' -> 0)::float8 END AS num_timed,
+		       CASE WHEN x.source = 'checkpointer' THEN (x.vals -> 'num_requested' -> 0)::float8 END AS num_requested,
+		       CASE WHEN x.source = 'checkpointer' THEN (x.vals -> 'buffers_written' -> 0)::float8 END AS buffers_written,
+		       CASE WHEN x.source = 'buffers' THEN (x.vals -> 'buffers_used' -> 3)::float8 END AS buffers_used,
+		       CASE WHEN x.source = 'buffers' THEN (x.vals -> 'buffers_dirty' -> 3)::float8 END AS buffers_dirty,
+		       CASE WHEN x.source = 'os_memory' THEN (x.vals -> 'mem_free' -> 3)::float8 END AS mem_free,
+		       CASE WHEN x.source = 'os_memory' THEN (x.vals -> 'mem_available' -> 3)::float8 END AS mem_available,
+		       CASE WHEN x.source = 'os_memory' THEN (x.vals -> 'dirty' -> 3)::float8 END AS mem_dirty,
+		       CASE WHEN x.source = 'os_memory' THEN (x.vals -> 'writeback' -> 3)::float8 END AS mem_writeback,
+		       CASE WHEN x.source = 'wait_sampler' THEN (x.vals -> 'ticks_due' -> 0)::float8 END AS ticks_due,
+		       CASE WHEN x.source = 'wait_sampler' THEN (x.vals -> 'ticks_taken' -> 0)::float8 END AS ticks_taken,
+		       CASE WHEN x.source = 'wait_sampler' THEN x.vals -> 'background_active' = '[]' END AS old_sampler,
+		       CASE WHEN x.source = 'wait_sampler' THEN (x.vals -> 'active_cpu' -> 0)::float8 END AS active_cpu,
+		       CASE WHEN x.source = 'wait_sampler' THEN (x.vals -> 'active_io' -> 0)::float8 END AS active_io,
+		       CASE WHEN x.source = 'wait_sampler' THEN (x.vals -> 'active_lwlock' -> 0)::float8 END AS active_lwlock,
+		       CASE WHEN x.source = 'wait_sampler' THEN (x.vals -> 'active_lock' -> 0)::float8 END AS active_lock,
+		       CASE WHEN x.source = 'wait_sampler' THEN (x.vals -> 'active_ipc' -> 0)::float8 END AS active_ipc,
+		       CASE WHEN x.source = 'wait_sampler' THEN (x.vals -> 'active_client' -> 0)::float8 END AS active_client,
+		       CASE WHEN x.source = 'wait_sampler' THEN (x.vals -> 'active_timeout' -> 0)::float8 END AS active_timeout,
+		       CASE WHEN x.source = 'wait_sampler' THEN (x.vals -> 'active_other' -> 0)::float8 END AS active_other,
+		       CASE WHEN x.source = 'wait' THEN (x.vals -> 'samples' -> 0)::float8 END AS samples,
+		       CASE WHEN x.source = 'app' THEN (x.vals ->> 'transactions')::float8 END AS transactions,
+		       CASE WHEN x.source = 'app' THEN (x.vals ->> 'latency_us_min')::float8 END AS lat_min,
+		       CASE WHEN x.source = 'app' THEN (x.vals ->> 'latency_us_max')::float8 END AS lat_max
+		  FROM (SELECT m.ts AS bucket, m.ts, m.source, m.key, m.seconds, m.vals, m.hist
+		          FROM chronicle.rollup_minute m
+		         WHERE res = 'minute' AND m.ts >= lo AND m.ts < tail_lo
+		        UNION ALL
+		        SELECT h.ts, h.ts, h.source, h.key, h.seconds, h.vals, h.hist
+		          FROM chronicle.rollup_hour h
+		         WHERE res = 'hour' AND h.ts >= lo AND h.ts < tail_lo
+		        UNION ALL
+		        SELECT date_trunc(unit, c.ts), c.ts, c.source, c.key, c.seconds, c.vals, c.hist
+		          FROM chronicle._rollup_compute(tail_lo, tail_hi) c
+		         WHERE tail_lo < tail_hi) x
 		 WHERE x.source <> 'wait' OR _timeline_rollup.detail
 	),
 	iv AS (
@@ -3370,11 +3355,16 @@ BEGIN
 		  FROM r WHERE r.source IN ('wal', 'checkpointer', 'buffers', 'os_memory', 'wait_sampler')
 		 GROUP BY r.bucket
 	),
+	wk AS (
+		-- database time, classified once per key (OFFSET 0: not pushed
+		-- below the DISTINCT)
+		SELECT k.key FROM (SELECT DISTINCT r.key FROM r WHERE r.source = 'wait' AND r.key <> '{}' OFFSET 0) k
+		 WHERE chronicle._wait_activity(k.key[1], k.key[2], k.key[3], k.key[4]) = 'database'
+	),
 	wt AS (
 		SELECT r.bucket, r.key[3] || ':' || r.key[4] AS ev, sum(coalesce(r.samples, 0)) AS n
-		  FROM r
-		 WHERE r.source = 'wait' AND r.key <> '{}'
-		   AND chronicle._wait_activity(r.key[1], r.key[2], r.key[3], r.key[4]) = 'database'
+		  FROM r JOIN wk ON wk.key = r.key
+		 WHERE r.source = 'wait'
 		 GROUP BY r.bucket, r.key[3], r.key[4]
 		HAVING sum(coalesce(r.samples, 0)) > 0
 	),
@@ -3447,12 +3437,10 @@ $$;
 REVOKE ALL ON FUNCTION chronicle._rv(jsonb, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle._rv_last(jsonb, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle._resolution(text, timestamptz, timestamptz, text, interval) FROM PUBLIC;
-REVOKE ALL ON FUNCTION chronicle._rollup_rows(timestamptz, timestamptz, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle._timeline_rollup(timestamptz, timestamptz, text, boolean, boolean) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION chronicle._rv(jsonb, text) TO pg_monitor, pg_read_all_stats;
 GRANT EXECUTE ON FUNCTION chronicle._rv_last(jsonb, text) TO pg_monitor, pg_read_all_stats;
 GRANT EXECUTE ON FUNCTION chronicle._resolution(text, timestamptz, timestamptz, text, interval) TO pg_monitor, pg_read_all_stats;
-GRANT EXECUTE ON FUNCTION chronicle._rollup_rows(timestamptz, timestamptz, text) TO pg_monitor, pg_read_all_stats;
 GRANT EXECUTE ON FUNCTION chronicle._timeline_rollup(timestamptz, timestamptz, text, boolean, boolean) TO pg_monitor, pg_read_all_stats;
 
 REVOKE ALL ON chronicle.rollup_minute, chronicle.rollup_hour, chronicle.rollup_state, chronicle.rollup_dirty FROM PUBLIC;

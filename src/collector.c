@@ -145,10 +145,14 @@ static instr_time clock_taken;
 #define CHRONICLE_MAINTENANCE_USECS	(60 * 60 * USECS_PER_SEC)
 /* and again after this long when something was skipped or failed. */
 #define CHRONICLE_MAINTENANCE_RETRY_USECS	(5 * 60 * USECS_PER_SEC)
-/* The collector rolls up the minutes complete this often, */
-#define CHRONICLE_ROLLUP_USECS	(60 * USECS_PER_SEC)
-/* at most this many minutes a run (a backlog is caught up over runs). */
-#define CHRONICLE_ROLLUP_MAX_MINUTES	10
+/*
+ * The collector rolls up the complete minutes this often (a run costs
+ * about as much for one minute as for five: rarer runs keep it out of the
+ * snapshots' p99), at most this many minutes a run (a backlog is caught up
+ * over runs).
+ */
+#define CHRONICLE_ROLLUP_USECS	(5 * 60 * USECS_PER_SEC)
+#define CHRONICLE_ROLLUP_MAX_MINUTES	30
 
 static void
 source_state_init(int i)
@@ -691,7 +695,7 @@ maintain_partitions(TimestampTz now, MemoryContext cxt, ChronicleCollector by)
 }
 
 /*
- * The collector's rollup (src/sql/60_rollups.sql): once a minute,
+ * The collector's rollup (src/sql/60_rollups.sql): every five minutes,
  * chronicle._rollup() aggregates the complete minutes of the history into
  * chronicle.rollup_minute and rollup_hour.  Like the partitions'
  * housekeeping it must never stop nor stall the recording: it runs in a
@@ -747,7 +751,7 @@ maintain_rollups(TimestampTz now, MemoryContext cxt)
 			ereport(WARNING,
 					(errcode(edata->sqlerrcode),
 					 errmsg("pg_chronicle: rollup failed: %s", edata->message),
-					 errhint("Recording goes on; the rollup is tried again every minute "
+					 errhint("Recording goes on; the rollup is tried again in five minutes "
 							 "and says this once while it repeats.")));
 			strlcpy(rollup_logged, edata->message, CHRONICLE_ERRMSG_LEN);
 		}
