@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Speed of the analysis API over 24 hours of synthetic 1 s history
-# (bench/analysis_gen.sql), and the write cost of the analysis indexes.
+# (bench/analysis_gen.sql), of the rollups and of 30-day windows read from
+# them (BENCH_SKIP_ROLLUPS=1 leaves them out), and the write cost of the
+# analysis indexes.
 #
 #   PG_CONFIG=/path/to/pg_config bench/analysis_bench.sh      (as root or as a non-root user)
 #
@@ -88,12 +90,57 @@ calls=(
 	"timeline, detail => true|SELECT * FROM chronicle.timeline($f, $t, detail => true)"
 	"summary|SELECT * FROM chronicle.summary($f, $t)"
 )
-for c in "${calls[@]}"; do
-	label=${c%%|*}; q=${c#*|}
-	PGOPTIONS="-c statement_timeout=${BENCH_TIMEOUT:-120}s" psql -At -F ' | ' \
-		-c "SELECT * FROM bench('$label', '$q', $reps)" 2>&1 | sed 's/^ERROR:.*statement timeout/'"$label"' | > '"${BENCH_TIMEOUT:-120}"' s (timeout)/' |
-		grep -v '^[[:space:]]\|^CONTEXT\|^PL/pgSQL\|^SQL statement' || true
-done
+run_calls() {
+	for c in "$@"; do
+		label=${c%%|*}; q=${c#*|}
+		PGOPTIONS="-c statement_timeout=${BENCH_TIMEOUT:-120}s" psql -At -F ' | ' \
+			-c "SELECT * FROM bench('$label', '$q', $reps)" 2>&1 | sed 's/^ERROR:.*statement timeout/'"$label"' | > '"${BENCH_TIMEOUT:-120}"' s (timeout)/' |
+			grep -v '^[[:space:]]\|^CONTEXT\|^PL/pgSQL\|^SQL statement' || true
+	done
+}
+echo "== each call over the day: call | rows | best ms | median ms"
+run_calls "${calls[@]}"
+
+# Rollups (src/sql/60_rollups.sql, docs/rollups.md): the day rolled up in
+# one go, what the collector does each minute (one minute; its batch of
+# ten), then 29 more days of rollups made by copying the day's, and the
+# long windows read from them.
+if [ -z "${BENCH_SKIP_ROLLUPS:-}" ]; then
+echo "== rollups: the day rolled up once, then 30 days of rollups"
+psql -At <<SQL
+SELECT 'rollup of the day | ' || r.minutes || ' minutes, ' || r.hours || ' hours | '
+       || round(extract(epoch FROM clock_timestamp() - statement_timestamp()) * 1000) || ' ms'
+  FROM chronicle.rollup('$day', '$day'::timestamptz + interval '1 day') r;
+SELECT 'rollup bytes of the day | ' || pg_size_pretty(sum(pg_total_relation_size(c.oid))) || ' (minute '
+       || pg_size_pretty(sum(pg_total_relation_size(c.oid)) FILTER (WHERE c.relname LIKE 'rollup_minute%'))
+       || ', hour ' || pg_size_pretty(sum(pg_total_relation_size(c.oid)) FILTER (WHERE c.relname LIKE 'rollup_hour%'))
+       || ') | rows ' || (SELECT count(*) FROM chronicle.rollup_minute) || ' + ' || (SELECT count(*) FROM chronicle.rollup_hour)
+  FROM pg_class c WHERE c.relnamespace = 'chronicle'::regnamespace AND c.relname ~ '^rollup_(minute|hour)_p';
+SQL
+m1="''$day 12:00:00+00''"; m2="''$day 12:01:00+00''"; m10="''$day 12:10:00+00''"
+d30="''$day 00:00:00+00''::timestamptz - interval ''29 days''"; d3="''$day 00:00:00+00''::timestamptz - interval ''2 days''"
+e="''$day 00:00:00+00''::timestamptz + interval ''1 day''"
+run_calls "rollup of one minute (again)|SELECT * FROM chronicle.rollup($m1, $m2)" \
+          "rollup of ten minutes (again)|SELECT * FROM chronicle.rollup($m1, $m10)"
+psql -q <<SQL
+SELECT chronicle.ensure_partitions('$day'::timestamptz - interval '29 days', '$day') >= 0 AS partitions;
+INSERT INTO chronicle.rollup_minute
+SELECT r.ts - k * interval '1 day', r.source, r.key, r.seconds, r.intervals, r.resets, r.vals, r.hist
+  FROM chronicle.rollup_minute r, generate_series(1, 29) k WHERE r.ts >= '$day' AND r.ts < '$day'::timestamptz + interval '1 day';
+INSERT INTO chronicle.rollup_hour
+SELECT r.ts - k * interval '1 day', r.source, r.key, r.seconds, r.intervals, r.resets, r.vals, r.hist
+  FROM chronicle.rollup_hour r, generate_series(1, 29) k WHERE r.ts >= '$day' AND r.ts < '$day'::timestamptz + interval '1 day';
+VACUUM ANALYZE chronicle.rollup_minute, chronicle.rollup_hour;
+SQL
+run_calls "timeline, 30 d (auto: hour)|SELECT * FROM chronicle.timeline($d30, $e)" \
+          "timeline, 30 d, detail => true (hour)|SELECT * FROM chronicle.timeline($d30, $e, detail => true)" \
+          "timeline, 3 d (auto: hour)|SELECT * FROM chronicle.timeline($d3, $e)" \
+          "timeline, 3 d, resolution => minute|SELECT * FROM chronicle.timeline($d3, $e, resolution => ''minute'')" \
+          "timeline, 24 h (auto: minute)|SELECT * FROM chronicle.timeline($f, $e)" \
+          "timeline, 24 h, detail => true (minute)|SELECT * FROM chronicle.timeline($f, $e, detail => true)" \
+          "timeline, 24 h, waits => false (minute)|SELECT * FROM chronicle.timeline($f, $e, waits => false)" \
+          "timeline, 24 h, resolution => raw|SELECT * FROM chronicle.timeline($f, $e, resolution => ''raw'')"
+fi
 
 [ -n "${BENCH_SKIP_WRITES:-}" ] && exit 0
 echo "== write cost of the analysis indexes: 3600 s of io_history + waits_history rows, inserted"

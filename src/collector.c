@@ -117,6 +117,8 @@ struct ChronicleEmitter
 static ChronicleSourceState source_state[CHRONICLE_MAX_SOURCES];
 static SPIPlanPtr snapshot_plan = NULL;
 static TimestampTz next_maintenance = 0;
+static TimestampTz next_rollup = 0;
+static char rollup_logged[CHRONICLE_ERRMSG_LEN];	/* the last error logged */
 static List *maintenance_logged = NIL;	/* skips logged at the last run */
 static bool keyframe_pending = true;	/* no previous reading to trust */
 
@@ -141,6 +143,14 @@ static instr_time clock_taken;
 #define CHRONICLE_MAINTENANCE_USECS	(60 * 60 * USECS_PER_SEC)
 /* and again after this long when something was skipped or failed. */
 #define CHRONICLE_MAINTENANCE_RETRY_USECS	(5 * 60 * USECS_PER_SEC)
+/*
+ * The collector rolls up the complete minutes this often (a run costs
+ * about as much for one minute as for five: rarer runs keep it out of the
+ * snapshots' p99), at most this many minutes a run (a backlog is caught up
+ * over runs).
+ */
+#define CHRONICLE_ROLLUP_USECS	(5 * 60 * USECS_PER_SEC)
+#define CHRONICLE_ROLLUP_MAX_MINUTES	30
 
 static void
 source_state_init(int i)
@@ -683,6 +693,72 @@ maintain_partitions(TimestampTz now, MemoryContext cxt, ChronicleCollector by)
 }
 
 /*
+ * The collector's rollup (src/sql/60_rollups.sql): every five minutes,
+ * chronicle._rollup() aggregates the complete minutes of the history into
+ * chronicle.rollup_minute and rollup_hour.  Like the partitions'
+ * housekeeping it must never stop nor stall the recording: it runs in a
+ * subtransaction of its own, takes no lock a writer waits for (it only
+ * reads the history and writes the rollup tables; a second run in the
+ * database returns at once), and does at most CHRONICLE_ROLLUP_MAX_MINUTES
+ * minutes a run.  A failure is logged once while it repeats, and retried
+ * at the next run.
+ */
+static void
+maintain_rollups(TimestampTz now, MemoryContext cxt)
+{
+	ResourceOwner oldowner = CurrentResourceOwner;
+
+	if (now < next_rollup)
+		return;
+	next_rollup = now + CHRONICLE_ROLLUP_USECS;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+
+	PG_TRY();
+	{
+		int			ret;
+
+		ret = SPI_execute(psprintf("SELECT * FROM chronicle._rollup(%d)",
+								   CHRONICLE_ROLLUP_MAX_MINUTES), false, 0);
+		if (ret != SPI_OK_SELECT)
+			elog(ERROR, "chronicle._rollup() failed: %s",
+				 SPI_result_code_string(ret));
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = oldowner;
+		rollup_logged[0] = '\0';
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = oldowner;
+
+		/* A cancel, a statement timeout or a shutdown ends the snapshot. */
+		if (edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE &&
+			error_ends_snapshot(edata->sqlerrcode))
+			ReThrowError(edata);
+		if (strncmp(rollup_logged, edata->message, CHRONICLE_ERRMSG_LEN - 1) != 0)
+		{
+			ereport(WARNING,
+					(errcode(edata->sqlerrcode),
+					 errmsg("pg_chronicle: rollup failed: %s", edata->message),
+					 errhint("Recording goes on; the rollup is tried again in five minutes "
+							 "and says this once while it repeats.")));
+			strlcpy(rollup_logged, edata->message, CHRONICLE_ERRMSG_LEN);
+		}
+		FreeErrorData(edata);
+	}
+	PG_END_TRY();
+}
+
+/*
  * The latest snapshot recorded: its ts and segment, and whether the server
  * took it since it started (only such a segment can be continued).  False
  * when there is none.
@@ -991,7 +1067,11 @@ chronicle_take_snapshot(ChronicleCollector by, TimestampTz segment,
 			keyframe = true;
 	}
 	else
+	{
 		maintain_partitions(GetCurrentTimestamp(), snapcxt, by);
+		if (by == CHRONICLE_BY_WORKER)
+			maintain_rollups(GetCurrentTimestamp(), snapcxt);
+	}
 
 	/*
 	 * The snapshot's time is taken after the housekeeping (its cost is still

@@ -44,6 +44,7 @@ int			chronicle_snapshot_interval = 1000; /* ms */
 char	   *chronicle_database = NULL;
 char	   *chronicle_server_name = NULL;
 static int	chronicle_retention = 7 * 24 * 60;	/* minutes */
+static int	chronicle_rollup_retention = 90 * 24 * 60;	/* minutes */
 bool		chronicle_source_enabled[CHRONICLE_MAX_SOURCES];
 char	   *chronicle_debug_fail_source = NULL;
 int			chronicle_standby_ring_kb = CHRONICLE_RING_KB_DEFAULT;
@@ -63,6 +64,7 @@ PG_FUNCTION_INFO_V1(chronicle_stop);
 PG_FUNCTION_INFO_V1(chronicle_retention_interval);
 PG_FUNCTION_INFO_V1(chronicle_server);
 PG_FUNCTION_INFO_V1(chronicle_source_columns);
+PG_FUNCTION_INFO_V1(chronicle_rollup_retention_interval);
 
 /* The shared state and the standby ring after it, in one allocation. */
 static Size
@@ -290,6 +292,13 @@ _PG_init(void)
 							7 * 24 * 60, 0, INT_MAX / 2,
 							PGC_SIGHUP, GUC_UNIT_MIN,
 							NULL, NULL, NULL);
+	DefineCustomIntVariable("chronicle.rollup_retention",
+							"How long the per-minute and per-hour rollups are kept; older daily partitions are dropped.",
+							"0 keeps them forever.  The raw rows follow chronicle.retention.",
+							&chronicle_rollup_retention,
+							90 * 24 * 60, 0, INT_MAX / 2,
+							PGC_SIGHUP, GUC_UNIT_MIN,
+							NULL, NULL, NULL);
 	DefineCustomBoolVariable("chronicle.enabled",
 							 "Whether the preloaded collector records snapshots.",
 							 "When off the worker stays connected and idle.",
@@ -485,6 +494,16 @@ chronicle_server(PG_FUNCTION_ARGS)
 	values[0] = Int64GetDatum((int64) GetSystemIdentifier());
 	values[1] = CStringGetTextDatum(chronicle_server_name_now());
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}
+
+/* chronicle._rollup_retention(): chronicle.rollup_retention, likewise. */
+Datum
+chronicle_rollup_retention_interval(PG_FUNCTION_ARGS)
+{
+	Interval   *result = palloc0(sizeof(Interval));
+
+	result->time = (int64) chronicle_rollup_retention * USECS_PER_MINUTE;
+	PG_RETURN_INTERVAL_P(result);
 }
 
 static int

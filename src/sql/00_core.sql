@@ -147,6 +147,7 @@ COMMENT ON FUNCTION chronicle._retention() IS
 -- Housekeeping, one row per partition acted on: the partitions of today
 -- and the next days created (with the rows waiting for them in the
 -- default partition), the day partitions older than the retention dropped
+-- (the rollups': older than chronicle.rollup_retention)
 -- (never DELETE).  Nothing here may stop the recording or stall anyone:
 -- every creation and drop is a subtransaction of its own under a short
 -- lock_timeout, and one that fails (a lock not granted in time, a view
@@ -162,8 +163,11 @@ SET lock_timeout = '100ms'
 AS $$
 DECLARE
 	keep    interval := coalesce(retention, chronicle._retention());
+	keep_rollups interval := chronicle._rollup_retention();
 	today   date := (now() AT TIME ZONE 'UTC')::date;
 	cutoff  date;
+	rollup_cutoff date;
+	table_cutoff  date;
 	parent  record;
 	step    record;
 	waiting date[];
@@ -177,6 +181,10 @@ BEGIN
 	-- A day partition goes when all of it is older than the retention.
 	IF keep > interval '0' THEN
 		cutoff := ((now() - keep) AT TIME ZONE 'UTC')::date;
+	END IF;
+	-- The rollups (60_rollups.sql) follow chronicle.rollup_retention.
+	IF keep_rollups > interval '0' THEN
+		rollup_cutoff := ((now() - keep_rollups) AT TIME ZONE 'UTC')::date;
 	END IF;
 	-- One housekeeping at a time in a database (the collector's, a pg_cron
 	-- job's, a chronicle.snapshot()'s), until the end of its transaction:
@@ -207,6 +215,8 @@ BEGIN
 		 ORDER BY c.relname
 	LOOP
 		blocked := false;
+		table_cutoff := CASE WHEN parent.relname IN ('rollup_minute', 'rollup_hour')
+		                     THEN rollup_cutoff ELSE cutoff END;
 		-- The days whose rows wait in the default partition (none, normally).
 		BEGIN
 			EXECUTE format('SELECT array_agg(DISTINCT (ts AT TIME ZONE ''UTC'')::date) FROM chronicle.%I',
@@ -236,7 +246,7 @@ BEGIN
 			           AND c.relname = parent.relname || '_p' || substring(c.relname FROM '_p([0-9]{8})$')
 			        UNION
 			        SELECT unnest(waiting)) AS s(d)
-			 WHERE d < cutoff
+			 WHERE d < table_cutoff
 			 ORDER BY 1, 2
 		LOOP
 			action := step.act;

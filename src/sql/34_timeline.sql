@@ -24,12 +24,18 @@
 -- long timeline, and top_waits differences every wait key, the one part
 -- whose cost grows with the number of processes and query ids.
 --
+-- resolution: 'raw' is every snapshot interval (all of the above);
+-- 'minute' and 'hour' read the rollups (60_rollups.sql, one row per bucket,
+-- the same columns); 'auto' picks raw for short windows whose raw rows are
+-- there, else minute up to a day, else hour (chronicle._resolution()).  The
+-- last column, resolution_used, says which answered.  See docs/rollups.md.
+--
 -- Each source is read once by the delta engine (src/deltas.c); keyed
 -- sources are summed per interval by it (_io_sums by backend type,
 -- _database_sums), so the rows joined here are one per interval.
 
 CREATE FUNCTION chronicle.timeline(from_ts timestamptz, to_ts timestamptz, waits boolean DEFAULT true,
-                                   detail boolean DEFAULT false)
+                                   detail boolean DEFAULT false, resolution text DEFAULT 'auto')
 RETURNS TABLE (
 	interval_start timestamptz, interval_end timestamptz, seconds float8,
 	commits_per_s float8, rollbacks_per_s float8, hit_ratio float8,
@@ -45,7 +51,7 @@ RETURNS TABLE (
 	active_processes float8, active_cpu float8, active_io float8, active_lwlock float8,
 	active_lock float8, active_ipc float8, active_client float8, active_timeout float8,
 	active_other float8, top_waits jsonb, wait_coverage float8,
-	tps float8, latency_p50_ms float8, latency_p99_ms float8)
+	tps float8, latency_p50_ms float8, latency_p99_ms float8, resolution_used text)
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_custom_plan
@@ -56,12 +62,22 @@ AS $$
 #variable_conflict use_column
 DECLARE
 	has_app boolean;
+	res     text;
 BEGIN
 	PERFORM chronicle._check_range(from_ts, to_ts, 'chronicle.timeline');
 	IF waits IS NULL OR detail IS NULL THEN
 		RAISE EXCEPTION 'chronicle.timeline: waits and detail must not be NULL'
 			USING ERRCODE = 'null_value_not_allowed',
 			      HINT = 'waits => false leaves the wait columns out; detail => true adds io_by_backend and top_waits.';
+	END IF;
+	-- Long windows, and windows whose raw rows are gone, from the rollups
+	-- (60_rollups.sql): one row per minute or hour.  Raw up to 6 hours, 1
+	-- hour with the jsonb breakdowns (each under 0.5 s).
+	res := chronicle._resolution('chronicle.timeline', from_ts, to_ts, timeline.resolution,
+	                             CASE WHEN detail THEN interval '1 hour' ELSE interval '6 hours' END);
+	IF res <> 'raw' THEN
+		RETURN QUERY SELECT * FROM chronicle._timeline_rollup(from_ts, to_ts, res, waits, detail);
+		RETURN;
 	END IF;
 	has_app := EXISTS (SELECT FROM chronicle.app_transaction t WHERE t.ts > from_ts AND t.ts <= to_ts)
 	           OR EXISTS (SELECT FROM chronicle.app_interval a
@@ -177,7 +193,7 @@ BEGIN
 	       CASE WHEN has.waits THEN coalesce(tw.top, '[]') END,
 	       ws.ticks_taken::float8 / nullif(ws.ticks_due, 0),
 	       CASE WHEN has_app THEN app.tps END,
-	       app.p50, app.p99
+	       app.p50, app.p99, 'raw'::text
 	  FROM iv
 	 CROSS JOIN has
 	  LEFT JOIN db ON db.interval_end = iv.interval_end
@@ -193,8 +209,8 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION chronicle.timeline(timestamptz, timestamptz, boolean, boolean) IS
+COMMENT ON FUNCTION chronicle.timeline(timestamptz, timestamptz, boolean, boolean, text) IS
 	'One row per snapshot interval with the headline numbers: commits, I/O by backend type, WAL, checkpoints, buffers, memory, active processes by wait class (jsonb breakdowns by backend type and wait event on request), pgbench tps and latency';
 
-REVOKE ALL ON FUNCTION chronicle.timeline(timestamptz, timestamptz, boolean, boolean) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION chronicle.timeline(timestamptz, timestamptz, boolean, boolean) TO pg_monitor, pg_read_all_stats;
+REVOKE ALL ON FUNCTION chronicle.timeline(timestamptz, timestamptz, boolean, boolean, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION chronicle.timeline(timestamptz, timestamptz, boolean, boolean, text) TO pg_monitor, pg_read_all_stats;

@@ -15,8 +15,10 @@ SELECT chronicle._partition_layout();
 
 -- pg_dump dumps the rows of every table of the extension (and the state of
 -- its sequences): CREATE EXTENSION makes the tables at restore, the rows
--- come from the dump.  Not chronicle.metric, which this script fills.  The
--- day partitions do not belong to the extension and are dumped whole.
+-- come from the dump.  Not chronicle.metric, which this script fills, nor
+-- chronicle.rollup_dirty, a queue whose ranges the restore's own rows of
+-- app_transaction mark again (60_rollups.sql).  The day partitions do not
+-- belong to the extension and are dumped whole.
 -- (One call a statement: each one updates the extension's row.)
 DO $$
 DECLARE
@@ -30,7 +32,7 @@ BEGIN
 		  JOIN pg_catalog.pg_extension e ON e.oid = d.refobjid AND e.extname = 'pg_chronicle'
 		 WHERE c.relnamespace = 'chronicle'::regnamespace
 		   AND c.relkind IN ('r', 'S')
-		   AND c.oid <> 'chronicle.metric'::regclass
+		   AND c.oid NOT IN ('chronicle.metric'::regclass, 'chronicle.rollup_dirty'::regclass)
 		 ORDER BY c.relname
 	LOOP
 		PERFORM pg_catalog.pg_extension_config_dump(t, '');

@@ -30,13 +30,15 @@ $node->start;
 $node->safe_psql('postgres', 'CREATE EXTENSION pg_chronicle');
 $node->safe_psql('postgres', 'CREATE EXTENSION pg_cron');
 
-# History of a month ago, as if the collector had run then.
+# History of a month ago, as if the collector had run then.  (The rollups
+# of that day stay: they follow chronicle.rollup_retention, 90 days.)
 $node->safe_psql('postgres',
 	"SELECT chronicle.ensure_partitions(now() - interval '30 days', now() - interval '29 days')");
 my $old_sql = q{
 	SELECT count(*) FROM pg_class
 	 WHERE relnamespace = 'chronicle'::regnamespace AND relkind = 'r'
-	   AND relname ~ ('_p' || to_char((now() - interval '30 days') AT TIME ZONE 'UTC', 'YYYYMMDD') || '$')};
+	   AND relname ~ ('_p' || to_char((now() - interval '30 days') AT TIME ZONE 'UTC', 'YYYYMMDD') || '$')
+	   AND relname !~ '^rollup_'};
 my $old = $node->safe_psql('postgres', $old_sql);
 cmp_ok($old, '>', 0, "old partitions exist before pg_cron runs maintain ($old)");
 
@@ -49,6 +51,11 @@ poll_ok($node, 'postgres',
 	"SELECT count(*) > 0 FROM cron.job_run_details WHERE jobid = $jobid AND status = 'succeeded'",
 	'pg_cron ran chronicle.maintain() successfully');
 is($node->safe_psql('postgres', $old_sql), '0', 'the expired partitions were dropped');
+is($node->safe_psql('postgres', q{
+	SELECT count(*) FROM pg_class
+	 WHERE relnamespace = 'chronicle'::regnamespace AND relkind = 'r'
+	   AND relname ~ ('^rollup_(minute|hour)_p' || to_char((now() - interval '30 days') AT TIME ZONE 'UTC', 'YYYYMMDD') || '$')}),
+	'2', 'the rollups of that day are kept');
 
 # Today's partitions are still there: retention drops only expired days.
 my $today = $node->safe_psql('postgres', q{

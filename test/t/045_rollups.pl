@@ -1,0 +1,138 @@
+# Rollups written by the collector's housekeeping (src/sql/60_rollups.sql):
+# every complete minute is rolled up by the running collector without
+# stopping the recording; what it wrote equals what chronicle.rollup()
+# computes again from the raw rows, and the per-interval functions summed
+# over the same minutes (an independent reference); the raw rows follow
+# chronicle.retention and the rollups chronicle.rollup_retention; a run
+# again changes nothing.
+use strict;
+use warnings FATAL => 'all';
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(usleep);
+
+$ENV{PGOPTIONS} = '-c statement_timeout=60s';
+
+my $node = PostgreSQL::Test::Cluster->new('rollups');
+$node->init;
+$node->append_conf('postgresql.conf', q{
+shared_preload_libraries = 'pg_chronicle'
+chronicle.snapshot_interval = '1s'
+chronicle.retention = '3d'
+chronicle.rollup_retention = '20d'
+});
+$node->start;
+$node->safe_psql('postgres', 'CREATE EXTENSION pg_chronicle');
+
+sub query { return $node->safe_psql('postgres', $_[0]); }
+
+# Poll by the clock until the query returns true.
+sub poll_true
+{
+	my ($sql, $secs) = @_;
+	my $deadline = time() + ($secs // $PostgreSQL::Test::Utils::timeout_default);
+	while (time() < $deadline)
+	{
+		my ($ret, $out) = $node->psql('postgres', $sql);
+		return 1 if $ret == 0 && $out eq 't';
+		usleep(200_000);
+	}
+	return 0;
+}
+
+# Some load, so that the counters move: a table written every second.
+query('CREATE TABLE load (i int)');
+
+# The collector rolls up the complete minutes when it starts, then every
+# 5 minutes: once a whole minute is recorded, restart it (the postmaster
+# starts it again after 10 s) and wait for that minute rolled up by it.
+my $deadline = time() + 150;
+while (time() < $deadline)
+{
+	query('INSERT INTO load SELECT generate_series(1, 1000)');
+	last if query(q{
+		SELECT count(*) >= 50 FROM chronicle.snapshot
+		 WHERE ts > date_trunc('minute', now() - interval '70 s')
+		   AND ts <= date_trunc('minute', now() - interval '10 s')}) eq 't';
+	sleep 1;
+}
+my $pid = query('SELECT pid FROM chronicle.status()');
+query("SELECT pg_terminate_backend($pid)");
+$deadline = time() + 120;
+while (time() < $deadline)
+{
+	query('INSERT INTO load SELECT generate_series(1, 1000)');
+	last if query(q{SELECT count(*) >= 1 FROM chronicle.rollup_minute
+	                 WHERE source = 'intervals' AND intervals >= 50}) eq 't';
+	sleep 1;
+}
+my $rolled = query(q{SELECT count(*) FROM chronicle.rollup_minute
+                      WHERE source = 'intervals' AND intervals >= 50});
+cmp_ok($rolled, '>=', 1, "the collector rolled up complete minutes ($rolled)");
+is(query(q{SELECT done_until IS NOT NULL FROM chronicle.rollup_state}), 't',
+	'rollup_state says how far');
+like(query(q{SELECT string_agg(DISTINCT source, ',' ORDER BY source) FROM chronicle.rollup_minute}),
+	qr/^bgwriter,buffers,checkpointer,database,intervals,io,.*wait_sampler,wal$/,
+	'every source is rolled up');
+is(query(q{SELECT count(*) FROM chronicle.rollup_hour}) > 0 ? 't' : 'f', 't', 'and the hours');
+is(query(q{SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'}), '0',
+	'nobody waits for a lock');
+unlike(slurp_file($node->logfile), qr/rollup failed/, 'no rollup failed');
+
+# The collector's rows against a computation again of the same minutes
+# (chronicle._rollup_compute, nothing written), and the commits of the
+# rollups against database_deltas() summed per minute.
+my $win = q{(SELECT min(ts) FROM chronicle.rollup_minute WHERE source = 'intervals'),
+            (SELECT max(ts) + interval '1 minute' FROM chronicle.rollup_minute WHERE source = 'intervals')};
+is(query(qq{
+	SELECT count(*) FROM (
+		(SELECT ts, source, key, seconds, intervals, resets, vals::text FROM chronicle.rollup_minute
+		 EXCEPT
+		 SELECT ts, source, key, seconds, intervals, resets, vals::text FROM chronicle._rollup_compute($win))
+		UNION ALL
+		(SELECT ts, source, key, seconds, intervals, resets, vals::text FROM chronicle._rollup_compute($win)
+		 EXCEPT
+		 SELECT ts, source, key, seconds, intervals, resets, vals::text FROM chronicle.rollup_minute)) d}),
+	'0', 'the rows the collector wrote are those of the raw rows now');
+my $commits = query(qq{
+	SELECT count(*) FILTER (WHERE r.c IS DISTINCT FROM d.c) || ' of ' || count(*)
+	  FROM (SELECT ts, sum(chronicle._rv(vals, 'xact_commit')) AS c FROM chronicle.rollup_minute
+	         WHERE source = 'database' AND key <> '{}' GROUP BY ts) r
+	  FULL JOIN (SELECT date_trunc('minute', interval_end - interval '1 microsecond') AS ts,
+	                    sum(xact_commit) AS c
+	               FROM chronicle.database_deltas($win, changed_only => true)
+	              WHERE interval_end NOT IN (SELECT interval_end FROM chronicle.database_deltas($win) WHERE reset)
+	              GROUP BY 1 HAVING sum(xact_commit) <> 0) d USING (ts)});
+like($commits, qr/^0 of [1-9]/, "commits per minute equal database_deltas() summed ($commits)");
+cmp_ok(query(q{SELECT sum(chronicle._rv(vals, 'xact_commit')) FROM chronicle.rollup_minute
+                WHERE source = 'database'}), '>', 100, 'and they are not all zero');
+
+# Idempotent: rolling the same minutes up again changes no row.
+my $digest = q{SELECT md5(string_agg(r::text, '|' ORDER BY ts, source, key)) FROM chronicle.rollup_minute r
+                WHERE ts < (SELECT done_until FROM chronicle.rollup_state) - interval '1 minute'};
+my $before = query($digest);
+query(qq{SELECT chronicle.rollup($win)});
+is(query($digest), $before, 'rolling up again changes nothing');
+
+# Retention: raw day partitions older than chronicle.retention (3 days)
+# go, rollup ones only after chronicle.rollup_retention (20 days).
+query(q{SELECT chronicle.ensure_partitions(now() - interval '25 days', now() - interval '5 days')});
+sub day { return query("SELECT to_char((now() - interval '$_[0] days') AT TIME ZONE 'UTC', 'YYYYMMDD')"); }
+my ($d5, $d25) = (day(5), day(25));
+query('SELECT chronicle.maintain()');
+is(query("SELECT to_regclass('chronicle.snapshot_p$d5') IS NULL"), 't', 'raw rows of 5 days ago dropped');
+is(query("SELECT to_regclass('chronicle.rollup_minute_p$d5') IS NOT NULL
+             AND to_regclass('chronicle.rollup_hour_p$d5') IS NOT NULL"), 't',
+	'rollups of 5 days ago kept');
+is(query("SELECT to_regclass('chronicle.rollup_minute_p$d25') IS NULL
+             AND to_regclass('chronicle.rollup_hour_p$d25') IS NULL"), 't',
+	'rollups of 25 days ago dropped');
+is(query("SELECT count(*) > 0 FROM chronicle.rollup_minute"), 't', 'the recent rollups stay');
+
+# Recording went on all along.
+my $n = query('SELECT count(*) FROM chronicle.snapshot');
+ok(poll_true("SELECT count(*) >= $n + 3 FROM chronicle.snapshot"), 'recording goes on');
+
+$node->stop;
+done_testing();
