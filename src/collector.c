@@ -55,6 +55,7 @@
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "pgstat.h"
+#include "storage/lmgr.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
@@ -231,17 +232,10 @@ chronicle_forget_previous(void)
 
 /*
  * The version of pg_chronicle installed in the database we are connected to
- * (palloc'd), or NULL when it is not installed.  Must be called inside a
- * transaction.
- *
- * After a new build is installed and the server restarted, the library is
- * newer than the SQL objects until ALTER EXTENSION pg_chronicle UPDATE:
- * writing its rows into the old tables would fail or, worse, misplace
- * values.  The collector and chronicle.snapshot() compare this with
- * PG_CHRONICLE_VERSION and wait instead.
+ * (palloc'd) and its oid, or NULL and InvalidOid when it is not installed.
  */
-char *
-chronicle_extension_version(void)
+static char *
+extension_lookup(Oid *extoid)
 {
 	Relation	rel;
 	ScanKeyData key;
@@ -249,6 +243,7 @@ chronicle_extension_version(void)
 	HeapTuple	tup;
 	char	   *version = NULL;
 
+	*extoid = InvalidOid;
 	rel = table_open(ExtensionRelationId, AccessShareLock);
 	ScanKeyInit(&key, Anum_pg_extension_extname, BTEqualStrategyNumber,
 				F_NAMEEQ, CStringGetDatum("pg_chronicle"));
@@ -260,12 +255,87 @@ chronicle_extension_version(void)
 		Datum		d = heap_getattr(tup, Anum_pg_extension_extversion,
 									 RelationGetDescr(rel), &isnull);
 
+		*extoid = ((Form_pg_extension) GETSTRUCT(tup))->oid;
 		if (!isnull)
 			version = text_to_cstring(DatumGetTextPP(d));
 	}
 	systable_endscan(scan);
 	table_close(rel, AccessShareLock);
 	return version;
+}
+
+/*
+ * The version of pg_chronicle installed in the database we are connected to
+ * (palloc'd) and its oid, or NULL and InvalidOid when it is not installed;
+ * when it is, the extension itself is locked (SHARE) until the end of the
+ * transaction.  Every snapshot calls this first, before it touches any
+ * table of the extension.
+ *
+ * Why the lock: DROP EXTENSION locks the extension (ACCESS EXCLUSIVE, in
+ * get_object_address()) before any of its objects, then locks its tables
+ * one by one as it finds them, chronicle.snapshot among the first.  A
+ * snapshot locks the history tables one by one and chronicle.snapshot
+ * last.  Without a lock on the extension, a DROP that began during a
+ * snapshot could hold chronicle.snapshot and wait for a history table the
+ * snapshot held, while the snapshot waited for chronicle.snapshot: a
+ * deadlock, and the DROP or the snapshot failed.  With it, a DROP waits
+ * for the snapshot in progress, and the next snapshot waits for the DROP
+ * and then finds the extension gone.  SHARE rather than ACCESS SHARE: it
+ * also conflicts with SHARE UPDATE EXCLUSIVE, which COMMENT ON EXTENSION
+ * takes, so that an update script beginning with that statement waits for
+ * the snapshot in progress and holds off the next ones (ALTER EXTENSION
+ * UPDATE itself locks nothing).  Snapshots do not conflict with each other.
+ *
+ * The oid found last is locked first, so that the usual snapshot costs one
+ * catalog look-up; the look-up after the lock (which accepts the pending
+ * invalidations) tells whether it is still the installed extension.  When
+ * not (dropped, or dropped and created again), the lock is moved to the
+ * oid found and the look-up repeated, as get_object_address() does.
+ *
+ * After a new build is installed and the server restarted, the library is
+ * newer than the SQL objects until ALTER EXTENSION pg_chronicle UPDATE:
+ * writing its rows into the old tables would fail or, worse, misplace
+ * values.  The collector and chronicle.snapshot() compare the version with
+ * PG_CHRONICLE_VERSION and wait instead.  Must be called inside a
+ * transaction, not during recovery.
+ */
+char *
+chronicle_extension_lock(Oid *extoid)
+{
+	static Oid	guess = InvalidOid;
+	Oid			locked = InvalidOid;
+
+	if (OidIsValid(guess))
+	{
+		LockDatabaseObject(ExtensionRelationId, guess, 0, ShareLock);
+		locked = guess;
+	}
+	for (;;)
+	{
+		Oid			found;
+		char	   *version = extension_lookup(&found);
+
+		if (found == locked)
+		{
+			guess = found;
+			*extoid = found;
+			return version;
+		}
+		/* Not (or no longer) the installed one: lock the one found. */
+		if (OidIsValid(locked))
+			UnlockDatabaseObject(ExtensionRelationId, locked, 0, ShareLock);
+		locked = InvalidOid;
+		if (version)
+			pfree(version);
+		if (!OidIsValid(found))
+		{
+			guess = InvalidOid;
+			*extoid = InvalidOid;
+			return NULL;
+		}
+		LockDatabaseObject(ExtensionRelationId, found, 0, ShareLock);
+		locked = found;
+	}
 }
 
 /* Build the key of a row from its key columns. */

@@ -393,6 +393,7 @@ chronicle_snapshot(PG_FUNCTION_ARGS)
 	ChronicleSnapshotResult res;
 	ChronicleShared *s;
 	char	   *installed;
+	Oid			extoid;
 	int			nestlevel;
 
 	if (RecoveryInProgress())
@@ -402,7 +403,8 @@ chronicle_snapshot(PG_FUNCTION_ARGS)
 				 errhint("On a standby the collector keeps its snapshots in memory; "
 						 "they are written after promotion.")));
 
-	installed = chronicle_extension_version();
+	/* Locked until the end of the transaction, as for the worker. */
+	installed = chronicle_extension_lock(&extoid);
 	if (installed == NULL || strcmp(installed, PG_CHRONICLE_VERSION) != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),

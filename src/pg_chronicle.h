@@ -212,7 +212,7 @@ extern ChronicleSnapshotResult chronicle_take_snapshot(ChronicleCollector by,
 													   TimestampTz segment,
 													   bool keyframe);
 extern void chronicle_forget_previous(void);
-extern char *chronicle_extension_version(void);
+extern char *chronicle_extension_lock(Oid *extoid);
 extern int64 chronicle_write_ring(uint64 *upto);
 
 /* standby.c: the ring of snapshots taken during recovery */

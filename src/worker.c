@@ -80,6 +80,9 @@ static WorkerState state = WS_RECORDING;
 static char *connected_database = NULL;
 static bool dynamic_worker = false;
 
+/* The extension the snapshots go into (its oid), InvalidOid before one. */
+static Oid	recording_extoid = InvalidOid;
+
 /* Failed attempts to write the standby ring after promotion, in a row. */
 static int	ring_write_failures = 0;
 
@@ -194,7 +197,8 @@ snapshot_transaction(TimestampTz *segment)
 	volatile bool ring_attempted = false;
 	uint64		ring_upto = 0;
 	int64		ring_written = 0;
-	char	   *installed;
+	char	   *installed = NULL;
+	Oid			extoid;
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
@@ -203,7 +207,27 @@ snapshot_transaction(TimestampTz *segment)
 
 	PG_TRY();
 	{
-		if (RecoveryInProgress())
+		bool		in_recovery = RecoveryInProgress();
+
+		/*
+		 * First of all, lock the extension (see chronicle_extension_lock()):
+		 * a DROP EXTENSION then waits for this snapshot to end.  An
+		 * extension that is not the one recorded into (dropped and created
+		 * again between two snapshots) starts a new recording, with a
+		 * keyframe, as after a snapshot that found it missing.
+		 */
+		if (!in_recovery)
+		{
+			installed = chronicle_extension_lock(&extoid);
+			if (installed != NULL && extoid != recording_extoid)
+			{
+				chronicle_forget_previous();
+				*segment = 0;
+				recording_extoid = extoid;
+			}
+		}
+
+		if (in_recovery)
 		{
 			/* Entering recovery starts a new recording in the ring. */
 			if (state != WS_RECOVERY)
@@ -217,11 +241,12 @@ snapshot_transaction(TimestampTz *segment)
 				*segment = res.segment;
 			}
 		}
-		else if ((installed = chronicle_extension_version()) == NULL)
+		else if (installed == NULL)
 		{
 			if (state != WS_NO_EXTENSION)
 				chronicle_forget_previous();
 			*segment = 0;
+			recording_extoid = InvalidOid;
 			set_state(WS_NO_EXTENSION);
 		}
 		else if (strcmp(installed, PG_CHRONICLE_VERSION) != 0)
