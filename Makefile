@@ -44,7 +44,6 @@ REGRESS = $(patsubst sql/%.sql,%,$(sort $(wildcard sql/*.sql)))
 REGRESS_OPTS = --temp-instance=tmp_check_regress \
 	--temp-config=$(srcdir)/test/regress.conf \
 	--load-extension=$(EXTENSION)
-NO_INSTALLCHECK_TEMP = 1
 
 # Perl TAP tests in test/t, with PostgreSQL::Test::Cluster.
 TAP_TESTS = 1

@@ -10,33 +10,24 @@
 # $BENCH_REPS runs, default 3), then stops and removes the cluster.
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
+. "$src/tools/lib.sh"
 : "${PG_CONFIG:?set PG_CONFIG}"
 bindir=$("$PG_CONFIG" --bindir)
 dir=${BENCH_DIR:-/tmp/analysis-bench}
 port=${BENCH_PORT:-5601}
 reps=${BENCH_REPS:-3}
 day=2025-01-01
-run() { if [ "$(id -u)" = 0 ]; then runuser -u pgchronicle -- "$@"; else "$@"; fi; }
 
 if [ -z "${BENCH_REUSE:-}" ]; then
-(cd "$src" && make -s PG_CONFIG="$PG_CONFIG" >/dev/null && make -s PG_CONFIG="$PG_CONFIG" install >/dev/null && make -s clean PG_CONFIG="$PG_CONFIG")
-rm -rf "$dir"; mkdir -p "$dir"
-[ "$(id -u)" = 0 ] && chown pgchronicle "$dir"
-run "$bindir/initdb" -D "$dir/data" -U postgres --no-sync >/dev/null
-cat >>"$dir/data/postgresql.conf" <<CONF
-port = $port
-listen_addresses = ''
-unix_socket_directories = '$dir'
-shared_preload_libraries = 'pg_chronicle'
-chronicle.enabled = off
+(cd "$src" && lib_build_install "$PG_CONFIG" && make -s clean PG_CONFIG="$PG_CONFIG")
+rm -rf "$dir"
+lib_cluster_start "$dir" "$bindir" "$port" "chronicle.enabled = off
 shared_buffers = 512MB
 work_mem = 64MB
-max_parallel_workers_per_gather = 0
-CONF
-run "$bindir/pg_ctl" -D "$dir/data" -l "$dir/log" -w start >/dev/null
+max_parallel_workers_per_gather = 0"
 fi
 # BENCH_KEEP=1 keeps the cluster running (BENCH_REUSE=1 then times it again).
-[ -z "${BENCH_KEEP:-}" ] && trap 'run "$bindir/pg_ctl" -D "$dir/data" -m fast stop >/dev/null; rm -rf "$dir"' EXIT
+[ -z "${BENCH_KEEP:-}" ] && trap 'lib_cluster_stop "$dir" "$bindir"; rm -rf "$dir"' EXIT
 psql() { "$bindir/psql" -X -q -h "$dir" -p "$port" -U postgres -v ON_ERROR_STOP=1 "$@"; }
 if [ -z "${BENCH_REUSE:-}" ]; then
 psql -c 'CREATE EXTENSION pg_chronicle'

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmark of the collector (README "Benchmarks" -> "Collector"):
+# Benchmark of the collector (docs/benchmarks.md, "Collector"):
 #   1. under pgbench at a fixed rate (-R RATE -c 8) for BENCH_SECONDS:
 #      worker time per snapshot (p50, p99, from chronicle.snapshot.duration_ms),
 #      collector CPU as a share of one core (/proc/<pid>/schedstat, or
@@ -33,38 +33,31 @@ interval=${BENCH_INTERVAL:-1s}
 log() { echo "bench: $*" >&2; }
 
 cd "$src"
-cfg=${PG_CONFIG:-$("$src/tools/provision-pg.sh" 18 | tail -n 1)}
+. tools/lib.sh
+cfg=$(lib_pg_config)
 bindir=$("$cfg" --bindir)
-make -s clean PG_CONFIG="$cfg" >/dev/null 2>&1 || true
-make -s PG_CONFIG="$cfg" >/dev/null
-make -s PG_CONFIG="$cfg" install >/dev/null
+lib_build_install "$cfg"
 
 tmp=$(mktemp -d /tmp/pg_chronicle-bench-data.XXXXXX)
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 cleanup() {
-	"$bindir/pg_ctl" -D "$tmp/data" -m immediate stop >/dev/null 2>&1 || true
+	lib_cluster_stop "$tmp" "$bindir" immediate
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
 
-"$bindir/initdb" -D "$tmp/data" -U postgres --no-sync >/dev/null 2>&1
-cat >>"$tmp/data/postgresql.conf" <<CONF
-port = $port
-listen_addresses = ''
-unix_socket_directories = '$tmp'
-shared_preload_libraries = 'pg_chronicle'
-chronicle.snapshot_interval = '$interval'
+lib_cluster_start "$tmp" "$bindir" "$(lib_free_port)" "chronicle.snapshot_interval = '$interval'
 shared_buffers = '128MB'
-max_connections = 100
-CONF
-"$bindir/pg_ctl" -D "$tmp/data" -l "$tmp/server.log" -w start >/dev/null
-export PGHOST=$tmp PGPORT=$port PGUSER=postgres PGDATABASE=postgres
+max_connections = 100"
 q() { "$bindir/psql" -X -q -At -v ON_ERROR_STOP=1 -c "$1"; }
 
 q 'CREATE EXTENSION pg_chronicle'
 "$bindir/pgbench" -i -q -s "$scale" >/dev/null 2>&1
 q 'CHECKPOINT' >/dev/null
-sleep 3
+# Measure from the steady state: the collector's keyframe and a few
+# snapshots after the load and its checkpoint are behind us.
+t=$(q 'SELECT clock_timestamp()')
+lib_poll_sql "three snapshots after the checkpoint" 60 \
+	"SELECT count(*) >= 3 FROM chronicle.snapshot WHERE collector = 'worker' AND ts > '$t'"
 
 echo "PostgreSQL: $("$cfg" --version); cassert: $(q 'SHOW debug_assertions')"
 echo "machine: $(nproc) cores, $(uname -r); shared_buffers 128MB, interval $interval"
@@ -159,7 +152,11 @@ echo "== 2. pgbench -c $clients -j 2 -T $pair_seconds, collector on vs off, $pai
 set_enabled() {
 	q "ALTER SYSTEM SET chronicle.enabled = $1" >/dev/null
 	q 'SELECT pg_reload_conf()' >/dev/null
-	sleep 1
+	if [ "$1" = on ]; then
+		lib_poll_sql "the collector recording" 30 "SELECT state = 'recording' FROM chronicle.status()"
+	else
+		lib_poll_sql "the collector disabled" 30 "SELECT state LIKE 'disabled%' FROM chronicle.status()"
+	fi
 }
 tps() {
 	"$bindir/pgbench" -c "$clients" -j 2 -T "$pair_seconds" 2>/dev/null |

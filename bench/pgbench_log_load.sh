@@ -4,7 +4,7 @@
 # (tools/pgbench-log-load, psql \copy), in rows per second.
 #
 #   PG_CONFIG=/path/to/pg_config bench/pgbench_log_load.sh
-#   LINES=1000000 PORT=5603 REPEAT=2 bench/pgbench_log_load.sh
+#   LINES=1000000 PORT=5603 REPEAT=2 bench/pgbench_log_load.sh   (PORT: a free one)
 #
 # Builds and installs nothing: pg_chronicle must be installed in PG_CONFIG's
 # server.  Starts a throwaway cluster in a temporary directory (as user
@@ -15,9 +15,10 @@
 set -euo pipefail
 
 src=$(cd "$(dirname "$0")/.." && pwd)
+. "$src/tools/lib.sh"
 PG_CONFIG=${PG_CONFIG:-pg_config}
 LINES=${LINES:-10000000}
-PORT=${PORT:-5603}
+PORT=${PORT:-$(lib_free_port)}
 REPEAT=${REPEAT:-2}
 
 if [ "$(id -u)" = 0 ]; then
@@ -27,21 +28,12 @@ fi
 
 bin=$("$PG_CONFIG" --bindir)
 work=$(mktemp -d /tmp/chronicle-bench-log.XXXXXX)
-trap '"$bin/pg_ctl" -D "$work/data" -m immediate stop >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
+trap 'lib_cluster_stop "$work" "$bin" immediate; rm -rf "$work"' EXIT
 
-"$bin/initdb" -D "$work/data" -A trust >/dev/null
-cat >> "$work/data/postgresql.conf" <<CONF
-port = $PORT
-unix_socket_directories = '$work'
-listen_addresses = ''
-shared_preload_libraries = 'pg_chronicle'
-chronicle.database = 'postgres'
+lib_cluster_start "$work" "$bin" "$PORT" "chronicle.database = 'postgres'
 shared_buffers = '512MB'
 max_wal_size = '8GB'
-checkpoint_timeout = '30min'
-CONF
-"$bin/pg_ctl" -D "$work/data" -l "$work/log" -w start >/dev/null
-export PGHOST=$work PGPORT=$PORT PGDATABASE=postgres
+checkpoint_timeout = '30min'"
 "$bin/psql" -X -q -c 'CREATE EXTENSION pg_chronicle'
 
 # The log: 4 files (pgbench -j 4), LINES lines in all, time increasing.

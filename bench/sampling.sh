@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Benchmarks of the wait sampler and the buffer cache scan (README,
-# "Benchmarks" / "Wait sampler and buffer scan").
+# Benchmarks of the wait sampler and the buffer cache scan
+# (docs/benchmarks.md, "Wait sampler and buffer scan").
 #
 #   bench/sampling.sh cpu      sampler CPU at 10 ms with 0, 100 and 1000 sessions
 #   bench/sampling.sh lost     ticks due - taken while pgbench runs and the
@@ -10,38 +10,28 @@
 #
 # Environment: PG_CONFIG or PGBIN (the server to measure), PORT (5602),
 # DURATION (seconds per measurement, 60), ROUNDS (cpu rounds, 3).  Run as root (the cluster runs
-# as user pgchronicle) or as the owner of PGBIN's cluster.  pg_chronicle must
-# be installed into PGBIN's prefix (make install).
+# as user pgchronicle) or as a normal user.  pg_chronicle must be installed
+# into PGBIN's prefix (make install).  The cluster lives in /tmp/waits-bench.
 set -euo pipefail
 
+. "$(dirname "$0")/../tools/lib.sh"
 PGBIN=${PGBIN:-$("${PG_CONFIG:?set PG_CONFIG (or PGBIN)}" --bindir)}
 PORT=${PORT:-5602}
 DURATION=${DURATION:-60}
-DATA=/tmp/waits-bench
-SOCK=/tmp
-RUNAS=()
-[ "$(id -u)" = 0 ] && RUNAS=(runuser -u pgchronicle --)
+DIR=/tmp/waits-bench
 
-psql() { "${RUNAS[@]}" "$PGBIN/psql" -X -h $SOCK -p "$PORT" -d postgres -Atq "$@"; }
+psql() { "$PGBIN/psql" -X -Atq "$@"; }
 
 start() {		# extra postgresql.conf lines
-	stop || true
-	rm -rf "$DATA"
-	"${RUNAS[@]}" "$PGBIN/initdb" -D "$DATA" -A trust >/dev/null
-	cat >>"$DATA/postgresql.conf" <<EOF
-port = $PORT
-unix_socket_directories = '$SOCK'
-shared_preload_libraries = 'pg_chronicle'
-chronicle.database = 'postgres'
-$1
-EOF
-	"${RUNAS[@]}" "$PGBIN/pg_ctl" -D "$DATA" -l "$DATA/log" -w start >/dev/null
+	stop
+	rm -rf "$DIR"
+	lib_cluster_start "$DIR" "$PGBIN" "$PORT" "chronicle.database = 'postgres'
+$1"
 	psql -c 'CREATE EXTENSION pg_chronicle'
 }
 
 stop() {
-	[ -d "$DATA" ] && "${RUNAS[@]}" "$PGBIN/pg_ctl" -D "$DATA" -m fast -w stop >/dev/null 2>&1
-	return 0
+	lib_cluster_stop "$DIR" "$PGBIN"
 }
 trap stop EXIT
 
@@ -53,19 +43,19 @@ proc_ns() { awk '{print $1}' "/proc/$1/schedstat"; }
 sleepers() {	# n: start n sessions sleeping in pg_sleep (one pgbench process)
 	echo 'SELECT pg_sleep(3600);' >/tmp/waits-bench-sleep.sql
 	chmod 644 /tmp/waits-bench-sleep.sql
-	"${RUNAS[@]}" bash -c "ulimit -n 4096; exec '$PGBIN/pgbench' -h $SOCK -p $PORT -n -c $1 -j 2 \
-		-T 3600 -f /tmp/waits-bench-sleep.sql postgres" >/dev/null 2>&1 &
+	bash -c "ulimit -n 4096; exec '$PGBIN/pgbench' -n -c $1 -j 2 \
+		-T 3600 -f /tmp/waits-bench-sleep.sql" >/dev/null 2>&1 &
 	SLEEPERS_PID=$!
-	until [ "$(psql -c "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep'")" -ge "$1" ]; do
-		sleep 1
-	done
+	lib_poll_sql "$1 sessions in pg_sleep" 300 \
+		"SELECT count(*) >= $1 FROM pg_stat_activity WHERE wait_event = 'PgSleep'"
 }
 
 no_sleepers() {
 	kill "$SLEEPERS_PID" 2>/dev/null || true
 	psql -c "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE wait_event = 'PgSleep'" >/dev/null
 	wait "$SLEEPERS_PID" 2>/dev/null || true
-	sleep 2
+	lib_poll_sql "no session in pg_sleep" 60 \
+		"SELECT count(*) = 0 FROM pg_stat_activity WHERE wait_event = 'PgSleep'"
 }
 
 cpu_share() {	# label
@@ -105,11 +95,11 @@ bench_lost() {
 	start "chronicle.snapshot_interval = '${SNAPSHOT_INTERVAL:-1s}'
 chronicle.enabled = ${COLLECTOR:-on}
 max_connections = 100"
-	"${RUNAS[@]}" "$PGBIN/pgbench" -h $SOCK -p "$PORT" -i -q -s 10 postgres >/dev/null 2>&1
+	"$PGBIN/pgbench" -i -q -s 10 postgres >/dev/null 2>&1
 	local s0 s1 n0 n1
 	s0=$(psql -c 'SELECT ticks_due || $$ $$ || ticks_taken FROM chronicle.wait_sampler_status()')
 	n0=$(psql -c 'SELECT count(*) FROM chronicle.snapshot')
-	"${RUNAS[@]}" "$PGBIN/pgbench" -h $SOCK -p "$PORT" -n -c "${CLIENTS:-8}" -j 2 -T "$DURATION" postgres |
+	"$PGBIN/pgbench" -n -c "${CLIENTS:-8}" -j 2 -T "$DURATION" postgres |
 		grep -E '^tps' || true
 	s1=$(psql -c 'SELECT ticks_due || $$ $$ || ticks_taken FROM chronicle.wait_sampler_status()')
 	n1=$(psql -c 'SELECT count(*) FROM chronicle.snapshot')
@@ -125,7 +115,7 @@ bench_buffers() {
 	for sb in 128MB 1GB 4GB; do
 		start "shared_buffers = '$sb'"
 		# Some data in the cache, so that valid and invalid buffers mix.
-		"${RUNAS[@]}" "$PGBIN/pgbench" -h $SOCK -p "$PORT" -i -q -s 20 postgres >/dev/null 2>&1
+		"$PGBIN/pgbench" -i -q -s 20 postgres >/dev/null 2>&1
 		psql -c 'SELECT count(*) FROM pgbench_accounts' >/dev/null
 		psql -c "DO \$\$
 			DECLARE t0 timestamptz; t1 timestamptz; n int := 200; nb bigint; used bigint;

@@ -135,8 +135,6 @@ static instr_time clock_taken;
  */
 #define CHRONICLE_RING_KEYFRAME_EVERY	60
 
-/* How long a failing source is left alone at most, in snapshots. */
-#define CHRONICLE_MAX_BACKOFF	64
 /* A repeated identical error is logged again after this long. */
 #define CHRONICLE_RELOG_USECS	(10 * 60 * USECS_PER_SEC)
 /* Partitions are checked (and old ones dropped) at least this often, */
@@ -756,7 +754,8 @@ insert_snapshot_row(TimestampTz ts, TimestampTz segment, bool keyframe,
 		if (snapshot_plan == NULL)
 			elog(ERROR, "SPI_prepare failed: %s",
 				 SPI_result_code_string(SPI_result));
-		SPI_keepplan(snapshot_plan);
+		if (SPI_keepplan(snapshot_plan) != 0)
+			elog(ERROR, "SPI_keepplan failed");
 	}
 	args[0] = TimestampTzGetDatum(ts);
 	args[1] = TimestampTzGetDatum(segment);

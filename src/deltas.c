@@ -18,7 +18,7 @@
  * are read once in time order and each key keeps its previous row in a
  * hash table, so the cost is one comparison and one subtraction per value.
  *
- * Semantics (the same as documented in the README, "Analysis"):
+ * Semantics (the same as documented in docs/analysis.md, "Semantics"):
  *
  * - The intervals of a window (from, to] are the pairs (previous snapshot,
  *   snapshot) of one segment whose end lies in (from, to], as
@@ -1451,7 +1451,8 @@ chronicle_deltas(PG_FUNCTION_ARGS)
 	if (e->single)
 		(void) key_lookup(e, NULL, NULL);
 
-	SPI_connect();
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
 
 	snaps = read_snapshots(from_ts, to_ts, &nsnaps);
 	if (e->born_at_zero)

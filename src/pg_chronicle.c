@@ -33,6 +33,7 @@
 #include "storage/dsm_registry.h"
 #endif
 
+#include "os_proc.h"
 #include "pg_chronicle.h"
 #include "sampler.h"
 

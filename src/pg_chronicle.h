@@ -242,9 +242,14 @@ typedef struct ChronicleRingRecord
 	bool		newsegment;		/* first snapshot of a recording */
 } ChronicleRingRecord;
 
-/* source_statements.c, os_proc.c: settings of those sources */
+/* source_statements.c (os_proc.h: chronicle_os_define_settings) */
 extern void chronicle_statements_define_settings(void);
-extern void chronicle_os_define_settings(void);
+
+/*
+ * How long a failing source (collector.c), or the loop after a failed
+ * snapshot (worker.c), is left alone at most, in snapshots: 1, 2, 4 .. 64.
+ */
+#define CHRONICLE_MAX_BACKOFF	64
 
 /* worker.c */
 extern PGDLLEXPORT void chronicle_worker_main(Datum main_arg);

@@ -12,7 +12,7 @@
  * (buffers change while the scan runs) but each buffer's are its own.
  *
  * The scan touches every buffer header, so its cost grows with
- * shared_buffers (measured in bench/buffers.sh, README "Buffer cache").
+ * shared_buffers (measured by bench/sampling.sh, docs/benchmarks.md).
  * chronicle.buffers_interval sets how often it runs; in the snapshots in
  * between the previous reading is emitted again, which the collector's
  * change detection turns into no row (or into the same values on a

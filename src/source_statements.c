@@ -534,8 +534,7 @@ get_float8(HeapTuple tup, TupleDesc desc, int col)
 /* Store the query texts of the recorded statements not stored yet. */
 static void
 store_texts(const char *schema, StmtReading **emit, int nemit,
-			TupleDesc desc, SPITupleTable *tuptable, TextKey **newtexts,
-			int *nnew)
+			TextKey **newtexts, int *nnew)
 {
 	Datum	   *dbids = palloc(sizeof(Datum) * nemit);
 	Datum	   *queryids = palloc(sizeof(Datum) * nemit);
@@ -701,7 +700,7 @@ statements_collect(ChronicleEmitter *emitter)
 		chronicle_emit_row(emitter, values, nulls);
 	}
 
-	store_texts(schema, cand, nemit, desc, tuptable, &newtexts, &nnew);
+	store_texts(schema, cand, nemit, &newtexts, &nnew);
 
 	/* The caches move on when the rows are written: statements_written(). */
 	recorded.cand = cand;

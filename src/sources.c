@@ -2,8 +2,8 @@
  *
  * sources.c
  *		The list of statistics sources.  Adding a source is one C file with
- *		a ChronicleSource, one line here and one history table in
- *		sql/pg_chronicle--*.sql.
+ *		a ChronicleSource, one line here and one history table in src/sql/
+ *		(and in the next release's upgrade script).
  *
  * Copyright (c) 2026, pg_chronicle developers
  *

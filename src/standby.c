@@ -252,7 +252,6 @@ chronicle_standby_history(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	int			want;
-	const ChronicleSource *src;
 	char	   *copy;
 	uint64		tail,
 				head;
@@ -265,7 +264,6 @@ chronicle_standby_history(PG_FUNCTION_ARGS)
 				 errmsg("source must not be NULL"),
 				 errhint("Pass a source name such as 'io' or 'wal'.")));
 	want = source_index(PG_GETARG_TEXT_PP(0));
-	src = chronicle_sources[want];
 
 	InitMaterializedSRF(fcinfo, 0);
 	copy = chronicle_ring_copy(&tail, &head);
@@ -331,7 +329,6 @@ chronicle_standby_history(PG_FUNCTION_ARGS)
 		}
 		pos += rec.len;
 	}
-	(void) src;
 	pfree(copy);
 	return (Datum) 0;
 }

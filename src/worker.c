@@ -542,7 +542,7 @@ chronicle_worker_main(Datum main_arg)
 			else
 			{
 				failures++;
-				backoff = Min(1 << Min(failures - 1, 6), 60);
+				backoff = Min(1 << Min(failures - 1, 6), CHRONICLE_MAX_BACKOFF);
 			}
 			continue;
 		}

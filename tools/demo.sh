@@ -31,40 +31,23 @@ interval=${DEMO_INTERVAL:-1s}
 log() { echo "demo: $*" >&2; }
 
 cd "$src"
-if [ -n "${PG_CONFIG:-}" ]; then
-	cfg=$PG_CONFIG
-else
-	cfg=$("$src/tools/provision-pg.sh" 18 | tail -n 1)
-fi
+. tools/lib.sh
+cfg=$(lib_pg_config)
 bindir=$("$cfg" --bindir)
 log "building and installing pg_chronicle into $("$cfg" --pkglibdir)"
-make -s clean PG_CONFIG="$cfg" >/dev/null 2>&1 || true
-make -s PG_CONFIG="$cfg" >/dev/null
-make -s PG_CONFIG="$cfg" install >/dev/null
+lib_build_install "$cfg"
 
 tmp=$(mktemp -d /tmp/pg_chronicle-demo-data.XXXXXX)
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])' 2>/dev/null ||
-	echo $((20000 + RANDOM % 20000)))
 cleanup() {
-	"$bindir/pg_ctl" -D "$tmp/data" -m immediate stop >/dev/null 2>&1 || true
+	lib_cluster_stop "$tmp" "$bindir" immediate
 	if [ -z "${DEMO_KEEP:-}" ]; then rm -rf "$tmp"; else log "cluster kept in $tmp"; fi
 }
 trap cleanup EXIT
 
-"$bindir/initdb" -D "$tmp/data" -U postgres --no-sync >"$tmp/initdb.log" 2>&1 ||
-	{ cat "$tmp/initdb.log" >&2; exit 1; }
-cat >>"$tmp/data/postgresql.conf" <<CONF
-port = $port
-listen_addresses = ''
-unix_socket_directories = '$tmp'
-shared_preload_libraries = 'pg_chronicle'
-chronicle.snapshot_interval = '$interval'
+lib_cluster_start "$tmp" "$bindir" "$(lib_free_port)" "chronicle.snapshot_interval = '$interval'
 shared_buffers = '128MB'
 track_io_timing = on
-track_wal_io_timing = on
-CONF
-"$bindir/pg_ctl" -D "$tmp/data" -l "$tmp/server.log" -w start >/dev/null
-export PGHOST=$tmp PGPORT=$port PGUSER=postgres PGDATABASE=postgres
+track_wal_io_timing = on"
 psql() { "$bindir/psql" -X -q -v ON_ERROR_STOP=1 "$@"; }
 
 psql -c 'CREATE EXTENSION pg_chronicle'
@@ -73,7 +56,10 @@ log "pgbench -i -s $scale"
 t0=$(psql -At -c 'SELECT clock_timestamp()')
 log "recording pgbench -T $seconds -c $clients, one snapshot every $interval"
 "$bindir/pgbench" -T "$seconds" -c "$clients" -j 2 -P 5 2>&1 | sed 's/^/  pgbench: /' >&2
-sleep 2
+# The collector's two next snapshots close the run's last interval.
+tend=$(psql -At -c 'SELECT clock_timestamp()')
+lib_poll_sql "two snapshots after pgbench" 60 \
+	"SELECT count(*) >= 2 FROM chronicle.snapshot WHERE collector = 'worker' AND ts > '$tend'"
 t1=$(psql -At -c 'SELECT clock_timestamp()')
 
 psql -v t0="$t0" -v t1="$t1" <<'SQL'

@@ -182,16 +182,6 @@ def delta_expr(s, c, cur, prev):
     return '%s.%s - %s.%s' % (cur, c, prev, c)
 
 
-def reset_expr(s, cur, prev):
-    parts = []
-    if s['reset']:
-        parts.append('%s.%s IS DISTINCT FROM %s.%s' % (cur, s['reset'], prev, s['reset']))
-    for c, k in s['cols']:
-        if k in 'ct':
-            parts.append('coalesce(%s.%s < %s.%s, false)' % (cur, c, prev, c))
-    return '(' + '\n\t\t         OR '.join(parts) + ')'
-
-
 def sel(prefix, cols, alias=None):
     return ', '.join('%s.%s%s' % (prefix, c, '' if alias is None else ' AS %s%s' % (alias, c)) for c in cols)
 

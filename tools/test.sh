@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Run every test layer of pg_chronicle against every provisioned PostgreSQL:
-#   0. once: META.json and tools/provision-pg.sh's choice of version,
+#   0. once: META.json, the documentation against the code and its links
+#      (tools/check-docs.py), tools/provision-pg.sh's choice of version,
 #   1. pg_regress (sql/, expected/) on a temporary instance,
 #   2. pgTAP suites (test/pgtap/) with pg_prove on a temporary instance,
 #   3. Perl TAP tests (test/t/) with PostgreSQL::Test::Cluster.
@@ -26,6 +27,7 @@ if [ "$(id -u)" = 0 ]; then
 fi
 
 cd "$src"
+. tools/lib.sh
 layers=${PG_CHRONICLE_LAYERS:-tools regress pgtap tap}
 passed=0
 failed=0
@@ -62,17 +64,9 @@ count_tap() {
 	echo "$((p - s)) $f $((s + w))"
 }
 
-free_port() {
-	python3 - <<'PY' 2>/dev/null || echo $((20000 + RANDOM % 20000))
-import socket
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
-print(s.getsockname()[1])
-PY
-}
-
-run_pgtap() {			# pg_config
-	local cfg=$1 bindir tmp port rc out
+# In a subshell: the cluster's PG* variables stay in it.
+run_pgtap() (			# pg_config
+	cfg=$1
 	bindir=$("$cfg" --bindir)
 	if [ ! -f "$("$cfg" --sharedir)/extension/pgtap.control" ]; then
 		echo "SKIPPED: pgTAP is not installed in $("$cfg" --sharedir)" >&2
@@ -83,33 +77,25 @@ run_pgtap() {			# pg_config
 		return 3
 	fi
 	tmp=$(mktemp -d)
-	port=$(free_port)
-	"$bindir/initdb" -D "$tmp/data" -U postgres --no-sync >"$tmp/initdb.log" 2>&1 || { cat "$tmp/initdb.log"; return 1; }
-	cat >>"$tmp/data/postgresql.conf" <<CONF
-port = $port
-listen_addresses = ''
-unix_socket_directories = '$tmp'
-shared_preload_libraries = 'pg_chronicle'
-chronicle.database = 'chronicle_tap'
-chronicle.enabled = off
-CONF
-	"$bindir/pg_ctl" -D "$tmp/data" -l "$tmp/server.log" -w start >/dev/null || { cat "$tmp/server.log"; return 1; }
-	"$bindir/createdb" -h "$tmp" -p "$port" -U postgres chronicle_tap
-	"$bindir/psql" -X -q -h "$tmp" -p "$port" -U postgres -d chronicle_tap \
+	lib_cluster_start "$tmp" "$bindir" "$(lib_free_port)" "chronicle.database = 'chronicle_tap'
+chronicle.enabled = off" || return 1
+	"$bindir/createdb" chronicle_tap
+	"$bindir/psql" -X -q -d chronicle_tap \
 		-c 'CREATE EXTENSION pgtap' -c 'CREATE EXTENSION pg_chronicle'
 	out=$tmp/pg_prove.out
-	PATH="$bindir:$PATH" pg_prove -v -h "$tmp" -p "$port" -U postgres -d chronicle_tap \
+	PATH="$bindir:$PATH" pg_prove -v -h "$PGHOST" -p "$PGPORT" -U postgres -d chronicle_tap \
 		test/pgtap/*.sql >"$out" 2>&1
 	rc=$?
 	cat "$out"
-	"$bindir/pg_ctl" -D "$tmp/data" -m fast stop >/dev/null
+	lib_cluster_stop "$tmp" "$bindir"
 	cp "$out" pgtap.out
 	rm -rf "$tmp"
 	return $rc
-}
+)
 
-# The checks that do not depend on the server, once: META.json, and the
-# choice of version of tools/provision-pg.sh against a mirror made on disk.
+# The checks that do not depend on the server, once: META.json, the
+# documentation, and the choice of version of tools/provision-pg.sh against
+# a mirror made on disk.
 run_once() {			# name command...
 	local name=$1 out rc p f s
 	shift
@@ -119,12 +105,13 @@ run_once() {			# name command...
 	cat "$out"
 	read -r p f s < <(count_tap "$out")
 	[ $rc -ne 0 ] && [ "$f" = 0 ] && f=1
-	passed=$((passed + p)); failed=$((failed + f))
-	summary+=("$name: $p passed, $f failed")
+	passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
+	summary+=("$name: $p passed, $f failed, $s skipped")
 	rm -f "$out"
 }
 if [[ " $layers " == *" tools "* ]]; then
 	run_once META.json python3 tools/check-meta.py META.json pg_chronicle.control
+	run_once docs python3 tools/check-docs.py
 	run_once provision-pg.sh test/tools/provision.sh
 	run_once sources python3 tools/check_sources.py
 fi
@@ -132,9 +119,7 @@ fi
 for cfg in "${configs[@]}"; do
 	ver=$("$cfg" --version)
 	echo "=== $ver ($cfg)"
-	make -s clean PG_CONFIG="$cfg" >/dev/null 2>&1
-	if ! make -s PG_CONFIG="$cfg" >build.log 2>&1 || ! make -s PG_CONFIG="$cfg" install >>build.log 2>&1; then
-		cat build.log
+	if ! lib_build_install "$cfg" 2>&1; then
 		echo "FAILED: build against $ver"
 		failed=$((failed + 1))
 		summary+=("$ver: build failed")

@@ -1,6 +1,6 @@
 -- Benchmark runs: a labelled time range, with what the server looked like
 -- when it started.  Created by chronicle.run_begin()/run_end() or by
--- labelling a past range (src/sql/30_analysis.sql).
+-- labelling a past range (src/sql/36_runs.sql).
 CREATE TABLE chronicle.run (
 	run_id         integer GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
 	label          text NOT NULL UNIQUE CHECK (label <> ''),

@@ -36,8 +36,8 @@ CREATE TABLE chronicle.wait_sampler_history (
 	-- database time: samples of active client backends and the processes
 	-- working for them (walsenders, autovacuum workers, parallel workers)
 	-- by wait class: sum / ticks_taken = average active sessions.  Not
-	-- active: idle sessions, main-loop waits, throttle sleeps (see README,
-	-- "Wait events").  Before 0.2.0: every active process, background ones
+	-- active: idle sessions, main-loop waits, throttle sleeps (see
+	-- docs/sources.md, "Wait events").  Before 0.2.0: every active process, background ones
 	-- included (background_active is NULL in those rows).
 	active_cpu      bigint,
 	active_io       bigint,

@@ -5,21 +5,19 @@ use warnings FATAL => 'all';
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use PgChronicle::TestNode qw(chronicle_node poll_until);
 
-my $node = PostgreSQL::Test::Cluster->new('primary');
-$node->init;
-$node->append_conf('postgresql.conf', q{
-shared_preload_libraries = 'pg_chronicle'
+my $node = chronicle_node('primary', conf => q{
 chronicle.snapshot_interval = '200ms'
 track_io_timing = on
 });
-$node->start;
-$node->safe_psql('postgres', 'CREATE EXTENSION pg_chronicle');
 
 # Snapshots arrive once per interval.
-$node->poll_query_until('postgres',
-	"SELECT count(*) >= 5 FROM chronicle.snapshot WHERE collector = 'worker'")
-  or die 'the worker recorded no snapshots';
+poll_until($node, 'postgres',
+	"SELECT count(*) >= 5 FROM chronicle.snapshot WHERE collector = 'worker'",
+	'the worker records snapshots');
 my $t0 = $node->safe_psql('postgres', "SELECT count(*) FROM chronicle.snapshot");
 sleep 2;
 my $t1 = $node->safe_psql('postgres', "SELECT count(*) FROM chronicle.snapshot");
@@ -42,7 +40,11 @@ is($node->safe_psql('postgres',
 $node->safe_psql('postgres', "ALTER SYSTEM SET chronicle.debug_fail_source = 'wal'");
 $node->reload;
 my $log_offset = -s $node->logfile;
-sleep 3;
+# Retried with backoff (after 1, 2, 4 .. snapshots), it fails again and
+# again: 4 errors, what the 3 s this test used to sleep gave at 200 ms.
+poll_until($node, 'postgres',
+	"SELECT errors >= 4 FROM chronicle.source_status() WHERE source = 'wal'",
+	'the failing source is retried (4 errors)');
 my $status = $node->safe_psql('postgres',
 	"SELECT errors > 0 FROM chronicle.source_status() WHERE source = 'wal'");
 is($status, 't', 'the failing source counts its errors');
@@ -57,22 +59,22 @@ $node->safe_psql('postgres', "ALTER SYSTEM RESET chronicle.debug_fail_source");
 $node->reload;
 
 # DROP EXTENSION while running: the worker waits quietly, then records again.
+$log_offset = -s $node->logfile;
 $node->safe_psql('postgres', 'DROP EXTENSION pg_chronicle');
-sleep 1;
+$node->wait_for_log(qr/waiting for CREATE EXTENSION pg_chronicle/, $log_offset);
 $node->safe_psql('postgres', 'CREATE EXTENSION pg_chronicle');
-$node->poll_query_until('postgres',
-	"SELECT count(*) >= 2 FROM chronicle.snapshot WHERE collector = 'worker'")
-  or die 'the worker did not resume after CREATE EXTENSION';
+poll_until($node, 'postgres',
+	"SELECT count(*) >= 2 FROM chronicle.snapshot WHERE collector = 'worker'",
+	'the worker resumes after CREATE EXTENSION');
 is($node->safe_psql('postgres',
 	"SELECT keyframe FROM chronicle.snapshot ORDER BY ts LIMIT 1"),
 	't', 'recording resumes with a keyframe after CREATE EXTENSION');
 
 # Restart: a new segment starts (a gap, never an interval across the hole).
 $node->restart;
-$node->poll_query_until('postgres',
-	"SELECT count(DISTINCT segment) >= 2 FROM chronicle.snapshot")
-  or die 'no new segment after restart';
-pass('a restart starts a new segment');
+poll_until($node, 'postgres',
+	"SELECT count(DISTINCT segment) >= 2 FROM chronicle.snapshot",
+	'a restart starts a new segment');
 
 # Crash (immediate stop): the worker comes back and records.  Snapshots
 # committed asynchronously just before the crash may be lost; what matters
@@ -82,9 +84,9 @@ my ($last_ts, $last_segment) = split /\|/, $node->safe_psql('postgres',
 	'SELECT ts, segment FROM chronicle.snapshot ORDER BY ts DESC LIMIT 1');
 $node->stop('immediate');
 $node->start;
-$node->poll_query_until('postgres',
-	"SELECT count(*) >= 2 FROM chronicle.snapshot WHERE ts > '$last_ts'")
-  or die 'no snapshot after crash recovery';
+poll_until($node, 'postgres',
+	"SELECT count(*) >= 2 FROM chronicle.snapshot WHERE ts > '$last_ts'",
+	'snapshots after crash recovery');
 is($node->safe_psql('postgres',
 	"SELECT count(*) FROM chronicle.snapshot WHERE ts > '$last_ts' AND segment = '$last_segment'"),
 	'0', 'the worker records again after crash recovery, in a new segment');

@@ -7,17 +7,15 @@ use warnings FATAL => 'all';
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use PgChronicle::TestNode qw(chronicle_node poll_until);
 
-my $node = PostgreSQL::Test::Cluster->new('recording');
-$node->init;
-$node->append_conf('postgresql.conf', q{
-shared_preload_libraries = 'pg_chronicle'
+my $node = chronicle_node('recording', conf => q{
 chronicle.snapshot_interval = '500ms'
 track_io_timing = on
 track_wal_io_timing = on
 });
-$node->start;
-$node->safe_psql('postgres', 'CREATE EXTENSION pg_chronicle');
 $node->command_ok([ 'pgbench', '-i', '-s', '1', '-q', 'postgres' ],
 	'pgbench -i');
 
@@ -40,9 +38,9 @@ COMMIT;
 
 # The worker's recording is under way before the first SQL snapshot, which
 # then joins its segment.
-$node->poll_query_until('postgres',
-	"SELECT count(*) >= 2 FROM chronicle.snapshot WHERE collector = 'worker'")
-  or die 'the worker does not record';
+poll_until($node, 'postgres',
+	"SELECT count(*) >= 2 FROM chronicle.snapshot WHERE collector = 'worker'",
+	'the worker records');
 my $t1 = snapshot_with_views('1');
 
 # A short pgbench run.
@@ -181,12 +179,21 @@ cmp_ok($written, '<', $possible / 2,
 
 # A stats reset is seen in the next worker snapshot: every row of the source
 # is written, with the new stats_reset and counters that went down.
+# Reload, and wait until the worker took a snapshot after the reload: it
+# has read the new settings by then.
+sub reload_and_snapshot
+{
+	my $before = $node->safe_psql('postgres', 'SELECT clock_timestamp()');
+	$node->reload;
+	return next_worker_snapshot_after($before);
+}
+
 sub next_worker_snapshot_after
 {
 	my ($ts) = @_;
-	$node->poll_query_until('postgres',
-		"SELECT count(*) > 0 FROM chronicle.snapshot WHERE collector = 'worker' AND ts > '$ts'")
-	  or die "no worker snapshot after $ts";
+	poll_until($node, 'postgres',
+		"SELECT count(*) > 0 FROM chronicle.snapshot WHERE collector = 'worker' AND ts > '$ts'",
+		"a worker snapshot after $ts");
 	return $node->safe_psql('postgres',
 		"SELECT min(ts) FROM chronicle.snapshot WHERE collector = 'worker' AND ts > '$ts'");
 }
@@ -214,15 +221,14 @@ is($node->safe_psql('postgres', qq{
 # chronicle.collect_<source> = off stops that source, the others go on;
 # on again, its first row comes back at once.
 $node->safe_psql('postgres', 'ALTER SYSTEM SET chronicle.collect_wal = off');
-$node->reload;
-sleep 1;
+reload_and_snapshot();
 my $mark = next_worker_snapshot_after(
 	$node->safe_psql('postgres', 'SELECT clock_timestamp()'));
 $node->safe_psql('postgres',
 	'CREATE TABLE wal_maker AS SELECT g FROM generate_series(1, 10000) g');
-$node->poll_query_until('postgres',
-	"SELECT count(*) >= 4 FROM chronicle.snapshot WHERE collector = 'worker' AND ts > '$mark'")
-  or die 'worker stopped';
+poll_until($node, 'postgres',
+	"SELECT count(*) >= 4 FROM chronicle.snapshot WHERE collector = 'worker' AND ts > '$mark'",
+	'the worker goes on recording');
 is($node->safe_psql('postgres',
 	"SELECT count(*) FROM chronicle.wal_history WHERE ts > '$mark'"),
 	'0', 'chronicle.collect_wal = off: no WAL rows while off');
@@ -231,35 +237,34 @@ cmp_ok($node->safe_psql('postgres',
 	'>', 0, 'other sources record while one is off');
 $node->safe_psql('postgres', 'ALTER SYSTEM RESET chronicle.collect_wal');
 $node->reload;
-$node->poll_query_until('postgres',
-	"SELECT count(*) > 0 FROM chronicle.wal_history WHERE ts > '$mark'")
-  or die 'wal source did not come back';
-pass('the source records again when switched on');
+poll_until($node, 'postgres',
+	"SELECT count(*) > 0 FROM chronicle.wal_history WHERE ts > '$mark'",
+	'the source records again when switched on');
 
 # A reload of chronicle.snapshot_interval changes the cadence.
-$node->safe_psql('postgres', "ALTER SYSTEM SET chronicle.snapshot_interval = '2s'");
-$node->reload;
-sleep 1;
-my $m2 = next_worker_snapshot_after(
-	$node->safe_psql('postgres', 'SELECT clock_timestamp()'));
-sleep 6;
-my $slow = $node->safe_psql('postgres',
-	"SELECT count(*) FROM chronicle.snapshot WHERE collector = 'worker' AND ts > '$m2'");
+# The worker's snapshots in a window of $seconds (what is measured), from a
+# snapshot taken after a reload of chronicle.snapshot_interval to $interval.
+sub snapshots_in
+{
+	my ($interval, $seconds) = @_;
+	$node->safe_psql('postgres', "ALTER SYSTEM SET chronicle.snapshot_interval = '$interval'");
+	reload_and_snapshot();
+	my $mark = next_worker_snapshot_after(
+		$node->safe_psql('postgres', 'SELECT clock_timestamp()'));
+	sleep $seconds;
+	return $node->safe_psql('postgres',
+		"SELECT count(*) FROM chronicle.snapshot WHERE collector = 'worker' AND ts > '$mark'");
+}
+my $slow = snapshots_in('2s', 6);
 ok($slow >= 2 && $slow <= 4, "after reload to 2 s: $slow snapshots in 6 s");
-$node->safe_psql('postgres', "ALTER SYSTEM SET chronicle.snapshot_interval = '200ms'");
-$node->reload;
-sleep 1;
-my $m3 = next_worker_snapshot_after(
-	$node->safe_psql('postgres', 'SELECT clock_timestamp()'));
-sleep 3;
-my $fast = $node->safe_psql('postgres',
-	"SELECT count(*) FROM chronicle.snapshot WHERE collector = 'worker' AND ts > '$m3'");
+my $fast = snapshots_in('200ms', 3);
 ok($fast >= 8, "after reload to 200 ms: $fast snapshots in 3 s");
 
 # chronicle.enabled = off pauses; on again starts a new segment with a keyframe.
 $node->safe_psql('postgres', 'ALTER SYSTEM SET chronicle.enabled = off');
 $node->reload;
-sleep 1;
+poll_until($node, 'postgres', "SELECT state LIKE 'disabled%' FROM chronicle.status()",
+	'chronicle.enabled = off arrives');
 my $off_at = $node->safe_psql('postgres', 'SELECT clock_timestamp()');
 sleep 1;
 is($node->safe_psql('postgres',
@@ -279,10 +284,9 @@ is($node->safe_psql('postgres',
 my $created = $node->safe_psql('postgres', 'SELECT clock_timestamp()');
 $node->safe_psql('postgres', 'CREATE DATABASE newdb');
 $node->safe_psql('newdb', 'SELECT 1');
-$node->poll_query_until('postgres',
-	"SELECT count(*) > 0 FROM chronicle.database_history WHERE datname = 'newdb' AND ts > '$created'")
-  or die 'a new database is not recorded';
-pass('a database created while the collector runs is recorded');
+poll_until($node, 'postgres',
+	"SELECT count(*) > 0 FROM chronicle.database_history WHERE datname = 'newdb' AND ts > '$created'",
+	'a database created while the collector runs is recorded');
 
 # On an idle server the collector does not record itself reading pg_database:
 # the shared-objects row (datid 0) is not written on every snapshot.

@@ -6,13 +6,13 @@ use warnings FATAL => 'all';
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use PgChronicle::TestNode qw(chronicle_node poll_until);
 
-my $node = PostgreSQL::Test::Cluster->new('dynamic');
-$node->init;
-$node->append_conf('postgresql.conf', q{
+my $node = chronicle_node('dynamic', preload => undef, extensions => [], conf => q{
 chronicle.snapshot_interval = '200ms'
 });
-$node->start;
 $node->safe_psql('postgres', 'CREATE DATABASE bench');
 $node->safe_psql('bench', 'CREATE EXTENSION pg_chronicle');
 
@@ -25,10 +25,9 @@ like($stderr, qr/not running/, 'stop() when nothing runs says so');
 my $row = $node->safe_psql('bench', 'SELECT worker, pid > 0, started FROM chronicle.start()');
 is($row, 'collector|t|t', 'start() starts the collector');
 
-$node->poll_query_until('bench',
-	"SELECT count(*) >= 3 FROM chronicle.snapshot WHERE collector = 'worker'")
-  or die 'the dynamic collector records nothing';
-pass('the dynamic collector records into the database start() was called in');
+poll_until($node, 'bench',
+	"SELECT count(*) >= 3 FROM chronicle.snapshot WHERE collector = 'worker'",
+	'the dynamic collector records into the database start() was called in');
 like($node->safe_psql('bench', 'SELECT running, state FROM chronicle.status()'),
 	qr/^t\|recording/, 'status(): running and recording');
 is($node->safe_psql('postgres',
@@ -54,9 +53,9 @@ is($node->safe_psql('postgres',
 
 # Start again: a new segment, starting with a keyframe.
 $node->safe_psql('bench', 'SELECT * FROM chronicle.start()');
-$node->poll_query_until('bench',
-	"SELECT count(DISTINCT segment) >= 2 FROM chronicle.snapshot WHERE collector = 'worker'")
-  or die 'no new segment after start()';
+poll_until($node, 'bench',
+	"SELECT count(DISTINCT segment) >= 2 FROM chronicle.snapshot WHERE collector = 'worker'",
+	'a new segment after start()');
 is($node->safe_psql('bench', q{
 	SELECT bool_and(keyframe) FROM chronicle.snapshot s
 	 WHERE ts = segment AND collector = 'worker'}),

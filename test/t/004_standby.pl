@@ -6,15 +6,13 @@ use warnings FATAL => 'all';
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use PgChronicle::TestNode qw(chronicle_node poll_until);
 
-my $primary = PostgreSQL::Test::Cluster->new('primary');
-$primary->init(allows_streaming => 1);
-$primary->append_conf('postgresql.conf', q{
-shared_preload_libraries = 'pg_chronicle'
+my $primary = chronicle_node('primary', init => { allows_streaming => 1 }, conf => q{
 chronicle.snapshot_interval = '200ms'
 });
-$primary->start;
-$primary->safe_psql('postgres', 'CREATE EXTENSION pg_chronicle');
 $primary->backup('backup');
 
 my $standby = PostgreSQL::Test::Cluster->new('standby');
@@ -25,10 +23,9 @@ $primary->safe_psql('postgres',
 $primary->wait_for_replay_catchup($standby);
 
 # The standby records into its ring.
-$standby->poll_query_until('postgres',
-	'SELECT snapshots >= 10 AND in_recovery FROM chronicle.standby_ring()')
-  or die 'the standby ring stays empty';
-pass('the standby collector records into its ring');
+poll_until($standby, 'postgres',
+	'SELECT snapshots >= 10 AND in_recovery FROM chronicle.standby_ring()',
+	'the standby collector records into its ring');
 like($standby->safe_psql('postgres', 'SELECT state FROM chronicle.status()'),
 	qr/recovery/, 'status() says it is in recovery');
 is($standby->safe_psql('postgres', q{
@@ -65,10 +62,9 @@ my ($nring, $oldest, $newest) = split /\|/, $ring;
 my $primary_snaps = $standby->safe_psql('postgres', 'SELECT count(*) FROM chronicle.snapshot');
 
 $standby->promote;
-$standby->poll_query_until('postgres',
-	"SELECT written >= $nring AND snapshots = 0 FROM chronicle.standby_ring()")
-  or die 'the ring was not written after promotion';
-pass('after promotion the ring is written and emptied');
+poll_until($standby, 'postgres',
+	"SELECT written >= $nring AND snapshots = 0 FROM chronicle.standby_ring()",
+	'after promotion the ring is written and emptied');
 
 is($standby->safe_psql('postgres', qq{
 	SELECT count(*) >= $nring FROM chronicle.snapshot s
@@ -83,11 +79,11 @@ is($standby->safe_psql('postgres', qq{
 	SELECT keyframe AND segment = ts FROM chronicle.snapshot WHERE ts = '$first_ts'}),
 	't', 'and starts a segment');
 
-$standby->poll_query_until('postgres', qq{
+poll_until($standby, 'postgres',
+	qq{
 	SELECT count(*) >= 3 FROM chronicle.snapshot s
-	 WHERE s.ts > '$newest' AND s.segment > '$newest'})
-  or die 'no live recording after promotion';
-pass('the promoted server records on, in a new segment');
+	 WHERE s.ts > '$newest' AND s.segment > '$newest'},
+	'the promoted server records on, in a new segment');
 like($standby->safe_psql('postgres', 'SELECT state FROM chronicle.status()'),
 	qr/recording/, 'status(): recording');
 

@@ -7,16 +7,14 @@ use warnings FATAL => 'all';
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use PgChronicle::TestNode qw(chronicle_node poll_until);
 
-my $node = PostgreSQL::Test::Cluster->new('missing_db');
-$node->init;
-$node->append_conf('postgresql.conf', q{
-shared_preload_libraries = 'pg_chronicle'
+my $node = chronicle_node('missing_db', conf => q{
 chronicle.database = 'no_such_database'
 chronicle.snapshot_interval = '200ms'
 });
-$node->start;
-$node->safe_psql('postgres', 'CREATE EXTENSION pg_chronicle');
 
 # Without backoff the postmaster would restart the worker every 10 s:
 # 5 attempts in 45 s.  With it, attempts come at 0, 10, 30, 70 ... s.
@@ -33,10 +31,9 @@ like($node->safe_psql('postgres', 'SELECT state FROM chronicle.status()'),
 # Fix the setting: the waiting worker connects at once, not after its wait.
 $node->safe_psql('postgres', "ALTER SYSTEM SET chronicle.database = 'postgres'");
 $node->reload;
-$node->poll_query_until('postgres',
-	"SELECT count(*) >= 3 FROM chronicle.snapshot WHERE collector = 'worker'")
-  or die 'the worker did not start recording after the fix';
-pass('after the setting is fixed the worker records');
+poll_until($node, 'postgres',
+	"SELECT count(*) >= 3 FROM chronicle.snapshot WHERE collector = 'worker'",
+	'after the setting is fixed the worker records');
 is($node->safe_psql('postgres', 'SELECT running, state FROM chronicle.status()'),
 	't|recording', 'status(): running and recording');
 

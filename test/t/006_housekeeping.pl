@@ -10,41 +10,22 @@ use warnings FATAL => 'all';
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use Time::HiRes qw(usleep);
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use PgChronicle::TestNode qw(chronicle_node poll_ok poll_until);
 
 # A session queued behind a stalled collector fails instead of hanging
-# (the defect this test is about); polls go by the clock (poll_true).
+# (the defect this test is about); polls go by the clock (poll_ok).
 $ENV{PGOPTIONS} = '-c statement_timeout=10s';
 
-my $node = PostgreSQL::Test::Cluster->new('housekeeping');
-$node->init;
-$node->append_conf('postgresql.conf', q{
-shared_preload_libraries = 'pg_chronicle'
+my $node = chronicle_node('housekeeping', conf => q{
 chronicle.snapshot_interval = '200ms'
 chronicle.retention = '3d'
 });
-$node->start;
-$node->safe_psql('postgres', 'CREATE EXTENSION pg_chronicle');
-poll_true('SELECT count(*) >= 3 FROM chronicle.snapshot')
-  or die 'the worker recorded no snapshots';
+poll_until($node, 'postgres', 'SELECT count(*) >= 3 FROM chronicle.snapshot',
+	'the worker records snapshots');
 
 sub query { return $node->safe_psql('postgres', $_[0]); }
-
-# Poll until the query returns true, for timeout_default seconds by the
-# clock: poll_query_until counts attempts, and an attempt that waits behind
-# a stalled collector lasts statement_timeout.
-sub poll_true
-{
-	my ($sql) = @_;
-	my $deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
-	while (time() < $deadline)
-	{
-		my ($ret, $out) = $node->psql('postgres', $sql);
-		return 1 if $ret == 0 && $out eq 't';
-		usleep(100_000);
-	}
-	return 0;
-}
 
 # The day ($1 days from now, UTC) as in partition names.
 sub day
@@ -64,7 +45,7 @@ sub recording_goes_on
 {
 	my ($n, $what) = @_;
 	my $c = query('SELECT count(*) FROM chronicle.snapshot');
-	ok(poll_true("SELECT count(*) >= $c + $n FROM chronicle.snapshot"),
+	poll_ok($node, 'postgres', "SELECT count(*) >= $c + $n FROM chronicle.snapshot",
 		"recording goes on: $what");
 }
 
@@ -83,11 +64,11 @@ sub worker_housekeeping
 	my ($what) = @_;
 	my $pid = query('SELECT pid FROM chronicle.status()');
 	query("SELECT pg_terminate_backend($pid)");
-	poll_true("SELECT running AND pid <> $pid FROM chronicle.status()")
-	  or die 'the worker did not come back';
-	ok(poll_true(q{
+	poll_until($node, 'postgres', "SELECT running AND pid <> $pid FROM chronicle.status()",
+		'the worker comes back');
+	poll_ok($node, 'postgres', q{
 			SELECT count(*) > 0 FROM chronicle.snapshot
-			 WHERE collector = 'worker' AND ts >= (SELECT started FROM chronicle.status())}),
+			 WHERE collector = 'worker' AND ts >= (SELECT started FROM chronicle.status())},
 		"the restarted worker records $what");
 }
 
@@ -143,9 +124,9 @@ like(status('last_maintenance_error'),
 recording_goes_on(10, 'while a transaction holds a lock on a history table');
 # Nobody waits behind the collector: it holds no lock request, and a new
 # reader of the locked table gets through.
-ok(poll_true(q{
+poll_ok($node, 'postgres', q{
 	SELECT NOT EXISTS (SELECT FROM pg_locks l JOIN pg_stat_activity a USING (pid)
-	                    WHERE NOT l.granted AND a.backend_type = 'pg_chronicle collector')}),
+	                    WHERE NOT l.granted AND a.backend_type = 'pg_chronicle collector')},
 	'the collector waits for no lock');
 is($node->psql('postgres', 'SELECT count(*) FROM chronicle.io_history'),
 	0, 'a new reader of the locked table is not queued behind the collector');
@@ -184,10 +165,7 @@ $node->stop;
 
 # (d) Without preload (pg_cron's case): a session that has not loaded the
 # library reads chronicle.retention as raw text.  A bare number is minutes.
-my $np = PostgreSQL::Test::Cluster->new('nopreload');
-$np->init;
-$np->start;
-$np->safe_psql('postgres', 'CREATE EXTENSION pg_chronicle');
+my $np = chronicle_node('nopreload', preload => undef);
 for my $setting ('20160', '14d', '336h', '0')
 {
 	$np->append_conf('postgresql.conf', "chronicle.retention = '$setting'\n");

@@ -9,15 +9,13 @@ use warnings FATAL => 'all';
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use PgChronicle::TestNode qw(chronicle_node);
 
-my $node = PostgreSQL::Test::Cluster->new('dump');
-$node->init;
-$node->append_conf('postgresql.conf', q{
-shared_preload_libraries = 'pg_chronicle'
+my $node = chronicle_node('dump', conf => q{
 chronicle.enabled = off
 });
-$node->start;
-$node->safe_psql('postgres', 'CREATE EXTENSION pg_chronicle');
 
 # History on partitions made after CREATE EXTENSION: past days, today (the
 # housekeeping of the first snapshot), a run with application data, a

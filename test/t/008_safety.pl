@@ -11,16 +11,16 @@ use warnings FATAL => 'all';
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use PgChronicle::TestNode qw(chronicle_node poll_until);
 
-my $node = PostgreSQL::Test::Cluster->new('safety');
-$node->init;
-$node->append_conf('postgresql.conf', q{
-shared_preload_libraries = 'pg_chronicle,pg_stat_statements'
+my $node = chronicle_node('safety',
+	preload => 'pg_chronicle,pg_stat_statements',
+	extensions => [qw(pg_stat_statements pg_chronicle)],
+	conf => q{
 chronicle.enabled = off
 });
-$node->start;
-$node->safe_psql('postgres',
-	'CREATE EXTENSION pg_stat_statements; CREATE EXTENSION pg_chronicle');
 # Partitions are made, so a snapshot's first lock on io_history is its
 # source's own.
 $node->safe_psql('postgres', 'SELECT chronicle.snapshot()');
@@ -62,9 +62,9 @@ is($node->safe_psql('postgres', $count_sql), $before,
 my $snap = $node->background_psql('postgres', on_error_stop => 0);
 my $pid = $snap->query_safe('SELECT pg_backend_pid()');
 $snap->query_until(qr/snapping/, "\\echo snapping\nSELECT chronicle.snapshot();\n");
-$node->poll_query_until('postgres',
-	"SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE pid = $pid")
-  or die 'the snapshot never waited for the lock';
+poll_until($node, 'postgres',
+	"SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE pid = $pid",
+	'the snapshot waits for the lock');
 $node->safe_psql('postgres', "SELECT pg_cancel_backend($pid)");
 is($snap->query('\echo :LAST_ERROR_SQLSTATE'), '57014',
 	'pg_cancel_backend() ends a snapshot waiting in a source with 57014');
@@ -138,30 +138,25 @@ $node->stop;
 # A collector started by chronicle.start(), ended by a crash restart
 # ---------------------------------------------------------------------
 
-my $dyn = PostgreSQL::Test::Cluster->new('crash');
-$dyn->init;
-$dyn->append_conf('postgresql.conf', q{
+my $dyn = chronicle_node('crash', preload => undef, conf => q{
 chronicle.snapshot_interval = '200ms'
 restart_after_crash = on
 });
-$dyn->start;
-$dyn->safe_psql('postgres', 'CREATE EXTENSION pg_chronicle');
 is($dyn->safe_psql('postgres', 'SELECT started FROM chronicle.start()'), 't',
 	'start() starts the collector');
-$dyn->poll_query_until('postgres',
-	"SELECT count(*) >= 2 FROM chronicle.snapshot WHERE collector = 'worker'")
-  or die 'the dynamic collector records nothing';
+poll_until($dyn, 'postgres',
+	"SELECT count(*) >= 2 FROM chronicle.snapshot WHERE collector = 'worker'",
+	'the dynamic collector records');
 
 # A backend killed with SIGKILL makes the postmaster restart every process.
 my $victim = $dyn->background_psql('postgres', on_error_stop => 0);
 my $victim_pid = $victim->query_safe('SELECT pg_backend_pid()');
 my $log_offset = -s $dyn->logfile;
 kill 'KILL', $victim_pid;
-$dyn->poll_query_until('postgres',
+poll_until($dyn, 'postgres',
 	"SELECT state FROM chronicle.status()",
-	'stopped (crash restart; call chronicle.start() again)')
-  or die 'status() does not say that the collector was lost';
-pass('status() says the crash restart ended the collector');
+	'status() says the crash restart ended the collector',
+	'stopped (crash restart; call chronicle.start() again)');
 ok($dyn->log_contains(
 		qr/the collector started by chronicle\.start\(\) ended in the server's crash restart/,
 		$log_offset),
@@ -171,10 +166,9 @@ eval { $victim->quit };
 # start() again records again; stop() ends it for good.
 is($dyn->safe_psql('postgres', 'SELECT started FROM chronicle.start()'), 't',
 	'start() after the crash restart starts the collector');
-$dyn->poll_query_until('postgres',
-	"SELECT running AND state = 'recording' FROM chronicle.status()")
-  or die 'the collector did not record again';
-pass('the collector records again');
+poll_until($dyn, 'postgres',
+	"SELECT running AND state = 'recording' FROM chronicle.status()",
+	'the collector records again');
 $dyn->safe_psql('postgres', 'SELECT * FROM chronicle.stop()');
 is($dyn->safe_psql('postgres', 'SELECT state FROM chronicle.status()'),
 	'not preloaded', 'after stop() nothing speaks of a crash any more');

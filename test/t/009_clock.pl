@@ -12,6 +12,9 @@ use warnings FATAL => 'all';
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use PgChronicle::TestNode qw(chronicle_node poll_until);
 
 my ($libfaketime) = grep { -f $_ } (
 	'/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1',
@@ -20,10 +23,7 @@ my ($libfaketime) = grep { -f $_ } (
 plan skip_all => 'libfaketime is not installed (Debian package faketime)'
   unless defined $libfaketime;
 
-my $node = PostgreSQL::Test::Cluster->new('clock');
-$node->init;
-$node->append_conf('postgresql.conf', q{
-shared_preload_libraries = 'pg_chronicle'
+my $node = chronicle_node('clock', start => 0, conf => q{
 chronicle.snapshot_interval = '200ms'
 chronicle.wait_sample_interval = 0
 });
@@ -45,9 +45,9 @@ $set_clock->('+0');
 	$node->start;
 }
 $node->safe_psql('postgres', 'CREATE EXTENSION pg_chronicle');
-$node->poll_query_until('postgres',
-	"SELECT count(*) >= 3 FROM chronicle.snapshot WHERE collector = 'worker'")
-  or die 'the worker recorded no snapshots';
+poll_until($node, 'postgres',
+	"SELECT count(*) >= 3 FROM chronicle.snapshot WHERE collector = 'worker'",
+	'the worker records snapshots');
 
 # The worker's snapshots in the order they were taken (each is a
 # transaction of its own), whatever their ts say.
@@ -61,15 +61,14 @@ my $in_order = q{
 my ($before, $up_to_before) = split /\|/, $node->safe_psql('postgres',
 	"SELECT max(ts), count(*) FROM chronicle.snapshot");
 $set_clock->('-1h');
-$node->poll_query_until('postgres',
-	"SELECT clock_timestamp() < '$before'::timestamptz - interval '30 min'")
-  or die 'the clock did not step back';
+poll_until($node, 'postgres',
+	"SELECT clock_timestamp() < '$before'::timestamptz - interval '30 min'",
+	'the clock steps back');
 my $stepped = $node->safe_psql('postgres',
 	"SELECT count(*) FROM chronicle.snapshot WHERE collector = 'worker'");
-$node->poll_query_until('postgres',
-	"SELECT count(*) >= $stepped + 5 FROM chronicle.snapshot WHERE collector = 'worker'")
-  or die 'the worker stopped taking snapshots when the clock stepped back';
-pass('the worker goes on taking snapshots after the clock stepped back');
+poll_until($node, 'postgres',
+	"SELECT count(*) >= $stepped + 5 FROM chronicle.snapshot WHERE collector = 'worker'",
+	'the worker goes on taking snapshots after the clock stepped back');
 
 is($node->safe_psql('postgres',
 		"SELECT count(*) FROM ($in_order) s WHERE s.prev_ts IS NOT NULL AND s.ts <= s.prev_ts"),
@@ -93,12 +92,12 @@ is($node->safe_psql('postgres', qq{
 my $now_count = $node->safe_psql('postgres',
 	"SELECT count(*) FROM chronicle.snapshot WHERE collector = 'worker'");
 $set_clock->('+0');
-$node->poll_query_until('postgres',
-	"SELECT clock_timestamp() > '$before'::timestamptz")
-  or die 'the clock did not step forward';
-$node->poll_query_until('postgres',
-	"SELECT count(*) >= $now_count + 5 FROM chronicle.snapshot WHERE collector = 'worker'")
-  or die 'the worker stopped taking snapshots when the clock stepped forward';
+poll_until($node, 'postgres',
+	"SELECT clock_timestamp() > '$before'::timestamptz",
+	'the clock steps forward');
+poll_until($node, 'postgres',
+	"SELECT count(*) >= $now_count + 5 FROM chronicle.snapshot WHERE collector = 'worker'",
+	'the worker goes on taking snapshots after the clock stepped forward');
 is($node->safe_psql('postgres',
 		"SELECT count(*) FROM ($in_order) s WHERE s.prev_ts IS NOT NULL AND s.ts <= s.prev_ts"),
 	'0', 'ts never went backwards, across both steps');

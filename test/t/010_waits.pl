@@ -7,20 +7,18 @@ use warnings FATAL => 'all';
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use PgChronicle::TestNode qw(chronicle_node poll_until);
 use Time::HiRes qw(usleep);
 
-my $node = PostgreSQL::Test::Cluster->new('waits');
-$node->init;
-$node->append_conf('postgresql.conf', q{
-shared_preload_libraries = 'pg_chronicle'
+my $node = chronicle_node('waits', conf => q{
 chronicle.snapshot_interval = '200ms'
 chronicle.wait_sample_interval = '10ms'
 chronicle.buffers_interval = 0
 shared_buffers = '128MB'
 max_connections = 40
 });
-$node->start;
-$node->safe_psql('postgres', 'CREATE EXTENSION pg_chronicle');
 
 is($node->safe_psql('postgres',
 	'SELECT running, interval_ms FROM chronicle.wait_sampler_status()'),
@@ -44,11 +42,12 @@ $holder->query_safe('BEGIN; LOCK TABLE locked IN ACCESS EXCLUSIVE MODE');
 my $waiter = $node->background_psql('postgres');
 $waiter->query_until(qr/waiting/, "\\echo waiting\nSELECT count(*) FROM locked;\n");
 
-$node->poll_query_until('postgres', qq{
+poll_until($node, 'postgres',
+	qq{
 	SELECT count(*) FILTER (WHERE wait_event = 'PgSleep') = $N
 	   AND count(*) FILTER (WHERE wait_event_type = 'Lock') = 1
-	  FROM pg_stat_activity})
-  or die 'the sessions did not reach their waits';
+	  FROM pg_stat_activity},
+	'the sessions reach their waits');
 
 # Two snapshots from SQL about 5 s apart; both are keyframes, so every key
 # is in both.
@@ -278,9 +277,10 @@ my ($pid, $taken_before) = split /\|/, $node->safe_psql('postgres',
 # Not a backend for pg_terminate_backend(): a signal, as the postmaster
 # would send; the postmaster starts it again after bgw_restart_time.
 kill 'TERM', $pid;
-$node->poll_query_until('postgres', qq{
-	SELECT running AND pid <> $pid FROM chronicle.wait_sampler_status()}, 't')
-  or die 'the sampler did not come back';
+poll_until($node, 'postgres',
+	qq{
+	SELECT running AND pid <> $pid FROM chronicle.wait_sampler_status()},
+	'the sampler comes back');
 cmp_ok($node->safe_psql('postgres', 'SELECT ticks_taken FROM chronicle.wait_sampler_status()'),
 	'>=', $taken_before, 'a restarted sampler goes on counting');
 
@@ -303,9 +303,9 @@ is($node->safe_psql('postgres', qq{
 # interval takes effect on reload too.
 $node->safe_psql('postgres', 'ALTER SYSTEM SET chronicle.wait_sample_interval = 0');
 $node->reload;
-$node->poll_query_until('postgres',
-	'SELECT interval_ms = 0 FROM chronicle.wait_sampler_status()')
-  or die 'the reload did not arrive';
+poll_until($node, 'postgres',
+	'SELECT interval_ms = 0 FROM chronicle.wait_sampler_status()',
+	'the reload arrives');
 sleep 1;
 my $stopped0 = $node->safe_psql('postgres', 'SELECT ticks_taken FROM chronicle.wait_sampler_status()');
 usleep(500_000);
@@ -313,10 +313,10 @@ is($node->safe_psql('postgres', 'SELECT ticks_taken FROM chronicle.wait_sampler_
 	$stopped0, 'interval 0: no more ticks');
 $node->safe_psql('postgres', "ALTER SYSTEM SET chronicle.wait_sample_interval = '50ms'");
 $node->reload;
-$node->poll_query_until('postgres', qq{
-	SELECT ticks_taken > $stopped0 + 5 FROM chronicle.wait_sampler_status()})
-  or die 'sampling did not resume';
-pass('sampling resumes at a new interval on reload');
+poll_until($node, 'postgres',
+	qq{
+	SELECT ticks_taken > $stopped0 + 5 FROM chronicle.wait_sampler_status()},
+	'sampling resumes at a new interval on reload');
 
 $node->stop;
 
@@ -324,16 +324,11 @@ $node->stop;
 # Bounded memory: with room for 100 keys, 150 distinct query ids fill the
 # table; further samples are counted as dropped and nothing fails.
 # ---------------------------------------------------------------------
-my $small = PostgreSQL::Test::Cluster->new('small');
-$small->init;
-$small->append_conf('postgresql.conf', q{
-shared_preload_libraries = 'pg_chronicle'
+my $small = chronicle_node('small', conf => q{
 chronicle.wait_max_entries = 100
 chronicle.enabled = off
 compute_query_id = on
 });
-$small->start;
-$small->safe_psql('postgres', 'CREATE EXTENSION pg_chronicle');
 $small->safe_psql('postgres',
 	join('', map { "CREATE TABLE q$_ (); " } 1 .. 150));
 # One top-level statement per table: a query id each, each running 30 ms.
@@ -358,10 +353,7 @@ $small->stop;
 # Not preloaded: no sampler; the waits sources are not available, the
 # live function says so, the buffer summary still works.
 # ---------------------------------------------------------------------
-my $plain = PostgreSQL::Test::Cluster->new('plain');
-$plain->init;
-$plain->start;
-$plain->safe_psql('postgres', 'CREATE EXTENSION pg_chronicle');
+my $plain = chronicle_node('plain', preload => undef);
 is($plain->safe_psql('postgres', q{
 	SELECT running, pid IS NULL, ticks_due IS NULL, max_entries IS NULL
 	  FROM chronicle.wait_sampler_status()}),

@@ -17,20 +17,19 @@ use Encode qw(encode);
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use PgChronicle::TestNode qw(chronicle_node);
 use List::Util qw(shuffle);
 
 my $seed = $ENV{PG_CHRONICLE_FUZZ_SEED} // 11;
 my $ncalls = $ENV{PG_CHRONICLE_FUZZ_CALLS} // 200;
 srand($seed);
 
-my $node = PostgreSQL::Test::Cluster->new('deltas_fuzz');
-$node->init;
-$node->append_conf('postgresql.conf', q{
-shared_preload_libraries = 'pg_chronicle'
+my $node = chronicle_node('deltas_fuzz', extensions => [], conf => q{
 chronicle.database = 'postgres'
 chronicle.enabled = off
 });
-$node->start;
 $node->safe_psql('postgres', q{
 CREATE EXTENSION pg_chronicle;
 CREATE ROLE fuzz_monitor LOGIN IN ROLE pg_monitor;

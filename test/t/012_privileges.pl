@@ -8,6 +8,9 @@ use warnings FATAL => 'all';
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use PgChronicle::TestNode qw(chronicle_node);
 
 # Who may call what.  "super": superusers only.  "writer": pg_monitor
 # members (they record runs).  Every other function is a reader's:
@@ -27,13 +30,9 @@ my %roles = (
 	r_files => { super => 0, writer => 0, reader => 0 },
 	superuser => { super => 1, writer => 1, reader => 1 },);
 
-my $node = PostgreSQL::Test::Cluster->new('privileges');
-$node->init;
-$node->append_conf('postgresql.conf', q{
-shared_preload_libraries = 'pg_chronicle'
+my $node = chronicle_node('privileges', extensions => [], conf => q{
 chronicle.enabled = off
 });
-$node->start;
 my $superuser = $node->safe_psql('postgres', 'SELECT current_user');
 $node->safe_psql('postgres', q{
 	CREATE EXTENSION pg_chronicle;

@@ -7,6 +7,9 @@ use warnings FATAL => 'all';
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use PgChronicle::TestNode qw(poll_ok);
 use Time::HiRes qw(usleep);
 use IPC::Run;
 
@@ -25,25 +28,7 @@ restart_after_crash = on
 $node->start;
 $node->safe_psql('postgres', 'CREATE EXTENSION pg_chronicle');
 
-# poll QUERY until it returns 't', or fail the named test with the last value.
-sub poll_ok
-{
-	my ($query, $name, $timeout) = @_;
-	my $last = '';
-	my $deadline = time + ($timeout // 60);
-	while (time < $deadline)
-	{
-		my ($rc, $out) = (0, '');
-		# While the server restarts psql may also die of a broken pipe.
-		$rc = eval { $node->psql('postgres', $query, stdout => \$out) } // -1;
-		$last = $rc == 0 ? $out : "(psql exit $rc)";
-		return pass($name) if $last eq 't';
-		usleep(100_000);
-	}
-	return fail("$name (last value: $last)");
-}
-
-poll_ok("SELECT count(*) >= 5 FROM chronicle.snapshot WHERE collector = 'worker'",
+poll_ok($node, 'postgres', "SELECT count(*) >= 5 FROM chronicle.snapshot WHERE collector = 'worker'",
 	'the worker records');
 
 my @targets = ('collector', 'sampler', 'backend');
@@ -79,13 +64,13 @@ for my $cycle (1 .. $cycles)
 	ok($pid =~ /^\d+$/ && kill('KILL', $pid), "cycle $cycle: kill -9 the $target ($pid)");
 	eval { $session->quit if $session; };
 
-	poll_ok(qq{SELECT count(*) >= 3 FROM chronicle.snapshot
+	poll_ok($node, 'postgres', qq{SELECT count(*) >= 3 FROM chronicle.snapshot
 	            WHERE ts > '$ref' AND segment > '$ref'},
 		"cycle $cycle: recording resumes in a new segment after the ${target}'s crash");
 	is($node->safe_psql('postgres',
 		"SELECT count(*) FROM chronicle.snapshot WHERE ts < timestamptz '$ref' - interval '2 s'"),
 		$before, "cycle $cycle: every snapshot committed before the crash is kept ($before)");
-	poll_ok(q{SELECT running AND ticks_taken > 10 FROM chronicle.wait_sampler_status()},
+	poll_ok($node, 'postgres', q{SELECT running AND ticks_taken > 10 FROM chronicle.wait_sampler_status()},
 		"cycle $cycle: the wait sampler runs again");
 	my ($kept_segments, $kept_recent) = split /\|/, $node->safe_psql('postgres', qq{
 		SELECT count(DISTINCT segment) FILTER (WHERE ts < timestamptz '$ref' - interval '2 s'),
@@ -140,7 +125,7 @@ is($node->safe_psql('postgres', 'SELECT sum(errors) FROM chronicle.source_status
 is($node->safe_psql('postgres', q{
 	SELECT count(*) FROM (SELECT ts FROM chronicle.snapshot GROUP BY ts HAVING count(*) > 1) d}),
 	'0', 'snapshot() racing the worker: no two snapshots share a time');
-poll_ok(q{SELECT count(*) >= 3 FROM chronicle.snapshot
+poll_ok($node, 'postgres', q{SELECT count(*) >= 3 FROM chronicle.snapshot
            WHERE collector = 'worker' AND ts > now() - interval '1 s'},
 	'snapshot() racing the worker: the worker goes on recording');
 
@@ -168,12 +153,12 @@ SKIP:
 		$node->reload;
 		usleep(1_300_000);
 	}
-	poll_ok(q{SELECT count(*) >= 6 FROM cron.job_run_details WHERE status = 'succeeded'},
+	poll_ok($node, 'postgres', q{SELECT count(*) >= 6 FROM cron.job_run_details WHERE status = 'succeeded'},
 		'maintain() from pg_cron: the scheduled jobs ran');
 	is($node->safe_psql('postgres',
 		q{SELECT string_agg(DISTINCT return_message, '; ') FROM cron.job_run_details WHERE status = 'failed'}),
 		'', 'maintain() from pg_cron racing the worker: no job failed');
-	poll_ok(q{SELECT count(*) >= 3 FROM chronicle.snapshot
+	poll_ok($node, 'postgres', q{SELECT count(*) >= 3 FROM chronicle.snapshot
 	           WHERE collector = 'worker' AND ts > now() - interval '1 s'},
 		'maintain() from pg_cron racing the worker: recording goes on');
 	is($node->safe_psql('postgres', q{

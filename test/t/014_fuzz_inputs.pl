@@ -11,6 +11,9 @@ use warnings FATAL => 'all';
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use PgChronicle::TestNode qw(chronicle_node);
 use File::Copy;
 use File::Path qw(make_path remove_tree);
 
@@ -19,14 +22,9 @@ my $rounds = $ENV{PG_CHRONICLE_FUZZ_ROUNDS} // 150;
 srand($seed);
 note "fuzz seed $seed, $rounds rounds per family";
 
-my $node = PostgreSQL::Test::Cluster->new('fuzz');
-$node->init;
-$node->append_conf('postgresql.conf', q{
-shared_preload_libraries = 'pg_chronicle'
+my $node = chronicle_node('fuzz', conf => q{
 chronicle.enabled = off
 });
-$node->start;
-$node->safe_psql('postgres', 'CREATE EXTENSION pg_chronicle');
 my $postmaster = $node->safe_psql('postgres', 'SELECT pg_postmaster_start_time()');
 
 my $srcdir = $ENV{PG_ABS_SRCDIR} // '.';

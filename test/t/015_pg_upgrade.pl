@@ -7,23 +7,21 @@ use warnings FATAL => 'all';
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use PgChronicle::TestNode qw(chronicle_node poll_until);
 
 my $conf = q{
-shared_preload_libraries = 'pg_chronicle'
 chronicle.snapshot_interval = '200ms'
 };
-my $old = PostgreSQL::Test::Cluster->new('old');
-$old->init;
-$old->append_conf('postgresql.conf', $conf);
-$old->start;
-$old->safe_psql('postgres', 'CREATE EXTENSION pg_chronicle');
+my $old = chronicle_node('old', conf => $conf);
 $old->safe_psql('postgres', q{
 	SELECT chronicle.ensure_partitions(now() - interval '3 days', now() - interval '1 day');
 	SELECT chronicle.run_begin('before-upgrade', '{"note": "pg_upgrade test"}');
 });
-$old->poll_query_until('postgres',
-	"SELECT count(*) >= 10 FROM chronicle.snapshot WHERE collector = 'worker'")
-  or die 'the old cluster recorded nothing';
+poll_until($old, 'postgres',
+	"SELECT count(*) >= 10 FROM chronicle.snapshot WHERE collector = 'worker'",
+	'the old cluster records');
 $old->safe_psql('postgres', q{SELECT chronicle.run_end('before-upgrade')});
 $old->safe_psql('postgres', q{
 	SELECT chronicle.pgbench_staging();
@@ -49,9 +47,9 @@ sub counts
 # The collector pauses, so that the counts are final.
 $old->safe_psql('postgres', 'ALTER SYSTEM SET chronicle.enabled = off');
 $old->reload;
-$old->poll_query_until('postgres',
-	"SELECT state LIKE 'disabled%' FROM chronicle.status()")
-  or die 'the collector does not pause';
+poll_until($old, 'postgres',
+	"SELECT state LIKE 'disabled%' FROM chronicle.status()",
+	'the collector pauses');
 my $before = counts($old);
 my ($snapshots, $partitions, $app) = split /\|/, $old->safe_psql('postgres', q{
 	SELECT (SELECT count(*) FROM chronicle.snapshot),
@@ -63,9 +61,7 @@ my ($from, $to) = split /\|/, $old->safe_psql('postgres',
 	'SELECT min(ts), max(ts) FROM chronicle.snapshot');
 $old->stop;
 
-my $new = PostgreSQL::Test::Cluster->new('new');
-$new->init;
-$new->append_conf('postgresql.conf', $conf . "chronicle.enabled = off\n");
+my $new = chronicle_node('new', conf => $conf . "chronicle.enabled = off\n", start => 0);
 my $bindir = $new->config_data('--bindir');
 my $tmp = PostgreSQL::Test::Utils::tempdir;
 chdir $tmp;
@@ -89,10 +85,10 @@ cmp_ok($new->safe_psql('postgres',
 $new->safe_psql('postgres', 'ALTER SYSTEM RESET chronicle.enabled');
 $new->append_conf('postgresql.conf', "chronicle.enabled = on\n");
 $new->reload;
-$new->poll_query_until('postgres', qq{
-	SELECT count(*) >= 3 FROM chronicle.snapshot WHERE ts > '$to' AND segment > '$to'})
-  or die 'the new cluster does not record';
-pass('the collector records in the upgraded cluster, in a new segment');
+poll_until($new, 'postgres',
+	qq{
+	SELECT count(*) >= 3 FROM chronicle.snapshot WHERE ts > '$to' AND segment > '$to'},
+	'the collector records in the upgraded cluster, in a new segment');
 cmp_ok($new->safe_psql('postgres', "SELECT count(*) FROM chronicle.timeline('$from', now())"),
 	'>', $snapshots - 2, 'a timeline spans the history from before and after the upgrade');
 unlike(slurp_file($new->logfile), qr/TRAP:|terminated by signal/, 'no crash in the new cluster');

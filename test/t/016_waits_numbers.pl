@@ -18,12 +18,15 @@ use warnings FATAL => 'all';
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use PgChronicle::TestNode qw(chronicle_node poll_until);
 use Time::HiRes qw(usleep);
 
-my $node = PostgreSQL::Test::Cluster->new('waits_numbers');
-$node->init;
-$node->append_conf('postgresql.conf', q{
-shared_preload_libraries = 'pg_chronicle,pg_stat_statements'
+my $node = chronicle_node('waits_numbers',
+	preload => 'pg_chronicle,pg_stat_statements',
+	extensions => [qw(pg_stat_statements pg_chronicle)],
+	conf => q{
 chronicle.snapshot_interval = '1s'
 chronicle.wait_sample_interval = '10ms'
 chronicle.enabled = off
@@ -32,9 +35,6 @@ checkpoint_timeout = '30s'
 checkpoint_completion_target = 0.9
 autovacuum = off
 });
-$node->start;
-$node->safe_psql('postgres',
-	'CREATE EXTENSION pg_stat_statements; CREATE EXTENSION pg_chronicle');
 
 # A snapshot from SQL (a keyframe), after the settings in $set, and, in the
 # same statistics snapshot, what the query reads.
@@ -75,15 +75,15 @@ my $disks2 = defined $other ? "SET chronicle.os_disks = '$other,$big';" : '';
 my ($t0) = snapshot_and('SELECT 1', $disks);
 $node->safe_psql('postgres', 'CREATE DATABASE newdb');
 $node->safe_psql('newdb', 'SELECT 1') for 1 .. 5;
-$node->poll_query_until('postgres',
-	"SELECT xact_commit >= 5 FROM pg_stat_database WHERE datname = 'newdb'")
-  or die 'the sessions in newdb were not counted';
+poll_until($node, 'postgres',
+	"SELECT xact_commit >= 5 FROM pg_stat_database WHERE datname = 'newdb'",
+	'the sessions in newdb are counted');
 my ($t1, $c1) = snapshot_and(
 	"SELECT xact_commit FROM pg_stat_database WHERE datname = 'newdb'", $disks);
 $node->safe_psql('newdb', 'SELECT 1') for 1 .. 3;
-$node->poll_query_until('postgres',
-	"SELECT xact_commit >= $c1 + 3 FROM pg_stat_database WHERE datname = 'newdb'")
-  or die 'the sessions in newdb were not counted';
+poll_until($node, 'postgres',
+	"SELECT xact_commit >= $c1 + 3 FROM pg_stat_database WHERE datname = 'newdb'",
+	'the sessions in newdb are counted');
 my ($t2, $c2) = snapshot_and(
 	"SELECT xact_commit FROM pg_stat_database WHERE datname = 'newdb'", $disks2);
 note "newdb: $c1 commits at its first row ($t1), $c2 at $t2";
@@ -143,9 +143,9 @@ chronicle.collect_io = off
 chronicle.collect_database = off
 });
 $node->reload;
-$node->poll_query_until('postgres',
-	"SELECT count(*) >= 2 FROM chronicle.snapshot WHERE collector = 'worker'")
-  or die 'the worker recorded no snapshots';
+poll_until($node, 'postgres',
+	"SELECT count(*) >= 2 FROM chronicle.snapshot WHERE collector = 'worker'",
+	'the worker records snapshots');
 my $seg = $node->safe_psql('postgres',
 	"SELECT max(segment) FROM chronicle.snapshot WHERE collector = 'worker'");
 
@@ -155,9 +155,9 @@ sub next_snapshots
 	my ($n) = @_;
 	my $before = $node->safe_psql('postgres',
 		"SELECT count(*) FROM chronicle.snapshot WHERE collector = 'worker'");
-	$node->poll_query_until('postgres',
-		"SELECT count(*) >= $before + $n FROM chronicle.snapshot WHERE collector = 'worker'")
-	  or die 'the worker stopped recording';
+	poll_until($node, 'postgres',
+		"SELECT count(*) >= $before + $n FROM chronicle.snapshot WHERE collector = 'worker'",
+		'the worker goes on recording');
 	return $node->safe_psql('postgres',
 		"SELECT max(ts) FROM chronicle.snapshot WHERE collector = 'worker'");
 }
@@ -173,10 +173,11 @@ chronicle.collect_io = on
 chronicle.collect_database = on
 });
 $node->reload;
-$node->poll_query_until('postgres', qq{
+poll_until($node, 'postgres',
+	qq{
 	SELECT EXISTS (SELECT FROM chronicle.io_history WHERE ts > '$seg')
-	   AND EXISTS (SELECT FROM chronicle.database_history WHERE ts > '$seg')})
-  or die 'io and database were not recorded again';
+	   AND EXISTS (SELECT FROM chronicle.database_history WHERE ts > '$seg')},
+	'io and database are recorded again');
 my $tio = next_snapshots(2);
 my ($hits1, $commits1) = split /\|/, $node->safe_psql('postgres', $ref_sql);
 my ($io_hits, $db_commits) = split /\|/, $node->safe_psql('postgres', qq{
@@ -193,8 +194,9 @@ cmp_ok($db_commits, '<=', $commits1 - $commits0,
 # One pg_sleep(0.5) right after a snapshot: in one interval, a key the
 # sampler has never seen.
 my $last = $node->safe_psql('postgres', 'SELECT max(ts) FROM chronicle.snapshot');
-$node->poll_query_until('postgres', "SELECT max(ts) > '$last' FROM chronicle.snapshot")
-  or die 'no snapshot';
+poll_until($node, 'postgres',
+	"SELECT max(ts) > '$last' FROM chronicle.snapshot",
+	'the next snapshots');
 my $wall = $node->safe_psql('postgres',
 	'SELECT extract(epoch FROM clock_timestamp() - statement_timestamp()) FROM pg_sleep(0.5)');
 my $tsleep = next_snapshots(2);
@@ -229,9 +231,9 @@ my $holder = $node->background_psql('postgres');
 $holder->query_safe('BEGIN; LOCK TABLE lockme IN ACCESS EXCLUSIVE MODE');
 my $waiter = $node->background_psql('postgres');
 $waiter->query_until(qr/waiting/, "\\echo waiting\nSELECT count(*) FROM lockme;\n");
-$node->poll_query_until('postgres',
-	"SELECT count(*) = 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock'")
-  or die 'no lock wait';
+poll_until($node, 'postgres',
+	"SELECT count(*) = 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock'",
+	'a lock wait');
 usleep(1_600_000);
 $holder->query_safe('ROLLBACK');
 $holder->quit;
@@ -264,11 +266,11 @@ $node->safe_psql('postgres', 'CHECKPOINT');
 $node->safe_psql('postgres', q{
 	CREATE TABLE ckpt (g int, pad text);
 	INSERT INTO ckpt SELECT g, repeat('x', 500) FROM generate_series(1, 30000) g});
-$node->poll_query_until('postgres', q{
+poll_until($node, 'postgres',
+	q{
 	SELECT EXISTS (SELECT FROM pg_stat_activity
 	                WHERE backend_type = 'checkpointer' AND wait_event = 'CheckpointWriteDelay')},
-	't')
-  or die 'no spread checkpoint';
+	'a spread checkpoint', 't');
 
 my $dir = PostgreSQL::Test::Utils::tempdir;
 PostgreSQL::Test::Utils::append_to_file("$dir/duty.sql", "SELECT pg_sleep(0.2);\n\\sleep 200 ms\n");

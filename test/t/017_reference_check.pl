@@ -26,25 +26,25 @@ use warnings FATAL => 'all';
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use PgChronicle::TestNode qw(chronicle_node poll_until);
 use Time::HiRes qw(usleep);
 use JSON::PP;
 use List::Util qw(max);
 
-my $node = PostgreSQL::Test::Cluster->new('reference');
-$node->init;
-$node->append_conf('postgresql.conf', q{
-shared_preload_libraries = 'pg_chronicle, pg_stat_statements'
+my $node = chronicle_node('reference',
+	preload => 'pg_chronicle, pg_stat_statements',
+	extensions => [qw(pg_chronicle pg_stat_statements)],
+	conf => q{
 chronicle.snapshot_interval = '500ms'
 track_io_timing = on
 track_wal_io_timing = on
 });
-$node->start;
-$node->safe_psql('postgres',
-	'CREATE EXTENSION pg_chronicle; CREATE EXTENSION pg_stat_statements');
 $node->command_ok([ 'pgbench', '-i', '-s', '1', '-q', 'postgres' ], 'pgbench -i');
-$node->poll_query_until('postgres',
-	"SELECT count(*) >= 2 FROM chronicle.snapshot WHERE collector = 'worker'")
-  or die 'the worker does not record';
+poll_until($node, 'postgres',
+	"SELECT count(*) >= 2 FROM chronicle.snapshot WHERE collector = 'worker'",
+	'the worker records');
 
 my $json = JSON::PP->new;
 sub jquery { return $json->decode($node->safe_psql('postgres', $_[0]) || 'null') || [] }
@@ -169,10 +169,11 @@ my $last_a = $node->safe_psql('postgres',
 	"SELECT (extract(epoch FROM max(ts)) * 1e6)::bigint FROM chronicle.snapshot");
 $node->stop('immediate');
 $node->start;
-$node->poll_query_until('postgres', qq{
+poll_until($node, 'postgres',
+	qq{
 	SELECT count(*) >= 2 FROM chronicle.snapshot
-	 WHERE collector = 'worker' AND ts > to_timestamp($last_a / 1e6)})
-  or die 'the worker does not record after the restart';
+	 WHERE collector = 'worker' AND ts > to_timestamp($last_a / 1e6)},
+	'the worker records after the restart');
 my $rb = start_reader('ref_b', 70);
 $node->command_ok([ 'pgbench', '-n', '-c', '4', '-j', '2', '-T', '4', 'postgres' ],
 	'pgbench in segment B');
@@ -307,7 +308,7 @@ for my $w (@totals_windows)
 					# stats were discarded by the crash restart and come
 					# back at its first connection.  Whether its first row
 					# counts from zero depends on the keyframe rule of
-					# born-at-zero keys (README); the edges cannot say it.
+					# born-at-zero keys (docs/analysis.md); the edges cannot say it.
 					if (!$x && $y && $s eq 'database')
 					{
 						$unknown = 1;

@@ -5,6 +5,9 @@ use warnings FATAL => 'all';
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use PgChronicle::TestNode qw(poll_ok);
 
 my $node = PostgreSQL::Test::Cluster->new('cron');
 $node->init;
@@ -37,14 +40,13 @@ my $old_sql = q{
 my $old = $node->safe_psql('postgres', $old_sql);
 cmp_ok($old, '>', 0, "old partitions exist before pg_cron runs maintain ($old)");
 
-# The README recipe, with pg_cron's seconds syntax so the test is quick.
+# The recipe of docs/design.md, with pg_cron's seconds syntax so the test is quick.
 my $jobid = $node->safe_psql('postgres',
 	"SELECT cron.schedule('chronicle-maintain', '2 seconds', \$\$SELECT * FROM chronicle.maintain('7 days')\$\$)");
 like($jobid, qr/^\d+$/, 'job scheduled');
 
-ok( $node->poll_query_until(
-		'postgres',
-		"SELECT count(*) > 0 FROM cron.job_run_details WHERE jobid = $jobid AND status = 'succeeded'"),
+poll_ok($node, 'postgres',
+	"SELECT count(*) > 0 FROM cron.job_run_details WHERE jobid = $jobid AND status = 'succeeded'",
 	'pg_cron ran chronicle.maintain() successfully');
 is($node->safe_psql('postgres', $old_sql), '0', 'the expired partitions were dropped');
 

@@ -7,40 +7,55 @@ use warnings FATAL => 'all';
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use PgChronicle::TestNode qw(chronicle_node poll_until);
 
-my $node = PostgreSQL::Test::Cluster->new('runs');
-$node->init;
-$node->append_conf('postgresql.conf', q{
-shared_preload_libraries = 'pg_chronicle'
+my $node = chronicle_node('runs', conf => q{
 chronicle.snapshot_interval = '500ms'
 full_page_writes = on
 wal_compression = off
 checkpoint_timeout = '30min'
 max_wal_size = '1GB'
 });
-$node->start;
-$node->safe_psql('postgres', 'CREATE EXTENSION pg_chronicle');
 $node->command_ok([ 'pgbench', '-i', '-s', '1', '-q', 'postgres' ], 'pgbench -i');
 
 my $method = $node->safe_psql('postgres',
 	"SELECT CASE WHEN 'lz4' = ANY (enumvals) THEN 'lz4' ELSE 'pglz' END
 	   FROM pg_settings WHERE name = 'wal_compression'");
 
+# Once pgbench's sessions are gone (their statistics flushed), a snapshot
+# of the collector.
+sub snapshot_after_pgbench
+{
+	my ($label) = @_;
+	poll_until($node, 'postgres',
+		"SELECT count(*) = 0 FROM pg_stat_activity WHERE application_name = 'pgbench'",
+		"$label: the pgbench sessions end");
+	my $t = $node->safe_psql('postgres', 'SELECT clock_timestamp()');
+	poll_until($node, 'postgres',
+		"SELECT count(*) > 0 FROM chronicle.snapshot WHERE collector = 'worker' AND ts > '$t'",
+		"$label: a snapshot after pgbench");
+}
+
 sub run
 {
 	my ($label, $compression) = @_;
 	$node->safe_psql('postgres', "ALTER SYSTEM SET wal_compression = '$compression'");
 	$node->reload;
-	$node->poll_query_until('postgres', "SELECT current_setting('wal_compression') = '$compression'")
-	  or die "wal_compression did not become $compression";
+	poll_until($node, 'postgres',
+		"SELECT current_setting('wal_compression') = '$compression'",
+		"wal_compression becomes $compression");
 	$node->safe_psql('postgres', 'CHECKPOINT');
-	# Let a snapshot fall between the checkpoint and the run.
-	sleep 1;
+	my $t = $node->safe_psql('postgres', 'SELECT clock_timestamp()');
+	poll_until($node, 'postgres',
+		"SELECT count(*) > 0 FROM chronicle.snapshot WHERE collector = 'worker' AND ts > '$t'",
+		"$label: a snapshot falls between the checkpoint and the run");
 	$node->safe_psql('postgres', "SELECT chronicle.run_begin('$label', '{\"wal_compression\": \"$compression\"}')");
 	$node->command_ok([ 'pgbench', '-T', '6', '-c', '2', '-j', '1', '-n', 'postgres' ],
 		"pgbench run $label");
 	# Backends flush their statistics when they exit; let a snapshot see it.
-	sleep 2;
+	snapshot_after_pgbench($label);
 	$node->safe_psql('postgres', 'SELECT chronicle.run_end()');
 }
 

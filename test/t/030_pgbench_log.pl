@@ -7,21 +7,21 @@ use warnings FATAL => 'all';
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use PgChronicle::TestNode qw(chronicle_node poll_until);
 
-my $node = PostgreSQL::Test::Cluster->new('pgbench');
-$node->init;
-$node->append_conf('postgresql.conf', q{
-shared_preload_libraries = 'pg_chronicle,pg_stat_statements'
+my $node = chronicle_node('pgbench',
+	preload => 'pg_chronicle,pg_stat_statements',
+	extensions => [qw(pg_stat_statements pg_chronicle)],
+	conf => q{
 chronicle.snapshot_interval = '2s'
 });
-$node->start;
-$node->safe_psql('postgres',
-	'CREATE EXTENSION pg_stat_statements; CREATE EXTENSION pg_chronicle');
 $node->command_ok([ 'pgbench', '-i', '-q', '-s', '2', 'postgres' ], 'pgbench -i');
 
-$node->poll_query_until('postgres',
-	"SELECT count(*) >= 2 FROM chronicle.snapshot WHERE collector = 'worker'")
-  or die 'the worker recorded no snapshots';
+poll_until($node, 'postgres',
+	"SELECT count(*) >= 2 FROM chronicle.snapshot WHERE collector = 'worker'",
+	'the worker records snapshots');
 
 my $clients = 4;
 my $dir = PostgreSQL::Test::Utils::tempdir;
@@ -32,8 +32,14 @@ $node->command_ok(
 		"--log-prefix=$prefix", 'postgres'
 	],
 	'pgbench -l runs');
-# Let the last stats be flushed and recorded.
-sleep 3;
+# Let the last stats be flushed (the sessions gone) and recorded.
+poll_until($node, 'postgres',
+	"SELECT count(*) = 0 FROM pg_stat_activity WHERE application_name = 'pgbench'",
+	'the pgbench sessions end');
+my $t_end = $node->safe_psql('postgres', 'SELECT clock_timestamp()');
+poll_until($node, 'postgres',
+	"SELECT count(*) > 0 FROM chronicle.snapshot WHERE collector = 'worker' AND ts > '$t_end'",
+	'a snapshot after pgbench');
 
 my @files = glob("$prefix.*");
 is(scalar(@files), 2, 'one log file per pgbench thread');

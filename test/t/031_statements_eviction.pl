@@ -7,20 +7,20 @@ use warnings FATAL => 'all';
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use PgChronicle::TestNode qw(chronicle_node poll_until);
 
-my $node = PostgreSQL::Test::Cluster->new('eviction');
-$node->init;
-$node->append_conf('postgresql.conf', q{
-shared_preload_libraries = 'pg_chronicle,pg_stat_statements'
+my $node = chronicle_node('eviction',
+	preload => 'pg_chronicle,pg_stat_statements',
+	extensions => [qw(pg_stat_statements pg_chronicle)],
+	conf => q{
 chronicle.snapshot_interval = '200ms'
 pg_stat_statements.max = 100
 });
-$node->start;
-$node->safe_psql('postgres',
-	'CREATE EXTENSION pg_stat_statements; CREATE EXTENSION pg_chronicle');
-$node->poll_query_until('postgres',
-	"SELECT count(*) >= 2 FROM chronicle.snapshot WHERE collector = 'worker'")
-  or die 'the worker recorded no snapshots';
+poll_until($node, 'postgres',
+	"SELECT count(*) >= 2 FROM chronicle.snapshot WHERE collector = 'worker'",
+	'the worker records snapshots');
 
 my $t0 = $node->safe_psql('postgres', 'SELECT now()');
 
@@ -30,10 +30,9 @@ $node->safe_psql('postgres', "SELECT length('eviction target')");
 my $qid = $node->safe_psql('postgres',
 	"SELECT queryid FROM pg_stat_statements WHERE query = 'SELECT length(\$1)'");
 isnt($qid, '', 'the target statement is in pg_stat_statements');
-$node->poll_query_until('postgres',
-	"SELECT count(*) > 0 FROM chronicle.statements_history WHERE queryid = $qid")
-  or die 'the target was never recorded';
-pass('the target statement was recorded');
+poll_until($node, 'postgres',
+	"SELECT count(*) > 0 FROM chronicle.statements_history WHERE queryid = $qid",
+	'the target statement was recorded');
 
 # 300 distinct statements, five times each, overflow the 100 entries.
 my $flood = join('', map {
@@ -49,11 +48,11 @@ cmp_ok($dealloc, '>', 0, "pg_stat_statements deallocated entries ($dealloc)");
 
 # Re-added: ten calls (so that its usage keeps it in now), a new stats_since.
 $node->safe_psql('postgres', "SELECT length('eviction target again');" x 10);
-$node->poll_query_until('postgres', qq{
+poll_until($node, 'postgres',
+	qq{
 	SELECT count(DISTINCT stats_since) >= 2 FROM chronicle.statements_history
-	 WHERE queryid = $qid})
-  or die 'the re-added entry was not recorded';
-pass('the re-added entry is recorded with its new stats_since');
+	 WHERE queryid = $qid},
+	'the re-added entry is recorded with its new stats_since');
 
 my $rows = $node->safe_psql('postgres', qq{
 	SELECT string_agg(calls::text, ',' ORDER BY ts) FROM chronicle.statements_history

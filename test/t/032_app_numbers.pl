@@ -16,20 +16,20 @@ use List::Util qw(sum min max);
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use PgChronicle::TestNode qw(chronicle_node poll_until);
 
-my $node = PostgreSQL::Test::Cluster->new('app_numbers');
-$node->init;
-$node->append_conf('postgresql.conf', q{
-shared_preload_libraries = 'pg_chronicle,pg_stat_statements'
+my $node = chronicle_node('app_numbers',
+	preload => 'pg_chronicle,pg_stat_statements',
+	extensions => [qw(pg_stat_statements pg_chronicle)],
+	conf => q{
 chronicle.snapshot_interval = '500ms'
 });
-$node->start;
-$node->safe_psql('postgres',
-	'CREATE EXTENSION pg_stat_statements; CREATE EXTENSION pg_chronicle');
 $node->command_ok([ 'pgbench', '-i', '-q', '-s', '1', 'postgres' ], 'pgbench -i');
-$node->poll_query_until('postgres',
-	"SELECT count(*) >= 2 FROM chronicle.snapshot WHERE collector = 'worker'")
-  or die 'the worker recorded no snapshots';
+poll_until($node, 'postgres',
+	"SELECT count(*) >= 2 FROM chronicle.snapshot WHERE collector = 'worker'",
+	'the worker records snapshots');
 
 my $dir = PostgreSQL::Test::Utils::tempdir;
 
@@ -58,9 +58,9 @@ sub pgbench
 sub next_snapshot
 {
 	my $t = $node->safe_psql('postgres', 'SELECT clock_timestamp()');
-	$node->poll_query_until('postgres',
-		"SELECT count(*) >= 2 FROM chronicle.snapshot WHERE ts > '$t' AND collector = 'worker'")
-	  or die 'no snapshot after the run';
+	poll_until($node, 'postgres',
+		"SELECT count(*) >= 2 FROM chronicle.snapshot WHERE ts > '$t' AND collector = 'worker'",
+		'a snapshot after the run');
 }
 
 # --- the reference: pgbench's log files, read here -------------------------
@@ -445,11 +445,12 @@ check_intervals('rate', ref_intervals($rate, run_intervals('rate'), $segs));
 $node->safe_psql('postgres', "SELECT chronicle.run_begin('restart')");
 my $pb_r1 = pgbench('-c', '2', '-j', '1', '-T', '4', '-l', "--log-prefix=$dir/r1");
 $node->restart;
-$node->poll_query_until('postgres', q{
+poll_until($node, 'postgres',
+	q{
 	SELECT count(*) >= 2 FROM chronicle.snapshot
 	 WHERE segment = (SELECT max(segment) FROM chronicle.snapshot) AND collector = 'worker'
-	   AND segment > (SELECT started FROM chronicle.run WHERE label = 'restart')})
-  or die 'no new recording after the restart';
+	   AND segment > (SELECT started FROM chronicle.run WHERE label = 'restart')},
+	'a new recording after the restart');
 my $pb_r2 = pgbench('-c', '2', '-j', '1', '-T', '4', '-l', "--log-prefix=$dir/r2");
 next_snapshot();
 $node->safe_psql('postgres', "SELECT chronicle.run_end()");

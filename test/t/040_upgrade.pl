@@ -22,6 +22,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use PgChronicle::TestInstall
   qw(copy_install remove_extension_files git_commit_available run_logged);
+use PgChronicle::TestNode qw(chronicle_node poll_until);
 
 my $release_commit = '7942f901d8df5dc91e569ae38613e01b85cd6363';    # the 0.1.0 release
 my $srcdir = getcwd();    # prove runs in the source tree
@@ -49,14 +50,12 @@ run_logged("$logdir/040_build_0.1.0.log", 'make install of 0.1.0',
 	[ 'make', '-C', "$tmp/src-0.1.0", '-s', "PG_CONFIG=$pg_config", 'install' ])
   or die '0.1.0 does not build against this server';
 
-my $node = PostgreSQL::Test::Cluster->new('upgrade', install_path => $inst);
-$node->init;
-$node->append_conf('postgresql.conf', q{
-shared_preload_libraries = 'pg_chronicle'
+my $node = chronicle_node('upgrade',
+	install_path => $inst,
+	extensions => ["pg_chronicle VERSION '0.1.0'"],
+	conf => q{
 chronicle.snapshot_interval = '500ms'
 });
-$node->start;
-$node->safe_psql('postgres', "CREATE EXTENSION pg_chronicle VERSION '0.1.0'");
 is($node->safe_psql('postgres',
 	"SELECT extversion FROM pg_extension WHERE extname = 'pg_chronicle'"),
 	'0.1.0', 'the cluster runs 0.1.0');
@@ -83,9 +82,9 @@ sub pgbench_run
 		"pgbench run $label");
 	# Backends flush their statistics before they leave pg_stat_activity:
 	# once pgbench's sessions are gone, the closing snapshot has them.
-	$node->poll_query_until('postgres',
-		"SELECT count(*) = 0 FROM pg_stat_activity WHERE application_name = 'pgbench'")
-	  or die 'pgbench sessions do not end';
+	poll_until($node, 'postgres',
+		"SELECT count(*) = 0 FROM pg_stat_activity WHERE application_name = 'pgbench'",
+		'the pgbench sessions end');
 	$node->safe_psql('postgres', qq{
 		SELECT chronicle.snapshot();
 		SELECT chronicle.run_end();
@@ -96,14 +95,14 @@ sub pgbench_run
 
 # History recorded by 0.1.0.
 my $t_start = now();
-$node->poll_query_until('postgres',
-	"SELECT count(*) >= 3 FROM chronicle.snapshot WHERE collector = 'worker' AND ts > '$t_start'")
-  or die '0.1.0 does not record';
+poll_until($node, 'postgres',
+	"SELECT count(*) >= 3 FROM chronicle.snapshot WHERE collector = 'worker' AND ts > '$t_start'",
+	'0.1.0 records');
 my $tx_before = pgbench_run('before');
 $node->safe_psql('postgres', "SELECT chronicle.run_label('labelled', '$t_start', clock_timestamp())");
-$node->poll_query_until('postgres',
-	"SELECT count(*) >= 2 FROM chronicle.snapshot WHERE collector = 'worker' AND ts > clock_timestamp() - interval '2 s'")
-  or die '0.1.0 stopped recording';
+poll_until($node, 'postgres',
+	"SELECT count(*) >= 2 FROM chronicle.snapshot WHERE collector = 'worker' AND ts > clock_timestamp() - interval '2 s'",
+	'0.1.0 goes on recording');
 
 # Every row of 0.1.0's tables, kept outside the extension (the columns of
 # 0.1.0: an upgrade may add columns, it must not lose rows).
@@ -150,11 +149,10 @@ is($node->safe_psql('postgres', q{
 
 # Until the update the new library records nothing into the old objects:
 # the collector waits, chronicle.snapshot() refuses with a hint.
-$node->poll_query_until('postgres',
+poll_until($node, 'postgres',
 	"SELECT state FROM chronicle.status()",
-	'waiting for ALTER EXTENSION pg_chronicle UPDATE')
-  or die 'the collector does not wait for the update';
-pass('before the update, the collector waits for ALTER EXTENSION UPDATE');
+	'before the update, the collector waits for ALTER EXTENSION UPDATE',
+	'waiting for ALTER EXTENSION pg_chronicle UPDATE');
 my ($rc, $out, $err) = $node->psql('postgres', "\\set VERBOSITY verbose\nSELECT chronicle.snapshot()");
 like($err, qr/ERROR:  55000: pg_chronicle library version 0\.2\.0 does not match the version installed in this database \(0\.1\.0\).*HINT:  Run ALTER EXTENSION pg_chronicle UPDATE/s,
 	'before the update, snapshot() refuses: 55000 with a hint');
@@ -201,9 +199,9 @@ $node->poll_query_until('postgres', qq{
 	 WHERE collector = 'worker' AND ts > clock_timestamp() - interval '3 s' AND errors = 0})
   or diag($node->safe_psql('postgres', 'SELECT * FROM chronicle.source_status() WHERE errors > 0'));
 my $t_check = now();
-$node->poll_query_until('postgres',
-	"SELECT count(*) >= 3 FROM chronicle.snapshot WHERE collector = 'worker' AND ts > '$t_check'")
-  or die 'the collector does not record after the update';
+poll_until($node, 'postgres',
+	"SELECT count(*) >= 3 FROM chronicle.snapshot WHERE collector = 'worker' AND ts > '$t_check'",
+	'the collector records after the update');
 is($node->safe_psql('postgres', qq{
 	SELECT count(*) FROM chronicle.snapshot WHERE ts > '$t_check' AND errors > 0}),
 	'0', 'after the update the collector records, without errors');

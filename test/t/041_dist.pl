@@ -20,6 +20,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use PgChronicle::TestInstall
   qw(copy_install remove_extension_files git_commit_available run_logged);
+use PgChronicle::TestNode qw(chronicle_node poll_ok);
 
 my $srcdir = getcwd();    # prove runs in the source tree
 plan skip_all => "$srcdir is not a git checkout: make dist archives a commit"
@@ -113,14 +114,9 @@ SKIP:
 			'make install of the unpacked zip (pgxnclient is not installed: tools/install-deps.sh installs it)');
 	}
 
-	my $node = PostgreSQL::Test::Cluster->new('dist', install_path => $inst);
-	$node->init;
-	$node->append_conf('postgresql.conf', q{
-shared_preload_libraries = 'pg_chronicle'
+	my $node = chronicle_node('dist', install_path => $inst, conf => q{
 chronicle.snapshot_interval = '500ms'
 });
-	$node->start;
-	$node->safe_psql('postgres', 'CREATE EXTENSION pg_chronicle');
 	is($node->safe_psql('postgres',
 		"SELECT extversion FROM pg_extension WHERE extname = 'pg_chronicle'"),
 		$version, "CREATE EXTENSION from the zip's install: version $version");
@@ -131,8 +127,8 @@ chronicle.snapshot_interval = '500ms'
 	my $ts = $node->safe_psql('postgres', 'SELECT chronicle.snapshot()');
 	cmp_ok($node->safe_psql('postgres', "SELECT count(*) FROM chronicle.io_history WHERE ts = '$ts'"),
 		'>', 0, 'chronicle.snapshot() records');
-	ok($node->poll_query_until('postgres',
-		"SELECT count(*) >= 2 FROM chronicle.snapshot WHERE collector = 'worker'"),
+	poll_ok($node, 'postgres',
+		"SELECT count(*) >= 2 FROM chronicle.snapshot WHERE collector = 'worker'",
 		'the collector of the zip records');
 	is($node->safe_psql('postgres', 'SELECT state FROM chronicle.status()'),
 		'recording', 'status() says recording');
