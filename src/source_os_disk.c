@@ -37,7 +37,7 @@
 #include "storage/fd.h"
 #include "utils/builtins.h"
 
-#include "pg_chronicle.h"
+#include "source.h"
 #include "os_proc.h"
 
 enum

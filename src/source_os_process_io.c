@@ -26,7 +26,7 @@
 #include "utils/backend_status.h"
 #include "utils/builtins.h"
 
-#include "pg_chronicle.h"
+#include "source.h"
 #include "os_proc.h"
 
 enum

@@ -79,7 +79,7 @@
 #include "utils/timestamp.h"
 #include "utils/varlena.h"
 
-#include "pg_chronicle.h"
+#include "source.h"
 
 enum
 {
@@ -267,8 +267,8 @@ static bool forget_caches = false;
 static bool callbacks_registered = false;
 
 
-void
-chronicle_statements_define_settings(void)
+static void
+statements_define_settings(void)
 {
 	DefineCustomIntVariable("chronicle.statements_top",
 							"How many of the statements that changed are recorded per snapshot.",
@@ -772,4 +772,5 @@ const ChronicleSource chronicle_source_statements = {
 	.collect = statements_collect,
 	.available = statements_available,
 	.written = statements_written,
+	.define_settings = statements_define_settings,
 };

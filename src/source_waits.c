@@ -35,7 +35,7 @@
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
-#include "pg_chronicle.h"
+#include "source.h"
 #include "sampler.h"
 
 enum
