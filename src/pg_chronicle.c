@@ -34,7 +34,6 @@
 #include "sampler.h"
 #include "shared.h"
 #include "source.h"
-#include "standby.h"
 
 PG_MODULE_MAGIC;
 

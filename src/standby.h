@@ -22,8 +22,6 @@
 
 #include "source.h"
 
-#define CHRONICLE_RING_KB_DEFAULT	4096
-
 /*
  * The header of one ring record (one snapshot).  The rows follow it, each
  * a uint16 source index followed by, for every column of the source, an
