@@ -24,7 +24,7 @@
 
 #define CHRONICLE_ERRMSG_LEN	256
 #define CHRONICLE_COST_SLOTS	1024
-/* chronicle.standby_ring_size's default, and the ring's size without preload */
+/* chronicle.standby_ring_size's default; the ring's size without preload */
 #define CHRONICLE_RING_KB_DEFAULT	4096
 
 /*

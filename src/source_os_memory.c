@@ -17,8 +17,8 @@
 
 #include "catalog/pg_type.h"
 
-#include "source.h"
 #include "os_proc.h"
+#include "source.h"
 
 enum
 {

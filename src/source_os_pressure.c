@@ -20,8 +20,8 @@
 #include "storage/fd.h"
 #include "utils/builtins.h"
 
-#include "source.h"
 #include "os_proc.h"
+#include "source.h"
 
 enum
 {

@@ -35,8 +35,8 @@
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
-#include "source.h"
 #include "sampler.h"
+#include "source.h"
 
 enum
 {

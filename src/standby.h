@@ -44,8 +44,7 @@ typedef struct ChronicleRingRow
 {
 	int			source_index;	/* in chronicle_sources[] */
 	const char *values[CHRONICLE_MAX_COLUMNS];	/* text output, not
-												 * terminated; NULL: SQL
-												 * NULL */
+												 * terminated; NULL: SQL NULL */
 	int32		lens[CHRONICLE_MAX_COLUMNS];
 } ChronicleRingRow;
 
