@@ -12,8 +12,10 @@ DISTNAME = $(EXTENSION)-$(EXTVERSION)
 MODULE_big = pg_chronicle
 OBJS = \
 	src/pg_chronicle.o \
+	src/functions.o \
 	src/worker.o \
 	src/collector.o \
+	src/emitter.o \
 	src/sources.o \
 	src/source_io.o \
 	src/source_wal.o \

@@ -6,8 +6,8 @@
  *
  * The collector is source-agnostic.  For each source it keeps the previous
  * reading of every key (in a hash table, in the source's own memory
- * context) and writes only the rows that changed since then; a keyframe
- * writes every row.  The rows of one source go to its history table in a
+ * context; chronicle_emit_row() in emitter.c compares with it) and writes
+ * only the rows that changed since then; a keyframe writes every row.  The rows of one source go to its history table in a
  * single INSERT ... SELECT FROM unnest($arrays), so one snapshot costs one
  * statement per source whatever the number of rows.
  *
@@ -33,7 +33,7 @@
  *
  * During recovery (a standby) nothing can be written: the same rows are
  * serialized into one record of the standby ring in shared memory instead
- * (standby.c), and written to the tables after promotion by
+ * (standby.c, which owns the record format), and written to the tables after promotion by
  * chronicle_write_ring(), in the order they were taken.
  *
  * Copyright (c) 2026, pg_chronicle developers
@@ -58,62 +58,18 @@
 #include "storage/lmgr.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
-#include "utils/datum.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 #include "utils/timestamp.h"
 
+#include "collector.h"
+#include "emitter.h"
 #include "pg_chronicle.h"
-
-/* The previous reading of one key. */
-typedef struct ChronicleRow
-{
-	char		key[CHRONICLE_KEY_LEN];
-	Datum	   *values;
-	bool	   *nulls;
-} ChronicleRow;
-
-/* Collector-private state of one source, kept across snapshots. */
-typedef struct ChronicleSourceState
-{
-	MemoryContext cxt[2];		/* previous and next reading */
-	int			cur;			/* which of cxt holds the previous reading */
-	HTAB	   *prev;			/* in cxt[cur]; NULL before the first one */
-	SPIPlanPtr	plan;			/* the INSERT, kept across snapshots */
-	int16		typlen[CHRONICLE_MAX_COLUMNS];
-	bool		typbyval[CHRONICLE_MAX_COLUMNS];
-	char		typalign[CHRONICLE_MAX_COLUMNS];
-	Oid			arraytype[CHRONICLE_MAX_COLUMNS];
-	FmgrInfo	outfunc[CHRONICLE_MAX_COLUMNS]; /* for the standby ring */
-	FmgrInfo	infunc[CHRONICLE_MAX_COLUMNS];
-	Oid			typioparam[CHRONICLE_MAX_COLUMNS];
-	bool		initialized;
-
-	/* error backoff */
-	int			failures;		/* consecutive failed collections */
-	int			skip;			/* snapshots left to skip */
-	TimestampTz last_logged;
-	char		last_error[CHRONICLE_ERRMSG_LEN];
-} ChronicleSourceState;
-
-struct ChronicleEmitter
-{
-	const ChronicleSource *source;
-	ChronicleSourceState *state;
-	bool		keyframe;
-	HTAB	   *next;			/* this reading, in cxt[1 - cur] */
-	StringInfo	ring;			/* recovery: rows go here, not to a table */
-	int			source_index;
-
-	/* changed rows, column-major, in the snapshot's memory context */
-	int			nrows;
-	int			maxrows;
-	Datum	   *values[CHRONICLE_MAX_COLUMNS];
-	bool	   *nulls[CHRONICLE_MAX_COLUMNS];
-	StringInfoData keybuf;
-};
+#include "shared.h"
+#include "source.h"
+#include "standby.h"
 
 static ChronicleSourceState source_state[CHRONICLE_MAX_SOURCES];
 static SPIPlanPtr snapshot_plan = NULL;
@@ -338,116 +294,6 @@ chronicle_extension_lock(Oid *extoid)
 	}
 }
 
-/* Build the key of a row from its key columns. */
-static void
-row_key(ChronicleEmitter *em, const Datum *values, const bool *nulls)
-{
-	const ChronicleSource *src = em->source;
-
-	resetStringInfo(&em->keybuf);
-	for (int c = 0; c < src->nkeys; c++)
-	{
-		if (c > 0)
-			appendStringInfoChar(&em->keybuf, '\x1f');
-		if (nulls[c])
-		{
-			appendStringInfoChar(&em->keybuf, '\x1e');
-			continue;
-		}
-		switch (src->columns[c].type)
-		{
-			case TEXTOID:
-				appendStringInfoString(&em->keybuf,
-									   TextDatumGetCString(values[c]));
-				break;
-			case INT8OID:
-				appendStringInfo(&em->keybuf, INT64_FORMAT,
-								 DatumGetInt64(values[c]));
-				break;
-			case INT4OID:
-				appendStringInfo(&em->keybuf, "%d", DatumGetInt32(values[c]));
-				break;
-			case OIDOID:
-				appendStringInfo(&em->keybuf, "%u", DatumGetObjectId(values[c]));
-				break;
-			case BOOLOID:
-				appendStringInfoChar(&em->keybuf, DatumGetBool(values[c]) ? 't' : 'f');
-				break;
-			default:
-				elog(ERROR, "unsupported key column type %u in source \"%s\"",
-					 src->columns[c].type, src->name);
-		}
-	}
-	if (em->keybuf.len >= CHRONICLE_KEY_LEN)
-		elog(ERROR, "key of source \"%s\" too long: \"%s\"",
-			 src->name, em->keybuf.data);
-}
-
-void
-chronicle_emit_row(ChronicleEmitter *em, const Datum *values, const bool *nulls)
-{
-	const ChronicleSource *src = em->source;
-	ChronicleSourceState *st = em->state;
-	ChronicleRow *next;
-	ChronicleRow *prev = NULL;
-	bool		found;
-	bool		changed;
-	MemoryContext oldcxt;
-
-	row_key(em, values, nulls);
-
-	/* Remember this reading of the key, whether or not it gets written. */
-	oldcxt = MemoryContextSwitchTo(st->cxt[1 - st->cur]);
-	next = hash_search(em->next, em->keybuf.data, HASH_ENTER, &found);
-	if (found)
-		elog(ERROR, "source \"%s\" emitted key \"%s\" twice",
-			 src->name, em->keybuf.data);
-	next->values = palloc(sizeof(Datum) * src->ncolumns);
-	next->nulls = palloc(sizeof(bool) * src->ncolumns);
-	for (int c = 0; c < src->ncolumns; c++)
-	{
-		next->nulls[c] = nulls[c];
-		next->values[c] = nulls[c] ? (Datum) 0 :
-			datumCopy(values[c], st->typbyval[c], st->typlen[c]);
-	}
-	MemoryContextSwitchTo(oldcxt);
-
-	/* Did it change since the previous reading? */
-	if (!em->keyframe && st->prev != NULL)
-		prev = hash_search(st->prev, em->keybuf.data, HASH_FIND, NULL);
-	changed = (prev == NULL);
-	for (int c = src->nkeys; !changed && c < src->ncolumns; c++)
-	{
-		if (prev->nulls[c] != nulls[c])
-			changed = true;
-		else if (!nulls[c] &&
-				 !datumIsEqual(prev->values[c], values[c],
-							   st->typbyval[c], st->typlen[c]))
-			changed = true;
-	}
-	if (!changed)
-		return;
-
-	/* Queue it for the INSERT. */
-	if (em->nrows == em->maxrows)
-	{
-		int			newmax = em->maxrows * 2;
-
-		for (int c = 0; c < src->ncolumns; c++)
-		{
-			em->values[c] = repalloc(em->values[c], sizeof(Datum) * newmax);
-			em->nulls[c] = repalloc(em->nulls[c], sizeof(bool) * newmax);
-		}
-		em->maxrows = newmax;
-	}
-	for (int c = 0; c < src->ncolumns; c++)
-	{
-		em->values[c][em->nrows] = next->values[c];
-		em->nulls[c][em->nrows] = next->nulls[c];
-	}
-	em->nrows++;
-}
-
 /*
  * Prepare "INSERT INTO chronicle.<name>_history (ts, cols...) SELECT $1, u.*
  * FROM ROWS FROM (unnest($2), unnest($3), ...) AS u": one array parameter a
@@ -504,26 +350,16 @@ flush_rows(ChronicleEmitter *em, TimestampTz ts)
 		/* Recovery: serialize the rows into the ring record. */
 		for (int r = 0; r < em->nrows; r++)
 		{
-			uint16		si = (uint16) em->source_index;
+			char	   *out[CHRONICLE_MAX_COLUMNS];
 
-			appendBinaryStringInfo(em->ring, (char *) &si, sizeof(si));
 			for (int c = 0; c < src->ncolumns; c++)
-			{
-				int32		len = -1;
-
-				if (em->nulls[c][r])
-					appendBinaryStringInfo(em->ring, (char *) &len, sizeof(len));
-				else
-				{
-					char	   *out = OutputFunctionCall(&st->outfunc[c],
-														 em->values[c][r]);
-
-					len = strlen(out);
-					appendBinaryStringInfo(em->ring, (char *) &len, sizeof(len));
-					appendBinaryStringInfo(em->ring, out, len);
-					pfree(out);
-				}
-			}
+				out[c] = em->nulls[c][r] ? NULL :
+					OutputFunctionCall(&st->outfunc[c], em->values[c][r]);
+			chronicle_ring_put_row(em->ring, em->source_index,
+								   src->ncolumns, out);
+			for (int c = 0; c < src->ncolumns; c++)
+				if (out[c])
+					pfree(out[c]);
 		}
 		return;
 	}
@@ -1132,7 +968,7 @@ chronicle_take_snapshot(ChronicleCollector by, TimestampTz segment,
 	if (by == CHRONICLE_BY_WORKER && RecoveryInProgress())
 	{
 		ring = makeStringInfo();
-		appendStringInfoSpaces(ring, sizeof(ChronicleRingRecord));
+		chronicle_ring_record_begin(ring);
 		if (++ring_since_keyframe >= CHRONICLE_RING_KEYFRAME_EVERY)
 			keyframe = true;
 	}
@@ -1263,14 +1099,13 @@ chronicle_take_snapshot(ChronicleCollector by, TimestampTz segment,
 		ChronicleRingRecord rec;
 
 		memset(&rec, 0, sizeof(rec));
-		rec.len = ring->len;
 		rec.nrows = (uint32) result.rows;
 		rec.ts = ts;
 		rec.duration_ms = duration_ms;
 		rec.errors = result.errors;
 		rec.keyframe = keyframe;
 		rec.newsegment = newsegment;
-		memcpy(ring->data, &rec, sizeof(rec));
+		chronicle_ring_record_end(ring, &rec);
 		if (!chronicle_ring_append(ring->data, ring->len, ts))
 			lost = true;		/* too large: the next one must be full */
 		else if (keyframe)
@@ -1324,7 +1159,9 @@ chronicle_write_ring(uint64 *upto)
 	MemoryContext cxt;
 	TimestampTz segment = 0;
 	int64		written = 0;
-	uint64		pos;
+	ChronicleRingReader reader;
+	ChronicleRingRecord rec;
+	ChronicleRingRow row;
 
 	*upto = head;
 	if (copy == NULL)
@@ -1338,14 +1175,11 @@ chronicle_write_ring(uint64 *upto)
 	 */
 	cxt = AllocSetContextCreate(CurrentMemoryContext, "chronicle ring write",
 								ALLOCSET_DEFAULT_SIZES);
-	for (pos = 0; pos < head - tail;)
+	chronicle_ring_reader_init(&reader, copy, head - tail);
+	while (chronicle_ring_next_record(&reader, &rec))
 	{
-		ChronicleRingRecord rec;
-		const char *p;
 		ChronicleEmitter ems[CHRONICLE_MAX_SOURCES];
 
-		memcpy(&rec, copy + pos, sizeof(rec));
-		pos += rec.len;
 		if (rec.newsegment || (segment == 0 && rec.keyframe))
 			segment = rec.ts;
 		if (segment == 0)
@@ -1353,17 +1187,12 @@ chronicle_write_ring(uint64 *upto)
 
 		MemoryContextSwitchTo(cxt);
 		memset(ems, 0, sizeof(ems));
-		p = copy + pos - rec.len + sizeof(rec);
-		for (uint32 r = 0; r < rec.nrows; r++)
+		while (chronicle_ring_next_row(&reader, &row))
 		{
-			uint16		si;
+			int			si = row.source_index;
 			ChronicleEmitter *em;
 			const ChronicleSource *src;
 
-			memcpy(&si, p, sizeof(si));
-			p += sizeof(si);
-			if (si >= chronicle_nsources)
-				elog(ERROR, "corrupt standby ring record");
 			source_state_init(si);
 			em = &ems[si];
 			src = chronicle_sources[si];
@@ -1380,21 +1209,16 @@ chronicle_write_ring(uint64 *upto)
 			}
 			for (int c = 0; c < src->ncolumns; c++)
 			{
-				int32		len;
-
-				memcpy(&len, p, sizeof(len));
-				p += sizeof(len);
-				em->nulls[c][em->nrows] = (len < 0);
-				if (len < 0)
+				em->nulls[c][em->nrows] = (row.values[c] == NULL);
+				if (row.values[c] == NULL)
 					em->values[c][em->nrows] = (Datum) 0;
 				else
 				{
-					char	   *str = pnstrdup(p, len);
+					char	   *str = pnstrdup(row.values[c], row.lens[c]);
 
 					em->values[c][em->nrows] =
 						InputFunctionCall(&em->state->infunc[c], str,
 										  em->state->typioparam[c], -1);
-					p += len;
 				}
 			}
 			em->nrows++;

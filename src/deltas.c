@@ -66,7 +66,6 @@
 #include "utils/timestamp.h"
 #include "utils/typcache.h"
 
-#include "pg_chronicle.h"
 
 #define ROWS_PER_FETCH	10000
 

@@ -41,7 +41,6 @@
 #include "utils/fmgroids.h"
 #include "utils/json.h"
 
-#include "pg_chronicle.h"
 #include "os_proc.h"
 #include "environment.h"
 

@@ -20,7 +20,6 @@
 #include "storage/fd.h"
 #include "utils/guc.h"
 
-#include "pg_chronicle.h"
 #include "os_proc.h"
 
 char	   *chronicle_proc_root = NULL;

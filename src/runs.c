@@ -33,7 +33,6 @@
 #include "utils/fmgrprotos.h"
 #include "utils/syscache.h"
 
-#include "pg_chronicle.h"
 #include "environment.h"
 
 PG_FUNCTION_INFO_V1(chronicle_run_begin);

@@ -62,7 +62,6 @@
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
-#include "pg_chronicle.h"
 #include "sampler.h"
 
 #define SAMPLER_TRANCHE		"pg_chronicle sampler"

@@ -119,7 +119,4 @@ extern const char *chronicle_backend_type_name(int backend_type);
 
 extern PGDLLEXPORT void chronicle_sampler_main(Datum main_arg);
 
-/* source_buffers.c */
-extern void chronicle_buffers_define_settings(void);
-
 #endif							/* CHRONICLE_SAMPLER_H */

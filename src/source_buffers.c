@@ -31,11 +31,11 @@
 #include "funcapi.h"
 #include "storage/buf_internals.h"
 #include "storage/bufmgr.h"
+#include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/timestamp.h"
 
-#include "pg_chronicle.h"
-#include "sampler.h"
+#include "source.h"
 
 #define NUSAGE	(BM_MAX_USAGE_COUNT + 1)
 
@@ -103,8 +103,19 @@ typedef struct BufferSummary
 static BufferSummary last;
 static TimestampTz last_scan = 0;
 
-void
-chronicle_buffers_define_settings(void)
+/*
+ * chronicle.snapshot_interval, by name: a source knows only the source
+ * interface (source.h), not the module's variables.
+ */
+static int
+snapshot_interval_ms(void)
+{
+	return pg_strtoint32(GetConfigOption("chronicle.snapshot_interval",
+										 false, false));
+}
+
+static void
+buffers_define_settings(void)
 {
 	DefineCustomIntVariable("chronicle.buffers_interval",
 							"Time between two scans of the buffer cache headers.",
@@ -192,7 +203,7 @@ buffers_collect(ChronicleEmitter *emitter)
 	 */
 	if (last_scan == 0 ||
 		now - last_scan >= (int64) chronicle_buffers_interval * 1000 -
-		(int64) chronicle_snapshot_interval * 500)
+		(int64) snapshot_interval_ms() * 500)
 	{
 		scan_buffers(&last);
 		last_scan = now;
@@ -209,6 +220,7 @@ const ChronicleSource chronicle_source_buffers = {
 	.ncolumns = B_NCOLUMNS,
 	.nkeys = 0,
 	.collect = buffers_collect,
+	.define_settings = buffers_define_settings,
 };
 
 /*

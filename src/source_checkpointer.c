@@ -16,7 +16,7 @@
 #include "pgstat.h"
 #include "utils/timestamp.h"
 
-#include "pg_chronicle.h"
+#include "source.h"
 
 enum
 {

@@ -35,7 +35,7 @@
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
-#include "pg_chronicle.h"
+#include "source.h"
 
 enum
 {

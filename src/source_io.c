@@ -25,7 +25,7 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
-#include "pg_chronicle.h"
+#include "source.h"
 
 enum
 {

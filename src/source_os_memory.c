@@ -17,8 +17,8 @@
 
 #include "catalog/pg_type.h"
 
-#include "pg_chronicle.h"
 #include "os_proc.h"
+#include "source.h"
 
 enum
 {
@@ -107,4 +107,6 @@ const ChronicleSource chronicle_source_os_memory = {
 	.nkeys = 0,
 	.collect = os_memory_collect,
 	.available = os_memory_available,
+	/* chronicle.proc_root and .os_disks, used by every OS source */
+	.define_settings = chronicle_os_define_settings,
 };

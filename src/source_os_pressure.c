@@ -20,8 +20,8 @@
 #include "storage/fd.h"
 #include "utils/builtins.h"
 
-#include "pg_chronicle.h"
 #include "os_proc.h"
+#include "source.h"
 
 enum
 {

@@ -26,8 +26,8 @@
 #include "utils/backend_status.h"
 #include "utils/builtins.h"
 
-#include "pg_chronicle.h"
 #include "os_proc.h"
+#include "source.h"
 
 enum
 {

@@ -79,7 +79,7 @@
 #include "utils/timestamp.h"
 #include "utils/varlena.h"
 
-#include "pg_chronicle.h"
+#include "source.h"
 
 enum
 {
@@ -357,8 +357,8 @@ show_statements_max(void)
 	return buf;
 }
 
-void
-chronicle_statements_define_settings(void)
+static void
+statements_define_settings(void)
 {
 	DefineCustomIntVariable("chronicle.statements_max",
 							"How many of the statements that changed are recorded per snapshot.",
@@ -873,4 +873,5 @@ const ChronicleSource chronicle_source_statements = {
 	.collect = statements_collect,
 	.available = statements_available,
 	.written = statements_written,
+	.define_settings = statements_define_settings,
 };

@@ -35,8 +35,8 @@
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
-#include "pg_chronicle.h"
 #include "sampler.h"
+#include "source.h"
 
 enum
 {

@@ -11,7 +11,7 @@
  */
 #include "postgres.h"
 
-#include "pg_chronicle.h"
+#include "source.h"
 
 extern const ChronicleSource chronicle_source_io;
 extern const ChronicleSource chronicle_source_wal;

@@ -39,28 +39,12 @@
 #include "utils/jsonb.h"
 #include "utils/timestamp.h"
 
-#include "pg_chronicle.h"
+#include "shared.h"
+#include "source.h"
+#include "standby.h"
 
 PG_FUNCTION_INFO_V1(chronicle_standby_history);
 PG_FUNCTION_INFO_V1(chronicle_standby_ring);
-
-/* Bytes of ring to allocate after ChronicleShared (0: no ring). */
-Size
-chronicle_ring_bytes(void)
-{
-	if (!chronicle_preloaded)
-		return (Size) CHRONICLE_RING_KB_DEFAULT * 1024;
-	return (Size) chronicle_standby_ring_kb * 1024;
-}
-
-void
-chronicle_ring_init(ChronicleShared *s)
-{
-	s->ring_tranche = LWLockNewTrancheId();
-	LWLockInitialize(&s->ring_lock, s->ring_tranche);
-	s->ring_size = chronicle_ring_bytes();
-	s->ring_head = s->ring_tail = 0;
-}
 
 static void
 ring_write(ChronicleShared *s, uint64 pos, const char *src, uint64 len)
@@ -192,6 +176,104 @@ chronicle_ring_pending(void)
 	return s != NULL && s->ring_size > 0 && s->ring_head != s->ring_tail;
 }
 
+/*
+ * The record format, in one place: records are built in a StringInfo by
+ * the collector and read from a private copy of the ring (see standby.h).
+ */
+
+/* Start a record: room for the header, filled in by _record_end(). */
+void
+chronicle_ring_record_begin(StringInfo buf)
+{
+	appendStringInfoSpaces(buf, sizeof(ChronicleRingRecord));
+}
+
+/* Append one row: the text output of every column, NULL for SQL NULL. */
+void
+chronicle_ring_put_row(StringInfo buf, int source_index, int ncolumns,
+					   char *const *values)
+{
+	uint16		si = (uint16) source_index;
+
+	appendBinaryStringInfo(buf, (char *) &si, sizeof(si));
+	for (int c = 0; c < ncolumns; c++)
+	{
+		int32		len = values[c] ? strlen(values[c]) : -1;
+
+		appendBinaryStringInfo(buf, (char *) &len, sizeof(len));
+		if (len > 0)
+			appendBinaryStringInfo(buf, values[c], len);
+	}
+}
+
+/* Finish a record: its header, with the record's length, goes first. */
+void
+chronicle_ring_record_end(StringInfo buf, ChronicleRingRecord *header)
+{
+	header->len = buf->len;
+	memcpy(buf->data, header, sizeof(*header));
+}
+
+void
+chronicle_ring_reader_init(ChronicleRingReader *reader, const char *data,
+						   uint64 size)
+{
+	reader->data = data;
+	reader->size = data ? size : 0;
+	reader->next = 0;
+	reader->row = NULL;
+	reader->rows_left = 0;
+}
+
+/*
+ * The next record's header; false after the last one.  Its rows, which
+ * chronicle_ring_next_row() returns, may be skipped.
+ */
+bool
+chronicle_ring_next_record(ChronicleRingReader *reader,
+						   ChronicleRingRecord *rec)
+{
+	if (reader->next >= reader->size)
+		return false;
+	memcpy(rec, reader->data + reader->next, sizeof(*rec));
+	reader->row = reader->data + reader->next + sizeof(*rec);
+	reader->rows_left = rec->nrows;
+	reader->next += rec->len;
+	return true;
+}
+
+/* The current record's next row; false after its last one. */
+bool
+chronicle_ring_next_row(ChronicleRingReader *reader, ChronicleRingRow *row)
+{
+	const char *p = reader->row;
+	const ChronicleSource *src;
+	uint16		si;
+
+	if (reader->rows_left == 0)
+		return false;
+	memcpy(&si, p, sizeof(si));
+	p += sizeof(si);
+	if (si >= chronicle_nsources)
+		elog(ERROR, "corrupt standby ring record");
+	src = chronicle_sources[si];
+	row->source_index = si;
+	for (int c = 0; c < src->ncolumns; c++)
+	{
+		int32		len;
+
+		memcpy(&len, p, sizeof(len));
+		p += sizeof(len);
+		row->lens[c] = len;
+		row->values[c] = len < 0 ? NULL : p;
+		if (len > 0)
+			p += len;
+	}
+	reader->row = p;
+	reader->rows_left--;
+	return true;
+}
+
 static int
 source_index(text *name)
 {
@@ -255,7 +337,9 @@ chronicle_standby_history(PG_FUNCTION_ARGS)
 	char	   *copy;
 	uint64		tail,
 				head;
-	uint64		pos;
+	ChronicleRingReader reader;
+	ChronicleRingRecord rec;
+	ChronicleRingRow row;
 	StringInfoData buf;
 
 	if (PG_ARGISNULL(0))
@@ -271,63 +355,38 @@ chronicle_standby_history(PG_FUNCTION_ARGS)
 		return (Datum) 0;
 
 	initStringInfo(&buf);
-	for (pos = 0; pos < head - tail;)
+	chronicle_ring_reader_init(&reader, copy, head - tail);
+	while (chronicle_ring_next_record(&reader, &rec))
 	{
-		ChronicleRingRecord rec;
-		const char *p;
-
-		memcpy(&rec, copy + pos, sizeof(rec));
-		p = copy + pos + sizeof(rec);
-		for (uint32 r = 0; r < rec.nrows; r++)
+		while (chronicle_ring_next_row(&reader, &row))
 		{
-			uint16		si;
-			const ChronicleSource *rsrc;
+			const ChronicleSource *rsrc = chronicle_sources[row.source_index];
+			Datum		values[3];
+			bool		nulls[3] = {0};
 
-			memcpy(&si, p, sizeof(si));
-			p += sizeof(si);
-			if (si >= chronicle_nsources)
-				elog(ERROR, "corrupt standby ring record");
-			rsrc = chronicle_sources[si];
+			if (row.source_index != want)
+				continue;
 			resetStringInfo(&buf);
 			appendStringInfoChar(&buf, '{');
 			for (int c = 0; c < rsrc->ncolumns; c++)
 			{
-				int32		len;
-
-				memcpy(&len, p, sizeof(len));
-				p += sizeof(len);
-				if (si != want)
-				{
-					if (len > 0)
-						p += len;
-					continue;
-				}
 				if (c > 0)
 					appendStringInfoString(&buf, ", ");
 				escape_json(&buf, rsrc->columns[c].name);
 				appendStringInfoString(&buf, ": ");
-				if (len < 0)
+				if (row.values[c] == NULL)
 					appendStringInfoString(&buf, "null");
 				else
-				{
-					json_value(&buf, rsrc->columns[c].type, p, len);
-					p += len;
-				}
+					json_value(&buf, rsrc->columns[c].type, row.values[c],
+							   row.lens[c]);
 			}
 			appendStringInfoChar(&buf, '}');
-			if (si == want)
-			{
-				Datum		values[3];
-				bool		nulls[3] = {0};
-
-				values[0] = TimestampTzGetDatum(rec.ts);
-				values[1] = BoolGetDatum(rec.keyframe);
-				values[2] = DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data));
-				tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc,
-									 values, nulls);
-			}
+			values[0] = TimestampTzGetDatum(rec.ts);
+			values[1] = BoolGetDatum(rec.keyframe);
+			values[2] = DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data));
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc,
+								 values, nulls);
 		}
-		pos += rec.len;
 	}
 	pfree(copy);
 	return (Datum) 0;

@@ -52,7 +52,10 @@
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
+#include "collector.h"
 #include "pg_chronicle.h"
+#include "shared.h"
+#include "standby.h"
 
 /* What the loop is doing, for chronicle.status() and for logging once. */
 typedef enum WorkerState

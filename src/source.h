@@ -1,0 +1,86 @@
+/*-------------------------------------------------------------------------
+ *
+ * source.h
+ *		The source interface: what a statistics source (src/source_*.c)
+ *		declares, and the row emitter it writes through.
+ *
+ * A source knows how to read one kind of statistics (pg_stat_io,
+ * pg_stat_wal, ...) and describes the columns of its history table.  On
+ * every snapshot the collector calls the source's collect callback, which
+ * emits one row per key with chronicle_emit_row().  The collector keeps the
+ * previous reading of every key and writes a row only when it changed
+ * (sparse storage, emitter.c); it knows nothing else about the source.
+ * Every source is listed in src/sources.c.
+ *
+ * Copyright (c) 2026, pg_chronicle developers
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef CHRONICLE_SOURCE_H
+#define CHRONICLE_SOURCE_H
+
+#define CHRONICLE_SCHEMA		"chronicle"
+#define CHRONICLE_MAX_SOURCES	16
+#define CHRONICLE_MAX_COLUMNS	48
+#define CHRONICLE_KEY_LEN		256
+
+/* One column of a source's history table (after the leading ts column). */
+typedef struct ChronicleColumn
+{
+	const char *name;
+	Oid			type;			/* INT8OID, INT4OID, OIDOID, FLOAT8OID, TEXTOID,
+								 * BOOLOID, TIMESTAMPTZOID */
+} ChronicleColumn;
+
+/* Opaque to sources (emitter.h). */
+typedef struct ChronicleEmitter ChronicleEmitter;
+
+typedef struct ChronicleSource
+{
+	const char *name;			/* "io": table chronicle.io_history, GUC
+								 * chronicle.collect_io */
+	const char *description;	/* for the GUC */
+	const ChronicleColumn *columns;
+	int			ncolumns;
+	int			nkeys;			/* the first nkeys columns identify a row */
+
+	/*
+	 * Read the source and emit every row with chronicle_emit_row().  Runs
+	 * inside a transaction (and a subtransaction), with SPI connected.
+	 * Errors are fine: the collector catches them, counts them and backs
+	 * off, and the other sources go on.
+	 */
+	void		(*collect) (ChronicleEmitter *emitter);
+
+	/* Optional: is the source readable on this server at all? */
+	bool		(*available) (void);
+
+	/*
+	 * Optional: called once the rows collect emitted are part of the
+	 * snapshot (the source's subtransaction committed), still in the
+	 * snapshot's memory context.  State that must follow only what was
+	 * written moves on here, never in collect: a failure after collect
+	 * (the INSERT, a cancel) rolls the rows back and this is not called.
+	 */
+	void		(*written) (void);
+
+	/*
+	 * Optional: define the source's own settings (DefineCustom*Variable).
+	 * Called once by _PG_init (pg_chronicle.c), after the
+	 * chronicle.collect_<name> setting every source has.
+	 */
+	void		(*define_settings) (void);
+} ChronicleSource;
+
+/* Every source, in the order they are collected (sources.c). */
+extern const ChronicleSource *const chronicle_sources[];
+extern const int chronicle_nsources;
+
+/* Emit one row: values[] and nulls[] in the order of source->columns. */
+extern void chronicle_emit_row(ChronicleEmitter *emitter,
+							   const Datum *values, const bool *nulls);
+
+/* Convenience for sources: a uint64 byte counter as an int8 Datum. */
+#define ChronicleUInt64GetDatum(x) Int64GetDatum((int64) Min((x), (uint64) PG_INT64_MAX))
+
+#endif							/* CHRONICLE_SOURCE_H */
