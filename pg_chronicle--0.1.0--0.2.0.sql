@@ -4386,3 +4386,509 @@ SELECT chronicle._partition_layout();
 SELECT pg_catalog.pg_extension_config_dump('chronicle.rollup_hour_default', '');
 SELECT pg_catalog.pg_extension_config_dump('chronicle.rollup_minute_default', '');
 SELECT pg_catalog.pg_extension_config_dump('chronicle.rollup_state', '');
+
+-- ---------------------------------------------------------------------
+-- Storage v2 (issue 14): the packed history.  The row tables of 0.1.0
+-- (one per source, a row per key and snapshot, (key, ts) indexes) become
+-- chronicle.history, one row per snapshot with every source's rows packed,
+-- read through views of the same names and columns (src/sql/10_history.sql,
+-- src/history.c).  Their rows are converted here, every one of them.
+-- ---------------------------------------------------------------------
+
+-- The row tables step aside (out of the extension, renamed), with their
+-- partitions and indexes; they are dropped once converted.
+DO $$
+DECLARE
+	s text;
+BEGIN
+	FOREACH s IN ARRAY ARRAY['io', 'wal', 'checkpointer', 'bgwriter', 'database', 'statements', 'os_memory', 'os_disk', 'os_pressure', 'os_process_io', 'waits', 'wait_sampler', 'buffers'] LOOP
+		EXECUTE format('ALTER EXTENSION pg_chronicle DROP TABLE chronicle.%I', s || '_history_default');
+		EXECUTE format('ALTER EXTENSION pg_chronicle DROP TABLE chronicle.%I', s || '_history');
+		EXECUTE format('ALTER TABLE chronicle.%I RENAME TO %I', s || '_history', s || '_history_v1');
+	END LOOP;
+END;
+$$;
+CREATE TABLE chronicle.history (
+	ts                timestamptz NOT NULL,
+	system_identifier bigint,	-- the recording server (chronicle.server())
+	server_name       text,
+	io                bytea,
+	wal               bytea,
+	checkpointer      bytea,
+	bgwriter          bytea,
+	database          bytea,
+	statements        bytea,
+	os_memory         bytea,
+	os_disk           bytea,
+	os_pressure       bytea,
+	os_process_io     bytea,
+	waits             bytea,
+	wait_sampler      bytea,
+	buffers           bytea,
+	PRIMARY KEY (ts)
+) PARTITION BY RANGE (ts);
+COMMENT ON TABLE chronicle.history IS
+	'One row per snapshot: every source''s changed rows, packed (read them through the <source>_history views)';
+
+-- The keys of the packed rows: a key (its columns as text, in the order of
+-- the source's columns) has one id, for every snapshot.
+CREATE SEQUENCE chronicle.history_key_id_seq AS integer;
+CREATE TABLE chronicle.history_key (
+	key_id integer NOT NULL DEFAULT nextval('chronicle.history_key_id_seq') PRIMARY KEY,
+	source text NOT NULL,
+	key    text[] NOT NULL,
+	first_seen timestamptz NOT NULL DEFAULT now(),
+	UNIQUE (source, key)
+);
+ALTER SEQUENCE chronicle.history_key_id_seq OWNED BY chronicle.history_key.key_id;
+COMMENT ON TABLE chronicle.history_key IS
+	'The keys of the packed history: (source, key columns as text) -> id';
+
+CREATE FUNCTION chronicle._unpack(source text, ts timestamptz, data bytea)
+RETURNS SETOF record
+LANGUAGE C STABLE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'chronicle_unpack';
+COMMENT ON FUNCTION chronicle._unpack(text, timestamptz, bytea) IS
+	'The rows of one source packed in one snapshot (behind the <source>_history views)';
+REVOKE ALL ON FUNCTION chronicle._unpack(text, timestamptz, bytea) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION chronicle._unpack(text, timestamptz, bytea) TO pg_monitor, pg_read_all_stats;
+
+CREATE FUNCTION chronicle._pack(source text, ts timestamptz, rows anyarray, complete boolean DEFAULT false)
+RETURNS bytea
+LANGUAGE C VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'chronicle_pack_rows';
+COMMENT ON FUNCTION chronicle._pack(text, timestamptz, anyarray, boolean) IS
+	'The rows of one source at one snapshot, packed (an array of rows with the source''s columns, by name)';
+REVOKE ALL ON FUNCTION chronicle._pack(text, timestamptz, anyarray, boolean) FROM PUBLIC;
+
+-- Bulk load: the rows of a table (or view) with ts and a source's columns
+-- become that source's packed rows, one value per ts, replacing what
+-- chronicle.history held for the source at those ts.  For generators and
+-- imports; the collector packs its own rows.
+CREATE FUNCTION chronicle._history_load(source text, rows regclass)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+	n bigint;
+BEGIN
+	IF NOT EXISTS (SELECT FROM chronicle._source_columns() c WHERE c.source = _history_load.source) THEN
+		RAISE EXCEPTION 'chronicle._history_load: no source named "%"', source
+			USING ERRCODE = 'invalid_parameter_value',
+			      HINT = 'The sources are listed by chronicle.source_status().';
+	END IF;
+	EXECUTE format($q$
+		WITH p AS (
+			SELECT r.ts, chronicle._pack(%L, r.ts, array_agg(r)) AS v
+			  FROM %s r GROUP BY r.ts
+		), u AS (
+			UPDATE chronicle.history h SET %I = p.v FROM p WHERE h.ts = p.ts RETURNING h.ts
+		), i AS (
+			INSERT INTO chronicle.history (ts, %I)
+			SELECT p.ts, p.v FROM p WHERE p.ts NOT IN (SELECT u.ts FROM u)
+			RETURNING 1
+		)
+		SELECT (SELECT count(*) FROM u) + (SELECT count(*) FROM i)$q$,
+		source, rows, source, source) INTO n;
+	RETURN n;
+END;
+$fn$;
+REVOKE ALL ON FUNCTION chronicle._history_load(text, regclass) FROM PUBLIC;
+
+CREATE FUNCTION chronicle._history_write()
+RETURNS trigger
+LANGUAGE C
+SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'chronicle_history_write';
+REVOKE ALL ON FUNCTION chronicle._history_write() FROM PUBLIC;
+
+CREATE VIEW chronicle.io_history AS
+SELECT h.ts, u.*
+  FROM chronicle.history h
+ CROSS JOIN LATERAL chronicle._unpack('io', h.ts, h.io) AS u(
+		backend_type text,
+		object text,
+		context text,
+		reads bigint,
+		read_bytes bigint,
+		read_time float8,
+		writes bigint,
+		write_bytes bigint,
+		write_time float8,
+		writebacks bigint,
+		writeback_time float8,
+		extends bigint,
+		extend_bytes bigint,
+		extend_time float8,
+		op_bytes bigint,
+		hits bigint,
+		evictions bigint,
+		reuses bigint,
+		fsyncs bigint,
+		fsync_time float8,
+		stats_reset timestamptz)
+ WHERE h.io IS NOT NULL;
+CREATE TRIGGER write INSTEAD OF INSERT OR UPDATE OR DELETE ON chronicle.io_history
+	FOR EACH ROW EXECUTE FUNCTION chronicle._history_write('io');
+COMMENT ON VIEW chronicle.io_history IS
+	'pg_stat_io, every (backend_type, object, context) row and column; *_bytes on 18+, op_bytes before 18';
+
+CREATE VIEW chronicle.wal_history AS
+SELECT h.ts, u.*
+  FROM chronicle.history h
+ CROSS JOIN LATERAL chronicle._unpack('wal', h.ts, h.wal) AS u(
+		wal_records bigint,
+		wal_fpi bigint,
+		wal_bytes bigint,
+		wal_buffers_full bigint,
+		wal_write bigint,
+		wal_sync bigint,
+		wal_write_time float8,
+		wal_sync_time float8,
+		stats_reset timestamptz)
+ WHERE h.wal IS NOT NULL;
+CREATE TRIGGER write INSTEAD OF INSERT OR UPDATE OR DELETE ON chronicle.wal_history
+	FOR EACH ROW EXECUTE FUNCTION chronicle._history_write('wal');
+COMMENT ON VIEW chronicle.wal_history IS
+	'pg_stat_wal; wal_write, wal_sync and their times before 18 (18 has them in pg_stat_io, object wal)';
+
+CREATE VIEW chronicle.checkpointer_history AS
+SELECT h.ts, u.*
+  FROM chronicle.history h
+ CROSS JOIN LATERAL chronicle._unpack('checkpointer', h.ts, h.checkpointer) AS u(
+		num_timed bigint,
+		num_requested bigint,
+		num_done bigint,
+		restartpoints_timed bigint,
+		restartpoints_req bigint,
+		restartpoints_done bigint,
+		write_time float8,
+		sync_time float8,
+		buffers_written bigint,
+		slru_written bigint,
+		stats_reset timestamptz)
+ WHERE h.checkpointer IS NOT NULL;
+CREATE TRIGGER write INSTEAD OF INSERT OR UPDATE OR DELETE ON chronicle.checkpointer_history
+	FOR EACH ROW EXECUTE FUNCTION chronicle._history_write('checkpointer');
+COMMENT ON VIEW chronicle.checkpointer_history IS
+	'pg_stat_checkpointer; num_done and slru_written on 18+';
+
+CREATE VIEW chronicle.bgwriter_history AS
+SELECT h.ts, u.*
+  FROM chronicle.history h
+ CROSS JOIN LATERAL chronicle._unpack('bgwriter', h.ts, h.bgwriter) AS u(
+		buffers_clean bigint,
+		maxwritten_clean bigint,
+		buffers_alloc bigint,
+		stats_reset timestamptz)
+ WHERE h.bgwriter IS NOT NULL;
+CREATE TRIGGER write INSTEAD OF INSERT OR UPDATE OR DELETE ON chronicle.bgwriter_history
+	FOR EACH ROW EXECUTE FUNCTION chronicle._history_write('bgwriter');
+COMMENT ON VIEW chronicle.bgwriter_history IS 'pg_stat_bgwriter';
+
+
+CREATE VIEW chronicle.database_history AS
+SELECT h.ts, u.*
+  FROM chronicle.history h
+ CROSS JOIN LATERAL chronicle._unpack('database', h.ts, h.database) AS u(
+		datid oid,
+		datname text,
+		xact_commit bigint,
+		xact_rollback bigint,
+		blks_read bigint,
+		blks_hit bigint,
+		tup_returned bigint,
+		tup_fetched bigint,
+		tup_inserted bigint,
+		tup_updated bigint,
+		tup_deleted bigint,
+		conflicts bigint,
+		temp_files bigint,
+		temp_bytes bigint,
+		deadlocks bigint,
+		checksum_failures bigint,
+		blk_read_time float8,
+		blk_write_time float8,
+		session_time float8,
+		active_time float8,
+		idle_in_transaction_time float8,
+		sessions bigint,
+		sessions_abandoned bigint,
+		sessions_fatal bigint,
+		sessions_killed bigint,
+		parallel_workers_to_launch bigint,
+		parallel_workers_launched bigint,
+		stats_reset timestamptz)
+ WHERE h.database IS NOT NULL;
+CREATE TRIGGER write INSTEAD OF INSERT OR UPDATE OR DELETE ON chronicle.database_history
+	FOR EACH ROW EXECUTE FUNCTION chronicle._history_write('database');
+COMMENT ON VIEW chronicle.database_history IS
+	'pg_stat_database per database, and datid 0 for shared objects (numbackends is not recorded)';
+
+CREATE VIEW chronicle.waits_history AS
+SELECT h.ts, u.*
+  FROM chronicle.history h
+ CROSS JOIN LATERAL chronicle._unpack('waits', h.ts, h.waits) AS u(
+		backend_type    text,
+		state           text,
+		wait_event_type text,
+		wait_event      text,
+		queryid         bigint,
+		samples         bigint)
+ WHERE h.waits IS NOT NULL;
+CREATE TRIGGER write INSTEAD OF INSERT OR UPDATE OR DELETE ON chronicle.waits_history
+	FOR EACH ROW EXECUTE FUNCTION chronicle._history_write('waits');
+COMMENT ON VIEW chronicle.waits_history IS
+	'Wait event samples, cumulative since the sampler started, per (backend_type, state, wait_event_type, wait_event, queryid)';
+
+CREATE VIEW chronicle.wait_sampler_history AS
+SELECT h.ts, u.*
+  FROM chronicle.history h
+ CROSS JOIN LATERAL chronicle._unpack('wait_sampler', h.ts, h.wait_sampler) AS u(
+		ticks_due       bigint,
+		ticks_taken     bigint,
+		samples_dropped bigint,
+		sampler_started timestamptz,
+		sampler_cpu_ms  float8,			-- the sampler's own user + system CPU time
+		samples_reset   timestamptz,	-- last chronicle.wait_samples_reset()
+		-- database time: samples of active client backends and the processes
+		-- working for them (walsenders, autovacuum workers, parallel workers)
+		-- by wait class: sum / ticks_taken = average active sessions.  Not
+		-- active: idle sessions, main-loop waits, throttle sleeps (see
+		-- docs/sources.md, "Wait events").  Before 0.2.0: every active process, background ones
+		-- included (background_active is NULL in those rows).
+		active_cpu      bigint,
+		active_io       bigint,
+		active_lwlock   bigint,
+		active_lock     bigint,
+		active_ipc      bigint,
+		active_client   bigint,
+		active_timeout  bigint,
+		active_other    bigint,			-- BufferPin, Extension, InjectionPoint
+		-- samples of background processes at work (checkpointer writing, not
+		-- in its main loop or throttle sleep); 0.2.0+
+		background_active bigint)
+ WHERE h.wait_sampler IS NOT NULL;
+CREATE TRIGGER write INSTEAD OF INSERT OR UPDATE OR DELETE ON chronicle.wait_sampler_history
+	FOR EACH ROW EXECUTE FUNCTION chronicle._history_write('wait_sampler');
+COMMENT ON VIEW chronicle.wait_sampler_history IS
+	'Wait sampler ticks due and taken, samples dropped on overflow, samples of active sessions (database time) by wait class and of background processes at work (cumulative)';
+
+CREATE VIEW chronicle.buffers_history AS
+SELECT h.ts, u.*
+  FROM chronicle.history h
+ CROSS JOIN LATERAL chronicle._unpack('buffers', h.ts, h.buffers) AS u(
+		buffers_total  bigint,
+		buffers_used   bigint,
+		buffers_unused bigint,
+		buffers_dirty  bigint,
+		buffers_pinned bigint,
+		usagecount_avg float8,
+		usage_0 bigint, usage_1 bigint, usage_2 bigint, usage_3 bigint, usage_4 bigint, usage_5 bigint,
+		dirty_0 bigint, dirty_1 bigint, dirty_2 bigint, dirty_3 bigint, dirty_4 bigint, dirty_5 bigint,
+		pinned_0 bigint, pinned_1 bigint, pinned_2 bigint, pinned_3 bigint, pinned_4 bigint, pinned_5 bigint)
+ WHERE h.buffers IS NOT NULL;
+CREATE TRIGGER write INSTEAD OF INSERT OR UPDATE OR DELETE ON chronicle.buffers_history
+	FOR EACH ROW EXECUTE FUNCTION chronicle._history_write('buffers');
+COMMENT ON VIEW chronicle.buffers_history IS
+	'Buffer cache summary (gauges): used, unused, dirty, pinned, usage-count histogram';
+
+CREATE VIEW chronicle.statements_history AS
+SELECT h.ts, u.*
+  FROM chronicle.history h
+ CROSS JOIN LATERAL chronicle._unpack('statements', h.ts, h.statements) AS u(
+		userid              oid,
+		dbid                oid,
+		queryid             bigint,
+		toplevel            boolean,
+		plans               bigint,
+		total_plan_time     float8,
+		calls               bigint,
+		total_exec_time     float8,
+		rows                bigint,
+		shared_blks_hit     bigint,
+		shared_blks_read    bigint,
+		shared_blks_dirtied bigint,
+		shared_blks_written bigint,
+		local_blks_hit      bigint,
+		local_blks_read     bigint,
+		local_blks_dirtied  bigint,
+		local_blks_written  bigint,
+		temp_blks_read      bigint,
+		temp_blks_written   bigint,
+		blk_read_time       float8,    -- shared_blk_read_time on 17+
+		blk_write_time      float8,    -- shared_blk_write_time on 17+
+		wal_records         bigint,
+		wal_fpi             bigint,
+		wal_bytes           bigint,
+		stats_since         timestamptz,
+		-- added with the source: pg_stat_statements 1.11 (PG17) and 1.12 (PG18)
+		local_blk_read_time  float8,
+		local_blk_write_time float8,
+		temp_blk_read_time   float8,
+		temp_blk_write_time  float8,
+		wal_buffers_full     bigint,               -- 1.12+
+		parallel_workers_to_launch bigint,         -- 1.12+
+		parallel_workers_launched  bigint          -- 1.12+
+	)
+ WHERE h.statements IS NOT NULL;
+CREATE TRIGGER write INSTEAD OF INSERT OR UPDATE OR DELETE ON chronicle.statements_history
+	FOR EACH ROW EXECUTE FUNCTION chronicle._history_write('statements');
+COMMENT ON VIEW chronicle.statements_history IS
+	'pg_stat_statements counters of the statements that changed (top N by total time), cumulative';
+
+CREATE VIEW chronicle.os_memory_history AS
+SELECT h.ts, u.*
+  FROM chronicle.history h
+ CROSS JOIN LATERAL chronicle._unpack('os_memory', h.ts, h.os_memory) AS u(
+		mem_total     bigint,
+		mem_free      bigint,
+		mem_available bigint,
+		buffers       bigint,
+		cached        bigint,
+		dirty         bigint,
+		writeback     bigint,
+		shmem         bigint,
+		swap_total    bigint,
+		swap_free     bigint,
+		pgpgin        bigint,
+		pgpgout       bigint,
+		pswpin        bigint,
+		pswpout       bigint)
+ WHERE h.os_memory IS NOT NULL;
+CREATE TRIGGER write INSTEAD OF INSERT OR UPDATE OR DELETE ON chronicle.os_memory_history
+	FOR EACH ROW EXECUTE FUNCTION chronicle._history_write('os_memory');
+COMMENT ON VIEW chronicle.os_memory_history IS
+	'/proc/meminfo (kB, gauges) and /proc/vmstat page and swap counters (cumulative)';
+
+CREATE VIEW chronicle.os_disk_history AS
+SELECT h.ts, u.*
+  FROM chronicle.history h
+ CROSS JOIN LATERAL chronicle._unpack('os_disk', h.ts, h.os_disk) AS u(
+		device              text,
+		role                text,       -- 'data', 'wal' or 'data,wal'
+		reads_completed     bigint,
+		reads_merged        bigint,
+		sectors_read        bigint,
+		read_time_ms        bigint,
+		writes_completed    bigint,
+		writes_merged       bigint,
+		sectors_written     bigint,
+		write_time_ms       bigint,
+		in_flight           bigint,              -- gauge
+		io_time_ms          bigint,
+		weighted_io_time_ms bigint,
+		discards_completed  bigint,
+		discards_merged     bigint,
+		sectors_discarded   bigint,
+		discard_time_ms     bigint,
+		flushes_completed   bigint,
+		flush_time_ms       bigint)
+ WHERE h.os_disk IS NOT NULL;
+CREATE TRIGGER write INSTEAD OF INSERT OR UPDATE OR DELETE ON chronicle.os_disk_history
+	FOR EACH ROW EXECUTE FUNCTION chronicle._history_write('os_disk');
+COMMENT ON VIEW chronicle.os_disk_history IS
+	'/proc/diskstats of the devices under the data directory and pg_wal (cumulative, but in_flight)';
+
+CREATE VIEW chronicle.os_pressure_history AS
+SELECT h.ts, u.*
+  FROM chronicle.history h
+ CROSS JOIN LATERAL chronicle._unpack('os_pressure', h.ts, h.os_pressure) AS u(
+		resource    text,     -- 'cpu', 'io', 'memory'
+		some_total  bigint,
+		full_total  bigint)
+ WHERE h.os_pressure IS NOT NULL;
+CREATE TRIGGER write INSTEAD OF INSERT OR UPDATE OR DELETE ON chronicle.os_pressure_history
+	FOR EACH ROW EXECUTE FUNCTION chronicle._history_write('os_pressure');
+COMMENT ON VIEW chronicle.os_pressure_history IS
+	'/proc/pressure stall totals in microseconds (cumulative)';
+
+CREATE VIEW chronicle.os_process_io_history AS
+SELECT h.ts, u.*
+  FROM chronicle.history h
+ CROSS JOIN LATERAL chronicle._unpack('os_process_io', h.ts, h.os_process_io) AS u(
+		backend_type          text,
+		pid                   integer,
+		rchar                 bigint,
+		wchar                 bigint,
+		syscr                 bigint,
+		syscw                 bigint,
+		read_bytes            bigint,
+		write_bytes           bigint,
+		cancelled_write_bytes bigint)
+ WHERE h.os_process_io IS NOT NULL;
+CREATE TRIGGER write INSTEAD OF INSERT OR UPDATE OR DELETE ON chronicle.os_process_io_history
+	FOR EACH ROW EXECUTE FUNCTION chronicle._history_write('os_process_io');
+COMMENT ON VIEW chronicle.os_process_io_history IS
+	'/proc/<pid>/io of the checkpointer, walwriter and bgwriter (cumulative)';
+
+GRANT SELECT ON chronicle.history, chronicle.history_key TO pg_monitor, pg_read_all_stats;
+GRANT SELECT ON SEQUENCE chronicle.history_key_id_seq TO pg_monitor, pg_read_all_stats;
+REVOKE ALL ON chronicle.io_history, chronicle.wal_history, chronicle.checkpointer_history, chronicle.bgwriter_history, chronicle.database_history, chronicle.statements_history, chronicle.os_memory_history, chronicle.os_disk_history, chronicle.os_pressure_history, chronicle.os_process_io_history, chronicle.waits_history, chronicle.wait_sampler_history, chronicle.buffers_history FROM PUBLIC;
+GRANT SELECT ON chronicle.io_history, chronicle.wal_history, chronicle.checkpointer_history, chronicle.bgwriter_history, chronicle.database_history, chronicle.statements_history, chronicle.os_memory_history, chronicle.os_disk_history, chronicle.os_pressure_history, chronicle.os_process_io_history, chronicle.waits_history, chronicle.wait_sampler_history, chronicle.buffers_history TO pg_monitor, pg_read_all_stats;
+
+-- Every row of the row tables, packed: one value per source and ts, one
+-- row of chronicle.history per ts.  Day partitions first, so that the rows
+-- do not wait in the default partition (they leave the extension below).
+SELECT chronicle.ensure_partitions(min(ts), max(ts)) FROM chronicle.snapshot HAVING count(*) > 0;
+INSERT INTO chronicle.history (ts, io, wal, checkpointer, bgwriter, database, statements, os_memory, os_disk, os_pressure, os_process_io, waits, wait_sampler, buffers)
+SELECT p.ts, (array_agg(p.v) FILTER (WHERE p.s = 'io'))[1], (array_agg(p.v) FILTER (WHERE p.s = 'wal'))[1], (array_agg(p.v) FILTER (WHERE p.s = 'checkpointer'))[1], (array_agg(p.v) FILTER (WHERE p.s = 'bgwriter'))[1], (array_agg(p.v) FILTER (WHERE p.s = 'database'))[1], (array_agg(p.v) FILTER (WHERE p.s = 'statements'))[1], (array_agg(p.v) FILTER (WHERE p.s = 'os_memory'))[1], (array_agg(p.v) FILTER (WHERE p.s = 'os_disk'))[1], (array_agg(p.v) FILTER (WHERE p.s = 'os_pressure'))[1], (array_agg(p.v) FILTER (WHERE p.s = 'os_process_io'))[1], (array_agg(p.v) FILTER (WHERE p.s = 'waits'))[1], (array_agg(p.v) FILTER (WHERE p.s = 'wait_sampler'))[1], (array_agg(p.v) FILTER (WHERE p.s = 'buffers'))[1]
+  FROM (
+	SELECT 'io' AS s, h.ts, chronicle._pack('io', h.ts, array_agg(h)) AS v
+	  FROM chronicle.io_history_v1 h GROUP BY h.ts
+	UNION ALL
+	SELECT 'wal' AS s, h.ts, chronicle._pack('wal', h.ts, array_agg(h)) AS v
+	  FROM chronicle.wal_history_v1 h GROUP BY h.ts
+	UNION ALL
+	SELECT 'checkpointer' AS s, h.ts, chronicle._pack('checkpointer', h.ts, array_agg(h)) AS v
+	  FROM chronicle.checkpointer_history_v1 h GROUP BY h.ts
+	UNION ALL
+	SELECT 'bgwriter' AS s, h.ts, chronicle._pack('bgwriter', h.ts, array_agg(h)) AS v
+	  FROM chronicle.bgwriter_history_v1 h GROUP BY h.ts
+	UNION ALL
+	SELECT 'database' AS s, h.ts, chronicle._pack('database', h.ts, array_agg(h)) AS v
+	  FROM chronicle.database_history_v1 h GROUP BY h.ts
+	UNION ALL
+	SELECT 'statements' AS s, h.ts, chronicle._pack('statements', h.ts, array_agg(h)) AS v
+	  FROM chronicle.statements_history_v1 h GROUP BY h.ts
+	UNION ALL
+	SELECT 'os_memory' AS s, h.ts, chronicle._pack('os_memory', h.ts, array_agg(h)) AS v
+	  FROM chronicle.os_memory_history_v1 h GROUP BY h.ts
+	UNION ALL
+	SELECT 'os_disk' AS s, h.ts, chronicle._pack('os_disk', h.ts, array_agg(h)) AS v
+	  FROM chronicle.os_disk_history_v1 h GROUP BY h.ts
+	UNION ALL
+	SELECT 'os_pressure' AS s, h.ts, chronicle._pack('os_pressure', h.ts, array_agg(h)) AS v
+	  FROM chronicle.os_pressure_history_v1 h GROUP BY h.ts
+	UNION ALL
+	SELECT 'os_process_io' AS s, h.ts, chronicle._pack('os_process_io', h.ts, array_agg(h)) AS v
+	  FROM chronicle.os_process_io_history_v1 h GROUP BY h.ts
+	UNION ALL
+	SELECT 'waits' AS s, h.ts, chronicle._pack('waits', h.ts, array_agg(h)) AS v
+	  FROM chronicle.waits_history_v1 h GROUP BY h.ts
+	UNION ALL
+	SELECT 'wait_sampler' AS s, h.ts, chronicle._pack('wait_sampler', h.ts, array_agg(h)) AS v
+	  FROM chronicle.wait_sampler_history_v1 h GROUP BY h.ts
+	UNION ALL
+	SELECT 'buffers' AS s, h.ts, chronicle._pack('buffers', h.ts, array_agg(h)) AS v
+	  FROM chronicle.buffers_history_v1 h GROUP BY h.ts
+  ) p
+ GROUP BY p.ts;
+
+DO $$
+DECLARE
+	s text;
+BEGIN
+	FOREACH s IN ARRAY ARRAY['io', 'wal', 'checkpointer', 'bgwriter', 'database', 'statements', 'os_memory', 'os_disk', 'os_pressure', 'os_process_io', 'waits', 'wait_sampler', 'buffers'] LOOP
+		EXECUTE format('DROP TABLE chronicle.%I', s || '_history_v1');
+	END LOOP;
+END;
+$$;
+
+SELECT chronicle._partition_layout();
+SELECT pg_catalog.pg_extension_config_dump('chronicle.history_default', '');
+SELECT pg_catalog.pg_extension_config_dump('chronicle.history_key', '');
+SELECT pg_catalog.pg_extension_config_dump('chronicle.history_key_id_seq', '');

@@ -11,13 +11,12 @@
 #   - history bytes per recorded second of every chronicle table (its
 #     partitions summed), split heap / index / TOAST (main forks: FSM and
 #     VM are a fixed cost per partition and day, printed apart),
-#   - rows per snapshot of every table with a ts column,
+#   - rows per snapshot of every table and history view with a ts column,
 #   - WAL per snapshot (chronicle.snapshot.wal_bytes, the collector's own
 #     WAL as pgWalUsage counts it) and snapshot time p50 / p99 / max
 #     (chronicle.snapshot.duration_ms),
 #   - WAL per snapshot by table and fork, from pg_waldump over the window
-#     (bench/wal_by_relation.py),
-#   - the window's rows rebuilt in compact shapes (bench/storage_projection.sql).
+#     (bench/wal_by_relation.py).
 # BENCH_CONF adds lines to postgresql.conf (e.g. "chronicle.collect_waits = off").
 set -euo pipefail
 
@@ -133,7 +132,7 @@ echo
 echo "== pgbench -R $rate -c $clients -T $seconds (TPC-B) + $idle idle sessions, collector at 1s"
 grep -E '^tps' "$tmp/fixed.out" | sed 's/^/pgbench: /'
 "$bindir/psql" -X -q -v ON_ERROR_STOP=1 -v t0="$t0" -v t1="$t1" \
-	-v projection="$src/bench/storage_projection.sql" <<'SQL'
+	<<'SQL'
 \pset footer off
 CREATE TEMP TABLE w AS
 SELECT count(*) AS n, extract(epoch FROM max(ts) - min(ts)) + 1 AS secs,
@@ -204,6 +203,4 @@ SELECT CASE WHEN grouping(r.tbl) = 1 THEN 'TOTAL' ELSE coalesce(r.tbl, 'commit e
  CROSS JOIN w
  GROUP BY GROUPING SETS ((r.tbl, r.kind), ())
  ORDER BY grouping(r.tbl) DESC, 4 DESC;
-SELECT lo, hi, secs FROM w \gset
-\i :projection
 SQL

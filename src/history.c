@@ -49,6 +49,7 @@
 #include <math.h>
 
 #include "access/htup_details.h"
+#include "access/xact.h"
 #include "access/xlog.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
@@ -62,6 +63,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
+#include "utils/typcache.h"
 
 #include "history.h"
 #include "pg_chronicle.h"
@@ -625,6 +627,31 @@ key_cache_load(int si)
 	pfree(keybuf.data);
 }
 
+/*
+ * The cache must never keep the id of a key whose dictionary row was
+ * rolled back: forget every id when a transaction or subtransaction
+ * aborts (the collector's source subtransactions, a caller of
+ * chronicle.snapshot() or chronicle._pack() that rolls back).
+ */
+static void
+key_cache_xact_callback(XactEvent event, void *arg)
+{
+	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT)
+		chronicle_history_forget(-2);
+}
+
+static void
+key_cache_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+						   SubTransactionId parentSubid, void *arg)
+{
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+		chronicle_history_forget(-2);
+}
+
+/*
+ * Forget the cached key ids of source si, or of every source (si < 0);
+ * with si == -1 also the prepared INSERT.
+ */
 void
 chronicle_history_forget(int si)
 {
@@ -636,7 +663,7 @@ chronicle_history_forget(int si)
 			MemoryContextReset(key_cxt[i]);
 		key_ids[i] = NULL;
 	}
-	if (si < 0 && history_plan)
+	if (si == -1 && history_plan)
 	{
 		SPI_freeplan(history_plan);
 		history_plan = NULL;
@@ -659,6 +686,14 @@ chronicle_key_id(int si, const Datum *values, const bool *nulls, bool cache)
 	chronicle_key_string(src, values, nulls, &keybuf);
 	if (cache)
 	{
+		static bool callbacks = false;
+
+		if (!callbacks)
+		{
+			RegisterXactCallback(key_cache_xact_callback, NULL);
+			RegisterSubXactCallback(key_cache_subxact_callback, NULL);
+			callbacks = true;
+		}
 		if (key_ids[si] == NULL)
 			key_cache_load(si);
 		e = hash_search(key_ids[si], keybuf.data, HASH_FIND, NULL);
@@ -941,6 +976,163 @@ chronicle_unpack(PG_FUNCTION_ARGS)
 }
 
 /* ---------------------------------------------------------------------
+ * SQL: chronicle._pack(source, ts, rows, complete), for bulk loads
+ *
+ * rows: an array of any row type with the source's columns (by name; a
+ * column it lacks is NULL), e.g. array_agg() of a table of the old layout
+ * or of the view itself.  Used by the upgrade from 0.1.0 and by
+ * chronicle._history_load().
+ * ---------------------------------------------------------------------
+ */
+PG_FUNCTION_INFO_V1(chronicle_pack_rows);
+
+Datum
+chronicle_pack_rows(PG_FUNCTION_ARGS)
+{
+	const ChronicleSource *src;
+	int			si;
+	TimestampTz ts;
+	ArrayType  *arr;
+	Oid			elemtype;
+	TupleDesc	td;
+	int			attno[CHRONICLE_MAX_COLUMNS];
+	Datum	   *elems;
+	bool	   *elemnulls;
+	int			nelems;
+	int16		elemlen;
+	bool		elembyval;
+	char		elemalign;
+	ChronicleRows rows;
+	StringInfoData keybuf;
+	HTAB	   *seen = NULL;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("chronicle._pack: source and ts must not be NULL")));
+	if (PG_ARGISNULL(2))
+		PG_RETURN_NULL();
+	si = source_index(text_to_cstring(PG_GETARG_TEXT_PP(0)));
+	src = chronicle_sources[si];
+	ts = PG_GETARG_TIMESTAMPTZ(1);
+	arr = PG_GETARG_ARRAYTYPE_P(2);
+	elemtype = ARR_ELEMTYPE(arr);
+	if (!type_is_rowtype(elemtype) || elemtype == RECORDOID)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("chronicle._pack: rows must be an array of a named row type"),
+				 errhint("Aggregate the rows of a table or view: array_agg(t) FROM t.")));
+	td = lookup_rowtype_tupdesc(elemtype, -1);
+	for (int c = 0; c < src->ncolumns; c++)
+	{
+		attno[c] = -1;
+		for (int a = 0; a < td->natts; a++)
+		{
+			Form_pg_attribute att = TupleDescAttr(td, a);
+
+			if (att->attisdropped || strcmp(NameStr(att->attname), src->columns[c].name) != 0)
+				continue;
+			if (att->atttypid != src->columns[c].type)
+				ereport(ERROR,
+						(errcode(ERRCODE_DATATYPE_MISMATCH),
+						 errmsg("chronicle._pack: column %s of the rows has type %s, source \"%s\" has %s",
+								src->columns[c].name, format_type_be(att->atttypid),
+								src->name, format_type_be(src->columns[c].type))));
+			attno[c] = a;
+		}
+		if (c < src->nkeys && attno[c] < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_COLUMN),
+					 errmsg("chronicle._pack: the rows have no key column %s of source \"%s\"",
+							src->columns[c].name, src->name)));
+	}
+
+	get_typlenbyvalalign(elemtype, &elemlen, &elembyval, &elemalign);
+	deconstruct_array(arr, elemtype, elemlen, elembyval, elemalign,
+					  &elems, &elemnulls, &nelems);
+	memset(&rows, 0, sizeof(rows));
+	rows.source_index = si;
+	rows.complete = !PG_ARGISNULL(3) && PG_GETARG_BOOL(3);
+	rows_grow(&rows, src, Max(nelems, 1));
+	initStringInfo(&keybuf);
+	if (src->nkeys > 0)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = CHRONICLE_KEY_LEN;
+		ctl.entrysize = CHRONICLE_KEY_LEN;
+		ctl.hcxt = CurrentMemoryContext;
+		seen = hash_create("chronicle keys packed", Max(nelems, 16), &ctl,
+						   HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+	}
+	/* chronicle_key_id() reads and adds keys; the rows stay in our context */
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	for (int e = 0; e < nelems; e++)
+	{
+		HeapTupleHeader th;
+		HeapTupleData tup;
+		Datum		vals[MaxTupleAttributeNumber];
+		bool		nulls[MaxTupleAttributeNumber];
+		int			r = rows.nrows;
+
+		if (elemnulls[e])
+			continue;
+		th = DatumGetHeapTupleHeader(elems[e]);
+		tup.t_len = HeapTupleHeaderGetDatumLength(th);
+		ItemPointerSetInvalid(&tup.t_self);
+		tup.t_tableOid = InvalidOid;
+		tup.t_data = th;
+		heap_deform_tuple(&tup, td, vals, nulls);
+		for (int c = 0; c < src->ncolumns; c++)
+		{
+			rows.nulls[c][r] = attno[c] < 0 || nulls[attno[c]];
+			rows.values[c][r] = rows.nulls[c][r] ? (Datum) 0 : vals[attno[c]];
+			if (c < src->nkeys && rows.nulls[c][r])
+				ereport(ERROR,
+						(errcode(ERRCODE_NOT_NULL_VIOLATION),
+						 errmsg("chronicle._pack: key column %s of source \"%s\" must not be NULL",
+								src->columns[c].name, src->name)));
+		}
+		if (src->nkeys > 0)
+		{
+			bool		found;
+
+			/* the key columns of row r, gathered */
+			{
+				Datum		kv[CHRONICLE_MAX_COLUMNS];
+				bool		kn[CHRONICLE_MAX_COLUMNS];
+
+				for (int c = 0; c < src->nkeys; c++)
+				{
+					kv[c] = rows.values[c][r];
+					kn[c] = false;
+				}
+				chronicle_key_string(src, kv, kn, &keybuf);
+				(void) hash_search(seen, keybuf.data, HASH_ENTER, &found);
+				if (found)
+					ereport(ERROR,
+							(errcode(ERRCODE_UNIQUE_VIOLATION),
+							 errmsg("chronicle._pack: two rows of key \"%s\" of source \"%s\" at one ts",
+									keybuf.data, src->name)));
+				rows.key_ids[r] = chronicle_key_id(si, kv, kn, true);
+			}
+		}
+		else if (rows.nrows > 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNIQUE_VIOLATION),
+					 errmsg("chronicle._pack: source \"%s\" has one row at a time, not %d",
+							src->name, nelems)));
+		rows.nrows++;
+	}
+	SPI_finish();
+	ReleaseTupleDesc(td);
+	if (rows.nrows == 0)
+		PG_RETURN_NULL();
+	PG_RETURN_BYTEA_P(chronicle_pack(&rows, ts));
+}
+
+/* ---------------------------------------------------------------------
  * SQL: INSERT, UPDATE and DELETE on the views (INSTEAD OF triggers)
  *
  * For tests, generators and repairs by hand: the collector writes packed
@@ -1070,7 +1262,9 @@ chronicle_history_write(PG_FUNCTION_ARGS)
 		!TRIGGER_FIRED_INSTEAD(trigdata->tg_event) ||
 		!TRIGGER_FIRED_FOR_ROW(trigdata->tg_event) ||
 		trigdata->tg_trigger->tgnargs != 1)
-		elog(ERROR, "chronicle._history_write() must be an INSTEAD OF row trigger with the source's name");
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("chronicle._history_write() must be an INSTEAD OF row trigger with the source's name")));
 	si = source_index(trigdata->tg_trigger->tgargs[0]);
 	src = chronicle_sources[si];
 	desc = RelationGetDescr(trigdata->tg_relation);

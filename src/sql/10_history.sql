@@ -58,6 +58,50 @@ COMMENT ON FUNCTION chronicle._unpack(text, timestamptz, bytea) IS
 REVOKE ALL ON FUNCTION chronicle._unpack(text, timestamptz, bytea) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION chronicle._unpack(text, timestamptz, bytea) TO pg_monitor, pg_read_all_stats;
 
+CREATE FUNCTION chronicle._pack(source text, ts timestamptz, rows anyarray, complete boolean DEFAULT false)
+RETURNS bytea
+LANGUAGE C VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'chronicle_pack_rows';
+COMMENT ON FUNCTION chronicle._pack(text, timestamptz, anyarray, boolean) IS
+	'The rows of one source at one snapshot, packed (an array of rows with the source''s columns, by name)';
+REVOKE ALL ON FUNCTION chronicle._pack(text, timestamptz, anyarray, boolean) FROM PUBLIC;
+
+-- Bulk load: the rows of a table (or view) with ts and a source's columns
+-- become that source's packed rows, one value per ts, replacing what
+-- chronicle.history held for the source at those ts.  For generators and
+-- imports; the collector packs its own rows.
+CREATE FUNCTION chronicle._history_load(source text, rows regclass)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+	n bigint;
+BEGIN
+	IF NOT EXISTS (SELECT FROM chronicle._source_columns() c WHERE c.source = _history_load.source) THEN
+		RAISE EXCEPTION 'chronicle._history_load: no source named "%"', source
+			USING ERRCODE = 'invalid_parameter_value',
+			      HINT = 'The sources are listed by chronicle.source_status().';
+	END IF;
+	EXECUTE format($q$
+		WITH p AS (
+			SELECT r.ts, chronicle._pack(%L, r.ts, array_agg(r)) AS v
+			  FROM %s r GROUP BY r.ts
+		), u AS (
+			UPDATE chronicle.history h SET %I = p.v FROM p WHERE h.ts = p.ts RETURNING h.ts
+		), i AS (
+			INSERT INTO chronicle.history (ts, %I)
+			SELECT p.ts, p.v FROM p WHERE p.ts NOT IN (SELECT u.ts FROM u)
+			RETURNING 1
+		)
+		SELECT (SELECT count(*) FROM u) + (SELECT count(*) FROM i)$q$,
+		source, rows, source, source) INTO n;
+	RETURN n;
+END;
+$fn$;
+REVOKE ALL ON FUNCTION chronicle._history_load(text, regclass) FROM PUBLIC;
+
 CREATE FUNCTION chronicle._history_write()
 RETURNS trigger
 LANGUAGE C
