@@ -4831,9 +4831,14 @@ REVOKE ALL ON chronicle.io_history, chronicle.wal_history, chronicle.checkpointe
 GRANT SELECT ON chronicle.io_history, chronicle.wal_history, chronicle.checkpointer_history, chronicle.bgwriter_history, chronicle.database_history, chronicle.statements_history, chronicle.os_memory_history, chronicle.os_disk_history, chronicle.os_pressure_history, chronicle.os_process_io_history, chronicle.waits_history, chronicle.wait_sampler_history, chronicle.buffers_history TO pg_monitor, pg_read_all_stats;
 
 -- Every row of the row tables, packed: one value per source and ts, one
--- row of chronicle.history per ts.  Day partitions first, so that the rows
--- do not wait in the default partition (they leave the extension below).
-SELECT chronicle.ensure_partitions(min(ts), max(ts)) FROM chronicle.snapshot HAVING count(*) > 0;
+-- row of chronicle.history per ts.  Its partitions first, so that the rows
+-- do not wait in the default partition (not with ensure_partitions(): the
+-- row tables are still there; the day partitions leave the extension, and
+-- the primary key moves to the partitions, in _partition_layout() below).
+CREATE TABLE chronicle.history_default PARTITION OF chronicle.history DEFAULT;
+SELECT chronicle._create_partition('chronicle.history'::regclass, d::date)
+  FROM generate_series((SELECT min(ts) FROM chronicle.snapshot)::date,
+                       (SELECT max(ts) FROM chronicle.snapshot)::date, interval '1 day') d;
 INSERT INTO chronicle.history (ts, io, wal, checkpointer, bgwriter, database, statements, os_memory, os_disk, os_pressure, os_process_io, waits, wait_sampler, buffers)
 SELECT p.ts, (array_agg(p.v) FILTER (WHERE p.s = 'io'))[1], (array_agg(p.v) FILTER (WHERE p.s = 'wal'))[1], (array_agg(p.v) FILTER (WHERE p.s = 'checkpointer'))[1], (array_agg(p.v) FILTER (WHERE p.s = 'bgwriter'))[1], (array_agg(p.v) FILTER (WHERE p.s = 'database'))[1], (array_agg(p.v) FILTER (WHERE p.s = 'statements'))[1], (array_agg(p.v) FILTER (WHERE p.s = 'os_memory'))[1], (array_agg(p.v) FILTER (WHERE p.s = 'os_disk'))[1], (array_agg(p.v) FILTER (WHERE p.s = 'os_pressure'))[1], (array_agg(p.v) FILTER (WHERE p.s = 'os_process_io'))[1], (array_agg(p.v) FILTER (WHERE p.s = 'waits'))[1], (array_agg(p.v) FILTER (WHERE p.s = 'wait_sampler'))[1], (array_agg(p.v) FILTER (WHERE p.s = 'buffers'))[1]
   FROM (
