@@ -4463,40 +4463,58 @@ COMMENT ON FUNCTION chronicle._pack(text, timestamptz, anyarray, boolean) IS
 	'The rows of one source at one snapshot, packed (an array of rows with the source''s columns, by name)';
 REVOKE ALL ON FUNCTION chronicle._pack(text, timestamptz, anyarray, boolean) FROM PUBLIC;
 
--- Bulk load: the rows of a table (or view) with ts and a source's columns
--- become that source's packed rows, one value per ts, replacing what
--- chronicle.history held for the source at those ts.  For generators and
--- imports; the collector packs its own rows.
-CREATE FUNCTION chronicle._history_load(source text, rows regclass)
+-- Bulk load: rows[i], a table (or view) with ts and the columns of source
+-- sources[i] (by name), become that source's packed rows, one value per ts,
+-- replacing what chronicle.history held for the source at those ts; one row
+-- of chronicle.history per ts, written once.  For the upgrade from 0.1.0,
+-- generators and imports; the collector packs its own rows.  Returns the
+-- number of history rows written.
+CREATE FUNCTION chronicle._history_load(sources text[], rows regclass[])
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
 DECLARE
+	parts text[] := '{}';
+	cols text[] := '{}';
+	i integer;
 	n bigint;
 BEGIN
-	IF NOT EXISTS (SELECT FROM chronicle._source_columns() c WHERE c.source = _history_load.source) THEN
-		RAISE EXCEPTION 'chronicle._history_load: no source named "%"', source
-			USING ERRCODE = 'invalid_parameter_value',
-			      HINT = 'The sources are listed by chronicle.source_status().';
+	IF sources IS NULL OR rows IS NULL OR cardinality(sources) <> cardinality(rows)
+	   OR cardinality(sources) = 0 THEN
+		RAISE EXCEPTION 'chronicle._history_load: give one table of rows per source'
+			USING ERRCODE = 'invalid_parameter_value';
 	END IF;
+	FOR i IN 1 .. cardinality(sources) LOOP
+		IF NOT EXISTS (SELECT FROM chronicle._source_columns() c WHERE c.source = sources[i]) THEN
+			RAISE EXCEPTION 'chronicle._history_load: no source named "%"', sources[i]
+				USING ERRCODE = 'invalid_parameter_value',
+				      HINT = 'The sources are listed by chronicle.source_status().';
+		END IF;
+		parts := parts || format('SELECT %s AS i, r.ts, chronicle._pack(%L, r.ts, array_agg(r)) AS v FROM %s r GROUP BY r.ts',
+		                         i, sources[i], rows[i]);
+		cols := cols || format('(array_agg(x.v) FILTER (WHERE x.i = %s))[1] AS %I', i, sources[i]);
+	END LOOP;
 	EXECUTE format($q$
-		WITH p AS (
-			SELECT r.ts, chronicle._pack(%L, r.ts, array_agg(r)) AS v
-			  FROM %s r GROUP BY r.ts
+		WITH p AS MATERIALIZED (
+			SELECT x.ts, %s FROM (%s) x GROUP BY x.ts
 		), u AS (
-			UPDATE chronicle.history h SET %I = p.v FROM p WHERE h.ts = p.ts RETURNING h.ts
+			UPDATE chronicle.history h SET %s FROM p WHERE h.ts = p.ts RETURNING h.ts
 		), i AS (
-			INSERT INTO chronicle.history (ts, %I)
-			SELECT p.ts, p.v FROM p WHERE p.ts NOT IN (SELECT u.ts FROM u)
+			INSERT INTO chronicle.history (ts, %s)
+			SELECT p.ts, %s FROM p WHERE p.ts NOT IN (SELECT u.ts FROM u)
 			RETURNING 1
 		)
 		SELECT (SELECT count(*) FROM u) + (SELECT count(*) FROM i)$q$,
-		source, rows, source, source) INTO n;
+		array_to_string(cols, ', '),
+		array_to_string(parts, ' UNION ALL '),
+		(SELECT string_agg(format('%I = coalesce(p.%I, h.%I)', s, s, s), ', ') FROM unnest(sources) s),
+		(SELECT string_agg(format('%I', s), ', ') FROM unnest(sources) s),
+		(SELECT string_agg(format('p.%I', s), ', ') FROM unnest(sources) s)) INTO n;
 	RETURN n;
 END;
 $fn$;
-REVOKE ALL ON FUNCTION chronicle._history_load(text, regclass) FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle._history_load(text[], regclass[]) FROM PUBLIC;
 
 CREATE FUNCTION chronicle._history_write()
 RETURNS trigger
@@ -4839,49 +4857,8 @@ CREATE TABLE chronicle.history_default PARTITION OF chronicle.history DEFAULT;
 SELECT chronicle._create_partition('chronicle.history'::regclass, d::date)
   FROM generate_series((SELECT min(ts) FROM chronicle.snapshot)::date,
                        (SELECT max(ts) FROM chronicle.snapshot)::date, interval '1 day') d;
-INSERT INTO chronicle.history (ts, io, wal, checkpointer, bgwriter, database, statements, os_memory, os_disk, os_pressure, os_process_io, waits, wait_sampler, buffers)
-SELECT p.ts, (array_agg(p.v) FILTER (WHERE p.s = 'io'))[1], (array_agg(p.v) FILTER (WHERE p.s = 'wal'))[1], (array_agg(p.v) FILTER (WHERE p.s = 'checkpointer'))[1], (array_agg(p.v) FILTER (WHERE p.s = 'bgwriter'))[1], (array_agg(p.v) FILTER (WHERE p.s = 'database'))[1], (array_agg(p.v) FILTER (WHERE p.s = 'statements'))[1], (array_agg(p.v) FILTER (WHERE p.s = 'os_memory'))[1], (array_agg(p.v) FILTER (WHERE p.s = 'os_disk'))[1], (array_agg(p.v) FILTER (WHERE p.s = 'os_pressure'))[1], (array_agg(p.v) FILTER (WHERE p.s = 'os_process_io'))[1], (array_agg(p.v) FILTER (WHERE p.s = 'waits'))[1], (array_agg(p.v) FILTER (WHERE p.s = 'wait_sampler'))[1], (array_agg(p.v) FILTER (WHERE p.s = 'buffers'))[1]
-  FROM (
-	SELECT 'io' AS s, h.ts, chronicle._pack('io', h.ts, array_agg(h)) AS v
-	  FROM chronicle.io_history_v1 h GROUP BY h.ts
-	UNION ALL
-	SELECT 'wal' AS s, h.ts, chronicle._pack('wal', h.ts, array_agg(h)) AS v
-	  FROM chronicle.wal_history_v1 h GROUP BY h.ts
-	UNION ALL
-	SELECT 'checkpointer' AS s, h.ts, chronicle._pack('checkpointer', h.ts, array_agg(h)) AS v
-	  FROM chronicle.checkpointer_history_v1 h GROUP BY h.ts
-	UNION ALL
-	SELECT 'bgwriter' AS s, h.ts, chronicle._pack('bgwriter', h.ts, array_agg(h)) AS v
-	  FROM chronicle.bgwriter_history_v1 h GROUP BY h.ts
-	UNION ALL
-	SELECT 'database' AS s, h.ts, chronicle._pack('database', h.ts, array_agg(h)) AS v
-	  FROM chronicle.database_history_v1 h GROUP BY h.ts
-	UNION ALL
-	SELECT 'statements' AS s, h.ts, chronicle._pack('statements', h.ts, array_agg(h)) AS v
-	  FROM chronicle.statements_history_v1 h GROUP BY h.ts
-	UNION ALL
-	SELECT 'os_memory' AS s, h.ts, chronicle._pack('os_memory', h.ts, array_agg(h)) AS v
-	  FROM chronicle.os_memory_history_v1 h GROUP BY h.ts
-	UNION ALL
-	SELECT 'os_disk' AS s, h.ts, chronicle._pack('os_disk', h.ts, array_agg(h)) AS v
-	  FROM chronicle.os_disk_history_v1 h GROUP BY h.ts
-	UNION ALL
-	SELECT 'os_pressure' AS s, h.ts, chronicle._pack('os_pressure', h.ts, array_agg(h)) AS v
-	  FROM chronicle.os_pressure_history_v1 h GROUP BY h.ts
-	UNION ALL
-	SELECT 'os_process_io' AS s, h.ts, chronicle._pack('os_process_io', h.ts, array_agg(h)) AS v
-	  FROM chronicle.os_process_io_history_v1 h GROUP BY h.ts
-	UNION ALL
-	SELECT 'waits' AS s, h.ts, chronicle._pack('waits', h.ts, array_agg(h)) AS v
-	  FROM chronicle.waits_history_v1 h GROUP BY h.ts
-	UNION ALL
-	SELECT 'wait_sampler' AS s, h.ts, chronicle._pack('wait_sampler', h.ts, array_agg(h)) AS v
-	  FROM chronicle.wait_sampler_history_v1 h GROUP BY h.ts
-	UNION ALL
-	SELECT 'buffers' AS s, h.ts, chronicle._pack('buffers', h.ts, array_agg(h)) AS v
-	  FROM chronicle.buffers_history_v1 h GROUP BY h.ts
-  ) p
- GROUP BY p.ts;
+SELECT chronicle._history_load(ARRAY['io', 'wal', 'checkpointer', 'bgwriter', 'database', 'statements', 'os_memory', 'os_disk', 'os_pressure', 'os_process_io', 'waits', 'wait_sampler', 'buffers'],
+       ARRAY['chronicle.io_history_v1', 'chronicle.wal_history_v1', 'chronicle.checkpointer_history_v1', 'chronicle.bgwriter_history_v1', 'chronicle.database_history_v1', 'chronicle.statements_history_v1', 'chronicle.os_memory_history_v1', 'chronicle.os_disk_history_v1', 'chronicle.os_pressure_history_v1', 'chronicle.os_process_io_history_v1', 'chronicle.waits_history_v1', 'chronicle.wait_sampler_history_v1', 'chronicle.buffers_history_v1']::regclass[]);
 
 DO $$
 DECLARE

@@ -17,21 +17,30 @@
  *
  *	byte 0			format version (1)
  *	byte 1			flags: CHRONICLE_PACK_COMPLETE when the rows are every
- *					key of the source (a keyframe), not only the changed ones
+ *					key of the source (a keyframe), not only the changed ones;
+ *					CHRONICLE_PACK_NULLS when a NULL bitmap follows
  *	varint			number of rows
+ *	present bitmap	a bit per row and value column (row-major, low bit
+ *					first): the value has a payload.  A value without one is
+ *					its type's zero (0, 0.0, false, '') unless it is NULL.
+ *	NULL bitmap		the same shape, only with CHRONICLE_PACK_NULLS
  *	then per row:
  *	  varint		the key's id in chronicle.history_key (sources with keys)
- *	  codes			2 bits per value column, 4 to a byte, low bits first:
- *					0 NULL, 1 zero (0, 0.0, false, ''), 2 a payload follows
- *	  payloads		in column order, by type:
+ *	  payloads		of its present values, in column order, by type:
  *					int8, int4	zigzag varint
  *					oid			varint
  *					float8		8 bytes, the IEEE bits little-endian (exact)
  *					timestamptz	zigzag varint of (snapshot ts - value),
  *								wrapping: exact for every value, and short
- *								for the recent times stats_reset holds
- *					bool		none: code 2 is true
+ *								for the recent times stats_reset holds (never
+ *								zero: always present)
+ *					bool		none: present is true
  *					text		varint length, then the bytes
+ *
+ * Bitmaps across the rows, not a byte or two per row: most counters of a
+ * snapshot are zero (temp blocks, local buffers, times without
+ * track_io_timing), and a single-value source like waits would spend more
+ * on per-row flags than on its values.
  *
  * Every value is self-contained: a packed value is read without any other
  * row, so the views are a plain LATERAL join and a WHERE on ts reaches the
@@ -69,10 +78,8 @@
 #include "pg_chronicle.h"
 
 #define PACK_VERSION		1
-#define CODE_NULL			0
-#define CODE_ZERO			1
-#define CODE_VALUE			2
-#define CHRONICLE_PACK_COMPLETE	0x01
+#define CHRONICLE_PACK_COMPLETE	0x01	/* every key of the source */
+#define CHRONICLE_PACK_NULLS	0x02	/* a NULL bitmap follows */
 
 /* Type facts of a source's columns, looked up once per process. */
 typedef struct SourceTypes
@@ -236,43 +243,52 @@ chronicle_pack(const ChronicleRows *rows, TimestampTz ts)
 {
 	const ChronicleSource *src = chronicle_sources[rows->source_index];
 	int			nvals = src->ncolumns - src->nkeys;
-	int			ncodes = (nvals + 3) / 4;
+	int64		nbits = (int64) rows->nrows * nvals;
+	int			nbytes = (int) ((nbits + 7) / 8);
+	bool		has_nulls = false;
+	uint8	   *present = palloc0(Max(nbytes, 1));
+	uint8	   *isnull = palloc0(Max(nbytes, 1));
+	StringInfoData body;
 	StringInfoData buf;
 	bytea	   *result;
+
+	/* The rows' payloads, and which values have one, which are NULL. */
+	initStringInfo(&body);
+	for (int r = 0; r < rows->nrows; r++)
+	{
+		if (src->nkeys > 0)
+			put_varint(&body, (uint32) rows->key_ids[r]);
+		for (int v = 0; v < nvals; v++)
+		{
+			int			c = src->nkeys + v;
+			int64		bit = (int64) r * nvals + v;
+
+			if (rows->nulls[c][r])
+			{
+				isnull[bit / 8] |= 1 << (bit % 8);
+				has_nulls = true;
+			}
+			else if (!is_zero(src->columns[c].type, rows->values[c][r]))
+			{
+				present[bit / 8] |= 1 << (bit % 8);
+				put_value(&body, src->columns[c].type, rows->values[c][r], ts);
+			}
+		}
+	}
 
 	initStringInfo(&buf);
 	appendStringInfoSpaces(&buf, VARHDRSZ);
 	appendStringInfoChar(&buf, PACK_VERSION);
-	appendStringInfoChar(&buf, rows->complete ? CHRONICLE_PACK_COMPLETE : 0);
+	appendStringInfoChar(&buf, (rows->complete ? CHRONICLE_PACK_COMPLETE : 0) |
+						 (has_nulls ? CHRONICLE_PACK_NULLS : 0));
 	put_varint(&buf, rows->nrows);
-	for (int r = 0; r < rows->nrows; r++)
-	{
-		int			codes_at;
-
-		if (src->nkeys > 0)
-			put_varint(&buf, (uint32) rows->key_ids[r]);
-		codes_at = buf.len;
-		appendStringInfoSpaces(&buf, ncodes);
-		memset(buf.data + codes_at, 0, ncodes);
-		for (int v = 0; v < nvals; v++)
-		{
-			int			c = src->nkeys + v;
-			Oid			type = src->columns[c].type;
-			int			code;
-
-			if (rows->nulls[c][r])
-				code = CODE_NULL;
-			else if (is_zero(type, rows->values[c][r]))
-				code = CODE_ZERO;
-			else
-			{
-				code = CODE_VALUE;
-				put_value(&buf, type, rows->values[c][r], ts);
-			}
-			/* buf.data may have moved: index it afresh */
-			buf.data[codes_at + v / 4] |= (char) (code << (2 * (v % 4)));
-		}
-	}
+	appendBinaryStringInfo(&buf, (char *) present, nbytes);
+	if (has_nulls)
+		appendBinaryStringInfo(&buf, (char *) isnull, nbytes);
+	appendBinaryStringInfo(&buf, body.data, body.len);
+	pfree(body.data);
+	pfree(present);
+	pfree(isnull);
 	result = (bytea *) buf.data;
 	SET_VARSIZE(result, buf.len);
 	return result;
@@ -435,26 +451,40 @@ unpack(ChronicleRows *rows, TimestampTz ts, bytea *data)
 {
 	const ChronicleSource *src = chronicle_sources[rows->source_index];
 	int			nvals = src->ncolumns - src->nkeys;
-	int			ncodes = (nvals + 3) / 4;
 	Reader		rd;
 	uint64		n;
+	uint64		nbytes;
+	const uint8 *present;
+	const uint8 *isnull = NULL;
+	uint8		flags;
 
 	rd.p = (const uint8 *) VARDATA_ANY(data);
 	rd.end = rd.p + VARSIZE_ANY_EXHDR(data);
 	rd.source = src->name;
-	if (rd.end - rd.p < 2 || rd.p[0] != PACK_VERSION)
+	if (rd.end - rd.p < 2 || rd.p[0] != PACK_VERSION ||
+		(rd.p[1] & ~(CHRONICLE_PACK_COMPLETE | CHRONICLE_PACK_NULLS)) != 0)
 		malformed(&rd);
-	rows->complete = (rd.p[1] & CHRONICLE_PACK_COMPLETE) != 0;
+	flags = rd.p[1];
+	rows->complete = (flags & CHRONICLE_PACK_COMPLETE) != 0;
 	rd.p += 2;
 	n = get_varint(&rd);
-	/* every row takes at least its codes, and its key id */
-	if (n > (uint64) (rd.end - rd.p) / Max(ncodes + (src->nkeys > 0), 1))
+	/* at least a bit a row (a byte, with a key id) must follow */
+	if (n > (uint64) (rd.end - rd.p) * (src->nkeys > 0 ? 1 : 8))
 		malformed(&rd);
+	nbytes = (n * nvals + 7) / 8;
+	if (nbytes * ((flags & CHRONICLE_PACK_NULLS) ? 2 : 1) > (uint64) (rd.end - rd.p))
+		malformed(&rd);
+	present = rd.p;
+	rd.p += nbytes;
+	if (flags & CHRONICLE_PACK_NULLS)
+	{
+		isnull = rd.p;
+		rd.p += nbytes;
+	}
 	rows_grow(rows, src, rows->nrows + (int) n);
 	for (uint64 i = 0; i < n; i++)
 	{
 		int			r = rows->nrows;
-		const uint8 *codes;
 
 		if (src->nkeys > 0)
 		{
@@ -466,10 +496,6 @@ unpack(ChronicleRows *rows, TimestampTz ts, bytea *data)
 		}
 		else
 			rows->key_ids[r] = 0;
-		if (rd.end - rd.p < ncodes)
-			malformed(&rd);
-		codes = rd.p;
-		rd.p += ncodes;
 		for (int c = 0; c < src->nkeys; c++)
 		{
 			rows->values[c][r] = (Datum) 0;
@@ -479,17 +505,21 @@ unpack(ChronicleRows *rows, TimestampTz ts, bytea *data)
 		{
 			int			c = src->nkeys + v;
 			Oid			type = src->columns[c].type;
-			int			code = (codes[v / 4] >> (2 * (v % 4))) & 3;
+			uint64		bit = i * nvals + v;
+			bool		has = (present[bit / 8] >> (bit % 8)) & 1;
+			bool		null = isnull && ((isnull[bit / 8] >> (bit % 8)) & 1);
 
-			rows->nulls[c][r] = (code == CODE_NULL);
-			if (code == CODE_NULL)
-				rows->values[c][r] = (Datum) 0;
-			else if (code == CODE_ZERO && type != TIMESTAMPTZOID)
-				rows->values[c][r] = zero_of(type);
-			else if (code == CODE_VALUE)
-				rows->values[c][r] = get_value(&rd, type, ts);
-			else
+			if (has && null)
 				malformed(&rd);
+			rows->nulls[c][r] = null;
+			if (null)
+				rows->values[c][r] = (Datum) 0;
+			else if (has)
+				rows->values[c][r] = get_value(&rd, type, ts);
+			else if (type == TIMESTAMPTZOID)
+				malformed(&rd);	/* never written as a zero */
+			else
+				rows->values[c][r] = zero_of(type);
 		}
 		rows->nrows++;
 	}
@@ -1111,10 +1141,14 @@ chronicle_pack_rows(PG_FUNCTION_ARGS)
 				chronicle_key_string(src, kv, kn, &keybuf);
 				(void) hash_search(seen, keybuf.data, HASH_ENTER, &found);
 				if (found)
+				{
+					/* the key as the dictionary shows it: {a,b,c} */
 					ereport(ERROR,
 							(errcode(ERRCODE_UNIQUE_VIOLATION),
-							 errmsg("chronicle._pack: two rows of key \"%s\" of source \"%s\" at one ts",
-									keybuf.data, src->name)));
+							 errmsg("chronicle._pack: two rows of key %s of source \"%s\" at one ts",
+									DatumGetCString(DirectFunctionCall1(array_out, key_array(si, kv, kn))),
+									src->name)));
+				}
 				rows.key_ids[r] = chronicle_key_id(si, kv, kn, true);
 			}
 		}
