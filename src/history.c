@@ -68,6 +68,7 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
+#include "utils/fmgroids.h"
 #include "utils/hsearch.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -1146,7 +1147,7 @@ chronicle_pack_rows(PG_FUNCTION_ARGS)
 					ereport(ERROR,
 							(errcode(ERRCODE_UNIQUE_VIOLATION),
 							 errmsg("chronicle._pack: two rows of key %s of source \"%s\" at one ts",
-									DatumGetCString(DirectFunctionCall1(array_out, key_array(si, kv, kn))),
+									OidOutputFunctionCall(F_ARRAY_OUT, key_array(si, kv, kn)),
 									src->name)));
 				}
 				rows.key_ids[r] = chronicle_key_id(si, kv, kn, true);
