@@ -64,6 +64,7 @@
 #include "commands/trigger.h"
 #include "executor/spi.h"
 #include "funcapi.h"
+#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -310,7 +311,7 @@ static pg_noinline void
 malformed(const Reader *rd)
 {
 	ereport(ERROR,
-			(errcode(ERRCODE_DATA_CORRUPTED),
+			(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
 			 errmsg("chronicle: malformed packed history of source \"%s\"",
 					rd->source),
 			 errhint("Packed history is written by pg_chronicle only; "
@@ -383,6 +384,8 @@ get_value(Reader *rd, Oid type, TimestampTz ts)
 
 				if (len > (uint64) (rd->end - rd->p) || len > MaxAllocSize - VARHDRSZ)
 					malformed(rd);
+				/* text the database can hold, or an error */
+				(void) pg_verify_mbstr(GetDatabaseEncoding(), (const char *) rd->p, (int) len, false);
 				rd->p += len;
 				return PointerGetDatum(cstring_to_text_with_len((const char *) rd->p - len, (int) len));
 			}
@@ -859,9 +862,10 @@ key_dict_find(KeyDict *dict, int32 id)
 	}
 	if (e == NULL)
 		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
+				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
 				 errmsg("chronicle: key id %d of source \"%s\" is not in chronicle.history_key",
-						id, chronicle_sources[dict->si]->name)));
+						id, chronicle_sources[dict->si]->name),
+				 errhint("Packed history is read with the key dictionary of the database that wrote it.")));
 	return e->values;
 }
 
