@@ -97,17 +97,8 @@ CREATE TABLE chronicle.rollup_minute (
 	PRIMARY KEY (ts, source, key)
 ) PARTITION BY RANGE (ts);
 
-CREATE TABLE chronicle.rollup_hour (
-	ts        timestamptz NOT NULL,
-	source    text NOT NULL,
-	key       text[] NOT NULL,
-	seconds   float8 NOT NULL,
-	intervals integer NOT NULL,
-	resets    integer NOT NULL,
-	vals      jsonb NOT NULL,
-	hist      jsonb,
-	PRIMARY KEY (ts, source, key)
-) PARTITION BY RANGE (ts);
+CREATE TABLE chronicle.rollup_hour (LIKE chronicle.rollup_minute INCLUDING ALL)
+	PARTITION BY RANGE (ts);
 
 CREATE TABLE chronicle.rollup_state (
 	id         boolean PRIMARY KEY DEFAULT true CHECK (id),
