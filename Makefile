@@ -38,8 +38,14 @@ OBJS = \
 	src/history.o
 
 # The install script is built from the pieces in src/sql, in name order.
-DATA_built = $(EXTENSION)--$(EXTVERSION).sql
-DATA = $(wildcard $(EXTENSION)--*--*.sql)
+# So is the upgrade script from each earlier release: its hand-written
+# steps (src/upgrade/<from>--<to>-before.sql and -after.sql) around the code
+# of src/sql (functions, triggers, comments, grants: src/upgrade/code.awk).
+# See docs/development.md, "Upgrade scripts".
+SQL_PIECES = $(sort $(wildcard src/sql/*.sql))
+UPGRADE_FROM = 0.1.0
+UPGRADES = $(foreach v,$(UPGRADE_FROM),$(EXTENSION)--$(v)--$(EXTVERSION).sql)
+DATA_built = $(EXTENSION)--$(EXTVERSION).sql $(UPGRADES)
 
 # pg_regress: sql/ and expected/, on a temporary instance that preloads the
 # library (the collector runs, but the tests read only what they write).
@@ -52,7 +58,7 @@ REGRESS_OPTS = --temp-instance=tmp_check_regress \
 TAP_TESTS = 1
 PROVE_TESTS = $(sort $(wildcard test/t/*.pl))
 
-EXTRA_CLEAN = $(DATA_built) tmp_check_regress tmp_check results regression.diffs regression.out log \
+EXTRA_CLEAN = $(DATA_built) $(addsuffix .tmp,$(UPGRADES)) tmp_check_regress tmp_check results regression.diffs regression.out log \
 	$(DISTNAME).zip
 
 # The library refuses to record into SQL objects of another version (until
@@ -63,8 +69,17 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
-$(DATA_built): $(sort $(wildcard src/sql/*.sql))
+$(EXTENSION)--$(EXTVERSION).sql: $(SQL_PIECES)
 	cat $^ > $@
+
+# Written whole or not at all: a failure of code.awk (a statement it cannot
+# classify) fails the build, with no partial script left behind.
+$(EXTENSION)--%--$(EXTVERSION).sql: src/upgrade/%--$(EXTVERSION)-before.sql src/upgrade/code.awk \
+		$(SQL_PIECES) src/upgrade/%--$(EXTVERSION)-after.sql
+	{ cat src/upgrade/$*--$(EXTVERSION)-before.sql && \
+	  printf '\n-- The code of src/sql (src/upgrade/code.awk)\n\n' && \
+	  awk -f src/upgrade/code.awk $(SQL_PIECES) && \
+	  cat src/upgrade/$*--$(EXTVERSION)-after.sql; } > $@.tmp && mv $@.tmp $@ || { rm -f $@.tmp; exit 1; }
 
 # prove_installcheck from PGXS runs test/t with the installed server.
 .PHONY: tapcheck

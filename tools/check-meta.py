@@ -85,7 +85,7 @@ for ext, p in prov.items():
     built = (f == f"{ext}--{p.get('version')}.sql"
              and make_var(makefile, "EXTENSION") == ext
              and make_var(makefile, "EXTVERSION") == p.get("version")
-             and make_var(makefile, "DATA_built") == "$(EXTENSION)--$(EXTVERSION).sql")
+             and "$(EXTENSION)--$(EXTVERSION).sql" in (make_var(makefile, "DATA_built") or "").split())
     check(isinstance(f, str) and (os.path.isfile(os.path.join(base, f)) or built),
           f"provides.{ext}.file ({f}) is in the distribution or is the install script the Makefile builds")
     if "docfile" in p:

@@ -79,6 +79,21 @@ BEGIN
 END;
 $$;
 
+-- The partitioned tables of the schema (the history tables and the
+-- rollups, not their partitions): what ensure_partitions(), the
+-- housekeeping and the partition layout walk.
+CREATE FUNCTION chronicle._partitioned_tables(OUT oid regclass, OUT relname name)
+RETURNS SETOF record
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+	SELECT c.oid::regclass, c.relname
+	  FROM pg_class c
+	  JOIN pg_partitioned_table p ON p.partrelid = c.oid
+	 WHERE c.relnamespace = 'chronicle'::regnamespace
+	   AND NOT c.relispartition
+$$;
+
 -- Daily partitions of every partitioned table in the schema.
 CREATE FUNCTION chronicle.ensure_partitions(from_ts timestamptz, to_ts timestamptz)
 RETURNS integer
@@ -104,14 +119,7 @@ BEGIN
 			USING ERRCODE = 'program_limit_exceeded',
 			      HINT = 'Create at most ten years of daily partitions at once.';
 	END IF;
-	FOR parent IN
-		SELECT c.oid::regclass
-		  FROM pg_class c
-		  JOIN pg_partitioned_table p ON p.partrelid = c.oid
-		 WHERE c.relnamespace = 'chronicle'::regnamespace
-		   AND NOT c.relispartition
-		 ORDER BY c.relname
-	LOOP
+	FOR parent IN SELECT t.oid FROM chronicle._partitioned_tables() t ORDER BY t.relname LOOP
 		FOR day IN
 			SELECT d::date
 			  FROM generate_series((from_ts AT TIME ZONE 'UTC')::date,
@@ -206,14 +214,7 @@ BEGIN
 		RETURN;
 	END;
 
-	FOR parent IN
-		SELECT c.oid::regclass AS oid, c.relname
-		  FROM pg_class c
-		  JOIN pg_partitioned_table p ON p.partrelid = c.oid
-		 WHERE c.relnamespace = 'chronicle'::regnamespace
-		   AND NOT c.relispartition
-		 ORDER BY c.relname
-	LOOP
+	FOR parent IN SELECT * FROM chronicle._partitioned_tables() t ORDER BY t.relname LOOP
 		blocked := false;
 		table_cutoff := CASE WHEN parent.relname IN ('rollup_minute', 'rollup_hour')
 		                     THEN rollup_cutoff ELSE cutoff END;
@@ -339,14 +340,7 @@ DECLARE
 	parts  regclass[];
 	bounds text[];
 BEGIN
-	FOR parent IN
-		SELECT c.oid::regclass AS oid, c.relname
-		  FROM pg_class c
-		  JOIN pg_partitioned_table p ON p.partrelid = c.oid
-		 WHERE c.relnamespace = 'chronicle'::regnamespace
-		   AND NOT c.relispartition
-		 ORDER BY c.relname
-	LOOP
+	FOR parent IN SELECT * FROM chronicle._partitioned_tables() t ORDER BY t.relname LOOP
 		IF NOT EXISTS (SELECT FROM pg_partitioned_table WHERE partrelid = parent.oid AND partdefid <> 0) THEN
 			EXECUTE format('CREATE TABLE chronicle.%I PARTITION OF %s DEFAULT',
 			               parent.relname || '_default', parent.oid);
@@ -476,6 +470,8 @@ REVOKE ALL ON FUNCTION chronicle._create_partition(regclass, date) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle._retention() FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle._maintain(interval) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle._partition_layout() FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle._partitioned_tables() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION chronicle._partitioned_tables() TO pg_monitor, pg_read_all_stats;
 REVOKE ALL ON FUNCTION chronicle.status() FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle.source_status() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION chronicle.status() TO pg_monitor, pg_read_all_stats;

@@ -45,6 +45,24 @@ $$;
 COMMENT ON FUNCTION chronicle._wait_activity(text, text, text, text) IS
 	'database (an active session: database time), background (a background process at work) or NULL (idle, main-loop wait, throttle sleep) for a wait key';
 
+-- The arguments wait_profile() and wait_profile_series() share, checked
+-- (errors name the caller).
+CREATE FUNCTION chronicle._check_wait_args(caller text, from_ts timestamptz, to_ts timestamptz,
+                                           for_backend_type text, include_idle boolean)
+RETURNS void
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	PERFORM chronicle._check_range(from_ts, to_ts, caller);
+	PERFORM chronicle._check_name(caller, 'backend_type', for_backend_type);
+	IF include_idle IS NULL THEN
+		RAISE EXCEPTION '%: include_idle must not be NULL', caller
+			USING ERRCODE = 'null_value_not_allowed', HINT = 'Pass true or false.';
+	END IF;
+END;
+$$;
+
 CREATE FUNCTION chronicle.wait_profile(
 	from_ts timestamptz, to_ts timestamptz,
 	for_backend_type text DEFAULT NULL, include_idle boolean DEFAULT false)
@@ -59,12 +77,7 @@ DECLARE
 	due   numeric;
 	taken numeric;
 BEGIN
-	PERFORM chronicle._check_range(from_ts, to_ts, 'chronicle.wait_profile');
-	PERFORM chronicle._check_name('chronicle.wait_profile', 'backend_type', for_backend_type);
-	IF include_idle IS NULL THEN
-		RAISE EXCEPTION 'chronicle.wait_profile: include_idle must not be NULL'
-			USING ERRCODE = 'null_value_not_allowed', HINT = 'Pass true or false.';
-	END IF;
+	PERFORM chronicle._check_wait_args('chronicle.wait_profile', from_ts, to_ts, for_backend_type, include_idle);
 	SELECT s.ticks_due, s.ticks_taken INTO due, taken
 	  FROM chronicle.wait_sampler_totals(from_ts, to_ts) s;
 	RETURN QUERY
@@ -103,12 +116,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 #variable_conflict use_column
 BEGIN
-	PERFORM chronicle._check_range(from_ts, to_ts, 'chronicle.wait_profile_series');
-	PERFORM chronicle._check_name('chronicle.wait_profile_series', 'backend_type', for_backend_type);
-	IF include_idle IS NULL THEN
-		RAISE EXCEPTION 'chronicle.wait_profile_series: include_idle must not be NULL'
-			USING ERRCODE = 'null_value_not_allowed', HINT = 'Pass true or false.';
-	END IF;
+	PERFORM chronicle._check_wait_args('chronicle.wait_profile_series', from_ts, to_ts, for_backend_type, include_idle);
 	IF top IS NOT NULL AND top < 1 THEN
 		RAISE EXCEPTION 'chronicle.wait_profile_series: top must be at least 1, got %', top
 			USING ERRCODE = 'invalid_parameter_value', HINT = 'Pass NULL for every wait event.';
@@ -172,3 +180,5 @@ GRANT EXECUTE ON FUNCTION chronicle.wait_profile_series(timestamptz, timestamptz
 GRANT EXECUTE ON FUNCTION chronicle.run_wait_profile(text, text, boolean) TO pg_monitor, pg_read_all_stats;
 REVOKE ALL ON FUNCTION chronicle._wait_activity(text, text, text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION chronicle._wait_activity(text, text, text, text) TO pg_monitor, pg_read_all_stats;
+REVOKE ALL ON FUNCTION chronicle._check_wait_args(text, timestamptz, timestamptz, text, boolean) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION chronicle._check_wait_args(text, timestamptz, timestamptz, text, boolean) TO pg_monitor, pg_read_all_stats;

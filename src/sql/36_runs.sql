@@ -307,50 +307,18 @@ $$;
 COMMENT ON FUNCTION chronicle.compare_runs(text, text) IS
 	'Headline numbers of two runs side by side, with the ratio b / a';
 
--- The settings that differ between two runs (and the server version).
-CREATE FUNCTION chronicle.compare_settings(a text, b text)
+-- The leaves of two jsonb objects that differ, by name: nested keys as
+-- dotted names ('device.pg_wal.scheduler'), a leaf one side has and the
+-- other has not with NULL on that side (a NULL object has none).
+CREATE FUNCTION chronicle._jsonb_diff(a jsonb, b jsonb)
 RETURNS TABLE (name text, value_a text, value_b text)
-LANGUAGE sql STABLE
+LANGUAGE sql IMMUTABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-	WITH ra AS (SELECT r.* FROM chronicle.run_window(a) w, chronicle.run r WHERE r.label = a),
-	     rb AS (SELECT r.* FROM chronicle.run_window(b) w, chronicle.run r WHERE r.label = b)
-	SELECT 'server_version', ra.server_version, rb.server_version
-	  FROM ra, rb WHERE ra.server_version IS DISTINCT FROM rb.server_version
-	UNION ALL
-	(SELECT coalesce(sa.key, sb.key), sa.value, sb.value
-	   FROM (SELECT e.key, chronicle._redact_setting(e.key, e.value) AS value
-	           FROM ra, jsonb_each_text(ra.settings) e) sa
-	   FULL JOIN (SELECT e.key, chronicle._redact_setting(e.key, e.value) AS value
-	                FROM rb, jsonb_each_text(rb.settings) e) sb ON sa.key = sb.key
-	  WHERE sa.value IS DISTINCT FROM sb.value
-	  ORDER BY 1)
-$$;
-
-COMMENT ON FUNCTION chronicle.compare_settings(text, text) IS
-	'Settings (at the start of each run) that differ between two runs, and the server version if it differs';
-
--- The environment that differs between two runs: the nested keys of
--- chronicle.run.environment as dotted names ('device.pg_wal.scheduler'), a
--- key one run has and the other has not with NULL on that side.  A run
--- without an environment (labelled after the fact, or opened by 0.1.0) has
--- '{}': every key of the other is listed.
-CREATE FUNCTION chronicle.compare_environment(a text, b text)
-RETURNS TABLE (name text, value_a text, value_b text)
-LANGUAGE plpgsql STABLE
-SET search_path = pg_catalog, pg_temp
-AS $$
-#variable_conflict use_column
-BEGIN
-	PERFORM chronicle._run_id(a, 'chronicle.compare_environment');
-	PERFORM chronicle._run_id(b, 'chronicle.compare_environment');
-	RETURN QUERY
-	WITH RECURSIVE r AS (
-		SELECT 'a' AS side, r.environment AS env FROM chronicle.run r WHERE r.label = compare_environment.a
+	WITH RECURSIVE flat(side, key, value) AS (
+		SELECT 'a', e.key, e.value FROM jsonb_each(a) e
 		UNION ALL
-		SELECT 'b', r.environment FROM chronicle.run r WHERE r.label = compare_environment.b
-	), flat(side, key, value) AS (
-		SELECT r.side, e.key, e.value FROM r, jsonb_each(r.env) e
+		SELECT 'b', e.key, e.value FROM jsonb_each(b) e
 		UNION ALL
 		SELECT f.side, f.key || '.' || e.key, e.value
 		  FROM flat f, jsonb_each(f.value) e
@@ -363,7 +331,50 @@ BEGIN
 	  FROM (SELECT * FROM leaf WHERE side = 'a') la
 	  FULL JOIN (SELECT * FROM leaf WHERE side = 'b') lb ON la.key = lb.key
 	 WHERE la.value IS DISTINCT FROM lb.value
-	 ORDER BY 1;
+	 ORDER BY 1
+$$;
+
+-- The settings that differ between two runs (and the server version).
+CREATE FUNCTION chronicle.compare_settings(a text, b text)
+RETURNS TABLE (name text, value_a text, value_b text)
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+	WITH ra AS (SELECT r.* FROM chronicle.run_window(a) w, chronicle.run r WHERE r.label = a),
+	     rb AS (SELECT r.* FROM chronicle.run_window(b) w, chronicle.run r WHERE r.label = b)
+	SELECT 'server_version', ra.server_version, rb.server_version
+	  FROM ra, rb WHERE ra.server_version IS DISTINCT FROM rb.server_version
+	UNION ALL
+	(SELECT d.*
+	   FROM ra, rb,
+	        chronicle._jsonb_diff(
+	            (SELECT jsonb_object_agg(e.key, chronicle._redact_setting(e.key, e.value))
+	               FROM jsonb_each_text(ra.settings) e),
+	            (SELECT jsonb_object_agg(e.key, chronicle._redact_setting(e.key, e.value))
+	               FROM jsonb_each_text(rb.settings) e)) d
+	  ORDER BY 1)
+$$;
+
+COMMENT ON FUNCTION chronicle.compare_settings(text, text) IS
+	'Settings (at the start of each run) that differ between two runs, and the server version if it differs';
+
+-- The environment (chronicle.run.environment) that differs between two
+-- runs, as _jsonb_diff() gives it.  A run without an environment (labelled
+-- after the fact, or opened by 0.1.0) has '{}': every key of the other is
+-- listed.
+CREATE FUNCTION chronicle.compare_environment(a text, b text)
+RETURNS TABLE (name text, value_a text, value_b text)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+BEGIN
+	PERFORM chronicle._run_id(a, 'chronicle.compare_environment');
+	PERFORM chronicle._run_id(b, 'chronicle.compare_environment');
+	RETURN QUERY
+	SELECT d.* FROM chronicle._jsonb_diff(
+		(SELECT r.environment FROM chronicle.run r WHERE r.label = compare_environment.a),
+		(SELECT r.environment FROM chronicle.run r WHERE r.label = compare_environment.b)) d;
 END;
 $$;
 
@@ -372,6 +383,8 @@ COMMENT ON FUNCTION chronicle.compare_environment(text, text) IS
 
 REVOKE ALL ON FUNCTION chronicle._redact_setting(text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION chronicle._redact_setting(text, text) TO pg_monitor, pg_read_all_stats;
+REVOKE ALL ON FUNCTION chronicle._jsonb_diff(jsonb, jsonb) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION chronicle._jsonb_diff(jsonb, jsonb) TO pg_monitor, pg_read_all_stats;
 REVOKE ALL ON FUNCTION chronicle._run_open(text, jsonb, text[], text[], jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle._check_label(text, text, jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle.run_begin(text, jsonb) FROM PUBLIC;

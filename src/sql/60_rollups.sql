@@ -49,17 +49,8 @@ CREATE TABLE chronicle.rollup_minute (
 COMMENT ON TABLE chronicle.rollup_minute IS
 	'Per-minute rollups of every per-interval series: sums and min/max rates of counters, min/max/avg/last of gauges, latency histograms (see docs/rollups.md)';
 
-CREATE TABLE chronicle.rollup_hour (
-	ts        timestamptz NOT NULL,
-	source    text NOT NULL,
-	key       text[] NOT NULL,
-	seconds   float8 NOT NULL,
-	intervals integer NOT NULL,
-	resets    integer NOT NULL,
-	vals      jsonb NOT NULL,
-	hist      jsonb,
-	PRIMARY KEY (ts, source, key)
-) PARTITION BY RANGE (ts);
+CREATE TABLE chronicle.rollup_hour (LIKE chronicle.rollup_minute INCLUDING ALL)
+	PARTITION BY RANGE (ts);
 COMMENT ON TABLE chronicle.rollup_hour IS
 	'Per-hour rollups, merged from rollup_minute (same shape)';
 

@@ -10,7 +10,10 @@ GRANT SELECT ON ALL SEQUENCES IN SCHEMA chronicle TO pg_monitor, pg_read_all_sta
 -- history table, indexes on the partitions.  No day partition is made
 -- here: it would belong to the extension, and the CREATE EXTENSION of a
 -- restore would make partitions the dump has.  The housekeeping of the
--- first snapshot makes them, before its rows.
+-- first snapshot makes them, before its rows.  Every upgrade script runs
+-- it again after the code (-- @upgrade, src/upgrade/code.awk): the
+-- indexes of a table the upgrade changed move onto its partitions too.
+-- @upgrade
 SELECT chronicle._partition_layout();
 
 -- pg_dump dumps the rows of every table of the extension (and the state of
@@ -19,7 +22,9 @@ SELECT chronicle._partition_layout();
 -- chronicle.rollup_dirty, a queue whose ranges the restore's own rows of
 -- app_transaction mark again (60_rollups.sql).  The day partitions do not
 -- belong to the extension and are dumped whole.
--- (One call a statement: each one updates the extension's row.)
+-- (One call a statement: each one updates the extension's row.)  Every
+-- upgrade script runs it again after the code: a table it adds is dumped.
+-- @upgrade
 DO $$
 DECLARE
 	t regclass;

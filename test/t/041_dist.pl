@@ -1,11 +1,13 @@
 # The release bundle: make dist builds pg_chronicle-<version>.zip as PGXN
 # takes it (git archive of HEAD under a pg_chronicle-<version>/ prefix).  Its
 # files are exactly the committed ones less those .gitattributes leaves out,
-# with no build products; its META.json passes tools/check-meta.py; and it
+# with no build products (the install and upgrade scripts are built from
+# src/sql and src/upgrade); its META.json passes tools/check-meta.py; and it
 # installs with pgxnclient's "pgxn install" (from the local zip, offline)
 # into a private copy of the server's installation, where CREATE EXTENSION
-# and a snapshot work.  Without pgxnclient, the zip is unpacked and
-# installed with make install, and the test says so.
+# and a snapshot work and the update path from 0.1.0 is there.  Without
+# pgxnclient, the zip is unpacked and installed with make install, and the
+# test says so.
 #
 # Skips (skip_all, with the reason) where there is no git checkout (make
 # dist archives a commit) or the installation cannot be copied.
@@ -73,14 +75,16 @@ my %expected = map { $_ => 1 } @expected;
 my @extra = grep { !$expected{$_} } sort keys %files;
 is(join(', ', @missing), '', 'every committed file is in the zip');
 is(join(', ', @extra), '', 'the zip holds nothing but committed files');
+# The install and upgrade scripts are built (src/sql, src/upgrade).
 my @built = grep {
-	/\.(o|so|bc|zip)$/ || $_ eq "pg_chronicle--$version.sql"
+	/\.(o|so|bc|zip)$/ || /^pg_chronicle--.*\.sql$/
 	  || m{^(tmp_check|tmp_check_regress|results|log)/} || /^regression\./
 } sort keys %files;
 is(join(', ', @built), '', 'no build products in the zip');
 is(join(', ', grep { m{^\.git|^\.ci/} } sort keys %files), '', 'no .git*, no .ci/ in the zip');
 for my $f (qw(META.json Makefile pg_chronicle.control LICENSE CHANGELOG.md README.md
-	src/sql/00_core.sql pg_chronicle--0.1.0--0.2.0.sql))
+	src/sql/00_core.sql src/upgrade/code.awk
+	src/upgrade/0.1.0--0.2.0-before.sql src/upgrade/0.1.0--0.2.0-after.sql))
 {
 	ok($files{$f}, "the zip has $f");
 }
@@ -98,7 +102,7 @@ like(slurp_file("$tmp/unpacked/$dist/META.json"), qr/"version"\s*:\s*"\Q$version
 my ($inst, $why) = copy_install("$tmp/pg");
 SKIP:
 {
-	skip $why, 6 unless $inst;
+	skip $why, 7 unless $inst;
 	remove_extension_files($inst);
 	my $pg_config = "$inst/bin/pg_config";
 	if (system('command -v pgxn >/dev/null 2>&1') == 0)
@@ -124,6 +128,10 @@ chronicle.snapshot_interval = '500ms'
 		SELECT string_agg(version, ' ' ORDER BY version) FROM pg_available_extension_versions
 		 WHERE name = 'pg_chronicle'}),
 		$version, "pg_available_extension_versions: $version");
+	is($node->safe_psql('postgres', qq{
+		SELECT string_agg(source || ' ' || path, ', ' ORDER BY source) FROM pg_extension_update_paths('pg_chronicle')
+		 WHERE target = '$version' AND path IS NOT NULL}),
+		"0.1.0 0.1.0--$version", "the zip's build installs the upgrade script from 0.1.0 (built from src/upgrade)");
 	my $ts = $node->safe_psql('postgres', 'SELECT chronicle.snapshot()');
 	cmp_ok($node->safe_psql('postgres', "SELECT count(*) FROM chronicle.io_history WHERE ts = '$ts'"),
 		'>', 0, 'chronicle.snapshot() records');
