@@ -424,15 +424,11 @@ launch_dynamic_worker(const ChronicleDynamicWorker *dw)
 	BgwHandleStatus status;
 	pid_t		pid;
 
-	memset(&worker, 0, sizeof(worker));
-	worker.bgw_flags = BGWORKER_SHMEM_ACCESS |
-		BGWORKER_BACKEND_DATABASE_CONNECTION;
-	worker.bgw_start_time = BgWorkerStart_ConsistentState;
-	worker.bgw_restart_time = BGW_NEVER_RESTART;
-	strlcpy(worker.bgw_library_name, "pg_chronicle", BGW_MAXLEN);
-	strlcpy(worker.bgw_function_name, dw->function, BGW_MAXLEN);
+	chronicle_worker_describe(&worker, dw->function, dw->type,
+							  BGWORKER_SHMEM_ACCESS |
+							  BGWORKER_BACKEND_DATABASE_CONNECTION,
+							  BgWorkerStart_ConsistentState, BGW_NEVER_RESTART);
 	snprintf(worker.bgw_name, BGW_MAXLEN, "%s (dynamic)", dw->type);
-	strlcpy(worker.bgw_type, dw->type, BGW_MAXLEN);
 	worker.bgw_main_arg = ObjectIdGetDatum(MyDatabaseId);
 	worker.bgw_notify_pid = MyProcPid;
 
@@ -458,6 +454,24 @@ launch_dynamic_worker(const ChronicleDynamicWorker *dw)
 }
 
 /*
+ * One row of chronicle.start() and chronicle.stop(): the worker, its PID
+ * (NULL when none) and whether this call started or stopped it.
+ */
+static void
+put_worker_row(ReturnSetInfo *rsinfo, const ChronicleDynamicWorker *dw,
+			   pid_t pid, bool done)
+{
+	Datum		values[3];
+	bool		nulls[3] = {0};
+
+	values[0] = CStringGetTextDatum(dw->name);
+	values[1] = Int32GetDatum((int32) pid);
+	nulls[1] = (pid == 0);
+	values[2] = BoolGetDatum(done);
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+}
+
+/*
  * chronicle.start(): start the collector (and any other dynamic worker) as
  * a dynamic background worker in the current database, when pg_chronicle
  * is not preloaded.  One row per worker: its PID and whether this call
@@ -479,8 +493,6 @@ chronicle_start(PG_FUNCTION_ARGS)
 	for (int i = 0; i < lengthof(dynamic_workers); i++)
 	{
 		const ChronicleDynamicWorker *dw = &dynamic_workers[i];
-		Datum		values[3];
-		bool		nulls[3] = {0};
 		pid_t		pid = dw->running();
 		bool		started = false;
 
@@ -510,11 +522,7 @@ chronicle_start(PG_FUNCTION_ARGS)
 			PG_END_TRY();
 			started = true;
 		}
-		values[0] = CStringGetTextDatum(dw->name);
-		values[1] = Int32GetDatum((int32) pid);
-		nulls[1] = (pid == 0);
-		values[2] = BoolGetDatum(started);
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		put_worker_row(rsinfo, dw, pid, started);
 	}
 	return (Datum) 0;
 }
@@ -541,8 +549,6 @@ chronicle_stop(PG_FUNCTION_ARGS)
 	for (int i = 0; i < lengthof(dynamic_workers); i++)
 	{
 		const ChronicleDynamicWorker *dw = &dynamic_workers[i];
-		Datum		values[3];
-		bool		nulls[3] = {0};
 		pid_t		pid = dw->running();
 		bool		stopped = false;
 
@@ -575,11 +581,7 @@ chronicle_stop(PG_FUNCTION_ARGS)
 						(errmsg("the pg_chronicle %s (PID %d) did not stop within 10 s",
 								dw->name, (int) pid)));
 		}
-		values[0] = CStringGetTextDatum(dw->name);
-		values[1] = Int32GetDatum((int32) pid);
-		nulls[1] = (pid == 0);
-		values[2] = BoolGetDatum(stopped);
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		put_worker_row(rsinfo, dw, pid, stopped);
 	}
 	return (Datum) 0;
 }
