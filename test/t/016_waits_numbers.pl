@@ -4,7 +4,7 @@
 # - keys born at zero count from zero: a new database (pg_stat_database read
 #   in the same statistics snapshot), one pg_sleep(0.5) in one interval and
 #   a lock wait of a new query id across intervals (the sampler's own raw
-#   counts, chronicle.wait_samples(), and the wall clock at 100 Hz);
+#   counts, chronicle.wait_samples(), and its ticks taken);
 # - keys that are not: a disk added to chronicle.os_disks mid-segment
 #   (/proc/diskstats), pg_stat_io and pg_stat_database rows that appear
 #   mid-segment because their sources were off at the keyframe (the views
@@ -209,12 +209,17 @@ cmp_ok($raw, '>', 0, 'the sampler counted the sleep');
 is($last_row, $raw, 'the history holds the raw count');
 is($profile, $raw, "wait_profile counts the sleep seen in one interval ($raw samples)");
 is($deltas, $raw, 'wait_deltas too');
-SKIP:
-{
-	skip "the sampler missed ticks (coverage $coverage)", 1 if $coverage < 0.98;
-	cmp_ok(abs($profile - $wall * 100), '<=', 3,
-		sprintf('and it is the wall time at 100 Hz (%.1f)', $wall * 100));
-}
+# A session is sampled at most once a tick: in each interval the sleep is
+# seen in, its samples are at most the ticks the sampler took there.  (How
+# close they come to the wall time at 100 Hz is a measure of the sampler,
+# not a test: bench/sampling.sh accuracy, docs/benchmarks.md.)
+my ($seen_in, $over) = split /\|/, $node->safe_psql('postgres', qq{
+	SELECT count(*), count(*) FILTER (WHERE d.samples > s.ticks_taken)
+	  FROM chronicle.wait_deltas('$seg', '$tsleep', 'client backend', 'Timeout', 'PgSleep') d
+	  JOIN chronicle.wait_sampler_deltas('$seg', '$tsleep') s USING (interval_end)
+	 WHERE d.samples > 0});
+ok($seen_in > 0 && $over == 0,
+	"and no more than the ticks taken in its interval(s) ($seen_in interval(s), $over over)");
 
 # A lock wait of a new query id across snapshots: its first interval counts.
 my ($holder, $waiter) = lock_wait($node, 'lockme');
