@@ -13,32 +13,16 @@
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 . "$src/tools/lib.sh"
-: "${PG_CONFIG:?set PG_CONFIG}"
-bindir=$("$PG_CONFIG" --bindir)
 dir=${BENCH_DIR:-/tmp/analysis-bench}
-port=${BENCH_PORT:-5601}
 reps=${BENCH_REPS:-3}
 day=2025-01-01
 
-if [ -z "${BENCH_REUSE:-}" ]; then
-(cd "$src" && lib_build_install "$PG_CONFIG" && make -s clean PG_CONFIG="$PG_CONFIG")
-rm -rf "$dir"
-lib_cluster_start "$dir" "$bindir" "$port" "chronicle.enabled = off
+trap 'lib_bench_history_stop "$dir"' EXIT
+lib_bench_history "$dir" "${BENCH_PORT:-5601}" "chronicle.enabled = off
 shared_buffers = 512MB
 work_mem = 64MB
-max_parallel_workers_per_gather = 0"
-fi
-# BENCH_KEEP=1 keeps the cluster running (BENCH_REUSE=1 then times it again).
-[ -z "${BENCH_KEEP:-}" ] && trap 'lib_cluster_stop "$dir" "$bindir"; rm -rf "$dir"' EXIT
-psql() { "$bindir/psql" -X -q -h "$dir" -p "$port" -U postgres -v ON_ERROR_STOP=1 "$@"; }
-if [ -z "${BENCH_REUSE:-}" ]; then
-psql -c 'CREATE EXTENSION pg_chronicle'
-
-echo "== generating 24 h of 1 s history"
-start=$(date +%s)
-psql -v day="$day" -f "$src/bench/analysis_gen.sql"
-echo "generated in $(( $(date +%s) - start )) s"
-fi
+max_parallel_workers_per_gather = 0" "$src/bench/analysis_gen.sql" "$day" "24 h of 1 s history"
+psql() { "$LIB_BINDIR/psql" -X -q -v ON_ERROR_STOP=1 "$@"; }
 
 psql <<'SQL'
 CREATE OR REPLACE FUNCTION bench(label text, q text, reps integer) RETURNS TABLE (call text, rows bigint, best_ms numeric, median_ms numeric)

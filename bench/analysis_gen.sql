@@ -14,26 +14,16 @@ SELECT t, CASE WHEN t < :'day'::timestamptz + interval '12 h' THEN :'day'::times
 -- then the rows that change under pgbench: client backend relation/normal
 -- and wal/normal, walwriter wal every second; background writer every 2 s;
 -- checkpointer every 5 s; autovacuum every 30 s.
-CREATE TEMP TABLE io_keys (backend_type text, object text, context text, every integer);
-INSERT INTO io_keys
-SELECT b, o, c, CASE
-         WHEN (b, o, c) IN (('client backend', 'relation', 'normal'), ('client backend', 'wal', 'normal'),
-                            ('walwriter', 'wal', 'normal')) THEN 1
-         WHEN (b, o, c) = ('background writer', 'relation', 'normal') THEN 2
-         WHEN b = 'checkpointer' AND c = 'normal' THEN 5
-         WHEN b = 'autovacuum worker' AND c IN ('normal', 'vacuum') THEN 30
-         ELSE 0 END
-  FROM (VALUES ('client backend'), ('autovacuum launcher'), ('autovacuum worker'), ('background worker'),
-               ('walsender'), ('slotsync worker'), ('standalone backend'), ('io worker'), ('startup')) bt(b),
-       (VALUES ('relation'), ('temp relation'), ('wal')) ob(o),
-       (VALUES ('bulkread'), ('bulkwrite'), ('init'), ('normal'), ('vacuum')) ct(c)
- WHERE NOT (o = 'wal' AND c NOT IN ('init', 'normal'))
-UNION ALL
-SELECT b, o, c, 0 FROM (VALUES ('background writer'), ('checkpointer'), ('walwriter'), ('walsummarizer'), ('walreceiver')) bt(b),
-       (VALUES ('relation'), ('wal')) ob(o), (VALUES ('init'), ('normal')) ct(c);
-UPDATE io_keys SET every = CASE WHEN (backend_type, object, context) IN (('walwriter', 'wal', 'normal'))
-                                THEN 1 WHEN (backend_type, object, context) = ('background writer', 'relation', 'normal') THEN 2
-                                WHEN backend_type = 'checkpointer' AND context = 'normal' THEN 5 ELSE every END;
+\ir io_keys.sql
+ALTER TABLE io_keys ADD COLUMN every integer;
+UPDATE io_keys SET every = CASE
+         WHEN (backend_type, object, context) IN (('client backend', 'relation', 'normal'),
+                                                  ('client backend', 'wal', 'normal'),
+                                                  ('walwriter', 'wal', 'normal')) THEN 1
+         WHEN (backend_type, object, context) = ('background writer', 'relation', 'normal') THEN 2
+         WHEN backend_type = 'checkpointer' AND context = 'normal' THEN 5
+         WHEN backend_type = 'autovacuum worker' AND context IN ('normal', 'vacuum') THEN 30
+         ELSE 0 END;
 SELECT count(*) AS io_keys, count(*) FILTER (WHERE every > 0) AS changing FROM io_keys;
 
 INSERT INTO chronicle.io_history (ts, backend_type, object, context, reads, read_bytes, read_time, writes, write_bytes,

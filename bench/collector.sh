@@ -15,39 +15,20 @@
 # BENCH_PAIR_SECONDS (20), BENCH_CLIENTS (8), BENCH_SCALE (10),
 # BENCH_INTERVAL (1s).
 set -euo pipefail
+. "$(dirname "$0")/../tools/lib.sh"
+lib_as_pgchronicle bench/collector.sh "$@"
+lib_install
+bindir=$LIB_BINDIR
 
-src=$(cd "$(dirname "$0")/.." && pwd)
-
-if [ "$(id -u)" = 0 ]; then
-	exec "$src/tools/as-pgchronicle.sh" bench/collector.sh "$@"
-fi
-
-rate=${BENCH_RATE:-500}
-seconds=${BENCH_SECONDS:-60}
+lib_bench_load
 pairs=${BENCH_PAIRS:-5}
 pair_seconds=${BENCH_PAIR_SECONDS:-20}
-clients=${BENCH_CLIENTS:-8}
-scale=${BENCH_SCALE:-10}
 interval=${BENCH_INTERVAL:-1s}
 
-log() { echo "bench: $*" >&2; }
-
-cd "$src"
-. tools/lib.sh
-cfg=$(lib_pg_config)
-bindir=$("$cfg" --bindir)
-lib_build_install "$cfg"
-
-tmp=$(mktemp -d /tmp/pg_chronicle-bench-data.XXXXXX)
-cleanup() {
-	lib_cluster_stop "$tmp" "$bindir" immediate
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-lib_cluster_start "$tmp" "$bindir" "$(lib_free_port)" "chronicle.snapshot_interval = '$interval'
+lib_tmp_cluster bench-data "chronicle.snapshot_interval = '$interval'
 shared_buffers = '128MB'
 max_connections = 100"
+tmp=$LIB_TMP
 q() { "$bindir/psql" -X -q -At -v ON_ERROR_STOP=1 -c "$1"; }
 
 q 'CREATE EXTENSION pg_chronicle'
@@ -59,7 +40,7 @@ t=$(q 'SELECT clock_timestamp()')
 lib_poll_sql "three snapshots after the checkpoint" 60 \
 	"SELECT count(*) >= 3 FROM chronicle.snapshot WHERE collector = 'worker' AND ts > '$t'"
 
-echo "PostgreSQL: $("$cfg" --version); cassert: $(q 'SHOW debug_assertions')"
+echo "PostgreSQL: $("$LIB_PG_CONFIG" --version); cassert: $(q 'SHOW debug_assertions')"
 echo "machine: $(nproc) cores, $(uname -r); shared_buffers 128MB, interval $interval"
 
 # --- 1. fixed rate -------------------------------------------------------

@@ -14,53 +14,21 @@
 # python3) must have psycopg and matplotlib.
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
-: "${PG_CONFIG:?set PG_CONFIG}"
-bindir=$("$PG_CONFIG" --bindir)
+. "$src/tools/lib.sh"
 dir=${BENCH_DIR:-/tmp/report-bench}
-port=${BENCH_PORT:-5611}
 reps=${BENCH_REPS:-3}
 py=${PYTHON:-python3}
 day=2025-01-01
-run() { if [ "$(id -u)" = 0 ]; then runuser -u pgchronicle -- "$@"; else "$@"; fi; }
 
-if [ -z "${BENCH_REUSE:-}" ]; then
-(cd "$src" && make -s PG_CONFIG="$PG_CONFIG" >/dev/null && make -s PG_CONFIG="$PG_CONFIG" install >/dev/null && make -s clean PG_CONFIG="$PG_CONFIG")
-[ -f "$dir/data/postmaster.pid" ] && run "$bindir/pg_ctl" -D "$dir/data" -m fast stop >/dev/null
-rm -rf "$dir"; mkdir -p "$dir"
-[ "$(id -u)" = 0 ] && chown pgchronicle "$dir"
-run "$bindir/initdb" -D "$dir/data" -U postgres --no-sync >/dev/null
-cat >>"$dir/data/postgresql.conf" <<CONF
-port = $port
-listen_addresses = ''
-unix_socket_directories = '$dir'
-shared_preload_libraries = 'pg_chronicle'
-chronicle.enabled = off
+out=$(mktemp -d /tmp/report-bench-out.XXXXXX)
+trap 'rm -rf "$out"; lib_bench_history_stop "$dir"' EXIT
+lib_bench_history "$dir" "${BENCH_PORT:-5611}" "chronicle.enabled = off
 shared_buffers = 512MB
 work_mem = 64MB
 max_wal_size = 8GB
-max_parallel_workers_per_gather = 0
-CONF
-run "$bindir/pg_ctl" -D "$dir/data" -l "$dir/log" -w start >/dev/null
-fi
-out=$(mktemp -d /tmp/report-bench-out.XXXXXX)
-cleanup() {
-	rm -rf "$out"
-	# BENCH_KEEP=1 keeps the cluster running (BENCH_REUSE=1 then times it again).
-	if [ -z "${BENCH_KEEP:-}" ]; then
-		run "$bindir/pg_ctl" -D "$dir/data" -m fast stop >/dev/null
-		rm -rf "$dir"
-	fi
-}
-trap cleanup EXIT
-export PGHOST=$dir PGPORT=$port PGUSER=postgres PGDATABASE=postgres
-psql() { "$bindir/psql" -X -q -v ON_ERROR_STOP=1 "$@"; }
-if [ -z "${BENCH_REUSE:-}" ]; then
-	psql -c 'CREATE EXTENSION pg_chronicle'
-	echo "== generating one hour of 1 s history and its pgbench log"
-	start=$(date +%s)
-	psql -v day="$day" -f "$src/bench/report_gen.sql"
-	echo "generated in $(( $(date +%s) - start )) s"
-fi
+max_parallel_workers_per_gather = 0" "$src/bench/report_gen.sql" "$day" \
+	"one hour of 1 s history and its pgbench log"
+psql() { "$LIB_BINDIR/psql" -X -q -v ON_ERROR_STOP=1 "$@"; }
 
 echo "== pg-chronicle report bench-1h, $reps times (seconds, wall clock)"
 times=()

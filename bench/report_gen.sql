@@ -34,17 +34,7 @@ SELECT t, :'day'::timestamptz, n = 0, 'worker', 0.4, 60, 4000, 0 FROM cum;
 -- change under pgbench every second (client backends, walwriter), the
 -- checkpointer while it writes, the background writer every 2 s and
 -- autovacuum every 30 s.
-CREATE TEMP TABLE io_keys (backend_type text, object text, context text);
-INSERT INTO io_keys
-SELECT b, o, c
-  FROM (VALUES ('client backend'), ('autovacuum launcher'), ('autovacuum worker'), ('background worker'),
-               ('walsender'), ('slotsync worker'), ('standalone backend'), ('io worker'), ('startup')) bt(b),
-       (VALUES ('relation'), ('temp relation'), ('wal')) ob(o),
-       (VALUES ('bulkread'), ('bulkwrite'), ('init'), ('normal'), ('vacuum')) ct(c)
- WHERE NOT (o = 'wal' AND c NOT IN ('init', 'normal'))
-UNION ALL
-SELECT b, o, c FROM (VALUES ('background writer'), ('checkpointer'), ('walwriter'), ('walsummarizer'), ('walreceiver')) bt(b),
-       (VALUES ('relation'), ('wal')) ob(o), (VALUES ('init'), ('normal')) ct(c);
+\ir io_keys.sql
 INSERT INTO chronicle.io_history (ts, backend_type, object, context, reads, read_bytes, read_time, writes, write_bytes,
                                   write_time, writebacks, writeback_time, extends, extend_bytes, extend_time,
                                   op_bytes, hits, evictions, reuses, fsyncs, fsync_time, stats_reset)

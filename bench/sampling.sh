@@ -7,18 +7,22 @@
 #                              collector writes snapshots (SNAPSHOT_INTERVAL,
 #                              default 1s; COLLECTOR=off for the control run)
 #   bench/sampling.sh buffers  buffer scan ns per buffer at 128MB, 1GB, 4GB
+#   bench/sampling.sh accuracy samples of one pg_sleep(S) session against its
+#                              wall time at 10 ms (S in SLEEPS, "0.5 5"; ROUNDS
+#                              rounds, with LOAD=1 pgbench running beside it)
 #
 # Environment: PG_CONFIG or PGBIN (the server to measure), PORT (5602),
 # DURATION (seconds per measurement, 60), ROUNDS (cpu rounds, 3).  Run as root (the cluster runs
 # as user pgchronicle) or as a normal user.  pg_chronicle must be installed
-# into PGBIN's prefix (make install).  The cluster lives in /tmp/waits-bench.
+# into PGBIN's prefix (make install).  The cluster lives in BENCH_DIR
+# (/tmp/waits-bench).
 set -euo pipefail
 
 . "$(dirname "$0")/../tools/lib.sh"
 PGBIN=${PGBIN:-$("${PG_CONFIG:?set PG_CONFIG (or PGBIN)}" --bindir)}
 PORT=${PORT:-5602}
 DURATION=${DURATION:-60}
-DIR=/tmp/waits-bench
+DIR=${BENCH_DIR:-/tmp/waits-bench}
 
 psql() { "$PGBIN/psql" -X -Atq "$@"; }
 
@@ -134,10 +138,47 @@ bench_buffers() {
 	done
 }
 
+# How many 10 ms samples one session sleeping in pg_sleep(S) gets, against
+# its wall time (clock_timestamp() - statement_timestamp() around the
+# sleep) at 100 Hz: the sampler's own count (chronicle.wait_samples()),
+# with the ticks due and taken over the same stretch.
+bench_accuracy() {
+	start "chronicle.wait_sample_interval = '10ms'
+chronicle.enabled = off
+max_connections = 100"
+	local load_pid=
+	if [ -n "${LOAD:-}" ]; then
+		"$PGBIN/pgbench" -i -q -s 10 postgres >/dev/null 2>&1
+		"$PGBIN/pgbench" -n -c "${CLIENTS:-8}" -j 2 -T 3600 postgres >/dev/null 2>&1 &
+		load_pid=$!
+	fi
+	local samples="SELECT coalesce(sum(samples), 0) FROM chronicle.wait_samples()
+	                WHERE backend_type = 'client backend' AND wait_event = 'PgSleep'"
+	local ticks='SELECT ticks_due || $$ $$ || ticks_taken FROM chronicle.wait_sampler_status()'
+	local r s n0 n1 t0 t1 wall
+	for r in $(seq "${ROUNDS:-3}"); do
+		for s in ${SLEEPS:-0.5 5}; do
+			n0=$(psql -c "$samples")
+			t0=$(psql -c "$ticks")
+			wall=$(psql -c "SELECT extract(epoch FROM clock_timestamp() - statement_timestamp()) FROM pg_sleep($s)")
+			t1=$(psql -c "$ticks")
+			n1=$(psql -c "$samples")
+			awk -v r="$r" -v s="$s" -v w="$wall" -v n="$((n1 - n0))" -v t0="$t0" -v t1="$t1" \
+				-v load="${LOAD:+, pgbench beside}" 'BEGIN {
+				split(t0, a, " "); split(t1, b, " ");
+				printf "round %d%s: pg_sleep(%s) %.3f s = %.1f ticks at 100 Hz, %d samples (%+.1f), ticks taken/due %d/%d\n",
+					r, load, s, w, w * 100, n, n - w * 100, b[2] - a[2], b[1] - a[1] }'
+		done
+	done
+	[ -n "$load_pid" ] && { kill "$load_pid" 2>/dev/null; wait "$load_pid" 2>/dev/null || true; }
+	stop
+}
+
 case "${1:-all}" in
 	cpu) bench_cpu ;;
 	lost) bench_lost ;;
 	buffers) bench_buffers ;;
-	all) bench_buffers; bench_lost; bench_cpu ;;
-	*) echo "usage: $0 [cpu|lost|buffers|all]" >&2; exit 2 ;;
+	accuracy) bench_accuracy ;;
+	all) bench_buffers; bench_lost; bench_accuracy; bench_cpu ;;
+	*) echo "usage: $0 [cpu|lost|buffers|accuracy|all]" >&2; exit 2 ;;
 esac

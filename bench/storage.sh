@@ -20,49 +20,27 @@
 #     (bench/wal_by_relation.py).
 # BENCH_CONF adds lines to postgresql.conf (e.g. "chronicle.collect_waits = off").
 set -euo pipefail
+. "$(dirname "$0")/../tools/lib.sh"
+lib_as_pgchronicle bench/storage.sh "$@"
+lib_install
+src=$LIB_ROOT
+bindir=$LIB_BINDIR
 
-src=$(cd "$(dirname "$0")/.." && pwd)
-
-if [ "$(id -u)" = 0 ]; then
-	exec "$src/tools/as-pgchronicle.sh" bench/storage.sh "$@"
-fi
-
-rate=${BENCH_RATE:-500}
-seconds=${BENCH_SECONDS:-60}
+lib_bench_load
 warmup=${BENCH_WARMUP:-60}
-clients=${BENCH_CLIENTS:-8}
 idle=${BENCH_IDLE:-100}
-scale=${BENCH_SCALE:-10}
 
-cd "$src"
-cfg=${PG_CONFIG:-$("$src/tools/provision-pg.sh" 18 | tail -n 1)}
-bindir=$("$cfg" --bindir)
-make -s clean PG_CONFIG="$cfg" >/dev/null 2>&1 || true
-make -s PG_CONFIG="$cfg" >/dev/null
-make -s PG_CONFIG="$cfg" install >/dev/null
-
-tmp=$(mktemp -d /tmp/pg_chronicle-bench-storage.XXXXXX)
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 idle_pids=()
-cleanup() {
+kill_idle() {
 	for p in "${idle_pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	"$bindir/pg_ctl" -D "$tmp/data" -m immediate stop >/dev/null 2>&1 || true
-	rm -rf "$tmp"
 }
-trap cleanup EXIT
-
-"$bindir/initdb" -D "$tmp/data" -U postgres --no-sync >/dev/null 2>&1
-cat >>"$tmp/data/postgresql.conf" <<CONF
-port = $port
-listen_addresses = ''
-unix_socket_directories = '$tmp'
-shared_preload_libraries = 'pg_stat_statements, pg_chronicle'
+LIB_AT_EXIT=kill_idle
+# The later shared_preload_libraries line wins over lib_cluster_start's.
+lib_tmp_cluster bench-storage "shared_preload_libraries = 'pg_stat_statements, pg_chronicle'
 shared_buffers = '128MB'
 max_connections = $((idle + clients + 20))
-${BENCH_CONF:-}
-CONF
-"$bindir/pg_ctl" -D "$tmp/data" -l "$tmp/server.log" -w start >/dev/null
-export PGHOST=$tmp PGPORT=$port PGUSER=postgres PGDATABASE=postgres
+${BENCH_CONF:-}"
+tmp=$LIB_TMP
 q() { "$bindir/psql" -X -q -At -v ON_ERROR_STOP=1 -c "$1"; }
 
 q 'CREATE EXTENSION pg_stat_statements'
@@ -75,16 +53,12 @@ for _ in $(seq 1 "$idle"); do
 	idle_pids+=($!)
 done
 exec 9>"$tmp/idle"
-# wait until they are all connected
-for _ in $(seq 1 100); do
-	n=$(q "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND state = 'idle'")
-	[ "$n" -ge "$idle" ] && break
-	sleep 0.2
-done
+lib_poll_sql "$idle idle sessions" 60 \
+	"SELECT count(*) >= $idle FROM pg_stat_activity WHERE backend_type = 'client backend' AND state = 'idle'"
 q 'CHECKPOINT' >/dev/null
 sleep 3
 
-echo "PostgreSQL: $("$cfg" --version); cassert: $(q 'SHOW debug_assertions')"
+echo "PostgreSQL: $("$LIB_PG_CONFIG" --version); cassert: $(q 'SHOW debug_assertions')"
 echo "machine: $(nproc) cores, $(uname -r); shared_buffers 128MB, $idle idle sessions, pg_stat_statements loaded"
 [ -n "${BENCH_CONF:-}" ] && echo "extra settings: $BENCH_CONF"
 

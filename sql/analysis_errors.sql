@@ -2,17 +2,7 @@
 -- err() runs a statement and shows SQLSTATE: message / HINT: hint.
 \pset null NULL
 SET timezone = 'UTC';
-CREATE FUNCTION pg_temp.err(q text) RETURNS text LANGUAGE plpgsql AS $f$
-DECLARE
-	st text; msg text; hint text;
-BEGIN
-	EXECUTE q;
-	RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-	GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT, hint = PG_EXCEPTION_HINT;
-	RETURN st || ': ' || msg || ' / HINT: ' || coalesce(nullif(hint, ''), '(none)');
-END
-$f$;
+\ir sql/include/err.sql
 
 -- Windows: NULL, reversed, empty.
 SELECT pg_temp.err($$SELECT * FROM chronicle.io_deltas(NULL, now())$$);

@@ -1,17 +1,7 @@
 -- Runs: labelled windows, their summary, comparison and settings.
 \pset null NULL
 SET timezone = 'UTC';
-CREATE FUNCTION pg_temp.err(q text) RETURNS text LANGUAGE plpgsql AS $f$
-DECLARE
-	st text; msg text; hint text;
-BEGIN
-	EXECUTE q;
-	RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-	GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT, hint = PG_EXCEPTION_HINT;
-	RETURN st || ': ' || msg || ' / HINT: ' || coalesce(nullif(hint, ''), '(none)');
-END
-$f$;
+\ir sql/include/err.sql
 SELECT chronicle.ensure_partitions('2024-03-03', '2024-03-03') >= 0 AS partitions;
 
 -- Ten 1 s intervals; run a = the first five, run b = the last five.

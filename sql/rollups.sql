@@ -322,17 +322,7 @@ DELETE FROM chronicle.snapshot WHERE ts < '2021-02-03 10:00:40';
 SELECT resolution_used, count(*) AS rows
   FROM chronicle.timeline('2021-02-03 09:58', '2021-02-03 10:03') GROUP BY 1;
 
-CREATE FUNCTION pg_temp.err(q text) RETURNS text LANGUAGE plpgsql AS $f$
-DECLARE
-	st text; msg text; hint text;
-BEGIN
-	EXECUTE q;
-	RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-	GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT, hint = PG_EXCEPTION_HINT;
-	RETURN st || ': ' || msg || ' / HINT: ' || coalesce(nullif(hint, ''), '(none)');
-END
-$f$;
+\ir sql/include/err.sql
 SELECT pg_temp.err($$SELECT * FROM chronicle.timeline('2021-02-03', '2021-02-04', resolution => 'second')$$);
 SELECT pg_temp.err($$SELECT * FROM chronicle.timeline('2021-02-03', '2021-02-04', resolution => NULL)$$);
 SELECT pg_temp.err($$SELECT * FROM chronicle.rollup('2021-02-04', '2021-02-03')$$);

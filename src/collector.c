@@ -384,6 +384,53 @@ report_source_error(const ChronicleSource *src, ChronicleSourceState *st,
 	strlcpy(st->last_error, edata->message, CHRONICLE_ERRMSG_LEN);
 }
 
+/* A housekeeping query (a SELECT of one of its functions), through SPI. */
+static void
+housekeeping_query(const char *query)
+{
+	int			ret = SPI_execute(query, false, 0);
+
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "%s failed: %s", query, SPI_result_code_string(ret));
+}
+
+/*
+ * The end of a housekeeping subtransaction (maintain_partitions() and
+ * maintain_rollups() run in one of their own): back in cxt, under the
+ * caller's resource owner.
+ */
+static void
+housekeeping_commit(MemoryContext cxt, ResourceOwner owner)
+{
+	ReleaseCurrentSubTransaction();
+	MemoryContextSwitchTo(cxt);
+	CurrentResourceOwner = owner;
+}
+
+/*
+ * Its failure, in PG_CATCH: the error copied into cxt and the
+ * subtransaction rolled back.  A cancel, a statement timeout or a shutdown
+ * ends the snapshot here as in a source (rethrown); a lock not granted
+ * within housekeeping's own lock_timeout is only a failed run of it, which
+ * the caller counts and logs.
+ */
+static ErrorData *
+housekeeping_abort(MemoryContext cxt, ResourceOwner owner)
+{
+	ErrorData  *edata;
+
+	MemoryContextSwitchTo(cxt);
+	edata = CopyErrorData();
+	FlushErrorState();
+	RollbackAndReleaseCurrentSubTransaction();
+	MemoryContextSwitchTo(cxt);
+	CurrentResourceOwner = owner;
+	if (edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE &&
+		error_ends_snapshot(edata->sqlerrcode))
+		ReThrowError(edata);
+	return edata;
+}
+
 /*
  * Housekeeping: chronicle._maintain() creates the partitions of the coming
  * days and drops the expired ones.  It must never stop the recording nor
@@ -434,13 +481,8 @@ maintain_partitions(TimestampTz now, MemoryContext cxt, ChronicleCollector by)
 
 	PG_TRY();
 	{
-		int			ret;
-
-		ret = SPI_execute("SELECT action, relation, ok, code, message"
-						  " FROM chronicle._maintain(NULL)", false, 0);
-		if (ret != SPI_OK_SELECT)
-			elog(ERROR, "chronicle._maintain() failed: %s",
-				 SPI_result_code_string(ret));
+		housekeeping_query("SELECT action, relation, ok, code, message"
+						   " FROM chronicle._maintain(NULL)");
 		for (uint64 r = 0; r < SPI_processed; r++)
 		{
 			HeapTuple	tup = SPI_tuptable->vals[r];
@@ -484,29 +526,11 @@ maintain_partitions(TimestampTz now, MemoryContext cxt, ChronicleCollector by)
 														 code && strlen(code) == 5 ? code : "XX000",
 														 reason)));
 		}
-		ReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(cxt);
-		CurrentResourceOwner = oldowner;
+		housekeeping_commit(cxt, oldowner);
 	}
 	PG_CATCH();
 	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(cxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(cxt);
-		CurrentResourceOwner = oldowner;
-
-		/*
-		 * A cancel, a statement timeout or a shutdown ends the snapshot here
-		 * as in a source; a lock not granted within housekeeping's own
-		 * lock_timeout is only a failed run of it.
-		 */
-		if (edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE &&
-			error_ends_snapshot(edata->sqlerrcode))
-			ReThrowError(edata);
+		ErrorData  *edata = housekeeping_abort(cxt, oldowner);
 
 		/* Whatever it had done was rolled back with it. */
 		created = dropped = skipped = 0;
@@ -596,33 +620,15 @@ maintain_rollups(TimestampTz now, MemoryContext cxt)
 
 	PG_TRY();
 	{
-		int			ret;
-
-		ret = SPI_execute(psprintf("SELECT * FROM chronicle._rollup(%d)",
-								   CHRONICLE_ROLLUP_MAX_MINUTES), false, 0);
-		if (ret != SPI_OK_SELECT)
-			elog(ERROR, "chronicle._rollup() failed: %s",
-				 SPI_result_code_string(ret));
-		ReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(cxt);
-		CurrentResourceOwner = oldowner;
+		housekeeping_query(psprintf("SELECT * FROM chronicle._rollup(%d)",
+									CHRONICLE_ROLLUP_MAX_MINUTES));
+		housekeeping_commit(cxt, oldowner);
 		rollup_logged[0] = '\0';
 	}
 	PG_CATCH();
 	{
-		ErrorData  *edata;
+		ErrorData  *edata = housekeeping_abort(cxt, oldowner);
 
-		MemoryContextSwitchTo(cxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(cxt);
-		CurrentResourceOwner = oldowner;
-
-		/* A cancel, a statement timeout or a shutdown ends the snapshot. */
-		if (edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE &&
-			error_ends_snapshot(edata->sqlerrcode))
-			ReThrowError(edata);
 		if (strncmp(rollup_logged, edata->message, CHRONICLE_ERRMSG_LEN - 1) != 0)
 		{
 			ereport(WARNING,

@@ -253,20 +253,15 @@ chronicle_status(PG_FUNCTION_ARGS)
 		state = "stopped (crash restart; call chronicle.start() again)";
 	else
 		state = "not preloaded";
+	/* What is not known (0, or no text) is NULL. */
 	values[0] = BoolGetDatum(running);
-	if (running)
-		values[1] = Int32GetDatum(worker_pid);
-	else
-		nulls[1] = true;
+	values[1] = Int32GetDatum(worker_pid);
+	nulls[1] = !running;
 	values[2] = CStringGetTextDatum(state);
-	if (worker_started)
-		values[3] = TimestampTzGetDatum(worker_started);
-	else
-		nulls[3] = true;
-	if (last_snapshot)
-		values[4] = TimestampTzGetDatum(last_snapshot);
-	else
-		nulls[4] = true;
+	values[3] = TimestampTzGetDatum(worker_started);
+	nulls[3] = worker_started == 0;
+	values[4] = TimestampTzGetDatum(last_snapshot);
+	nulls[4] = last_snapshot == 0;
 	values[5] = Int64GetDatum(snapshots);
 	values[6] = Int64GetDatum(snapshot_errors);
 	values[7] = Int64GetDatum(ticks_due);
@@ -290,18 +285,14 @@ chronicle_status(PG_FUNCTION_ARGS)
 	}
 
 	/* Housekeeping. */
-	if (maint_last)
-		values[15] = TimestampTzGetDatum(maint_last);
-	else
-		nulls[15] = true;
+	values[15] = TimestampTzGetDatum(maint_last);
+	nulls[15] = maint_last == 0;
 	values[16] = Int64GetDatum(maint_created);
 	values[17] = Int64GetDatum(maint_dropped);
 	values[18] = Int64GetDatum(maint_skipped);
 	values[19] = Int64GetDatum(maint_errors);
-	if (maint_last_error[0])
-		values[20] = CStringGetTextDatum(maint_last_error);
-	else
-		nulls[20] = true;
+	values[20] = CStringGetTextDatum(maint_last_error);
+	nulls[20] = maint_last_error[0] == '\0';
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
@@ -424,15 +415,11 @@ launch_dynamic_worker(const ChronicleDynamicWorker *dw)
 	BgwHandleStatus status;
 	pid_t		pid;
 
-	memset(&worker, 0, sizeof(worker));
-	worker.bgw_flags = BGWORKER_SHMEM_ACCESS |
-		BGWORKER_BACKEND_DATABASE_CONNECTION;
-	worker.bgw_start_time = BgWorkerStart_ConsistentState;
-	worker.bgw_restart_time = BGW_NEVER_RESTART;
-	strlcpy(worker.bgw_library_name, "pg_chronicle", BGW_MAXLEN);
-	strlcpy(worker.bgw_function_name, dw->function, BGW_MAXLEN);
+	chronicle_worker_describe(&worker, dw->function, dw->type,
+							  BGWORKER_SHMEM_ACCESS |
+							  BGWORKER_BACKEND_DATABASE_CONNECTION,
+							  BgWorkerStart_ConsistentState, BGW_NEVER_RESTART);
 	snprintf(worker.bgw_name, BGW_MAXLEN, "%s (dynamic)", dw->type);
-	strlcpy(worker.bgw_type, dw->type, BGW_MAXLEN);
 	worker.bgw_main_arg = ObjectIdGetDatum(MyDatabaseId);
 	worker.bgw_notify_pid = MyProcPid;
 
@@ -458,22 +445,16 @@ launch_dynamic_worker(const ChronicleDynamicWorker *dw)
 }
 
 /*
- * chronicle.start(): start the collector (and any other dynamic worker) as
- * a dynamic background worker in the current database, when pg_chronicle
- * is not preloaded.  One row per worker: its PID and whether this call
- * started it.  A worker that already runs is reported with a NOTICE.
+ * The rows of chronicle.start() and chronicle.stop(): for each dynamic
+ * worker, act() on it (given its PID, 0 when it does not run; it leaves
+ * there the PID to show) and a row of its name, that PID (NULL when none)
+ * and whether act() started or stopped it.
  */
-Datum
-chronicle_start(PG_FUNCTION_ARGS)
+static Datum
+worker_rows(FunctionCallInfo fcinfo,
+			bool (*act) (const ChronicleDynamicWorker *dw, pid_t *pid))
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-
-	if (chronicle_shared() == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("chronicle.start() needs PostgreSQL 17 or later when pg_chronicle is not preloaded"),
-				 errhint("Add pg_chronicle to shared_preload_libraries and restart, "
-						 "or schedule SELECT chronicle.snapshot() with pg_cron.")));
 
 	InitMaterializedSRF(fcinfo, 0);
 	for (int i = 0; i < lengthof(dynamic_workers); i++)
@@ -482,41 +463,109 @@ chronicle_start(PG_FUNCTION_ARGS)
 		Datum		values[3];
 		bool		nulls[3] = {0};
 		pid_t		pid = dw->running();
-		bool		started = false;
+		bool		done = act(dw, &pid);
 
-		if (chronicle_preloaded)
-			ereport(NOTICE,
-					(errmsg("pg_chronicle is preloaded: the postmaster runs the %s", dw->name),
-					 errhint("Use chronicle.enabled to pause and resume recording.")));
-		else if (pid != 0)
-			ereport(NOTICE,
-					(errmsg("the pg_chronicle %s is already running (PID %d)",
-							dw->name, (int) pid)));
-		else
-		{
-			/* Before the launch: a worker that ends at once removes it. */
-			if (dw->marked)
-				chronicle_dynamic_collector_remember();
-			PG_TRY();
-			{
-				pid = launch_dynamic_worker(dw);
-			}
-			PG_CATCH();
-			{
-				if (dw->marked)
-					chronicle_dynamic_collector_forget();
-				PG_RE_THROW();
-			}
-			PG_END_TRY();
-			started = true;
-		}
 		values[0] = CStringGetTextDatum(dw->name);
 		values[1] = Int32GetDatum((int32) pid);
 		nulls[1] = (pid == 0);
-		values[2] = BoolGetDatum(started);
+		values[2] = BoolGetDatum(done);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;
+}
+
+/* chronicle.start() of one worker: whether it started it. */
+static bool
+start_worker(const ChronicleDynamicWorker *dw, pid_t *pid)
+{
+	if (chronicle_preloaded)
+	{
+		ereport(NOTICE,
+				(errmsg("pg_chronicle is preloaded: the postmaster runs the %s", dw->name),
+				 errhint("Use chronicle.enabled to pause and resume recording.")));
+		return false;
+	}
+	if (*pid != 0)
+	{
+		ereport(NOTICE,
+				(errmsg("the pg_chronicle %s is already running (PID %d)",
+						dw->name, (int) *pid)));
+		return false;
+	}
+	/* Before the launch: a worker that ends at once removes it. */
+	if (dw->marked)
+		chronicle_dynamic_collector_remember();
+	PG_TRY();
+	{
+		*pid = launch_dynamic_worker(dw);
+	}
+	PG_CATCH();
+	{
+		if (dw->marked)
+			chronicle_dynamic_collector_forget();
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	return true;
+}
+
+/* chronicle.stop() of one worker: whether it stopped it. */
+static bool
+stop_worker(const ChronicleDynamicWorker *dw, pid_t *pid)
+{
+	bool		stopped;
+
+	if (dw->marked)
+	{
+		chronicle_dynamic_collector_lost_clear();
+		chronicle_dynamic_collector_forget();
+	}
+	if (*pid == 0)
+	{
+		ereport(NOTICE,
+				(errmsg("the pg_chronicle %s is not running", dw->name)));
+		return false;
+	}
+	if (kill(*pid, SIGTERM) != 0)
+	{
+		ereport(WARNING,
+				(errmsg("could not signal the pg_chronicle %s (PID %d): %m",
+						dw->name, (int) *pid)));
+		return false;
+	}
+	/* Wait up to 10 s for it to leave. */
+	for (int n = 0; n < 1000 && dw->running() == *pid; n++)
+	{
+		(void) WaitLatch(MyLatch,
+						 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 10, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+	stopped = dw->running() != *pid;
+	if (!stopped)
+		ereport(WARNING,
+				(errmsg("the pg_chronicle %s (PID %d) did not stop within 10 s",
+						dw->name, (int) *pid)));
+	return stopped;
+}
+
+/*
+ * chronicle.start(): start the collector (and any other dynamic worker) as
+ * a dynamic background worker in the current database, when pg_chronicle
+ * is not preloaded.  One row per worker: its PID and whether this call
+ * started it.  A worker that already runs is reported with a NOTICE.
+ */
+Datum
+chronicle_start(PG_FUNCTION_ARGS)
+{
+	if (chronicle_shared() == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("chronicle.start() needs PostgreSQL 17 or later when pg_chronicle is not preloaded"),
+				 errhint("Add pg_chronicle to shared_preload_libraries and restart, "
+						 "or schedule SELECT chronicle.snapshot() with pg_cron.")));
+	return worker_rows(fcinfo, start_worker);
 }
 
 /*
@@ -528,58 +577,11 @@ chronicle_start(PG_FUNCTION_ARGS)
 Datum
 chronicle_stop(PG_FUNCTION_ARGS)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-
 	if (chronicle_preloaded)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("the pg_chronicle collector is preloaded and cannot be stopped from SQL"),
 				 errhint("Set chronicle.enabled = off and reload to pause recording, "
 						 "or remove pg_chronicle from shared_preload_libraries and restart.")));
-
-	InitMaterializedSRF(fcinfo, 0);
-	for (int i = 0; i < lengthof(dynamic_workers); i++)
-	{
-		const ChronicleDynamicWorker *dw = &dynamic_workers[i];
-		Datum		values[3];
-		bool		nulls[3] = {0};
-		pid_t		pid = dw->running();
-		bool		stopped = false;
-
-		if (dw->marked)
-		{
-			chronicle_dynamic_collector_lost_clear();
-			chronicle_dynamic_collector_forget();
-		}
-		if (pid == 0)
-			ereport(NOTICE,
-					(errmsg("the pg_chronicle %s is not running", dw->name)));
-		else if (kill(pid, SIGTERM) != 0)
-			ereport(WARNING,
-					(errmsg("could not signal the pg_chronicle %s (PID %d): %m",
-							dw->name, (int) pid)));
-		else
-		{
-			/* Wait up to 10 s for it to leave. */
-			for (int n = 0; n < 1000 && dw->running() == pid; n++)
-			{
-				(void) WaitLatch(MyLatch,
-								 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-								 10, PG_WAIT_EXTENSION);
-				ResetLatch(MyLatch);
-				CHECK_FOR_INTERRUPTS();
-			}
-			stopped = dw->running() != pid;
-			if (!stopped)
-				ereport(WARNING,
-						(errmsg("the pg_chronicle %s (PID %d) did not stop within 10 s",
-								dw->name, (int) pid)));
-		}
-		values[0] = CStringGetTextDatum(dw->name);
-		values[1] = Int32GetDatum((int32) pid);
-		nulls[1] = (pid == 0);
-		values[2] = BoolGetDatum(stopped);
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-	}
-	return (Datum) 0;
+	return worker_rows(fcinfo, stop_worker);
 }

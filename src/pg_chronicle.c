@@ -239,22 +239,38 @@ check_database(char **newval, void **extra, GucSource source)
 	return true;
 }
 
+/*
+ * A pg_chronicle background worker: FUNCTION of this library, of type TYPE
+ * (its name too), with FLAGS, started at START and restarted RESTART
+ * seconds after it exits (BGW_NEVER_RESTART: never).  The rest is zero;
+ * the caller sets what else it needs before registering it.
+ */
+void
+chronicle_worker_describe(BackgroundWorker *worker, const char *function,
+						  const char *type, int flags,
+						  BgWorkerStartTime start, int restart)
+{
+	memset(worker, 0, sizeof(*worker));
+	worker->bgw_flags = flags;
+	worker->bgw_start_time = start;
+	worker->bgw_restart_time = restart;
+	strlcpy(worker->bgw_library_name, "pg_chronicle", BGW_MAXLEN);
+	strlcpy(worker->bgw_function_name, function, BGW_MAXLEN);
+	strlcpy(worker->bgw_name, type, BGW_MAXLEN);
+	strlcpy(worker->bgw_type, type, BGW_MAXLEN);
+}
+
 static void
 register_worker(void)
 {
 	BackgroundWorker worker;
 
-	memset(&worker, 0, sizeof(worker));
-	worker.bgw_flags = BGWORKER_SHMEM_ACCESS |
-		BGWORKER_BACKEND_DATABASE_CONNECTION;
 	/* On a hot standby too: it keeps its readings in memory there. */
-	worker.bgw_start_time = BgWorkerStart_ConsistentState;
-	worker.bgw_restart_time = 10;
-	strcpy(worker.bgw_library_name, "pg_chronicle");
-	strcpy(worker.bgw_function_name, "chronicle_worker_main");
-	strcpy(worker.bgw_name, "pg_chronicle collector");
-	strcpy(worker.bgw_type, "pg_chronicle collector");
-	worker.bgw_main_arg = (Datum) 0;
+	chronicle_worker_describe(&worker, "chronicle_worker_main",
+							  "pg_chronicle collector",
+							  BGWORKER_SHMEM_ACCESS |
+							  BGWORKER_BACKEND_DATABASE_CONNECTION,
+							  BgWorkerStart_ConsistentState, 10);
 	RegisterBackgroundWorker(&worker);
 }
 

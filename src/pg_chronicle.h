@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * pg_chronicle.h
- *		The module (pg_chronicle.c): its settings, the collector worker's
- *		registration and the crash-restart marker of chronicle.start().
+ *		The module (pg_chronicle.c): its settings, its workers' description
+ *		and registration, and the crash-restart marker of chronicle.start().
  *
  * The source interface is in source.h, the shared state in shared.h, the
  * standby ring in standby.h, the snapshot in collector.h.
@@ -13,6 +13,8 @@
  */
 #ifndef PG_CHRONICLE_H
 #define PG_CHRONICLE_H
+
+#include "postmaster/bgworker.h"
 
 #include "source.h"
 
@@ -31,6 +33,12 @@ extern bool chronicle_preloaded;
 extern char *chronicle_server_name_now(void);
 extern bool chronicle_worker_should_record(void);
 extern Size chronicle_ring_bytes(void);
+
+/* A pg_chronicle background worker, before registering it */
+extern void chronicle_worker_describe(BackgroundWorker *worker,
+									  const char *function, const char *type,
+									  int flags, BgWorkerStartTime start,
+									  int restart);
 
 /* The marker of a collector started by chronicle.start() */
 extern void chronicle_dynamic_collector_remember(void);

@@ -62,6 +62,7 @@
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
+#include "pg_chronicle.h"
 #include "sampler.h"
 
 #define SAMPLER_TRANCHE		"pg_chronicle sampler"
@@ -209,17 +210,13 @@ chronicle_sampler_register(void)
 {
 	BackgroundWorker worker;
 
-	memset(&worker, 0, sizeof(worker));
-	/* No database: it reads shared memory only. */
-	worker.bgw_flags = BGWORKER_SHMEM_ACCESS;
-	/* From the start, so that recovery and standbys are sampled too. */
-	worker.bgw_start_time = BgWorkerStart_PostmasterStart;
-	worker.bgw_restart_time = 10;
-	strcpy(worker.bgw_library_name, "pg_chronicle");
-	strcpy(worker.bgw_function_name, "chronicle_sampler_main");
-	strcpy(worker.bgw_name, "pg_chronicle sampler");
-	strcpy(worker.bgw_type, "pg_chronicle sampler");
-	worker.bgw_main_arg = (Datum) 0;
+	/*
+	 * No database: it reads shared memory only.  From the start, so that
+	 * recovery and standbys are sampled too.
+	 */
+	chronicle_worker_describe(&worker, "chronicle_sampler_main",
+							  "pg_chronicle sampler", BGWORKER_SHMEM_ACCESS,
+							  BgWorkerStart_PostmasterStart, 10);
 	RegisterBackgroundWorker(&worker);
 }
 

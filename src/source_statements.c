@@ -154,43 +154,15 @@ static const ChronicleColumn statements_columns[ST_NCOLUMNS] = {
 };
 
 /*
- * Where each column comes from: the pg_stat_statements OUT parameter
- * names, newest first.  A column none of whose names the installed version
- * has is NULL (toplevel, before 1.9: true, as every statement was).
+ * Where each column comes from: the pg_stat_statements OUT parameter of the
+ * column's name, except for those renamed over its versions, whose names
+ * are listed here newest first.  A column none of whose names the installed
+ * version has is NULL (toplevel, before 1.9: true, as every statement was).
  */
-static const char *const statements_sources[ST_NCOLUMNS][2] = {
-	[ST_USERID] = {"userid"},
-	[ST_DBID] = {"dbid"},
-	[ST_QUERYID] = {"queryid"},
-	[ST_TOPLEVEL] = {"toplevel"},
-	[ST_PLANS] = {"plans"},
-	[ST_TOTAL_PLAN_TIME] = {"total_plan_time"},
-	[ST_CALLS] = {"calls"},
+static const char *const statements_renamed[ST_NCOLUMNS][2] = {
 	[ST_TOTAL_EXEC_TIME] = {"total_exec_time", "total_time"},
-	[ST_ROWS] = {"rows"},
-	[ST_SHARED_BLKS_HIT] = {"shared_blks_hit"},
-	[ST_SHARED_BLKS_READ] = {"shared_blks_read"},
-	[ST_SHARED_BLKS_DIRTIED] = {"shared_blks_dirtied"},
-	[ST_SHARED_BLKS_WRITTEN] = {"shared_blks_written"},
-	[ST_LOCAL_BLKS_HIT] = {"local_blks_hit"},
-	[ST_LOCAL_BLKS_READ] = {"local_blks_read"},
-	[ST_LOCAL_BLKS_DIRTIED] = {"local_blks_dirtied"},
-	[ST_LOCAL_BLKS_WRITTEN] = {"local_blks_written"},
-	[ST_TEMP_BLKS_READ] = {"temp_blks_read"},
-	[ST_TEMP_BLKS_WRITTEN] = {"temp_blks_written"},
 	[ST_BLK_READ_TIME] = {"shared_blk_read_time", "blk_read_time"},
 	[ST_BLK_WRITE_TIME] = {"shared_blk_write_time", "blk_write_time"},
-	[ST_WAL_RECORDS] = {"wal_records"},
-	[ST_WAL_FPI] = {"wal_fpi"},
-	[ST_WAL_BYTES] = {"wal_bytes"},
-	[ST_STATS_SINCE] = {"stats_since"},
-	[ST_LOCAL_BLK_READ_TIME] = {"local_blk_read_time"},
-	[ST_LOCAL_BLK_WRITE_TIME] = {"local_blk_write_time"},
-	[ST_TEMP_BLK_READ_TIME] = {"temp_blk_read_time"},
-	[ST_TEMP_BLK_WRITE_TIME] = {"temp_blk_write_time"},
-	[ST_WAL_BUFFERS_FULL] = {"wal_buffers_full"},
-	[ST_PARALLEL_WORKERS_TO_LAUNCH] = {"parallel_workers_to_launch"},
-	[ST_PARALLEL_WORKERS_LAUNCHED] = {"parallel_workers_launched"},
 };
 
 /*
@@ -470,7 +442,9 @@ build_query(char **schema_out)
 
 		for (int k = 0; k < 2 && from == NULL; k++)
 		{
-			const char *cand = statements_sources[c][k];
+			const char *cand = statements_renamed[c][0] == NULL ?
+				(k == 0 ? statements_columns[c].name : NULL) :
+				statements_renamed[c][k];
 			ListCell   *lc;
 
 			if (cand == NULL)
@@ -567,11 +541,21 @@ statements_forget(void)
 	forget_caches = false;
 }
 
+/* A hash table of the source's, in statements_cxt (reset to forget it). */
+static HTAB *
+statements_hash(const char *name, Size keysize, Size entrysize)
+{
+	HASHCTL		ctl = {0};
+
+	ctl.keysize = keysize;
+	ctl.entrysize = entrysize;
+	ctl.hcxt = statements_cxt;
+	return hash_create(name, 1024, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+}
+
 static void
 statements_init(void)
 {
-	HASHCTL		ctl;
-
 	if (statements_cxt == NULL)
 		statements_cxt = AllocSetContextCreate(TopMemoryContext,
 											   "chronicle statements",
@@ -583,23 +567,11 @@ statements_init(void)
 		callbacks_registered = true;
 	}
 	if (baselines == NULL)
-	{
-		memset(&ctl, 0, sizeof(ctl));
-		ctl.keysize = sizeof(StmtKey);
-		ctl.entrysize = sizeof(StmtBaseline);
-		ctl.hcxt = statements_cxt;
-		baselines = hash_create("chronicle statements baselines", 1024, &ctl,
-								HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	}
+		baselines = statements_hash("chronicle statements baselines",
+									sizeof(StmtKey), sizeof(StmtBaseline));
 	if (texts_stored == NULL)
-	{
-		memset(&ctl, 0, sizeof(ctl));
-		ctl.keysize = sizeof(TextKey);
-		ctl.entrysize = sizeof(TextKey);
-		ctl.hcxt = statements_cxt;
-		texts_stored = hash_create("chronicle statements texts", 1024, &ctl,
-								   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	}
+		texts_stored = statements_hash("chronicle statements texts",
+									   sizeof(TextKey), sizeof(TextKey));
 }
 
 static int

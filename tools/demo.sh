@@ -18,39 +18,29 @@
 # needs, creates the unprivileged user "pgchronicle" (as tools/test.sh
 # does) and runs itself as that user on a copy of the tree.
 set -euo pipefail
-
-src=$(cd "$(dirname "$0")/.." && pwd)
-
+. "$(dirname "$0")/lib.sh"
 if [ "$(id -u)" = 0 ]; then
-	"$src/tools/install-deps.sh" >&2 || exit 1
-	exec "$src/tools/as-pgchronicle.sh" tools/demo.sh "$@"
+	"$LIB_ROOT/tools/install-deps.sh" >&2 || exit 1
 fi
+lib_as_pgchronicle tools/demo.sh "$@"
+
+log() { echo "demo: $*" >&2; }
+log "building and installing pg_chronicle"
+lib_install
+log "installed into $("$LIB_PG_CONFIG" --pkglibdir)"
+bindir=$LIB_BINDIR
 
 seconds=${DEMO_SECONDS:-20}
 clients=${DEMO_CLIENTS:-4}
 scale=${DEMO_SCALE:-10}
 interval=${DEMO_INTERVAL:-1s}
 
-log() { echo "demo: $*" >&2; }
-
-cd "$src"
-. tools/lib.sh
-cfg=$(lib_pg_config)
-bindir=$("$cfg" --bindir)
-log "building and installing pg_chronicle into $("$cfg" --pkglibdir)"
-lib_build_install "$cfg"
-
-tmp=$(mktemp -d /tmp/pg_chronicle-demo-data.XXXXXX)
-cleanup() {
-	lib_cluster_stop "$tmp" "$bindir" immediate
-	if [ -z "${DEMO_KEEP:-}" ]; then rm -rf "$tmp"; else log "cluster kept in $tmp"; fi
-}
-trap cleanup EXIT
-
-lib_cluster_start "$tmp" "$bindir" "$(lib_free_port)" "chronicle.snapshot_interval = '$interval'
+LIB_KEEP=${DEMO_KEEP:-}
+lib_tmp_cluster demo-data "chronicle.snapshot_interval = '$interval'
 shared_buffers = '128MB'
 track_io_timing = on
 track_wal_io_timing = on"
+tmp=$LIB_TMP
 psql() { "$bindir/psql" -X -q -v ON_ERROR_STOP=1 "$@"; }
 
 psql -c 'CREATE EXTENSION pg_chronicle'

@@ -49,9 +49,7 @@ else
 		if cfg=$("$src/tools/provision-pg.sh" "$v" | tail -n 1) && [ -x "$cfg" ]; then
 			configs+=("$cfg")
 		else
-			echo "FAILED: could not provision PostgreSQL $v" >&2
-			failed=$((failed + 1))
-			summary+=("pg$v: provisioning failed")
+			fail "pg$v: provisioning failed"
 		fi
 	done
 fi
@@ -65,6 +63,25 @@ count_tap() {
 	# A whole TAP file skipped (skip_all): prove says "file .. skipped: why".
 	w=$(grep -cE '^[^[:space:]].*\.\. skipped: ' "$1" || true)
 	echo "$((p - s)) $f $((s + w))"
+}
+
+# tally NAME RC PASSED FAILED SKIPPED: add a layer's counts to the totals
+# and its line to the summary; a runner that failed (RC not 0) without a
+# failing test line still counts as one failure.
+tally() {
+	local name=$1 rc=$2 p=$3 f=$4 s=$5
+	if [ "$rc" -ne 0 ] && [ "$f" = 0 ]; then
+		f=1
+	fi
+	passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
+	summary+=("$name: $p passed, $f failed, $s skipped")
+}
+
+# fail SUMMARY: one failure that is not a test's (provisioning, the build).
+fail() {
+	echo "FAILED: $1" >&2
+	failed=$((failed + 1))
+	summary+=("$1")
 }
 
 # count_pytest FILE: the same from pytest -v (an ERROR, in a fixture, fails).
@@ -123,9 +140,7 @@ run_once() {			# name command...
 	rc=$?
 	cat "$out"
 	read -r p f s < <(count_tap "$out")
-	[ $rc -ne 0 ] && [ "$f" = 0 ] && f=1
-	passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
-	summary+=("$name: $p passed, $f failed, $s skipped")
+	tally "$name" "$rc" "$p" "$f" "$s"
 	rm -f "$out"
 }
 if [[ " $layers " == *" tools "* ]]; then
@@ -139,9 +154,7 @@ for cfg in "${configs[@]}"; do
 	ver=$("$cfg" --version)
 	echo "=== $ver ($cfg)"
 	if ! lib_build_install "$cfg" 2>&1; then
-		echo "FAILED: build against $ver"
-		failed=$((failed + 1))
-		summary+=("$ver: build failed")
+		fail "$ver: build failed"
 		continue
 	fi
 	grep -E 'warning:' build.log && echo "(compiler warnings above)"
@@ -187,14 +200,7 @@ for cfg in "${configs[@]}"; do
 			skipped=$((skipped + 1))
 			summary+=("$ver $layer: SKIPPED")
 		else
-			# A runner that failed without a failing test line still fails.
-			if [ $rc -ne 0 ] && [ "$f" = 0 ]; then
-				f=1
-			fi
-			passed=$((passed + p))
-			failed=$((failed + f))
-			skipped=$((skipped + s))
-			summary+=("$ver $layer: $p passed, $f failed, $s skipped")
+			tally "$ver $layer" "$rc" "$p" "$f" "$s"
 		fi
 		rm -f "$out"
 	done

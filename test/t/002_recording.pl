@@ -9,7 +9,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use FindBin;
 use lib "$FindBin::RealBin/../perl";
-use PgChronicle::TestNode qw(chronicle_node poll_until);
+use PgChronicle::TestNode qw(chronicle_node more_worker_snapshots poll_until);
 
 my $node = chronicle_node('recording', conf => q{
 chronicle.snapshot_interval = '500ms'
@@ -226,9 +226,7 @@ my $mark = next_worker_snapshot_after(
 	$node->safe_psql('postgres', 'SELECT clock_timestamp()'));
 $node->safe_psql('postgres',
 	'CREATE TABLE wal_maker AS SELECT g FROM generate_series(1, 10000) g');
-poll_until($node, 'postgres',
-	"SELECT count(*) >= 4 FROM chronicle.snapshot WHERE collector = 'worker' AND ts > '$mark'",
-	'the worker goes on recording');
+more_worker_snapshots($node, 4);
 is($node->safe_psql('postgres',
 	"SELECT count(*) FROM chronicle.wal_history WHERE ts > '$mark'"),
 	'0', 'chronicle.collect_wal = off: no WAL rows while off');

@@ -14,7 +14,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use FindBin;
 use lib "$FindBin::RealBin/../perl";
-use PgChronicle::TestNode qw(chronicle_node poll_until);
+use PgChronicle::TestNode qw(chronicle_node more_worker_snapshots worker_snapshots poll_until);
 
 my ($libfaketime) = grep { -f $_ } (
 	'/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1',
@@ -64,10 +64,7 @@ $set_clock->('-1h');
 poll_until($node, 'postgres',
 	"SELECT clock_timestamp() < '$before'::timestamptz - interval '30 min'",
 	'the clock steps back');
-my $stepped = $node->safe_psql('postgres',
-	"SELECT count(*) FROM chronicle.snapshot WHERE collector = 'worker'");
-poll_until($node, 'postgres',
-	"SELECT count(*) >= $stepped + 5 FROM chronicle.snapshot WHERE collector = 'worker'",
+more_worker_snapshots($node, 5,
 	'the worker goes on taking snapshots after the clock stepped back');
 
 is($node->safe_psql('postgres',
@@ -89,15 +86,13 @@ is($node->safe_psql('postgres', qq{
 	't|t', 'a snapshot from SQL comes after the latest one, in a segment of its own');
 
 # The clock forward again: ts follows the wall clock again, still increasing.
-my $now_count = $node->safe_psql('postgres',
-	"SELECT count(*) FROM chronicle.snapshot WHERE collector = 'worker'");
+my $now_count = worker_snapshots($node);
 $set_clock->('+0');
 poll_until($node, 'postgres',
 	"SELECT clock_timestamp() > '$before'::timestamptz",
 	'the clock steps forward');
-poll_until($node, 'postgres',
-	"SELECT count(*) >= $now_count + 5 FROM chronicle.snapshot WHERE collector = 'worker'",
-	'the worker goes on taking snapshots after the clock stepped forward');
+more_worker_snapshots($node, 5,
+	'the worker goes on taking snapshots after the clock stepped forward', $now_count);
 is($node->safe_psql('postgres',
 		"SELECT count(*) FROM ($in_order) s WHERE s.prev_ts IS NOT NULL AND s.ts <= s.prev_ts"),
 	'0', 'ts never went backwards, across both steps');

@@ -9,7 +9,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use FindBin;
 use lib "$FindBin::RealBin/../perl";
-use PgChronicle::TestNode qw(chronicle_node poll_until);
+use PgChronicle::TestNode qw(chronicle_node lock_wait poll_until);
 use Time::HiRes qw(usleep);
 
 my $node = chronicle_node('waits', conf => q{
@@ -36,13 +36,7 @@ for my $i (1 .. $N)
 	$s->query_until(qr/sleeping/, "\\echo sleeping\nSELECT pg_sleep(60);\n");
 	push @sleepers, $s;
 }
-$node->safe_psql('postgres', 'CREATE TABLE locked (i int)');
-my $holder = $node->background_psql('postgres');
-$holder->query_safe('BEGIN; LOCK TABLE locked IN ACCESS EXCLUSIVE MODE');
-my $waiter = $node->background_psql('postgres');
-$waiter->query_until(qr/waiting/, "\\echo waiting\nSELECT count(*) FROM locked;\n");
-
-poll_until($node, 'postgres',
+my ($holder, $waiter) = lock_wait($node, 'locked',
 	qq{
 	SELECT count(*) FILTER (WHERE wait_event = 'PgSleep') = $N
 	   AND count(*) FILTER (WHERE wait_event_type = 'Lock') = 1

@@ -4,7 +4,7 @@
 # - keys born at zero count from zero: a new database (pg_stat_database read
 #   in the same statistics snapshot), one pg_sleep(0.5) in one interval and
 #   a lock wait of a new query id across intervals (the sampler's own raw
-#   counts, chronicle.wait_samples(), and the wall clock at 100 Hz);
+#   counts, chronicle.wait_samples(), and its ticks taken);
 # - keys that are not: a disk added to chronicle.os_disks mid-segment
 #   (/proc/diskstats), pg_stat_io and pg_stat_database rows that appear
 #   mid-segment because their sources were off at the keyframe (the views
@@ -20,7 +20,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use FindBin;
 use lib "$FindBin::RealBin/../perl";
-use PgChronicle::TestNode qw(chronicle_node poll_until);
+use PgChronicle::TestNode qw(chronicle_node lock_wait more_worker_snapshots poll_until);
 use Time::HiRes qw(usleep);
 
 my $node = chronicle_node('waits_numbers',
@@ -74,18 +74,22 @@ my $disks2 = defined $other ? "SET chronicle.os_disks = '$other,$big';" : '';
 
 my ($t0) = snapshot_and('SELECT 1', $disks);
 $node->safe_psql('postgres', 'CREATE DATABASE newdb');
-$node->safe_psql('newdb', 'SELECT 1') for 1 .. 5;
-poll_until($node, 'postgres',
-	"SELECT xact_commit >= 5 FROM pg_stat_database WHERE datname = 'newdb'",
-	'the sessions in newdb are counted');
-my ($t1, $c1) = snapshot_and(
-	"SELECT xact_commit FROM pg_stat_database WHERE datname = 'newdb'", $disks);
-$node->safe_psql('newdb', 'SELECT 1') for 1 .. 3;
-poll_until($node, 'postgres',
-	"SELECT xact_commit >= $c1 + 3 FROM pg_stat_database WHERE datname = 'newdb'",
-	'the sessions in newdb are counted');
-my ($t2, $c2) = snapshot_and(
-	"SELECT xact_commit FROM pg_stat_database WHERE datname = 'newdb'", $disks2);
+
+# $n sessions in newdb, which had $before commits; once pg_stat_database
+# counts them, a snapshot after the settings in $set and newdb's commits
+# in it.
+sub newdb_sessions
+{
+	my ($n, $before, $set) = @_;
+	$node->safe_psql('newdb', 'SELECT 1') for 1 .. $n;
+	poll_until($node, 'postgres',
+		"SELECT xact_commit >= $before + $n FROM pg_stat_database WHERE datname = 'newdb'",
+		'the sessions in newdb are counted');
+	return snapshot_and(
+		"SELECT xact_commit FROM pg_stat_database WHERE datname = 'newdb'", $set);
+}
+my ($t1, $c1) = newdb_sessions(5, 0, $disks);
+my ($t2, $c2) = newdb_sessions(3, $c1, $disks2);
 note "newdb: $c1 commits at its first row ($t1), $c2 at $t2";
 cmp_ok($c1, '>=', 5, 'the new database has commits at its first row');
 
@@ -149,19 +153,6 @@ poll_until($node, 'postgres',
 my $seg = $node->safe_psql('postgres',
 	"SELECT max(segment) FROM chronicle.snapshot WHERE collector = 'worker'");
 
-# Wait until n more worker snapshots are written; returns the last one.
-sub next_snapshots
-{
-	my ($n) = @_;
-	my $before = $node->safe_psql('postgres',
-		"SELECT count(*) FROM chronicle.snapshot WHERE collector = 'worker'");
-	poll_until($node, 'postgres',
-		"SELECT count(*) >= $before + $n FROM chronicle.snapshot WHERE collector = 'worker'",
-		'the worker goes on recording');
-	return $node->safe_psql('postgres',
-		"SELECT max(ts) FROM chronicle.snapshot WHERE collector = 'worker'");
-}
-
 my $ref_sql = q{
 	SELECT (SELECT hits FROM pg_stat_io
 	         WHERE backend_type = 'client backend' AND object = 'relation' AND context = 'normal')
@@ -178,7 +169,7 @@ poll_until($node, 'postgres',
 	SELECT EXISTS (SELECT FROM chronicle.io_history WHERE ts > '$seg')
 	   AND EXISTS (SELECT FROM chronicle.database_history WHERE ts > '$seg')},
 	'io and database are recorded again');
-my $tio = next_snapshots(2);
+my $tio = more_worker_snapshots($node, 2);
 my ($hits1, $commits1) = split /\|/, $node->safe_psql('postgres', $ref_sql);
 my ($io_hits, $db_commits) = split /\|/, $node->safe_psql('postgres', qq{
 	SELECT (SELECT hits FROM chronicle.io_totals('$seg', '$tio', 'client backend', 'relation', 'normal')),
@@ -199,7 +190,7 @@ poll_until($node, 'postgres',
 	'the next snapshots');
 my $wall = $node->safe_psql('postgres',
 	'SELECT extract(epoch FROM clock_timestamp() - statement_timestamp()) FROM pg_sleep(0.5)');
-my $tsleep = next_snapshots(2);
+my $tsleep = more_worker_snapshots($node, 2);
 my $raw = $node->safe_psql('postgres', q{
 	SELECT sum(samples) FROM chronicle.wait_samples()
 	 WHERE backend_type = 'client backend' AND wait_event = 'PgSleep'});
@@ -218,27 +209,25 @@ cmp_ok($raw, '>', 0, 'the sampler counted the sleep');
 is($last_row, $raw, 'the history holds the raw count');
 is($profile, $raw, "wait_profile counts the sleep seen in one interval ($raw samples)");
 is($deltas, $raw, 'wait_deltas too');
-SKIP:
-{
-	skip "the sampler missed ticks (coverage $coverage)", 1 if $coverage < 0.98;
-	cmp_ok(abs($profile - $wall * 100), '<=', 3,
-		sprintf('and it is the wall time at 100 Hz (%.1f)', $wall * 100));
-}
+# A session is sampled at most once a tick: in each interval the sleep is
+# seen in, its samples are at most the ticks the sampler took there.  (How
+# close they come to the wall time at 100 Hz is a measure of the sampler,
+# not a test: bench/sampling.sh accuracy, docs/benchmarks.md.)
+my ($seen_in, $over) = split /\|/, $node->safe_psql('postgres', qq{
+	SELECT count(*), count(*) FILTER (WHERE d.samples > s.ticks_taken)
+	  FROM chronicle.wait_deltas('$seg', '$tsleep', 'client backend', 'Timeout', 'PgSleep') d
+	  JOIN chronicle.wait_sampler_deltas('$seg', '$tsleep') s USING (interval_end)
+	 WHERE d.samples > 0});
+ok($seen_in > 0 && $over == 0,
+	"and no more than the ticks taken in its interval(s) ($seen_in interval(s), $over over)");
 
 # A lock wait of a new query id across snapshots: its first interval counts.
-$node->safe_psql('postgres', 'CREATE TABLE lockme (i int)');
-my $holder = $node->background_psql('postgres');
-$holder->query_safe('BEGIN; LOCK TABLE lockme IN ACCESS EXCLUSIVE MODE');
-my $waiter = $node->background_psql('postgres');
-$waiter->query_until(qr/waiting/, "\\echo waiting\nSELECT count(*) FROM lockme;\n");
-poll_until($node, 'postgres',
-	"SELECT count(*) = 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock'",
-	'a lock wait');
+my ($holder, $waiter) = lock_wait($node, 'lockme');
 usleep(1_600_000);
 $holder->query_safe('ROLLBACK');
 $holder->quit;
 $waiter->quit;
-my $tlock = next_snapshots(2);
+my $tlock = more_worker_snapshots($node, 2);
 my $lock_raw = $node->safe_psql('postgres', q{
 	SELECT sum(samples) FROM chronicle.wait_samples()
 	 WHERE backend_type = 'client backend' AND wait_event_type = 'Lock'});
@@ -293,7 +282,7 @@ my $ref = IPC::Run::start([ 'psql', '-X', '-q', '-d', $node->connstr('postgres')
 $ref->finish;
 $duty->finish;
 $steady->quit;
-my $tckpt = next_snapshots(2);
+my $tckpt = more_worker_snapshots($node, 2);
 
 my @ref = map { [ split /\|/ ] } grep { /^\d+(\.\d+)?\|\d+$/ } split /\n/, $ref_out;
 cmp_ok(scalar(@ref), '>=', 400, 'the reference sampled pg_stat_activity') or diag($ref_err);

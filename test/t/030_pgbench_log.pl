@@ -9,19 +9,9 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use FindBin;
 use lib "$FindBin::RealBin/../perl";
-use PgChronicle::TestNode qw(chronicle_node poll_until);
+use PgChronicle::TestNode qw(pgbench_node poll_until);
 
-my $node = chronicle_node('pgbench',
-	preload => 'pg_chronicle,pg_stat_statements',
-	extensions => [qw(pg_stat_statements pg_chronicle)],
-	conf => q{
-chronicle.snapshot_interval = '2s'
-});
-$node->command_ok([ 'pgbench', '-i', '-q', '-s', '2', 'postgres' ], 'pgbench -i');
-
-poll_until($node, 'postgres',
-	"SELECT count(*) >= 2 FROM chronicle.snapshot WHERE collector = 'worker'",
-	'the worker records snapshots');
+my $node = pgbench_node('pgbench', '2s', 2);
 
 my $clients = 4;
 my $dir = PostgreSQL::Test::Utils::tempdir;

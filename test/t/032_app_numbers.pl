@@ -18,18 +18,9 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use FindBin;
 use lib "$FindBin::RealBin/../perl";
-use PgChronicle::TestNode qw(chronicle_node poll_until);
+use PgChronicle::TestNode qw(pgbench_node poll_until);
 
-my $node = chronicle_node('app_numbers',
-	preload => 'pg_chronicle,pg_stat_statements',
-	extensions => [qw(pg_stat_statements pg_chronicle)],
-	conf => q{
-chronicle.snapshot_interval = '500ms'
-});
-$node->command_ok([ 'pgbench', '-i', '-q', '-s', '1', 'postgres' ], 'pgbench -i');
-poll_until($node, 'postgres',
-	"SELECT count(*) >= 2 FROM chronicle.snapshot WHERE collector = 'worker'",
-	'the worker records snapshots');
+my $node = pgbench_node('app_numbers', '500ms', 1);
 
 my $dir = PostgreSQL::Test::Utils::tempdir;
 
@@ -373,13 +364,22 @@ sub check_intervals
 	ok($n > 0 && $n == $eq, "$label: the timeline's tps, p50 and p99 = app_intervals' ($eq of $n)");
 }
 
+# A run $label: run_begin, pgbench @args logging to $dir/$label, the
+# snapshot after it, run_end and its log loaded.  Returns pgbench's figures.
+sub recorded_run
+{
+	my ($label, @args) = @_;
+	$node->safe_psql('postgres', "SELECT chronicle.run_begin('$label')");
+	my $pb = pgbench(@args, '-l', "--log-prefix=$dir/$label");
+	next_snapshot();
+	$node->safe_psql('postgres', "SELECT chronicle.run_end()");
+	$node->safe_psql('postgres', "SELECT * FROM chronicle.load_pgbench_log('$label', '$dir/$label')");
+	return $pb;
+}
+
 # --- 1. a per-transaction log ------------------------------------------------
 
-$node->safe_psql('postgres', "SELECT chronicle.run_begin('tx')");
-my $pb_tx = pgbench('-c', '2', '-j', '2', '-T', '5', '-l', "--log-prefix=$dir/tx");
-next_snapshot();
-$node->safe_psql('postgres', "SELECT chronicle.run_end()");
-$node->safe_psql('postgres', "SELECT * FROM chronicle.load_pgbench_log('tx', '$dir/tx')");
+my $pb_tx = recorded_run('tx', '-c', '2', '-j', '2', '-T', '5');
 my $tx = read_tx_log(glob("$dir/tx.*"));
 my $segs = segments();
 my $s = check_summary('tx', ref_summary($tx, $segs));
@@ -397,11 +397,7 @@ ok( close_to($rs{tps}, $s->{tps}, 1e-12) && close_to($rs{latency_avg_ms}, $s->{m
 
 # --- 2. an aggregate log -----------------------------------------------------
 
-$node->safe_psql('postgres', "SELECT chronicle.run_begin('agg')");
-my $pb_agg = pgbench('-c', '2', '-j', '2', '-T', '5', '-l', '--aggregate-interval=1', "--log-prefix=$dir/agg");
-next_snapshot();
-$node->safe_psql('postgres', "SELECT chronicle.run_end()");
-$node->safe_psql('postgres', "SELECT * FROM chronicle.load_pgbench_log('agg', '$dir/agg')");
+my $pb_agg = recorded_run('agg', '-c', '2', '-j', '2', '-T', '5', '--aggregate-interval=1');
 my $agg = read_agg_log(glob("$dir/agg.*"));
 my @complete = grep { exists $agg->{ $_->{start} - 1 } } values %$agg;
 my $agg_n = sum(map { $_->{n} } values %$agg);
@@ -423,11 +419,7 @@ check_intervals('agg', ref_agg_intervals($agg, run_intervals('agg'), 1), agg => 
 
 # --- 3. a rate-limited run ---------------------------------------------------
 
-$node->safe_psql('postgres', "SELECT chronicle.run_begin('rate')");
-my $pb_rate = pgbench('-c', '1', '-R', '5', '-T', '6', '-l', "--log-prefix=$dir/rate");
-next_snapshot();
-$node->safe_psql('postgres', "SELECT chronicle.run_end()");
-$node->safe_psql('postgres', "SELECT * FROM chronicle.load_pgbench_log('rate', '$dir/rate')");
+my $pb_rate = recorded_run('rate', '-c', '1', '-R', '5', '-T', '6');
 my $rate = read_tx_log(glob("$dir/rate.*"));
 $segs = segments();
 $s = check_summary('rate', ref_summary($rate, $segs));

@@ -1,5 +1,6 @@
 # What the TAP tests of test/t share: a node with pg_chronicle preloaded and
-# installed, and a poll that is a test of its own.
+# installed (one ready for pgbench runs), and a poll that is a test of its
+# own.
 #
 #   use FindBin;
 #   use lib "$FindBin::RealBin/../perl";
@@ -21,7 +22,8 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep);
 
-our @EXPORT_OK = qw(chronicle_node poll_ok poll_until);
+our @EXPORT_OK = qw(chronicle_node pgbench_node poll_ok poll_until
+  worker_snapshots more_worker_snapshots lock_wait);
 
 # A new node $name (of the installation install_path, default the one on
 # PATH): init (with the options of init => {...}), then in
@@ -47,6 +49,24 @@ sub chronicle_node
 	$node->safe_psql('postgres',
 		join('; ', map { "CREATE EXTENSION $_" } @extensions))
 	  if @extensions;
+	return $node;
+}
+
+# A node $name for pgbench runs: chronicle_node with pg_stat_statements
+# preloaded and created, a snapshot every $interval, pgbench's tables of
+# scale $scale in database postgres; returned once the worker has recorded
+# two snapshots.  Both steps are tests.
+sub pgbench_node
+{
+	my ($name, $interval, $scale) = @_;
+	my $node = chronicle_node($name,
+		preload => 'pg_chronicle,pg_stat_statements',
+		extensions => [qw(pg_stat_statements pg_chronicle)],
+		conf => "chronicle.snapshot_interval = '$interval'");
+	$node->command_ok([ 'pgbench', '-i', '-q', '-s', $scale, 'postgres' ], 'pgbench -i');
+	poll_until($node, 'postgres',
+		"SELECT count(*) >= 2 FROM chronicle.snapshot WHERE collector = 'worker'",
+		'the worker records snapshots');
 	return $node;
 }
 
@@ -88,6 +108,49 @@ sub poll_until
 	poll_ok($node, $db, $query, $name, $expected)
 	  or die "stopping: $name did not happen\n";
 	return 1;
+}
+
+# How many snapshots the worker has written.
+sub worker_snapshots
+{
+	my ($node) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT count(*) FROM chronicle.snapshot WHERE collector = 'worker'");
+}
+
+# poll_until the worker has written $n snapshots more than $before
+# (default: worker_snapshots now), a test named $name (default 'the worker
+# goes on recording').  Returns the ts of its latest snapshot.
+sub more_worker_snapshots
+{
+	my ($node, $n, $name, $before) = @_;
+	$before //= worker_snapshots($node);
+	poll_until($node, 'postgres',
+		"SELECT count(*) >= $before + $n FROM chronicle.snapshot WHERE collector = 'worker'",
+		$name // 'the worker goes on recording');
+	return $node->safe_psql('postgres',
+		"SELECT max(ts) FROM chronicle.snapshot WHERE collector = 'worker'");
+}
+
+# A session waiting for a lock: a new table $table, locked by one
+# background psql in an open transaction, and read by another, which waits
+# (Lock/relation) when this returns.  Returns the two sessions (holder,
+# waiter): ROLLBACK in the holder ends the wait.  $poll (default
+# "SELECT count(*) = 1 FROM pg_stat_activity WHERE wait_event_type =
+# 'Lock'") is polled, as a test named $name (default 'a lock wait'),
+# before it returns.
+sub lock_wait
+{
+	my ($node, $table, $poll, $name) = @_;
+	$node->safe_psql('postgres', "CREATE TABLE $table (i int)");
+	my $holder = $node->background_psql('postgres');
+	$holder->query_safe("BEGIN; LOCK TABLE $table IN ACCESS EXCLUSIVE MODE");
+	my $waiter = $node->background_psql('postgres');
+	$waiter->query_until(qr/waiting/, "\\echo waiting\nSELECT count(*) FROM $table;\n");
+	poll_until($node, 'postgres',
+		$poll // "SELECT count(*) = 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock'",
+		$name // 'a lock wait');
+	return ($holder, $waiter);
 }
 
 1;
