@@ -120,18 +120,29 @@ GRANT SELECT ON chronicle.rollup_minute, chronicle.rollup_hour, chronicle.rollup
 -- (one per source, a row per key and snapshot, (key, ts) indexes) become
 -- chronicle.history, one row per snapshot with every source's rows packed
 -- (src/history.c), read through views of the same names and columns that
--- the code creates.  Here the row tables step aside, out of the extension
--- and renamed, with their partitions and indexes, and the new tables are
--- made; 0.1.0--0.2.0-after.sql converts every row and drops them.
+-- the code creates.  Here the row tables step aside: out of the extension
+-- (their day partitions too), into the schema chronicle_0_1_0, where the
+-- code's partition layout does not see them; 0.1.0--0.2.0-after.sql
+-- converts every row and drops that schema.
 -- ---------------------------------------------------------------------
+CREATE SCHEMA chronicle_0_1_0;
 DO $$
 DECLARE
 	s text;
+	part regclass;
 BEGIN
 	FOREACH s IN ARRAY ARRAY['io', 'wal', 'checkpointer', 'bgwriter', 'database', 'statements', 'os_memory', 'os_disk', 'os_pressure', 'os_process_io', 'waits', 'wait_sampler', 'buffers'] LOOP
-		EXECUTE format('ALTER EXTENSION pg_chronicle DROP TABLE chronicle.%I', s || '_history_default');
+		FOR part IN
+			SELECT i.inhrelid::regclass FROM pg_catalog.pg_inherits i
+			 WHERE i.inhparent = format('chronicle.%I', s || '_history')::regclass
+			   AND EXISTS (SELECT FROM pg_catalog.pg_depend d
+			                WHERE d.classid = 'pg_catalog.pg_class'::regclass AND d.objid = i.inhrelid
+			                  AND d.refclassid = 'pg_catalog.pg_extension'::regclass AND d.deptype = 'e')
+		LOOP
+			EXECUTE format('ALTER EXTENSION pg_chronicle DROP TABLE %s', part);
+		END LOOP;
 		EXECUTE format('ALTER EXTENSION pg_chronicle DROP TABLE chronicle.%I', s || '_history');
-		EXECUTE format('ALTER TABLE chronicle.%I RENAME TO %I', s || '_history', s || '_history_v1');
+		EXECUTE format('ALTER TABLE chronicle.%I SET SCHEMA chronicle_0_1_0', s || '_history');
 	END LOOP;
 END;
 $$;
