@@ -25,8 +25,10 @@
  *   chronicle.intervals() returns them.
  * - A stored row at an interval's end is paired with the previous stored
  *   row of its key in the same segment; before the window that is the
- *   latest row of the key in the segment at or before "from" (one index
- *   probe per key, made before the pass).
+ *   latest row of the key in the segment at or before "from".  The pass
+ *   starts at the keyframe before "from" (chronicle._keyframe(), which
+ *   holds every key), so the rows before the window are read in the same
+ *   time-ordered query: no key is looked up by itself.
  * - A key's first row in a segment has nothing to pair with.  In a table
  *   whose keys are born at zero (born_at_zero: the wait sampler's keys,
  *   databases), a key absent from a keyframe of its segment that recorded
@@ -819,11 +821,12 @@ append_filters(StringInfo q, const char *alias, char **cols, int n,
 
 /*
  * Process the rows of the last SPI result: row layout ts, keys, values,
- * attributes, reset.
+ * attributes, reset.  Rows at or before from_ts are baselines only: a
+ * key's latest one is what its first row in the window is paired with.
  */
 static void
 take_rows(Engine *e, SPITupleTable *tt, uint64 ntuples, Snap *snaps, int nsnaps,
-		  int *sp, bool baseline)
+		  int *sp, TimestampTz from_ts)
 {
 	TupleDesc	desc = tt->tupdesc;
 	int			natts = desc->natts;
@@ -834,12 +837,14 @@ take_rows(Engine *e, SPITupleTable *tt, uint64 ntuples, Snap *snaps, int nsnaps,
 	{
 		TimestampTz ts;
 		KeyState   *ks;
+		bool		baseline;
 
 		CHECK_FOR_INTERRUPTS();
 		heap_deform_tuple(tt->vals[r], desc, v, n);
 		if (n[0])
 			continue;
 		ts = DatumGetTimestampTz(v[0]);
+		baseline = ts <= from_ts;
 
 		if (!baseline)
 		{
@@ -1487,67 +1492,37 @@ chronicle_deltas(PG_FUNCTION_ARGS)
 	argnulls[nargs] = '\0';
 
 	/*
-	 * Baselines: the latest row of each key at or before from in the segment
-	 * of the first snapshot, when that one is at or before from.
+	 * One read in time order.  When the first snapshot is at or before from,
+	 * the rows at or before from only set the baselines: the latest row of
+	 * each key at or before from in that snapshot's segment.  They are read
+	 * from the keyframe before from (chronicle._keyframe()), which holds
+	 * every key, so no key is looked up by itself: the history needs no
+	 * per-key index, and a view over a compact format can answer the
+	 * query.
 	 */
+	args[0] = TimestampTzGetDatum(from_ts);
 	if (nsnaps > 0 && snaps[0].ts <= from_ts)
 	{
-		initStringInfo(&q);
-		if (e->nkeys == 0)
-		{
-			appendStringInfoString(&q, "SELECT h.ts");
-			append_row_columns(&q, e, keys, vals, attrs, reset_col);
-			appendStringInfo(&q, " FROM %s h WHERE h.ts >= $1 AND h.ts <= $2", tq);
-			append_filters(&q, "h", fcols, nfcols, xcols, nxcols, 3);
-			appendStringInfoString(&q, " ORDER BY h.ts DESC LIMIT 1");
-		}
-		else
-		{
-			StringInfoData kl;
-			StringInfoData al;
+		Oid			kftypes[3] = {REGCLASSOID, TIMESTAMPTZOID, TIMESTAMPTZOID};
+		Datum		kfargs[3] = {ObjectIdGetDatum(tbl),
+			TimestampTzGetDatum(snaps[0].segment), TimestampTzGetDatum(from_ts)};
+		bool		isnull;
 
-			/* every key ever recorded: a skip scan of the (key, ts) index */
-			initStringInfo(&kl);
-			initStringInfo(&al);
-			for (int i = 0; i < e->nkeys; i++)
-			{
-				appendStringInfo(&kl, "%sh.%s", i ? ", " : "", quote_identifier(keys[i]));
-				appendStringInfo(&al, "%sa.%s", i ? ", " : "", quote_identifier(keys[i]));
-			}
-			appendStringInfo(&q,
-							 "WITH RECURSIVE allkeys AS ("
-							 " (SELECT %s FROM %s h ORDER BY %s LIMIT 1)"
-							 " UNION ALL"
-							 " SELECT n.* FROM allkeys a CROSS JOIN LATERAL"
-							 " (SELECT %s FROM %s h WHERE (%s) > (%s) ORDER BY %s LIMIT 1) n)"
-							 " SELECT b.* FROM allkeys k CROSS JOIN LATERAL (SELECT h.ts",
-							 kl.data, tq, kl.data, kl.data, tq, kl.data, al.data, kl.data);
-			append_row_columns(&q, e, keys, vals, attrs, reset_col);
-			appendStringInfo(&q, " FROM %s h WHERE ", tq);
-			for (int i = 0; i < e->nkeys; i++)
-				appendStringInfo(&q, "h.%s = k.%s AND ", quote_identifier(keys[i]),
-								 quote_identifier(keys[i]));
-			appendStringInfoString(&q, "h.ts >= $1 AND h.ts <= $2");
-			append_filters(&q, "h", fcols, nfcols, xcols, nxcols, 3);
-			appendStringInfoString(&q, " ORDER BY h.ts DESC LIMIT 1) b");
-		}
-		args[0] = TimestampTzGetDatum(snaps[0].segment);
-		args[1] = TimestampTzGetDatum(from_ts);
-		ret = SPI_execute_with_args(q.data, nargs, argtypes, args, argnulls, true, 0);
-		if (ret != SPI_OK_SELECT)
-			elog(ERROR, "chronicle._deltas: reading the baselines failed: %d", ret);
-		take_rows(e, SPI_tuptable, SPI_processed, snaps, nsnaps, &sp, true);
+		ret = SPI_execute_with_args("SELECT chronicle._keyframe($1, $2, $3)",
+									3, kftypes, kfargs, NULL, true, 1);
+		if (ret != SPI_OK_SELECT || SPI_processed != 1)
+			elog(ERROR, "chronicle._deltas: finding the keyframe failed: %d", ret);
+		args[0] = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+		if (isnull)
+			args[0] = TimestampTzGetDatum(snaps[0].segment);
 		SPI_freetuptable(SPI_tuptable);
 	}
-
-	/* The rows of the window in time order. */
 	initStringInfo(&q);
 	appendStringInfoString(&q, "SELECT h.ts");
 	append_row_columns(&q, e, keys, vals, attrs, reset_col);
-	appendStringInfo(&q, " FROM %s h WHERE h.ts > $1 AND h.ts <= $2", tq);
+	appendStringInfo(&q, " FROM %s h WHERE h.ts >= $1 AND h.ts <= $2", tq);
 	append_filters(&q, "h", fcols, nfcols, xcols, nxcols, 3);
 	appendStringInfoString(&q, " ORDER BY h.ts");
-	args[0] = TimestampTzGetDatum(from_ts);
 	args[1] = TimestampTzGetDatum(to_ts);
 	portal = SPI_cursor_open_with_args(NULL, q.data, nargs, argtypes, args, argnulls,
 									   true, CURSOR_OPT_NO_SCROLL);
@@ -1556,7 +1531,7 @@ chronicle_deltas(PG_FUNCTION_ARGS)
 		SPI_cursor_fetch(portal, true, ROWS_PER_FETCH);
 		if (SPI_processed == 0)
 			break;
-		take_rows(e, SPI_tuptable, SPI_processed, snaps, nsnaps, &sp, false);
+		take_rows(e, SPI_tuptable, SPI_processed, snaps, nsnaps, &sp, from_ts);
 		SPI_freetuptable(SPI_tuptable);
 	}
 	SPI_cursor_close(portal);

@@ -210,7 +210,7 @@ def checks(s, name, first):
         if f in CHECKED:
             w("\tPERFORM chronicle._check_name('chronicle.%s', '%s', $%d);" % (name, f, i + first))
         elif f == 'datname':
-            w("\tPERFORM chronicle._check_datname('chronicle.%s', $%d);" % (name, i + first))
+            w("\tPERFORM chronicle._check_datname('chronicle.%s', $%d, $1, $2);" % (name, i + first))
 
 
 def final_select(s, z, kcols):
@@ -234,10 +234,32 @@ def final_select(s, z, kcols):
     return ',\n\t       '.join(items)
 
 
+def segments_cte(s, born=False):
+    """WITH sg: per segment of the window (from, to], its first interval's
+    start, its last snapshot and the keyframe from which the table's rows
+    give every key's latest row at or before that start
+    (chronicle._keyframe()); born: also the segment's first keyframe that
+    recorded the table (a key's first row after it is new)."""
+    w('\tWITH sg AS (')
+    w("\t\tSELECT g.segment, g.first_start, g.last_end,")
+    w("\t\t       chronicle._keyframe('chronicle.%s', g.segment, g.first_start) AS kf%s"
+      % (s['table'], ',' if born else ''))
+    if born:
+        w('\t\t       (SELECT sn.ts FROM chronicle.snapshot sn')
+        w('\t\t         WHERE sn.segment = g.segment AND sn.ts >= g.segment AND sn.ts <= $2')
+        w('\t\t           AND sn.keyframe')
+        w('\t\t           AND EXISTS (SELECT FROM chronicle.%s x WHERE x.ts = sn.ts)' % s['table'])
+        w('\t\t         ORDER BY sn.ts LIMIT 1) AS born_after')
+    w('\t\t  FROM (SELECT i.segment, min(i.interval_start) AS first_start, max(i.interval_end) AS last_end')
+    w('\t\t          FROM chronicle.intervals($1, $2) i GROUP BY i.segment) g')
+    w('\t)')
+
+
 def gen_keys_helper(s):
     """_<fn>_keys(from, to): per segment of the window, every key with a row
     in it, its first row's time and attributes: the keys the totals report
-    (the per-interval engine finds its keys itself)."""
+    (the per-interval engine finds its keys itself).  A time range is read:
+    from the keyframe before the segment's first interval to its end."""
     kcols = [k for k, _ in s['keys']]
     attrs = [c for c, k in s['cols'] if k in 'act']
     name = '_%s_keys' % s['fn']
@@ -245,29 +267,13 @@ def gen_keys_helper(s):
         [(a, attr_type(s, a) if k == 'a' else coltype(k)) for a, k in s['cols'] if k in 'act'] + \
         [('first_ts', 'timestamptz')]
     header(s, name, ['from_ts timestamptz', 'to_ts timestamptz'], res)
-    kl = ', '.join('h.%s' % k for k in kcols)
     w('\tRETURN QUERY')
-    w('\tWITH RECURSIVE allkeys AS (')
-    w('\t\t-- every key ever recorded: a skip scan of the (key, ts) index')
-    w('\t\t(SELECT %s FROM chronicle.%s h ORDER BY %s LIMIT 1)' % (kl, s['table'], kl))
-    w('\t\tUNION ALL')
-    w('\t\tSELECT n.* FROM allkeys a CROSS JOIN LATERAL')
-    w('\t\t\t(SELECT %s FROM chronicle.%s h' % (kl, s['table']))
-    if len(kcols) == 1:
-        w('\t\t\t  WHERE h.%s > a.%s' % (kcols[0], kcols[0]))
-    else:
-        w('\t\t\t  WHERE (%s) > (%s)' % (kl, ', '.join('a.%s' % k for k in kcols)))
-    w('\t\t\t  ORDER BY %s LIMIT 1) n' % kl)
-    w('\t)')
-    w('\tSELECT seg.segment, %s, %sf.ts' % (', '.join('k.%s' % k for k in kcols),
-                                            ''.join('f.%s, ' % a for a in attrs)))
-    w('\t  FROM (SELECT DISTINCT i.segment FROM chronicle.intervals($1, $2) i) seg')
-    w('\t CROSS JOIN allkeys k')
-    w('\t CROSS JOIN LATERAL (')
-    w('\t\tSELECT hf.ts%s FROM chronicle.%s hf' % (''.join(', hf.%s' % a for a in attrs), s['table']))
-    w('\t\t WHERE %s' % ' AND '.join('hf.%s = k.%s' % (k, k) for k in kcols))
-    w('\t\t   AND hf.ts >= seg.segment AND hf.ts <= $2')
-    w('\t\t ORDER BY hf.ts LIMIT 1) f;')
+    segments_cte(s)
+    w('\tSELECT DISTINCT ON (sg.segment, %s) sg.segment, %s, %sh.ts'
+      % (sel('h', kcols), sel('h', kcols), ''.join('h.%s, ' % a for a in attrs)))
+    w('\t  FROM sg CROSS JOIN LATERAL (')
+    w('\t\tSELECT h.* FROM chronicle.%s h WHERE h.ts >= sg.kf AND h.ts <= sg.last_end) h' % s['table'])
+    w('\t ORDER BY sg.segment, %s, h.ts;' % sel('h', kcols))
     w('END;')
     w('$fn$;')
     w()
@@ -436,7 +442,11 @@ def gen_ends_helper(s):
     row (latest at or before the segment's first interval start, else the
     key's first row) and the last row, and whether a reset lies between.
     Born at zero: a key's first row after the segment's first keyframe with
-    rows of the table (as the engine finds it) has a baseline of zero."""
+    rows of the table (as the engine finds it) has a baseline of zero.
+    One time-ordered read per segment, from the keyframe before the first
+    interval (which holds every key) to the last snapshot: in each key's
+    rows, the baseline is the last one at or before the first interval's
+    start (or the first one after it), the last row the last one."""
     kcols = [k for k, _ in s['keys']]
     attrs = [c for c, k in s['cols'] if k == 'a']
     counters = [c for c, k in s['cols'] if k in 'ct']
@@ -448,55 +458,46 @@ def gen_ends_helper(s):
         if k in 'ct':
             res += [('b_' + c, coltype(k)), ('l_' + c, coltype(k))]
     header(s, name, ['from_ts timestamptz', 'to_ts timestamptz'], res)
-    km = lambda a: ' AND '.join(['%s.%s = k.%s' % (a, kk, kk) for kk in kcols] or ['true'])
     born = s.get('born_at_zero', False)
     w('\tRETURN QUERY')
-    w('\tWITH sg AS (')
-    w('\t\tSELECT i.segment, min(i.interval_start) AS first_start, max(i.interval_end) AS last_end')
-    w('\t\t  FROM chronicle.intervals($1, $2) i GROUP BY i.segment')
+    segments_cte(s, born)
+    w('\t, r AS (')
+    w('\t\tSELECT sg.segment, sg.first_start, %sh.ts, %s, %s,'
+      % ('sg.born_after, ' if born else '', sel('h', kcols), sel('h', attrs + vals)))
+    w('\t\t       lag(h.ts) OVER w AS p_ts, lead(h.ts) OVER w AS n_ts')
+    w('\t\t  FROM sg CROSS JOIN LATERAL (')
+    w('\t\t\tSELECT h.* FROM chronicle.%s h WHERE h.ts >= sg.kf AND h.ts <= sg.last_end) h' % s['table'])
+    w('\t\tWINDOW w AS (PARTITION BY sg.segment, %s ORDER BY h.ts)' % sel('h', kcols))
+    w('\t), x AS (')
+    w('\t\t-- b: the baseline row, l: the last row')
+    w('\t\tSELECT r.*, r.n_ts IS NULL AS is_l,')
+    w('\t\t       CASE WHEN r.ts <= r.first_start THEN r.n_ts IS NULL OR r.n_ts > r.first_start')
+    w('\t\t            ELSE r.p_ts IS NULL END AS is_b')
+    w('\t\t  FROM r')
+    w('\t), e AS (')
+    items = ['x.segment'] + ['x.%s' % k for k in kcols]
+    items += ['max(x.%s) FILTER (WHERE x.is_l) AS %s' % (a, a) for a in attrs]
+    for c in vals:
+        items.append('max(x.%s) FILTER (WHERE x.is_b) AS b_%s' % (c, c))
+        items.append('max(x.%s) FILTER (WHERE x.is_l) AS l_%s' % (c, c))
     if born:
-        w('\t), sgk AS (')
-        w('\t\t-- the first keyframe of the segment that recorded the table')
-        w('\t\tSELECT g.*, (SELECT sn.ts FROM chronicle.snapshot sn')
-        w('\t\t                 WHERE sn.segment = g.segment AND sn.ts >= g.segment AND sn.ts <= $2')
-        w('\t\t                   AND sn.keyframe')
-        w('\t\t                   AND EXISTS (SELECT FROM chronicle.%s x WHERE x.ts = sn.ts)' % s['table'])
-        w('\t\t                 ORDER BY sn.ts LIMIT 1) AS born_after')
-        w('\t\t  FROM sg g')
+        items.append('bool_or(x.ts > x.first_start AND coalesce(x.ts > x.born_after, false)) FILTER (WHERE x.is_b) AS born')
+    w('\t\tSELECT %s' % ',\n\t\t       '.join(items))
+    w('\t\t  FROM x WHERE x.is_b OR x.is_l')
+    w('\t\t GROUP BY x.segment, %s' % sel('x', kcols))
     w('\t)')
     parts = []
     if rst:
-        parts.append('b.%s IS DISTINCT FROM l.%s' % (rst, rst))
-    parts += ['coalesce(l.%s < b.%s, false)' % (c, c) for c in counters]
-    w('\tSELECT %s%ssg.segment,' % (''.join('k.%s, ' % k for k in kcols), ''.join('l.%s, ' % a for a in attrs)))
+        parts.append('e.b_%s IS DISTINCT FROM e.l_%s' % (rst, rst))
+    parts += ['coalesce(e.l_%s < e.b_%s, false)' % (c, c) for c in counters]
+    w('\tSELECT %s%se.segment,' % (''.join('e.%s, ' % k for k in kcols), ''.join('e.%s, ' % a for a in attrs)))
     w('\t       (%s),' % '\n\t        OR '.join(parts))
     if born:
-        w('\t       %s' % ',\n\t       '.join('CASE WHEN b.born AND b.%s IS NOT NULL THEN 0 ELSE b.%s END, l.%s'
+        w('\t       %s' % ',\n\t       '.join('CASE WHEN e.born AND e.b_%s IS NOT NULL THEN 0 ELSE e.b_%s END, e.l_%s'
                                              % (c, c, c) for c in counters))
     else:
-        w('\t       %s' % ',\n\t       '.join('b.%s, l.%s' % (c, c) for c in counters))
-    if kcols:
-        w('\t  FROM (SELECT DISTINCT %s FROM chronicle._%s_keys($1, $2) kk) k' % (sel('kk', kcols), s['fn']))
-        w('\t CROSS JOIN %s' % ('sgk sg' if born else 'sg'))
-    else:
-        w('\t  FROM sg')
-    w('\t CROSS JOIN LATERAL (')
-    w('\t\tSELECT h.* FROM chronicle.%s h' % s['table'])
-    w('\t\t WHERE %s AND h.ts >= sg.segment AND h.ts <= sg.last_end' % km('h'))
-    w('\t\t ORDER BY h.ts DESC LIMIT 1) l')
-    w('\t CROSS JOIN LATERAL (')
-    w('\t\tSELECT x.* FROM (')
-    w('\t\t\t(SELECT h.*%s FROM chronicle.%s h' % (', false AS born' if born else '', s['table']))
-    w('\t\t\t  WHERE %s AND h.ts >= sg.segment AND h.ts <= sg.first_start' % km('h'))
-    w('\t\t\t  ORDER BY h.ts DESC LIMIT 1)')
-    w('\t\t\tUNION ALL')
-    if born:
-        w('\t\t\t-- else the first row in the window: born if after that keyframe')
-    w('\t\t\t(SELECT h.*%s FROM chronicle.%s h'
-      % (', coalesce(h.ts > sg.born_after, false)' if born else '', s['table']))
-    w('\t\t\t  WHERE %s AND h.ts > sg.first_start AND h.ts <= sg.last_end' % km('h'))
-    w('\t\t\t  ORDER BY h.ts LIMIT 1)) x')
-    w('\t\t ORDER BY x.ts ASC LIMIT 1) b;')
+        w('\t       %s' % ',\n\t       '.join('e.b_%s, e.l_%s' % (c, c) for c in counters))
+    w('\t  FROM e;')
     w('END;')
     w('$fn$;')
     w()
@@ -539,8 +540,8 @@ def gen_totals(s):
         ends = '_%s_ends' % s['fn']
         kf = ''.join('\n\t   AND ($%d IS NULL OR e.%s = $%d)' % (i + 3, f, i + 3) for i, f in enumerate(filt))
         w('\t-- Without a reset in the window, the deltas of a key telescope: its')
-        w('\t-- total is its last value minus its baseline in each segment, two')
-        w('\t-- index probes per key instead of every row of the window.')
+        w('\t-- total is its last value minus its baseline in each segment, found')
+        w('\t-- in one time-ordered read instead of differencing every interval.')
         w('\tRETURN QUERY')
         w('\tWITH e AS MATERIALIZED (')
         w('\t\tSELECT * FROM chronicle.%s($1, $2) e' % ends)

@@ -16,23 +16,16 @@ AS $fn$
 #variable_conflict use_column
 BEGIN
 	RETURN QUERY
-	WITH RECURSIVE allkeys AS (
-		-- every key ever recorded: a skip scan of the (key, ts) index
-		(SELECT h.backend_type, h.object, h.context FROM chronicle.io_history h ORDER BY h.backend_type, h.object, h.context LIMIT 1)
-		UNION ALL
-		SELECT n.* FROM allkeys a CROSS JOIN LATERAL
-			(SELECT h.backend_type, h.object, h.context FROM chronicle.io_history h
-			  WHERE (h.backend_type, h.object, h.context) > (a.backend_type, a.object, a.context)
-			  ORDER BY h.backend_type, h.object, h.context LIMIT 1) n
+	WITH sg AS (
+		SELECT g.segment, g.first_start, g.last_end,
+		       chronicle._keyframe('chronicle.io_history', g.segment, g.first_start) AS kf
+		  FROM (SELECT i.segment, min(i.interval_start) AS first_start, max(i.interval_end) AS last_end
+		          FROM chronicle.intervals($1, $2) i GROUP BY i.segment) g
 	)
-	SELECT seg.segment, k.backend_type, k.object, k.context, f.reads, f.read_bytes, f.read_time, f.writes, f.write_bytes, f.write_time, f.writebacks, f.writeback_time, f.extends, f.extend_bytes, f.extend_time, f.hits, f.evictions, f.reuses, f.fsyncs, f.fsync_time, f.op_bytes, f.ts
-	  FROM (SELECT DISTINCT i.segment FROM chronicle.intervals($1, $2) i) seg
-	 CROSS JOIN allkeys k
-	 CROSS JOIN LATERAL (
-		SELECT hf.ts, hf.reads, hf.read_bytes, hf.read_time, hf.writes, hf.write_bytes, hf.write_time, hf.writebacks, hf.writeback_time, hf.extends, hf.extend_bytes, hf.extend_time, hf.hits, hf.evictions, hf.reuses, hf.fsyncs, hf.fsync_time, hf.op_bytes FROM chronicle.io_history hf
-		 WHERE hf.backend_type = k.backend_type AND hf.object = k.object AND hf.context = k.context
-		   AND hf.ts >= seg.segment AND hf.ts <= $2
-		 ORDER BY hf.ts LIMIT 1) f;
+	SELECT DISTINCT ON (sg.segment, h.backend_type, h.object, h.context) sg.segment, h.backend_type, h.object, h.context, h.reads, h.read_bytes, h.read_time, h.writes, h.write_bytes, h.write_time, h.writebacks, h.writeback_time, h.extends, h.extend_bytes, h.extend_time, h.hits, h.evictions, h.reuses, h.fsyncs, h.fsync_time, h.op_bytes, h.ts
+	  FROM sg CROSS JOIN LATERAL (
+		SELECT h.* FROM chronicle.io_history h WHERE h.ts >= sg.kf AND h.ts <= sg.last_end) h
+	 ORDER BY sg.segment, h.backend_type, h.object, h.context, h.ts;
 END;
 $fn$;
 
@@ -141,59 +134,101 @@ AS $fn$
 BEGIN
 	RETURN QUERY
 	WITH sg AS (
-		SELECT i.segment, min(i.interval_start) AS first_start, max(i.interval_end) AS last_end
-		  FROM chronicle.intervals($1, $2) i GROUP BY i.segment
+		SELECT g.segment, g.first_start, g.last_end,
+		       chronicle._keyframe('chronicle.io_history', g.segment, g.first_start) AS kf
+		  FROM (SELECT i.segment, min(i.interval_start) AS first_start, max(i.interval_end) AS last_end
+		          FROM chronicle.intervals($1, $2) i GROUP BY i.segment) g
 	)
-	SELECT k.backend_type, k.object, k.context, l.op_bytes, sg.segment,
-	       (b.stats_reset IS DISTINCT FROM l.stats_reset
-	        OR coalesce(l.reads < b.reads, false)
-	        OR coalesce(l.read_bytes < b.read_bytes, false)
-	        OR coalesce(l.read_time < b.read_time, false)
-	        OR coalesce(l.writes < b.writes, false)
-	        OR coalesce(l.write_bytes < b.write_bytes, false)
-	        OR coalesce(l.write_time < b.write_time, false)
-	        OR coalesce(l.writebacks < b.writebacks, false)
-	        OR coalesce(l.writeback_time < b.writeback_time, false)
-	        OR coalesce(l.extends < b.extends, false)
-	        OR coalesce(l.extend_bytes < b.extend_bytes, false)
-	        OR coalesce(l.extend_time < b.extend_time, false)
-	        OR coalesce(l.hits < b.hits, false)
-	        OR coalesce(l.evictions < b.evictions, false)
-	        OR coalesce(l.reuses < b.reuses, false)
-	        OR coalesce(l.fsyncs < b.fsyncs, false)
-	        OR coalesce(l.fsync_time < b.fsync_time, false)),
-	       b.reads, l.reads,
-	       b.read_bytes, l.read_bytes,
-	       b.read_time, l.read_time,
-	       b.writes, l.writes,
-	       b.write_bytes, l.write_bytes,
-	       b.write_time, l.write_time,
-	       b.writebacks, l.writebacks,
-	       b.writeback_time, l.writeback_time,
-	       b.extends, l.extends,
-	       b.extend_bytes, l.extend_bytes,
-	       b.extend_time, l.extend_time,
-	       b.hits, l.hits,
-	       b.evictions, l.evictions,
-	       b.reuses, l.reuses,
-	       b.fsyncs, l.fsyncs,
-	       b.fsync_time, l.fsync_time
-	  FROM (SELECT DISTINCT kk.backend_type, kk.object, kk.context FROM chronicle._io_keys($1, $2) kk) k
-	 CROSS JOIN sg
-	 CROSS JOIN LATERAL (
-		SELECT h.* FROM chronicle.io_history h
-		 WHERE h.backend_type = k.backend_type AND h.object = k.object AND h.context = k.context AND h.ts >= sg.segment AND h.ts <= sg.last_end
-		 ORDER BY h.ts DESC LIMIT 1) l
-	 CROSS JOIN LATERAL (
-		SELECT x.* FROM (
-			(SELECT h.* FROM chronicle.io_history h
-			  WHERE h.backend_type = k.backend_type AND h.object = k.object AND h.context = k.context AND h.ts >= sg.segment AND h.ts <= sg.first_start
-			  ORDER BY h.ts DESC LIMIT 1)
-			UNION ALL
-			(SELECT h.* FROM chronicle.io_history h
-			  WHERE h.backend_type = k.backend_type AND h.object = k.object AND h.context = k.context AND h.ts > sg.first_start AND h.ts <= sg.last_end
-			  ORDER BY h.ts LIMIT 1)) x
-		 ORDER BY x.ts ASC LIMIT 1) b;
+	, r AS (
+		SELECT sg.segment, sg.first_start, h.ts, h.backend_type, h.object, h.context, h.op_bytes, h.reads, h.read_bytes, h.read_time, h.writes, h.write_bytes, h.write_time, h.writebacks, h.writeback_time, h.extends, h.extend_bytes, h.extend_time, h.hits, h.evictions, h.reuses, h.fsyncs, h.fsync_time, h.stats_reset,
+		       lag(h.ts) OVER w AS p_ts, lead(h.ts) OVER w AS n_ts
+		  FROM sg CROSS JOIN LATERAL (
+			SELECT h.* FROM chronicle.io_history h WHERE h.ts >= sg.kf AND h.ts <= sg.last_end) h
+		WINDOW w AS (PARTITION BY sg.segment, h.backend_type, h.object, h.context ORDER BY h.ts)
+	), x AS (
+		-- b: the baseline row, l: the last row
+		SELECT r.*, r.n_ts IS NULL AS is_l,
+		       CASE WHEN r.ts <= r.first_start THEN r.n_ts IS NULL OR r.n_ts > r.first_start
+		            ELSE r.p_ts IS NULL END AS is_b
+		  FROM r
+	), e AS (
+		SELECT x.segment,
+		       x.backend_type,
+		       x.object,
+		       x.context,
+		       max(x.op_bytes) FILTER (WHERE x.is_l) AS op_bytes,
+		       max(x.reads) FILTER (WHERE x.is_b) AS b_reads,
+		       max(x.reads) FILTER (WHERE x.is_l) AS l_reads,
+		       max(x.read_bytes) FILTER (WHERE x.is_b) AS b_read_bytes,
+		       max(x.read_bytes) FILTER (WHERE x.is_l) AS l_read_bytes,
+		       max(x.read_time) FILTER (WHERE x.is_b) AS b_read_time,
+		       max(x.read_time) FILTER (WHERE x.is_l) AS l_read_time,
+		       max(x.writes) FILTER (WHERE x.is_b) AS b_writes,
+		       max(x.writes) FILTER (WHERE x.is_l) AS l_writes,
+		       max(x.write_bytes) FILTER (WHERE x.is_b) AS b_write_bytes,
+		       max(x.write_bytes) FILTER (WHERE x.is_l) AS l_write_bytes,
+		       max(x.write_time) FILTER (WHERE x.is_b) AS b_write_time,
+		       max(x.write_time) FILTER (WHERE x.is_l) AS l_write_time,
+		       max(x.writebacks) FILTER (WHERE x.is_b) AS b_writebacks,
+		       max(x.writebacks) FILTER (WHERE x.is_l) AS l_writebacks,
+		       max(x.writeback_time) FILTER (WHERE x.is_b) AS b_writeback_time,
+		       max(x.writeback_time) FILTER (WHERE x.is_l) AS l_writeback_time,
+		       max(x.extends) FILTER (WHERE x.is_b) AS b_extends,
+		       max(x.extends) FILTER (WHERE x.is_l) AS l_extends,
+		       max(x.extend_bytes) FILTER (WHERE x.is_b) AS b_extend_bytes,
+		       max(x.extend_bytes) FILTER (WHERE x.is_l) AS l_extend_bytes,
+		       max(x.extend_time) FILTER (WHERE x.is_b) AS b_extend_time,
+		       max(x.extend_time) FILTER (WHERE x.is_l) AS l_extend_time,
+		       max(x.hits) FILTER (WHERE x.is_b) AS b_hits,
+		       max(x.hits) FILTER (WHERE x.is_l) AS l_hits,
+		       max(x.evictions) FILTER (WHERE x.is_b) AS b_evictions,
+		       max(x.evictions) FILTER (WHERE x.is_l) AS l_evictions,
+		       max(x.reuses) FILTER (WHERE x.is_b) AS b_reuses,
+		       max(x.reuses) FILTER (WHERE x.is_l) AS l_reuses,
+		       max(x.fsyncs) FILTER (WHERE x.is_b) AS b_fsyncs,
+		       max(x.fsyncs) FILTER (WHERE x.is_l) AS l_fsyncs,
+		       max(x.fsync_time) FILTER (WHERE x.is_b) AS b_fsync_time,
+		       max(x.fsync_time) FILTER (WHERE x.is_l) AS l_fsync_time,
+		       max(x.stats_reset) FILTER (WHERE x.is_b) AS b_stats_reset,
+		       max(x.stats_reset) FILTER (WHERE x.is_l) AS l_stats_reset
+		  FROM x WHERE x.is_b OR x.is_l
+		 GROUP BY x.segment, x.backend_type, x.object, x.context
+	)
+	SELECT e.backend_type, e.object, e.context, e.op_bytes, e.segment,
+	       (e.b_stats_reset IS DISTINCT FROM e.l_stats_reset
+	        OR coalesce(e.l_reads < e.b_reads, false)
+	        OR coalesce(e.l_read_bytes < e.b_read_bytes, false)
+	        OR coalesce(e.l_read_time < e.b_read_time, false)
+	        OR coalesce(e.l_writes < e.b_writes, false)
+	        OR coalesce(e.l_write_bytes < e.b_write_bytes, false)
+	        OR coalesce(e.l_write_time < e.b_write_time, false)
+	        OR coalesce(e.l_writebacks < e.b_writebacks, false)
+	        OR coalesce(e.l_writeback_time < e.b_writeback_time, false)
+	        OR coalesce(e.l_extends < e.b_extends, false)
+	        OR coalesce(e.l_extend_bytes < e.b_extend_bytes, false)
+	        OR coalesce(e.l_extend_time < e.b_extend_time, false)
+	        OR coalesce(e.l_hits < e.b_hits, false)
+	        OR coalesce(e.l_evictions < e.b_evictions, false)
+	        OR coalesce(e.l_reuses < e.b_reuses, false)
+	        OR coalesce(e.l_fsyncs < e.b_fsyncs, false)
+	        OR coalesce(e.l_fsync_time < e.b_fsync_time, false)),
+	       e.b_reads, e.l_reads,
+	       e.b_read_bytes, e.l_read_bytes,
+	       e.b_read_time, e.l_read_time,
+	       e.b_writes, e.l_writes,
+	       e.b_write_bytes, e.l_write_bytes,
+	       e.b_write_time, e.l_write_time,
+	       e.b_writebacks, e.l_writebacks,
+	       e.b_writeback_time, e.l_writeback_time,
+	       e.b_extends, e.l_extends,
+	       e.b_extend_bytes, e.l_extend_bytes,
+	       e.b_extend_time, e.l_extend_time,
+	       e.b_hits, e.l_hits,
+	       e.b_evictions, e.l_evictions,
+	       e.b_reuses, e.l_reuses,
+	       e.b_fsyncs, e.l_fsyncs,
+	       e.b_fsync_time, e.l_fsync_time
+	  FROM e;
 END;
 $fn$;
 
@@ -219,8 +254,8 @@ BEGIN
 	PERFORM chronicle._check_name('chronicle.io_totals', 'context', $5);
 	SELECT * INTO secs, n, ws, we FROM chronicle._window($1, $2);
 	-- Without a reset in the window, the deltas of a key telescope: its
-	-- total is its last value minus its baseline in each segment, two
-	-- index probes per key instead of every row of the window.
+	-- total is its last value minus its baseline in each segment, found
+	-- in one time-ordered read instead of differencing every interval.
 	RETURN QUERY
 	WITH e AS MATERIALIZED (
 		SELECT * FROM chronicle._io_ends($1, $2) e
@@ -358,23 +393,16 @@ AS $fn$
 #variable_conflict use_column
 BEGIN
 	RETURN QUERY
-	WITH RECURSIVE allkeys AS (
-		-- every key ever recorded: a skip scan of the (key, ts) index
-		(SELECT h.datid FROM chronicle.database_history h ORDER BY h.datid LIMIT 1)
-		UNION ALL
-		SELECT n.* FROM allkeys a CROSS JOIN LATERAL
-			(SELECT h.datid FROM chronicle.database_history h
-			  WHERE h.datid > a.datid
-			  ORDER BY h.datid LIMIT 1) n
+	WITH sg AS (
+		SELECT g.segment, g.first_start, g.last_end,
+		       chronicle._keyframe('chronicle.database_history', g.segment, g.first_start) AS kf
+		  FROM (SELECT i.segment, min(i.interval_start) AS first_start, max(i.interval_end) AS last_end
+		          FROM chronicle.intervals($1, $2) i GROUP BY i.segment) g
 	)
-	SELECT seg.segment, k.datid, f.datname, f.xact_commit, f.xact_rollback, f.blks_read, f.blks_hit, f.tup_returned, f.tup_fetched, f.tup_inserted, f.tup_updated, f.tup_deleted, f.conflicts, f.temp_files, f.temp_bytes, f.deadlocks, f.checksum_failures, f.blk_read_time, f.blk_write_time, f.session_time, f.active_time, f.idle_in_transaction_time, f.sessions, f.sessions_abandoned, f.sessions_fatal, f.sessions_killed, f.parallel_workers_to_launch, f.parallel_workers_launched, f.ts
-	  FROM (SELECT DISTINCT i.segment FROM chronicle.intervals($1, $2) i) seg
-	 CROSS JOIN allkeys k
-	 CROSS JOIN LATERAL (
-		SELECT hf.ts, hf.datname, hf.xact_commit, hf.xact_rollback, hf.blks_read, hf.blks_hit, hf.tup_returned, hf.tup_fetched, hf.tup_inserted, hf.tup_updated, hf.tup_deleted, hf.conflicts, hf.temp_files, hf.temp_bytes, hf.deadlocks, hf.checksum_failures, hf.blk_read_time, hf.blk_write_time, hf.session_time, hf.active_time, hf.idle_in_transaction_time, hf.sessions, hf.sessions_abandoned, hf.sessions_fatal, hf.sessions_killed, hf.parallel_workers_to_launch, hf.parallel_workers_launched FROM chronicle.database_history hf
-		 WHERE hf.datid = k.datid
-		   AND hf.ts >= seg.segment AND hf.ts <= $2
-		 ORDER BY hf.ts LIMIT 1) f;
+	SELECT DISTINCT ON (sg.segment, h.datid) sg.segment, h.datid, h.datname, h.xact_commit, h.xact_rollback, h.blks_read, h.blks_hit, h.tup_returned, h.tup_fetched, h.tup_inserted, h.tup_updated, h.tup_deleted, h.conflicts, h.temp_files, h.temp_bytes, h.deadlocks, h.checksum_failures, h.blk_read_time, h.blk_write_time, h.session_time, h.active_time, h.idle_in_transaction_time, h.sessions, h.sessions_abandoned, h.sessions_fatal, h.sessions_killed, h.parallel_workers_to_launch, h.parallel_workers_launched, h.ts
+	  FROM sg CROSS JOIN LATERAL (
+		SELECT h.* FROM chronicle.database_history h WHERE h.ts >= sg.kf AND h.ts <= sg.last_end) h
+	 ORDER BY sg.segment, h.datid, h.ts;
 END;
 $fn$;
 
@@ -423,7 +451,7 @@ AS $fn$
 #variable_conflict use_column
 BEGIN
 	PERFORM chronicle._check_range($1, $2, 'chronicle.database_deltas');
-	PERFORM chronicle._check_datname('chronicle.database_deltas', $3);
+	PERFORM chronicle._check_datname('chronicle.database_deltas', $3, $1, $2);
 	RETURN QUERY
 	SELECT * FROM chronicle._deltas('chronicle.database_history'::regclass, $1, $2,
 		keys => ARRAY['datid']::text[],
@@ -455,86 +483,141 @@ AS $fn$
 BEGIN
 	RETURN QUERY
 	WITH sg AS (
-		SELECT i.segment, min(i.interval_start) AS first_start, max(i.interval_end) AS last_end
-		  FROM chronicle.intervals($1, $2) i GROUP BY i.segment
-	), sgk AS (
-		-- the first keyframe of the segment that recorded the table
-		SELECT g.*, (SELECT sn.ts FROM chronicle.snapshot sn
-		                 WHERE sn.segment = g.segment AND sn.ts >= g.segment AND sn.ts <= $2
-		                   AND sn.keyframe
-		                   AND EXISTS (SELECT FROM chronicle.database_history x WHERE x.ts = sn.ts)
-		                 ORDER BY sn.ts LIMIT 1) AS born_after
-		  FROM sg g
+		SELECT g.segment, g.first_start, g.last_end,
+		       chronicle._keyframe('chronicle.database_history', g.segment, g.first_start) AS kf,
+		       (SELECT sn.ts FROM chronicle.snapshot sn
+		         WHERE sn.segment = g.segment AND sn.ts >= g.segment AND sn.ts <= $2
+		           AND sn.keyframe
+		           AND EXISTS (SELECT FROM chronicle.database_history x WHERE x.ts = sn.ts)
+		         ORDER BY sn.ts LIMIT 1) AS born_after
+		  FROM (SELECT i.segment, min(i.interval_start) AS first_start, max(i.interval_end) AS last_end
+		          FROM chronicle.intervals($1, $2) i GROUP BY i.segment) g
 	)
-	SELECT k.datid, l.datname, sg.segment,
-	       (b.stats_reset IS DISTINCT FROM l.stats_reset
-	        OR coalesce(l.xact_commit < b.xact_commit, false)
-	        OR coalesce(l.xact_rollback < b.xact_rollback, false)
-	        OR coalesce(l.blks_read < b.blks_read, false)
-	        OR coalesce(l.blks_hit < b.blks_hit, false)
-	        OR coalesce(l.tup_returned < b.tup_returned, false)
-	        OR coalesce(l.tup_fetched < b.tup_fetched, false)
-	        OR coalesce(l.tup_inserted < b.tup_inserted, false)
-	        OR coalesce(l.tup_updated < b.tup_updated, false)
-	        OR coalesce(l.tup_deleted < b.tup_deleted, false)
-	        OR coalesce(l.conflicts < b.conflicts, false)
-	        OR coalesce(l.temp_files < b.temp_files, false)
-	        OR coalesce(l.temp_bytes < b.temp_bytes, false)
-	        OR coalesce(l.deadlocks < b.deadlocks, false)
-	        OR coalesce(l.checksum_failures < b.checksum_failures, false)
-	        OR coalesce(l.blk_read_time < b.blk_read_time, false)
-	        OR coalesce(l.blk_write_time < b.blk_write_time, false)
-	        OR coalesce(l.session_time < b.session_time, false)
-	        OR coalesce(l.active_time < b.active_time, false)
-	        OR coalesce(l.idle_in_transaction_time < b.idle_in_transaction_time, false)
-	        OR coalesce(l.sessions < b.sessions, false)
-	        OR coalesce(l.sessions_abandoned < b.sessions_abandoned, false)
-	        OR coalesce(l.sessions_fatal < b.sessions_fatal, false)
-	        OR coalesce(l.sessions_killed < b.sessions_killed, false)
-	        OR coalesce(l.parallel_workers_to_launch < b.parallel_workers_to_launch, false)
-	        OR coalesce(l.parallel_workers_launched < b.parallel_workers_launched, false)),
-	       CASE WHEN b.born AND b.xact_commit IS NOT NULL THEN 0 ELSE b.xact_commit END, l.xact_commit,
-	       CASE WHEN b.born AND b.xact_rollback IS NOT NULL THEN 0 ELSE b.xact_rollback END, l.xact_rollback,
-	       CASE WHEN b.born AND b.blks_read IS NOT NULL THEN 0 ELSE b.blks_read END, l.blks_read,
-	       CASE WHEN b.born AND b.blks_hit IS NOT NULL THEN 0 ELSE b.blks_hit END, l.blks_hit,
-	       CASE WHEN b.born AND b.tup_returned IS NOT NULL THEN 0 ELSE b.tup_returned END, l.tup_returned,
-	       CASE WHEN b.born AND b.tup_fetched IS NOT NULL THEN 0 ELSE b.tup_fetched END, l.tup_fetched,
-	       CASE WHEN b.born AND b.tup_inserted IS NOT NULL THEN 0 ELSE b.tup_inserted END, l.tup_inserted,
-	       CASE WHEN b.born AND b.tup_updated IS NOT NULL THEN 0 ELSE b.tup_updated END, l.tup_updated,
-	       CASE WHEN b.born AND b.tup_deleted IS NOT NULL THEN 0 ELSE b.tup_deleted END, l.tup_deleted,
-	       CASE WHEN b.born AND b.conflicts IS NOT NULL THEN 0 ELSE b.conflicts END, l.conflicts,
-	       CASE WHEN b.born AND b.temp_files IS NOT NULL THEN 0 ELSE b.temp_files END, l.temp_files,
-	       CASE WHEN b.born AND b.temp_bytes IS NOT NULL THEN 0 ELSE b.temp_bytes END, l.temp_bytes,
-	       CASE WHEN b.born AND b.deadlocks IS NOT NULL THEN 0 ELSE b.deadlocks END, l.deadlocks,
-	       CASE WHEN b.born AND b.checksum_failures IS NOT NULL THEN 0 ELSE b.checksum_failures END, l.checksum_failures,
-	       CASE WHEN b.born AND b.blk_read_time IS NOT NULL THEN 0 ELSE b.blk_read_time END, l.blk_read_time,
-	       CASE WHEN b.born AND b.blk_write_time IS NOT NULL THEN 0 ELSE b.blk_write_time END, l.blk_write_time,
-	       CASE WHEN b.born AND b.session_time IS NOT NULL THEN 0 ELSE b.session_time END, l.session_time,
-	       CASE WHEN b.born AND b.active_time IS NOT NULL THEN 0 ELSE b.active_time END, l.active_time,
-	       CASE WHEN b.born AND b.idle_in_transaction_time IS NOT NULL THEN 0 ELSE b.idle_in_transaction_time END, l.idle_in_transaction_time,
-	       CASE WHEN b.born AND b.sessions IS NOT NULL THEN 0 ELSE b.sessions END, l.sessions,
-	       CASE WHEN b.born AND b.sessions_abandoned IS NOT NULL THEN 0 ELSE b.sessions_abandoned END, l.sessions_abandoned,
-	       CASE WHEN b.born AND b.sessions_fatal IS NOT NULL THEN 0 ELSE b.sessions_fatal END, l.sessions_fatal,
-	       CASE WHEN b.born AND b.sessions_killed IS NOT NULL THEN 0 ELSE b.sessions_killed END, l.sessions_killed,
-	       CASE WHEN b.born AND b.parallel_workers_to_launch IS NOT NULL THEN 0 ELSE b.parallel_workers_to_launch END, l.parallel_workers_to_launch,
-	       CASE WHEN b.born AND b.parallel_workers_launched IS NOT NULL THEN 0 ELSE b.parallel_workers_launched END, l.parallel_workers_launched
-	  FROM (SELECT DISTINCT kk.datid FROM chronicle._database_keys($1, $2) kk) k
-	 CROSS JOIN sgk sg
-	 CROSS JOIN LATERAL (
-		SELECT h.* FROM chronicle.database_history h
-		 WHERE h.datid = k.datid AND h.ts >= sg.segment AND h.ts <= sg.last_end
-		 ORDER BY h.ts DESC LIMIT 1) l
-	 CROSS JOIN LATERAL (
-		SELECT x.* FROM (
-			(SELECT h.*, false AS born FROM chronicle.database_history h
-			  WHERE h.datid = k.datid AND h.ts >= sg.segment AND h.ts <= sg.first_start
-			  ORDER BY h.ts DESC LIMIT 1)
-			UNION ALL
-			-- else the first row in the window: born if after that keyframe
-			(SELECT h.*, coalesce(h.ts > sg.born_after, false) FROM chronicle.database_history h
-			  WHERE h.datid = k.datid AND h.ts > sg.first_start AND h.ts <= sg.last_end
-			  ORDER BY h.ts LIMIT 1)) x
-		 ORDER BY x.ts ASC LIMIT 1) b;
+	, r AS (
+		SELECT sg.segment, sg.first_start, sg.born_after, h.ts, h.datid, h.datname, h.xact_commit, h.xact_rollback, h.blks_read, h.blks_hit, h.tup_returned, h.tup_fetched, h.tup_inserted, h.tup_updated, h.tup_deleted, h.conflicts, h.temp_files, h.temp_bytes, h.deadlocks, h.checksum_failures, h.blk_read_time, h.blk_write_time, h.session_time, h.active_time, h.idle_in_transaction_time, h.sessions, h.sessions_abandoned, h.sessions_fatal, h.sessions_killed, h.parallel_workers_to_launch, h.parallel_workers_launched, h.stats_reset,
+		       lag(h.ts) OVER w AS p_ts, lead(h.ts) OVER w AS n_ts
+		  FROM sg CROSS JOIN LATERAL (
+			SELECT h.* FROM chronicle.database_history h WHERE h.ts >= sg.kf AND h.ts <= sg.last_end) h
+		WINDOW w AS (PARTITION BY sg.segment, h.datid ORDER BY h.ts)
+	), x AS (
+		-- b: the baseline row, l: the last row
+		SELECT r.*, r.n_ts IS NULL AS is_l,
+		       CASE WHEN r.ts <= r.first_start THEN r.n_ts IS NULL OR r.n_ts > r.first_start
+		            ELSE r.p_ts IS NULL END AS is_b
+		  FROM r
+	), e AS (
+		SELECT x.segment,
+		       x.datid,
+		       max(x.datname) FILTER (WHERE x.is_l) AS datname,
+		       max(x.xact_commit) FILTER (WHERE x.is_b) AS b_xact_commit,
+		       max(x.xact_commit) FILTER (WHERE x.is_l) AS l_xact_commit,
+		       max(x.xact_rollback) FILTER (WHERE x.is_b) AS b_xact_rollback,
+		       max(x.xact_rollback) FILTER (WHERE x.is_l) AS l_xact_rollback,
+		       max(x.blks_read) FILTER (WHERE x.is_b) AS b_blks_read,
+		       max(x.blks_read) FILTER (WHERE x.is_l) AS l_blks_read,
+		       max(x.blks_hit) FILTER (WHERE x.is_b) AS b_blks_hit,
+		       max(x.blks_hit) FILTER (WHERE x.is_l) AS l_blks_hit,
+		       max(x.tup_returned) FILTER (WHERE x.is_b) AS b_tup_returned,
+		       max(x.tup_returned) FILTER (WHERE x.is_l) AS l_tup_returned,
+		       max(x.tup_fetched) FILTER (WHERE x.is_b) AS b_tup_fetched,
+		       max(x.tup_fetched) FILTER (WHERE x.is_l) AS l_tup_fetched,
+		       max(x.tup_inserted) FILTER (WHERE x.is_b) AS b_tup_inserted,
+		       max(x.tup_inserted) FILTER (WHERE x.is_l) AS l_tup_inserted,
+		       max(x.tup_updated) FILTER (WHERE x.is_b) AS b_tup_updated,
+		       max(x.tup_updated) FILTER (WHERE x.is_l) AS l_tup_updated,
+		       max(x.tup_deleted) FILTER (WHERE x.is_b) AS b_tup_deleted,
+		       max(x.tup_deleted) FILTER (WHERE x.is_l) AS l_tup_deleted,
+		       max(x.conflicts) FILTER (WHERE x.is_b) AS b_conflicts,
+		       max(x.conflicts) FILTER (WHERE x.is_l) AS l_conflicts,
+		       max(x.temp_files) FILTER (WHERE x.is_b) AS b_temp_files,
+		       max(x.temp_files) FILTER (WHERE x.is_l) AS l_temp_files,
+		       max(x.temp_bytes) FILTER (WHERE x.is_b) AS b_temp_bytes,
+		       max(x.temp_bytes) FILTER (WHERE x.is_l) AS l_temp_bytes,
+		       max(x.deadlocks) FILTER (WHERE x.is_b) AS b_deadlocks,
+		       max(x.deadlocks) FILTER (WHERE x.is_l) AS l_deadlocks,
+		       max(x.checksum_failures) FILTER (WHERE x.is_b) AS b_checksum_failures,
+		       max(x.checksum_failures) FILTER (WHERE x.is_l) AS l_checksum_failures,
+		       max(x.blk_read_time) FILTER (WHERE x.is_b) AS b_blk_read_time,
+		       max(x.blk_read_time) FILTER (WHERE x.is_l) AS l_blk_read_time,
+		       max(x.blk_write_time) FILTER (WHERE x.is_b) AS b_blk_write_time,
+		       max(x.blk_write_time) FILTER (WHERE x.is_l) AS l_blk_write_time,
+		       max(x.session_time) FILTER (WHERE x.is_b) AS b_session_time,
+		       max(x.session_time) FILTER (WHERE x.is_l) AS l_session_time,
+		       max(x.active_time) FILTER (WHERE x.is_b) AS b_active_time,
+		       max(x.active_time) FILTER (WHERE x.is_l) AS l_active_time,
+		       max(x.idle_in_transaction_time) FILTER (WHERE x.is_b) AS b_idle_in_transaction_time,
+		       max(x.idle_in_transaction_time) FILTER (WHERE x.is_l) AS l_idle_in_transaction_time,
+		       max(x.sessions) FILTER (WHERE x.is_b) AS b_sessions,
+		       max(x.sessions) FILTER (WHERE x.is_l) AS l_sessions,
+		       max(x.sessions_abandoned) FILTER (WHERE x.is_b) AS b_sessions_abandoned,
+		       max(x.sessions_abandoned) FILTER (WHERE x.is_l) AS l_sessions_abandoned,
+		       max(x.sessions_fatal) FILTER (WHERE x.is_b) AS b_sessions_fatal,
+		       max(x.sessions_fatal) FILTER (WHERE x.is_l) AS l_sessions_fatal,
+		       max(x.sessions_killed) FILTER (WHERE x.is_b) AS b_sessions_killed,
+		       max(x.sessions_killed) FILTER (WHERE x.is_l) AS l_sessions_killed,
+		       max(x.parallel_workers_to_launch) FILTER (WHERE x.is_b) AS b_parallel_workers_to_launch,
+		       max(x.parallel_workers_to_launch) FILTER (WHERE x.is_l) AS l_parallel_workers_to_launch,
+		       max(x.parallel_workers_launched) FILTER (WHERE x.is_b) AS b_parallel_workers_launched,
+		       max(x.parallel_workers_launched) FILTER (WHERE x.is_l) AS l_parallel_workers_launched,
+		       max(x.stats_reset) FILTER (WHERE x.is_b) AS b_stats_reset,
+		       max(x.stats_reset) FILTER (WHERE x.is_l) AS l_stats_reset,
+		       bool_or(x.ts > x.first_start AND coalesce(x.ts > x.born_after, false)) FILTER (WHERE x.is_b) AS born
+		  FROM x WHERE x.is_b OR x.is_l
+		 GROUP BY x.segment, x.datid
+	)
+	SELECT e.datid, e.datname, e.segment,
+	       (e.b_stats_reset IS DISTINCT FROM e.l_stats_reset
+	        OR coalesce(e.l_xact_commit < e.b_xact_commit, false)
+	        OR coalesce(e.l_xact_rollback < e.b_xact_rollback, false)
+	        OR coalesce(e.l_blks_read < e.b_blks_read, false)
+	        OR coalesce(e.l_blks_hit < e.b_blks_hit, false)
+	        OR coalesce(e.l_tup_returned < e.b_tup_returned, false)
+	        OR coalesce(e.l_tup_fetched < e.b_tup_fetched, false)
+	        OR coalesce(e.l_tup_inserted < e.b_tup_inserted, false)
+	        OR coalesce(e.l_tup_updated < e.b_tup_updated, false)
+	        OR coalesce(e.l_tup_deleted < e.b_tup_deleted, false)
+	        OR coalesce(e.l_conflicts < e.b_conflicts, false)
+	        OR coalesce(e.l_temp_files < e.b_temp_files, false)
+	        OR coalesce(e.l_temp_bytes < e.b_temp_bytes, false)
+	        OR coalesce(e.l_deadlocks < e.b_deadlocks, false)
+	        OR coalesce(e.l_checksum_failures < e.b_checksum_failures, false)
+	        OR coalesce(e.l_blk_read_time < e.b_blk_read_time, false)
+	        OR coalesce(e.l_blk_write_time < e.b_blk_write_time, false)
+	        OR coalesce(e.l_session_time < e.b_session_time, false)
+	        OR coalesce(e.l_active_time < e.b_active_time, false)
+	        OR coalesce(e.l_idle_in_transaction_time < e.b_idle_in_transaction_time, false)
+	        OR coalesce(e.l_sessions < e.b_sessions, false)
+	        OR coalesce(e.l_sessions_abandoned < e.b_sessions_abandoned, false)
+	        OR coalesce(e.l_sessions_fatal < e.b_sessions_fatal, false)
+	        OR coalesce(e.l_sessions_killed < e.b_sessions_killed, false)
+	        OR coalesce(e.l_parallel_workers_to_launch < e.b_parallel_workers_to_launch, false)
+	        OR coalesce(e.l_parallel_workers_launched < e.b_parallel_workers_launched, false)),
+	       CASE WHEN e.born AND e.b_xact_commit IS NOT NULL THEN 0 ELSE e.b_xact_commit END, e.l_xact_commit,
+	       CASE WHEN e.born AND e.b_xact_rollback IS NOT NULL THEN 0 ELSE e.b_xact_rollback END, e.l_xact_rollback,
+	       CASE WHEN e.born AND e.b_blks_read IS NOT NULL THEN 0 ELSE e.b_blks_read END, e.l_blks_read,
+	       CASE WHEN e.born AND e.b_blks_hit IS NOT NULL THEN 0 ELSE e.b_blks_hit END, e.l_blks_hit,
+	       CASE WHEN e.born AND e.b_tup_returned IS NOT NULL THEN 0 ELSE e.b_tup_returned END, e.l_tup_returned,
+	       CASE WHEN e.born AND e.b_tup_fetched IS NOT NULL THEN 0 ELSE e.b_tup_fetched END, e.l_tup_fetched,
+	       CASE WHEN e.born AND e.b_tup_inserted IS NOT NULL THEN 0 ELSE e.b_tup_inserted END, e.l_tup_inserted,
+	       CASE WHEN e.born AND e.b_tup_updated IS NOT NULL THEN 0 ELSE e.b_tup_updated END, e.l_tup_updated,
+	       CASE WHEN e.born AND e.b_tup_deleted IS NOT NULL THEN 0 ELSE e.b_tup_deleted END, e.l_tup_deleted,
+	       CASE WHEN e.born AND e.b_conflicts IS NOT NULL THEN 0 ELSE e.b_conflicts END, e.l_conflicts,
+	       CASE WHEN e.born AND e.b_temp_files IS NOT NULL THEN 0 ELSE e.b_temp_files END, e.l_temp_files,
+	       CASE WHEN e.born AND e.b_temp_bytes IS NOT NULL THEN 0 ELSE e.b_temp_bytes END, e.l_temp_bytes,
+	       CASE WHEN e.born AND e.b_deadlocks IS NOT NULL THEN 0 ELSE e.b_deadlocks END, e.l_deadlocks,
+	       CASE WHEN e.born AND e.b_checksum_failures IS NOT NULL THEN 0 ELSE e.b_checksum_failures END, e.l_checksum_failures,
+	       CASE WHEN e.born AND e.b_blk_read_time IS NOT NULL THEN 0 ELSE e.b_blk_read_time END, e.l_blk_read_time,
+	       CASE WHEN e.born AND e.b_blk_write_time IS NOT NULL THEN 0 ELSE e.b_blk_write_time END, e.l_blk_write_time,
+	       CASE WHEN e.born AND e.b_session_time IS NOT NULL THEN 0 ELSE e.b_session_time END, e.l_session_time,
+	       CASE WHEN e.born AND e.b_active_time IS NOT NULL THEN 0 ELSE e.b_active_time END, e.l_active_time,
+	       CASE WHEN e.born AND e.b_idle_in_transaction_time IS NOT NULL THEN 0 ELSE e.b_idle_in_transaction_time END, e.l_idle_in_transaction_time,
+	       CASE WHEN e.born AND e.b_sessions IS NOT NULL THEN 0 ELSE e.b_sessions END, e.l_sessions,
+	       CASE WHEN e.born AND e.b_sessions_abandoned IS NOT NULL THEN 0 ELSE e.b_sessions_abandoned END, e.l_sessions_abandoned,
+	       CASE WHEN e.born AND e.b_sessions_fatal IS NOT NULL THEN 0 ELSE e.b_sessions_fatal END, e.l_sessions_fatal,
+	       CASE WHEN e.born AND e.b_sessions_killed IS NOT NULL THEN 0 ELSE e.b_sessions_killed END, e.l_sessions_killed,
+	       CASE WHEN e.born AND e.b_parallel_workers_to_launch IS NOT NULL THEN 0 ELSE e.b_parallel_workers_to_launch END, e.l_parallel_workers_to_launch,
+	       CASE WHEN e.born AND e.b_parallel_workers_launched IS NOT NULL THEN 0 ELSE e.b_parallel_workers_launched END, e.l_parallel_workers_launched
+	  FROM e;
 END;
 $fn$;
 
@@ -555,11 +638,11 @@ DECLARE
 	we timestamptz;
 BEGIN
 	PERFORM chronicle._check_range($1, $2, 'chronicle.database_totals');
-	PERFORM chronicle._check_datname('chronicle.database_totals', $3);
+	PERFORM chronicle._check_datname('chronicle.database_totals', $3, $1, $2);
 	SELECT * INTO secs, n, ws, we FROM chronicle._window($1, $2);
 	-- Without a reset in the window, the deltas of a key telescope: its
-	-- total is its last value minus its baseline in each segment, two
-	-- index probes per key instead of every row of the window.
+	-- total is its last value minus its baseline in each segment, found
+	-- in one time-ordered read instead of differencing every interval.
 	RETURN QUERY
 	WITH e AS MATERIALIZED (
 		SELECT * FROM chronicle._database_ends($1, $2) e
@@ -721,23 +804,16 @@ AS $fn$
 #variable_conflict use_column
 BEGIN
 	RETURN QUERY
-	WITH RECURSIVE allkeys AS (
-		-- every key ever recorded: a skip scan of the (key, ts) index
-		(SELECT h.backend_type, h.state, h.wait_event_type, h.wait_event, h.queryid FROM chronicle.waits_history h ORDER BY h.backend_type, h.state, h.wait_event_type, h.wait_event, h.queryid LIMIT 1)
-		UNION ALL
-		SELECT n.* FROM allkeys a CROSS JOIN LATERAL
-			(SELECT h.backend_type, h.state, h.wait_event_type, h.wait_event, h.queryid FROM chronicle.waits_history h
-			  WHERE (h.backend_type, h.state, h.wait_event_type, h.wait_event, h.queryid) > (a.backend_type, a.state, a.wait_event_type, a.wait_event, a.queryid)
-			  ORDER BY h.backend_type, h.state, h.wait_event_type, h.wait_event, h.queryid LIMIT 1) n
+	WITH sg AS (
+		SELECT g.segment, g.first_start, g.last_end,
+		       chronicle._keyframe('chronicle.waits_history', g.segment, g.first_start) AS kf
+		  FROM (SELECT i.segment, min(i.interval_start) AS first_start, max(i.interval_end) AS last_end
+		          FROM chronicle.intervals($1, $2) i GROUP BY i.segment) g
 	)
-	SELECT seg.segment, k.backend_type, k.state, k.wait_event_type, k.wait_event, k.queryid, f.samples, f.ts
-	  FROM (SELECT DISTINCT i.segment FROM chronicle.intervals($1, $2) i) seg
-	 CROSS JOIN allkeys k
-	 CROSS JOIN LATERAL (
-		SELECT hf.ts, hf.samples FROM chronicle.waits_history hf
-		 WHERE hf.backend_type = k.backend_type AND hf.state = k.state AND hf.wait_event_type = k.wait_event_type AND hf.wait_event = k.wait_event AND hf.queryid = k.queryid
-		   AND hf.ts >= seg.segment AND hf.ts <= $2
-		 ORDER BY hf.ts LIMIT 1) f;
+	SELECT DISTINCT ON (sg.segment, h.backend_type, h.state, h.wait_event_type, h.wait_event, h.queryid) sg.segment, h.backend_type, h.state, h.wait_event_type, h.wait_event, h.queryid, h.samples, h.ts
+	  FROM sg CROSS JOIN LATERAL (
+		SELECT h.* FROM chronicle.waits_history h WHERE h.ts >= sg.kf AND h.ts <= sg.last_end) h
+	 ORDER BY sg.segment, h.backend_type, h.state, h.wait_event_type, h.wait_event, h.queryid, h.ts;
 END;
 $fn$;
 
@@ -819,37 +895,45 @@ AS $fn$
 BEGIN
 	RETURN QUERY
 	WITH sg AS (
-		SELECT i.segment, min(i.interval_start) AS first_start, max(i.interval_end) AS last_end
-		  FROM chronicle.intervals($1, $2) i GROUP BY i.segment
-	), sgk AS (
-		-- the first keyframe of the segment that recorded the table
-		SELECT g.*, (SELECT sn.ts FROM chronicle.snapshot sn
-		                 WHERE sn.segment = g.segment AND sn.ts >= g.segment AND sn.ts <= $2
-		                   AND sn.keyframe
-		                   AND EXISTS (SELECT FROM chronicle.waits_history x WHERE x.ts = sn.ts)
-		                 ORDER BY sn.ts LIMIT 1) AS born_after
-		  FROM sg g
+		SELECT g.segment, g.first_start, g.last_end,
+		       chronicle._keyframe('chronicle.waits_history', g.segment, g.first_start) AS kf,
+		       (SELECT sn.ts FROM chronicle.snapshot sn
+		         WHERE sn.segment = g.segment AND sn.ts >= g.segment AND sn.ts <= $2
+		           AND sn.keyframe
+		           AND EXISTS (SELECT FROM chronicle.waits_history x WHERE x.ts = sn.ts)
+		         ORDER BY sn.ts LIMIT 1) AS born_after
+		  FROM (SELECT i.segment, min(i.interval_start) AS first_start, max(i.interval_end) AS last_end
+		          FROM chronicle.intervals($1, $2) i GROUP BY i.segment) g
 	)
-	SELECT k.backend_type, k.state, k.wait_event_type, k.wait_event, k.queryid, sg.segment,
-	       (coalesce(l.samples < b.samples, false)),
-	       CASE WHEN b.born AND b.samples IS NOT NULL THEN 0 ELSE b.samples END, l.samples
-	  FROM (SELECT DISTINCT kk.backend_type, kk.state, kk.wait_event_type, kk.wait_event, kk.queryid FROM chronicle._wait_keys($1, $2) kk) k
-	 CROSS JOIN sgk sg
-	 CROSS JOIN LATERAL (
-		SELECT h.* FROM chronicle.waits_history h
-		 WHERE h.backend_type = k.backend_type AND h.state = k.state AND h.wait_event_type = k.wait_event_type AND h.wait_event = k.wait_event AND h.queryid = k.queryid AND h.ts >= sg.segment AND h.ts <= sg.last_end
-		 ORDER BY h.ts DESC LIMIT 1) l
-	 CROSS JOIN LATERAL (
-		SELECT x.* FROM (
-			(SELECT h.*, false AS born FROM chronicle.waits_history h
-			  WHERE h.backend_type = k.backend_type AND h.state = k.state AND h.wait_event_type = k.wait_event_type AND h.wait_event = k.wait_event AND h.queryid = k.queryid AND h.ts >= sg.segment AND h.ts <= sg.first_start
-			  ORDER BY h.ts DESC LIMIT 1)
-			UNION ALL
-			-- else the first row in the window: born if after that keyframe
-			(SELECT h.*, coalesce(h.ts > sg.born_after, false) FROM chronicle.waits_history h
-			  WHERE h.backend_type = k.backend_type AND h.state = k.state AND h.wait_event_type = k.wait_event_type AND h.wait_event = k.wait_event AND h.queryid = k.queryid AND h.ts > sg.first_start AND h.ts <= sg.last_end
-			  ORDER BY h.ts LIMIT 1)) x
-		 ORDER BY x.ts ASC LIMIT 1) b;
+	, r AS (
+		SELECT sg.segment, sg.first_start, sg.born_after, h.ts, h.backend_type, h.state, h.wait_event_type, h.wait_event, h.queryid, h.samples,
+		       lag(h.ts) OVER w AS p_ts, lead(h.ts) OVER w AS n_ts
+		  FROM sg CROSS JOIN LATERAL (
+			SELECT h.* FROM chronicle.waits_history h WHERE h.ts >= sg.kf AND h.ts <= sg.last_end) h
+		WINDOW w AS (PARTITION BY sg.segment, h.backend_type, h.state, h.wait_event_type, h.wait_event, h.queryid ORDER BY h.ts)
+	), x AS (
+		-- b: the baseline row, l: the last row
+		SELECT r.*, r.n_ts IS NULL AS is_l,
+		       CASE WHEN r.ts <= r.first_start THEN r.n_ts IS NULL OR r.n_ts > r.first_start
+		            ELSE r.p_ts IS NULL END AS is_b
+		  FROM r
+	), e AS (
+		SELECT x.segment,
+		       x.backend_type,
+		       x.state,
+		       x.wait_event_type,
+		       x.wait_event,
+		       x.queryid,
+		       max(x.samples) FILTER (WHERE x.is_b) AS b_samples,
+		       max(x.samples) FILTER (WHERE x.is_l) AS l_samples,
+		       bool_or(x.ts > x.first_start AND coalesce(x.ts > x.born_after, false)) FILTER (WHERE x.is_b) AS born
+		  FROM x WHERE x.is_b OR x.is_l
+		 GROUP BY x.segment, x.backend_type, x.state, x.wait_event_type, x.wait_event, x.queryid
+	)
+	SELECT e.backend_type, e.state, e.wait_event_type, e.wait_event, e.queryid, e.segment,
+	       (coalesce(e.l_samples < e.b_samples, false)),
+	       CASE WHEN e.born AND e.b_samples IS NOT NULL THEN 0 ELSE e.b_samples END, e.l_samples
+	  FROM e;
 END;
 $fn$;
 
@@ -874,8 +958,8 @@ BEGIN
 	PERFORM chronicle._check_name('chronicle.wait_totals', 'wait_event_type', $4);
 	SELECT * INTO secs, n, ws, we FROM chronicle._window($1, $2);
 	-- Without a reset in the window, the deltas of a key telescope: its
-	-- total is its last value minus its baseline in each segment, two
-	-- index probes per key instead of every row of the window.
+	-- total is its last value minus its baseline in each segment, found
+	-- in one time-ordered read instead of differencing every interval.
 	RETURN QUERY
 	WITH e AS MATERIALIZED (
 		SELECT * FROM chronicle._wait_ends($1, $2) e
@@ -941,23 +1025,16 @@ AS $fn$
 #variable_conflict use_column
 BEGIN
 	RETURN QUERY
-	WITH RECURSIVE allkeys AS (
-		-- every key ever recorded: a skip scan of the (key, ts) index
-		(SELECT h.device, h.role FROM chronicle.os_disk_history h ORDER BY h.device, h.role LIMIT 1)
-		UNION ALL
-		SELECT n.* FROM allkeys a CROSS JOIN LATERAL
-			(SELECT h.device, h.role FROM chronicle.os_disk_history h
-			  WHERE (h.device, h.role) > (a.device, a.role)
-			  ORDER BY h.device, h.role LIMIT 1) n
+	WITH sg AS (
+		SELECT g.segment, g.first_start, g.last_end,
+		       chronicle._keyframe('chronicle.os_disk_history', g.segment, g.first_start) AS kf
+		  FROM (SELECT i.segment, min(i.interval_start) AS first_start, max(i.interval_end) AS last_end
+		          FROM chronicle.intervals($1, $2) i GROUP BY i.segment) g
 	)
-	SELECT seg.segment, k.device, k.role, f.reads_completed, f.reads_merged, f.sectors_read, f.read_time_ms, f.writes_completed, f.writes_merged, f.sectors_written, f.write_time_ms, f.io_time_ms, f.weighted_io_time_ms, f.discards_completed, f.discards_merged, f.sectors_discarded, f.discard_time_ms, f.flushes_completed, f.flush_time_ms, f.ts
-	  FROM (SELECT DISTINCT i.segment FROM chronicle.intervals($1, $2) i) seg
-	 CROSS JOIN allkeys k
-	 CROSS JOIN LATERAL (
-		SELECT hf.ts, hf.reads_completed, hf.reads_merged, hf.sectors_read, hf.read_time_ms, hf.writes_completed, hf.writes_merged, hf.sectors_written, hf.write_time_ms, hf.io_time_ms, hf.weighted_io_time_ms, hf.discards_completed, hf.discards_merged, hf.sectors_discarded, hf.discard_time_ms, hf.flushes_completed, hf.flush_time_ms FROM chronicle.os_disk_history hf
-		 WHERE hf.device = k.device AND hf.role = k.role
-		   AND hf.ts >= seg.segment AND hf.ts <= $2
-		 ORDER BY hf.ts LIMIT 1) f;
+	SELECT DISTINCT ON (sg.segment, h.device, h.role) sg.segment, h.device, h.role, h.reads_completed, h.reads_merged, h.sectors_read, h.read_time_ms, h.writes_completed, h.writes_merged, h.sectors_written, h.write_time_ms, h.io_time_ms, h.weighted_io_time_ms, h.discards_completed, h.discards_merged, h.sectors_discarded, h.discard_time_ms, h.flushes_completed, h.flush_time_ms, h.ts
+	  FROM sg CROSS JOIN LATERAL (
+		SELECT h.* FROM chronicle.os_disk_history h WHERE h.ts >= sg.kf AND h.ts <= sg.last_end) h
+	 ORDER BY sg.segment, h.device, h.role, h.ts;
 END;
 $fn$;
 
@@ -1063,58 +1140,96 @@ AS $fn$
 BEGIN
 	RETURN QUERY
 	WITH sg AS (
-		SELECT i.segment, min(i.interval_start) AS first_start, max(i.interval_end) AS last_end
-		  FROM chronicle.intervals($1, $2) i GROUP BY i.segment
+		SELECT g.segment, g.first_start, g.last_end,
+		       chronicle._keyframe('chronicle.os_disk_history', g.segment, g.first_start) AS kf
+		  FROM (SELECT i.segment, min(i.interval_start) AS first_start, max(i.interval_end) AS last_end
+		          FROM chronicle.intervals($1, $2) i GROUP BY i.segment) g
 	)
-	SELECT k.device, k.role, sg.segment,
-	       (coalesce(l.reads_completed < b.reads_completed, false)
-	        OR coalesce(l.reads_merged < b.reads_merged, false)
-	        OR coalesce(l.sectors_read < b.sectors_read, false)
-	        OR coalesce(l.read_time_ms < b.read_time_ms, false)
-	        OR coalesce(l.writes_completed < b.writes_completed, false)
-	        OR coalesce(l.writes_merged < b.writes_merged, false)
-	        OR coalesce(l.sectors_written < b.sectors_written, false)
-	        OR coalesce(l.write_time_ms < b.write_time_ms, false)
-	        OR coalesce(l.io_time_ms < b.io_time_ms, false)
-	        OR coalesce(l.weighted_io_time_ms < b.weighted_io_time_ms, false)
-	        OR coalesce(l.discards_completed < b.discards_completed, false)
-	        OR coalesce(l.discards_merged < b.discards_merged, false)
-	        OR coalesce(l.sectors_discarded < b.sectors_discarded, false)
-	        OR coalesce(l.discard_time_ms < b.discard_time_ms, false)
-	        OR coalesce(l.flushes_completed < b.flushes_completed, false)
-	        OR coalesce(l.flush_time_ms < b.flush_time_ms, false)),
-	       b.reads_completed, l.reads_completed,
-	       b.reads_merged, l.reads_merged,
-	       b.sectors_read, l.sectors_read,
-	       b.read_time_ms, l.read_time_ms,
-	       b.writes_completed, l.writes_completed,
-	       b.writes_merged, l.writes_merged,
-	       b.sectors_written, l.sectors_written,
-	       b.write_time_ms, l.write_time_ms,
-	       b.io_time_ms, l.io_time_ms,
-	       b.weighted_io_time_ms, l.weighted_io_time_ms,
-	       b.discards_completed, l.discards_completed,
-	       b.discards_merged, l.discards_merged,
-	       b.sectors_discarded, l.sectors_discarded,
-	       b.discard_time_ms, l.discard_time_ms,
-	       b.flushes_completed, l.flushes_completed,
-	       b.flush_time_ms, l.flush_time_ms
-	  FROM (SELECT DISTINCT kk.device, kk.role FROM chronicle._os_disk_keys($1, $2) kk) k
-	 CROSS JOIN sg
-	 CROSS JOIN LATERAL (
-		SELECT h.* FROM chronicle.os_disk_history h
-		 WHERE h.device = k.device AND h.role = k.role AND h.ts >= sg.segment AND h.ts <= sg.last_end
-		 ORDER BY h.ts DESC LIMIT 1) l
-	 CROSS JOIN LATERAL (
-		SELECT x.* FROM (
-			(SELECT h.* FROM chronicle.os_disk_history h
-			  WHERE h.device = k.device AND h.role = k.role AND h.ts >= sg.segment AND h.ts <= sg.first_start
-			  ORDER BY h.ts DESC LIMIT 1)
-			UNION ALL
-			(SELECT h.* FROM chronicle.os_disk_history h
-			  WHERE h.device = k.device AND h.role = k.role AND h.ts > sg.first_start AND h.ts <= sg.last_end
-			  ORDER BY h.ts LIMIT 1)) x
-		 ORDER BY x.ts ASC LIMIT 1) b;
+	, r AS (
+		SELECT sg.segment, sg.first_start, h.ts, h.device, h.role, h.reads_completed, h.reads_merged, h.sectors_read, h.read_time_ms, h.writes_completed, h.writes_merged, h.sectors_written, h.write_time_ms, h.io_time_ms, h.weighted_io_time_ms, h.discards_completed, h.discards_merged, h.sectors_discarded, h.discard_time_ms, h.flushes_completed, h.flush_time_ms,
+		       lag(h.ts) OVER w AS p_ts, lead(h.ts) OVER w AS n_ts
+		  FROM sg CROSS JOIN LATERAL (
+			SELECT h.* FROM chronicle.os_disk_history h WHERE h.ts >= sg.kf AND h.ts <= sg.last_end) h
+		WINDOW w AS (PARTITION BY sg.segment, h.device, h.role ORDER BY h.ts)
+	), x AS (
+		-- b: the baseline row, l: the last row
+		SELECT r.*, r.n_ts IS NULL AS is_l,
+		       CASE WHEN r.ts <= r.first_start THEN r.n_ts IS NULL OR r.n_ts > r.first_start
+		            ELSE r.p_ts IS NULL END AS is_b
+		  FROM r
+	), e AS (
+		SELECT x.segment,
+		       x.device,
+		       x.role,
+		       max(x.reads_completed) FILTER (WHERE x.is_b) AS b_reads_completed,
+		       max(x.reads_completed) FILTER (WHERE x.is_l) AS l_reads_completed,
+		       max(x.reads_merged) FILTER (WHERE x.is_b) AS b_reads_merged,
+		       max(x.reads_merged) FILTER (WHERE x.is_l) AS l_reads_merged,
+		       max(x.sectors_read) FILTER (WHERE x.is_b) AS b_sectors_read,
+		       max(x.sectors_read) FILTER (WHERE x.is_l) AS l_sectors_read,
+		       max(x.read_time_ms) FILTER (WHERE x.is_b) AS b_read_time_ms,
+		       max(x.read_time_ms) FILTER (WHERE x.is_l) AS l_read_time_ms,
+		       max(x.writes_completed) FILTER (WHERE x.is_b) AS b_writes_completed,
+		       max(x.writes_completed) FILTER (WHERE x.is_l) AS l_writes_completed,
+		       max(x.writes_merged) FILTER (WHERE x.is_b) AS b_writes_merged,
+		       max(x.writes_merged) FILTER (WHERE x.is_l) AS l_writes_merged,
+		       max(x.sectors_written) FILTER (WHERE x.is_b) AS b_sectors_written,
+		       max(x.sectors_written) FILTER (WHERE x.is_l) AS l_sectors_written,
+		       max(x.write_time_ms) FILTER (WHERE x.is_b) AS b_write_time_ms,
+		       max(x.write_time_ms) FILTER (WHERE x.is_l) AS l_write_time_ms,
+		       max(x.io_time_ms) FILTER (WHERE x.is_b) AS b_io_time_ms,
+		       max(x.io_time_ms) FILTER (WHERE x.is_l) AS l_io_time_ms,
+		       max(x.weighted_io_time_ms) FILTER (WHERE x.is_b) AS b_weighted_io_time_ms,
+		       max(x.weighted_io_time_ms) FILTER (WHERE x.is_l) AS l_weighted_io_time_ms,
+		       max(x.discards_completed) FILTER (WHERE x.is_b) AS b_discards_completed,
+		       max(x.discards_completed) FILTER (WHERE x.is_l) AS l_discards_completed,
+		       max(x.discards_merged) FILTER (WHERE x.is_b) AS b_discards_merged,
+		       max(x.discards_merged) FILTER (WHERE x.is_l) AS l_discards_merged,
+		       max(x.sectors_discarded) FILTER (WHERE x.is_b) AS b_sectors_discarded,
+		       max(x.sectors_discarded) FILTER (WHERE x.is_l) AS l_sectors_discarded,
+		       max(x.discard_time_ms) FILTER (WHERE x.is_b) AS b_discard_time_ms,
+		       max(x.discard_time_ms) FILTER (WHERE x.is_l) AS l_discard_time_ms,
+		       max(x.flushes_completed) FILTER (WHERE x.is_b) AS b_flushes_completed,
+		       max(x.flushes_completed) FILTER (WHERE x.is_l) AS l_flushes_completed,
+		       max(x.flush_time_ms) FILTER (WHERE x.is_b) AS b_flush_time_ms,
+		       max(x.flush_time_ms) FILTER (WHERE x.is_l) AS l_flush_time_ms
+		  FROM x WHERE x.is_b OR x.is_l
+		 GROUP BY x.segment, x.device, x.role
+	)
+	SELECT e.device, e.role, e.segment,
+	       (coalesce(e.l_reads_completed < e.b_reads_completed, false)
+	        OR coalesce(e.l_reads_merged < e.b_reads_merged, false)
+	        OR coalesce(e.l_sectors_read < e.b_sectors_read, false)
+	        OR coalesce(e.l_read_time_ms < e.b_read_time_ms, false)
+	        OR coalesce(e.l_writes_completed < e.b_writes_completed, false)
+	        OR coalesce(e.l_writes_merged < e.b_writes_merged, false)
+	        OR coalesce(e.l_sectors_written < e.b_sectors_written, false)
+	        OR coalesce(e.l_write_time_ms < e.b_write_time_ms, false)
+	        OR coalesce(e.l_io_time_ms < e.b_io_time_ms, false)
+	        OR coalesce(e.l_weighted_io_time_ms < e.b_weighted_io_time_ms, false)
+	        OR coalesce(e.l_discards_completed < e.b_discards_completed, false)
+	        OR coalesce(e.l_discards_merged < e.b_discards_merged, false)
+	        OR coalesce(e.l_sectors_discarded < e.b_sectors_discarded, false)
+	        OR coalesce(e.l_discard_time_ms < e.b_discard_time_ms, false)
+	        OR coalesce(e.l_flushes_completed < e.b_flushes_completed, false)
+	        OR coalesce(e.l_flush_time_ms < e.b_flush_time_ms, false)),
+	       e.b_reads_completed, e.l_reads_completed,
+	       e.b_reads_merged, e.l_reads_merged,
+	       e.b_sectors_read, e.l_sectors_read,
+	       e.b_read_time_ms, e.l_read_time_ms,
+	       e.b_writes_completed, e.l_writes_completed,
+	       e.b_writes_merged, e.l_writes_merged,
+	       e.b_sectors_written, e.l_sectors_written,
+	       e.b_write_time_ms, e.l_write_time_ms,
+	       e.b_io_time_ms, e.l_io_time_ms,
+	       e.b_weighted_io_time_ms, e.l_weighted_io_time_ms,
+	       e.b_discards_completed, e.l_discards_completed,
+	       e.b_discards_merged, e.l_discards_merged,
+	       e.b_sectors_discarded, e.l_sectors_discarded,
+	       e.b_discard_time_ms, e.l_discard_time_ms,
+	       e.b_flushes_completed, e.l_flushes_completed,
+	       e.b_flush_time_ms, e.l_flush_time_ms
+	  FROM e;
 END;
 $fn$;
 
@@ -1137,8 +1252,8 @@ BEGIN
 	PERFORM chronicle._check_range($1, $2, 'chronicle.os_disk_totals');
 	SELECT * INTO secs, n, ws, we FROM chronicle._window($1, $2);
 	-- Without a reset in the window, the deltas of a key telescope: its
-	-- total is its last value minus its baseline in each segment, two
-	-- index probes per key instead of every row of the window.
+	-- total is its last value minus its baseline in each segment, found
+	-- in one time-ordered read instead of differencing every interval.
 	RETURN QUERY
 	WITH e AS MATERIALIZED (
 		SELECT * FROM chronicle._os_disk_ends($1, $2) e
@@ -1264,23 +1379,16 @@ AS $fn$
 #variable_conflict use_column
 BEGIN
 	RETURN QUERY
-	WITH RECURSIVE allkeys AS (
-		-- every key ever recorded: a skip scan of the (key, ts) index
-		(SELECT h.resource FROM chronicle.os_pressure_history h ORDER BY h.resource LIMIT 1)
-		UNION ALL
-		SELECT n.* FROM allkeys a CROSS JOIN LATERAL
-			(SELECT h.resource FROM chronicle.os_pressure_history h
-			  WHERE h.resource > a.resource
-			  ORDER BY h.resource LIMIT 1) n
+	WITH sg AS (
+		SELECT g.segment, g.first_start, g.last_end,
+		       chronicle._keyframe('chronicle.os_pressure_history', g.segment, g.first_start) AS kf
+		  FROM (SELECT i.segment, min(i.interval_start) AS first_start, max(i.interval_end) AS last_end
+		          FROM chronicle.intervals($1, $2) i GROUP BY i.segment) g
 	)
-	SELECT seg.segment, k.resource, f.some_total, f.full_total, f.ts
-	  FROM (SELECT DISTINCT i.segment FROM chronicle.intervals($1, $2) i) seg
-	 CROSS JOIN allkeys k
-	 CROSS JOIN LATERAL (
-		SELECT hf.ts, hf.some_total, hf.full_total FROM chronicle.os_pressure_history hf
-		 WHERE hf.resource = k.resource
-		   AND hf.ts >= seg.segment AND hf.ts <= $2
-		 ORDER BY hf.ts LIMIT 1) f;
+	SELECT DISTINCT ON (sg.segment, h.resource) sg.segment, h.resource, h.some_total, h.full_total, h.ts
+	  FROM sg CROSS JOIN LATERAL (
+		SELECT h.* FROM chronicle.os_pressure_history h WHERE h.ts >= sg.kf AND h.ts <= sg.last_end) h
+	 ORDER BY sg.segment, h.resource, h.ts;
 END;
 $fn$;
 
@@ -1386,30 +1494,39 @@ AS $fn$
 BEGIN
 	RETURN QUERY
 	WITH sg AS (
-		SELECT i.segment, min(i.interval_start) AS first_start, max(i.interval_end) AS last_end
-		  FROM chronicle.intervals($1, $2) i GROUP BY i.segment
+		SELECT g.segment, g.first_start, g.last_end,
+		       chronicle._keyframe('chronicle.os_pressure_history', g.segment, g.first_start) AS kf
+		  FROM (SELECT i.segment, min(i.interval_start) AS first_start, max(i.interval_end) AS last_end
+		          FROM chronicle.intervals($1, $2) i GROUP BY i.segment) g
 	)
-	SELECT k.resource, sg.segment,
-	       (coalesce(l.some_total < b.some_total, false)
-	        OR coalesce(l.full_total < b.full_total, false)),
-	       b.some_total, l.some_total,
-	       b.full_total, l.full_total
-	  FROM (SELECT DISTINCT kk.resource FROM chronicle._os_pressure_keys($1, $2) kk) k
-	 CROSS JOIN sg
-	 CROSS JOIN LATERAL (
-		SELECT h.* FROM chronicle.os_pressure_history h
-		 WHERE h.resource = k.resource AND h.ts >= sg.segment AND h.ts <= sg.last_end
-		 ORDER BY h.ts DESC LIMIT 1) l
-	 CROSS JOIN LATERAL (
-		SELECT x.* FROM (
-			(SELECT h.* FROM chronicle.os_pressure_history h
-			  WHERE h.resource = k.resource AND h.ts >= sg.segment AND h.ts <= sg.first_start
-			  ORDER BY h.ts DESC LIMIT 1)
-			UNION ALL
-			(SELECT h.* FROM chronicle.os_pressure_history h
-			  WHERE h.resource = k.resource AND h.ts > sg.first_start AND h.ts <= sg.last_end
-			  ORDER BY h.ts LIMIT 1)) x
-		 ORDER BY x.ts ASC LIMIT 1) b;
+	, r AS (
+		SELECT sg.segment, sg.first_start, h.ts, h.resource, h.some_total, h.full_total,
+		       lag(h.ts) OVER w AS p_ts, lead(h.ts) OVER w AS n_ts
+		  FROM sg CROSS JOIN LATERAL (
+			SELECT h.* FROM chronicle.os_pressure_history h WHERE h.ts >= sg.kf AND h.ts <= sg.last_end) h
+		WINDOW w AS (PARTITION BY sg.segment, h.resource ORDER BY h.ts)
+	), x AS (
+		-- b: the baseline row, l: the last row
+		SELECT r.*, r.n_ts IS NULL AS is_l,
+		       CASE WHEN r.ts <= r.first_start THEN r.n_ts IS NULL OR r.n_ts > r.first_start
+		            ELSE r.p_ts IS NULL END AS is_b
+		  FROM r
+	), e AS (
+		SELECT x.segment,
+		       x.resource,
+		       max(x.some_total) FILTER (WHERE x.is_b) AS b_some_total,
+		       max(x.some_total) FILTER (WHERE x.is_l) AS l_some_total,
+		       max(x.full_total) FILTER (WHERE x.is_b) AS b_full_total,
+		       max(x.full_total) FILTER (WHERE x.is_l) AS l_full_total
+		  FROM x WHERE x.is_b OR x.is_l
+		 GROUP BY x.segment, x.resource
+	)
+	SELECT e.resource, e.segment,
+	       (coalesce(e.l_some_total < e.b_some_total, false)
+	        OR coalesce(e.l_full_total < e.b_full_total, false)),
+	       e.b_some_total, e.l_some_total,
+	       e.b_full_total, e.l_full_total
+	  FROM e;
 END;
 $fn$;
 
@@ -1432,8 +1549,8 @@ BEGIN
 	PERFORM chronicle._check_range($1, $2, 'chronicle.os_pressure_totals');
 	SELECT * INTO secs, n, ws, we FROM chronicle._window($1, $2);
 	-- Without a reset in the window, the deltas of a key telescope: its
-	-- total is its last value minus its baseline in each segment, two
-	-- index probes per key instead of every row of the window.
+	-- total is its last value minus its baseline in each segment, found
+	-- in one time-ordered read instead of differencing every interval.
 	RETURN QUERY
 	WITH e AS MATERIALIZED (
 		SELECT * FROM chronicle._os_pressure_ends($1, $2) e
