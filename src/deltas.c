@@ -119,6 +119,11 @@ typedef struct KeyState
 	bool		pending;		/* cur holds a row of the current snapshot */
 	RowVals		cur;
 	DeltaGroup *group;			/* grouped mode */
+	/* ends mode: the key's baseline row in its current segment */
+	bool		has_base;
+	bool		base_born;		/* born at zero: the baseline counts as 0 */
+	TimestampTz base_seg;
+	RowVals		base;
 } KeyState;
 
 typedef struct Engine
@@ -147,6 +152,12 @@ typedef struct Engine
 	int			ngroups;
 	int			maxgroups;
 	bool		groups_need_sort;
+	bool		ends;			/* per key and segment: baseline and last row */
+	TimestampTz from_ts;
+	TimestampTz first_seg;		/* segment of the baseline rows, or DT_NOBEGIN */
+	bool		bases_set;		/* the baseline rows became the bases */
+	TimestampTz *iseg;			/* the segments with an interval in the window */
+	int			niseg;
 
 	/* key types */
 	Oid		   *keytype;
@@ -717,6 +728,152 @@ emit_groups(Engine *e, Snap *s)
 	}
 }
 
+/* ----------------------------------------------------------------
+ * Ends mode: per key and segment of the window, the baseline row (the
+ * latest at or before the segment's first interval start, else the key's
+ * first row in the window) and the last row, for the totals' shortcut
+ * (the deltas telescope when nothing was reset in between).  Output: the
+ * keys, the last row's attributes, the segment, reset (the reset column
+ * changed or a counter went down between the two rows), per value the
+ * baseline's (0 when born at zero) and the last row's.
+ * ----------------------------------------------------------------
+ */
+
+static bool
+segment_has_interval(Engine *e, TimestampTz seg)
+{
+	for (int i = 0; i < e->niseg; i++)
+		if (e->iseg[i] == seg)
+			return true;
+	return false;
+}
+
+static void
+emit_ends(Engine *e, KeyState *ks, TimestampTz seg)
+{
+	RowVals    *b = &ks->base;
+	RowVals    *l = &ks->prev;
+	bool		reset = false;
+	int			c = 0;
+
+	if (!segment_has_interval(e, seg))
+		return;
+	for (int i = 0; i < e->nkeys; i++)
+	{
+		e->outv[c] = ks->key[i];
+		e->outn[c++] = ks->keynull[i];
+	}
+	for (int i = 0; i < e->nattrs; i++)
+	{
+		e->outv[c] = l->v[e->nvals + i];
+		e->outn[c++] = l->n[e->nvals + i];
+	}
+	e->outv[c] = TimestampTzGetDatum(seg);
+	e->outn[c++] = false;
+	if (e->has_reset)
+	{
+		int			r = e->nstored - 1;
+
+		if (b->n[r] != l->n[r] ||
+			(!b->n[r] && !datumIsEqual(b->v[r], l->v[r], e->storbyval[r], e->storlen[r])))
+			reset = true;
+	}
+	for (int i = 0; i < e->nvals && !reset; i++)
+	{
+		if (b->n[i] || l->n[i])
+			continue;
+		if (e->valtype[i] == FLOAT8OID ?
+			DatumGetFloat8(l->v[i]) < DatumGetFloat8(b->v[i]) :
+			DatumGetInt64(l->v[i]) < DatumGetInt64(b->v[i]))
+			reset = true;
+	}
+	e->outv[c] = BoolGetDatum(reset);
+	e->outn[c++] = false;
+	for (int i = 0; i < e->nvals; i++)
+	{
+		e->outn[c] = b->n[i];
+		e->outv[c++] = b->n[i] ? (Datum) 0 :
+			ks->base_born ? value_zero(e->valtype[i]) : b->v[i];
+		e->outn[c] = l->n[i];
+		e->outv[c++] = l->v[i];
+	}
+	Assert(c == e->tupdesc->natts);	/* check_result_type() */
+	tuplestore_putvalues(e->tupstore, e->tupdesc, e->outv, e->outn);
+}
+
+static void
+set_base(Engine *e, KeyState *ks, RowVals *r, TimestampTz seg, bool born)
+{
+	if (ks->base.v == NULL)
+		alloc_row(e, &ks->base);
+	store_row(e, &ks->base, r->ts, r->v, r->n);
+	ks->base_seg = seg;
+	ks->base_born = born;
+	ks->has_base = true;
+}
+
+/*
+ * The rows at or before from (read from the keyframe before it) are over:
+ * each key's latest one is its baseline in the first segment.
+ */
+static void
+ends_set_bases(Engine *e)
+{
+	e->bases_set = true;
+	if (e->first_seg == DT_NOBEGIN)
+		return;
+	for (int k = 0; k < e->nsorted; k++)
+	{
+		KeyState   *ks = e->sorted[k];
+
+		if (ks->known && ks->prev.ts >= e->first_seg)
+			set_base(e, ks, &ks->prev, e->first_seg, false);
+	}
+}
+
+static void
+ends_snapshot(Engine *e, Snap *s)
+{
+	if (!e->bases_set && s->ts > e->from_ts)
+		ends_set_bases(e);
+	for (int k = 0; k < e->nsorted; k++)
+	{
+		KeyState   *ks = e->sorted[k];
+		RowVals		tmp;
+
+		if (!ks->pending)
+			continue;
+		/* the key's rows of an earlier segment are over */
+		if (ks->has_base && ks->base_seg != s->segment)
+		{
+			emit_ends(e, ks, ks->base_seg);
+			ks->has_base = false;
+		}
+		/*
+		 * Its first row in the segment: the baseline, counting from zero
+		 * when born after a keyframe that recorded the table (as
+		 * finish_snapshot() decides).
+		 */
+		if (!ks->has_base)
+			set_base(e, ks, &ks->cur, s->segment, s->born_after < s->ts);
+		tmp = ks->prev;
+		ks->prev = ks->cur;
+		ks->cur = tmp;
+		ks->known = true;
+		ks->pending = false;
+	}
+}
+
+static void
+ends_finish(Engine *e)
+{
+	if (!e->bases_set)
+		ends_set_bases(e);
+	for (int k = 0; k < e->nsorted; k++)
+		if (e->sorted[k]->has_base)
+			emit_ends(e, e->sorted[k], e->sorted[k]->base_seg);
+}
+
 /* The rows of one snapshot are in; emit its interval, then move cur to prev. */
 static void
 finish_snapshot(Engine *e, Snap *s)
@@ -731,6 +888,12 @@ finish_snapshot(Engine *e, Snap *s)
 	{
 		qsort_arg(e->groups, e->ngroups, sizeof(DeltaGroup *), group_cmp, e);
 		e->groups_need_sort = false;
+	}
+
+	if (e->ends)
+	{
+		ends_snapshot(e, s);
+		return;
 	}
 
 	for (int k = 0; k < e->nsorted; k++)
@@ -886,8 +1049,11 @@ check_result_type(Engine *e, TupleDesc d)
 		(e->has_reset_out ? 1 : 0) + e->nperop;
 	Oid		   *want;
 
-	for (int i = 0; i < e->nvals; i++)
-		n += e->kinds[i] == KIND_GAUGE ? 1 : 2;
+	if (e->ends)
+		n = e->nkeys + e->nattrs + 2 + 2 * e->nvals;
+	else
+		for (int i = 0; i < e->nvals; i++)
+			n += e->kinds[i] == KIND_GAUGE ? 1 : 2;
 	if (n != d->natts)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
@@ -899,6 +1065,21 @@ check_result_type(Engine *e, TupleDesc d)
 
 	want = palloc(sizeof(Oid) * n);
 	n = 0;
+	if (e->ends)
+	{
+		for (int i = 0; i < e->nkeys; i++)
+			want[n++] = e->keytype[i];
+		for (int i = 0; i < e->nattrs; i++)
+			want[n++] = e->stortype[e->nvals + i];
+		want[n++] = TIMESTAMPTZOID;
+		want[n++] = BOOLOID;
+		for (int i = 0; i < e->nvals; i++)
+		{
+			want[n++] = e->valtype[i];
+			want[n++] = e->valtype[i];
+		}
+		goto compare;
+	}
 	want[n++] = TIMESTAMPTZOID;
 	want[n++] = TIMESTAMPTZOID;
 	want[n++] = FLOAT8OID;
@@ -924,6 +1105,7 @@ check_result_type(Engine *e, TupleDesc d)
 	}
 	for (int i = 0; i < e->nperop; i++)
 		want[n++] = FLOAT8OID;
+compare:
 	for (int i = 0; i < n; i++)
 		if (TupleDescAttr(d, i)->atttypid != want[i])
 			ereport(ERROR,
@@ -1306,9 +1488,33 @@ PG_FUNCTION_INFO_V1(chronicle_deltas);
  * seconds, the group_by columns, reset, per counter the sum of the changed
  * keys' deltas and its rate, per per_op pair: summed time / summed
  * operations; a row per group with a changed key in the interval.
+ *
+ *
+ * chronicle._ends(), the same arguments (keyed tables, no group_by): per
+ * key and segment of the window, the keys, the last row's attributes, the
+ * segment, reset, per value the baseline row's value and the last row's
+ * (see emit_ends()): what the totals' shortcut subtracts.  A function of
+ * its own, not an argument of _deltas(), because the callers of each are
+ * told apart (sql/analysis_errors.sql lists who calls _deltas()).
  */
+static Datum run_engine(FunctionCallInfo fcinfo, bool ends);
+
 Datum
 chronicle_deltas(PG_FUNCTION_ARGS)
+{
+	return run_engine(fcinfo, false);
+}
+
+PG_FUNCTION_INFO_V1(chronicle_ends);
+
+Datum
+chronicle_ends(PG_FUNCTION_ARGS)
+{
+	return run_engine(fcinfo, true);
+}
+
+static Datum
+run_engine(FunctionCallInfo fcinfo, bool ends)
 {
 	static const char *const argnames[] = {
 		"tbl", "from_ts", "to_ts", "keys", "vals", "kinds", "attrs", "reset_col",
@@ -1422,6 +1628,12 @@ chronicle_deltas(PG_FUNCTION_ARGS)
 				 errmsg("chronicle._deltas: %d exclude_vals for %d exclude_cols", nxvals, nxcols)));
 
 	e->born_at_zero = PG_GETARG_BOOL(17);
+	e->ends = ends;
+	if (e->ends && (e->grouped || e->nkeys == 0))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("chronicle._deltas: ends needs keys and no group_by")));
+	e->from_ts = from_ts;
 	e->single = e->nkeys == 0;
 	e->has_reset = reset_col != NULL;
 	e->nstored = e->nvals + e->nattrs + (e->has_reset ? 1 : 0);
@@ -1461,6 +1673,14 @@ chronicle_deltas(PG_FUNCTION_ARGS)
 	snaps = read_snapshots(from_ts, to_ts, &nsnaps);
 	if (e->born_at_zero)
 		find_born_after(snaps, nsnaps, tq, to_ts);
+	if (e->ends)
+	{
+		e->first_seg = nsnaps > 0 && snaps[0].ts <= from_ts ? snaps[0].segment : DT_NOBEGIN;
+		e->iseg = palloc(sizeof(TimestampTz) * Max(nsnaps, 1));
+		for (int i = 0; i < nsnaps; i++)
+			if (snaps[i].ends_interval && !segment_has_interval(e, snaps[i].segment))
+				e->iseg[e->niseg++] = snaps[i].segment;
+	}
 
 	/* Filter parameters ($3...), then exclusions */
 	nargs = 2 + nfcols + nxcols;
@@ -1537,6 +1757,8 @@ chronicle_deltas(PG_FUNCTION_ARGS)
 	SPI_cursor_close(portal);
 	while (sp < nsnaps)
 		finish_snapshot(e, &snaps[sp++]);
+	if (e->ends)
+		ends_finish(e);
 
 	SPI_finish();
 	return (Datum) 0;

@@ -234,54 +234,6 @@ def final_select(s, z, kcols):
     return ',\n\t       '.join(items)
 
 
-def segments_cte(s, born=False):
-    """WITH sg: per segment of the window (from, to], its first interval's
-    start, its last snapshot and the keyframe from which the table's rows
-    give every key's latest row at or before that start
-    (chronicle._keyframe()); born: also the segment's first keyframe that
-    recorded the table (a key's first row after it is new)."""
-    w('\tWITH sg AS (')
-    w("\t\tSELECT g.segment, g.first_start, g.last_end,")
-    w("\t\t       chronicle._keyframe('chronicle.%s', g.segment, g.first_start) AS kf%s"
-      % (s['table'], ',' if born else ''))
-    if born:
-        w('\t\t       (SELECT sn.ts FROM chronicle.snapshot sn')
-        w('\t\t         WHERE sn.segment = g.segment AND sn.ts >= g.segment AND sn.ts <= $2')
-        w('\t\t           AND sn.keyframe')
-        w('\t\t           AND EXISTS (SELECT FROM chronicle.%s x WHERE x.ts = sn.ts)' % s['table'])
-        w('\t\t         ORDER BY sn.ts LIMIT 1) AS born_after')
-    w('\t\t  FROM (SELECT i.segment, min(i.interval_start) AS first_start, max(i.interval_end) AS last_end')
-    w('\t\t          FROM chronicle.intervals($1, $2) i GROUP BY i.segment) g')
-    w('\t)')
-
-
-def gen_keys_helper(s):
-    """_<fn>_keys(from, to): per segment of the window, every key with a row
-    in it, its first row's time and attributes: the keys the totals report
-    (the per-interval engine finds its keys itself).  A time range is read:
-    from the keyframe before the segment's first interval to its end."""
-    kcols = [k for k, _ in s['keys']]
-    attrs = [c for c, k in s['cols'] if k in 'act']
-    name = '_%s_keys' % s['fn']
-    res = [('segment', 'timestamptz')] + s['keys'] + \
-        [(a, attr_type(s, a) if k == 'a' else coltype(k)) for a, k in s['cols'] if k in 'act'] + \
-        [('first_ts', 'timestamptz')]
-    header(s, name, ['from_ts timestamptz', 'to_ts timestamptz'], res)
-    w('\tRETURN QUERY')
-    segments_cte(s)
-    w('\tSELECT DISTINCT ON (sg.segment, %s) sg.segment, %s, %sh.ts'
-      % (sel('h', kcols), sel('h', kcols), ''.join('h.%s, ' % a for a in attrs)))
-    w('\t  FROM sg CROSS JOIN LATERAL (')
-    w('\t\tSELECT h.* FROM chronicle.%s h WHERE h.ts >= sg.kf AND h.ts <= sg.last_end) h' % s['table'])
-    w('\t ORDER BY sg.segment, %s, h.ts;' % sel('h', kcols))
-    w('END;')
-    w('$fn$;')
-    w()
-    w("REVOKE ALL ON FUNCTION chronicle.%s(timestamptz, timestamptz) FROM PUBLIC;" % name)
-    w("GRANT EXECUTE ON FUNCTION chronicle.%s(timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;" % name)
-    w()
-
-
 def sql_array(items):
     return 'ARRAY[%s]::text[]' % ', '.join("'%s'" % i if i is not None else 'NULL' for i in items)
 
@@ -396,7 +348,6 @@ def gen_sums(s):
 
 
 def gen_keyed(s):
-    gen_keys_helper(s)
     gen_sums(s)
     name = fn_name(s)
     keys = s['keys']
@@ -443,61 +394,33 @@ def gen_ends_helper(s):
     key's first row) and the last row, and whether a reset lies between.
     Born at zero: a key's first row after the segment's first keyframe with
     rows of the table (as the engine finds it) has a baseline of zero.
-    One time-ordered read per segment, from the keyframe before the first
-    interval (which holds every key) to the last snapshot: in each key's
-    rows, the baseline is the last one at or before the first interval's
-    start (or the first one after it), the last row the last one."""
+    Computed by the engine (chronicle._ends(), src/deltas.c) in its one
+    time-ordered read from the keyframe before the window, which holds
+    every key."""
     kcols = [k for k, _ in s['keys']]
     attrs = [c for c, k in s['cols'] if k == 'a']
     counters = [c for c, k in s['cols'] if k in 'ct']
-    rst = s['reset']
-    vals = counters + ([rst] if rst else [])
+    kinds = ''.join(k for c, k in s['cols'] if k in 'ct')
+    b = s.get('bytes', {})
     name = '_%s_ends' % s['fn']
     res = s['keys'] + [(a, attr_type(s, a)) for a in attrs] + [('segment', 'timestamptz'), ('reset', 'boolean')]
     for c, k in s['cols']:
         if k in 'ct':
             res += [('b_' + c, coltype(k)), ('l_' + c, coltype(k))]
-    header(s, name, ['from_ts timestamptz', 'to_ts timestamptz'], res)
+    header(s, name, ['from_ts timestamptz', 'to_ts timestamptz'], res, engine=True)
     born = s.get('born_at_zero', False)
     w('\tRETURN QUERY')
-    segments_cte(s, born)
-    w('\t, r AS (')
-    w('\t\tSELECT sg.segment, sg.first_start, %sh.ts, %s, %s,'
-      % ('sg.born_after, ' if born else '', sel('h', kcols), sel('h', attrs + vals)))
-    w('\t\t       lag(h.ts) OVER w AS p_ts, lead(h.ts) OVER w AS n_ts')
-    w('\t\t  FROM sg CROSS JOIN LATERAL (')
-    w('\t\t\tSELECT h.* FROM chronicle.%s h WHERE h.ts >= sg.kf AND h.ts <= sg.last_end) h' % s['table'])
-    w('\t\tWINDOW w AS (PARTITION BY sg.segment, %s ORDER BY h.ts)' % sel('h', kcols))
-    w('\t), x AS (')
-    w('\t\t-- b: the baseline row, l: the last row')
-    w('\t\tSELECT r.*, r.n_ts IS NULL AS is_l,')
-    w('\t\t       CASE WHEN r.ts <= r.first_start THEN r.n_ts IS NULL OR r.n_ts > r.first_start')
-    w('\t\t            ELSE r.p_ts IS NULL END AS is_b')
-    w('\t\t  FROM r')
-    w('\t), e AS (')
-    items = ['x.segment'] + ['x.%s' % k for k in kcols]
-    items += ['max(x.%s) FILTER (WHERE x.is_l) AS %s' % (a, a) for a in attrs]
-    for c in vals:
-        items.append('max(x.%s) FILTER (WHERE x.is_b) AS b_%s' % (c, c))
-        items.append('max(x.%s) FILTER (WHERE x.is_l) AS l_%s' % (c, c))
-    if born:
-        items.append('bool_or(x.ts > x.first_start AND coalesce(x.ts > x.born_after, false)) FILTER (WHERE x.is_b) AS born')
-    w('\t\tSELECT %s' % ',\n\t\t       '.join(items))
-    w('\t\t  FROM x WHERE x.is_b OR x.is_l')
-    w('\t\t GROUP BY x.segment, %s' % sel('x', kcols))
-    w('\t)')
-    parts = []
-    if rst:
-        parts.append('e.b_%s IS DISTINCT FROM e.l_%s' % (rst, rst))
-    parts += ['coalesce(e.l_%s < e.b_%s, false)' % (c, c) for c in counters]
-    w('\tSELECT %s%se.segment,' % (''.join('e.%s, ' % k for k in kcols), ''.join('e.%s, ' % a for a in attrs)))
-    w('\t       (%s),' % '\n\t        OR '.join(parts))
-    if born:
-        w('\t       %s' % ',\n\t       '.join('CASE WHEN e.born AND e.b_%s IS NOT NULL THEN 0 ELSE e.b_%s END, e.l_%s'
-                                             % (c, c, c) for c in counters))
-    else:
-        w('\t       %s' % ',\n\t       '.join('e.b_%s, e.l_%s' % (c, c) for c in counters))
-    w('\t  FROM e;')
+    w("\tSELECT * FROM chronicle._ends('chronicle.%s'::regclass, $1, $2," % s['table'])
+    w('\t\tkeys => %s,' % sql_array(kcols))
+    w('\t\tvals => %s,' % sql_array(counters))
+    w("\t\tkinds => '%s'," % kinds)
+    w('\t\tattrs => %s,' % sql_array(attrs))
+    w('\t\treset_col => %s,' % ("'%s'" % s['reset'] if s['reset'] else 'NULL'))
+    w('\t\tbytes_ops => %s,' % sql_array([b.get(v) for v in counters]))
+    w('\t\tbytes_unit => %s,' % ("'op_bytes'" if b else 'NULL'))
+    w('\t\tper_op => ARRAY[]::text[], filter_cols => ARRAY[]::text[], filter_vals => ARRAY[]::text[],')
+    w('\t\tchanged_only => true, born_at_zero => %s)' % ('true' if born else 'false'))
+    w('\t  AS d(%s);' % ', '.join('%s %s' % c for c in res))
     w('END;')
     w('$fn$;')
     w()
@@ -583,12 +506,15 @@ def gen_totals(s):
         for nm, t, c in s['per_op']:
             items.append('sum(d.%s)::float8 / nullif(sum(d.%s), 0)' % (t, c))
         w('\t       %s' % ',\n\t       '.join(items))
+        # every key of the window, with its latest attributes (and its
+        # cells' NULLs: a cell the view shows as NULL has a NULL total)
         w('\t  FROM (SELECT DISTINCT ON (%s) %s%s' % (sel('kk', kcols), sel('kk', kcols),
-                                                  ''.join(', kk.%s' % a for a in attrs + [c for c, _ in counters])))
-        w('\t          FROM chronicle._%s_keys($1, $2) kk' % s['fn'])
+                                                  ''.join(', kk.%s' % a for a in attrs)
+                                                  + ''.join(', kk.l_%s AS %s' % (c, c) for c, _ in counters)))
+        w('\t          FROM chronicle.%s($1, $2) kk' % ends)
         w('\t         WHERE true%s' % ''.join('\n\t           AND ($%d IS NULL OR kk.%s = $%d)' % (i + 3, f, i + 3)
                                             for i, f in enumerate(filt)))
-        w('\t         ORDER BY %s, kk.first_ts DESC) k' % sel('kk', kcols))
+        w('\t         ORDER BY %s, kk.segment DESC) k' % sel('kk', kcols))
         w('\t  LEFT JOIN chronicle.%s(%s) d' % (name, args))
         w('\t    ON %s' % ' AND '.join('d.%s = k.%s' % (kk, kk) for kk in kcols))
         w('\t GROUP BY %s' % sel('k', kcols))

@@ -158,6 +158,23 @@ LANGUAGE C STABLE
 SET search_path = pg_catalog, pg_temp
 AS 'MODULE_PATHNAME', 'chronicle_deltas';
 
+-- The same engine and arguments, for the totals' shortcut
+-- (_<source>_ends() in 31_deltas.sql): per key and segment of the window,
+-- the keys, the last row's attributes, the segment, reset (the reset
+-- column changed or a counter went down between the two rows), per value
+-- its baseline (0 when born at zero) and its last value.  Internal, and
+-- granted to no role, as _deltas().
+CREATE FUNCTION chronicle._ends(tbl regclass, from_ts timestamptz, to_ts timestamptz,
+	keys text[], vals text[], kinds text, attrs text[], reset_col text,
+	bytes_ops text[], bytes_unit text, per_op text[],
+	filter_cols text[], filter_vals text[], changed_only boolean,
+	group_by text[] DEFAULT NULL, exclude_cols text[] DEFAULT '{}', exclude_vals text[] DEFAULT '{}',
+	born_at_zero boolean DEFAULT false)
+RETURNS SETOF record
+LANGUAGE C STABLE
+SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'chronicle_ends';
+
 -- The snapshot intervals of a window: (interval_start, interval_end] with
 -- interval_end in (from, to], both snapshots of the same segment.
 CREATE FUNCTION chronicle.intervals(from_ts timestamptz, to_ts timestamptz)
@@ -294,6 +311,7 @@ COMMENT ON FUNCTION chronicle.run_window(text) IS
 	'The (from, to] window of a run by label (to = now() while the run is open)';
 
 REVOKE ALL ON FUNCTION chronicle._deltas(regclass, timestamptz, timestamptz, text[], text[], text, text[], text, text[], text, text[], text[], text[], boolean, text[], text[], text[], boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle._ends(regclass, timestamptz, timestamptz, text[], text[], text, text[], text, text[], text, text[], text[], text[], boolean, text[], text[], text[], boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle._check_range(timestamptz, timestamptz, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle._keyframe(regclass, timestamptz, timestamptz) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle._run_id(text, text) FROM PUBLIC;

@@ -7,31 +7,6 @@
 -- ----------------------------------------------------------------------
 -- io (chronicle.io_history)
 
-CREATE FUNCTION chronicle._io_keys(from_ts timestamptz, to_ts timestamptz)
-RETURNS TABLE (segment timestamptz, backend_type text, object text, context text, reads bigint, read_bytes bigint, read_time float8, writes bigint, write_bytes bigint, write_time float8, writebacks bigint, writeback_time float8, extends bigint, extend_bytes bigint, extend_time float8, hits bigint, evictions bigint, reuses bigint, fsyncs bigint, fsync_time float8, op_bytes bigint, first_ts timestamptz)
-LANGUAGE plpgsql STABLE
-SET search_path = pg_catalog, pg_temp
-SET plan_cache_mode = force_custom_plan
-AS $fn$
-#variable_conflict use_column
-BEGIN
-	RETURN QUERY
-	WITH sg AS (
-		SELECT g.segment, g.first_start, g.last_end,
-		       chronicle._keyframe('chronicle.io_history', g.segment, g.first_start) AS kf
-		  FROM (SELECT i.segment, min(i.interval_start) AS first_start, max(i.interval_end) AS last_end
-		          FROM chronicle.intervals($1, $2) i GROUP BY i.segment) g
-	)
-	SELECT DISTINCT ON (sg.segment, h.backend_type, h.object, h.context) sg.segment, h.backend_type, h.object, h.context, h.reads, h.read_bytes, h.read_time, h.writes, h.write_bytes, h.write_time, h.writebacks, h.writeback_time, h.extends, h.extend_bytes, h.extend_time, h.hits, h.evictions, h.reuses, h.fsyncs, h.fsync_time, h.op_bytes, h.ts
-	  FROM sg CROSS JOIN LATERAL (
-		SELECT h.* FROM chronicle.io_history h WHERE h.ts >= sg.kf AND h.ts <= sg.last_end) h
-	 ORDER BY sg.segment, h.backend_type, h.object, h.context, h.ts;
-END;
-$fn$;
-
-REVOKE ALL ON FUNCTION chronicle._io_keys(timestamptz, timestamptz) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION chronicle._io_keys(timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;
-
 CREATE FUNCTION chronicle._io_sums(from_ts timestamptz, to_ts timestamptz, for_backend_type text DEFAULT NULL, for_object text DEFAULT NULL, for_context text DEFAULT NULL, by text DEFAULT NULL, exclude_cols text[] DEFAULT '{}', exclude_vals text[] DEFAULT '{}')
 RETURNS TABLE (interval_start timestamptz, interval_end timestamptz, seconds float8, grp text, reset boolean, reads bigint, reads_per_s float8, read_bytes bigint, read_bytes_per_s float8, read_time float8, read_time_per_s float8, writes bigint, writes_per_s float8, write_bytes bigint, write_bytes_per_s float8, write_time float8, write_time_per_s float8, writebacks bigint, writebacks_per_s float8, writeback_time float8, writeback_time_per_s float8, extends bigint, extends_per_s float8, extend_bytes bigint, extend_bytes_per_s float8, extend_time float8, extend_time_per_s float8, hits bigint, hits_per_s float8, evictions bigint, evictions_per_s float8, reuses bigint, reuses_per_s float8, fsyncs bigint, fsyncs_per_s float8, fsync_time float8, fsync_time_per_s float8, ms_per_read float8, ms_per_write float8, ms_per_writeback float8, ms_per_extend float8, ms_per_fsync float8)
 LANGUAGE plpgsql STABLE
@@ -127,108 +102,25 @@ GRANT EXECUTE ON FUNCTION chronicle.io_deltas(timestamptz, timestamptz, text, te
 CREATE FUNCTION chronicle._io_ends(from_ts timestamptz, to_ts timestamptz)
 RETURNS TABLE (backend_type text, object text, context text, op_bytes bigint, segment timestamptz, reset boolean, b_reads bigint, l_reads bigint, b_read_bytes bigint, l_read_bytes bigint, b_read_time float8, l_read_time float8, b_writes bigint, l_writes bigint, b_write_bytes bigint, l_write_bytes bigint, b_write_time float8, l_write_time float8, b_writebacks bigint, l_writebacks bigint, b_writeback_time float8, l_writeback_time float8, b_extends bigint, l_extends bigint, b_extend_bytes bigint, l_extend_bytes bigint, b_extend_time float8, l_extend_time float8, b_hits bigint, l_hits bigint, b_evictions bigint, l_evictions bigint, b_reuses bigint, l_reuses bigint, b_fsyncs bigint, l_fsyncs bigint, b_fsync_time float8, l_fsync_time float8)
 LANGUAGE plpgsql STABLE
+SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_custom_plan
+SET work_mem = '256MB'
 AS $fn$
 #variable_conflict use_column
 BEGIN
 	RETURN QUERY
-	WITH sg AS (
-		SELECT g.segment, g.first_start, g.last_end,
-		       chronicle._keyframe('chronicle.io_history', g.segment, g.first_start) AS kf
-		  FROM (SELECT i.segment, min(i.interval_start) AS first_start, max(i.interval_end) AS last_end
-		          FROM chronicle.intervals($1, $2) i GROUP BY i.segment) g
-	)
-	, r AS (
-		SELECT sg.segment, sg.first_start, h.ts, h.backend_type, h.object, h.context, h.op_bytes, h.reads, h.read_bytes, h.read_time, h.writes, h.write_bytes, h.write_time, h.writebacks, h.writeback_time, h.extends, h.extend_bytes, h.extend_time, h.hits, h.evictions, h.reuses, h.fsyncs, h.fsync_time, h.stats_reset,
-		       lag(h.ts) OVER w AS p_ts, lead(h.ts) OVER w AS n_ts
-		  FROM sg CROSS JOIN LATERAL (
-			SELECT h.* FROM chronicle.io_history h WHERE h.ts >= sg.kf AND h.ts <= sg.last_end) h
-		WINDOW w AS (PARTITION BY sg.segment, h.backend_type, h.object, h.context ORDER BY h.ts)
-	), x AS (
-		-- b: the baseline row, l: the last row
-		SELECT r.*, r.n_ts IS NULL AS is_l,
-		       CASE WHEN r.ts <= r.first_start THEN r.n_ts IS NULL OR r.n_ts > r.first_start
-		            ELSE r.p_ts IS NULL END AS is_b
-		  FROM r
-	), e AS (
-		SELECT x.segment,
-		       x.backend_type,
-		       x.object,
-		       x.context,
-		       max(x.op_bytes) FILTER (WHERE x.is_l) AS op_bytes,
-		       max(x.reads) FILTER (WHERE x.is_b) AS b_reads,
-		       max(x.reads) FILTER (WHERE x.is_l) AS l_reads,
-		       max(x.read_bytes) FILTER (WHERE x.is_b) AS b_read_bytes,
-		       max(x.read_bytes) FILTER (WHERE x.is_l) AS l_read_bytes,
-		       max(x.read_time) FILTER (WHERE x.is_b) AS b_read_time,
-		       max(x.read_time) FILTER (WHERE x.is_l) AS l_read_time,
-		       max(x.writes) FILTER (WHERE x.is_b) AS b_writes,
-		       max(x.writes) FILTER (WHERE x.is_l) AS l_writes,
-		       max(x.write_bytes) FILTER (WHERE x.is_b) AS b_write_bytes,
-		       max(x.write_bytes) FILTER (WHERE x.is_l) AS l_write_bytes,
-		       max(x.write_time) FILTER (WHERE x.is_b) AS b_write_time,
-		       max(x.write_time) FILTER (WHERE x.is_l) AS l_write_time,
-		       max(x.writebacks) FILTER (WHERE x.is_b) AS b_writebacks,
-		       max(x.writebacks) FILTER (WHERE x.is_l) AS l_writebacks,
-		       max(x.writeback_time) FILTER (WHERE x.is_b) AS b_writeback_time,
-		       max(x.writeback_time) FILTER (WHERE x.is_l) AS l_writeback_time,
-		       max(x.extends) FILTER (WHERE x.is_b) AS b_extends,
-		       max(x.extends) FILTER (WHERE x.is_l) AS l_extends,
-		       max(x.extend_bytes) FILTER (WHERE x.is_b) AS b_extend_bytes,
-		       max(x.extend_bytes) FILTER (WHERE x.is_l) AS l_extend_bytes,
-		       max(x.extend_time) FILTER (WHERE x.is_b) AS b_extend_time,
-		       max(x.extend_time) FILTER (WHERE x.is_l) AS l_extend_time,
-		       max(x.hits) FILTER (WHERE x.is_b) AS b_hits,
-		       max(x.hits) FILTER (WHERE x.is_l) AS l_hits,
-		       max(x.evictions) FILTER (WHERE x.is_b) AS b_evictions,
-		       max(x.evictions) FILTER (WHERE x.is_l) AS l_evictions,
-		       max(x.reuses) FILTER (WHERE x.is_b) AS b_reuses,
-		       max(x.reuses) FILTER (WHERE x.is_l) AS l_reuses,
-		       max(x.fsyncs) FILTER (WHERE x.is_b) AS b_fsyncs,
-		       max(x.fsyncs) FILTER (WHERE x.is_l) AS l_fsyncs,
-		       max(x.fsync_time) FILTER (WHERE x.is_b) AS b_fsync_time,
-		       max(x.fsync_time) FILTER (WHERE x.is_l) AS l_fsync_time,
-		       max(x.stats_reset) FILTER (WHERE x.is_b) AS b_stats_reset,
-		       max(x.stats_reset) FILTER (WHERE x.is_l) AS l_stats_reset
-		  FROM x WHERE x.is_b OR x.is_l
-		 GROUP BY x.segment, x.backend_type, x.object, x.context
-	)
-	SELECT e.backend_type, e.object, e.context, e.op_bytes, e.segment,
-	       (e.b_stats_reset IS DISTINCT FROM e.l_stats_reset
-	        OR coalesce(e.l_reads < e.b_reads, false)
-	        OR coalesce(e.l_read_bytes < e.b_read_bytes, false)
-	        OR coalesce(e.l_read_time < e.b_read_time, false)
-	        OR coalesce(e.l_writes < e.b_writes, false)
-	        OR coalesce(e.l_write_bytes < e.b_write_bytes, false)
-	        OR coalesce(e.l_write_time < e.b_write_time, false)
-	        OR coalesce(e.l_writebacks < e.b_writebacks, false)
-	        OR coalesce(e.l_writeback_time < e.b_writeback_time, false)
-	        OR coalesce(e.l_extends < e.b_extends, false)
-	        OR coalesce(e.l_extend_bytes < e.b_extend_bytes, false)
-	        OR coalesce(e.l_extend_time < e.b_extend_time, false)
-	        OR coalesce(e.l_hits < e.b_hits, false)
-	        OR coalesce(e.l_evictions < e.b_evictions, false)
-	        OR coalesce(e.l_reuses < e.b_reuses, false)
-	        OR coalesce(e.l_fsyncs < e.b_fsyncs, false)
-	        OR coalesce(e.l_fsync_time < e.b_fsync_time, false)),
-	       e.b_reads, e.l_reads,
-	       e.b_read_bytes, e.l_read_bytes,
-	       e.b_read_time, e.l_read_time,
-	       e.b_writes, e.l_writes,
-	       e.b_write_bytes, e.l_write_bytes,
-	       e.b_write_time, e.l_write_time,
-	       e.b_writebacks, e.l_writebacks,
-	       e.b_writeback_time, e.l_writeback_time,
-	       e.b_extends, e.l_extends,
-	       e.b_extend_bytes, e.l_extend_bytes,
-	       e.b_extend_time, e.l_extend_time,
-	       e.b_hits, e.l_hits,
-	       e.b_evictions, e.l_evictions,
-	       e.b_reuses, e.l_reuses,
-	       e.b_fsyncs, e.l_fsyncs,
-	       e.b_fsync_time, e.l_fsync_time
-	  FROM e;
+	SELECT * FROM chronicle._ends('chronicle.io_history'::regclass, $1, $2,
+		keys => ARRAY['backend_type', 'object', 'context']::text[],
+		vals => ARRAY['reads', 'read_bytes', 'read_time', 'writes', 'write_bytes', 'write_time', 'writebacks', 'writeback_time', 'extends', 'extend_bytes', 'extend_time', 'hits', 'evictions', 'reuses', 'fsyncs', 'fsync_time']::text[],
+		kinds => 'cctcctctcctcccct',
+		attrs => ARRAY['op_bytes']::text[],
+		reset_col => 'stats_reset',
+		bytes_ops => ARRAY[NULL, 'reads', NULL, NULL, 'writes', NULL, NULL, NULL, NULL, 'extends', NULL, NULL, NULL, NULL, NULL, NULL]::text[],
+		bytes_unit => 'op_bytes',
+		per_op => ARRAY[]::text[], filter_cols => ARRAY[]::text[], filter_vals => ARRAY[]::text[],
+		changed_only => true, born_at_zero => false)
+	  AS d(backend_type text, object text, context text, op_bytes bigint, segment timestamptz, reset boolean, b_reads bigint, l_reads bigint, b_read_bytes bigint, l_read_bytes bigint, b_read_time float8, l_read_time float8, b_writes bigint, l_writes bigint, b_write_bytes bigint, l_write_bytes bigint, b_write_time float8, l_write_time float8, b_writebacks bigint, l_writebacks bigint, b_writeback_time float8, l_writeback_time float8, b_extends bigint, l_extends bigint, b_extend_bytes bigint, l_extend_bytes bigint, b_extend_time float8, l_extend_time float8, b_hits bigint, l_hits bigint, b_evictions bigint, l_evictions bigint, b_reuses bigint, l_reuses bigint, b_fsyncs bigint, l_fsyncs bigint, b_fsync_time float8, l_fsync_time float8);
 END;
 $fn$;
 
@@ -352,13 +244,13 @@ BEGIN
 	       sum(d.writeback_time)::float8 / nullif(sum(d.writebacks), 0),
 	       sum(d.extend_time)::float8 / nullif(sum(d.extends), 0),
 	       sum(d.fsync_time)::float8 / nullif(sum(d.fsyncs), 0)
-	  FROM (SELECT DISTINCT ON (kk.backend_type, kk.object, kk.context) kk.backend_type, kk.object, kk.context, kk.op_bytes, kk.reads, kk.read_bytes, kk.read_time, kk.writes, kk.write_bytes, kk.write_time, kk.writebacks, kk.writeback_time, kk.extends, kk.extend_bytes, kk.extend_time, kk.hits, kk.evictions, kk.reuses, kk.fsyncs, kk.fsync_time
-	          FROM chronicle._io_keys($1, $2) kk
+	  FROM (SELECT DISTINCT ON (kk.backend_type, kk.object, kk.context) kk.backend_type, kk.object, kk.context, kk.op_bytes, kk.l_reads AS reads, kk.l_read_bytes AS read_bytes, kk.l_read_time AS read_time, kk.l_writes AS writes, kk.l_write_bytes AS write_bytes, kk.l_write_time AS write_time, kk.l_writebacks AS writebacks, kk.l_writeback_time AS writeback_time, kk.l_extends AS extends, kk.l_extend_bytes AS extend_bytes, kk.l_extend_time AS extend_time, kk.l_hits AS hits, kk.l_evictions AS evictions, kk.l_reuses AS reuses, kk.l_fsyncs AS fsyncs, kk.l_fsync_time AS fsync_time
+	          FROM chronicle._io_ends($1, $2) kk
 	         WHERE true
 	           AND ($3 IS NULL OR kk.backend_type = $3)
 	           AND ($4 IS NULL OR kk.object = $4)
 	           AND ($5 IS NULL OR kk.context = $5)
-	         ORDER BY kk.backend_type, kk.object, kk.context, kk.first_ts DESC) k
+	         ORDER BY kk.backend_type, kk.object, kk.context, kk.segment DESC) k
 	  LEFT JOIN chronicle.io_deltas($1, $2, $3, $4, $5, changed_only => true) d
 	    ON d.backend_type = k.backend_type AND d.object = k.object AND d.context = k.context
 	 GROUP BY k.backend_type, k.object, k.context
@@ -383,31 +275,6 @@ GRANT EXECUTE ON FUNCTION chronicle.io_run_totals(text, text, text, text) TO pg_
 
 -- ----------------------------------------------------------------------
 -- database (chronicle.database_history)
-
-CREATE FUNCTION chronicle._database_keys(from_ts timestamptz, to_ts timestamptz)
-RETURNS TABLE (segment timestamptz, datid oid, datname text, xact_commit bigint, xact_rollback bigint, blks_read bigint, blks_hit bigint, tup_returned bigint, tup_fetched bigint, tup_inserted bigint, tup_updated bigint, tup_deleted bigint, conflicts bigint, temp_files bigint, temp_bytes bigint, deadlocks bigint, checksum_failures bigint, blk_read_time float8, blk_write_time float8, session_time float8, active_time float8, idle_in_transaction_time float8, sessions bigint, sessions_abandoned bigint, sessions_fatal bigint, sessions_killed bigint, parallel_workers_to_launch bigint, parallel_workers_launched bigint, first_ts timestamptz)
-LANGUAGE plpgsql STABLE
-SET search_path = pg_catalog, pg_temp
-SET plan_cache_mode = force_custom_plan
-AS $fn$
-#variable_conflict use_column
-BEGIN
-	RETURN QUERY
-	WITH sg AS (
-		SELECT g.segment, g.first_start, g.last_end,
-		       chronicle._keyframe('chronicle.database_history', g.segment, g.first_start) AS kf
-		  FROM (SELECT i.segment, min(i.interval_start) AS first_start, max(i.interval_end) AS last_end
-		          FROM chronicle.intervals($1, $2) i GROUP BY i.segment) g
-	)
-	SELECT DISTINCT ON (sg.segment, h.datid) sg.segment, h.datid, h.datname, h.xact_commit, h.xact_rollback, h.blks_read, h.blks_hit, h.tup_returned, h.tup_fetched, h.tup_inserted, h.tup_updated, h.tup_deleted, h.conflicts, h.temp_files, h.temp_bytes, h.deadlocks, h.checksum_failures, h.blk_read_time, h.blk_write_time, h.session_time, h.active_time, h.idle_in_transaction_time, h.sessions, h.sessions_abandoned, h.sessions_fatal, h.sessions_killed, h.parallel_workers_to_launch, h.parallel_workers_launched, h.ts
-	  FROM sg CROSS JOIN LATERAL (
-		SELECT h.* FROM chronicle.database_history h WHERE h.ts >= sg.kf AND h.ts <= sg.last_end) h
-	 ORDER BY sg.segment, h.datid, h.ts;
-END;
-$fn$;
-
-REVOKE ALL ON FUNCTION chronicle._database_keys(timestamptz, timestamptz) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION chronicle._database_keys(timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;
 
 CREATE FUNCTION chronicle._database_sums(from_ts timestamptz, to_ts timestamptz, for_datname text DEFAULT NULL)
 RETURNS TABLE (interval_start timestamptz, interval_end timestamptz, seconds float8, reset boolean, xact_commit bigint, xact_commit_per_s float8, xact_rollback bigint, xact_rollback_per_s float8, blks_read bigint, blks_read_per_s float8, blks_hit bigint, blks_hit_per_s float8, tup_returned bigint, tup_returned_per_s float8, tup_fetched bigint, tup_fetched_per_s float8, tup_inserted bigint, tup_inserted_per_s float8, tup_updated bigint, tup_updated_per_s float8, tup_deleted bigint, tup_deleted_per_s float8, conflicts bigint, conflicts_per_s float8, temp_files bigint, temp_files_per_s float8, temp_bytes bigint, temp_bytes_per_s float8, deadlocks bigint, deadlocks_per_s float8, checksum_failures bigint, checksum_failures_per_s float8, blk_read_time float8, blk_read_time_per_s float8, blk_write_time float8, blk_write_time_per_s float8, session_time float8, session_time_per_s float8, active_time float8, active_time_per_s float8, idle_in_transaction_time float8, idle_in_transaction_time_per_s float8, sessions bigint, sessions_per_s float8, sessions_abandoned bigint, sessions_abandoned_per_s float8, sessions_fatal bigint, sessions_fatal_per_s float8, sessions_killed bigint, sessions_killed_per_s float8, parallel_workers_to_launch bigint, parallel_workers_to_launch_per_s float8, parallel_workers_launched bigint, parallel_workers_launched_per_s float8, ms_per_blk_read float8)
@@ -476,148 +343,25 @@ GRANT EXECUTE ON FUNCTION chronicle.database_deltas(timestamptz, timestamptz, te
 CREATE FUNCTION chronicle._database_ends(from_ts timestamptz, to_ts timestamptz)
 RETURNS TABLE (datid oid, datname text, segment timestamptz, reset boolean, b_xact_commit bigint, l_xact_commit bigint, b_xact_rollback bigint, l_xact_rollback bigint, b_blks_read bigint, l_blks_read bigint, b_blks_hit bigint, l_blks_hit bigint, b_tup_returned bigint, l_tup_returned bigint, b_tup_fetched bigint, l_tup_fetched bigint, b_tup_inserted bigint, l_tup_inserted bigint, b_tup_updated bigint, l_tup_updated bigint, b_tup_deleted bigint, l_tup_deleted bigint, b_conflicts bigint, l_conflicts bigint, b_temp_files bigint, l_temp_files bigint, b_temp_bytes bigint, l_temp_bytes bigint, b_deadlocks bigint, l_deadlocks bigint, b_checksum_failures bigint, l_checksum_failures bigint, b_blk_read_time float8, l_blk_read_time float8, b_blk_write_time float8, l_blk_write_time float8, b_session_time float8, l_session_time float8, b_active_time float8, l_active_time float8, b_idle_in_transaction_time float8, l_idle_in_transaction_time float8, b_sessions bigint, l_sessions bigint, b_sessions_abandoned bigint, l_sessions_abandoned bigint, b_sessions_fatal bigint, l_sessions_fatal bigint, b_sessions_killed bigint, l_sessions_killed bigint, b_parallel_workers_to_launch bigint, l_parallel_workers_to_launch bigint, b_parallel_workers_launched bigint, l_parallel_workers_launched bigint)
 LANGUAGE plpgsql STABLE
+SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_custom_plan
+SET work_mem = '256MB'
 AS $fn$
 #variable_conflict use_column
 BEGIN
 	RETURN QUERY
-	WITH sg AS (
-		SELECT g.segment, g.first_start, g.last_end,
-		       chronicle._keyframe('chronicle.database_history', g.segment, g.first_start) AS kf,
-		       (SELECT sn.ts FROM chronicle.snapshot sn
-		         WHERE sn.segment = g.segment AND sn.ts >= g.segment AND sn.ts <= $2
-		           AND sn.keyframe
-		           AND EXISTS (SELECT FROM chronicle.database_history x WHERE x.ts = sn.ts)
-		         ORDER BY sn.ts LIMIT 1) AS born_after
-		  FROM (SELECT i.segment, min(i.interval_start) AS first_start, max(i.interval_end) AS last_end
-		          FROM chronicle.intervals($1, $2) i GROUP BY i.segment) g
-	)
-	, r AS (
-		SELECT sg.segment, sg.first_start, sg.born_after, h.ts, h.datid, h.datname, h.xact_commit, h.xact_rollback, h.blks_read, h.blks_hit, h.tup_returned, h.tup_fetched, h.tup_inserted, h.tup_updated, h.tup_deleted, h.conflicts, h.temp_files, h.temp_bytes, h.deadlocks, h.checksum_failures, h.blk_read_time, h.blk_write_time, h.session_time, h.active_time, h.idle_in_transaction_time, h.sessions, h.sessions_abandoned, h.sessions_fatal, h.sessions_killed, h.parallel_workers_to_launch, h.parallel_workers_launched, h.stats_reset,
-		       lag(h.ts) OVER w AS p_ts, lead(h.ts) OVER w AS n_ts
-		  FROM sg CROSS JOIN LATERAL (
-			SELECT h.* FROM chronicle.database_history h WHERE h.ts >= sg.kf AND h.ts <= sg.last_end) h
-		WINDOW w AS (PARTITION BY sg.segment, h.datid ORDER BY h.ts)
-	), x AS (
-		-- b: the baseline row, l: the last row
-		SELECT r.*, r.n_ts IS NULL AS is_l,
-		       CASE WHEN r.ts <= r.first_start THEN r.n_ts IS NULL OR r.n_ts > r.first_start
-		            ELSE r.p_ts IS NULL END AS is_b
-		  FROM r
-	), e AS (
-		SELECT x.segment,
-		       x.datid,
-		       max(x.datname) FILTER (WHERE x.is_l) AS datname,
-		       max(x.xact_commit) FILTER (WHERE x.is_b) AS b_xact_commit,
-		       max(x.xact_commit) FILTER (WHERE x.is_l) AS l_xact_commit,
-		       max(x.xact_rollback) FILTER (WHERE x.is_b) AS b_xact_rollback,
-		       max(x.xact_rollback) FILTER (WHERE x.is_l) AS l_xact_rollback,
-		       max(x.blks_read) FILTER (WHERE x.is_b) AS b_blks_read,
-		       max(x.blks_read) FILTER (WHERE x.is_l) AS l_blks_read,
-		       max(x.blks_hit) FILTER (WHERE x.is_b) AS b_blks_hit,
-		       max(x.blks_hit) FILTER (WHERE x.is_l) AS l_blks_hit,
-		       max(x.tup_returned) FILTER (WHERE x.is_b) AS b_tup_returned,
-		       max(x.tup_returned) FILTER (WHERE x.is_l) AS l_tup_returned,
-		       max(x.tup_fetched) FILTER (WHERE x.is_b) AS b_tup_fetched,
-		       max(x.tup_fetched) FILTER (WHERE x.is_l) AS l_tup_fetched,
-		       max(x.tup_inserted) FILTER (WHERE x.is_b) AS b_tup_inserted,
-		       max(x.tup_inserted) FILTER (WHERE x.is_l) AS l_tup_inserted,
-		       max(x.tup_updated) FILTER (WHERE x.is_b) AS b_tup_updated,
-		       max(x.tup_updated) FILTER (WHERE x.is_l) AS l_tup_updated,
-		       max(x.tup_deleted) FILTER (WHERE x.is_b) AS b_tup_deleted,
-		       max(x.tup_deleted) FILTER (WHERE x.is_l) AS l_tup_deleted,
-		       max(x.conflicts) FILTER (WHERE x.is_b) AS b_conflicts,
-		       max(x.conflicts) FILTER (WHERE x.is_l) AS l_conflicts,
-		       max(x.temp_files) FILTER (WHERE x.is_b) AS b_temp_files,
-		       max(x.temp_files) FILTER (WHERE x.is_l) AS l_temp_files,
-		       max(x.temp_bytes) FILTER (WHERE x.is_b) AS b_temp_bytes,
-		       max(x.temp_bytes) FILTER (WHERE x.is_l) AS l_temp_bytes,
-		       max(x.deadlocks) FILTER (WHERE x.is_b) AS b_deadlocks,
-		       max(x.deadlocks) FILTER (WHERE x.is_l) AS l_deadlocks,
-		       max(x.checksum_failures) FILTER (WHERE x.is_b) AS b_checksum_failures,
-		       max(x.checksum_failures) FILTER (WHERE x.is_l) AS l_checksum_failures,
-		       max(x.blk_read_time) FILTER (WHERE x.is_b) AS b_blk_read_time,
-		       max(x.blk_read_time) FILTER (WHERE x.is_l) AS l_blk_read_time,
-		       max(x.blk_write_time) FILTER (WHERE x.is_b) AS b_blk_write_time,
-		       max(x.blk_write_time) FILTER (WHERE x.is_l) AS l_blk_write_time,
-		       max(x.session_time) FILTER (WHERE x.is_b) AS b_session_time,
-		       max(x.session_time) FILTER (WHERE x.is_l) AS l_session_time,
-		       max(x.active_time) FILTER (WHERE x.is_b) AS b_active_time,
-		       max(x.active_time) FILTER (WHERE x.is_l) AS l_active_time,
-		       max(x.idle_in_transaction_time) FILTER (WHERE x.is_b) AS b_idle_in_transaction_time,
-		       max(x.idle_in_transaction_time) FILTER (WHERE x.is_l) AS l_idle_in_transaction_time,
-		       max(x.sessions) FILTER (WHERE x.is_b) AS b_sessions,
-		       max(x.sessions) FILTER (WHERE x.is_l) AS l_sessions,
-		       max(x.sessions_abandoned) FILTER (WHERE x.is_b) AS b_sessions_abandoned,
-		       max(x.sessions_abandoned) FILTER (WHERE x.is_l) AS l_sessions_abandoned,
-		       max(x.sessions_fatal) FILTER (WHERE x.is_b) AS b_sessions_fatal,
-		       max(x.sessions_fatal) FILTER (WHERE x.is_l) AS l_sessions_fatal,
-		       max(x.sessions_killed) FILTER (WHERE x.is_b) AS b_sessions_killed,
-		       max(x.sessions_killed) FILTER (WHERE x.is_l) AS l_sessions_killed,
-		       max(x.parallel_workers_to_launch) FILTER (WHERE x.is_b) AS b_parallel_workers_to_launch,
-		       max(x.parallel_workers_to_launch) FILTER (WHERE x.is_l) AS l_parallel_workers_to_launch,
-		       max(x.parallel_workers_launched) FILTER (WHERE x.is_b) AS b_parallel_workers_launched,
-		       max(x.parallel_workers_launched) FILTER (WHERE x.is_l) AS l_parallel_workers_launched,
-		       max(x.stats_reset) FILTER (WHERE x.is_b) AS b_stats_reset,
-		       max(x.stats_reset) FILTER (WHERE x.is_l) AS l_stats_reset,
-		       bool_or(x.ts > x.first_start AND coalesce(x.ts > x.born_after, false)) FILTER (WHERE x.is_b) AS born
-		  FROM x WHERE x.is_b OR x.is_l
-		 GROUP BY x.segment, x.datid
-	)
-	SELECT e.datid, e.datname, e.segment,
-	       (e.b_stats_reset IS DISTINCT FROM e.l_stats_reset
-	        OR coalesce(e.l_xact_commit < e.b_xact_commit, false)
-	        OR coalesce(e.l_xact_rollback < e.b_xact_rollback, false)
-	        OR coalesce(e.l_blks_read < e.b_blks_read, false)
-	        OR coalesce(e.l_blks_hit < e.b_blks_hit, false)
-	        OR coalesce(e.l_tup_returned < e.b_tup_returned, false)
-	        OR coalesce(e.l_tup_fetched < e.b_tup_fetched, false)
-	        OR coalesce(e.l_tup_inserted < e.b_tup_inserted, false)
-	        OR coalesce(e.l_tup_updated < e.b_tup_updated, false)
-	        OR coalesce(e.l_tup_deleted < e.b_tup_deleted, false)
-	        OR coalesce(e.l_conflicts < e.b_conflicts, false)
-	        OR coalesce(e.l_temp_files < e.b_temp_files, false)
-	        OR coalesce(e.l_temp_bytes < e.b_temp_bytes, false)
-	        OR coalesce(e.l_deadlocks < e.b_deadlocks, false)
-	        OR coalesce(e.l_checksum_failures < e.b_checksum_failures, false)
-	        OR coalesce(e.l_blk_read_time < e.b_blk_read_time, false)
-	        OR coalesce(e.l_blk_write_time < e.b_blk_write_time, false)
-	        OR coalesce(e.l_session_time < e.b_session_time, false)
-	        OR coalesce(e.l_active_time < e.b_active_time, false)
-	        OR coalesce(e.l_idle_in_transaction_time < e.b_idle_in_transaction_time, false)
-	        OR coalesce(e.l_sessions < e.b_sessions, false)
-	        OR coalesce(e.l_sessions_abandoned < e.b_sessions_abandoned, false)
-	        OR coalesce(e.l_sessions_fatal < e.b_sessions_fatal, false)
-	        OR coalesce(e.l_sessions_killed < e.b_sessions_killed, false)
-	        OR coalesce(e.l_parallel_workers_to_launch < e.b_parallel_workers_to_launch, false)
-	        OR coalesce(e.l_parallel_workers_launched < e.b_parallel_workers_launched, false)),
-	       CASE WHEN e.born AND e.b_xact_commit IS NOT NULL THEN 0 ELSE e.b_xact_commit END, e.l_xact_commit,
-	       CASE WHEN e.born AND e.b_xact_rollback IS NOT NULL THEN 0 ELSE e.b_xact_rollback END, e.l_xact_rollback,
-	       CASE WHEN e.born AND e.b_blks_read IS NOT NULL THEN 0 ELSE e.b_blks_read END, e.l_blks_read,
-	       CASE WHEN e.born AND e.b_blks_hit IS NOT NULL THEN 0 ELSE e.b_blks_hit END, e.l_blks_hit,
-	       CASE WHEN e.born AND e.b_tup_returned IS NOT NULL THEN 0 ELSE e.b_tup_returned END, e.l_tup_returned,
-	       CASE WHEN e.born AND e.b_tup_fetched IS NOT NULL THEN 0 ELSE e.b_tup_fetched END, e.l_tup_fetched,
-	       CASE WHEN e.born AND e.b_tup_inserted IS NOT NULL THEN 0 ELSE e.b_tup_inserted END, e.l_tup_inserted,
-	       CASE WHEN e.born AND e.b_tup_updated IS NOT NULL THEN 0 ELSE e.b_tup_updated END, e.l_tup_updated,
-	       CASE WHEN e.born AND e.b_tup_deleted IS NOT NULL THEN 0 ELSE e.b_tup_deleted END, e.l_tup_deleted,
-	       CASE WHEN e.born AND e.b_conflicts IS NOT NULL THEN 0 ELSE e.b_conflicts END, e.l_conflicts,
-	       CASE WHEN e.born AND e.b_temp_files IS NOT NULL THEN 0 ELSE e.b_temp_files END, e.l_temp_files,
-	       CASE WHEN e.born AND e.b_temp_bytes IS NOT NULL THEN 0 ELSE e.b_temp_bytes END, e.l_temp_bytes,
-	       CASE WHEN e.born AND e.b_deadlocks IS NOT NULL THEN 0 ELSE e.b_deadlocks END, e.l_deadlocks,
-	       CASE WHEN e.born AND e.b_checksum_failures IS NOT NULL THEN 0 ELSE e.b_checksum_failures END, e.l_checksum_failures,
-	       CASE WHEN e.born AND e.b_blk_read_time IS NOT NULL THEN 0 ELSE e.b_blk_read_time END, e.l_blk_read_time,
-	       CASE WHEN e.born AND e.b_blk_write_time IS NOT NULL THEN 0 ELSE e.b_blk_write_time END, e.l_blk_write_time,
-	       CASE WHEN e.born AND e.b_session_time IS NOT NULL THEN 0 ELSE e.b_session_time END, e.l_session_time,
-	       CASE WHEN e.born AND e.b_active_time IS NOT NULL THEN 0 ELSE e.b_active_time END, e.l_active_time,
-	       CASE WHEN e.born AND e.b_idle_in_transaction_time IS NOT NULL THEN 0 ELSE e.b_idle_in_transaction_time END, e.l_idle_in_transaction_time,
-	       CASE WHEN e.born AND e.b_sessions IS NOT NULL THEN 0 ELSE e.b_sessions END, e.l_sessions,
-	       CASE WHEN e.born AND e.b_sessions_abandoned IS NOT NULL THEN 0 ELSE e.b_sessions_abandoned END, e.l_sessions_abandoned,
-	       CASE WHEN e.born AND e.b_sessions_fatal IS NOT NULL THEN 0 ELSE e.b_sessions_fatal END, e.l_sessions_fatal,
-	       CASE WHEN e.born AND e.b_sessions_killed IS NOT NULL THEN 0 ELSE e.b_sessions_killed END, e.l_sessions_killed,
-	       CASE WHEN e.born AND e.b_parallel_workers_to_launch IS NOT NULL THEN 0 ELSE e.b_parallel_workers_to_launch END, e.l_parallel_workers_to_launch,
-	       CASE WHEN e.born AND e.b_parallel_workers_launched IS NOT NULL THEN 0 ELSE e.b_parallel_workers_launched END, e.l_parallel_workers_launched
-	  FROM e;
+	SELECT * FROM chronicle._ends('chronicle.database_history'::regclass, $1, $2,
+		keys => ARRAY['datid']::text[],
+		vals => ARRAY['xact_commit', 'xact_rollback', 'blks_read', 'blks_hit', 'tup_returned', 'tup_fetched', 'tup_inserted', 'tup_updated', 'tup_deleted', 'conflicts', 'temp_files', 'temp_bytes', 'deadlocks', 'checksum_failures', 'blk_read_time', 'blk_write_time', 'session_time', 'active_time', 'idle_in_transaction_time', 'sessions', 'sessions_abandoned', 'sessions_fatal', 'sessions_killed', 'parallel_workers_to_launch', 'parallel_workers_launched']::text[],
+		kinds => 'cccccccccccccctttttcccccc',
+		attrs => ARRAY['datname']::text[],
+		reset_col => 'stats_reset',
+		bytes_ops => ARRAY[NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL]::text[],
+		bytes_unit => NULL,
+		per_op => ARRAY[]::text[], filter_cols => ARRAY[]::text[], filter_vals => ARRAY[]::text[],
+		changed_only => true, born_at_zero => true)
+	  AS d(datid oid, datname text, segment timestamptz, reset boolean, b_xact_commit bigint, l_xact_commit bigint, b_xact_rollback bigint, l_xact_rollback bigint, b_blks_read bigint, l_blks_read bigint, b_blks_hit bigint, l_blks_hit bigint, b_tup_returned bigint, l_tup_returned bigint, b_tup_fetched bigint, l_tup_fetched bigint, b_tup_inserted bigint, l_tup_inserted bigint, b_tup_updated bigint, l_tup_updated bigint, b_tup_deleted bigint, l_tup_deleted bigint, b_conflicts bigint, l_conflicts bigint, b_temp_files bigint, l_temp_files bigint, b_temp_bytes bigint, l_temp_bytes bigint, b_deadlocks bigint, l_deadlocks bigint, b_checksum_failures bigint, l_checksum_failures bigint, b_blk_read_time float8, l_blk_read_time float8, b_blk_write_time float8, l_blk_write_time float8, b_session_time float8, l_session_time float8, b_active_time float8, l_active_time float8, b_idle_in_transaction_time float8, l_idle_in_transaction_time float8, b_sessions bigint, l_sessions bigint, b_sessions_abandoned bigint, l_sessions_abandoned bigint, b_sessions_fatal bigint, l_sessions_fatal bigint, b_sessions_killed bigint, l_sessions_killed bigint, b_parallel_workers_to_launch bigint, l_parallel_workers_to_launch bigint, b_parallel_workers_launched bigint, l_parallel_workers_launched bigint);
 END;
 $fn$;
 
@@ -765,11 +509,11 @@ BEGIN
 	       coalesce(sum(d.parallel_workers_launched), max(k.parallel_workers_launched - k.parallel_workers_launched))::numeric,
 	       coalesce(sum(d.parallel_workers_launched), max(k.parallel_workers_launched - k.parallel_workers_launched))::float8 / secs,
 	       sum(d.blk_read_time)::float8 / nullif(sum(d.blks_read), 0)
-	  FROM (SELECT DISTINCT ON (kk.datid) kk.datid, kk.datname, kk.xact_commit, kk.xact_rollback, kk.blks_read, kk.blks_hit, kk.tup_returned, kk.tup_fetched, kk.tup_inserted, kk.tup_updated, kk.tup_deleted, kk.conflicts, kk.temp_files, kk.temp_bytes, kk.deadlocks, kk.checksum_failures, kk.blk_read_time, kk.blk_write_time, kk.session_time, kk.active_time, kk.idle_in_transaction_time, kk.sessions, kk.sessions_abandoned, kk.sessions_fatal, kk.sessions_killed, kk.parallel_workers_to_launch, kk.parallel_workers_launched
-	          FROM chronicle._database_keys($1, $2) kk
+	  FROM (SELECT DISTINCT ON (kk.datid) kk.datid, kk.datname, kk.l_xact_commit AS xact_commit, kk.l_xact_rollback AS xact_rollback, kk.l_blks_read AS blks_read, kk.l_blks_hit AS blks_hit, kk.l_tup_returned AS tup_returned, kk.l_tup_fetched AS tup_fetched, kk.l_tup_inserted AS tup_inserted, kk.l_tup_updated AS tup_updated, kk.l_tup_deleted AS tup_deleted, kk.l_conflicts AS conflicts, kk.l_temp_files AS temp_files, kk.l_temp_bytes AS temp_bytes, kk.l_deadlocks AS deadlocks, kk.l_checksum_failures AS checksum_failures, kk.l_blk_read_time AS blk_read_time, kk.l_blk_write_time AS blk_write_time, kk.l_session_time AS session_time, kk.l_active_time AS active_time, kk.l_idle_in_transaction_time AS idle_in_transaction_time, kk.l_sessions AS sessions, kk.l_sessions_abandoned AS sessions_abandoned, kk.l_sessions_fatal AS sessions_fatal, kk.l_sessions_killed AS sessions_killed, kk.l_parallel_workers_to_launch AS parallel_workers_to_launch, kk.l_parallel_workers_launched AS parallel_workers_launched
+	          FROM chronicle._database_ends($1, $2) kk
 	         WHERE true
 	           AND ($3 IS NULL OR kk.datname = $3)
-	         ORDER BY kk.datid, kk.first_ts DESC) k
+	         ORDER BY kk.datid, kk.segment DESC) k
 	  LEFT JOIN chronicle.database_deltas($1, $2, $3, changed_only => true) d
 	    ON d.datid = k.datid
 	 GROUP BY k.datid
@@ -794,31 +538,6 @@ GRANT EXECUTE ON FUNCTION chronicle.database_run_totals(text, text) TO pg_monito
 
 -- ----------------------------------------------------------------------
 -- wait (chronicle.waits_history)
-
-CREATE FUNCTION chronicle._wait_keys(from_ts timestamptz, to_ts timestamptz)
-RETURNS TABLE (segment timestamptz, backend_type text, state text, wait_event_type text, wait_event text, queryid bigint, samples bigint, first_ts timestamptz)
-LANGUAGE plpgsql STABLE
-SET search_path = pg_catalog, pg_temp
-SET plan_cache_mode = force_custom_plan
-AS $fn$
-#variable_conflict use_column
-BEGIN
-	RETURN QUERY
-	WITH sg AS (
-		SELECT g.segment, g.first_start, g.last_end,
-		       chronicle._keyframe('chronicle.waits_history', g.segment, g.first_start) AS kf
-		  FROM (SELECT i.segment, min(i.interval_start) AS first_start, max(i.interval_end) AS last_end
-		          FROM chronicle.intervals($1, $2) i GROUP BY i.segment) g
-	)
-	SELECT DISTINCT ON (sg.segment, h.backend_type, h.state, h.wait_event_type, h.wait_event, h.queryid) sg.segment, h.backend_type, h.state, h.wait_event_type, h.wait_event, h.queryid, h.samples, h.ts
-	  FROM sg CROSS JOIN LATERAL (
-		SELECT h.* FROM chronicle.waits_history h WHERE h.ts >= sg.kf AND h.ts <= sg.last_end) h
-	 ORDER BY sg.segment, h.backend_type, h.state, h.wait_event_type, h.wait_event, h.queryid, h.ts;
-END;
-$fn$;
-
-REVOKE ALL ON FUNCTION chronicle._wait_keys(timestamptz, timestamptz) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION chronicle._wait_keys(timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;
 
 CREATE FUNCTION chronicle._wait_sums(from_ts timestamptz, to_ts timestamptz, for_backend_type text DEFAULT NULL, for_wait_event_type text DEFAULT NULL, for_wait_event text DEFAULT NULL)
 RETURNS TABLE (interval_start timestamptz, interval_end timestamptz, seconds float8, reset boolean, samples bigint, samples_per_s float8)
@@ -888,52 +607,25 @@ GRANT EXECUTE ON FUNCTION chronicle.wait_deltas(timestamptz, timestamptz, text, 
 CREATE FUNCTION chronicle._wait_ends(from_ts timestamptz, to_ts timestamptz)
 RETURNS TABLE (backend_type text, state text, wait_event_type text, wait_event text, queryid bigint, segment timestamptz, reset boolean, b_samples bigint, l_samples bigint)
 LANGUAGE plpgsql STABLE
+SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_custom_plan
+SET work_mem = '256MB'
 AS $fn$
 #variable_conflict use_column
 BEGIN
 	RETURN QUERY
-	WITH sg AS (
-		SELECT g.segment, g.first_start, g.last_end,
-		       chronicle._keyframe('chronicle.waits_history', g.segment, g.first_start) AS kf,
-		       (SELECT sn.ts FROM chronicle.snapshot sn
-		         WHERE sn.segment = g.segment AND sn.ts >= g.segment AND sn.ts <= $2
-		           AND sn.keyframe
-		           AND EXISTS (SELECT FROM chronicle.waits_history x WHERE x.ts = sn.ts)
-		         ORDER BY sn.ts LIMIT 1) AS born_after
-		  FROM (SELECT i.segment, min(i.interval_start) AS first_start, max(i.interval_end) AS last_end
-		          FROM chronicle.intervals($1, $2) i GROUP BY i.segment) g
-	)
-	, r AS (
-		SELECT sg.segment, sg.first_start, sg.born_after, h.ts, h.backend_type, h.state, h.wait_event_type, h.wait_event, h.queryid, h.samples,
-		       lag(h.ts) OVER w AS p_ts, lead(h.ts) OVER w AS n_ts
-		  FROM sg CROSS JOIN LATERAL (
-			SELECT h.* FROM chronicle.waits_history h WHERE h.ts >= sg.kf AND h.ts <= sg.last_end) h
-		WINDOW w AS (PARTITION BY sg.segment, h.backend_type, h.state, h.wait_event_type, h.wait_event, h.queryid ORDER BY h.ts)
-	), x AS (
-		-- b: the baseline row, l: the last row
-		SELECT r.*, r.n_ts IS NULL AS is_l,
-		       CASE WHEN r.ts <= r.first_start THEN r.n_ts IS NULL OR r.n_ts > r.first_start
-		            ELSE r.p_ts IS NULL END AS is_b
-		  FROM r
-	), e AS (
-		SELECT x.segment,
-		       x.backend_type,
-		       x.state,
-		       x.wait_event_type,
-		       x.wait_event,
-		       x.queryid,
-		       max(x.samples) FILTER (WHERE x.is_b) AS b_samples,
-		       max(x.samples) FILTER (WHERE x.is_l) AS l_samples,
-		       bool_or(x.ts > x.first_start AND coalesce(x.ts > x.born_after, false)) FILTER (WHERE x.is_b) AS born
-		  FROM x WHERE x.is_b OR x.is_l
-		 GROUP BY x.segment, x.backend_type, x.state, x.wait_event_type, x.wait_event, x.queryid
-	)
-	SELECT e.backend_type, e.state, e.wait_event_type, e.wait_event, e.queryid, e.segment,
-	       (coalesce(e.l_samples < e.b_samples, false)),
-	       CASE WHEN e.born AND e.b_samples IS NOT NULL THEN 0 ELSE e.b_samples END, e.l_samples
-	  FROM e;
+	SELECT * FROM chronicle._ends('chronicle.waits_history'::regclass, $1, $2,
+		keys => ARRAY['backend_type', 'state', 'wait_event_type', 'wait_event', 'queryid']::text[],
+		vals => ARRAY['samples']::text[],
+		kinds => 'c',
+		attrs => ARRAY[]::text[],
+		reset_col => NULL,
+		bytes_ops => ARRAY[NULL]::text[],
+		bytes_unit => NULL,
+		per_op => ARRAY[]::text[], filter_cols => ARRAY[]::text[], filter_vals => ARRAY[]::text[],
+		changed_only => true, born_at_zero => true)
+	  AS d(backend_type text, state text, wait_event_type text, wait_event text, queryid bigint, segment timestamptz, reset boolean, b_samples bigint, l_samples bigint);
 END;
 $fn$;
 
@@ -984,13 +676,13 @@ BEGIN
 	       count(*) FILTER (WHERE d.reset),
 	       coalesce(sum(d.samples), max(k.samples - k.samples))::numeric,
 	       coalesce(sum(d.samples), max(k.samples - k.samples))::float8 / secs
-	  FROM (SELECT DISTINCT ON (kk.backend_type, kk.state, kk.wait_event_type, kk.wait_event, kk.queryid) kk.backend_type, kk.state, kk.wait_event_type, kk.wait_event, kk.queryid, kk.samples
-	          FROM chronicle._wait_keys($1, $2) kk
+	  FROM (SELECT DISTINCT ON (kk.backend_type, kk.state, kk.wait_event_type, kk.wait_event, kk.queryid) kk.backend_type, kk.state, kk.wait_event_type, kk.wait_event, kk.queryid, kk.l_samples AS samples
+	          FROM chronicle._wait_ends($1, $2) kk
 	         WHERE true
 	           AND ($3 IS NULL OR kk.backend_type = $3)
 	           AND ($4 IS NULL OR kk.wait_event_type = $4)
 	           AND ($5 IS NULL OR kk.wait_event = $5)
-	         ORDER BY kk.backend_type, kk.state, kk.wait_event_type, kk.wait_event, kk.queryid, kk.first_ts DESC) k
+	         ORDER BY kk.backend_type, kk.state, kk.wait_event_type, kk.wait_event, kk.queryid, kk.segment DESC) k
 	  LEFT JOIN chronicle.wait_deltas($1, $2, $3, $4, $5, changed_only => true) d
 	    ON d.backend_type = k.backend_type AND d.state = k.state AND d.wait_event_type = k.wait_event_type AND d.wait_event = k.wait_event AND d.queryid = k.queryid
 	 GROUP BY k.backend_type, k.state, k.wait_event_type, k.wait_event, k.queryid
@@ -1015,31 +707,6 @@ GRANT EXECUTE ON FUNCTION chronicle.wait_run_totals(text, text, text, text) TO p
 
 -- ----------------------------------------------------------------------
 -- os_disk (chronicle.os_disk_history)
-
-CREATE FUNCTION chronicle._os_disk_keys(from_ts timestamptz, to_ts timestamptz)
-RETURNS TABLE (segment timestamptz, device text, role text, reads_completed bigint, reads_merged bigint, sectors_read bigint, read_time_ms bigint, writes_completed bigint, writes_merged bigint, sectors_written bigint, write_time_ms bigint, io_time_ms bigint, weighted_io_time_ms bigint, discards_completed bigint, discards_merged bigint, sectors_discarded bigint, discard_time_ms bigint, flushes_completed bigint, flush_time_ms bigint, first_ts timestamptz)
-LANGUAGE plpgsql STABLE
-SET search_path = pg_catalog, pg_temp
-SET plan_cache_mode = force_custom_plan
-AS $fn$
-#variable_conflict use_column
-BEGIN
-	RETURN QUERY
-	WITH sg AS (
-		SELECT g.segment, g.first_start, g.last_end,
-		       chronicle._keyframe('chronicle.os_disk_history', g.segment, g.first_start) AS kf
-		  FROM (SELECT i.segment, min(i.interval_start) AS first_start, max(i.interval_end) AS last_end
-		          FROM chronicle.intervals($1, $2) i GROUP BY i.segment) g
-	)
-	SELECT DISTINCT ON (sg.segment, h.device, h.role) sg.segment, h.device, h.role, h.reads_completed, h.reads_merged, h.sectors_read, h.read_time_ms, h.writes_completed, h.writes_merged, h.sectors_written, h.write_time_ms, h.io_time_ms, h.weighted_io_time_ms, h.discards_completed, h.discards_merged, h.sectors_discarded, h.discard_time_ms, h.flushes_completed, h.flush_time_ms, h.ts
-	  FROM sg CROSS JOIN LATERAL (
-		SELECT h.* FROM chronicle.os_disk_history h WHERE h.ts >= sg.kf AND h.ts <= sg.last_end) h
-	 ORDER BY sg.segment, h.device, h.role, h.ts;
-END;
-$fn$;
-
-REVOKE ALL ON FUNCTION chronicle._os_disk_keys(timestamptz, timestamptz) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION chronicle._os_disk_keys(timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;
 
 CREATE FUNCTION chronicle._os_disk_sums(from_ts timestamptz, to_ts timestamptz, for_device text DEFAULT NULL, by text DEFAULT NULL, exclude_cols text[] DEFAULT '{}', exclude_vals text[] DEFAULT '{}')
 RETURNS TABLE (interval_start timestamptz, interval_end timestamptz, seconds float8, grp text, reset boolean, reads_completed bigint, reads_completed_per_s float8, reads_merged bigint, reads_merged_per_s float8, sectors_read bigint, sectors_read_per_s float8, read_time_ms bigint, read_time_ms_per_s float8, writes_completed bigint, writes_completed_per_s float8, writes_merged bigint, writes_merged_per_s float8, sectors_written bigint, sectors_written_per_s float8, write_time_ms bigint, write_time_ms_per_s float8, io_time_ms bigint, io_time_ms_per_s float8, weighted_io_time_ms bigint, weighted_io_time_ms_per_s float8, discards_completed bigint, discards_completed_per_s float8, discards_merged bigint, discards_merged_per_s float8, sectors_discarded bigint, sectors_discarded_per_s float8, discard_time_ms bigint, discard_time_ms_per_s float8, flushes_completed bigint, flushes_completed_per_s float8, flush_time_ms bigint, flush_time_ms_per_s float8, ms_per_read float8, ms_per_write float8)
@@ -1133,103 +800,25 @@ GRANT EXECUTE ON FUNCTION chronicle.os_disk_deltas(timestamptz, timestamptz, tex
 CREATE FUNCTION chronicle._os_disk_ends(from_ts timestamptz, to_ts timestamptz)
 RETURNS TABLE (device text, role text, segment timestamptz, reset boolean, b_reads_completed bigint, l_reads_completed bigint, b_reads_merged bigint, l_reads_merged bigint, b_sectors_read bigint, l_sectors_read bigint, b_read_time_ms bigint, l_read_time_ms bigint, b_writes_completed bigint, l_writes_completed bigint, b_writes_merged bigint, l_writes_merged bigint, b_sectors_written bigint, l_sectors_written bigint, b_write_time_ms bigint, l_write_time_ms bigint, b_io_time_ms bigint, l_io_time_ms bigint, b_weighted_io_time_ms bigint, l_weighted_io_time_ms bigint, b_discards_completed bigint, l_discards_completed bigint, b_discards_merged bigint, l_discards_merged bigint, b_sectors_discarded bigint, l_sectors_discarded bigint, b_discard_time_ms bigint, l_discard_time_ms bigint, b_flushes_completed bigint, l_flushes_completed bigint, b_flush_time_ms bigint, l_flush_time_ms bigint)
 LANGUAGE plpgsql STABLE
+SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_custom_plan
+SET work_mem = '256MB'
 AS $fn$
 #variable_conflict use_column
 BEGIN
 	RETURN QUERY
-	WITH sg AS (
-		SELECT g.segment, g.first_start, g.last_end,
-		       chronicle._keyframe('chronicle.os_disk_history', g.segment, g.first_start) AS kf
-		  FROM (SELECT i.segment, min(i.interval_start) AS first_start, max(i.interval_end) AS last_end
-		          FROM chronicle.intervals($1, $2) i GROUP BY i.segment) g
-	)
-	, r AS (
-		SELECT sg.segment, sg.first_start, h.ts, h.device, h.role, h.reads_completed, h.reads_merged, h.sectors_read, h.read_time_ms, h.writes_completed, h.writes_merged, h.sectors_written, h.write_time_ms, h.io_time_ms, h.weighted_io_time_ms, h.discards_completed, h.discards_merged, h.sectors_discarded, h.discard_time_ms, h.flushes_completed, h.flush_time_ms,
-		       lag(h.ts) OVER w AS p_ts, lead(h.ts) OVER w AS n_ts
-		  FROM sg CROSS JOIN LATERAL (
-			SELECT h.* FROM chronicle.os_disk_history h WHERE h.ts >= sg.kf AND h.ts <= sg.last_end) h
-		WINDOW w AS (PARTITION BY sg.segment, h.device, h.role ORDER BY h.ts)
-	), x AS (
-		-- b: the baseline row, l: the last row
-		SELECT r.*, r.n_ts IS NULL AS is_l,
-		       CASE WHEN r.ts <= r.first_start THEN r.n_ts IS NULL OR r.n_ts > r.first_start
-		            ELSE r.p_ts IS NULL END AS is_b
-		  FROM r
-	), e AS (
-		SELECT x.segment,
-		       x.device,
-		       x.role,
-		       max(x.reads_completed) FILTER (WHERE x.is_b) AS b_reads_completed,
-		       max(x.reads_completed) FILTER (WHERE x.is_l) AS l_reads_completed,
-		       max(x.reads_merged) FILTER (WHERE x.is_b) AS b_reads_merged,
-		       max(x.reads_merged) FILTER (WHERE x.is_l) AS l_reads_merged,
-		       max(x.sectors_read) FILTER (WHERE x.is_b) AS b_sectors_read,
-		       max(x.sectors_read) FILTER (WHERE x.is_l) AS l_sectors_read,
-		       max(x.read_time_ms) FILTER (WHERE x.is_b) AS b_read_time_ms,
-		       max(x.read_time_ms) FILTER (WHERE x.is_l) AS l_read_time_ms,
-		       max(x.writes_completed) FILTER (WHERE x.is_b) AS b_writes_completed,
-		       max(x.writes_completed) FILTER (WHERE x.is_l) AS l_writes_completed,
-		       max(x.writes_merged) FILTER (WHERE x.is_b) AS b_writes_merged,
-		       max(x.writes_merged) FILTER (WHERE x.is_l) AS l_writes_merged,
-		       max(x.sectors_written) FILTER (WHERE x.is_b) AS b_sectors_written,
-		       max(x.sectors_written) FILTER (WHERE x.is_l) AS l_sectors_written,
-		       max(x.write_time_ms) FILTER (WHERE x.is_b) AS b_write_time_ms,
-		       max(x.write_time_ms) FILTER (WHERE x.is_l) AS l_write_time_ms,
-		       max(x.io_time_ms) FILTER (WHERE x.is_b) AS b_io_time_ms,
-		       max(x.io_time_ms) FILTER (WHERE x.is_l) AS l_io_time_ms,
-		       max(x.weighted_io_time_ms) FILTER (WHERE x.is_b) AS b_weighted_io_time_ms,
-		       max(x.weighted_io_time_ms) FILTER (WHERE x.is_l) AS l_weighted_io_time_ms,
-		       max(x.discards_completed) FILTER (WHERE x.is_b) AS b_discards_completed,
-		       max(x.discards_completed) FILTER (WHERE x.is_l) AS l_discards_completed,
-		       max(x.discards_merged) FILTER (WHERE x.is_b) AS b_discards_merged,
-		       max(x.discards_merged) FILTER (WHERE x.is_l) AS l_discards_merged,
-		       max(x.sectors_discarded) FILTER (WHERE x.is_b) AS b_sectors_discarded,
-		       max(x.sectors_discarded) FILTER (WHERE x.is_l) AS l_sectors_discarded,
-		       max(x.discard_time_ms) FILTER (WHERE x.is_b) AS b_discard_time_ms,
-		       max(x.discard_time_ms) FILTER (WHERE x.is_l) AS l_discard_time_ms,
-		       max(x.flushes_completed) FILTER (WHERE x.is_b) AS b_flushes_completed,
-		       max(x.flushes_completed) FILTER (WHERE x.is_l) AS l_flushes_completed,
-		       max(x.flush_time_ms) FILTER (WHERE x.is_b) AS b_flush_time_ms,
-		       max(x.flush_time_ms) FILTER (WHERE x.is_l) AS l_flush_time_ms
-		  FROM x WHERE x.is_b OR x.is_l
-		 GROUP BY x.segment, x.device, x.role
-	)
-	SELECT e.device, e.role, e.segment,
-	       (coalesce(e.l_reads_completed < e.b_reads_completed, false)
-	        OR coalesce(e.l_reads_merged < e.b_reads_merged, false)
-	        OR coalesce(e.l_sectors_read < e.b_sectors_read, false)
-	        OR coalesce(e.l_read_time_ms < e.b_read_time_ms, false)
-	        OR coalesce(e.l_writes_completed < e.b_writes_completed, false)
-	        OR coalesce(e.l_writes_merged < e.b_writes_merged, false)
-	        OR coalesce(e.l_sectors_written < e.b_sectors_written, false)
-	        OR coalesce(e.l_write_time_ms < e.b_write_time_ms, false)
-	        OR coalesce(e.l_io_time_ms < e.b_io_time_ms, false)
-	        OR coalesce(e.l_weighted_io_time_ms < e.b_weighted_io_time_ms, false)
-	        OR coalesce(e.l_discards_completed < e.b_discards_completed, false)
-	        OR coalesce(e.l_discards_merged < e.b_discards_merged, false)
-	        OR coalesce(e.l_sectors_discarded < e.b_sectors_discarded, false)
-	        OR coalesce(e.l_discard_time_ms < e.b_discard_time_ms, false)
-	        OR coalesce(e.l_flushes_completed < e.b_flushes_completed, false)
-	        OR coalesce(e.l_flush_time_ms < e.b_flush_time_ms, false)),
-	       e.b_reads_completed, e.l_reads_completed,
-	       e.b_reads_merged, e.l_reads_merged,
-	       e.b_sectors_read, e.l_sectors_read,
-	       e.b_read_time_ms, e.l_read_time_ms,
-	       e.b_writes_completed, e.l_writes_completed,
-	       e.b_writes_merged, e.l_writes_merged,
-	       e.b_sectors_written, e.l_sectors_written,
-	       e.b_write_time_ms, e.l_write_time_ms,
-	       e.b_io_time_ms, e.l_io_time_ms,
-	       e.b_weighted_io_time_ms, e.l_weighted_io_time_ms,
-	       e.b_discards_completed, e.l_discards_completed,
-	       e.b_discards_merged, e.l_discards_merged,
-	       e.b_sectors_discarded, e.l_sectors_discarded,
-	       e.b_discard_time_ms, e.l_discard_time_ms,
-	       e.b_flushes_completed, e.l_flushes_completed,
-	       e.b_flush_time_ms, e.l_flush_time_ms
-	  FROM e;
+	SELECT * FROM chronicle._ends('chronicle.os_disk_history'::regclass, $1, $2,
+		keys => ARRAY['device', 'role']::text[],
+		vals => ARRAY['reads_completed', 'reads_merged', 'sectors_read', 'read_time_ms', 'writes_completed', 'writes_merged', 'sectors_written', 'write_time_ms', 'io_time_ms', 'weighted_io_time_ms', 'discards_completed', 'discards_merged', 'sectors_discarded', 'discard_time_ms', 'flushes_completed', 'flush_time_ms']::text[],
+		kinds => 'cccccccccccccccc',
+		attrs => ARRAY[]::text[],
+		reset_col => NULL,
+		bytes_ops => ARRAY[NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL]::text[],
+		bytes_unit => NULL,
+		per_op => ARRAY[]::text[], filter_cols => ARRAY[]::text[], filter_vals => ARRAY[]::text[],
+		changed_only => true, born_at_zero => false)
+	  AS d(device text, role text, segment timestamptz, reset boolean, b_reads_completed bigint, l_reads_completed bigint, b_reads_merged bigint, l_reads_merged bigint, b_sectors_read bigint, l_sectors_read bigint, b_read_time_ms bigint, l_read_time_ms bigint, b_writes_completed bigint, l_writes_completed bigint, b_writes_merged bigint, l_writes_merged bigint, b_sectors_written bigint, l_sectors_written bigint, b_write_time_ms bigint, l_write_time_ms bigint, b_io_time_ms bigint, l_io_time_ms bigint, b_weighted_io_time_ms bigint, l_weighted_io_time_ms bigint, b_discards_completed bigint, l_discards_completed bigint, b_discards_merged bigint, l_discards_merged bigint, b_sectors_discarded bigint, l_sectors_discarded bigint, b_discard_time_ms bigint, l_discard_time_ms bigint, b_flushes_completed bigint, l_flushes_completed bigint, b_flush_time_ms bigint, l_flush_time_ms bigint);
 END;
 $fn$;
 
@@ -1340,11 +929,11 @@ BEGIN
 	       coalesce(sum(d.flush_time_ms), max(k.flush_time_ms - k.flush_time_ms))::float8 / secs,
 	       sum(d.read_time_ms)::float8 / nullif(sum(d.reads_completed), 0),
 	       sum(d.write_time_ms)::float8 / nullif(sum(d.writes_completed), 0)
-	  FROM (SELECT DISTINCT ON (kk.device, kk.role) kk.device, kk.role, kk.reads_completed, kk.reads_merged, kk.sectors_read, kk.read_time_ms, kk.writes_completed, kk.writes_merged, kk.sectors_written, kk.write_time_ms, kk.io_time_ms, kk.weighted_io_time_ms, kk.discards_completed, kk.discards_merged, kk.sectors_discarded, kk.discard_time_ms, kk.flushes_completed, kk.flush_time_ms
-	          FROM chronicle._os_disk_keys($1, $2) kk
+	  FROM (SELECT DISTINCT ON (kk.device, kk.role) kk.device, kk.role, kk.l_reads_completed AS reads_completed, kk.l_reads_merged AS reads_merged, kk.l_sectors_read AS sectors_read, kk.l_read_time_ms AS read_time_ms, kk.l_writes_completed AS writes_completed, kk.l_writes_merged AS writes_merged, kk.l_sectors_written AS sectors_written, kk.l_write_time_ms AS write_time_ms, kk.l_io_time_ms AS io_time_ms, kk.l_weighted_io_time_ms AS weighted_io_time_ms, kk.l_discards_completed AS discards_completed, kk.l_discards_merged AS discards_merged, kk.l_sectors_discarded AS sectors_discarded, kk.l_discard_time_ms AS discard_time_ms, kk.l_flushes_completed AS flushes_completed, kk.l_flush_time_ms AS flush_time_ms
+	          FROM chronicle._os_disk_ends($1, $2) kk
 	         WHERE true
 	           AND ($3 IS NULL OR kk.device = $3)
-	         ORDER BY kk.device, kk.role, kk.first_ts DESC) k
+	         ORDER BY kk.device, kk.role, kk.segment DESC) k
 	  LEFT JOIN chronicle.os_disk_deltas($1, $2, $3, changed_only => true) d
 	    ON d.device = k.device AND d.role = k.role
 	 GROUP BY k.device, k.role
@@ -1369,31 +958,6 @@ GRANT EXECUTE ON FUNCTION chronicle.os_disk_run_totals(text, text) TO pg_monitor
 
 -- ----------------------------------------------------------------------
 -- os_pressure (chronicle.os_pressure_history)
-
-CREATE FUNCTION chronicle._os_pressure_keys(from_ts timestamptz, to_ts timestamptz)
-RETURNS TABLE (segment timestamptz, resource text, some_total bigint, full_total bigint, first_ts timestamptz)
-LANGUAGE plpgsql STABLE
-SET search_path = pg_catalog, pg_temp
-SET plan_cache_mode = force_custom_plan
-AS $fn$
-#variable_conflict use_column
-BEGIN
-	RETURN QUERY
-	WITH sg AS (
-		SELECT g.segment, g.first_start, g.last_end,
-		       chronicle._keyframe('chronicle.os_pressure_history', g.segment, g.first_start) AS kf
-		  FROM (SELECT i.segment, min(i.interval_start) AS first_start, max(i.interval_end) AS last_end
-		          FROM chronicle.intervals($1, $2) i GROUP BY i.segment) g
-	)
-	SELECT DISTINCT ON (sg.segment, h.resource) sg.segment, h.resource, h.some_total, h.full_total, h.ts
-	  FROM sg CROSS JOIN LATERAL (
-		SELECT h.* FROM chronicle.os_pressure_history h WHERE h.ts >= sg.kf AND h.ts <= sg.last_end) h
-	 ORDER BY sg.segment, h.resource, h.ts;
-END;
-$fn$;
-
-REVOKE ALL ON FUNCTION chronicle._os_pressure_keys(timestamptz, timestamptz) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION chronicle._os_pressure_keys(timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;
 
 CREATE FUNCTION chronicle._os_pressure_sums(from_ts timestamptz, to_ts timestamptz, for_resource text DEFAULT NULL, by text DEFAULT NULL, exclude_cols text[] DEFAULT '{}', exclude_vals text[] DEFAULT '{}')
 RETURNS TABLE (interval_start timestamptz, interval_end timestamptz, seconds float8, grp text, reset boolean, some_total bigint, some_total_per_s float8, full_total bigint, full_total_per_s float8)
@@ -1487,46 +1051,25 @@ GRANT EXECUTE ON FUNCTION chronicle.os_pressure_deltas(timestamptz, timestamptz,
 CREATE FUNCTION chronicle._os_pressure_ends(from_ts timestamptz, to_ts timestamptz)
 RETURNS TABLE (resource text, segment timestamptz, reset boolean, b_some_total bigint, l_some_total bigint, b_full_total bigint, l_full_total bigint)
 LANGUAGE plpgsql STABLE
+SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_custom_plan
+SET work_mem = '256MB'
 AS $fn$
 #variable_conflict use_column
 BEGIN
 	RETURN QUERY
-	WITH sg AS (
-		SELECT g.segment, g.first_start, g.last_end,
-		       chronicle._keyframe('chronicle.os_pressure_history', g.segment, g.first_start) AS kf
-		  FROM (SELECT i.segment, min(i.interval_start) AS first_start, max(i.interval_end) AS last_end
-		          FROM chronicle.intervals($1, $2) i GROUP BY i.segment) g
-	)
-	, r AS (
-		SELECT sg.segment, sg.first_start, h.ts, h.resource, h.some_total, h.full_total,
-		       lag(h.ts) OVER w AS p_ts, lead(h.ts) OVER w AS n_ts
-		  FROM sg CROSS JOIN LATERAL (
-			SELECT h.* FROM chronicle.os_pressure_history h WHERE h.ts >= sg.kf AND h.ts <= sg.last_end) h
-		WINDOW w AS (PARTITION BY sg.segment, h.resource ORDER BY h.ts)
-	), x AS (
-		-- b: the baseline row, l: the last row
-		SELECT r.*, r.n_ts IS NULL AS is_l,
-		       CASE WHEN r.ts <= r.first_start THEN r.n_ts IS NULL OR r.n_ts > r.first_start
-		            ELSE r.p_ts IS NULL END AS is_b
-		  FROM r
-	), e AS (
-		SELECT x.segment,
-		       x.resource,
-		       max(x.some_total) FILTER (WHERE x.is_b) AS b_some_total,
-		       max(x.some_total) FILTER (WHERE x.is_l) AS l_some_total,
-		       max(x.full_total) FILTER (WHERE x.is_b) AS b_full_total,
-		       max(x.full_total) FILTER (WHERE x.is_l) AS l_full_total
-		  FROM x WHERE x.is_b OR x.is_l
-		 GROUP BY x.segment, x.resource
-	)
-	SELECT e.resource, e.segment,
-	       (coalesce(e.l_some_total < e.b_some_total, false)
-	        OR coalesce(e.l_full_total < e.b_full_total, false)),
-	       e.b_some_total, e.l_some_total,
-	       e.b_full_total, e.l_full_total
-	  FROM e;
+	SELECT * FROM chronicle._ends('chronicle.os_pressure_history'::regclass, $1, $2,
+		keys => ARRAY['resource']::text[],
+		vals => ARRAY['some_total', 'full_total']::text[],
+		kinds => 'cc',
+		attrs => ARRAY[]::text[],
+		reset_col => NULL,
+		bytes_ops => ARRAY[NULL, NULL]::text[],
+		bytes_unit => NULL,
+		per_op => ARRAY[]::text[], filter_cols => ARRAY[]::text[], filter_vals => ARRAY[]::text[],
+		changed_only => true, born_at_zero => false)
+	  AS d(resource text, segment timestamptz, reset boolean, b_some_total bigint, l_some_total bigint, b_full_total bigint, l_full_total bigint);
 END;
 $fn$;
 
@@ -1577,11 +1120,11 @@ BEGIN
 	       coalesce(sum(d.some_total), max(k.some_total - k.some_total))::float8 / secs,
 	       coalesce(sum(d.full_total), max(k.full_total - k.full_total))::numeric,
 	       coalesce(sum(d.full_total), max(k.full_total - k.full_total))::float8 / secs
-	  FROM (SELECT DISTINCT ON (kk.resource) kk.resource, kk.some_total, kk.full_total
-	          FROM chronicle._os_pressure_keys($1, $2) kk
+	  FROM (SELECT DISTINCT ON (kk.resource) kk.resource, kk.l_some_total AS some_total, kk.l_full_total AS full_total
+	          FROM chronicle._os_pressure_ends($1, $2) kk
 	         WHERE true
 	           AND ($3 IS NULL OR kk.resource = $3)
-	         ORDER BY kk.resource, kk.first_ts DESC) k
+	         ORDER BY kk.resource, kk.segment DESC) k
 	  LEFT JOIN chronicle.os_pressure_deltas($1, $2, $3, changed_only => true) d
 	    ON d.resource = k.resource
 	 GROUP BY k.resource
