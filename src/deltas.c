@@ -124,6 +124,7 @@ typedef struct KeyState
 	bool		base_born;		/* born at zero: the baseline counts as 0 */
 	TimestampTz base_seg;
 	RowVals		base;
+	bool	   *present;		/* ends mode: has a row at each keyframe read */
 } KeyState;
 
 typedef struct Engine
@@ -158,6 +159,7 @@ typedef struct Engine
 	bool		bases_set;		/* the baseline rows became the bases */
 	TimestampTz *iseg;			/* the segments with an interval in the window */
 	int			niseg;
+	int			nkf;			/* keyframes whose keys are read first */
 
 	/* key types */
 	Oid		   *keytype;
@@ -429,6 +431,8 @@ key_lookup(Engine *e, Datum *key, bool *keynull)
 	}
 	alloc_row(e, &ks->prev);
 	alloc_row(e, &ks->cur);
+	if (e->nkf > 0)
+		ks->present = palloc0(sizeof(bool) * e->nkf);
 	MemoryContextSwitchTo(old);
 	ks->next = b->first;
 	b->first = ks;
@@ -1256,6 +1260,206 @@ find_born_after(Snap *snaps, int nsnaps, const char *tq, TimestampTz to_ts)
 	pfree(seen_born);
 }
 
+/*
+ * chronicle._keyframe(tbl, segment, t): reading tbl's rows from there up to
+ * t gives every key's latest row in the segment at or before t.
+ */
+static TimestampTz
+keyframe_of(Oid tbl, TimestampTz segment, TimestampTz t)
+{
+	Oid			types[3] = {REGCLASSOID, TIMESTAMPTZOID, TIMESTAMPTZOID};
+	Datum		args[3] = {ObjectIdGetDatum(tbl), TimestampTzGetDatum(segment),
+	TimestampTzGetDatum(t)};
+	TimestampTz kf = segment;
+	bool		isnull;
+	int			ret;
+
+	ret = SPI_execute_with_args("SELECT chronicle._keyframe($1, $2, $3)",
+								3, types, args, NULL, true, 1);
+	if (ret != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "chronicle._deltas: finding the keyframe failed: %d", ret);
+	{
+		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+
+		if (!isnull)
+			kf = DatumGetTimestampTz(d);
+	}
+	SPI_freetuptable(SPI_tuptable);
+	return kf;
+}
+
+/* A time range [lo, hi] to read. */
+typedef struct Range
+{
+	TimestampTz lo;
+	TimestampTz hi;
+} Range;
+
+static void
+add_range(Range *r, int *n, TimestampTz lo, TimestampTz hi)
+{
+	if (*n > 0 && lo <= r[*n - 1].hi)
+	{
+		/* ranges come in time order: extend the last one */
+		if (hi > r[*n - 1].hi)
+			r[*n - 1].hi = hi;
+		return;
+	}
+	r[*n].lo = lo;
+	r[*n].hi = hi;
+	(*n)++;
+}
+
+/*
+ * Ends mode: which time ranges to read.  Per segment of the window (first
+ * interval start F, last snapshot L), the baselines come from [K0, F] (K0
+ * the keyframe before F, which holds every key) and the last rows from
+ * [Km, L] (Km the last keyframe of the window).  A keyframe writes every
+ * key, so a key with a row at two consecutive keyframes has its baseline
+ * and last row outside the keyframe interval between them: only the
+ * intervals in which some key appears or disappears (absent at one of its
+ * two keyframes) are read too.  The keyframes' keys are read first, one
+ * snapshot each.  A key that appears and disappears between two keyframes
+ * is not seen (see docs/analysis.md).  Without keyframes in the window this
+ * is one range, [K0, L], as for the deltas.
+ */
+static Range *
+ends_ranges(Engine *e, Oid tbl, const char *tq, char **keys, Snap *snaps, int nsnaps,
+			int *nranges)
+{
+	TimestampTz *seg = palloc(sizeof(TimestampTz) * Max(nsnaps, 1));
+	TimestampTz *first = palloc(sizeof(TimestampTz) * Max(nsnaps, 1));
+	TimestampTz *last = palloc(sizeof(TimestampTz) * Max(nsnaps, 1));
+	TimestampTz *k0 = palloc(sizeof(TimestampTz) * Max(nsnaps, 1));
+	int			nseg = 0;
+	TimestampTz *kts = NULL;
+	int		   *kseg = NULL;
+	bool	   *krows;
+	int			nk = 0;
+	int			maxk = 16;
+	Range	   *ranges;
+	StringInfoData q;
+	SPIPlanPtr	plan;
+	Oid			types[3] = {TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID};
+
+	for (int i = 0; i < nsnaps; i++)
+	{
+		int			j;
+
+		if (!snaps[i].ends_interval)
+			continue;
+		for (j = 0; j < nseg; j++)
+			if (seg[j] == snaps[i].segment)
+				break;
+		if (j == nseg)
+		{
+			seg[nseg] = snaps[i].segment;
+			first[nseg++] = snaps[i].start;
+		}
+		last[j] = snaps[i].ts;
+	}
+
+	/* the candidate keyframes of each segment: K0 and those in (F, L] */
+	kts = palloc(sizeof(TimestampTz) * maxk);
+	kseg = palloc(sizeof(int) * maxk);
+	plan = SPI_prepare("SELECT sn.ts FROM chronicle.snapshot sn"
+					   " WHERE sn.segment = $1 AND sn.keyframe AND sn.ts >= $2 AND sn.ts <= $3"
+					   " ORDER BY sn.ts", 3, types);
+	if (plan == NULL)
+		elog(ERROR, "chronicle._ends: preparing the keyframe query failed: %d", SPI_result);
+	for (int j = 0; j < nseg; j++)
+	{
+		Datum		args[3];
+		int			ret;
+
+		k0[j] = keyframe_of(tbl, seg[j], first[j]);
+		args[0] = TimestampTzGetDatum(seg[j]);
+		args[1] = TimestampTzGetDatum(k0[j]);
+		args[2] = TimestampTzGetDatum(last[j]);
+		ret = SPI_execute_plan(plan, args, NULL, true, 0);
+		if (ret != SPI_OK_SELECT)
+			elog(ERROR, "chronicle._ends: reading the keyframes failed: %d", ret);
+		for (uint64 i = 0; i < SPI_processed; i++)
+		{
+			bool		isnull;
+
+			if (nk == maxk)
+			{
+				maxk *= 2;
+				kts = repalloc(kts, sizeof(TimestampTz) * maxk);
+				kseg = repalloc(kseg, sizeof(int) * maxk);
+			}
+			kts[nk] = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[i],
+														SPI_tuptable->tupdesc, 1, &isnull));
+			kseg[nk++] = j;
+		}
+		SPI_freetuptable(SPI_tuptable);
+	}
+	SPI_freeplan(plan);
+
+	/* the keys at each keyframe (none: the source did not record there) */
+	e->nkf = nk;
+	krows = palloc0(sizeof(bool) * Max(nk, 1));
+	initStringInfo(&q);
+	appendStringInfoString(&q, "SELECT h.ts");
+	append_columns(&q, "h", keys, e->nkeys);
+	appendStringInfo(&q, " FROM %s h WHERE h.ts = $1", tq);
+	plan = SPI_prepare(q.data, 1, types);
+	if (plan == NULL)
+		elog(ERROR, "chronicle._ends: preparing the keyframe rows query failed: %d", SPI_result);
+	for (int k = 0; k < nk; k++)
+	{
+		Datum		arg = TimestampTzGetDatum(kts[k]);
+		Datum	   *v = palloc(sizeof(Datum) * (e->nkeys + 1));
+		bool	   *n = palloc(sizeof(bool) * (e->nkeys + 1));
+		int			ret = SPI_execute_plan(plan, &arg, NULL, true, 0);
+
+		if (ret != SPI_OK_SELECT)
+			elog(ERROR, "chronicle._ends: reading a keyframe failed: %d", ret);
+		for (uint64 i = 0; i < SPI_processed; i++)
+		{
+			CHECK_FOR_INTERRUPTS();
+			heap_deform_tuple(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, v, n);
+			key_lookup(e, v + 1, n + 1)->present[k] = true;
+			krows[k] = true;
+		}
+		SPI_freetuptable(SPI_tuptable);
+	}
+	SPI_freeplan(plan);
+
+	ranges = palloc(sizeof(Range) * (2 * nseg + nk + 1));
+	*nranges = 0;
+	for (int j = 0; j < nseg; j++)
+	{
+		int			prev = -1;
+
+		for (int k = 0; k < nk; k++)
+		{
+			if (kseg[k] != j || !krows[k])
+				continue;
+			if (prev < 0)
+			{
+				/* K0 must be a keyframe with rows, else read it all */
+				if (kts[k] != k0[j])
+					break;
+				add_range(ranges, nranges, k0[j], first[j]);
+			}
+			else
+			{
+				bool		changed = false;
+
+				for (int i = 0; i < e->nsorted && !changed; i++)
+					changed = e->sorted[i]->present[prev] != e->sorted[i]->present[k];
+				if (changed)
+					add_range(ranges, nranges, kts[prev], kts[k]);
+			}
+			prev = k;
+		}
+		add_range(ranges, nranges, prev < 0 ? k0[j] : kts[prev], last[j]);
+	}
+	return ranges;
+}
+
 /* Exclusions are a few values of a key or two; more is a mistake. */
 #define MAX_EXCLUSIONS	1000
 
@@ -1557,8 +1761,9 @@ run_engine(FunctionCallInfo fcinfo, bool ends)
 	char	   *argnulls;
 	int			nargs;
 	Portal		portal;
+	Range	   *ranges;
+	int			nranges;
 	HASHCTL		ctl;
-	int			ret;
 
 	StaticAssertStmt(lengthof(argnames) == 18, "one name per argument");
 	if (PG_NARGS() != lengthof(argnames))
@@ -1720,22 +1925,16 @@ run_engine(FunctionCallInfo fcinfo, bool ends)
 	 * per-key index, and a view over a compact format can answer the
 	 * query.
 	 */
-	args[0] = TimestampTzGetDatum(from_ts);
-	if (nsnaps > 0 && snaps[0].ts <= from_ts)
+	if (e->ends)
+		ranges = ends_ranges(e, tbl, tq, keys, snaps, nsnaps, &nranges);
+	else
 	{
-		Oid			kftypes[3] = {REGCLASSOID, TIMESTAMPTZOID, TIMESTAMPTZOID};
-		Datum		kfargs[3] = {ObjectIdGetDatum(tbl),
-			TimestampTzGetDatum(snaps[0].segment), TimestampTzGetDatum(from_ts)};
-		bool		isnull;
-
-		ret = SPI_execute_with_args("SELECT chronicle._keyframe($1, $2, $3)",
-									3, kftypes, kfargs, NULL, true, 1);
-		if (ret != SPI_OK_SELECT || SPI_processed != 1)
-			elog(ERROR, "chronicle._deltas: finding the keyframe failed: %d", ret);
-		args[0] = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-		if (isnull)
-			args[0] = TimestampTzGetDatum(snaps[0].segment);
-		SPI_freetuptable(SPI_tuptable);
+		ranges = palloc(sizeof(Range));
+		ranges[0].lo = from_ts;
+		if (nsnaps > 0 && snaps[0].ts <= from_ts)
+			ranges[0].lo = keyframe_of(tbl, snaps[0].segment, from_ts);
+		ranges[0].hi = to_ts;
+		nranges = 1;
 	}
 	initStringInfo(&q);
 	appendStringInfoString(&q, "SELECT h.ts");
@@ -1743,18 +1942,22 @@ run_engine(FunctionCallInfo fcinfo, bool ends)
 	appendStringInfo(&q, " FROM %s h WHERE h.ts >= $1 AND h.ts <= $2", tq);
 	append_filters(&q, "h", fcols, nfcols, xcols, nxcols, 3);
 	appendStringInfoString(&q, " ORDER BY h.ts");
-	args[1] = TimestampTzGetDatum(to_ts);
-	portal = SPI_cursor_open_with_args(NULL, q.data, nargs, argtypes, args, argnulls,
-									   true, CURSOR_OPT_NO_SCROLL);
-	for (;;)
+	for (int r = 0; r < nranges; r++)
 	{
-		SPI_cursor_fetch(portal, true, ROWS_PER_FETCH);
-		if (SPI_processed == 0)
-			break;
-		take_rows(e, SPI_tuptable, SPI_processed, snaps, nsnaps, &sp, from_ts);
-		SPI_freetuptable(SPI_tuptable);
+		args[0] = TimestampTzGetDatum(ranges[r].lo);
+		args[1] = TimestampTzGetDatum(ranges[r].hi);
+		portal = SPI_cursor_open_with_args(NULL, q.data, nargs, argtypes, args, argnulls,
+										   true, CURSOR_OPT_NO_SCROLL);
+		for (;;)
+		{
+			SPI_cursor_fetch(portal, true, ROWS_PER_FETCH);
+			if (SPI_processed == 0)
+				break;
+			take_rows(e, SPI_tuptable, SPI_processed, snaps, nsnaps, &sp, from_ts);
+			SPI_freetuptable(SPI_tuptable);
+		}
+		SPI_cursor_close(portal);
 	}
-	SPI_cursor_close(portal);
 	while (sp < nsnaps)
 		finish_snapshot(e, &snaps[sp++]);
 	if (e->ends)
