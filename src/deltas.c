@@ -1312,13 +1312,13 @@ add_range(Range *r, int *n, TimestampTz lo, TimestampTz hi)
 
 /*
  * Ends mode: which time ranges to read.  Per segment of the window (first
- * interval start F, last snapshot L), the baselines come from [K0, F] (K0
- * the keyframe before F, which holds every key) and the last rows from
- * [Km, L] (Km the last keyframe of the window).  A keyframe writes every
- * key, so a key with a row at two consecutive keyframes has its baseline
- * and last row outside the keyframe interval between them: only the
- * intervals in which some key appears or disappears (absent at one of its
- * two keyframes) are read too.  The keyframes' keys are read first, one
+ * interval start F, last snapshot L), the baselines come from [K0, K1] (K0
+ * the keyframe before F, which holds every key, K1 the next one) and the
+ * last rows from [Km, L] (Km the last keyframe of the window).  A keyframe
+ * writes every key, so a key with a row at two consecutive keyframes has
+ * its baseline and last row outside the keyframe interval between them:
+ * only the intervals in which some key appears or disappears (absent at
+ * one of its two keyframes) are read too.  The keyframes' keys are read first, one
  * snapshot each.  A key that appears and disappears between two keyframes
  * is not seen (see docs/analysis.md).  Without keyframes in the window this
  * is one range, [K0, L], as for the deltas.
@@ -1446,7 +1446,11 @@ ends_ranges(Engine *e, Oid tbl, const char *tq, char **keys, Snap *snaps, int ns
 			}
 			else
 			{
-				bool		changed = false;
+				/*
+				 * The first interval is read whole: a key with a row in
+				 * [K0, F] but at neither K0 nor K1 has its last row in it.
+				 */
+				bool		changed = kts[prev] == k0[j];
 
 				for (int i = 0; i < e->nsorted && !changed; i++)
 					changed = e->sorted[i]->present[prev] != e->sorted[i]->present[k];
