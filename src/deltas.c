@@ -1268,22 +1268,22 @@ static TimestampTz
 keyframe_of(Oid tbl, TimestampTz segment, TimestampTz t)
 {
 	Oid			types[3] = {REGCLASSOID, TIMESTAMPTZOID, TIMESTAMPTZOID};
-	Datum		args[3] = {ObjectIdGetDatum(tbl), TimestampTzGetDatum(segment),
-	TimestampTzGetDatum(t)};
+	Datum		args[3];
 	TimestampTz kf = segment;
+	Datum		d;
 	bool		isnull;
 	int			ret;
 
+	args[0] = ObjectIdGetDatum(tbl);
+	args[1] = TimestampTzGetDatum(segment);
+	args[2] = TimestampTzGetDatum(t);
 	ret = SPI_execute_with_args("SELECT chronicle._keyframe($1, $2, $3)",
 								3, types, args, NULL, true, 1);
 	if (ret != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "chronicle._deltas: finding the keyframe failed: %d", ret);
-	{
-		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-
-		if (!isnull)
-			kf = DatumGetTimestampTz(d);
-	}
+	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	if (!isnull)
+		kf = DatumGetTimestampTz(d);
 	SPI_freetuptable(SPI_tuptable);
 	return kf;
 }
@@ -1341,6 +1341,8 @@ ends_ranges(Engine *e, Oid tbl, const char *tq, char **keys, Snap *snaps, int ns
 	StringInfoData q;
 	SPIPlanPtr	plan;
 	Oid			types[3] = {TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID};
+	Datum	   *v;
+	bool	   *n;
 
 	for (int i = 0; i < nsnaps; i++)
 	{
@@ -1407,11 +1409,11 @@ ends_ranges(Engine *e, Oid tbl, const char *tq, char **keys, Snap *snaps, int ns
 	plan = SPI_prepare(q.data, 1, types);
 	if (plan == NULL)
 		elog(ERROR, "chronicle._ends: preparing the keyframe rows query failed: %d", SPI_result);
+	v = palloc(sizeof(Datum) * (e->nkeys + 1));
+	n = palloc(sizeof(bool) * (e->nkeys + 1));
 	for (int k = 0; k < nk; k++)
 	{
 		Datum		arg = TimestampTzGetDatum(kts[k]);
-		Datum	   *v = palloc(sizeof(Datum) * (e->nkeys + 1));
-		bool	   *n = palloc(sizeof(bool) * (e->nkeys + 1));
 		int			ret = SPI_execute_plan(plan, &arg, NULL, true, 0);
 
 		if (ret != SPI_OK_SELECT)
