@@ -4,14 +4,16 @@ SET synchronous_commit = off;
 SELECT chronicle.ensure_partitions(:'day'::timestamptz, :'day'::timestamptz + interval '1 day') >= 0 AS partitions;
 
 -- 86400 snapshots; the collector restarted once at noon (two segments).
+-- A keyframe every hour (chronicle.keyframe_interval), as the collector
+-- writes them: every key of every source, changed or not; the segments'
+-- first snapshots are on the hour too.
 INSERT INTO chronicle.snapshot (ts, segment, keyframe, collector, duration_ms, rows_written, wal_bytes, errors)
 SELECT t, CASE WHEN t < :'day'::timestamptz + interval '12 h' THEN :'day'::timestamptz
                ELSE :'day'::timestamptz + interval '12 h' END,
-       t = :'day'::timestamptz OR t = :'day'::timestamptz + interval '12 h', 'worker', 0.3, 10, 2000, 0
+       extract(epoch FROM t - :'day'::timestamptz)::bigint % 3600 = 0, 'worker', 0.3, 10, 2000, 0
   FROM generate_series(:'day'::timestamptz, :'day'::timestamptz + interval '86399 s', interval '1 s') t;
 
--- pg_stat_io: a keyframe of every PostgreSQL 18 row at each segment start,
--- then the rows that change under pgbench: client backend relation/normal
+-- pg_stat_io: every PostgreSQL 18 row at each keyframe (every hour), then the rows that change under pgbench: client backend relation/normal
 -- and wal/normal, walwriter wal every second; background writer every 2 s;
 -- checkpointer every 5 s; autovacuum every 30 s.
 \ir io_keys.sql
@@ -35,11 +37,11 @@ SELECT t, k.backend_type, k.object, k.context,
   FROM io_keys k,
        LATERAL generate_series(:'day'::timestamptz, :'day'::timestamptz + interval '86399 s', interval '1 s') t,
        LATERAL (SELECT extract(epoch FROM t - :'day'::timestamptz)::bigint AS n) s
- WHERE (k.every > 0 AND s.n % k.every = 0)
-    OR t = :'day'::timestamptz OR t = :'day'::timestamptz + interval '12 h';
+ WHERE (k.every > 0 AND s.n % k.every = 0) OR s.n % 3600 = 0;
 
 -- Single-row sources, every second (wal, buffers, memory, sampler),
--- every 2 s (bgwriter), every 5 s (checkpointer); two databases.
+-- every 2 s (bgwriter), every 5 s (checkpointer); two databases.  All of
+-- them write a row at each keyframe (3600 is a multiple of 2 and 5).
 INSERT INTO chronicle.wal_history (ts, wal_records, wal_fpi, wal_bytes, wal_buffers_full, stats_reset)
 SELECT t, n * 6000, n * 200, n * 1500000, n / 100, :'day'::timestamptz - interval '1 day'
   FROM generate_series(:'day'::timestamptz, :'day'::timestamptz + interval '86399 s', interval '1 s') t,
@@ -80,7 +82,8 @@ SELECT t, n * 100, n * 99, 0, :'day'::timestamptz - interval '1 h',
 
 -- Waits of 100 processes: 90 pgbench clients spread over 10 query ids and
 -- 6 wait states, idle ClientRead, plus background processes: 70 keys, of
--- which about 40 change every second (sparse rows), the rest every 10 s.
+-- which about 40 change every second (sparse rows), the rest every 10 s;
+-- every key at each keyframe.
 CREATE TEMP TABLE wait_keys AS
 SELECT 'client backend'::text AS backend_type, 'active'::text AS state, e.typ AS wait_event_type, e.ev AS wait_event,
        q::bigint AS queryid, CASE WHEN q <= 6 THEN 1 ELSE 10 END AS every, e.w * (11 - q) AS rate
@@ -101,7 +104,7 @@ SELECT t, k.backend_type, k.state, k.wait_event_type, k.wait_event, k.queryid, s
   FROM wait_keys k,
        LATERAL generate_series(:'day'::timestamptz, :'day'::timestamptz + interval '86399 s', interval '1 s') t,
        LATERAL (SELECT extract(epoch FROM t - :'day'::timestamptz)::bigint AS n) s
- WHERE s.n % k.every = 0 OR t = :'day'::timestamptz + interval '12 h';
+ WHERE s.n % k.every = 0 OR s.n % 3600 = 0;
 
 VACUUM ANALYZE;
 SELECT relname, n_live_tup FROM pg_stat_user_tables

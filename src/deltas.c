@@ -25,8 +25,10 @@
  *   chronicle.intervals() returns them.
  * - A stored row at an interval's end is paired with the previous stored
  *   row of its key in the same segment; before the window that is the
- *   latest row of the key in the segment at or before "from" (one index
- *   probe per key, made before the pass).
+ *   latest row of the key in the segment at or before "from".  The pass
+ *   starts at the keyframe before "from" (chronicle._keyframe(), which
+ *   holds every key), so the rows before the window are read in the same
+ *   time-ordered query: no key is looked up by itself.
  * - A key's first row in a segment has nothing to pair with.  In a table
  *   whose keys are born at zero (born_at_zero: the wait sampler's keys,
  *   databases), a key absent from a keyframe of its segment that recorded
@@ -117,6 +119,12 @@ typedef struct KeyState
 	bool		pending;		/* cur holds a row of the current snapshot */
 	RowVals		cur;
 	DeltaGroup *group;			/* grouped mode */
+	/* ends mode: the key's baseline row in its current segment */
+	bool		has_base;
+	bool		base_born;		/* born at zero: the baseline counts as 0 */
+	TimestampTz base_seg;
+	RowVals		base;
+	bool	   *present;		/* ends mode: has a row at each keyframe read */
 } KeyState;
 
 typedef struct Engine
@@ -145,6 +153,13 @@ typedef struct Engine
 	int			ngroups;
 	int			maxgroups;
 	bool		groups_need_sort;
+	bool		ends;			/* per key and segment: baseline and last row */
+	TimestampTz from_ts;
+	TimestampTz first_seg;		/* segment of the baseline rows, or DT_NOBEGIN */
+	bool		bases_set;		/* the baseline rows became the bases */
+	TimestampTz *iseg;			/* the segments with an interval in the window */
+	int			niseg;
+	int			nkf;			/* keyframes whose keys are read first */
 
 	/* key types */
 	Oid		   *keytype;
@@ -416,6 +431,8 @@ key_lookup(Engine *e, Datum *key, bool *keynull)
 	}
 	alloc_row(e, &ks->prev);
 	alloc_row(e, &ks->cur);
+	if (e->nkf > 0)
+		ks->present = palloc0(sizeof(bool) * e->nkf);
 	MemoryContextSwitchTo(old);
 	ks->next = b->first;
 	b->first = ks;
@@ -715,6 +732,152 @@ emit_groups(Engine *e, Snap *s)
 	}
 }
 
+/* ----------------------------------------------------------------
+ * Ends mode: per key and segment of the window, the baseline row (the
+ * latest at or before the segment's first interval start, else the key's
+ * first row in the window) and the last row, for the totals' shortcut
+ * (the deltas telescope when nothing was reset in between).  Output: the
+ * keys, the last row's attributes, the segment, reset (the reset column
+ * changed or a counter went down between the two rows), per value the
+ * baseline's (0 when born at zero) and the last row's.
+ * ----------------------------------------------------------------
+ */
+
+static bool
+segment_has_interval(Engine *e, TimestampTz seg)
+{
+	for (int i = 0; i < e->niseg; i++)
+		if (e->iseg[i] == seg)
+			return true;
+	return false;
+}
+
+static void
+emit_ends(Engine *e, KeyState *ks, TimestampTz seg)
+{
+	RowVals    *b = &ks->base;
+	RowVals    *l = &ks->prev;
+	bool		reset = false;
+	int			c = 0;
+
+	if (!segment_has_interval(e, seg))
+		return;
+	for (int i = 0; i < e->nkeys; i++)
+	{
+		e->outv[c] = ks->key[i];
+		e->outn[c++] = ks->keynull[i];
+	}
+	for (int i = 0; i < e->nattrs; i++)
+	{
+		e->outv[c] = l->v[e->nvals + i];
+		e->outn[c++] = l->n[e->nvals + i];
+	}
+	e->outv[c] = TimestampTzGetDatum(seg);
+	e->outn[c++] = false;
+	if (e->has_reset)
+	{
+		int			r = e->nstored - 1;
+
+		if (b->n[r] != l->n[r] ||
+			(!b->n[r] && !datumIsEqual(b->v[r], l->v[r], e->storbyval[r], e->storlen[r])))
+			reset = true;
+	}
+	for (int i = 0; i < e->nvals && !reset; i++)
+	{
+		if (b->n[i] || l->n[i])
+			continue;
+		if (e->valtype[i] == FLOAT8OID ?
+			DatumGetFloat8(l->v[i]) < DatumGetFloat8(b->v[i]) :
+			DatumGetInt64(l->v[i]) < DatumGetInt64(b->v[i]))
+			reset = true;
+	}
+	e->outv[c] = BoolGetDatum(reset);
+	e->outn[c++] = false;
+	for (int i = 0; i < e->nvals; i++)
+	{
+		e->outn[c] = b->n[i];
+		e->outv[c++] = b->n[i] ? (Datum) 0 :
+			ks->base_born ? value_zero(e->valtype[i]) : b->v[i];
+		e->outn[c] = l->n[i];
+		e->outv[c++] = l->v[i];
+	}
+	Assert(c == e->tupdesc->natts);	/* check_result_type() */
+	tuplestore_putvalues(e->tupstore, e->tupdesc, e->outv, e->outn);
+}
+
+static void
+set_base(Engine *e, KeyState *ks, RowVals *r, TimestampTz seg, bool born)
+{
+	if (ks->base.v == NULL)
+		alloc_row(e, &ks->base);
+	store_row(e, &ks->base, r->ts, r->v, r->n);
+	ks->base_seg = seg;
+	ks->base_born = born;
+	ks->has_base = true;
+}
+
+/*
+ * The rows at or before from (read from the keyframe before it) are over:
+ * each key's latest one is its baseline in the first segment.
+ */
+static void
+ends_set_bases(Engine *e)
+{
+	e->bases_set = true;
+	if (e->first_seg == DT_NOBEGIN)
+		return;
+	for (int k = 0; k < e->nsorted; k++)
+	{
+		KeyState   *ks = e->sorted[k];
+
+		if (ks->known && ks->prev.ts >= e->first_seg)
+			set_base(e, ks, &ks->prev, e->first_seg, false);
+	}
+}
+
+static void
+ends_snapshot(Engine *e, Snap *s)
+{
+	if (!e->bases_set && s->ts > e->from_ts)
+		ends_set_bases(e);
+	for (int k = 0; k < e->nsorted; k++)
+	{
+		KeyState   *ks = e->sorted[k];
+		RowVals		tmp;
+
+		if (!ks->pending)
+			continue;
+		/* the key's rows of an earlier segment are over */
+		if (ks->has_base && ks->base_seg != s->segment)
+		{
+			emit_ends(e, ks, ks->base_seg);
+			ks->has_base = false;
+		}
+		/*
+		 * Its first row in the segment: the baseline, counting from zero
+		 * when born after a keyframe that recorded the table (as
+		 * finish_snapshot() decides).
+		 */
+		if (!ks->has_base)
+			set_base(e, ks, &ks->cur, s->segment, s->born_after < s->ts);
+		tmp = ks->prev;
+		ks->prev = ks->cur;
+		ks->cur = tmp;
+		ks->known = true;
+		ks->pending = false;
+	}
+}
+
+static void
+ends_finish(Engine *e)
+{
+	if (!e->bases_set)
+		ends_set_bases(e);
+	for (int k = 0; k < e->nsorted; k++)
+		if (e->sorted[k]->has_base)
+			emit_ends(e, e->sorted[k], e->sorted[k]->base_seg);
+}
+
 /* The rows of one snapshot are in; emit its interval, then move cur to prev. */
 static void
 finish_snapshot(Engine *e, Snap *s)
@@ -729,6 +892,12 @@ finish_snapshot(Engine *e, Snap *s)
 	{
 		qsort_arg(e->groups, e->ngroups, sizeof(DeltaGroup *), group_cmp, e);
 		e->groups_need_sort = false;
+	}
+
+	if (e->ends)
+	{
+		ends_snapshot(e, s);
+		return;
 	}
 
 	for (int k = 0; k < e->nsorted; k++)
@@ -819,11 +988,12 @@ append_filters(StringInfo q, const char *alias, char **cols, int n,
 
 /*
  * Process the rows of the last SPI result: row layout ts, keys, values,
- * attributes, reset.
+ * attributes, reset.  Rows at or before from_ts are baselines only: a
+ * key's latest one is what its first row in the window is paired with.
  */
 static void
 take_rows(Engine *e, SPITupleTable *tt, uint64 ntuples, Snap *snaps, int nsnaps,
-		  int *sp, bool baseline)
+		  int *sp, TimestampTz from_ts)
 {
 	TupleDesc	desc = tt->tupdesc;
 	int			natts = desc->natts;
@@ -834,12 +1004,14 @@ take_rows(Engine *e, SPITupleTable *tt, uint64 ntuples, Snap *snaps, int nsnaps,
 	{
 		TimestampTz ts;
 		KeyState   *ks;
+		bool		baseline;
 
 		CHECK_FOR_INTERRUPTS();
 		heap_deform_tuple(tt->vals[r], desc, v, n);
 		if (n[0])
 			continue;
 		ts = DatumGetTimestampTz(v[0]);
+		baseline = ts <= from_ts;
 
 		if (!baseline)
 		{
@@ -881,8 +1053,11 @@ check_result_type(Engine *e, TupleDesc d)
 		(e->has_reset_out ? 1 : 0) + e->nperop;
 	Oid		   *want;
 
-	for (int i = 0; i < e->nvals; i++)
-		n += e->kinds[i] == KIND_GAUGE ? 1 : 2;
+	if (e->ends)
+		n = e->nkeys + e->nattrs + 2 + 2 * e->nvals;
+	else
+		for (int i = 0; i < e->nvals; i++)
+			n += e->kinds[i] == KIND_GAUGE ? 1 : 2;
 	if (n != d->natts)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
@@ -894,6 +1069,21 @@ check_result_type(Engine *e, TupleDesc d)
 
 	want = palloc(sizeof(Oid) * n);
 	n = 0;
+	if (e->ends)
+	{
+		for (int i = 0; i < e->nkeys; i++)
+			want[n++] = e->keytype[i];
+		for (int i = 0; i < e->nattrs; i++)
+			want[n++] = e->stortype[e->nvals + i];
+		want[n++] = TIMESTAMPTZOID;
+		want[n++] = BOOLOID;
+		for (int i = 0; i < e->nvals; i++)
+		{
+			want[n++] = e->valtype[i];
+			want[n++] = e->valtype[i];
+		}
+		goto compare;
+	}
 	want[n++] = TIMESTAMPTZOID;
 	want[n++] = TIMESTAMPTZOID;
 	want[n++] = FLOAT8OID;
@@ -919,6 +1109,7 @@ check_result_type(Engine *e, TupleDesc d)
 	}
 	for (int i = 0; i < e->nperop; i++)
 		want[n++] = FLOAT8OID;
+compare:
 	for (int i = 0; i < n; i++)
 		if (TupleDescAttr(d, i)->atttypid != want[i])
 			ereport(ERROR,
@@ -1067,6 +1258,212 @@ find_born_after(Snap *snaps, int nsnaps, const char *tq, TimestampTz to_ts)
 	SPI_freeplan(plan);
 	pfree(seen);
 	pfree(seen_born);
+}
+
+/*
+ * chronicle._keyframe(tbl, segment, t): reading tbl's rows from there up to
+ * t gives every key's latest row in the segment at or before t.
+ */
+static TimestampTz
+keyframe_of(Oid tbl, TimestampTz segment, TimestampTz t)
+{
+	Oid			types[3] = {REGCLASSOID, TIMESTAMPTZOID, TIMESTAMPTZOID};
+	Datum		args[3];
+	TimestampTz kf = segment;
+	Datum		d;
+	bool		isnull;
+	int			ret;
+
+	args[0] = ObjectIdGetDatum(tbl);
+	args[1] = TimestampTzGetDatum(segment);
+	args[2] = TimestampTzGetDatum(t);
+	ret = SPI_execute_with_args("SELECT chronicle._keyframe($1, $2, $3)",
+								3, types, args, NULL, true, 1);
+	if (ret != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "chronicle._deltas: finding the keyframe failed: %d", ret);
+	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	if (!isnull)
+		kf = DatumGetTimestampTz(d);
+	SPI_freetuptable(SPI_tuptable);
+	return kf;
+}
+
+/* A time range [lo, hi] to read. */
+typedef struct Range
+{
+	TimestampTz lo;
+	TimestampTz hi;
+} Range;
+
+static void
+add_range(Range *r, int *n, TimestampTz lo, TimestampTz hi)
+{
+	if (*n > 0 && lo <= r[*n - 1].hi)
+	{
+		/* ranges come in time order: extend the last one */
+		if (hi > r[*n - 1].hi)
+			r[*n - 1].hi = hi;
+		return;
+	}
+	r[*n].lo = lo;
+	r[*n].hi = hi;
+	(*n)++;
+}
+
+/*
+ * Ends mode: which time ranges to read.  Per segment of the window (first
+ * interval start F, last snapshot L), the baselines come from [K0, K1] (K0
+ * the keyframe before F, which holds every key, K1 the next one) and the
+ * last rows from [Km, L] (Km the last keyframe of the window).  A keyframe
+ * writes every key, so a key with a row at two consecutive keyframes has
+ * its baseline and last row outside the keyframe interval between them:
+ * only the intervals in which some key appears or disappears (absent at
+ * one of its two keyframes) are read too.  The keyframes' keys are read first, one
+ * snapshot each.  A key that appears and disappears between two keyframes
+ * is not seen (see docs/analysis.md).  Without keyframes in the window this
+ * is one range, [K0, L], as for the deltas.
+ */
+static Range *
+ends_ranges(Engine *e, Oid tbl, const char *tq, char **keys, Snap *snaps, int nsnaps,
+			int *nranges)
+{
+	TimestampTz *seg = palloc(sizeof(TimestampTz) * Max(nsnaps, 1));
+	TimestampTz *first = palloc(sizeof(TimestampTz) * Max(nsnaps, 1));
+	TimestampTz *last = palloc(sizeof(TimestampTz) * Max(nsnaps, 1));
+	TimestampTz *k0 = palloc(sizeof(TimestampTz) * Max(nsnaps, 1));
+	int			nseg = 0;
+	TimestampTz *kts = NULL;
+	int		   *kseg = NULL;
+	bool	   *krows;
+	int			nk = 0;
+	int			maxk = 16;
+	Range	   *ranges;
+	StringInfoData q;
+	SPIPlanPtr	plan;
+	Oid			types[3] = {TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID};
+	Datum	   *v;
+	bool	   *n;
+
+	for (int i = 0; i < nsnaps; i++)
+	{
+		int			j;
+
+		if (!snaps[i].ends_interval)
+			continue;
+		for (j = 0; j < nseg; j++)
+			if (seg[j] == snaps[i].segment)
+				break;
+		if (j == nseg)
+		{
+			seg[nseg] = snaps[i].segment;
+			first[nseg++] = snaps[i].start;
+		}
+		last[j] = snaps[i].ts;
+	}
+
+	/* the candidate keyframes of each segment: K0 and those in (F, L] */
+	kts = palloc(sizeof(TimestampTz) * maxk);
+	kseg = palloc(sizeof(int) * maxk);
+	plan = SPI_prepare("SELECT sn.ts FROM chronicle.snapshot sn"
+					   " WHERE sn.segment = $1 AND sn.keyframe AND sn.ts >= $2 AND sn.ts <= $3"
+					   " ORDER BY sn.ts", 3, types);
+	if (plan == NULL)
+		elog(ERROR, "chronicle._ends: preparing the keyframe query failed: %d", SPI_result);
+	for (int j = 0; j < nseg; j++)
+	{
+		Datum		args[3];
+		int			ret;
+
+		k0[j] = keyframe_of(tbl, seg[j], first[j]);
+		args[0] = TimestampTzGetDatum(seg[j]);
+		args[1] = TimestampTzGetDatum(k0[j]);
+		args[2] = TimestampTzGetDatum(last[j]);
+		ret = SPI_execute_plan(plan, args, NULL, true, 0);
+		if (ret != SPI_OK_SELECT)
+			elog(ERROR, "chronicle._ends: reading the keyframes failed: %d", ret);
+		for (uint64 i = 0; i < SPI_processed; i++)
+		{
+			bool		isnull;
+
+			if (nk == maxk)
+			{
+				maxk *= 2;
+				kts = repalloc(kts, sizeof(TimestampTz) * maxk);
+				kseg = repalloc(kseg, sizeof(int) * maxk);
+			}
+			kts[nk] = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[i],
+														SPI_tuptable->tupdesc, 1, &isnull));
+			kseg[nk++] = j;
+		}
+		SPI_freetuptable(SPI_tuptable);
+	}
+	SPI_freeplan(plan);
+
+	/* the keys at each keyframe (none: the source did not record there) */
+	e->nkf = nk;
+	krows = palloc0(sizeof(bool) * Max(nk, 1));
+	initStringInfo(&q);
+	appendStringInfoString(&q, "SELECT h.ts");
+	append_columns(&q, "h", keys, e->nkeys);
+	appendStringInfo(&q, " FROM %s h WHERE h.ts = $1", tq);
+	plan = SPI_prepare(q.data, 1, types);
+	if (plan == NULL)
+		elog(ERROR, "chronicle._ends: preparing the keyframe rows query failed: %d", SPI_result);
+	v = palloc(sizeof(Datum) * (e->nkeys + 1));
+	n = palloc(sizeof(bool) * (e->nkeys + 1));
+	for (int k = 0; k < nk; k++)
+	{
+		Datum		arg = TimestampTzGetDatum(kts[k]);
+		int			ret = SPI_execute_plan(plan, &arg, NULL, true, 0);
+
+		if (ret != SPI_OK_SELECT)
+			elog(ERROR, "chronicle._ends: reading a keyframe failed: %d", ret);
+		for (uint64 i = 0; i < SPI_processed; i++)
+		{
+			CHECK_FOR_INTERRUPTS();
+			heap_deform_tuple(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, v, n);
+			key_lookup(e, v + 1, n + 1)->present[k] = true;
+			krows[k] = true;
+		}
+		SPI_freetuptable(SPI_tuptable);
+	}
+	SPI_freeplan(plan);
+
+	ranges = palloc(sizeof(Range) * (2 * nseg + nk + 1));
+	*nranges = 0;
+	for (int j = 0; j < nseg; j++)
+	{
+		int			prev = -1;
+
+		for (int k = 0; k < nk; k++)
+		{
+			if (kseg[k] != j || !krows[k])
+				continue;
+			if (prev < 0)
+			{
+				/* K0 must be a keyframe with rows, else read it all */
+				if (kts[k] != k0[j])
+					break;
+				add_range(ranges, nranges, k0[j], first[j]);
+			}
+			else
+			{
+				/*
+				 * The first interval is read whole: a key with a row in
+				 * [K0, F] but at neither K0 nor K1 has its last row in it.
+				 */
+				bool		changed = kts[prev] == k0[j];
+
+				for (int i = 0; i < e->nsorted && !changed; i++)
+					changed = e->sorted[i]->present[prev] != e->sorted[i]->present[k];
+				if (changed)
+					add_range(ranges, nranges, kts[prev], kts[k]);
+			}
+			prev = k;
+		}
+		add_range(ranges, nranges, prev < 0 ? k0[j] : kts[prev], last[j]);
+	}
+	return ranges;
 }
 
 /* Exclusions are a few values of a key or two; more is a mistake. */
@@ -1301,9 +1698,33 @@ PG_FUNCTION_INFO_V1(chronicle_deltas);
  * seconds, the group_by columns, reset, per counter the sum of the changed
  * keys' deltas and its rate, per per_op pair: summed time / summed
  * operations; a row per group with a changed key in the interval.
+ *
+ *
+ * chronicle._ends(), the same arguments (keyed tables, no group_by): per
+ * key and segment of the window, the keys, the last row's attributes, the
+ * segment, reset, per value the baseline row's value and the last row's
+ * (see emit_ends()): what the totals' shortcut subtracts.  A function of
+ * its own, not an argument of _deltas(), because the callers of each are
+ * told apart (sql/analysis_errors.sql lists who calls _deltas()).
  */
+static Datum run_engine(FunctionCallInfo fcinfo, bool ends);
+
 Datum
 chronicle_deltas(PG_FUNCTION_ARGS)
+{
+	return run_engine(fcinfo, false);
+}
+
+PG_FUNCTION_INFO_V1(chronicle_ends);
+
+Datum
+chronicle_ends(PG_FUNCTION_ARGS)
+{
+	return run_engine(fcinfo, true);
+}
+
+static Datum
+run_engine(FunctionCallInfo fcinfo, bool ends)
 {
 	static const char *const argnames[] = {
 		"tbl", "from_ts", "to_ts", "keys", "vals", "kinds", "attrs", "reset_col",
@@ -1346,8 +1767,9 @@ chronicle_deltas(PG_FUNCTION_ARGS)
 	char	   *argnulls;
 	int			nargs;
 	Portal		portal;
+	Range	   *ranges;
+	int			nranges;
 	HASHCTL		ctl;
-	int			ret;
 
 	StaticAssertStmt(lengthof(argnames) == 18, "one name per argument");
 	if (PG_NARGS() != lengthof(argnames))
@@ -1417,6 +1839,12 @@ chronicle_deltas(PG_FUNCTION_ARGS)
 				 errmsg("chronicle._deltas: %d exclude_vals for %d exclude_cols", nxvals, nxcols)));
 
 	e->born_at_zero = PG_GETARG_BOOL(17);
+	e->ends = ends;
+	if (e->ends && (e->grouped || e->nkeys == 0))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("chronicle._deltas: ends needs keys and no group_by")));
+	e->from_ts = from_ts;
 	e->single = e->nkeys == 0;
 	e->has_reset = reset_col != NULL;
 	e->nstored = e->nvals + e->nattrs + (e->has_reset ? 1 : 0);
@@ -1456,6 +1884,14 @@ chronicle_deltas(PG_FUNCTION_ARGS)
 	snaps = read_snapshots(from_ts, to_ts, &nsnaps);
 	if (e->born_at_zero)
 		find_born_after(snaps, nsnaps, tq, to_ts);
+	if (e->ends)
+	{
+		e->first_seg = nsnaps > 0 && snaps[0].ts <= from_ts ? snaps[0].segment : DT_NOBEGIN;
+		e->iseg = palloc(sizeof(TimestampTz) * Max(nsnaps, 1));
+		for (int i = 0; i < nsnaps; i++)
+			if (snaps[i].ends_interval && !segment_has_interval(e, snaps[i].segment))
+				e->iseg[e->niseg++] = snaps[i].segment;
+	}
 
 	/* Filter parameters ($3...), then exclusions */
 	nargs = 2 + nfcols + nxcols;
@@ -1487,81 +1923,51 @@ chronicle_deltas(PG_FUNCTION_ARGS)
 	argnulls[nargs] = '\0';
 
 	/*
-	 * Baselines: the latest row of each key at or before from in the segment
-	 * of the first snapshot, when that one is at or before from.
+	 * One read in time order.  When the first snapshot is at or before from,
+	 * the rows at or before from only set the baselines: the latest row of
+	 * each key at or before from in that snapshot's segment.  They are read
+	 * from the keyframe before from (chronicle._keyframe()), which holds
+	 * every key, so no key is looked up by itself: the history needs no
+	 * per-key index, and a view over a compact format can answer the
+	 * query.
 	 */
-	if (nsnaps > 0 && snaps[0].ts <= from_ts)
+	if (e->ends)
+		ranges = ends_ranges(e, tbl, tq, keys, snaps, nsnaps, &nranges);
+	else
 	{
-		initStringInfo(&q);
-		if (e->nkeys == 0)
-		{
-			appendStringInfoString(&q, "SELECT h.ts");
-			append_row_columns(&q, e, keys, vals, attrs, reset_col);
-			appendStringInfo(&q, " FROM %s h WHERE h.ts >= $1 AND h.ts <= $2", tq);
-			append_filters(&q, "h", fcols, nfcols, xcols, nxcols, 3);
-			appendStringInfoString(&q, " ORDER BY h.ts DESC LIMIT 1");
-		}
-		else
-		{
-			StringInfoData kl;
-			StringInfoData al;
-
-			/* every key ever recorded: a skip scan of the (key, ts) index */
-			initStringInfo(&kl);
-			initStringInfo(&al);
-			for (int i = 0; i < e->nkeys; i++)
-			{
-				appendStringInfo(&kl, "%sh.%s", i ? ", " : "", quote_identifier(keys[i]));
-				appendStringInfo(&al, "%sa.%s", i ? ", " : "", quote_identifier(keys[i]));
-			}
-			appendStringInfo(&q,
-							 "WITH RECURSIVE allkeys AS ("
-							 " (SELECT %s FROM %s h ORDER BY %s LIMIT 1)"
-							 " UNION ALL"
-							 " SELECT n.* FROM allkeys a CROSS JOIN LATERAL"
-							 " (SELECT %s FROM %s h WHERE (%s) > (%s) ORDER BY %s LIMIT 1) n)"
-							 " SELECT b.* FROM allkeys k CROSS JOIN LATERAL (SELECT h.ts",
-							 kl.data, tq, kl.data, kl.data, tq, kl.data, al.data, kl.data);
-			append_row_columns(&q, e, keys, vals, attrs, reset_col);
-			appendStringInfo(&q, " FROM %s h WHERE ", tq);
-			for (int i = 0; i < e->nkeys; i++)
-				appendStringInfo(&q, "h.%s = k.%s AND ", quote_identifier(keys[i]),
-								 quote_identifier(keys[i]));
-			appendStringInfoString(&q, "h.ts >= $1 AND h.ts <= $2");
-			append_filters(&q, "h", fcols, nfcols, xcols, nxcols, 3);
-			appendStringInfoString(&q, " ORDER BY h.ts DESC LIMIT 1) b");
-		}
-		args[0] = TimestampTzGetDatum(snaps[0].segment);
-		args[1] = TimestampTzGetDatum(from_ts);
-		ret = SPI_execute_with_args(q.data, nargs, argtypes, args, argnulls, true, 0);
-		if (ret != SPI_OK_SELECT)
-			elog(ERROR, "chronicle._deltas: reading the baselines failed: %d", ret);
-		take_rows(e, SPI_tuptable, SPI_processed, snaps, nsnaps, &sp, true);
-		SPI_freetuptable(SPI_tuptable);
+		ranges = palloc(sizeof(Range));
+		ranges[0].lo = from_ts;
+		if (nsnaps > 0 && snaps[0].ts <= from_ts)
+			ranges[0].lo = keyframe_of(tbl, snaps[0].segment, from_ts);
+		ranges[0].hi = to_ts;
+		nranges = 1;
 	}
-
-	/* The rows of the window in time order. */
 	initStringInfo(&q);
 	appendStringInfoString(&q, "SELECT h.ts");
 	append_row_columns(&q, e, keys, vals, attrs, reset_col);
-	appendStringInfo(&q, " FROM %s h WHERE h.ts > $1 AND h.ts <= $2", tq);
+	appendStringInfo(&q, " FROM %s h WHERE h.ts >= $1 AND h.ts <= $2", tq);
 	append_filters(&q, "h", fcols, nfcols, xcols, nxcols, 3);
 	appendStringInfoString(&q, " ORDER BY h.ts");
-	args[0] = TimestampTzGetDatum(from_ts);
-	args[1] = TimestampTzGetDatum(to_ts);
-	portal = SPI_cursor_open_with_args(NULL, q.data, nargs, argtypes, args, argnulls,
-									   true, CURSOR_OPT_NO_SCROLL);
-	for (;;)
+	for (int r = 0; r < nranges; r++)
 	{
-		SPI_cursor_fetch(portal, true, ROWS_PER_FETCH);
-		if (SPI_processed == 0)
-			break;
-		take_rows(e, SPI_tuptable, SPI_processed, snaps, nsnaps, &sp, false);
-		SPI_freetuptable(SPI_tuptable);
+		args[0] = TimestampTzGetDatum(ranges[r].lo);
+		args[1] = TimestampTzGetDatum(ranges[r].hi);
+		portal = SPI_cursor_open_with_args(NULL, q.data, nargs, argtypes, args, argnulls,
+										   true, CURSOR_OPT_NO_SCROLL);
+		for (;;)
+		{
+			SPI_cursor_fetch(portal, true, ROWS_PER_FETCH);
+			if (SPI_processed == 0)
+				break;
+			take_rows(e, SPI_tuptable, SPI_processed, snaps, nsnaps, &sp, from_ts);
+			SPI_freetuptable(SPI_tuptable);
+		}
+		SPI_cursor_close(portal);
 	}
-	SPI_cursor_close(portal);
 	while (sp < nsnaps)
 		finish_snapshot(e, &snaps[sp++]);
+	if (e->ends)
+		ends_finish(e);
 
 	SPI_finish();
 	return (Datum) 0;

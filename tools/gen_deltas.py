@@ -210,7 +210,7 @@ def checks(s, name, first):
         if f in CHECKED:
             w("\tPERFORM chronicle._check_name('chronicle.%s', '%s', $%d);" % (name, f, i + first))
         elif f == 'datname':
-            w("\tPERFORM chronicle._check_datname('chronicle.%s', $%d);" % (name, i + first))
+            w("\tPERFORM chronicle._check_datname('chronicle.%s', $%d, $1, $2);" % (name, i + first))
 
 
 def final_select(s, z, kcols):
@@ -232,48 +232,6 @@ def final_select(s, z, kcols):
     for nm, t, c in s['per_op']:
         items.append('%s.%s::float8 / nullif(%s.%s, 0)' % (z, t, z, c))
     return ',\n\t       '.join(items)
-
-
-def gen_keys_helper(s):
-    """_<fn>_keys(from, to): per segment of the window, every key with a row
-    in it, its first row's time and attributes: the keys the totals report
-    (the per-interval engine finds its keys itself)."""
-    kcols = [k for k, _ in s['keys']]
-    attrs = [c for c, k in s['cols'] if k in 'act']
-    name = '_%s_keys' % s['fn']
-    res = [('segment', 'timestamptz')] + s['keys'] + \
-        [(a, attr_type(s, a) if k == 'a' else coltype(k)) for a, k in s['cols'] if k in 'act'] + \
-        [('first_ts', 'timestamptz')]
-    header(s, name, ['from_ts timestamptz', 'to_ts timestamptz'], res)
-    kl = ', '.join('h.%s' % k for k in kcols)
-    w('\tRETURN QUERY')
-    w('\tWITH RECURSIVE allkeys AS (')
-    w('\t\t-- every key ever recorded: a skip scan of the (key, ts) index')
-    w('\t\t(SELECT %s FROM chronicle.%s h ORDER BY %s LIMIT 1)' % (kl, s['table'], kl))
-    w('\t\tUNION ALL')
-    w('\t\tSELECT n.* FROM allkeys a CROSS JOIN LATERAL')
-    w('\t\t\t(SELECT %s FROM chronicle.%s h' % (kl, s['table']))
-    if len(kcols) == 1:
-        w('\t\t\t  WHERE h.%s > a.%s' % (kcols[0], kcols[0]))
-    else:
-        w('\t\t\t  WHERE (%s) > (%s)' % (kl, ', '.join('a.%s' % k for k in kcols)))
-    w('\t\t\t  ORDER BY %s LIMIT 1) n' % kl)
-    w('\t)')
-    w('\tSELECT seg.segment, %s, %sf.ts' % (', '.join('k.%s' % k for k in kcols),
-                                            ''.join('f.%s, ' % a for a in attrs)))
-    w('\t  FROM (SELECT DISTINCT i.segment FROM chronicle.intervals($1, $2) i) seg')
-    w('\t CROSS JOIN allkeys k')
-    w('\t CROSS JOIN LATERAL (')
-    w('\t\tSELECT hf.ts%s FROM chronicle.%s hf' % (''.join(', hf.%s' % a for a in attrs), s['table']))
-    w('\t\t WHERE %s' % ' AND '.join('hf.%s = k.%s' % (k, k) for k in kcols))
-    w('\t\t   AND hf.ts >= seg.segment AND hf.ts <= $2')
-    w('\t\t ORDER BY hf.ts LIMIT 1) f;')
-    w('END;')
-    w('$fn$;')
-    w()
-    w("REVOKE ALL ON FUNCTION chronicle.%s(timestamptz, timestamptz) FROM PUBLIC;" % name)
-    w("GRANT EXECUTE ON FUNCTION chronicle.%s(timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;" % name)
-    w()
 
 
 def sql_array(items):
@@ -390,7 +348,6 @@ def gen_sums(s):
 
 
 def gen_keyed(s):
-    gen_keys_helper(s)
     gen_sums(s)
     name = fn_name(s)
     keys = s['keys']
@@ -436,67 +393,34 @@ def gen_ends_helper(s):
     row (latest at or before the segment's first interval start, else the
     key's first row) and the last row, and whether a reset lies between.
     Born at zero: a key's first row after the segment's first keyframe with
-    rows of the table (as the engine finds it) has a baseline of zero."""
+    rows of the table (as the engine finds it) has a baseline of zero.
+    Computed by the engine (chronicle._ends(), src/deltas.c) in its one
+    time-ordered read from the keyframe before the window, which holds
+    every key."""
     kcols = [k for k, _ in s['keys']]
     attrs = [c for c, k in s['cols'] if k == 'a']
     counters = [c for c, k in s['cols'] if k in 'ct']
-    rst = s['reset']
-    vals = counters + ([rst] if rst else [])
+    kinds = ''.join(k for c, k in s['cols'] if k in 'ct')
+    b = s.get('bytes', {})
     name = '_%s_ends' % s['fn']
     res = s['keys'] + [(a, attr_type(s, a)) for a in attrs] + [('segment', 'timestamptz'), ('reset', 'boolean')]
     for c, k in s['cols']:
         if k in 'ct':
             res += [('b_' + c, coltype(k)), ('l_' + c, coltype(k))]
-    header(s, name, ['from_ts timestamptz', 'to_ts timestamptz'], res)
-    km = lambda a: ' AND '.join(['%s.%s = k.%s' % (a, kk, kk) for kk in kcols] or ['true'])
+    header(s, name, ['from_ts timestamptz', 'to_ts timestamptz'], res, engine=True)
     born = s.get('born_at_zero', False)
     w('\tRETURN QUERY')
-    w('\tWITH sg AS (')
-    w('\t\tSELECT i.segment, min(i.interval_start) AS first_start, max(i.interval_end) AS last_end')
-    w('\t\t  FROM chronicle.intervals($1, $2) i GROUP BY i.segment')
-    if born:
-        w('\t), sgk AS (')
-        w('\t\t-- the first keyframe of the segment that recorded the table')
-        w('\t\tSELECT g.*, (SELECT sn.ts FROM chronicle.snapshot sn')
-        w('\t\t                 WHERE sn.segment = g.segment AND sn.ts >= g.segment AND sn.ts <= $2')
-        w('\t\t                   AND sn.keyframe')
-        w('\t\t                   AND EXISTS (SELECT FROM chronicle.%s x WHERE x.ts = sn.ts)' % s['table'])
-        w('\t\t                 ORDER BY sn.ts LIMIT 1) AS born_after')
-        w('\t\t  FROM sg g')
-    w('\t)')
-    parts = []
-    if rst:
-        parts.append('b.%s IS DISTINCT FROM l.%s' % (rst, rst))
-    parts += ['coalesce(l.%s < b.%s, false)' % (c, c) for c in counters]
-    w('\tSELECT %s%ssg.segment,' % (''.join('k.%s, ' % k for k in kcols), ''.join('l.%s, ' % a for a in attrs)))
-    w('\t       (%s),' % '\n\t        OR '.join(parts))
-    if born:
-        w('\t       %s' % ',\n\t       '.join('CASE WHEN b.born AND b.%s IS NOT NULL THEN 0 ELSE b.%s END, l.%s'
-                                             % (c, c, c) for c in counters))
-    else:
-        w('\t       %s' % ',\n\t       '.join('b.%s, l.%s' % (c, c) for c in counters))
-    if kcols:
-        w('\t  FROM (SELECT DISTINCT %s FROM chronicle._%s_keys($1, $2) kk) k' % (sel('kk', kcols), s['fn']))
-        w('\t CROSS JOIN %s' % ('sgk sg' if born else 'sg'))
-    else:
-        w('\t  FROM sg')
-    w('\t CROSS JOIN LATERAL (')
-    w('\t\tSELECT h.* FROM chronicle.%s h' % s['table'])
-    w('\t\t WHERE %s AND h.ts >= sg.segment AND h.ts <= sg.last_end' % km('h'))
-    w('\t\t ORDER BY h.ts DESC LIMIT 1) l')
-    w('\t CROSS JOIN LATERAL (')
-    w('\t\tSELECT x.* FROM (')
-    w('\t\t\t(SELECT h.*%s FROM chronicle.%s h' % (', false AS born' if born else '', s['table']))
-    w('\t\t\t  WHERE %s AND h.ts >= sg.segment AND h.ts <= sg.first_start' % km('h'))
-    w('\t\t\t  ORDER BY h.ts DESC LIMIT 1)')
-    w('\t\t\tUNION ALL')
-    if born:
-        w('\t\t\t-- else the first row in the window: born if after that keyframe')
-    w('\t\t\t(SELECT h.*%s FROM chronicle.%s h'
-      % (', coalesce(h.ts > sg.born_after, false)' if born else '', s['table']))
-    w('\t\t\t  WHERE %s AND h.ts > sg.first_start AND h.ts <= sg.last_end' % km('h'))
-    w('\t\t\t  ORDER BY h.ts LIMIT 1)) x')
-    w('\t\t ORDER BY x.ts ASC LIMIT 1) b;')
+    w("\tSELECT * FROM chronicle._ends('chronicle.%s'::regclass, $1, $2," % s['table'])
+    w('\t\tkeys => %s,' % sql_array(kcols))
+    w('\t\tvals => %s,' % sql_array(counters))
+    w("\t\tkinds => '%s'," % kinds)
+    w('\t\tattrs => %s,' % sql_array(attrs))
+    w('\t\treset_col => %s,' % ("'%s'" % s['reset'] if s['reset'] else 'NULL'))
+    w('\t\tbytes_ops => %s,' % sql_array([b.get(v) for v in counters]))
+    w('\t\tbytes_unit => %s,' % ("'op_bytes'" if b else 'NULL'))
+    w('\t\tper_op => ARRAY[]::text[], filter_cols => ARRAY[]::text[], filter_vals => ARRAY[]::text[],')
+    w('\t\tchanged_only => true, born_at_zero => %s)' % ('true' if born else 'false'))
+    w('\t  AS d(%s);' % ', '.join('%s %s' % c for c in res))
     w('END;')
     w('$fn$;')
     w()
@@ -539,8 +463,8 @@ def gen_totals(s):
         ends = '_%s_ends' % s['fn']
         kf = ''.join('\n\t   AND ($%d IS NULL OR e.%s = $%d)' % (i + 3, f, i + 3) for i, f in enumerate(filt))
         w('\t-- Without a reset in the window, the deltas of a key telescope: its')
-        w('\t-- total is its last value minus its baseline in each segment, two')
-        w('\t-- index probes per key instead of every row of the window.')
+        w('\t-- total is its last value minus its baseline in each segment, found')
+        w('\t-- in one time-ordered read instead of differencing every interval.')
         w('\tRETURN QUERY')
         w('\tWITH e AS MATERIALIZED (')
         w('\t\tSELECT * FROM chronicle.%s($1, $2) e' % ends)
@@ -582,12 +506,15 @@ def gen_totals(s):
         for nm, t, c in s['per_op']:
             items.append('sum(d.%s)::float8 / nullif(sum(d.%s), 0)' % (t, c))
         w('\t       %s' % ',\n\t       '.join(items))
+        # every key of the window, with its latest attributes (and its
+        # cells' NULLs: a cell the view shows as NULL has a NULL total)
         w('\t  FROM (SELECT DISTINCT ON (%s) %s%s' % (sel('kk', kcols), sel('kk', kcols),
-                                                  ''.join(', kk.%s' % a for a in attrs + [c for c, _ in counters])))
-        w('\t          FROM chronicle._%s_keys($1, $2) kk' % s['fn'])
+                                                  ''.join(', kk.%s' % a for a in attrs)
+                                                  + ''.join(', kk.l_%s AS %s' % (c, c) for c, _ in counters)))
+        w('\t          FROM chronicle.%s($1, $2) kk' % ends)
         w('\t         WHERE true%s' % ''.join('\n\t           AND ($%d IS NULL OR kk.%s = $%d)' % (i + 3, f, i + 3)
                                             for i, f in enumerate(filt)))
-        w('\t         ORDER BY %s, kk.first_ts DESC) k' % sel('kk', kcols))
+        w('\t         ORDER BY %s, kk.segment DESC) k' % sel('kk', kcols))
         w('\t  LEFT JOIN chronicle.%s(%s) d' % (name, args))
         w('\t    ON %s' % ' AND '.join('d.%s = k.%s' % (kk, kk) for kk in kcols))
         w('\t GROUP BY %s' % sel('k', kcols))

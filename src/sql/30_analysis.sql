@@ -7,6 +7,48 @@
 -- (previous snapshot of the same segment, snapshot]; the first snapshot of a
 -- segment ends no interval, so nothing is ever computed across a gap.
 
+-- No index on a key: the analysis reads time ranges only (the primary key
+-- of chronicle.history on ts, through the <source>_history views): the
+-- packed history has no per-key index.  Where it needs the latest row
+-- of a key at or before a time (the baseline of a sparse counter), it reads
+-- from the keyframe before that time, which holds every key: see
+-- chronicle._keyframe().
+
+-- The time from which reading a history table's rows up to t gives the
+-- latest row at or before t, within the segment, of every key of the
+-- table: the latest keyframe of the segment, at or before t, at which the
+-- table has rows (a keyframe writes every key of every source; a source
+-- that failed or was disabled then wrote none, so an earlier keyframe is
+-- taken).  Without one, the segment's start.  Every reader that needs a
+-- baseline uses this, so that the storage can change under it.
+CREATE FUNCTION chronicle._keyframe(tbl regclass, segment timestamptz, t timestamptz)
+RETURNS timestamptz
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	kf timestamptz;
+	has_rows boolean;
+BEGIN
+	IF segment IS NULL OR t IS NULL OR t < segment THEN
+		RETURN segment;
+	END IF;
+	FOR kf IN
+		SELECT sn.ts FROM chronicle.snapshot sn
+		 WHERE sn.ts >= _keyframe.segment AND sn.ts <= _keyframe.t
+		   AND sn.segment = _keyframe.segment AND sn.keyframe
+		 ORDER BY sn.ts DESC
+	LOOP
+		-- tbl is a regclass: its text is the quoted, qualified name
+		EXECUTE format('SELECT EXISTS (SELECT FROM %s h WHERE h.ts = $1)', tbl) INTO has_rows USING kf;
+		IF has_rows THEN
+			RETURN kf;
+		END IF;
+	END LOOP;
+	RETURN segment;
+END;
+$$;
+
 -- Checks a (from, to] window: both given, to after from.
 CREATE FUNCTION chronicle._check_range(from_ts timestamptz, to_ts timestamptz, caller text)
 RETURNS void
@@ -69,18 +111,24 @@ END;
 $$;
 
 -- Checks a database name filter: it must be a database of this server or
--- one present in the recorded history.
-CREATE FUNCTION chronicle._check_datname(caller text, value text)
+-- one recorded in the window (from, to], or at its baseline: the rows from
+-- the keyframe before from (which names every database) to to.  A time
+-- range, not the whole history.
+CREATE FUNCTION chronicle._check_datname(caller text, value text, from_ts timestamptz, to_ts timestamptz)
 RETURNS void
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+	lower_ts timestamptz;
 BEGIN
-	IF value IS NULL THEN
+	IF value IS NULL OR EXISTS (SELECT FROM pg_database WHERE datname = value) THEN
 		RETURN;
 	END IF;
-	IF NOT EXISTS (SELECT FROM pg_database WHERE datname = value)
-	   AND NOT EXISTS (SELECT FROM chronicle.database_history WHERE datname = value) THEN
+	SELECT chronicle._keyframe('chronicle.database_history', sn.segment, from_ts) INTO lower_ts
+	  FROM chronicle.snapshot sn WHERE sn.ts <= from_ts ORDER BY sn.ts DESC LIMIT 1;
+	IF NOT EXISTS (SELECT FROM chronicle.database_history h
+	                WHERE h.ts >= coalesce(lower_ts, from_ts) AND h.ts <= to_ts AND h.datname = value) THEN
 		RAISE EXCEPTION '%: unknown database "%"', caller, value
 			USING ERRCODE = 'invalid_catalog_name',
 			      HINT = 'Pass a database name seen in chronicle.database_history, or NULL for all.';
@@ -109,6 +157,23 @@ RETURNS SETOF record
 LANGUAGE C STABLE
 SET search_path = pg_catalog, pg_temp
 AS 'MODULE_PATHNAME', 'chronicle_deltas';
+
+-- The same engine and arguments, for the totals' shortcut
+-- (_<source>_ends() in 31_deltas.sql): per key and segment of the window,
+-- the keys, the last row's attributes, the segment, reset (the reset
+-- column changed or a counter went down between the two rows), per value
+-- its baseline (0 when born at zero) and its last value.  Internal, and
+-- granted to no role, as _deltas().
+CREATE FUNCTION chronicle._ends(tbl regclass, from_ts timestamptz, to_ts timestamptz,
+	keys text[], vals text[], kinds text, attrs text[], reset_col text,
+	bytes_ops text[], bytes_unit text, per_op text[],
+	filter_cols text[], filter_vals text[], changed_only boolean,
+	group_by text[] DEFAULT NULL, exclude_cols text[] DEFAULT '{}', exclude_vals text[] DEFAULT '{}',
+	born_at_zero boolean DEFAULT false)
+RETURNS SETOF record
+LANGUAGE C STABLE
+SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'chronicle_ends';
 
 -- The snapshot intervals of a window: (interval_start, interval_end] with
 -- interval_end in (from, to], both snapshots of the same segment.
@@ -246,18 +311,21 @@ COMMENT ON FUNCTION chronicle.run_window(text) IS
 	'The (from, to] window of a run by label (to = now() while the run is open)';
 
 REVOKE ALL ON FUNCTION chronicle._deltas(regclass, timestamptz, timestamptz, text[], text[], text, text[], text, text[], text, text[], text[], text[], boolean, text[], text[], text[], boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle._ends(regclass, timestamptz, timestamptz, text[], text[], text, text[], text, text[], text, text[], text[], text[], boolean, text[], text[], text[], boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle._check_range(timestamptz, timestamptz, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle._keyframe(regclass, timestamptz, timestamptz) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle._run_id(text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle._check_name(text, text, text) FROM PUBLIC;
-REVOKE ALL ON FUNCTION chronicle._check_datname(text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle._check_datname(text, text, timestamptz, timestamptz) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle.intervals(timestamptz, timestamptz) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle._window(timestamptz, timestamptz) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle.segments(timestamptz, timestamptz) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle.run_window(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION chronicle._check_range(timestamptz, timestamptz, text) TO pg_monitor, pg_read_all_stats;
+GRANT EXECUTE ON FUNCTION chronicle._keyframe(regclass, timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;
 GRANT EXECUTE ON FUNCTION chronicle._run_id(text, text) TO pg_monitor, pg_read_all_stats;
 GRANT EXECUTE ON FUNCTION chronicle._check_name(text, text, text) TO pg_monitor, pg_read_all_stats;
-GRANT EXECUTE ON FUNCTION chronicle._check_datname(text, text) TO pg_monitor, pg_read_all_stats;
+GRANT EXECUTE ON FUNCTION chronicle._check_datname(text, text, timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;
 GRANT EXECUTE ON FUNCTION chronicle.intervals(timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;
 GRANT EXECUTE ON FUNCTION chronicle._window(timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;
 GRANT EXECUTE ON FUNCTION chronicle.segments(timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;

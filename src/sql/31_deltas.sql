@@ -7,38 +7,6 @@
 -- ----------------------------------------------------------------------
 -- io (chronicle.io_history)
 
-CREATE FUNCTION chronicle._io_keys(from_ts timestamptz, to_ts timestamptz)
-RETURNS TABLE (segment timestamptz, backend_type text, object text, context text, reads bigint, read_bytes bigint, read_time float8, writes bigint, write_bytes bigint, write_time float8, writebacks bigint, writeback_time float8, extends bigint, extend_bytes bigint, extend_time float8, hits bigint, evictions bigint, reuses bigint, fsyncs bigint, fsync_time float8, op_bytes bigint, first_ts timestamptz)
-LANGUAGE plpgsql STABLE
-SET search_path = pg_catalog, pg_temp
-SET plan_cache_mode = force_custom_plan
-AS $fn$
-#variable_conflict use_column
-BEGIN
-	RETURN QUERY
-	WITH RECURSIVE allkeys AS (
-		-- every key ever recorded: a skip scan of the (key, ts) index
-		(SELECT h.backend_type, h.object, h.context FROM chronicle.io_history h ORDER BY h.backend_type, h.object, h.context LIMIT 1)
-		UNION ALL
-		SELECT n.* FROM allkeys a CROSS JOIN LATERAL
-			(SELECT h.backend_type, h.object, h.context FROM chronicle.io_history h
-			  WHERE (h.backend_type, h.object, h.context) > (a.backend_type, a.object, a.context)
-			  ORDER BY h.backend_type, h.object, h.context LIMIT 1) n
-	)
-	SELECT seg.segment, k.backend_type, k.object, k.context, f.reads, f.read_bytes, f.read_time, f.writes, f.write_bytes, f.write_time, f.writebacks, f.writeback_time, f.extends, f.extend_bytes, f.extend_time, f.hits, f.evictions, f.reuses, f.fsyncs, f.fsync_time, f.op_bytes, f.ts
-	  FROM (SELECT DISTINCT i.segment FROM chronicle.intervals($1, $2) i) seg
-	 CROSS JOIN allkeys k
-	 CROSS JOIN LATERAL (
-		SELECT hf.ts, hf.reads, hf.read_bytes, hf.read_time, hf.writes, hf.write_bytes, hf.write_time, hf.writebacks, hf.writeback_time, hf.extends, hf.extend_bytes, hf.extend_time, hf.hits, hf.evictions, hf.reuses, hf.fsyncs, hf.fsync_time, hf.op_bytes FROM chronicle.io_history hf
-		 WHERE hf.backend_type = k.backend_type AND hf.object = k.object AND hf.context = k.context
-		   AND hf.ts >= seg.segment AND hf.ts <= $2
-		 ORDER BY hf.ts LIMIT 1) f;
-END;
-$fn$;
-
-REVOKE ALL ON FUNCTION chronicle._io_keys(timestamptz, timestamptz) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION chronicle._io_keys(timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;
-
 CREATE FUNCTION chronicle._io_sums(from_ts timestamptz, to_ts timestamptz, for_backend_type text DEFAULT NULL, for_object text DEFAULT NULL, for_context text DEFAULT NULL, by text DEFAULT NULL, exclude_cols text[] DEFAULT '{}', exclude_vals text[] DEFAULT '{}')
 RETURNS TABLE (interval_start timestamptz, interval_end timestamptz, seconds float8, grp text, reset boolean, reads bigint, reads_per_s float8, read_bytes bigint, read_bytes_per_s float8, read_time float8, read_time_per_s float8, writes bigint, writes_per_s float8, write_bytes bigint, write_bytes_per_s float8, write_time float8, write_time_per_s float8, writebacks bigint, writebacks_per_s float8, writeback_time float8, writeback_time_per_s float8, extends bigint, extends_per_s float8, extend_bytes bigint, extend_bytes_per_s float8, extend_time float8, extend_time_per_s float8, hits bigint, hits_per_s float8, evictions bigint, evictions_per_s float8, reuses bigint, reuses_per_s float8, fsyncs bigint, fsyncs_per_s float8, fsync_time float8, fsync_time_per_s float8, ms_per_read float8, ms_per_write float8, ms_per_writeback float8, ms_per_extend float8, ms_per_fsync float8)
 LANGUAGE plpgsql STABLE
@@ -134,66 +102,25 @@ GRANT EXECUTE ON FUNCTION chronicle.io_deltas(timestamptz, timestamptz, text, te
 CREATE FUNCTION chronicle._io_ends(from_ts timestamptz, to_ts timestamptz)
 RETURNS TABLE (backend_type text, object text, context text, op_bytes bigint, segment timestamptz, reset boolean, b_reads bigint, l_reads bigint, b_read_bytes bigint, l_read_bytes bigint, b_read_time float8, l_read_time float8, b_writes bigint, l_writes bigint, b_write_bytes bigint, l_write_bytes bigint, b_write_time float8, l_write_time float8, b_writebacks bigint, l_writebacks bigint, b_writeback_time float8, l_writeback_time float8, b_extends bigint, l_extends bigint, b_extend_bytes bigint, l_extend_bytes bigint, b_extend_time float8, l_extend_time float8, b_hits bigint, l_hits bigint, b_evictions bigint, l_evictions bigint, b_reuses bigint, l_reuses bigint, b_fsyncs bigint, l_fsyncs bigint, b_fsync_time float8, l_fsync_time float8)
 LANGUAGE plpgsql STABLE
+SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_custom_plan
+SET work_mem = '256MB'
 AS $fn$
 #variable_conflict use_column
 BEGIN
 	RETURN QUERY
-	WITH sg AS (
-		SELECT i.segment, min(i.interval_start) AS first_start, max(i.interval_end) AS last_end
-		  FROM chronicle.intervals($1, $2) i GROUP BY i.segment
-	)
-	SELECT k.backend_type, k.object, k.context, l.op_bytes, sg.segment,
-	       (b.stats_reset IS DISTINCT FROM l.stats_reset
-	        OR coalesce(l.reads < b.reads, false)
-	        OR coalesce(l.read_bytes < b.read_bytes, false)
-	        OR coalesce(l.read_time < b.read_time, false)
-	        OR coalesce(l.writes < b.writes, false)
-	        OR coalesce(l.write_bytes < b.write_bytes, false)
-	        OR coalesce(l.write_time < b.write_time, false)
-	        OR coalesce(l.writebacks < b.writebacks, false)
-	        OR coalesce(l.writeback_time < b.writeback_time, false)
-	        OR coalesce(l.extends < b.extends, false)
-	        OR coalesce(l.extend_bytes < b.extend_bytes, false)
-	        OR coalesce(l.extend_time < b.extend_time, false)
-	        OR coalesce(l.hits < b.hits, false)
-	        OR coalesce(l.evictions < b.evictions, false)
-	        OR coalesce(l.reuses < b.reuses, false)
-	        OR coalesce(l.fsyncs < b.fsyncs, false)
-	        OR coalesce(l.fsync_time < b.fsync_time, false)),
-	       b.reads, l.reads,
-	       b.read_bytes, l.read_bytes,
-	       b.read_time, l.read_time,
-	       b.writes, l.writes,
-	       b.write_bytes, l.write_bytes,
-	       b.write_time, l.write_time,
-	       b.writebacks, l.writebacks,
-	       b.writeback_time, l.writeback_time,
-	       b.extends, l.extends,
-	       b.extend_bytes, l.extend_bytes,
-	       b.extend_time, l.extend_time,
-	       b.hits, l.hits,
-	       b.evictions, l.evictions,
-	       b.reuses, l.reuses,
-	       b.fsyncs, l.fsyncs,
-	       b.fsync_time, l.fsync_time
-	  FROM (SELECT DISTINCT kk.backend_type, kk.object, kk.context FROM chronicle._io_keys($1, $2) kk) k
-	 CROSS JOIN sg
-	 CROSS JOIN LATERAL (
-		SELECT h.* FROM chronicle.io_history h
-		 WHERE h.backend_type = k.backend_type AND h.object = k.object AND h.context = k.context AND h.ts >= sg.segment AND h.ts <= sg.last_end
-		 ORDER BY h.ts DESC LIMIT 1) l
-	 CROSS JOIN LATERAL (
-		SELECT x.* FROM (
-			(SELECT h.* FROM chronicle.io_history h
-			  WHERE h.backend_type = k.backend_type AND h.object = k.object AND h.context = k.context AND h.ts >= sg.segment AND h.ts <= sg.first_start
-			  ORDER BY h.ts DESC LIMIT 1)
-			UNION ALL
-			(SELECT h.* FROM chronicle.io_history h
-			  WHERE h.backend_type = k.backend_type AND h.object = k.object AND h.context = k.context AND h.ts > sg.first_start AND h.ts <= sg.last_end
-			  ORDER BY h.ts LIMIT 1)) x
-		 ORDER BY x.ts ASC LIMIT 1) b;
+	SELECT * FROM chronicle._ends('chronicle.io_history'::regclass, $1, $2,
+		keys => ARRAY['backend_type', 'object', 'context']::text[],
+		vals => ARRAY['reads', 'read_bytes', 'read_time', 'writes', 'write_bytes', 'write_time', 'writebacks', 'writeback_time', 'extends', 'extend_bytes', 'extend_time', 'hits', 'evictions', 'reuses', 'fsyncs', 'fsync_time']::text[],
+		kinds => 'cctcctctcctcccct',
+		attrs => ARRAY['op_bytes']::text[],
+		reset_col => 'stats_reset',
+		bytes_ops => ARRAY[NULL, 'reads', NULL, NULL, 'writes', NULL, NULL, NULL, NULL, 'extends', NULL, NULL, NULL, NULL, NULL, NULL]::text[],
+		bytes_unit => 'op_bytes',
+		per_op => ARRAY[]::text[], filter_cols => ARRAY[]::text[], filter_vals => ARRAY[]::text[],
+		changed_only => true, born_at_zero => false)
+	  AS d(backend_type text, object text, context text, op_bytes bigint, segment timestamptz, reset boolean, b_reads bigint, l_reads bigint, b_read_bytes bigint, l_read_bytes bigint, b_read_time float8, l_read_time float8, b_writes bigint, l_writes bigint, b_write_bytes bigint, l_write_bytes bigint, b_write_time float8, l_write_time float8, b_writebacks bigint, l_writebacks bigint, b_writeback_time float8, l_writeback_time float8, b_extends bigint, l_extends bigint, b_extend_bytes bigint, l_extend_bytes bigint, b_extend_time float8, l_extend_time float8, b_hits bigint, l_hits bigint, b_evictions bigint, l_evictions bigint, b_reuses bigint, l_reuses bigint, b_fsyncs bigint, l_fsyncs bigint, b_fsync_time float8, l_fsync_time float8);
 END;
 $fn$;
 
@@ -219,8 +146,8 @@ BEGIN
 	PERFORM chronicle._check_name('chronicle.io_totals', 'context', $5);
 	SELECT * INTO secs, n, ws, we FROM chronicle._window($1, $2);
 	-- Without a reset in the window, the deltas of a key telescope: its
-	-- total is its last value minus its baseline in each segment, two
-	-- index probes per key instead of every row of the window.
+	-- total is its last value minus its baseline in each segment, found
+	-- in one time-ordered read instead of differencing every interval.
 	RETURN QUERY
 	WITH e AS MATERIALIZED (
 		SELECT * FROM chronicle._io_ends($1, $2) e
@@ -317,13 +244,13 @@ BEGIN
 	       sum(d.writeback_time)::float8 / nullif(sum(d.writebacks), 0),
 	       sum(d.extend_time)::float8 / nullif(sum(d.extends), 0),
 	       sum(d.fsync_time)::float8 / nullif(sum(d.fsyncs), 0)
-	  FROM (SELECT DISTINCT ON (kk.backend_type, kk.object, kk.context) kk.backend_type, kk.object, kk.context, kk.op_bytes, kk.reads, kk.read_bytes, kk.read_time, kk.writes, kk.write_bytes, kk.write_time, kk.writebacks, kk.writeback_time, kk.extends, kk.extend_bytes, kk.extend_time, kk.hits, kk.evictions, kk.reuses, kk.fsyncs, kk.fsync_time
-	          FROM chronicle._io_keys($1, $2) kk
+	  FROM (SELECT DISTINCT ON (kk.backend_type, kk.object, kk.context) kk.backend_type, kk.object, kk.context, kk.op_bytes, kk.l_reads AS reads, kk.l_read_bytes AS read_bytes, kk.l_read_time AS read_time, kk.l_writes AS writes, kk.l_write_bytes AS write_bytes, kk.l_write_time AS write_time, kk.l_writebacks AS writebacks, kk.l_writeback_time AS writeback_time, kk.l_extends AS extends, kk.l_extend_bytes AS extend_bytes, kk.l_extend_time AS extend_time, kk.l_hits AS hits, kk.l_evictions AS evictions, kk.l_reuses AS reuses, kk.l_fsyncs AS fsyncs, kk.l_fsync_time AS fsync_time
+	          FROM chronicle._io_ends($1, $2) kk
 	         WHERE true
 	           AND ($3 IS NULL OR kk.backend_type = $3)
 	           AND ($4 IS NULL OR kk.object = $4)
 	           AND ($5 IS NULL OR kk.context = $5)
-	         ORDER BY kk.backend_type, kk.object, kk.context, kk.first_ts DESC) k
+	         ORDER BY kk.backend_type, kk.object, kk.context, kk.segment DESC) k
 	  LEFT JOIN chronicle.io_deltas($1, $2, $3, $4, $5, changed_only => true) d
 	    ON d.backend_type = k.backend_type AND d.object = k.object AND d.context = k.context
 	 GROUP BY k.backend_type, k.object, k.context
@@ -348,38 +275,6 @@ GRANT EXECUTE ON FUNCTION chronicle.io_run_totals(text, text, text, text) TO pg_
 
 -- ----------------------------------------------------------------------
 -- database (chronicle.database_history)
-
-CREATE FUNCTION chronicle._database_keys(from_ts timestamptz, to_ts timestamptz)
-RETURNS TABLE (segment timestamptz, datid oid, datname text, xact_commit bigint, xact_rollback bigint, blks_read bigint, blks_hit bigint, tup_returned bigint, tup_fetched bigint, tup_inserted bigint, tup_updated bigint, tup_deleted bigint, conflicts bigint, temp_files bigint, temp_bytes bigint, deadlocks bigint, checksum_failures bigint, blk_read_time float8, blk_write_time float8, session_time float8, active_time float8, idle_in_transaction_time float8, sessions bigint, sessions_abandoned bigint, sessions_fatal bigint, sessions_killed bigint, parallel_workers_to_launch bigint, parallel_workers_launched bigint, first_ts timestamptz)
-LANGUAGE plpgsql STABLE
-SET search_path = pg_catalog, pg_temp
-SET plan_cache_mode = force_custom_plan
-AS $fn$
-#variable_conflict use_column
-BEGIN
-	RETURN QUERY
-	WITH RECURSIVE allkeys AS (
-		-- every key ever recorded: a skip scan of the (key, ts) index
-		(SELECT h.datid FROM chronicle.database_history h ORDER BY h.datid LIMIT 1)
-		UNION ALL
-		SELECT n.* FROM allkeys a CROSS JOIN LATERAL
-			(SELECT h.datid FROM chronicle.database_history h
-			  WHERE h.datid > a.datid
-			  ORDER BY h.datid LIMIT 1) n
-	)
-	SELECT seg.segment, k.datid, f.datname, f.xact_commit, f.xact_rollback, f.blks_read, f.blks_hit, f.tup_returned, f.tup_fetched, f.tup_inserted, f.tup_updated, f.tup_deleted, f.conflicts, f.temp_files, f.temp_bytes, f.deadlocks, f.checksum_failures, f.blk_read_time, f.blk_write_time, f.session_time, f.active_time, f.idle_in_transaction_time, f.sessions, f.sessions_abandoned, f.sessions_fatal, f.sessions_killed, f.parallel_workers_to_launch, f.parallel_workers_launched, f.ts
-	  FROM (SELECT DISTINCT i.segment FROM chronicle.intervals($1, $2) i) seg
-	 CROSS JOIN allkeys k
-	 CROSS JOIN LATERAL (
-		SELECT hf.ts, hf.datname, hf.xact_commit, hf.xact_rollback, hf.blks_read, hf.blks_hit, hf.tup_returned, hf.tup_fetched, hf.tup_inserted, hf.tup_updated, hf.tup_deleted, hf.conflicts, hf.temp_files, hf.temp_bytes, hf.deadlocks, hf.checksum_failures, hf.blk_read_time, hf.blk_write_time, hf.session_time, hf.active_time, hf.idle_in_transaction_time, hf.sessions, hf.sessions_abandoned, hf.sessions_fatal, hf.sessions_killed, hf.parallel_workers_to_launch, hf.parallel_workers_launched FROM chronicle.database_history hf
-		 WHERE hf.datid = k.datid
-		   AND hf.ts >= seg.segment AND hf.ts <= $2
-		 ORDER BY hf.ts LIMIT 1) f;
-END;
-$fn$;
-
-REVOKE ALL ON FUNCTION chronicle._database_keys(timestamptz, timestamptz) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION chronicle._database_keys(timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;
 
 CREATE FUNCTION chronicle._database_sums(from_ts timestamptz, to_ts timestamptz, for_datname text DEFAULT NULL)
 RETURNS TABLE (interval_start timestamptz, interval_end timestamptz, seconds float8, reset boolean, xact_commit bigint, xact_commit_per_s float8, xact_rollback bigint, xact_rollback_per_s float8, blks_read bigint, blks_read_per_s float8, blks_hit bigint, blks_hit_per_s float8, tup_returned bigint, tup_returned_per_s float8, tup_fetched bigint, tup_fetched_per_s float8, tup_inserted bigint, tup_inserted_per_s float8, tup_updated bigint, tup_updated_per_s float8, tup_deleted bigint, tup_deleted_per_s float8, conflicts bigint, conflicts_per_s float8, temp_files bigint, temp_files_per_s float8, temp_bytes bigint, temp_bytes_per_s float8, deadlocks bigint, deadlocks_per_s float8, checksum_failures bigint, checksum_failures_per_s float8, blk_read_time float8, blk_read_time_per_s float8, blk_write_time float8, blk_write_time_per_s float8, session_time float8, session_time_per_s float8, active_time float8, active_time_per_s float8, idle_in_transaction_time float8, idle_in_transaction_time_per_s float8, sessions bigint, sessions_per_s float8, sessions_abandoned bigint, sessions_abandoned_per_s float8, sessions_fatal bigint, sessions_fatal_per_s float8, sessions_killed bigint, sessions_killed_per_s float8, parallel_workers_to_launch bigint, parallel_workers_to_launch_per_s float8, parallel_workers_launched bigint, parallel_workers_launched_per_s float8, ms_per_blk_read float8)
@@ -423,7 +318,7 @@ AS $fn$
 #variable_conflict use_column
 BEGIN
 	PERFORM chronicle._check_range($1, $2, 'chronicle.database_deltas');
-	PERFORM chronicle._check_datname('chronicle.database_deltas', $3);
+	PERFORM chronicle._check_datname('chronicle.database_deltas', $3, $1, $2);
 	RETURN QUERY
 	SELECT * FROM chronicle._deltas('chronicle.database_history'::regclass, $1, $2,
 		keys => ARRAY['datid']::text[],
@@ -448,93 +343,25 @@ GRANT EXECUTE ON FUNCTION chronicle.database_deltas(timestamptz, timestamptz, te
 CREATE FUNCTION chronicle._database_ends(from_ts timestamptz, to_ts timestamptz)
 RETURNS TABLE (datid oid, datname text, segment timestamptz, reset boolean, b_xact_commit bigint, l_xact_commit bigint, b_xact_rollback bigint, l_xact_rollback bigint, b_blks_read bigint, l_blks_read bigint, b_blks_hit bigint, l_blks_hit bigint, b_tup_returned bigint, l_tup_returned bigint, b_tup_fetched bigint, l_tup_fetched bigint, b_tup_inserted bigint, l_tup_inserted bigint, b_tup_updated bigint, l_tup_updated bigint, b_tup_deleted bigint, l_tup_deleted bigint, b_conflicts bigint, l_conflicts bigint, b_temp_files bigint, l_temp_files bigint, b_temp_bytes bigint, l_temp_bytes bigint, b_deadlocks bigint, l_deadlocks bigint, b_checksum_failures bigint, l_checksum_failures bigint, b_blk_read_time float8, l_blk_read_time float8, b_blk_write_time float8, l_blk_write_time float8, b_session_time float8, l_session_time float8, b_active_time float8, l_active_time float8, b_idle_in_transaction_time float8, l_idle_in_transaction_time float8, b_sessions bigint, l_sessions bigint, b_sessions_abandoned bigint, l_sessions_abandoned bigint, b_sessions_fatal bigint, l_sessions_fatal bigint, b_sessions_killed bigint, l_sessions_killed bigint, b_parallel_workers_to_launch bigint, l_parallel_workers_to_launch bigint, b_parallel_workers_launched bigint, l_parallel_workers_launched bigint)
 LANGUAGE plpgsql STABLE
+SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_custom_plan
+SET work_mem = '256MB'
 AS $fn$
 #variable_conflict use_column
 BEGIN
 	RETURN QUERY
-	WITH sg AS (
-		SELECT i.segment, min(i.interval_start) AS first_start, max(i.interval_end) AS last_end
-		  FROM chronicle.intervals($1, $2) i GROUP BY i.segment
-	), sgk AS (
-		-- the first keyframe of the segment that recorded the table
-		SELECT g.*, (SELECT sn.ts FROM chronicle.snapshot sn
-		                 WHERE sn.segment = g.segment AND sn.ts >= g.segment AND sn.ts <= $2
-		                   AND sn.keyframe
-		                   AND EXISTS (SELECT FROM chronicle.database_history x WHERE x.ts = sn.ts)
-		                 ORDER BY sn.ts LIMIT 1) AS born_after
-		  FROM sg g
-	)
-	SELECT k.datid, l.datname, sg.segment,
-	       (b.stats_reset IS DISTINCT FROM l.stats_reset
-	        OR coalesce(l.xact_commit < b.xact_commit, false)
-	        OR coalesce(l.xact_rollback < b.xact_rollback, false)
-	        OR coalesce(l.blks_read < b.blks_read, false)
-	        OR coalesce(l.blks_hit < b.blks_hit, false)
-	        OR coalesce(l.tup_returned < b.tup_returned, false)
-	        OR coalesce(l.tup_fetched < b.tup_fetched, false)
-	        OR coalesce(l.tup_inserted < b.tup_inserted, false)
-	        OR coalesce(l.tup_updated < b.tup_updated, false)
-	        OR coalesce(l.tup_deleted < b.tup_deleted, false)
-	        OR coalesce(l.conflicts < b.conflicts, false)
-	        OR coalesce(l.temp_files < b.temp_files, false)
-	        OR coalesce(l.temp_bytes < b.temp_bytes, false)
-	        OR coalesce(l.deadlocks < b.deadlocks, false)
-	        OR coalesce(l.checksum_failures < b.checksum_failures, false)
-	        OR coalesce(l.blk_read_time < b.blk_read_time, false)
-	        OR coalesce(l.blk_write_time < b.blk_write_time, false)
-	        OR coalesce(l.session_time < b.session_time, false)
-	        OR coalesce(l.active_time < b.active_time, false)
-	        OR coalesce(l.idle_in_transaction_time < b.idle_in_transaction_time, false)
-	        OR coalesce(l.sessions < b.sessions, false)
-	        OR coalesce(l.sessions_abandoned < b.sessions_abandoned, false)
-	        OR coalesce(l.sessions_fatal < b.sessions_fatal, false)
-	        OR coalesce(l.sessions_killed < b.sessions_killed, false)
-	        OR coalesce(l.parallel_workers_to_launch < b.parallel_workers_to_launch, false)
-	        OR coalesce(l.parallel_workers_launched < b.parallel_workers_launched, false)),
-	       CASE WHEN b.born AND b.xact_commit IS NOT NULL THEN 0 ELSE b.xact_commit END, l.xact_commit,
-	       CASE WHEN b.born AND b.xact_rollback IS NOT NULL THEN 0 ELSE b.xact_rollback END, l.xact_rollback,
-	       CASE WHEN b.born AND b.blks_read IS NOT NULL THEN 0 ELSE b.blks_read END, l.blks_read,
-	       CASE WHEN b.born AND b.blks_hit IS NOT NULL THEN 0 ELSE b.blks_hit END, l.blks_hit,
-	       CASE WHEN b.born AND b.tup_returned IS NOT NULL THEN 0 ELSE b.tup_returned END, l.tup_returned,
-	       CASE WHEN b.born AND b.tup_fetched IS NOT NULL THEN 0 ELSE b.tup_fetched END, l.tup_fetched,
-	       CASE WHEN b.born AND b.tup_inserted IS NOT NULL THEN 0 ELSE b.tup_inserted END, l.tup_inserted,
-	       CASE WHEN b.born AND b.tup_updated IS NOT NULL THEN 0 ELSE b.tup_updated END, l.tup_updated,
-	       CASE WHEN b.born AND b.tup_deleted IS NOT NULL THEN 0 ELSE b.tup_deleted END, l.tup_deleted,
-	       CASE WHEN b.born AND b.conflicts IS NOT NULL THEN 0 ELSE b.conflicts END, l.conflicts,
-	       CASE WHEN b.born AND b.temp_files IS NOT NULL THEN 0 ELSE b.temp_files END, l.temp_files,
-	       CASE WHEN b.born AND b.temp_bytes IS NOT NULL THEN 0 ELSE b.temp_bytes END, l.temp_bytes,
-	       CASE WHEN b.born AND b.deadlocks IS NOT NULL THEN 0 ELSE b.deadlocks END, l.deadlocks,
-	       CASE WHEN b.born AND b.checksum_failures IS NOT NULL THEN 0 ELSE b.checksum_failures END, l.checksum_failures,
-	       CASE WHEN b.born AND b.blk_read_time IS NOT NULL THEN 0 ELSE b.blk_read_time END, l.blk_read_time,
-	       CASE WHEN b.born AND b.blk_write_time IS NOT NULL THEN 0 ELSE b.blk_write_time END, l.blk_write_time,
-	       CASE WHEN b.born AND b.session_time IS NOT NULL THEN 0 ELSE b.session_time END, l.session_time,
-	       CASE WHEN b.born AND b.active_time IS NOT NULL THEN 0 ELSE b.active_time END, l.active_time,
-	       CASE WHEN b.born AND b.idle_in_transaction_time IS NOT NULL THEN 0 ELSE b.idle_in_transaction_time END, l.idle_in_transaction_time,
-	       CASE WHEN b.born AND b.sessions IS NOT NULL THEN 0 ELSE b.sessions END, l.sessions,
-	       CASE WHEN b.born AND b.sessions_abandoned IS NOT NULL THEN 0 ELSE b.sessions_abandoned END, l.sessions_abandoned,
-	       CASE WHEN b.born AND b.sessions_fatal IS NOT NULL THEN 0 ELSE b.sessions_fatal END, l.sessions_fatal,
-	       CASE WHEN b.born AND b.sessions_killed IS NOT NULL THEN 0 ELSE b.sessions_killed END, l.sessions_killed,
-	       CASE WHEN b.born AND b.parallel_workers_to_launch IS NOT NULL THEN 0 ELSE b.parallel_workers_to_launch END, l.parallel_workers_to_launch,
-	       CASE WHEN b.born AND b.parallel_workers_launched IS NOT NULL THEN 0 ELSE b.parallel_workers_launched END, l.parallel_workers_launched
-	  FROM (SELECT DISTINCT kk.datid FROM chronicle._database_keys($1, $2) kk) k
-	 CROSS JOIN sgk sg
-	 CROSS JOIN LATERAL (
-		SELECT h.* FROM chronicle.database_history h
-		 WHERE h.datid = k.datid AND h.ts >= sg.segment AND h.ts <= sg.last_end
-		 ORDER BY h.ts DESC LIMIT 1) l
-	 CROSS JOIN LATERAL (
-		SELECT x.* FROM (
-			(SELECT h.*, false AS born FROM chronicle.database_history h
-			  WHERE h.datid = k.datid AND h.ts >= sg.segment AND h.ts <= sg.first_start
-			  ORDER BY h.ts DESC LIMIT 1)
-			UNION ALL
-			-- else the first row in the window: born if after that keyframe
-			(SELECT h.*, coalesce(h.ts > sg.born_after, false) FROM chronicle.database_history h
-			  WHERE h.datid = k.datid AND h.ts > sg.first_start AND h.ts <= sg.last_end
-			  ORDER BY h.ts LIMIT 1)) x
-		 ORDER BY x.ts ASC LIMIT 1) b;
+	SELECT * FROM chronicle._ends('chronicle.database_history'::regclass, $1, $2,
+		keys => ARRAY['datid']::text[],
+		vals => ARRAY['xact_commit', 'xact_rollback', 'blks_read', 'blks_hit', 'tup_returned', 'tup_fetched', 'tup_inserted', 'tup_updated', 'tup_deleted', 'conflicts', 'temp_files', 'temp_bytes', 'deadlocks', 'checksum_failures', 'blk_read_time', 'blk_write_time', 'session_time', 'active_time', 'idle_in_transaction_time', 'sessions', 'sessions_abandoned', 'sessions_fatal', 'sessions_killed', 'parallel_workers_to_launch', 'parallel_workers_launched']::text[],
+		kinds => 'cccccccccccccctttttcccccc',
+		attrs => ARRAY['datname']::text[],
+		reset_col => 'stats_reset',
+		bytes_ops => ARRAY[NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL]::text[],
+		bytes_unit => NULL,
+		per_op => ARRAY[]::text[], filter_cols => ARRAY[]::text[], filter_vals => ARRAY[]::text[],
+		changed_only => true, born_at_zero => true)
+	  AS d(datid oid, datname text, segment timestamptz, reset boolean, b_xact_commit bigint, l_xact_commit bigint, b_xact_rollback bigint, l_xact_rollback bigint, b_blks_read bigint, l_blks_read bigint, b_blks_hit bigint, l_blks_hit bigint, b_tup_returned bigint, l_tup_returned bigint, b_tup_fetched bigint, l_tup_fetched bigint, b_tup_inserted bigint, l_tup_inserted bigint, b_tup_updated bigint, l_tup_updated bigint, b_tup_deleted bigint, l_tup_deleted bigint, b_conflicts bigint, l_conflicts bigint, b_temp_files bigint, l_temp_files bigint, b_temp_bytes bigint, l_temp_bytes bigint, b_deadlocks bigint, l_deadlocks bigint, b_checksum_failures bigint, l_checksum_failures bigint, b_blk_read_time float8, l_blk_read_time float8, b_blk_write_time float8, l_blk_write_time float8, b_session_time float8, l_session_time float8, b_active_time float8, l_active_time float8, b_idle_in_transaction_time float8, l_idle_in_transaction_time float8, b_sessions bigint, l_sessions bigint, b_sessions_abandoned bigint, l_sessions_abandoned bigint, b_sessions_fatal bigint, l_sessions_fatal bigint, b_sessions_killed bigint, l_sessions_killed bigint, b_parallel_workers_to_launch bigint, l_parallel_workers_to_launch bigint, b_parallel_workers_launched bigint, l_parallel_workers_launched bigint);
 END;
 $fn$;
 
@@ -555,11 +382,11 @@ DECLARE
 	we timestamptz;
 BEGIN
 	PERFORM chronicle._check_range($1, $2, 'chronicle.database_totals');
-	PERFORM chronicle._check_datname('chronicle.database_totals', $3);
+	PERFORM chronicle._check_datname('chronicle.database_totals', $3, $1, $2);
 	SELECT * INTO secs, n, ws, we FROM chronicle._window($1, $2);
 	-- Without a reset in the window, the deltas of a key telescope: its
-	-- total is its last value minus its baseline in each segment, two
-	-- index probes per key instead of every row of the window.
+	-- total is its last value minus its baseline in each segment, found
+	-- in one time-ordered read instead of differencing every interval.
 	RETURN QUERY
 	WITH e AS MATERIALIZED (
 		SELECT * FROM chronicle._database_ends($1, $2) e
@@ -682,11 +509,11 @@ BEGIN
 	       coalesce(sum(d.parallel_workers_launched), max(k.parallel_workers_launched - k.parallel_workers_launched))::numeric,
 	       coalesce(sum(d.parallel_workers_launched), max(k.parallel_workers_launched - k.parallel_workers_launched))::float8 / secs,
 	       sum(d.blk_read_time)::float8 / nullif(sum(d.blks_read), 0)
-	  FROM (SELECT DISTINCT ON (kk.datid) kk.datid, kk.datname, kk.xact_commit, kk.xact_rollback, kk.blks_read, kk.blks_hit, kk.tup_returned, kk.tup_fetched, kk.tup_inserted, kk.tup_updated, kk.tup_deleted, kk.conflicts, kk.temp_files, kk.temp_bytes, kk.deadlocks, kk.checksum_failures, kk.blk_read_time, kk.blk_write_time, kk.session_time, kk.active_time, kk.idle_in_transaction_time, kk.sessions, kk.sessions_abandoned, kk.sessions_fatal, kk.sessions_killed, kk.parallel_workers_to_launch, kk.parallel_workers_launched
-	          FROM chronicle._database_keys($1, $2) kk
+	  FROM (SELECT DISTINCT ON (kk.datid) kk.datid, kk.datname, kk.l_xact_commit AS xact_commit, kk.l_xact_rollback AS xact_rollback, kk.l_blks_read AS blks_read, kk.l_blks_hit AS blks_hit, kk.l_tup_returned AS tup_returned, kk.l_tup_fetched AS tup_fetched, kk.l_tup_inserted AS tup_inserted, kk.l_tup_updated AS tup_updated, kk.l_tup_deleted AS tup_deleted, kk.l_conflicts AS conflicts, kk.l_temp_files AS temp_files, kk.l_temp_bytes AS temp_bytes, kk.l_deadlocks AS deadlocks, kk.l_checksum_failures AS checksum_failures, kk.l_blk_read_time AS blk_read_time, kk.l_blk_write_time AS blk_write_time, kk.l_session_time AS session_time, kk.l_active_time AS active_time, kk.l_idle_in_transaction_time AS idle_in_transaction_time, kk.l_sessions AS sessions, kk.l_sessions_abandoned AS sessions_abandoned, kk.l_sessions_fatal AS sessions_fatal, kk.l_sessions_killed AS sessions_killed, kk.l_parallel_workers_to_launch AS parallel_workers_to_launch, kk.l_parallel_workers_launched AS parallel_workers_launched
+	          FROM chronicle._database_ends($1, $2) kk
 	         WHERE true
 	           AND ($3 IS NULL OR kk.datname = $3)
-	         ORDER BY kk.datid, kk.first_ts DESC) k
+	         ORDER BY kk.datid, kk.segment DESC) k
 	  LEFT JOIN chronicle.database_deltas($1, $2, $3, changed_only => true) d
 	    ON d.datid = k.datid
 	 GROUP BY k.datid
@@ -711,38 +538,6 @@ GRANT EXECUTE ON FUNCTION chronicle.database_run_totals(text, text) TO pg_monito
 
 -- ----------------------------------------------------------------------
 -- wait (chronicle.waits_history)
-
-CREATE FUNCTION chronicle._wait_keys(from_ts timestamptz, to_ts timestamptz)
-RETURNS TABLE (segment timestamptz, backend_type text, state text, wait_event_type text, wait_event text, queryid bigint, samples bigint, first_ts timestamptz)
-LANGUAGE plpgsql STABLE
-SET search_path = pg_catalog, pg_temp
-SET plan_cache_mode = force_custom_plan
-AS $fn$
-#variable_conflict use_column
-BEGIN
-	RETURN QUERY
-	WITH RECURSIVE allkeys AS (
-		-- every key ever recorded: a skip scan of the (key, ts) index
-		(SELECT h.backend_type, h.state, h.wait_event_type, h.wait_event, h.queryid FROM chronicle.waits_history h ORDER BY h.backend_type, h.state, h.wait_event_type, h.wait_event, h.queryid LIMIT 1)
-		UNION ALL
-		SELECT n.* FROM allkeys a CROSS JOIN LATERAL
-			(SELECT h.backend_type, h.state, h.wait_event_type, h.wait_event, h.queryid FROM chronicle.waits_history h
-			  WHERE (h.backend_type, h.state, h.wait_event_type, h.wait_event, h.queryid) > (a.backend_type, a.state, a.wait_event_type, a.wait_event, a.queryid)
-			  ORDER BY h.backend_type, h.state, h.wait_event_type, h.wait_event, h.queryid LIMIT 1) n
-	)
-	SELECT seg.segment, k.backend_type, k.state, k.wait_event_type, k.wait_event, k.queryid, f.samples, f.ts
-	  FROM (SELECT DISTINCT i.segment FROM chronicle.intervals($1, $2) i) seg
-	 CROSS JOIN allkeys k
-	 CROSS JOIN LATERAL (
-		SELECT hf.ts, hf.samples FROM chronicle.waits_history hf
-		 WHERE hf.backend_type = k.backend_type AND hf.state = k.state AND hf.wait_event_type = k.wait_event_type AND hf.wait_event = k.wait_event AND hf.queryid = k.queryid
-		   AND hf.ts >= seg.segment AND hf.ts <= $2
-		 ORDER BY hf.ts LIMIT 1) f;
-END;
-$fn$;
-
-REVOKE ALL ON FUNCTION chronicle._wait_keys(timestamptz, timestamptz) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION chronicle._wait_keys(timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;
 
 CREATE FUNCTION chronicle._wait_sums(from_ts timestamptz, to_ts timestamptz, for_backend_type text DEFAULT NULL, for_wait_event_type text DEFAULT NULL, for_wait_event text DEFAULT NULL)
 RETURNS TABLE (interval_start timestamptz, interval_end timestamptz, seconds float8, reset boolean, samples bigint, samples_per_s float8)
@@ -812,44 +607,25 @@ GRANT EXECUTE ON FUNCTION chronicle.wait_deltas(timestamptz, timestamptz, text, 
 CREATE FUNCTION chronicle._wait_ends(from_ts timestamptz, to_ts timestamptz)
 RETURNS TABLE (backend_type text, state text, wait_event_type text, wait_event text, queryid bigint, segment timestamptz, reset boolean, b_samples bigint, l_samples bigint)
 LANGUAGE plpgsql STABLE
+SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_custom_plan
+SET work_mem = '256MB'
 AS $fn$
 #variable_conflict use_column
 BEGIN
 	RETURN QUERY
-	WITH sg AS (
-		SELECT i.segment, min(i.interval_start) AS first_start, max(i.interval_end) AS last_end
-		  FROM chronicle.intervals($1, $2) i GROUP BY i.segment
-	), sgk AS (
-		-- the first keyframe of the segment that recorded the table
-		SELECT g.*, (SELECT sn.ts FROM chronicle.snapshot sn
-		                 WHERE sn.segment = g.segment AND sn.ts >= g.segment AND sn.ts <= $2
-		                   AND sn.keyframe
-		                   AND EXISTS (SELECT FROM chronicle.waits_history x WHERE x.ts = sn.ts)
-		                 ORDER BY sn.ts LIMIT 1) AS born_after
-		  FROM sg g
-	)
-	SELECT k.backend_type, k.state, k.wait_event_type, k.wait_event, k.queryid, sg.segment,
-	       (coalesce(l.samples < b.samples, false)),
-	       CASE WHEN b.born AND b.samples IS NOT NULL THEN 0 ELSE b.samples END, l.samples
-	  FROM (SELECT DISTINCT kk.backend_type, kk.state, kk.wait_event_type, kk.wait_event, kk.queryid FROM chronicle._wait_keys($1, $2) kk) k
-	 CROSS JOIN sgk sg
-	 CROSS JOIN LATERAL (
-		SELECT h.* FROM chronicle.waits_history h
-		 WHERE h.backend_type = k.backend_type AND h.state = k.state AND h.wait_event_type = k.wait_event_type AND h.wait_event = k.wait_event AND h.queryid = k.queryid AND h.ts >= sg.segment AND h.ts <= sg.last_end
-		 ORDER BY h.ts DESC LIMIT 1) l
-	 CROSS JOIN LATERAL (
-		SELECT x.* FROM (
-			(SELECT h.*, false AS born FROM chronicle.waits_history h
-			  WHERE h.backend_type = k.backend_type AND h.state = k.state AND h.wait_event_type = k.wait_event_type AND h.wait_event = k.wait_event AND h.queryid = k.queryid AND h.ts >= sg.segment AND h.ts <= sg.first_start
-			  ORDER BY h.ts DESC LIMIT 1)
-			UNION ALL
-			-- else the first row in the window: born if after that keyframe
-			(SELECT h.*, coalesce(h.ts > sg.born_after, false) FROM chronicle.waits_history h
-			  WHERE h.backend_type = k.backend_type AND h.state = k.state AND h.wait_event_type = k.wait_event_type AND h.wait_event = k.wait_event AND h.queryid = k.queryid AND h.ts > sg.first_start AND h.ts <= sg.last_end
-			  ORDER BY h.ts LIMIT 1)) x
-		 ORDER BY x.ts ASC LIMIT 1) b;
+	SELECT * FROM chronicle._ends('chronicle.waits_history'::regclass, $1, $2,
+		keys => ARRAY['backend_type', 'state', 'wait_event_type', 'wait_event', 'queryid']::text[],
+		vals => ARRAY['samples']::text[],
+		kinds => 'c',
+		attrs => ARRAY[]::text[],
+		reset_col => NULL,
+		bytes_ops => ARRAY[NULL]::text[],
+		bytes_unit => NULL,
+		per_op => ARRAY[]::text[], filter_cols => ARRAY[]::text[], filter_vals => ARRAY[]::text[],
+		changed_only => true, born_at_zero => true)
+	  AS d(backend_type text, state text, wait_event_type text, wait_event text, queryid bigint, segment timestamptz, reset boolean, b_samples bigint, l_samples bigint);
 END;
 $fn$;
 
@@ -874,8 +650,8 @@ BEGIN
 	PERFORM chronicle._check_name('chronicle.wait_totals', 'wait_event_type', $4);
 	SELECT * INTO secs, n, ws, we FROM chronicle._window($1, $2);
 	-- Without a reset in the window, the deltas of a key telescope: its
-	-- total is its last value minus its baseline in each segment, two
-	-- index probes per key instead of every row of the window.
+	-- total is its last value minus its baseline in each segment, found
+	-- in one time-ordered read instead of differencing every interval.
 	RETURN QUERY
 	WITH e AS MATERIALIZED (
 		SELECT * FROM chronicle._wait_ends($1, $2) e
@@ -900,13 +676,13 @@ BEGIN
 	       count(*) FILTER (WHERE d.reset),
 	       coalesce(sum(d.samples), max(k.samples - k.samples))::numeric,
 	       coalesce(sum(d.samples), max(k.samples - k.samples))::float8 / secs
-	  FROM (SELECT DISTINCT ON (kk.backend_type, kk.state, kk.wait_event_type, kk.wait_event, kk.queryid) kk.backend_type, kk.state, kk.wait_event_type, kk.wait_event, kk.queryid, kk.samples
-	          FROM chronicle._wait_keys($1, $2) kk
+	  FROM (SELECT DISTINCT ON (kk.backend_type, kk.state, kk.wait_event_type, kk.wait_event, kk.queryid) kk.backend_type, kk.state, kk.wait_event_type, kk.wait_event, kk.queryid, kk.l_samples AS samples
+	          FROM chronicle._wait_ends($1, $2) kk
 	         WHERE true
 	           AND ($3 IS NULL OR kk.backend_type = $3)
 	           AND ($4 IS NULL OR kk.wait_event_type = $4)
 	           AND ($5 IS NULL OR kk.wait_event = $5)
-	         ORDER BY kk.backend_type, kk.state, kk.wait_event_type, kk.wait_event, kk.queryid, kk.first_ts DESC) k
+	         ORDER BY kk.backend_type, kk.state, kk.wait_event_type, kk.wait_event, kk.queryid, kk.segment DESC) k
 	  LEFT JOIN chronicle.wait_deltas($1, $2, $3, $4, $5, changed_only => true) d
 	    ON d.backend_type = k.backend_type AND d.state = k.state AND d.wait_event_type = k.wait_event_type AND d.wait_event = k.wait_event AND d.queryid = k.queryid
 	 GROUP BY k.backend_type, k.state, k.wait_event_type, k.wait_event, k.queryid
@@ -931,38 +707,6 @@ GRANT EXECUTE ON FUNCTION chronicle.wait_run_totals(text, text, text, text) TO p
 
 -- ----------------------------------------------------------------------
 -- os_disk (chronicle.os_disk_history)
-
-CREATE FUNCTION chronicle._os_disk_keys(from_ts timestamptz, to_ts timestamptz)
-RETURNS TABLE (segment timestamptz, device text, role text, reads_completed bigint, reads_merged bigint, sectors_read bigint, read_time_ms bigint, writes_completed bigint, writes_merged bigint, sectors_written bigint, write_time_ms bigint, io_time_ms bigint, weighted_io_time_ms bigint, discards_completed bigint, discards_merged bigint, sectors_discarded bigint, discard_time_ms bigint, flushes_completed bigint, flush_time_ms bigint, first_ts timestamptz)
-LANGUAGE plpgsql STABLE
-SET search_path = pg_catalog, pg_temp
-SET plan_cache_mode = force_custom_plan
-AS $fn$
-#variable_conflict use_column
-BEGIN
-	RETURN QUERY
-	WITH RECURSIVE allkeys AS (
-		-- every key ever recorded: a skip scan of the (key, ts) index
-		(SELECT h.device, h.role FROM chronicle.os_disk_history h ORDER BY h.device, h.role LIMIT 1)
-		UNION ALL
-		SELECT n.* FROM allkeys a CROSS JOIN LATERAL
-			(SELECT h.device, h.role FROM chronicle.os_disk_history h
-			  WHERE (h.device, h.role) > (a.device, a.role)
-			  ORDER BY h.device, h.role LIMIT 1) n
-	)
-	SELECT seg.segment, k.device, k.role, f.reads_completed, f.reads_merged, f.sectors_read, f.read_time_ms, f.writes_completed, f.writes_merged, f.sectors_written, f.write_time_ms, f.io_time_ms, f.weighted_io_time_ms, f.discards_completed, f.discards_merged, f.sectors_discarded, f.discard_time_ms, f.flushes_completed, f.flush_time_ms, f.ts
-	  FROM (SELECT DISTINCT i.segment FROM chronicle.intervals($1, $2) i) seg
-	 CROSS JOIN allkeys k
-	 CROSS JOIN LATERAL (
-		SELECT hf.ts, hf.reads_completed, hf.reads_merged, hf.sectors_read, hf.read_time_ms, hf.writes_completed, hf.writes_merged, hf.sectors_written, hf.write_time_ms, hf.io_time_ms, hf.weighted_io_time_ms, hf.discards_completed, hf.discards_merged, hf.sectors_discarded, hf.discard_time_ms, hf.flushes_completed, hf.flush_time_ms FROM chronicle.os_disk_history hf
-		 WHERE hf.device = k.device AND hf.role = k.role
-		   AND hf.ts >= seg.segment AND hf.ts <= $2
-		 ORDER BY hf.ts LIMIT 1) f;
-END;
-$fn$;
-
-REVOKE ALL ON FUNCTION chronicle._os_disk_keys(timestamptz, timestamptz) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION chronicle._os_disk_keys(timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;
 
 CREATE FUNCTION chronicle._os_disk_sums(from_ts timestamptz, to_ts timestamptz, for_device text DEFAULT NULL, by text DEFAULT NULL, exclude_cols text[] DEFAULT '{}', exclude_vals text[] DEFAULT '{}')
 RETURNS TABLE (interval_start timestamptz, interval_end timestamptz, seconds float8, grp text, reset boolean, reads_completed bigint, reads_completed_per_s float8, reads_merged bigint, reads_merged_per_s float8, sectors_read bigint, sectors_read_per_s float8, read_time_ms bigint, read_time_ms_per_s float8, writes_completed bigint, writes_completed_per_s float8, writes_merged bigint, writes_merged_per_s float8, sectors_written bigint, sectors_written_per_s float8, write_time_ms bigint, write_time_ms_per_s float8, io_time_ms bigint, io_time_ms_per_s float8, weighted_io_time_ms bigint, weighted_io_time_ms_per_s float8, discards_completed bigint, discards_completed_per_s float8, discards_merged bigint, discards_merged_per_s float8, sectors_discarded bigint, sectors_discarded_per_s float8, discard_time_ms bigint, discard_time_ms_per_s float8, flushes_completed bigint, flushes_completed_per_s float8, flush_time_ms bigint, flush_time_ms_per_s float8, ms_per_read float8, ms_per_write float8)
@@ -1056,65 +800,25 @@ GRANT EXECUTE ON FUNCTION chronicle.os_disk_deltas(timestamptz, timestamptz, tex
 CREATE FUNCTION chronicle._os_disk_ends(from_ts timestamptz, to_ts timestamptz)
 RETURNS TABLE (device text, role text, segment timestamptz, reset boolean, b_reads_completed bigint, l_reads_completed bigint, b_reads_merged bigint, l_reads_merged bigint, b_sectors_read bigint, l_sectors_read bigint, b_read_time_ms bigint, l_read_time_ms bigint, b_writes_completed bigint, l_writes_completed bigint, b_writes_merged bigint, l_writes_merged bigint, b_sectors_written bigint, l_sectors_written bigint, b_write_time_ms bigint, l_write_time_ms bigint, b_io_time_ms bigint, l_io_time_ms bigint, b_weighted_io_time_ms bigint, l_weighted_io_time_ms bigint, b_discards_completed bigint, l_discards_completed bigint, b_discards_merged bigint, l_discards_merged bigint, b_sectors_discarded bigint, l_sectors_discarded bigint, b_discard_time_ms bigint, l_discard_time_ms bigint, b_flushes_completed bigint, l_flushes_completed bigint, b_flush_time_ms bigint, l_flush_time_ms bigint)
 LANGUAGE plpgsql STABLE
+SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_custom_plan
+SET work_mem = '256MB'
 AS $fn$
 #variable_conflict use_column
 BEGIN
 	RETURN QUERY
-	WITH sg AS (
-		SELECT i.segment, min(i.interval_start) AS first_start, max(i.interval_end) AS last_end
-		  FROM chronicle.intervals($1, $2) i GROUP BY i.segment
-	)
-	SELECT k.device, k.role, sg.segment,
-	       (coalesce(l.reads_completed < b.reads_completed, false)
-	        OR coalesce(l.reads_merged < b.reads_merged, false)
-	        OR coalesce(l.sectors_read < b.sectors_read, false)
-	        OR coalesce(l.read_time_ms < b.read_time_ms, false)
-	        OR coalesce(l.writes_completed < b.writes_completed, false)
-	        OR coalesce(l.writes_merged < b.writes_merged, false)
-	        OR coalesce(l.sectors_written < b.sectors_written, false)
-	        OR coalesce(l.write_time_ms < b.write_time_ms, false)
-	        OR coalesce(l.io_time_ms < b.io_time_ms, false)
-	        OR coalesce(l.weighted_io_time_ms < b.weighted_io_time_ms, false)
-	        OR coalesce(l.discards_completed < b.discards_completed, false)
-	        OR coalesce(l.discards_merged < b.discards_merged, false)
-	        OR coalesce(l.sectors_discarded < b.sectors_discarded, false)
-	        OR coalesce(l.discard_time_ms < b.discard_time_ms, false)
-	        OR coalesce(l.flushes_completed < b.flushes_completed, false)
-	        OR coalesce(l.flush_time_ms < b.flush_time_ms, false)),
-	       b.reads_completed, l.reads_completed,
-	       b.reads_merged, l.reads_merged,
-	       b.sectors_read, l.sectors_read,
-	       b.read_time_ms, l.read_time_ms,
-	       b.writes_completed, l.writes_completed,
-	       b.writes_merged, l.writes_merged,
-	       b.sectors_written, l.sectors_written,
-	       b.write_time_ms, l.write_time_ms,
-	       b.io_time_ms, l.io_time_ms,
-	       b.weighted_io_time_ms, l.weighted_io_time_ms,
-	       b.discards_completed, l.discards_completed,
-	       b.discards_merged, l.discards_merged,
-	       b.sectors_discarded, l.sectors_discarded,
-	       b.discard_time_ms, l.discard_time_ms,
-	       b.flushes_completed, l.flushes_completed,
-	       b.flush_time_ms, l.flush_time_ms
-	  FROM (SELECT DISTINCT kk.device, kk.role FROM chronicle._os_disk_keys($1, $2) kk) k
-	 CROSS JOIN sg
-	 CROSS JOIN LATERAL (
-		SELECT h.* FROM chronicle.os_disk_history h
-		 WHERE h.device = k.device AND h.role = k.role AND h.ts >= sg.segment AND h.ts <= sg.last_end
-		 ORDER BY h.ts DESC LIMIT 1) l
-	 CROSS JOIN LATERAL (
-		SELECT x.* FROM (
-			(SELECT h.* FROM chronicle.os_disk_history h
-			  WHERE h.device = k.device AND h.role = k.role AND h.ts >= sg.segment AND h.ts <= sg.first_start
-			  ORDER BY h.ts DESC LIMIT 1)
-			UNION ALL
-			(SELECT h.* FROM chronicle.os_disk_history h
-			  WHERE h.device = k.device AND h.role = k.role AND h.ts > sg.first_start AND h.ts <= sg.last_end
-			  ORDER BY h.ts LIMIT 1)) x
-		 ORDER BY x.ts ASC LIMIT 1) b;
+	SELECT * FROM chronicle._ends('chronicle.os_disk_history'::regclass, $1, $2,
+		keys => ARRAY['device', 'role']::text[],
+		vals => ARRAY['reads_completed', 'reads_merged', 'sectors_read', 'read_time_ms', 'writes_completed', 'writes_merged', 'sectors_written', 'write_time_ms', 'io_time_ms', 'weighted_io_time_ms', 'discards_completed', 'discards_merged', 'sectors_discarded', 'discard_time_ms', 'flushes_completed', 'flush_time_ms']::text[],
+		kinds => 'cccccccccccccccc',
+		attrs => ARRAY[]::text[],
+		reset_col => NULL,
+		bytes_ops => ARRAY[NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL]::text[],
+		bytes_unit => NULL,
+		per_op => ARRAY[]::text[], filter_cols => ARRAY[]::text[], filter_vals => ARRAY[]::text[],
+		changed_only => true, born_at_zero => false)
+	  AS d(device text, role text, segment timestamptz, reset boolean, b_reads_completed bigint, l_reads_completed bigint, b_reads_merged bigint, l_reads_merged bigint, b_sectors_read bigint, l_sectors_read bigint, b_read_time_ms bigint, l_read_time_ms bigint, b_writes_completed bigint, l_writes_completed bigint, b_writes_merged bigint, l_writes_merged bigint, b_sectors_written bigint, l_sectors_written bigint, b_write_time_ms bigint, l_write_time_ms bigint, b_io_time_ms bigint, l_io_time_ms bigint, b_weighted_io_time_ms bigint, l_weighted_io_time_ms bigint, b_discards_completed bigint, l_discards_completed bigint, b_discards_merged bigint, l_discards_merged bigint, b_sectors_discarded bigint, l_sectors_discarded bigint, b_discard_time_ms bigint, l_discard_time_ms bigint, b_flushes_completed bigint, l_flushes_completed bigint, b_flush_time_ms bigint, l_flush_time_ms bigint);
 END;
 $fn$;
 
@@ -1137,8 +841,8 @@ BEGIN
 	PERFORM chronicle._check_range($1, $2, 'chronicle.os_disk_totals');
 	SELECT * INTO secs, n, ws, we FROM chronicle._window($1, $2);
 	-- Without a reset in the window, the deltas of a key telescope: its
-	-- total is its last value minus its baseline in each segment, two
-	-- index probes per key instead of every row of the window.
+	-- total is its last value minus its baseline in each segment, found
+	-- in one time-ordered read instead of differencing every interval.
 	RETURN QUERY
 	WITH e AS MATERIALIZED (
 		SELECT * FROM chronicle._os_disk_ends($1, $2) e
@@ -1225,11 +929,11 @@ BEGIN
 	       coalesce(sum(d.flush_time_ms), max(k.flush_time_ms - k.flush_time_ms))::float8 / secs,
 	       sum(d.read_time_ms)::float8 / nullif(sum(d.reads_completed), 0),
 	       sum(d.write_time_ms)::float8 / nullif(sum(d.writes_completed), 0)
-	  FROM (SELECT DISTINCT ON (kk.device, kk.role) kk.device, kk.role, kk.reads_completed, kk.reads_merged, kk.sectors_read, kk.read_time_ms, kk.writes_completed, kk.writes_merged, kk.sectors_written, kk.write_time_ms, kk.io_time_ms, kk.weighted_io_time_ms, kk.discards_completed, kk.discards_merged, kk.sectors_discarded, kk.discard_time_ms, kk.flushes_completed, kk.flush_time_ms
-	          FROM chronicle._os_disk_keys($1, $2) kk
+	  FROM (SELECT DISTINCT ON (kk.device, kk.role) kk.device, kk.role, kk.l_reads_completed AS reads_completed, kk.l_reads_merged AS reads_merged, kk.l_sectors_read AS sectors_read, kk.l_read_time_ms AS read_time_ms, kk.l_writes_completed AS writes_completed, kk.l_writes_merged AS writes_merged, kk.l_sectors_written AS sectors_written, kk.l_write_time_ms AS write_time_ms, kk.l_io_time_ms AS io_time_ms, kk.l_weighted_io_time_ms AS weighted_io_time_ms, kk.l_discards_completed AS discards_completed, kk.l_discards_merged AS discards_merged, kk.l_sectors_discarded AS sectors_discarded, kk.l_discard_time_ms AS discard_time_ms, kk.l_flushes_completed AS flushes_completed, kk.l_flush_time_ms AS flush_time_ms
+	          FROM chronicle._os_disk_ends($1, $2) kk
 	         WHERE true
 	           AND ($3 IS NULL OR kk.device = $3)
-	         ORDER BY kk.device, kk.role, kk.first_ts DESC) k
+	         ORDER BY kk.device, kk.role, kk.segment DESC) k
 	  LEFT JOIN chronicle.os_disk_deltas($1, $2, $3, changed_only => true) d
 	    ON d.device = k.device AND d.role = k.role
 	 GROUP BY k.device, k.role
@@ -1254,38 +958,6 @@ GRANT EXECUTE ON FUNCTION chronicle.os_disk_run_totals(text, text) TO pg_monitor
 
 -- ----------------------------------------------------------------------
 -- os_pressure (chronicle.os_pressure_history)
-
-CREATE FUNCTION chronicle._os_pressure_keys(from_ts timestamptz, to_ts timestamptz)
-RETURNS TABLE (segment timestamptz, resource text, some_total bigint, full_total bigint, first_ts timestamptz)
-LANGUAGE plpgsql STABLE
-SET search_path = pg_catalog, pg_temp
-SET plan_cache_mode = force_custom_plan
-AS $fn$
-#variable_conflict use_column
-BEGIN
-	RETURN QUERY
-	WITH RECURSIVE allkeys AS (
-		-- every key ever recorded: a skip scan of the (key, ts) index
-		(SELECT h.resource FROM chronicle.os_pressure_history h ORDER BY h.resource LIMIT 1)
-		UNION ALL
-		SELECT n.* FROM allkeys a CROSS JOIN LATERAL
-			(SELECT h.resource FROM chronicle.os_pressure_history h
-			  WHERE h.resource > a.resource
-			  ORDER BY h.resource LIMIT 1) n
-	)
-	SELECT seg.segment, k.resource, f.some_total, f.full_total, f.ts
-	  FROM (SELECT DISTINCT i.segment FROM chronicle.intervals($1, $2) i) seg
-	 CROSS JOIN allkeys k
-	 CROSS JOIN LATERAL (
-		SELECT hf.ts, hf.some_total, hf.full_total FROM chronicle.os_pressure_history hf
-		 WHERE hf.resource = k.resource
-		   AND hf.ts >= seg.segment AND hf.ts <= $2
-		 ORDER BY hf.ts LIMIT 1) f;
-END;
-$fn$;
-
-REVOKE ALL ON FUNCTION chronicle._os_pressure_keys(timestamptz, timestamptz) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION chronicle._os_pressure_keys(timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;
 
 CREATE FUNCTION chronicle._os_pressure_sums(from_ts timestamptz, to_ts timestamptz, for_resource text DEFAULT NULL, by text DEFAULT NULL, exclude_cols text[] DEFAULT '{}', exclude_vals text[] DEFAULT '{}')
 RETURNS TABLE (interval_start timestamptz, interval_end timestamptz, seconds float8, grp text, reset boolean, some_total bigint, some_total_per_s float8, full_total bigint, full_total_per_s float8)
@@ -1379,37 +1051,25 @@ GRANT EXECUTE ON FUNCTION chronicle.os_pressure_deltas(timestamptz, timestamptz,
 CREATE FUNCTION chronicle._os_pressure_ends(from_ts timestamptz, to_ts timestamptz)
 RETURNS TABLE (resource text, segment timestamptz, reset boolean, b_some_total bigint, l_some_total bigint, b_full_total bigint, l_full_total bigint)
 LANGUAGE plpgsql STABLE
+SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_custom_plan
+SET work_mem = '256MB'
 AS $fn$
 #variable_conflict use_column
 BEGIN
 	RETURN QUERY
-	WITH sg AS (
-		SELECT i.segment, min(i.interval_start) AS first_start, max(i.interval_end) AS last_end
-		  FROM chronicle.intervals($1, $2) i GROUP BY i.segment
-	)
-	SELECT k.resource, sg.segment,
-	       (coalesce(l.some_total < b.some_total, false)
-	        OR coalesce(l.full_total < b.full_total, false)),
-	       b.some_total, l.some_total,
-	       b.full_total, l.full_total
-	  FROM (SELECT DISTINCT kk.resource FROM chronicle._os_pressure_keys($1, $2) kk) k
-	 CROSS JOIN sg
-	 CROSS JOIN LATERAL (
-		SELECT h.* FROM chronicle.os_pressure_history h
-		 WHERE h.resource = k.resource AND h.ts >= sg.segment AND h.ts <= sg.last_end
-		 ORDER BY h.ts DESC LIMIT 1) l
-	 CROSS JOIN LATERAL (
-		SELECT x.* FROM (
-			(SELECT h.* FROM chronicle.os_pressure_history h
-			  WHERE h.resource = k.resource AND h.ts >= sg.segment AND h.ts <= sg.first_start
-			  ORDER BY h.ts DESC LIMIT 1)
-			UNION ALL
-			(SELECT h.* FROM chronicle.os_pressure_history h
-			  WHERE h.resource = k.resource AND h.ts > sg.first_start AND h.ts <= sg.last_end
-			  ORDER BY h.ts LIMIT 1)) x
-		 ORDER BY x.ts ASC LIMIT 1) b;
+	SELECT * FROM chronicle._ends('chronicle.os_pressure_history'::regclass, $1, $2,
+		keys => ARRAY['resource']::text[],
+		vals => ARRAY['some_total', 'full_total']::text[],
+		kinds => 'cc',
+		attrs => ARRAY[]::text[],
+		reset_col => NULL,
+		bytes_ops => ARRAY[NULL, NULL]::text[],
+		bytes_unit => NULL,
+		per_op => ARRAY[]::text[], filter_cols => ARRAY[]::text[], filter_vals => ARRAY[]::text[],
+		changed_only => true, born_at_zero => false)
+	  AS d(resource text, segment timestamptz, reset boolean, b_some_total bigint, l_some_total bigint, b_full_total bigint, l_full_total bigint);
 END;
 $fn$;
 
@@ -1432,8 +1092,8 @@ BEGIN
 	PERFORM chronicle._check_range($1, $2, 'chronicle.os_pressure_totals');
 	SELECT * INTO secs, n, ws, we FROM chronicle._window($1, $2);
 	-- Without a reset in the window, the deltas of a key telescope: its
-	-- total is its last value minus its baseline in each segment, two
-	-- index probes per key instead of every row of the window.
+	-- total is its last value minus its baseline in each segment, found
+	-- in one time-ordered read instead of differencing every interval.
 	RETURN QUERY
 	WITH e AS MATERIALIZED (
 		SELECT * FROM chronicle._os_pressure_ends($1, $2) e
@@ -1460,11 +1120,11 @@ BEGIN
 	       coalesce(sum(d.some_total), max(k.some_total - k.some_total))::float8 / secs,
 	       coalesce(sum(d.full_total), max(k.full_total - k.full_total))::numeric,
 	       coalesce(sum(d.full_total), max(k.full_total - k.full_total))::float8 / secs
-	  FROM (SELECT DISTINCT ON (kk.resource) kk.resource, kk.some_total, kk.full_total
-	          FROM chronicle._os_pressure_keys($1, $2) kk
+	  FROM (SELECT DISTINCT ON (kk.resource) kk.resource, kk.l_some_total AS some_total, kk.l_full_total AS full_total
+	          FROM chronicle._os_pressure_ends($1, $2) kk
 	         WHERE true
 	           AND ($3 IS NULL OR kk.resource = $3)
-	         ORDER BY kk.resource, kk.first_ts DESC) k
+	         ORDER BY kk.resource, kk.segment DESC) k
 	  LEFT JOIN chronicle.os_pressure_deltas($1, $2, $3, changed_only => true) d
 	    ON d.resource = k.resource
 	 GROUP BY k.resource

@@ -101,10 +101,17 @@ BEGIN
 
 	RETURN QUERY EXECUTE pg_catalog.format($q$
 	WITH base AS (
-		-- the last reading at or before from_ts, per statement
+		-- the last reading at or before from_ts, per statement, in the
+		-- segment of from_ts.  Its first snapshot wrote every statement
+		-- (source_statements.c), so the read starts there.  Not at
+		-- chronicle._keyframe(): a later keyframe writes only the changed
+		-- statements (the top statements_max), not every one.  Rows without
+		-- a snapshot (loaded by hand) are all read.
 		SELECT DISTINCT ON (h.userid, h.dbid, h.queryid, h.toplevel) h.*, true AS is_base
 		  FROM chronicle.statements_history h
 		 WHERE h.ts <= $1
+		   AND h.ts >= coalesce((SELECT sn.segment FROM chronicle.snapshot sn WHERE sn.ts <= $1
+		                          ORDER BY sn.ts DESC LIMIT 1), '-infinity')
 		 ORDER BY h.userid, h.dbid, h.queryid, h.toplevel, h.ts DESC
 	), r AS (
 		SELECT * FROM base

@@ -4,7 +4,7 @@
 -- chronicle.history a packed column per source; a NULL key is refused.  tools/check_sources.py ties the tables to the analysis
 -- generator's description (tools/gen_deltas.py).
 BEGIN;
-SELECT plan(5);
+SELECT plan(6);
 
 CREATE TEMP VIEW c_cols AS
 SELECT source, ordinal AS position, column_name, column_type, key FROM chronicle._source_columns();
@@ -32,6 +32,15 @@ SELECT is((SELECT array_agg(a.attname::text ORDER BY a.attname)
 SELECT throws_ok($$INSERT INTO chronicle.io_history (ts, backend_type, object, context)
                    VALUES ('2020-01-01', NULL, 'relation', 'normal')$$,
                  '23502', NULL, 'a NULL key is refused');
+-- no index on the history but its primary key on ts: the analysis reads
+-- time ranges only, from a keyframe (chronicle._keyframe()) (on the
+-- partitions: see chronicle._partition_layout())
+SELECT is((SELECT string_agg(ic.relname || ' (' || pg_get_indexdef(i.indexrelid) || ')', ', ' ORDER BY ic.relname)
+             FROM pg_index i
+             JOIN pg_class ic ON ic.oid = i.indexrelid
+            WHERE i.indrelid = 'chronicle.history_default'::regclass
+              AND NOT (i.indisprimary AND i.indnatts = 1)),
+	NULL, 'the history has no index but its primary key on ts');
 
 SELECT * FROM finish();
 ROLLBACK;
