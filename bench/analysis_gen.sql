@@ -28,7 +28,8 @@ UPDATE io_keys SET every = CASE
          ELSE 0 END;
 SELECT count(*) AS io_keys, count(*) FILTER (WHERE every > 0) AS changing FROM io_keys;
 
-INSERT INTO chronicle.io_history (ts, backend_type, object, context, reads, read_bytes, read_time, writes, write_bytes,
+\ir history_stage.sql
+INSERT INTO pg_temp.gen_io (ts, backend_type, object, context, reads, read_bytes, read_time, writes, write_bytes,
                                   write_time, writebacks, writeback_time, extends, extend_bytes, extend_time,
                                   op_bytes, hits, evictions, reuses, fsyncs, fsync_time, stats_reset)
 SELECT t, k.backend_type, k.object, k.context,
@@ -42,37 +43,37 @@ SELECT t, k.backend_type, k.object, k.context,
 -- Single-row sources, every second (wal, buffers, memory, sampler),
 -- every 2 s (bgwriter), every 5 s (checkpointer); two databases.  All of
 -- them write a row at each keyframe (3600 is a multiple of 2 and 5).
-INSERT INTO chronicle.wal_history (ts, wal_records, wal_fpi, wal_bytes, wal_buffers_full, stats_reset)
+INSERT INTO pg_temp.gen_wal (ts, wal_records, wal_fpi, wal_bytes, wal_buffers_full, stats_reset)
 SELECT t, n * 6000, n * 200, n * 1500000, n / 100, :'day'::timestamptz - interval '1 day'
   FROM generate_series(:'day'::timestamptz, :'day'::timestamptz + interval '86399 s', interval '1 s') t,
        LATERAL (SELECT extract(epoch FROM t - :'day'::timestamptz)::bigint AS n) s;
-INSERT INTO chronicle.checkpointer_history (ts, num_timed, num_requested, num_done, write_time, sync_time,
+INSERT INTO pg_temp.gen_checkpointer (ts, num_timed, num_requested, num_done, write_time, sync_time,
                                             buffers_written, slru_written, stats_reset)
 SELECT t, n / 300, 0, n / 300, n * 10.0, n * 0.5, n * 40, n, :'day'::timestamptz - interval '1 day'
   FROM generate_series(:'day'::timestamptz, :'day'::timestamptz + interval '86399 s', interval '5 s') t,
        LATERAL (SELECT extract(epoch FROM t - :'day'::timestamptz)::bigint AS n) s;
-INSERT INTO chronicle.bgwriter_history (ts, buffers_clean, maxwritten_clean, buffers_alloc, stats_reset)
+INSERT INTO pg_temp.gen_bgwriter (ts, buffers_clean, maxwritten_clean, buffers_alloc, stats_reset)
 SELECT t, n * 10, n / 50, n * 30, :'day'::timestamptz - interval '1 day'
   FROM generate_series(:'day'::timestamptz, :'day'::timestamptz + interval '86399 s', interval '2 s') t,
        LATERAL (SELECT extract(epoch FROM t - :'day'::timestamptz)::bigint AS n) s;
-INSERT INTO chronicle.database_history (ts, datid, datname, xact_commit, xact_rollback, blks_read, blks_hit,
+INSERT INTO pg_temp.gen_database (ts, datid, datname, xact_commit, xact_rollback, blks_read, blks_hit,
                                         tup_returned, tup_fetched, tup_inserted, tup_updated, stats_reset)
 SELECT t, d, CASE d WHEN 5 THEN 'postgres' ELSE 'bench' END, n * 1000 / d, n, n * 3, n * 500, n * 10000, n * 5000, n * 1000, n * 3000, NULL
   FROM generate_series(:'day'::timestamptz, :'day'::timestamptz + interval '86399 s', interval '1 s') t,
        LATERAL (SELECT extract(epoch FROM t - :'day'::timestamptz)::bigint AS n) s,
        (VALUES (5), (16384)) dd(d);
-INSERT INTO chronicle.buffers_history (ts, buffers_total, buffers_used, buffers_unused, buffers_dirty, buffers_pinned,
+INSERT INTO pg_temp.gen_buffers (ts, buffers_total, buffers_used, buffers_unused, buffers_dirty, buffers_pinned,
                                        usagecount_avg)
 SELECT t, 16384, 16384, 0, 1000 + (n * 7919) % 3000, n % 5, 2.5
   FROM generate_series(:'day'::timestamptz, :'day'::timestamptz + interval '86399 s', interval '1 s') t,
        LATERAL (SELECT extract(epoch FROM t - :'day'::timestamptz)::bigint AS n) s;
-INSERT INTO chronicle.os_memory_history (ts, mem_total, mem_free, mem_available, buffers, cached, dirty, writeback,
+INSERT INTO pg_temp.gen_os_memory (ts, mem_total, mem_free, mem_available, buffers, cached, dirty, writeback,
                                          shmem, swap_total, swap_free, pgpgin, pgpgout, pswpin, pswpout)
 SELECT t, 8000000, 2000000 - n % 1000, 5000000, 100000, 3000000, 20000 + (n * 31) % 5000, n % 100, 200000, 0, 0,
        n * 10, n * 400, 0, 0
   FROM generate_series(:'day'::timestamptz, :'day'::timestamptz + interval '86399 s', interval '1 s') t,
        LATERAL (SELECT extract(epoch FROM t - :'day'::timestamptz)::bigint AS n) s;
-INSERT INTO chronicle.wait_sampler_history (ts, ticks_due, ticks_taken, samples_dropped, sampler_started,
+INSERT INTO pg_temp.gen_wait_sampler (ts, ticks_due, ticks_taken, samples_dropped, sampler_started,
                                             active_cpu, active_io, active_lwlock, active_lock, active_ipc,
                                             active_client, active_timeout, active_other)
 SELECT t, n * 100, n * 99, 0, :'day'::timestamptz - interval '1 h',
@@ -99,13 +100,14 @@ SELECT b, '', 'Activity', ev, 0, 1, 100
 UNION ALL
 SELECT 'checkpointer', '', 'IO', 'DataFileWrite', 0, 5, 10;
 SELECT count(*) AS wait_keys, count(*) FILTER (WHERE every = 1) AS every_second FROM wait_keys;
-INSERT INTO chronicle.waits_history (ts, backend_type, state, wait_event_type, wait_event, queryid, samples)
+INSERT INTO pg_temp.gen_waits (ts, backend_type, state, wait_event_type, wait_event, queryid, samples)
 SELECT t, k.backend_type, k.state, k.wait_event_type, k.wait_event, k.queryid, s.n * k.rate
   FROM wait_keys k,
        LATERAL generate_series(:'day'::timestamptz, :'day'::timestamptz + interval '86399 s', interval '1 s') t,
        LATERAL (SELECT extract(epoch FROM t - :'day'::timestamptz)::bigint AS n) s
  WHERE s.n % k.every = 0 OR s.n % 3600 = 0;
 
+\ir history_load.sql
 VACUUM ANALYZE;
 SELECT relname, n_live_tup FROM pg_stat_user_tables
  WHERE relname ~ ('_p' || to_char(:'day'::date, 'YYYYMMDD') || '$') AND n_live_tup > 0 ORDER BY 1;

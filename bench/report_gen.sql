@@ -35,7 +35,8 @@ SELECT t, :'day'::timestamptz, n = 0, 'worker', 0.4, 60, 4000, 0 FROM cum;
 -- checkpointer while it writes, the background writer every 2 s and
 -- autovacuum every 30 s.
 \ir io_keys.sql
-INSERT INTO chronicle.io_history (ts, backend_type, object, context, reads, read_bytes, read_time, writes, write_bytes,
+\ir history_stage.sql
+INSERT INTO pg_temp.gen_io (ts, backend_type, object, context, reads, read_bytes, read_time, writes, write_bytes,
                                   write_time, writebacks, writeback_time, extends, extend_bytes, extend_time,
                                   op_bytes, hits, evictions, reuses, fsyncs, fsync_time, stats_reset)
 SELECT c.t, k.backend_type, k.object, k.context, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL::bigint, 0, 0, 0, 0, 0,
@@ -59,43 +60,43 @@ SELECT c.t, v.backend_type, v.object, v.context, v.reads, v.reads * 8192, v.read
        ) v(backend_type, object, context, reads, writes, extends, hits, fsyncs, sz, changed)
  WHERE c.n > 0 AND v.changed;
 
-INSERT INTO chronicle.wal_history (ts, wal_records, wal_fpi, wal_bytes, wal_buffers_full, stats_reset)
+INSERT INTO pg_temp.gen_wal (ts, wal_records, wal_fpi, wal_bytes, wal_buffers_full, stats_reset)
 SELECT t, (c_tps * 6)::bigint, c_fpi::bigint, (c_tps * 700 + c_fpi * 4000)::bigint, (c_fpi / 500)::bigint,
        :'day'::timestamptz - interval '1 day'
   FROM cum;
-INSERT INTO chronicle.checkpointer_history (ts, num_timed, num_requested, num_done, write_time, sync_time,
+INSERT INTO pg_temp.gen_checkpointer (ts, num_timed, num_requested, num_done, write_time, sync_time,
                                             buffers_written, slru_written, stats_reset)
 SELECT t, c_ckpt_started, 0, c_ckpt_done, c_ckpt * 0.7, c_ckpt_done * 300.0, c_ckpt::bigint, c_ckpt_done * 5,
        :'day'::timestamptz - interval '1 day'
   FROM cum WHERE n = 0 OR since <= 270;
-INSERT INTO chronicle.bgwriter_history (ts, buffers_clean, maxwritten_clean, buffers_alloc, stats_reset)
+INSERT INTO pg_temp.gen_bgwriter (ts, buffers_clean, maxwritten_clean, buffers_alloc, stats_reset)
 SELECT t, c_ckpt::bigint / 10, n / 50, (c_tps * 0.4)::bigint, :'day'::timestamptz - interval '1 day'
   FROM cum WHERE n % 2 = 0;
-INSERT INTO chronicle.database_history (ts, datid, datname, xact_commit, xact_rollback, blks_read, blks_hit,
+INSERT INTO pg_temp.gen_database (ts, datid, datname, xact_commit, xact_rollback, blks_read, blks_hit,
                                         tup_returned, tup_fetched, tup_inserted, tup_updated, stats_reset)
 SELECT t, d, CASE d WHEN 5 THEN 'postgres' ELSE 'bench' END,
        CASE d WHEN 5 THEN n * 2 ELSE c_tps::bigint END, n / 100,
        (c_tps * 0.4 / (d / 5))::bigint, (c_tps * 14 / (d / 5))::bigint,
        (c_tps * 10)::bigint, (c_tps * 5)::bigint, c_tps::bigint, (c_tps * 3)::bigint, NULL
   FROM cum, (VALUES (5), (16384)) dd(d);
-INSERT INTO chronicle.buffers_history (ts, buffers_total, buffers_used, buffers_unused, buffers_dirty, buffers_pinned,
+INSERT INTO pg_temp.gen_buffers (ts, buffers_total, buffers_used, buffers_unused, buffers_dirty, buffers_pinned,
                                        usagecount_avg, usage_0, usage_1, usage_2, usage_3, usage_4, usage_5)
 SELECT t, 65536, 65536, 0, d, (random() * 8)::bigint, 2.6,
        2000 + (random() * 500)::bigint, 9000, 14000, 15000, 12000, 65536 - 52000 - 2000 - (random() * 500)::bigint
   FROM cum, LATERAL (SELECT (CASE WHEN since < 270 THEN 12000 - since * 40 ELSE 1200 + since * 20 END
                              + random() * 300)::bigint AS d) x;
-INSERT INTO chronicle.os_memory_history (ts, mem_total, mem_free, mem_available, buffers, cached, dirty, writeback,
+INSERT INTO pg_temp.gen_os_memory (ts, mem_total, mem_free, mem_available, buffers, cached, dirty, writeback,
                                          shmem, swap_total, swap_free, pgpgin, pgpgout, pswpin, pswpout)
 SELECT t, 24000000, 8000000 - n, 18000000, 200000, 9000000,
        (40000 + 60000 * exp(-since / 60.0) + random() * 4000)::bigint,
        (CASE WHEN since % 30 < 3 THEN 8000 * random() ELSE 200 * random() END)::bigint,
        600000, 0, 0, (c_tps * 0.4 * 8)::bigint, (c_ckpt * 8 + c_tps * 4)::bigint, 0, 0
   FROM cum;
-INSERT INTO chronicle.os_pressure_history (ts, resource, some_total, full_total)
+INSERT INTO pg_temp.gen_os_pressure (ts, resource, some_total, full_total)
 SELECT t, r, (CASE r WHEN 'cpu' THEN n * 120000 WHEN 'io' THEN c_ckpt * 300 ELSE n * 10 END)::bigint,
        CASE r WHEN 'cpu' THEN 0 WHEN 'io' THEN (c_ckpt * 120)::bigint ELSE n * 4 END
   FROM cum, (VALUES ('cpu'), ('io'), ('memory')) rr(r);
-INSERT INTO chronicle.os_disk_history (ts, device, role, reads_completed, reads_merged, sectors_read, read_time_ms,
+INSERT INTO pg_temp.gen_os_disk (ts, device, role, reads_completed, reads_merged, sectors_read, read_time_ms,
                                        writes_completed, writes_merged, sectors_written, write_time_ms, in_flight,
                                        io_time_ms, weighted_io_time_ms, discards_completed, discards_merged,
                                        sectors_discarded, discard_time_ms, flushes_completed, flush_time_ms)
@@ -104,7 +105,7 @@ SELECT t, dev, role, (c_tps * 0.4)::bigint, 0, (c_tps * 0.4 * 16)::bigint, (c_tp
        0, 0, 0, 0, n * 50, n * 20
   FROM cum, (VALUES ('nvme0n1', 'data'), ('nvme1n1', 'wal')) dd(dev, role),
        LATERAL (SELECT CASE role WHEN 'data' THEN c_ckpt * 1.2 + c_tps * 0.01 ELSE c_tps * 1.1 END AS w) x;
-INSERT INTO chronicle.wait_sampler_history (ts, ticks_due, ticks_taken, samples_dropped, sampler_started,
+INSERT INTO pg_temp.gen_wait_sampler (ts, ticks_due, ticks_taken, samples_dropped, sampler_started,
                                             active_cpu, active_io, active_lwlock, active_lock, active_ipc,
                                             active_client, active_timeout, active_other, background_active)
 SELECT t, n * 100, n * 100 - n / 100, 0, :'day'::timestamptz - interval '1 h',
@@ -127,7 +128,7 @@ SELECT b, '', 'Activity', ev, 0, 100
   FROM (VALUES ('checkpointer', 'CheckpointerMain'), ('background writer', 'BgwriterMain'),
                ('walwriter', 'WalWriterMain'), ('autovacuum launcher', 'AutovacuumMain')) x(b, ev)
 UNION ALL SELECT 'checkpointer', '', 'IO', 'DataFileWrite', 0, 20;
-INSERT INTO chronicle.waits_history (ts, backend_type, state, wait_event_type, wait_event, queryid, samples)
+INSERT INTO pg_temp.gen_waits (ts, backend_type, state, wait_event_type, wait_event, queryid, samples)
 SELECT c.t, k.backend_type, k.state, k.wait_event_type, k.wait_event, k.queryid,
        (CASE WHEN k.wait_event_type = 'Lock' THEN c.c_lock * 10 ELSE c.n * 1.0 END * k.share)::bigint
   FROM wait_keys k, cum c;
@@ -141,7 +142,7 @@ VALUES (16384, 1, 'UPDATE pgbench_accounts SET abalance = abalance + $1 WHERE ai
        (16384, 5, 'INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES ($1, $2, $3, $4, CURRENT_TIMESTAMP)'),
        (16384, 6, 'BEGIN'), (16384, 7, 'END')
 ON CONFLICT DO NOTHING;
-INSERT INTO chronicle.statements_history (ts, userid, dbid, queryid, toplevel, plans, total_plan_time, calls,
+INSERT INTO pg_temp.gen_statements (ts, userid, dbid, queryid, toplevel, plans, total_plan_time, calls,
                                           total_exec_time, rows, shared_blks_hit, shared_blks_read,
                                           shared_blks_dirtied, shared_blks_written, local_blks_hit, local_blks_read,
                                           local_blks_dirtied, local_blks_written, temp_blks_read, temp_blks_written,
@@ -171,6 +172,7 @@ SELECT r.run_id, c.t - (i / c.tps) * interval '1 s', i % 32, c.n * 2000 + i, 0,
   FROM chronicle.run r, cum c, LATERAL generate_series(0, c.tps::int - 1) i
  WHERE r.label = 'bench-1h' AND c.n > 0;
 
+\ir history_load.sql
 VACUUM ANALYZE;
 SELECT (SELECT count(*) FROM chronicle.snapshot) AS snapshots,
        (SELECT count(*) FROM chronicle.app_transaction) AS transactions,
