@@ -32,6 +32,7 @@
 #include "utils/wait_event.h"
 
 #include "collector.h"
+#include "bgworker.h"
 #include "pg_chronicle.h"
 #include "shared.h"
 #include "source.h"

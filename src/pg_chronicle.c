@@ -30,6 +30,7 @@
 #include "storage/dsm_registry.h"
 #endif
 
+#include "bgworker.h"
 #include "pg_chronicle.h"
 #include "sampler.h"
 #include "shared.h"
@@ -237,27 +238,6 @@ check_database(char **newval, void **extra, GucSource source)
 		return false;
 	}
 	return true;
-}
-
-/*
- * A pg_chronicle background worker: FUNCTION of this library, of type TYPE
- * (its name too), with FLAGS, started at START and restarted RESTART
- * seconds after it exits (BGW_NEVER_RESTART: never).  The rest is zero;
- * the caller sets what else it needs before registering it.
- */
-void
-chronicle_worker_describe(BackgroundWorker *worker, const char *function,
-						  const char *type, int flags,
-						  BgWorkerStartTime start, int restart)
-{
-	memset(worker, 0, sizeof(*worker));
-	worker->bgw_flags = flags;
-	worker->bgw_start_time = start;
-	worker->bgw_restart_time = restart;
-	strlcpy(worker->bgw_library_name, "pg_chronicle", BGW_MAXLEN);
-	strlcpy(worker->bgw_function_name, function, BGW_MAXLEN);
-	strlcpy(worker->bgw_name, type, BGW_MAXLEN);
-	strlcpy(worker->bgw_type, type, BGW_MAXLEN);
 }
 
 static void

@@ -14,7 +14,6 @@
 #ifndef PG_CHRONICLE_H
 #define PG_CHRONICLE_H
 
-#include "postmaster/bgworker.h"
 
 #include "source.h"
 
@@ -33,12 +32,6 @@ extern bool chronicle_preloaded;
 extern char *chronicle_server_name_now(void);
 extern bool chronicle_worker_should_record(void);
 extern Size chronicle_ring_bytes(void);
-
-/* A pg_chronicle background worker, before registering it */
-extern void chronicle_worker_describe(BackgroundWorker *worker,
-									  const char *function, const char *type,
-									  int flags, BgWorkerStartTime start,
-									  int restart);
 
 /* The marker of a collector started by chronicle.start() */
 extern void chronicle_dynamic_collector_remember(void);

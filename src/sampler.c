@@ -62,6 +62,7 @@
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
+#include "bgworker.h"
 #include "pg_chronicle.h"
 #include "sampler.h"
 

@@ -301,8 +301,8 @@ def _run(conn: psycopg.Connection[Any], label: str, meta: dict[str, Any], pgbenc
     print("\n" + summary.format_summary(summary.collect(conn, label)), flush=True)
 
     if args.report is not None:
-        from pg_chronicle.cli import write_report
-        path = write_report(conninfo, label, args.vs, None, None, args.report)
+        from pg_chronicle.report import write_checked
+        path = write_checked(conninfo, label, args.vs, None, None, args.report)
         print(f"report: {path}")
     if interrupted or handler.hit:
         return EXIT_INTERRUPTED

@@ -91,20 +91,13 @@ def _report_dir(run: str) -> pathlib.Path:
     return pathlib.Path(f"report-{safe}")
 
 
-def write_report(conninfo: str | None, run: str, vs: str | None, from_ts: str | None,
-                 to_ts: str | None, outdir: pathlib.Path) -> pathlib.Path:
-    """Checks the runs and the window, then has pg_chronicle.report write."""
-    from pg_chronicle import db
-    with connect(conninfo) as conn:
-        db.run_window(conn, run, from_ts, to_ts)
-        if vs is not None:
-            db.run_window(conn, vs)
-        try:
-            from pg_chronicle.report import write_report as _write
-        except ImportError as exc:
-            raise ClientError(f"the report module is not available: {exc}") from exc
-        with db.translated():
-            return _write(conn, run, vs, from_ts, to_ts, outdir)
+def _report(conninfo: str | None, run: str, vs: str | None, from_ts: str | None,
+            to_ts: str | None, outdir: pathlib.Path) -> pathlib.Path:
+    try:
+        from pg_chronicle.report import write_checked
+    except ImportError as exc:
+        raise ClientError(f"the report module is not available: {exc}") from exc
+    return write_checked(conninfo, run, vs, from_ts, to_ts, outdir)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -120,7 +113,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return bench.main(conninfo, args, pgbench_args)
         if args.command == "report":
             out = args.output or _report_dir(args.run)
-            path = write_report(conninfo, args.run, args.vs, args.from_ts, args.to_ts, out)
+            path = _report(conninfo, args.run, args.vs, args.from_ts, args.to_ts, out)
             print(path)
             return 0
         if args.command == "runs":

@@ -221,3 +221,15 @@ def write_report(conn: psycopg.Connection, run: str, vs: str | None, from_ts: st
     timings["pictures"] = time.monotonic() - t2
     write_report.timings = timings    # for bench/report.sh
     return index
+
+
+def write_checked(conninfo: str | None, run: str, vs: str | None, from_ts: str | None,
+                  to_ts: str | None, outdir: pathlib.Path) -> pathlib.Path:
+    """Checks the runs and the window, then writes the report (for
+    pg-chronicle report and bench --report)."""
+    with db.connect(conninfo) as conn:
+        db.run_window(conn, run, from_ts, to_ts)
+        if vs is not None:
+            db.run_window(conn, vs)
+        with db.translated():
+            return write_report(conn, run, vs, from_ts, to_ts, outdir)
