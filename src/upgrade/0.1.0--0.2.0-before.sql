@@ -116,6 +116,19 @@ GRANT SELECT ON chronicle.rollup_minute, chronicle.rollup_hour, chronicle.rollup
 	TO pg_monitor, pg_read_all_stats;
 
 -- ---------------------------------------------------------------------
+-- Analysis without per-key indexes (issue 14): the key-finding skip scans
+-- _<source>_keys() are gone (the engine finds the keys in its one read from
+-- the keyframe, chronicle._ends()); _check_datname() takes the window, a
+-- database name is checked against the window's rows (a new signature).
+-- ---------------------------------------------------------------------
+DROP FUNCTION chronicle._io_keys(timestamptz, timestamptz);
+DROP FUNCTION chronicle._database_keys(timestamptz, timestamptz);
+DROP FUNCTION chronicle._wait_keys(timestamptz, timestamptz);
+DROP FUNCTION chronicle._os_disk_keys(timestamptz, timestamptz);
+DROP FUNCTION chronicle._os_pressure_keys(timestamptz, timestamptz);
+DROP FUNCTION chronicle._check_datname(text, text);
+
+-- ---------------------------------------------------------------------
 -- Storage v2 (issue 14): the packed history.  The row tables of 0.1.0
 -- (one per source, a row per key and snapshot, (key, ts) indexes) become
 -- chronicle.history, one row per snapshot with every source's rows packed
