@@ -119,19 +119,25 @@ GRANT SELECT ON chronicle.rollup_minute, chronicle.rollup_hour, chronicle.rollup
 -- Storage v2 (issue 14): the packed history.  The row tables of 0.1.0
 -- (one per source, a row per key and snapshot, (key, ts) indexes) become
 -- chronicle.history, one row per snapshot with every source's rows packed
--- (src/history.c), read through views of the same names and columns that
--- the code creates.  Here the row tables step aside, out of the extension
--- and renamed, with their partitions and indexes, and the new tables are
--- made; 0.1.0--0.2.0-after.sql converts every row and drops them.
+-- (src/history.c), read through views of the same names and columns.  Here
+-- the row tables step aside, out of the extension and into the schema
+-- chronicle_v1 (their day partitions, never members, stay attached): out
+-- of the schema chronicle, so that the partition layout the code runs
+-- (chronicle._partition_layout(), over the schema's partitioned tables)
+-- neither gives them default partitions nor moves their indexes.  The new
+-- tables are made here; the code (its chronicle._history_layout() call,
+-- 10_history.sql) adds the packed columns and makes the views, with their
+-- grants, from the C column lists, as a fresh install does;
+-- 0.1.0--0.2.0-after.sql converts every row and drops chronicle_v1.
 -- ---------------------------------------------------------------------
+CREATE SCHEMA chronicle_v1;
 DO $$
 DECLARE
 	s text;
 BEGIN
 	FOREACH s IN ARRAY ARRAY['io', 'wal', 'checkpointer', 'bgwriter', 'database', 'statements', 'os_memory', 'os_disk', 'os_pressure', 'os_process_io', 'waits', 'wait_sampler', 'buffers'] LOOP
-		EXECUTE format('ALTER EXTENSION pg_chronicle DROP TABLE chronicle.%I', s || '_history_default');
 		EXECUTE format('ALTER EXTENSION pg_chronicle DROP TABLE chronicle.%I', s || '_history');
-		EXECUTE format('ALTER TABLE chronicle.%I RENAME TO %I', s || '_history', s || '_history_v1');
+		EXECUTE format('ALTER TABLE chronicle.%I SET SCHEMA chronicle_v1', s || '_history');
 	END LOOP;
 END;
 $$;
@@ -140,19 +146,6 @@ CREATE TABLE chronicle.history (
 	ts                timestamptz NOT NULL,
 	system_identifier bigint,	-- the recording server (chronicle.server())
 	server_name       text,
-	io                bytea,
-	wal               bytea,
-	checkpointer      bytea,
-	bgwriter          bytea,
-	database          bytea,
-	statements        bytea,
-	os_memory         bytea,
-	os_disk           bytea,
-	os_pressure       bytea,
-	os_process_io     bytea,
-	waits             bytea,
-	wait_sampler      bytea,
-	buffers           bytea,
 	PRIMARY KEY (ts)
 ) PARTITION BY RANGE (ts);
 
