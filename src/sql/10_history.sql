@@ -153,8 +153,8 @@ SELECT h.ts, u.*
 		EXECUTE format('CREATE OR REPLACE TRIGGER write INSTEAD OF INSERT OR UPDATE OR DELETE ON chronicle.%I '
 		               'FOR EACH ROW EXECUTE FUNCTION chronicle._history_write(%L)', v, s.source);
 		EXECUTE format('COMMENT ON VIEW chronicle.%I IS %L', v, s.description);
-		-- as 99_grants.sql grants every table of the schema (this also runs
-		-- in upgrades, after it)
+		-- as 99_grants.sql grants every table of the schema, which upgrades
+		-- do not run again
 		EXECUTE format('REVOKE ALL ON chronicle.%I FROM PUBLIC', v);
 		EXECUTE format('GRANT SELECT ON chronicle.%I TO pg_monitor, pg_read_all_stats', v);
 	END LOOP;
