@@ -340,11 +340,11 @@ chronicle_source_status(PG_FUNCTION_ARGS)
 
 /*
  * chronicle._source_columns(): the columns every source writes, after ts,
- * in the order of its INSERT, as the C source declares them.  pgTAP
- * (test/pgtap/41_sources.sql) compares it with the history tables'
- * catalog, and tools/check_sources.py the tables' DDL with the analysis
- * generator's description, so that the C list, the DDL and the analysis
- * functions cannot drift apart (docs/storage.md).
+ * in the order it emits them, as the C source declares them, with the
+ * source's description.  chronicle._history_layout() makes the history's
+ * packed columns and views from it, so the C list is the one definition
+ * of the SQL shape; tools/check_sources.py ties the analysis generator's
+ * description to the same C lists (docs/storage.md).
  */
 Datum
 chronicle_source_columns(PG_FUNCTION_ARGS)
@@ -359,14 +359,15 @@ chronicle_source_columns(PG_FUNCTION_ARGS)
 
 		for (int c = 0; c < src->ncolumns; c++)
 		{
-			Datum		values[5];
-			bool		nulls[5] = {0};
+			Datum		values[6];
+			bool		nulls[6] = {0};
 
 			values[0] = CStringGetTextDatum(src->name);
 			values[1] = Int32GetDatum(c + 1);
 			values[2] = CStringGetTextDatum(src->columns[c].name);
 			values[3] = ObjectIdGetDatum(src->columns[c].type);
 			values[4] = BoolGetDatum(c < src->nkeys);
+			values[5] = CStringGetTextDatum(src->description);
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		}
 	}

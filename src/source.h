@@ -5,7 +5,10 @@
  *		declares, and the row emitter it writes through.
  *
  * A source knows how to read one kind of statistics (pg_stat_io,
- * pg_stat_wal, ...) and describes the columns of its history table.  On
+ * pg_stat_wal, ...) and describes the columns of its history: the view
+ * chronicle.<name>_history and the packed column chronicle.history.<name>
+ * are made from this description (chronicle._history_layout(),
+ * src/sql/10_history.sql), nowhere else.  On
  * every snapshot the collector calls the source's collect callback, which
  * emits one row per key with chronicle_emit_row().  The collector keeps the
  * previous reading of every key and writes a row only when it changed
@@ -24,7 +27,11 @@
 #define CHRONICLE_MAX_COLUMNS	48
 #define CHRONICLE_KEY_LEN		256
 
-/* One column of a source's history table (after the leading ts column). */
+/*
+ * One column of a source's history view (after the leading ts column).  What
+ * a column means, when it is NULL and since which version it exists is said
+ * in a comment beside it: this list is the column's only definition.
+ */
 typedef struct ChronicleColumn
 {
 	const char *name;
@@ -37,9 +44,10 @@ typedef struct ChronicleEmitter ChronicleEmitter;
 
 typedef struct ChronicleSource
 {
-	const char *name;			/* "io": table chronicle.io_history, GUC
+	const char *name;			/* "io": view chronicle.io_history, GUC
 								 * chronicle.collect_io */
-	const char *description;	/* for the GUC */
+	const char *description;	/* the GUC's ("Whether snapshots record
+								 * <description>.") and the view's COMMENT */
 	const ChronicleColumn *columns;
 	int			ncolumns;
 	int			nkeys;			/* the first nkeys columns identify a row */

@@ -63,6 +63,7 @@ static const ChronicleColumn buffers_columns[B_NCOLUMNS] = {
 	[B_DIRTY] = {"buffers_dirty", INT8OID},
 	[B_PINNED] = {"buffers_pinned", INT8OID},
 	[B_USAGECOUNT_AVG] = {"usagecount_avg", FLOAT8OID},
+	/* usage_N: buffers with usage count N; dirty_N, pinned_N: of those */
 	[B_USAGE_0 + 0] = {"usage_0", INT8OID},
 	[B_USAGE_0 + 1] = {"usage_1", INT8OID},
 	[B_USAGE_0 + 2] = {"usage_2", INT8OID},
@@ -215,7 +216,7 @@ buffers_collect(ChronicleEmitter *emitter)
 
 const ChronicleSource chronicle_source_buffers = {
 	.name = "buffers",
-	.description = "the buffer cache summary (used, dirty, pinned, usage counts)",
+	.description = "the buffer cache summary (gauges): used, unused, dirty, pinned, usage-count histogram",
 	.columns = buffers_columns,
 	.ncolumns = B_NCOLUMNS,
 	.nkeys = 0,

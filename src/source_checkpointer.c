@@ -37,14 +37,14 @@ enum
 static const ChronicleColumn checkpointer_columns[CKPT_NCOLUMNS] = {
 	[CKPT_NUM_TIMED] = {"num_timed", INT8OID},
 	[CKPT_NUM_REQUESTED] = {"num_requested", INT8OID},
-	[CKPT_NUM_DONE] = {"num_done", INT8OID},
+	[CKPT_NUM_DONE] = {"num_done", INT8OID},	/* 18+ */
 	[CKPT_RESTARTPOINTS_TIMED] = {"restartpoints_timed", INT8OID},
 	[CKPT_RESTARTPOINTS_REQ] = {"restartpoints_req", INT8OID},
 	[CKPT_RESTARTPOINTS_DONE] = {"restartpoints_done", INT8OID},
 	[CKPT_WRITE_TIME] = {"write_time", FLOAT8OID},
 	[CKPT_SYNC_TIME] = {"sync_time", FLOAT8OID},
 	[CKPT_BUFFERS_WRITTEN] = {"buffers_written", INT8OID},
-	[CKPT_SLRU_WRITTEN] = {"slru_written", INT8OID},
+	[CKPT_SLRU_WRITTEN] = {"slru_written", INT8OID},	/* 18+ */
 	[CKPT_STATS_RESET] = {"stats_reset", TIMESTAMPTZOID},
 };
 

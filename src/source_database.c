@@ -71,7 +71,8 @@ enum
 };
 
 static const ChronicleColumn database_columns[DB_NCOLUMNS] = {
-	[DB_DATID] = {"datid", OIDOID},
+	/* numbackends (a gauge) is not recorded */
+	[DB_DATID] = {"datid", OIDOID},	/* 0: shared objects */
 	[DB_DATNAME] = {"datname", TEXTOID},
 	[DB_XACT_COMMIT] = {"xact_commit", INT8OID},
 	[DB_XACT_ROLLBACK] = {"xact_rollback", INT8OID},
@@ -254,7 +255,7 @@ database_collect(ChronicleEmitter *emitter)
 
 const ChronicleSource chronicle_source_database = {
 	.name = "database",
-	.description = "pg_stat_database",
+	.description = "pg_stat_database per database, and datid 0 for shared objects",
 	.columns = database_columns,
 	.ncolumns = DB_NCOLUMNS,
 	.nkeys = 1,

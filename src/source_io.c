@@ -58,7 +58,7 @@ static const ChronicleColumn io_columns[IO_NCOLUMNS] = {
 	[IO_OBJECT] = {"object", TEXTOID},
 	[IO_CONTEXT] = {"context", TEXTOID},
 	[IO_READS] = {"reads", INT8OID},
-	[IO_READ_BYTES] = {"read_bytes", INT8OID},
+	[IO_READ_BYTES] = {"read_bytes", INT8OID},	/* *_bytes: 18+ */
 	[IO_READ_TIME] = {"read_time", FLOAT8OID},
 	[IO_WRITES] = {"writes", INT8OID},
 	[IO_WRITE_BYTES] = {"write_bytes", INT8OID},
@@ -68,7 +68,7 @@ static const ChronicleColumn io_columns[IO_NCOLUMNS] = {
 	[IO_EXTENDS] = {"extends", INT8OID},
 	[IO_EXTEND_BYTES] = {"extend_bytes", INT8OID},
 	[IO_EXTEND_TIME] = {"extend_time", FLOAT8OID},
-	[IO_OP_BYTES] = {"op_bytes", INT8OID},
+	[IO_OP_BYTES] = {"op_bytes", INT8OID},	/* before 18 */
 	[IO_HITS] = {"hits", INT8OID},
 	[IO_EVICTIONS] = {"evictions", INT8OID},
 	[IO_REUSES] = {"reuses", INT8OID},
@@ -194,7 +194,7 @@ io_collect(ChronicleEmitter *emitter)
 
 const ChronicleSource chronicle_source_io = {
 	.name = "io",
-	.description = "pg_stat_io",
+	.description = "pg_stat_io, every (backend_type, object, context) row and column",
 	.columns = io_columns,
 	.ncolumns = IO_NCOLUMNS,
 	.nkeys = 3,

@@ -68,7 +68,7 @@ enum
 
 static const ChronicleColumn os_disk_columns[DISK_NCOLUMNS] = {
 	[DISK_DEVICE] = {"device", TEXTOID},
-	[DISK_ROLE] = {"role", TEXTOID},
+	[DISK_ROLE] = {"role", TEXTOID},	/* 'data', 'wal' or 'data,wal' */
 	[DISK_READS_COMPLETED] = {"reads_completed", INT8OID},
 	[DISK_READS_MERGED] = {"reads_merged", INT8OID},
 	[DISK_SECTORS_READ] = {"sectors_read", INT8OID},
@@ -77,7 +77,7 @@ static const ChronicleColumn os_disk_columns[DISK_NCOLUMNS] = {
 	[DISK_WRITES_MERGED] = {"writes_merged", INT8OID},
 	[DISK_SECTORS_WRITTEN] = {"sectors_written", INT8OID},
 	[DISK_WRITE_TIME_MS] = {"write_time_ms", INT8OID},
-	[DISK_IN_FLIGHT] = {"in_flight", INT8OID},
+	[DISK_IN_FLIGHT] = {"in_flight", INT8OID},	/* a gauge */
 	[DISK_IO_TIME_MS] = {"io_time_ms", INT8OID},
 	[DISK_WEIGHTED_IO_TIME_MS] = {"weighted_io_time_ms", INT8OID},
 	[DISK_DISCARDS_COMPLETED] = {"discards_completed", INT8OID},
@@ -252,7 +252,7 @@ os_disk_collect(ChronicleEmitter *emitter)
 
 const ChronicleSource chronicle_source_os_disk = {
 	.name = "os_disk",
-	.description = "/proc/diskstats of the data directory's and pg_wal's devices",
+	.description = "/proc/diskstats of the devices under the data directory and pg_wal",
 	.columns = os_disk_columns,
 	.ncolumns = DISK_NCOLUMNS,
 	.nkeys = 2,

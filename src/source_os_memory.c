@@ -42,6 +42,7 @@ enum
 };
 
 static const ChronicleColumn os_memory_columns[MEM_NCOLUMNS] = {
+	/* /proc/meminfo: gauges, kB */
 	[MEM_TOTAL] = {"mem_total", INT8OID},
 	[MEM_FREE] = {"mem_free", INT8OID},
 	[MEM_AVAILABLE] = {"mem_available", INT8OID},
@@ -52,6 +53,7 @@ static const ChronicleColumn os_memory_columns[MEM_NCOLUMNS] = {
 	[MEM_SHMEM] = {"shmem", INT8OID},
 	[MEM_SWAP_TOTAL] = {"swap_total", INT8OID},
 	[MEM_SWAP_FREE] = {"swap_free", INT8OID},
+	/* /proc/vmstat: cumulative counters */
 	[MEM_PGPGIN] = {"pgpgin", INT8OID},
 	[MEM_PGPGOUT] = {"pgpgout", INT8OID},
 	[MEM_PSWPIN] = {"pswpin", INT8OID},
@@ -101,7 +103,7 @@ os_memory_collect(ChronicleEmitter *emitter)
 
 const ChronicleSource chronicle_source_os_memory = {
 	.name = "os_memory",
-	.description = "/proc/meminfo and /proc/vmstat",
+	.description = "/proc/meminfo (kB, gauges) and /proc/vmstat page and swap counters",
 	.columns = os_memory_columns,
 	.ncolumns = MEM_NCOLUMNS,
 	.nkeys = 0,

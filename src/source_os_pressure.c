@@ -32,7 +32,8 @@ enum
 };
 
 static const ChronicleColumn os_pressure_columns[PSI_NCOLUMNS] = {
-	[PSI_RESOURCE] = {"resource", TEXTOID},
+	[PSI_RESOURCE] = {"resource", TEXTOID},	/* 'cpu', 'io', 'memory' */
+	/* cumulative stall time, microseconds */
 	[PSI_SOME_TOTAL] = {"some_total", INT8OID},
 	[PSI_FULL_TOTAL] = {"full_total", INT8OID},
 };
@@ -89,7 +90,7 @@ os_pressure_collect(ChronicleEmitter *emitter)
 
 const ChronicleSource chronicle_source_os_pressure = {
 	.name = "os_pressure",
-	.description = "/proc/pressure (cpu, io, memory stall totals)",
+	.description = "/proc/pressure cpu, io and memory stall totals (microseconds)",
 	.columns = os_pressure_columns,
 	.ncolumns = PSI_NCOLUMNS,
 	.nkeys = 1,

@@ -47,7 +47,7 @@ enum
 
 static const ChronicleColumn os_process_io_columns[PIO_NCOLUMNS] = {
 	[PIO_BACKEND_TYPE] = {"backend_type", TEXTOID},
-	[PIO_PID] = {"pid", INT4OID},
+	[PIO_PID] = {"pid", INT4OID},	/* a new pid is a new baseline */
 	[PIO_RCHAR] = {"rchar", INT8OID},
 	[PIO_WCHAR] = {"wchar", INT8OID},
 	[PIO_SYSCR] = {"syscr", INT8OID},

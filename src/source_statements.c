@@ -138,19 +138,20 @@ static const ChronicleColumn statements_columns[ST_NCOLUMNS] = {
 	[ST_LOCAL_BLKS_WRITTEN] = {"local_blks_written", INT8OID},
 	[ST_TEMP_BLKS_READ] = {"temp_blks_read", INT8OID},
 	[ST_TEMP_BLKS_WRITTEN] = {"temp_blks_written", INT8OID},
-	[ST_BLK_READ_TIME] = {"blk_read_time", FLOAT8OID},
-	[ST_BLK_WRITE_TIME] = {"blk_write_time", FLOAT8OID},
+	[ST_BLK_READ_TIME] = {"blk_read_time", FLOAT8OID},	/* shared_blk_read_time on 1.11+ */
+	[ST_BLK_WRITE_TIME] = {"blk_write_time", FLOAT8OID},	/* shared_blk_write_time on 1.11+ */
 	[ST_WAL_RECORDS] = {"wal_records", INT8OID},
 	[ST_WAL_FPI] = {"wal_fpi", INT8OID},
 	[ST_WAL_BYTES] = {"wal_bytes", INT8OID},
 	[ST_STATS_SINCE] = {"stats_since", TIMESTAMPTZOID},
+	/* added with the source (0.2.0): 1.11 (PostgreSQL 17) and 1.12 (18) */
 	[ST_LOCAL_BLK_READ_TIME] = {"local_blk_read_time", FLOAT8OID},
 	[ST_LOCAL_BLK_WRITE_TIME] = {"local_blk_write_time", FLOAT8OID},
 	[ST_TEMP_BLK_READ_TIME] = {"temp_blk_read_time", FLOAT8OID},
 	[ST_TEMP_BLK_WRITE_TIME] = {"temp_blk_write_time", FLOAT8OID},
-	[ST_WAL_BUFFERS_FULL] = {"wal_buffers_full", INT8OID},
-	[ST_PARALLEL_WORKERS_TO_LAUNCH] = {"parallel_workers_to_launch", INT8OID},
-	[ST_PARALLEL_WORKERS_LAUNCHED] = {"parallel_workers_launched", INT8OID},
+	[ST_WAL_BUFFERS_FULL] = {"wal_buffers_full", INT8OID},	/* 1.12+ */
+	[ST_PARALLEL_WORKERS_TO_LAUNCH] = {"parallel_workers_to_launch", INT8OID},	/* 1.12+ */
+	[ST_PARALLEL_WORKERS_LAUNCHED] = {"parallel_workers_launched", INT8OID},	/* 1.12+ */
 };
 
 /*
@@ -838,7 +839,7 @@ statements_written(void)
 
 const ChronicleSource chronicle_source_statements = {
 	.name = "statements",
-	.description = "pg_stat_statements (top statements that changed)",
+	.description = "pg_stat_statements counters of the statements that changed (top N by total time)",
 	.columns = statements_columns,
 	.ncolumns = ST_NCOLUMNS,
 	.nkeys = 4,

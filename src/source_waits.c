@@ -51,11 +51,18 @@ enum
 
 static const ChronicleColumn waits_columns[W_NCOLUMNS] = {
 	[W_BACKEND_TYPE] = {"backend_type", TEXTOID},
+	/*
+	 * the backend state as in pg_stat_activity ('active', 'idle', 'idle in
+	 * transaction', ...), '' for processes without one; an idle session
+	 * waiting in ClientRead has state 'idle', a backend waiting for its
+	 * client mid-transaction 'idle in transaction' or 'active'
+	 */
 	[W_STATE] = {"state", TEXTOID},
+	/* 'CPU'/'CPU' when the process runs without a wait event */
 	[W_WAIT_EVENT_TYPE] = {"wait_event_type", TEXTOID},
 	[W_WAIT_EVENT] = {"wait_event", TEXTOID},
-	[W_QUERYID] = {"queryid", INT8OID},
-	[W_SAMPLES] = {"samples", INT8OID},
+	[W_QUERYID] = {"queryid", INT8OID},	/* 0 when none is known */
+	[W_SAMPLES] = {"samples", INT8OID},	/* since the sampler started */
 };
 
 enum
@@ -76,9 +83,16 @@ static const ChronicleColumn sampler_columns[S_NCOLUMNS] = {
 	[S_TICKS_TAKEN] = {"ticks_taken", INT8OID},
 	[S_SAMPLES_DROPPED] = {"samples_dropped", INT8OID},
 	[S_SAMPLER_STARTED] = {"sampler_started", TIMESTAMPTZOID},
-	[S_SAMPLER_CPU_MS] = {"sampler_cpu_ms", FLOAT8OID},
-	[S_SAMPLES_RESET] = {"samples_reset", TIMESTAMPTZOID},
-	/* in ChronicleWaitClass order */
+	[S_SAMPLER_CPU_MS] = {"sampler_cpu_ms", FLOAT8OID},	/* its own user + system CPU */
+	[S_SAMPLES_RESET] = {"samples_reset", TIMESTAMPTZOID},	/* last wait_samples_reset() */
+	/*
+	 * Database time: samples of active client backends and the processes
+	 * working for them (walsenders, autovacuum workers, parallel workers) by
+	 * wait class, in ChronicleWaitClass order: sum / ticks_taken = average
+	 * active sessions.  Not active: idle sessions, main-loop waits, throttle
+	 * sleeps (docs/sources.md, "Wait events").  Before 0.2.0: every active
+	 * process, background ones included (background_active NULL then).
+	 */
 	[S_ACTIVE_CPU + WAIT_CLASS_CPU] = {"active_cpu", INT8OID},
 	[S_ACTIVE_CPU + WAIT_CLASS_IO] = {"active_io", INT8OID},
 	[S_ACTIVE_CPU + WAIT_CLASS_LWLOCK] = {"active_lwlock", INT8OID},
@@ -86,7 +100,11 @@ static const ChronicleColumn sampler_columns[S_NCOLUMNS] = {
 	[S_ACTIVE_CPU + WAIT_CLASS_IPC] = {"active_ipc", INT8OID},
 	[S_ACTIVE_CPU + WAIT_CLASS_CLIENT] = {"active_client", INT8OID},
 	[S_ACTIVE_CPU + WAIT_CLASS_TIMEOUT] = {"active_timeout", INT8OID},
-	[S_ACTIVE_CPU + WAIT_CLASS_OTHER] = {"active_other", INT8OID},
+	[S_ACTIVE_CPU + WAIT_CLASS_OTHER] = {"active_other", INT8OID},	/* BufferPin, Extension, InjectionPoint */
+	/*
+	 * background processes at work (checkpointer writing, not in its main
+	 * loop or throttle sleep); 0.2.0+
+	 */
 	[S_BACKGROUND_ACTIVE] = {"background_active", INT8OID},
 };
 
@@ -223,7 +241,7 @@ wait_sampler_collect(ChronicleEmitter *emitter)
 
 const ChronicleSource chronicle_source_waits = {
 	.name = "waits",
-	.description = "wait event samples (the sampler's cumulative counts)",
+	.description = "wait event samples per (backend_type, state, wait_event_type, wait_event, queryid), cumulative",
 	.columns = waits_columns,
 	.ncolumns = W_NCOLUMNS,
 	.nkeys = W_QUERYID + 1,
@@ -233,7 +251,7 @@ const ChronicleSource chronicle_source_waits = {
 
 const ChronicleSource chronicle_source_wait_sampler = {
 	.name = "wait_sampler",
-	.description = "the wait sampler's ticks due and taken and samples dropped",
+	.description = "the wait sampler's ticks due and taken, samples dropped, samples of active sessions (database time) by wait class and of background processes at work",
 	.columns = sampler_columns,
 	.ncolumns = S_NCOLUMNS,
 	.nkeys = 0,

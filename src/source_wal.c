@@ -39,6 +39,7 @@ static const ChronicleColumn wal_columns[WAL_NCOLUMNS] = {
 	[WAL_FPI] = {"wal_fpi", INT8OID},
 	[WAL_BYTES] = {"wal_bytes", INT8OID},
 	[WAL_BUFFERS_FULL] = {"wal_buffers_full", INT8OID},
+	/* wal_write, wal_sync and their times: before 18 (pg_stat_io on 18) */
 	[WAL_WRITE] = {"wal_write", INT8OID},
 	[WAL_SYNC] = {"wal_sync", INT8OID},
 	[WAL_WRITE_TIME] = {"wal_write_time", FLOAT8OID},

@@ -2,8 +2,11 @@
  *
  * sources.c
  *		The list of statistics sources.  Adding a source is one C file with
- *		a ChronicleSource, one line here and one history table in src/sql/
- *		(and in the next release's upgrade script).
+ *		a ChronicleSource and one line here: its history view and packed
+ *		column are made from it at CREATE EXTENSION and at every upgrade
+ *		(chronicle._history_layout()).  Its analysis is described in
+ *		tools/gen_deltas.py, or it is listed as not analysed
+ *		(tools/check_sources.py).
  *
  * Copyright (c) 2026, pg_chronicle developers
  *

@@ -1,22 +1,26 @@
 #!/usr/bin/env python3
-"""One definition per source: checks, without a server, that what is
-committed follows from the sources' description (tools/gen_deltas.py,
-SOURCES), and prints TAP.
+"""One definition per source: checks, without a server, that the analysis
+description (tools/gen_deltas.py, SOURCES) follows the C column lists of the
+sources (src/source_*.c), and prints TAP.
 
   tools/check_sources.py            (from the top of the tree; tools layer)
 
 1. src/sql/31_deltas.sql is what tools/gen_deltas.py generates today.
-2. Every source of the description has its history table in src/sql/*.sql,
-   with every key and value column it names, of the type its kind means
-   (c: bigint counter, t: float8 time, g: gauge, a: attribute), and its
-   reset column (timestamptz); every column of the table is either in the
-   description or listed below as recorded but not analysed.
-3. 30_analysis.sql creates no b-tree index on a described table: the
-   analysis reads time ranges only, bounded by keyframes.
+2. Every source listed in src/sources.c is found in a src/source_*.c, with
+   its column list (ChronicleColumn array, written in index order) and its
+   number of key columns.
+3. Every source of the description is a C source (its table is the view
+   <source>_history), whose first nkeys columns are the described keys, in
+   order and with their types; every described value and reset column is in
+   the C list with the type its kind means (c: bigint counter, t: float8
+   time, g: gauge, a: attribute), and every C column is described or
+   listed below as recorded but not analysed.
+4. Every C source is in the description or listed below as not analysed.
 
-The C column list of each source is checked against the installed tables
-by test/pgtap/41_sources.sql (chronicle._source_columns()), so the chain
-C -> table -> description -> generated SQL is closed.
+The SQL shape of the history is made from the same C lists when the
+extension is installed or updated (chronicle._history_layout(),
+src/sql/10_history.sql); test/pgtap/41_sources.sql checks it there.  So
+C -> views -> description -> generated SQL is one chain.
 """
 
 import os
@@ -29,14 +33,25 @@ top = os.path.dirname(here)
 sys.path.insert(0, here)
 import gen_deltas  # noqa: E402  (SOURCES; main() runs only as a script)
 
-# Columns recorded for reading by hand (README, docs), not by the generated
-# analysis: name them here so that a new column is a decision, not an accident.
+# What is recorded for reading by hand (README, docs), not by the generated
+# analysis: name it here so that a new column or source is a decision, not an
+# accident.  A source: the set of its columns not analysed, or ALL.
+ALL = 'all'
 NOT_ANALYSED = {
     # the sampler's own state, read by chronicle.wait_sampler_status()
-    'wait_sampler_history': {'sampler_started', 'sampler_cpu_ms', 'samples_reset'},
+    'wait_sampler': {'sampler_started', 'sampler_cpu_ms', 'samples_reset'},
     # a gauge (I/Os in progress now), not a counter
-    'os_disk_history': {'in_flight'},
+    'os_disk': {'in_flight'},
+    # analysed by hand: chronicle.statements_top() (40_statements.sql), which
+    # follows entries across evictions
+    'statements': ALL,
+    # per process (a new pid is a new key): read from the view
+    'os_process_io': ALL,
 }
+
+# The type OIDs a ChronicleColumn may have (src/source.h), as SQL names.
+C_TYPES = {'INT8OID': 'bigint', 'INT4OID': 'integer', 'OIDOID': 'oid', 'FLOAT8OID': 'float8',
+           'TEXTOID': 'text', 'BOOLOID': 'boolean', 'TIMESTAMPTZOID': 'timestamptz'}
 
 tests = []
 
@@ -45,24 +60,61 @@ def check(ok, name, diag=None):
     tests.append((ok, name, diag))
 
 
-def parse_tables():
-    """{view: [(column, type)]} of every CREATE VIEW chronicle.*_history: ts and
-    the column definition list of its chronicle._unpack() call."""
-    tables = {}
-    sqldir = os.path.join(top, 'src', 'sql')
-    for f in sorted(os.listdir(sqldir)):
-        if not f.endswith('.sql'):
+def strip_comments(text):
+    return re.sub(r'/\*.*?\*/|//[^\n]*', ' ', text, flags=re.S)
+
+
+def enum_positions(texts):
+    """{member: position in its enum} of every enum of texts (the members'
+    order; a value is its position when no member before it is assigned)."""
+    pos = {}
+    for text in texts:
+        for m in re.finditer(r'\benum\b\s*\w*\s*\{(.*?)\}', text, re.S):
+            for i, member in enumerate(x.split('=')[0].strip() for x in m.group(1).split(',')):
+                if member:
+                    pos[member] = i
+    return pos
+
+
+def parse_sources():
+    """{source: {'file', 'columns': [(name, type)], 'nkeys', 'order_ok'}} of
+    the sources src/sources.c lists, from their src/source_*.c, and the
+    names src/sources.c lists."""
+    srcdir = os.path.join(top, 'src')
+    listed = re.findall(r'^\s*&(chronicle_source_\w+),', open(os.path.join(srcdir, 'sources.c')).read(), re.M)
+    headers = [strip_comments(open(os.path.join(srcdir, f)).read())
+               for f in sorted(os.listdir(srcdir)) if f.endswith('.h')]
+    sources = {}
+    for f in sorted(os.listdir(srcdir)):
+        if not (f.startswith('source_') and f.endswith('.c')):
             continue
-        text = open(os.path.join(sqldir, f)).read()
-        for m in re.finditer(r'CREATE VIEW chronicle\.(\w+_history) AS\n.*? AS u\(\n(.*?)\)\n WHERE', text, re.S):
-            body = re.sub(r'--[^\n]*', '', m.group(2))
-            cols = [('ts', 'timestamptz')]
-            for part in body.split(','):
-                words = part.split()
-                if len(words) >= 2:
-                    cols.append((words[0], words[1].lower()))
-            tables[m.group(1)] = cols
-    return tables
+        text = strip_comments(open(os.path.join(srcdir, f)).read())
+        pos = enum_positions(headers + [text])
+        arrays = {}
+        for m in re.finditer(r'ChronicleColumn\s+(\w+)\s*\[[^\]]*\]\s*=\s*\{(.*?)\n\};', text, re.S):
+            cols, idx = [], []
+            for d in re.finditer(r'\[\s*(\w+)(?:\s*\+\s*(\w+))?\s*\]\s*=\s*\{\s*"(\w+)"\s*,\s*(\w+)\s*\}', m.group(2)):
+                base, off, name, typ = d.groups()
+                off = 0 if off is None else int(off) if off.isdigit() else pos.get(off)
+                idx.append((int(base) if base.isdigit() else pos.get(base), off))
+                cols.append((name, C_TYPES.get(typ, typ)))
+            arrays[m.group(1)] = (cols, all(None not in i for i in idx) and idx == sorted(set(idx)))
+        for m in re.finditer(r'const\s+ChronicleSource\s+(\w+)\s*=\s*\{(.*?)\n\};', text, re.S):
+            body = m.group(2)
+            name = re.search(r'\.name\s*=\s*"(\w+)"', body)
+            columns = re.search(r'\.columns\s*=\s*(\w+)', body)
+            nkeys = re.search(r'\.nkeys\s*=\s*(\w+)(?:\s*\+\s*(\d+))?\s*,', body)
+            if not (name and columns and columns.group(1) in arrays):
+                continue
+            cols, order_ok = arrays[columns.group(1)]
+            k = None
+            if nkeys:
+                base = nkeys.group(1)
+                k = int(base) if base.isdigit() else pos.get(base)
+                if k is not None and nkeys.group(2):
+                    k += int(nkeys.group(2))
+            sources[name.group(1)] = dict(symbol=m.group(1), file=f, columns=cols, nkeys=k, order_ok=order_ok)
+    return sources, listed
 
 
 def main():
@@ -73,48 +125,60 @@ def main():
           'src/sql/31_deltas.sql is what tools/gen_deltas.py generates',
           'regenerate it: tools/gen_deltas.py > src/sql/31_deltas.sql')
 
-    tables = parse_tables()
-    check(len(tables) >= 13, 'the history tables are found in src/sql (%d)' % len(tables))
-    analysis = open(os.path.join(top, 'src', 'sql', '30_analysis.sql')).read()
+    sources, listed = parse_sources()
+    found = {s['symbol'] for s in sources.values()}
+    missing = [x for x in listed if x not in found]
+    check(len(listed) >= 13 and not missing,
+          'every source of src/sources.c is read from its src/source_*.c (%d)' % len(listed),
+          'not found (a ChronicleSource with .name, .columns, .nkeys): %s' % ', '.join(missing))
+    sources = {n: s for n, s in sources.items() if s['symbol'] in listed}
+    bad = ['%s (%s)' % (n, s['file']) for n, s in sorted(sources.items())
+           if not s['order_ok'] or s['nkeys'] is None or not 0 <= s['nkeys'] <= len(s['columns'])]
+    check(not bad, 'every C column list is written in index order, and its key count is read',
+          'look at: %s' % ', '.join(bad))
+
     kind_types = {'c': {'bigint'}, 't': {'float8'}, 'g': {'bigint', 'float8'}}
     described = set()
     for s in gen_deltas.SOURCES:
-        t = s['table']
-        described.add(t)
-        cols = dict(tables.get(t, []))
-        check(t in tables, 'source %s: table chronicle.%s is defined' % (s['name'], t))
-        if t not in tables:
+        src = s['table'][:-len('_history')] if s['table'].endswith('_history') else None
+        check(src in sources, 'described source %s: the C source %s (view chronicle.%s) exists'
+              % (s['name'], src, s['table']))
+        if src not in sources:
             continue
+        described.add(src)
+        c = sources[src]
+        cols = dict(c['columns'])
         bad = []
-        for k, typ in s['keys']:
-            if cols.get(k) != {'oid': 'oid'}.get(typ, typ):
-                bad.append('key %s: %s in the table, %s described' % (k, cols.get(k), typ))
-        for c, kind in s['cols']:
-            want = kind_types.get(kind) or {gen_deltas.attr_type(s, c)}
-            if cols.get(c) not in want:
-                bad.append('%s: %s in the table, kind %s described' % (c, cols.get(c), kind))
+        keys = c['columns'][:c['nkeys'] or 0]
+        if keys != list(s['keys']):
+            bad.append('keys: (%s) in C, (%s) described'
+                       % (', '.join('%s %s' % k for k in keys), ', '.join('%s %s' % k for k in s['keys'])))
+        for col, kind in s['cols']:
+            want = kind_types.get(kind) or {gen_deltas.attr_type(s, col)}
+            if cols.get(col) not in want:
+                bad.append('%s: %s in C, kind %s described' % (col, cols.get(col), kind))
         if s['reset'] and cols.get(s['reset']) != 'timestamptz':
-            bad.append('reset column %s: %s' % (s['reset'], cols.get(s['reset'])))
-        check(not bad, 'source %s: the described columns are in chronicle.%s with their types'
-              % (s['name'], t), '; '.join(bad))
-        known = ({'ts'} | {k for k, _ in s['keys']} | {c for c, _ in s['cols']}
-                 | ({s['reset']} if s['reset'] else set()) | NOT_ANALYSED.get(t, set()))
-        extra = [c for c, _ in tables[t] if c not in known]
-        check(not extra, 'source %s: every column of chronicle.%s is described' % (s['name'], t),
+            bad.append('reset column %s: %s in C' % (s['reset'], cols.get(s['reset'])))
+        check(not bad, 'described source %s: its keys, values and reset column are the C columns of %s, with their types'
+              % (s['name'], c['file']), '; '.join(bad))
+        not_analysed = NOT_ANALYSED.get(src, set())
+        known = ({k for k, _ in s['keys']} | {col for col, _ in s['cols']}
+                 | ({s['reset']} if s['reset'] else set()) | not_analysed)
+        extra = [col for col, _ in c['columns'] if col not in known]
+        check(not extra, 'described source %s: every C column of %s is described' % (s['name'], c['file']),
               'not described: %s (add it to SOURCES or to NOT_ANALYSED in %s)'
               % (', '.join(extra), os.path.basename(__file__)))
-        # The analysis reads time ranges only (chronicle._keyframe()), so
-        # that the history can be stored without a per-key index: none may
-        # come back.
-        m = re.search(r'CREATE INDEX \w+ ON chronicle\.%s \(([^)]*)\)' % t, analysis)
-        check(m is None, 'source %s: no b-tree index on chronicle.%s in 30_analysis.sql' % (s['name'], t),
-              'found one on (%s); the analysis must not need it' % (m.group(1) if m else ''))
-    # Tables analysed by hand (statements: 40_statements.sql; os_process_io:
-    # 45_os.sql) are the only ones outside the description.
-    by_hand = sorted(set(tables) - described)
-    check(by_hand == ['os_process_io_history', 'statements_history'],
-          'every other history table is in the description',
-          'outside it: %s' % ', '.join(by_hand))
+        if not_analysed:
+            stale = sorted(not_analysed - set(cols)) if not_analysed != ALL else ['the whole source']
+            check(not stale, 'described source %s: what NOT_ANALYSED names is in its C list' % s['name'],
+                  'not a column of %s: %s' % (c['file'], ', '.join(stale)))
+
+    by_hand = sorted(set(sources) - described)
+    want = sorted(n for n, v in NOT_ANALYSED.items() if v == ALL)
+    check(by_hand == want, 'every other C source is listed as not analysed (%s)' % ', '.join(want),
+          'in C, neither in SOURCES nor NOT_ANALYSED: %s; in NOT_ANALYSED, not a C source or described: %s'
+          % (', '.join(sorted(set(by_hand) - set(want))) or 'none',
+             ', '.join(sorted(set(want) - set(by_hand))) or 'none'))
 
     print('1..%d' % len(tests))
     failed = 0

@@ -479,21 +479,23 @@ GRANT EXECUTE ON FUNCTION chronicle.source_status() TO pg_monitor, pg_read_all_s
 REVOKE ALL ON FUNCTION chronicle.server() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION chronicle.server() TO pg_monitor, pg_read_all_stats;
 
--- The columns every source writes (after ts), as its C file declares them;
--- the tests compare them with the history tables (docs/storage.md).
+-- The columns every source writes (after ts), as its C file declares them,
+-- and the source's description: what chronicle._history_layout() makes the
+-- history's views and packed columns from (docs/storage.md).
 CREATE FUNCTION chronicle._source_columns(
 	OUT source text,
 	OUT ordinal integer,
 	OUT column_name text,
 	OUT column_type regtype,
-	OUT key boolean)
+	OUT key boolean,
+	OUT description text)
 RETURNS SETOF record
 LANGUAGE C STRICT
 SET search_path = pg_catalog, pg_temp
 AS 'MODULE_PATHNAME', 'chronicle_source_columns';
 
 COMMENT ON FUNCTION chronicle._source_columns() IS
-	'The columns of every source as the C source declares them (after ts), in insert order, and which identify a row';
+	'The columns of every source as the C source declares them (after ts), in insert order, which identify a row, and the source''s description';
 
 REVOKE ALL ON FUNCTION chronicle._source_columns() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION chronicle._source_columns() TO pg_monitor, pg_read_all_stats;

@@ -12,30 +12,17 @@
 -- INSERT, UPDATE and DELETE too (for tests, generators and repairs): the row
 -- goes into the packed value of its snapshot.
 
+-- The packed column of each source (bytea, named after the source) is added
+-- by chronicle._history_layout() below, from the source's C file.
 CREATE TABLE chronicle.history (
 	ts                timestamptz NOT NULL,
 	system_identifier bigint,	-- the recording server (chronicle.server())
 	server_name       text,
-	io                bytea,
-	wal               bytea,
-	checkpointer      bytea,
-	bgwriter          bytea,
-	database          bytea,
-	statements        bytea,
-	os_memory         bytea,
-	os_disk           bytea,
-	os_pressure       bytea,
-	os_process_io     bytea,
-	waits             bytea,
-	wait_sampler      bytea,
-	buffers           bytea,
 	PRIMARY KEY (ts)
 ) PARTITION BY RANGE (ts);
 COMMENT ON TABLE chronicle.history IS
 	'One row per snapshot: every source''s changed rows, packed (read them through the <source>_history views)';
 
--- The keys of the packed rows: a key (its columns as text, in the order of
--- the source's columns) has one id, for every snapshot.
 CREATE SEQUENCE chronicle.history_key_id_seq AS integer;
 CREATE TABLE chronicle.history_key (
 	key_id integer NOT NULL DEFAULT nextval('chronicle.history_key_id_seq') PRIMARY KEY,
@@ -127,124 +114,61 @@ SET search_path = pg_catalog, pg_temp
 AS 'MODULE_PATHNAME', 'chronicle_history_write';
 REVOKE ALL ON FUNCTION chronicle._history_write() FROM PUBLIC;
 
-CREATE VIEW chronicle.io_history AS
+-- The SQL shape of the history, made from the C column lists
+-- (chronicle._source_columns(), src/source_*.c), the one definition of
+-- every source's columns: per source, its packed column of
+-- chronicle.history, and the view chronicle.<source>_history with its
+-- INSTEAD OF trigger, its comment (the source's description) and its grants.
+-- Creates what is missing and replaces what exists, so it runs at CREATE
+-- EXTENSION and again at every upgrade: a new source gets its column (added
+-- at the end) and view, a new column of a source (at the end of its list)
+-- its place in the view.  What CREATE OR REPLACE VIEW refuses (a column
+-- renamed, retyped or removed) needs a DROP VIEW in the upgrade's
+-- -before.sql, as a changed signature needs a DROP FUNCTION.
+CREATE FUNCTION chronicle._history_layout()
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+	s record;
+	v text;
+BEGIN
+	FOR s IN
+		-- %s of a regtype: its output is a type name, quoted where needed
+		SELECT c.source, min(c.description) AS description,
+		       string_agg(format('%I %s', c.column_name, c.column_type), ', ' ORDER BY c.ordinal) AS columns
+		  FROM chronicle._source_columns() WITH ORDINALITY AS c(source, ordinal, column_name, column_type, key, description, n)
+		 GROUP BY c.source
+		 ORDER BY min(c.n)	-- the order of src/sources.c
+	LOOP
+		v := s.source || '_history';
+		EXECUTE format('ALTER TABLE chronicle.history ADD COLUMN IF NOT EXISTS %I bytea', s.source);
+		EXECUTE format($q$CREATE OR REPLACE VIEW chronicle.%I AS
 SELECT h.ts, u.*
   FROM chronicle.history h
- CROSS JOIN LATERAL chronicle._unpack('io', h.ts, h.io) AS u(
-		backend_type text,
-		object text,
-		context text,
-		reads bigint,
-		read_bytes bigint,
-		read_time float8,
-		writes bigint,
-		write_bytes bigint,
-		write_time float8,
-		writebacks bigint,
-		writeback_time float8,
-		extends bigint,
-		extend_bytes bigint,
-		extend_time float8,
-		op_bytes bigint,
-		hits bigint,
-		evictions bigint,
-		reuses bigint,
-		fsyncs bigint,
-		fsync_time float8,
-		stats_reset timestamptz)
- WHERE h.io IS NOT NULL;
-CREATE TRIGGER write INSTEAD OF INSERT OR UPDATE OR DELETE ON chronicle.io_history
-	FOR EACH ROW EXECUTE FUNCTION chronicle._history_write('io');
-COMMENT ON VIEW chronicle.io_history IS
-	'pg_stat_io, every (backend_type, object, context) row and column; *_bytes on 18+, op_bytes before 18';
+ CROSS JOIN LATERAL chronicle._unpack(%L, h.ts, h.%I) AS u(%s)
+ WHERE h.%I IS NOT NULL$q$,
+		               v, s.source, s.source, s.columns, s.source);
+		EXECUTE format('CREATE OR REPLACE TRIGGER write INSTEAD OF INSERT OR UPDATE OR DELETE ON chronicle.%I '
+		               'FOR EACH ROW EXECUTE FUNCTION chronicle._history_write(%L)', v, s.source);
+		EXECUTE format('COMMENT ON VIEW chronicle.%I IS %L', v, s.description);
+		-- as 99_grants.sql grants every table of the schema, which upgrades
+		-- do not run again
+		EXECUTE format('REVOKE ALL ON chronicle.%I FROM PUBLIC', v);
+		EXECUTE format('GRANT SELECT ON chronicle.%I TO pg_monitor, pg_read_all_stats', v);
+	END LOOP;
+END;
+$fn$;
+COMMENT ON FUNCTION chronicle._history_layout() IS
+	'Makes every source''s packed column of chronicle.history and its <source>_history view (trigger, comment, grants) from the C column lists';
+REVOKE ALL ON FUNCTION chronicle._history_layout() FROM PUBLIC;
 
-CREATE VIEW chronicle.wal_history AS
-SELECT h.ts, u.*
-  FROM chronicle.history h
- CROSS JOIN LATERAL chronicle._unpack('wal', h.ts, h.wal) AS u(
-		wal_records bigint,
-		wal_fpi bigint,
-		wal_bytes bigint,
-		wal_buffers_full bigint,
-		wal_write bigint,
-		wal_sync bigint,
-		wal_write_time float8,
-		wal_sync_time float8,
-		stats_reset timestamptz)
- WHERE h.wal IS NOT NULL;
-CREATE TRIGGER write INSTEAD OF INSERT OR UPDATE OR DELETE ON chronicle.wal_history
-	FOR EACH ROW EXECUTE FUNCTION chronicle._history_write('wal');
-COMMENT ON VIEW chronicle.wal_history IS
-	'pg_stat_wal; wal_write, wal_sync and their times before 18 (18 has them in pg_stat_io, object wal)';
-
-CREATE VIEW chronicle.checkpointer_history AS
-SELECT h.ts, u.*
-  FROM chronicle.history h
- CROSS JOIN LATERAL chronicle._unpack('checkpointer', h.ts, h.checkpointer) AS u(
-		num_timed bigint,
-		num_requested bigint,
-		num_done bigint,
-		restartpoints_timed bigint,
-		restartpoints_req bigint,
-		restartpoints_done bigint,
-		write_time float8,
-		sync_time float8,
-		buffers_written bigint,
-		slru_written bigint,
-		stats_reset timestamptz)
- WHERE h.checkpointer IS NOT NULL;
-CREATE TRIGGER write INSTEAD OF INSERT OR UPDATE OR DELETE ON chronicle.checkpointer_history
-	FOR EACH ROW EXECUTE FUNCTION chronicle._history_write('checkpointer');
-COMMENT ON VIEW chronicle.checkpointer_history IS
-	'pg_stat_checkpointer; num_done and slru_written on 18+';
-
-CREATE VIEW chronicle.bgwriter_history AS
-SELECT h.ts, u.*
-  FROM chronicle.history h
- CROSS JOIN LATERAL chronicle._unpack('bgwriter', h.ts, h.bgwriter) AS u(
-		buffers_clean bigint,
-		maxwritten_clean bigint,
-		buffers_alloc bigint,
-		stats_reset timestamptz)
- WHERE h.bgwriter IS NOT NULL;
-CREATE TRIGGER write INSTEAD OF INSERT OR UPDATE OR DELETE ON chronicle.bgwriter_history
-	FOR EACH ROW EXECUTE FUNCTION chronicle._history_write('bgwriter');
-COMMENT ON VIEW chronicle.bgwriter_history IS 'pg_stat_bgwriter';
-
-CREATE VIEW chronicle.database_history AS
-SELECT h.ts, u.*
-  FROM chronicle.history h
- CROSS JOIN LATERAL chronicle._unpack('database', h.ts, h.database) AS u(
-		datid oid,
-		datname text,
-		xact_commit bigint,
-		xact_rollback bigint,
-		blks_read bigint,
-		blks_hit bigint,
-		tup_returned bigint,
-		tup_fetched bigint,
-		tup_inserted bigint,
-		tup_updated bigint,
-		tup_deleted bigint,
-		conflicts bigint,
-		temp_files bigint,
-		temp_bytes bigint,
-		deadlocks bigint,
-		checksum_failures bigint,
-		blk_read_time float8,
-		blk_write_time float8,
-		session_time float8,
-		active_time float8,
-		idle_in_transaction_time float8,
-		sessions bigint,
-		sessions_abandoned bigint,
-		sessions_fatal bigint,
-		sessions_killed bigint,
-		parallel_workers_to_launch bigint,
-		parallel_workers_launched bigint,
-		stats_reset timestamptz)
- WHERE h.database IS NOT NULL;
-CREATE TRIGGER write INSTEAD OF INSERT OR UPDATE OR DELETE ON chronicle.database_history
-	FOR EACH ROW EXECUTE FUNCTION chronicle._history_write('database');
-COMMENT ON VIEW chronicle.database_history IS
-	'pg_stat_database per database, and datid 0 for shared objects (numbackends is not recorded)';
+-- Here, right after what it calls: the code below reads the views (and a
+-- view or a LANGUAGE sql body that reads one is checked when it is
+-- created).  Marked "-- @upgrade" because the views are code, not data:
+-- every upgrade makes them again from the new library's C lists, at this
+-- point of the code as the install script does, so a source or a column
+-- added needs no upgrade step written by hand.
+-- @upgrade
+SELECT chronicle._history_layout();

@@ -13,20 +13,20 @@ UPDATE chronicle.run r
 
 -- ---------------------------------------------------------------------
 -- Storage v2 (issue 14): every row of the 0.1.0 row tables (set aside in
--- 0.1.0--0.2.0-before.sql) packed into chronicle.history, one row per ts
--- (chronicle._history_load()), then the row tables dropped with their schema.  The history's
+-- the schema chronicle_v1 by 0.1.0--0.2.0-before.sql) packed into
+-- chronicle.history, one row per ts (chronicle._history_load()), then the
+-- row tables dropped with their schema and day partitions.  The history's
 -- day partitions first, so that the rows do not wait in its default
--- partition; they leave the extension in _partition_layout() below.
+-- partition; they leave the extension in _partition_layout() below.  The
+-- views with their grants and the packed columns were made by the code
+-- (chronicle._history_layout()).
 -- ---------------------------------------------------------------------
-REVOKE ALL ON chronicle.io_history, chronicle.wal_history, chronicle.checkpointer_history, chronicle.bgwriter_history, chronicle.database_history, chronicle.statements_history, chronicle.os_memory_history, chronicle.os_disk_history, chronicle.os_pressure_history, chronicle.os_process_io_history, chronicle.waits_history, chronicle.wait_sampler_history, chronicle.buffers_history FROM PUBLIC;
-GRANT SELECT ON chronicle.io_history, chronicle.wal_history, chronicle.checkpointer_history, chronicle.bgwriter_history, chronicle.database_history, chronicle.statements_history, chronicle.os_memory_history, chronicle.os_disk_history, chronicle.os_pressure_history, chronicle.os_process_io_history, chronicle.waits_history, chronicle.wait_sampler_history, chronicle.buffers_history TO pg_monitor, pg_read_all_stats;
-
 SELECT chronicle._create_partition('chronicle.history'::regclass, d::date)
   FROM generate_series((SELECT min(ts) FROM chronicle.snapshot)::date,
                        (SELECT max(ts) FROM chronicle.snapshot)::date, interval '1 day') d;
 SELECT chronicle._history_load(ARRAY['io', 'wal', 'checkpointer', 'bgwriter', 'database', 'statements', 'os_memory', 'os_disk', 'os_pressure', 'os_process_io', 'waits', 'wait_sampler', 'buffers'],
-       ARRAY['chronicle_0_1_0.io_history', 'chronicle_0_1_0.wal_history', 'chronicle_0_1_0.checkpointer_history', 'chronicle_0_1_0.bgwriter_history', 'chronicle_0_1_0.database_history', 'chronicle_0_1_0.statements_history', 'chronicle_0_1_0.os_memory_history', 'chronicle_0_1_0.os_disk_history', 'chronicle_0_1_0.os_pressure_history', 'chronicle_0_1_0.os_process_io_history', 'chronicle_0_1_0.waits_history', 'chronicle_0_1_0.wait_sampler_history', 'chronicle_0_1_0.buffers_history']::regclass[]);
+       ARRAY['chronicle_v1.io_history', 'chronicle_v1.wal_history', 'chronicle_v1.checkpointer_history', 'chronicle_v1.bgwriter_history', 'chronicle_v1.database_history', 'chronicle_v1.statements_history', 'chronicle_v1.os_memory_history', 'chronicle_v1.os_disk_history', 'chronicle_v1.os_pressure_history', 'chronicle_v1.os_process_io_history', 'chronicle_v1.waits_history', 'chronicle_v1.wait_sampler_history', 'chronicle_v1.buffers_history']::regclass[]);
 
-DROP SCHEMA chronicle_0_1_0 CASCADE;
+DROP SCHEMA chronicle_v1 CASCADE;
 
 SELECT chronicle._partition_layout();

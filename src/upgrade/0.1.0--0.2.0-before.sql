@@ -132,30 +132,25 @@ DROP FUNCTION chronicle._check_datname(text, text);
 -- Storage v2 (issue 14): the packed history.  The row tables of 0.1.0
 -- (one per source, a row per key and snapshot, (key, ts) indexes) become
 -- chronicle.history, one row per snapshot with every source's rows packed
--- (src/history.c), read through views of the same names and columns that
--- the code creates.  Here the row tables step aside: out of the extension
--- (their day partitions too), into the schema chronicle_0_1_0, where the
--- code's partition layout does not see them; 0.1.0--0.2.0-after.sql
--- converts every row and drops that schema.
+-- (src/history.c), read through views of the same names and columns.  Here
+-- the row tables step aside, out of the extension and into the schema
+-- chronicle_v1 (their day partitions, never members, stay attached): out
+-- of the schema chronicle, so that the partition layout the code runs
+-- (chronicle._partition_layout(), over the schema's partitioned tables)
+-- neither gives them default partitions nor moves their indexes.  The new
+-- tables are made here; the code (its chronicle._history_layout() call,
+-- 10_history.sql) adds the packed columns and makes the views, with their
+-- grants, from the C column lists, as a fresh install does;
+-- 0.1.0--0.2.0-after.sql converts every row and drops chronicle_v1.
 -- ---------------------------------------------------------------------
-CREATE SCHEMA chronicle_0_1_0;
+CREATE SCHEMA chronicle_v1;
 DO $$
 DECLARE
 	s text;
-	part regclass;
 BEGIN
 	FOREACH s IN ARRAY ARRAY['io', 'wal', 'checkpointer', 'bgwriter', 'database', 'statements', 'os_memory', 'os_disk', 'os_pressure', 'os_process_io', 'waits', 'wait_sampler', 'buffers'] LOOP
-		FOR part IN
-			SELECT i.inhrelid::regclass FROM pg_catalog.pg_inherits i
-			 WHERE i.inhparent = format('chronicle.%I', s || '_history')::regclass
-			   AND EXISTS (SELECT FROM pg_catalog.pg_depend d
-			                WHERE d.classid = 'pg_catalog.pg_class'::regclass AND d.objid = i.inhrelid
-			                  AND d.refclassid = 'pg_catalog.pg_extension'::regclass AND d.deptype = 'e')
-		LOOP
-			EXECUTE format('ALTER EXTENSION pg_chronicle DROP TABLE %s', part);
-		END LOOP;
 		EXECUTE format('ALTER EXTENSION pg_chronicle DROP TABLE chronicle.%I', s || '_history');
-		EXECUTE format('ALTER TABLE chronicle.%I SET SCHEMA chronicle_0_1_0', s || '_history');
+		EXECUTE format('ALTER TABLE chronicle.%I SET SCHEMA chronicle_v1', s || '_history');
 	END LOOP;
 END;
 $$;
@@ -164,19 +159,6 @@ CREATE TABLE chronicle.history (
 	ts                timestamptz NOT NULL,
 	system_identifier bigint,	-- the recording server (chronicle.server())
 	server_name       text,
-	io                bytea,
-	wal               bytea,
-	checkpointer      bytea,
-	bgwriter          bytea,
-	database          bytea,
-	statements        bytea,
-	os_memory         bytea,
-	os_disk           bytea,
-	os_pressure       bytea,
-	os_process_io     bytea,
-	waits             bytea,
-	wait_sampler      bytea,
-	buffers           bytea,
 	PRIMARY KEY (ts)
 ) PARTITION BY RANGE (ts);
 
