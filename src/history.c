@@ -597,16 +597,82 @@ key_array(int si, const Datum *values, const bool *nulls)
 											  TEXTOID, -1, false, TYPALIGN_INT));
 }
 
+/*
+ * Every key of a source in chronicle.history_key: each(arg, id, elems,
+ * enulls) with the key's columns as text (the number of the source's key
+ * columns; a row with another number is not this library's and skipped).
+ * SPI connected.
+ */
+typedef void (*KeyVisitor) (void *arg, int32 id, const Datum *elems,
+							const bool *enulls);
+
+static void
+read_keys(int si, KeyVisitor each, void *arg)
+{
+	const ChronicleSource *src = chronicle_sources[si];
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		args[1];
+	int			ret;
+
+	args[0] = CStringGetTextDatum(src->name);
+	ret = SPI_execute_with_args("SELECT key_id, key FROM chronicle.history_key"
+								" WHERE source = $1",
+								1, argtypes, args, NULL, true, 0);
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "could not read chronicle.history_key: %s",
+			 SPI_result_code_string(ret));
+	for (uint64 r = 0; r < SPI_processed; r++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[r];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		int32		id = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
+		Datum		arrd = SPI_getbinval(tup, desc, 2, &isnull);
+		Datum	   *elems;
+		bool	   *enulls;
+		int			nelems;
+
+		if (isnull)
+			continue;
+		deconstruct_array(DatumGetArrayTypeP(arrd), TEXTOID, -1, false,
+						  TYPALIGN_INT, &elems, &enulls, &nelems);
+		if (nelems == src->nkeys)
+			each(arg, id, elems, enulls);
+	}
+}
+
+/* The collector's cache: key string -> id. */
+static void
+cache_key(void *arg, int32 id, const Datum *elems, const bool *enulls)
+{
+	int			si = *(int *) arg;
+	const ChronicleSource *src = chronicle_sources[si];
+	StringInfoData keybuf;
+	KeyIdEntry *e;
+
+	initStringInfo(&keybuf);
+	for (int c = 0; c < src->nkeys; c++)
+	{
+		if (c > 0)
+			appendStringInfoChar(&keybuf, '\x1f');
+		if (enulls[c])
+			appendStringInfoChar(&keybuf, '\x1e');
+		else
+			appendStringInfoString(&keybuf, TextDatumGetCString(elems[c]));
+	}
+	if (keybuf.len < CHRONICLE_KEY_LEN)
+	{
+		e = hash_search(key_ids[si], keybuf.data, HASH_ENTER, NULL);
+		e->id = id;
+	}
+	pfree(keybuf.data);
+}
+
 /* Load every key of a source into the collector's cache. */
 static void
 key_cache_load(int si)
 {
-	const ChronicleSource *src = chronicle_sources[si];
 	HASHCTL		ctl;
-	Oid			argtypes[1] = {TEXTOID};
-	Datum		args[1];
-	int			ret;
-	StringInfoData keybuf;
 
 	if (key_cxt[si] == NULL)
 		key_cxt[si] = AllocSetContextCreate(TopMemoryContext,
@@ -618,47 +684,7 @@ key_cache_load(int si)
 	ctl.hcxt = key_cxt[si];
 	key_ids[si] = hash_create("chronicle key ids", 64, &ctl,
 							  HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
-
-	args[0] = CStringGetTextDatum(src->name);
-	ret = SPI_execute_with_args("SELECT key_id, key FROM chronicle.history_key"
-								" WHERE source = $1",
-								1, argtypes, args, NULL, true, 0);
-	if (ret != SPI_OK_SELECT)
-		elog(ERROR, "could not read chronicle.history_key: %s",
-			 SPI_result_code_string(ret));
-	initStringInfo(&keybuf);
-	for (uint64 r = 0; r < SPI_processed; r++)
-	{
-		HeapTuple	tup = SPI_tuptable->vals[r];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-		bool		isnull;
-		int32		id = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
-		ArrayType  *arr = DatumGetArrayTypeP(SPI_getbinval(tup, desc, 2, &isnull));
-		Datum	   *elems;
-		bool	   *enulls;
-		int			nelems;
-		KeyIdEntry *e;
-
-		deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT,
-						  &elems, &enulls, &nelems);
-		if (nelems != src->nkeys)
-			continue;			/* not this library's key: never matched */
-		resetStringInfo(&keybuf);
-		for (int c = 0; c < nelems; c++)
-		{
-			if (c > 0)
-				appendStringInfoChar(&keybuf, '\x1f');
-			if (enulls[c])
-				appendStringInfoChar(&keybuf, '\x1e');
-			else
-				appendStringInfoString(&keybuf, TextDatumGetCString(elems[c]));
-		}
-		if (keybuf.len >= CHRONICLE_KEY_LEN)
-			continue;
-		e = hash_search(key_ids[si], keybuf.data, HASH_ENTER, NULL);
-		e->id = id;
-	}
-	pfree(keybuf.data);
+	read_keys(si, cache_key, &si);
 }
 
 /*
@@ -788,16 +814,29 @@ typedef struct KeyDict
 	bool		reloaded;		/* reloaded once after a miss */
 } KeyDict;
 
+/* The reader's dictionary: id -> key values, in dict->cxt. */
+static void
+dict_key(void *arg, int32 id, const Datum *elems, const bool *enulls)
+{
+	KeyDict    *dict = (KeyDict *) arg;
+	const ChronicleSource *src = chronicle_sources[dict->si];
+	SourceTypes *t = types_of(dict->si);
+	MemoryContext oldcxt = MemoryContextSwitchTo(dict->cxt);
+	KeyValsEntry *e;
+
+	e = hash_search(dict->ids, &id, HASH_ENTER, NULL);
+	e->values = palloc(sizeof(Datum) * src->nkeys);
+	for (int c = 0; c < src->nkeys; c++)
+		e->values[c] = enulls[c] ? (Datum) 0 :
+			InputFunctionCall(&t->infunc[c], TextDatumGetCString(elems[c]),
+							  t->ioparam[c], -1);
+	MemoryContextSwitchTo(oldcxt);
+}
+
 static void
 key_dict_load(KeyDict *dict)
 {
-	const ChronicleSource *src = chronicle_sources[dict->si];
-	SourceTypes *t = types_of(dict->si);
 	HASHCTL		ctl;
-	Oid			argtypes[1] = {TEXTOID};
-	Datum		args[1];
-	int			ret;
-	MemoryContext oldcxt;
 
 	MemoryContextReset(dict->cxt);
 	ctl.keysize = sizeof(int32);
@@ -805,43 +844,9 @@ key_dict_load(KeyDict *dict)
 	ctl.hcxt = dict->cxt;
 	dict->ids = hash_create("chronicle keys", 64, &ctl,
 							HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	args[0] = CStringGetTextDatum(src->name);
-	ret = SPI_execute_with_args("SELECT key_id, key FROM chronicle.history_key"
-								" WHERE source = $1",
-								1, argtypes, args, NULL, true, 0);
-	if (ret != SPI_OK_SELECT)
-		elog(ERROR, "could not read chronicle.history_key: %s",
-			 SPI_result_code_string(ret));
-	oldcxt = MemoryContextSwitchTo(dict->cxt);
-	for (uint64 r = 0; r < SPI_processed; r++)
-	{
-		HeapTuple	tup = SPI_tuptable->vals[r];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-		bool		isnull;
-		int32		id = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
-		Datum		arrd = SPI_getbinval(tup, desc, 2, &isnull);
-		Datum	   *elems;
-		bool	   *enulls;
-		int			nelems;
-		KeyValsEntry *e;
-
-		if (isnull)
-			continue;
-		deconstruct_array(DatumGetArrayTypeP(arrd), TEXTOID, -1, false,
-						  TYPALIGN_INT, &elems, &enulls, &nelems);
-		if (nelems != src->nkeys)
-			continue;
-		e = hash_search(dict->ids, &id, HASH_ENTER, NULL);
-		e->values = palloc(sizeof(Datum) * src->nkeys);
-		for (int c = 0; c < src->nkeys; c++)
-			e->values[c] = enulls[c] ? (Datum) 0 :
-				InputFunctionCall(&t->infunc[c], TextDatumGetCString(elems[c]),
-								  t->ioparam[c], -1);
-	}
-	MemoryContextSwitchTo(oldcxt);
+	read_keys(dict->si, dict_key, dict);
 	SPI_finish();
 }
 
