@@ -340,18 +340,7 @@ flush_rows(ChronicleEmitter *em, TimestampTz ts)
 	if (src->nkeys > 0)
 	{
 		rows.key_ids = palloc(sizeof(int32) * em->nrows);
-		for (int r = 0; r < em->nrows; r++)
-		{
-			Datum		kv[CHRONICLE_MAX_COLUMNS];
-			bool		kn[CHRONICLE_MAX_COLUMNS];
-
-			for (int c = 0; c < src->nkeys; c++)
-			{
-				kv[c] = em->values[c][r];
-				kn[c] = em->nulls[c][r];
-			}
-			rows.key_ids[r] = chronicle_key_id(em->source_index, kv, kn, true);
-		}
+		chronicle_rows_key_ids(&rows);
 	}
 	em->packed = chronicle_pack(&rows, ts);
 }

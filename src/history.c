@@ -799,6 +799,71 @@ chronicle_key_id(int si, const Datum *values, const bool *nulls, bool cache)
 	return id;
 }
 
+/*
+ * The key ids of a set of rows of one source.  New keys are added to the
+ * dictionary in the order of their key strings, whatever the rows' order:
+ * two transactions adding overlapping new keys (the worker and
+ * chronicle.snapshot() after a restart, when every key is new) then wait
+ * for each other in one order, never in a circle.  The sources go in the
+ * order of src/sources.c, so one snapshot's additions are in one order too.
+ */
+typedef struct KeyedRow
+{
+	char	   *key;
+	int			row;
+} KeyedRow;
+
+static int
+keyed_row_cmp(const void *a, const void *b)
+{
+	return strcmp(((const KeyedRow *) a)->key, ((const KeyedRow *) b)->key);
+}
+
+void
+chronicle_rows_key_ids(ChronicleRows *rows)
+{
+	const ChronicleSource *src = chronicle_sources[rows->source_index];
+	KeyedRow   *order;
+	StringInfoData keybuf;
+
+	if (src->nkeys == 0 || rows->nrows == 0)
+		return;
+	order = palloc(sizeof(KeyedRow) * rows->nrows);
+	initStringInfo(&keybuf);
+	for (int r = 0; r < rows->nrows; r++)
+	{
+		Datum		kv[CHRONICLE_MAX_COLUMNS];
+		bool		kn[CHRONICLE_MAX_COLUMNS];
+
+		for (int c = 0; c < src->nkeys; c++)
+		{
+			kv[c] = rows->values[c][r];
+			kn[c] = rows->nulls[c][r];
+		}
+		chronicle_key_string(src, kv, kn, &keybuf);
+		order[r].key = pstrdup(keybuf.data);
+		order[r].row = r;
+	}
+	qsort(order, rows->nrows, sizeof(KeyedRow), keyed_row_cmp);
+	for (int i = 0; i < rows->nrows; i++)
+	{
+		int			r = order[i].row;
+		Datum		kv[CHRONICLE_MAX_COLUMNS];
+		bool		kn[CHRONICLE_MAX_COLUMNS];
+
+		for (int c = 0; c < src->nkeys; c++)
+		{
+			kv[c] = rows->values[c][r];
+			kn[c] = rows->nulls[c][r];
+		}
+		rows->key_ids[r] = chronicle_key_id(rows->source_index, kv, kn, true);
+	}
+	for (int i = 0; i < rows->nrows; i++)
+		pfree(order[i].key);
+	pfree(order);
+	pfree(keybuf.data);
+}
+
 /* The reader's side: id -> key values, for one source, per query. */
 typedef struct KeyValsEntry
 {
@@ -1159,7 +1224,6 @@ chronicle_pack_rows(PG_FUNCTION_ARGS)
 									OidOutputFunctionCall(F_ARRAY_OUT, key_array(si, kv, kn)),
 									src->name)));
 				}
-				rows.key_ids[r] = chronicle_key_id(si, kv, kn, true);
 			}
 		}
 		else if (rows.nrows > 0)
@@ -1169,6 +1233,7 @@ chronicle_pack_rows(PG_FUNCTION_ARGS)
 							src->name, nelems)));
 		rows.nrows++;
 	}
+	chronicle_rows_key_ids(&rows);
 	SPI_finish();
 	ReleaseTupleDesc(td);
 	if (rows.nrows == 0)

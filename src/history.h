@@ -53,6 +53,12 @@ extern int32 chronicle_key_id(int source_index, const Datum *values,
 							  const bool *nulls, bool cache);
 extern void chronicle_history_forget(int source_index);
 
+/*
+ * rows->key_ids of every row, from the cached dictionary, new keys added
+ * in the order of their key strings (see history.c).  SPI connected.
+ */
+extern void chronicle_rows_key_ids(ChronicleRows *rows);
+
 /* INSERT the history row of a snapshot: packed[i] for source i, or NULL. */
 extern void chronicle_history_insert(TimestampTz ts, bytea *const *packed);
 
