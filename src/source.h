@@ -39,6 +39,32 @@ typedef struct ChronicleColumn
 								 * BOOLOID, TIMESTAMPTZOID */
 } ChronicleColumn;
 
+/*
+ * How a source declares its columns: once, in a list macro of entries
+ * C(ENUM_NAME, "column_name", TYPEOID), in column order, each with its
+ * comment, then CHRONICLE_COLUMNS(list, array, NCOLUMNS), which makes of it
+ * both the enum of column indexes (ENUM_NAME, ..., NCOLUMNS) that collect
+ * indexes values[] and nulls[] with, and the array of ChronicleColumn the
+ * ChronicleSource points to, so that the two cannot disagree:
+ *
+ *	#define BGW_COLUMNS(C) \
+ *		C(BGW_BUFFERS_CLEAN, "buffers_clean", INT8OID) \
+ *		C(BGW_STATS_RESET, "stats_reset", TIMESTAMPTZOID)
+ *
+ *	CHRONICLE_COLUMNS(BGW_COLUMNS, bgwriter_columns, BGW_NCOLUMNS);
+ *
+ * (the idiom of PostgreSQL's own lists, such as kwlist.h).  A column's
+ * comment stands beside its entry or on lines of its own before it; every
+ * line of the list but the last ends in a backslash, comment lines too.
+ * tools/check_sources.py reads these lists as text, without a server: keep
+ * the entries to this form.
+ */
+#define CHRONICLE_COLUMN_ENUM(sym, name, type)	sym,
+#define CHRONICLE_COLUMN_DEF(sym, name, type)	[sym] = {name, type},
+#define CHRONICLE_COLUMNS(list, array, ncolumns) \
+	enum { list(CHRONICLE_COLUMN_ENUM) ncolumns }; \
+	static const ChronicleColumn array[ncolumns] = { list(CHRONICLE_COLUMN_DEF) }
+
 /* Opaque to sources (emitter.h). */
 typedef struct ChronicleEmitter ChronicleEmitter;
 

@@ -15,21 +15,13 @@
 
 #include "source.h"
 
-enum
-{
-	BGW_BUFFERS_CLEAN,
-	BGW_MAXWRITTEN_CLEAN,
-	BGW_BUFFERS_ALLOC,
-	BGW_STATS_RESET,
-	BGW_NCOLUMNS
-};
+#define BGW_COLUMNS(C) \
+	C(BGW_BUFFERS_CLEAN, "buffers_clean", INT8OID)			\
+	C(BGW_MAXWRITTEN_CLEAN, "maxwritten_clean", INT8OID)	\
+	C(BGW_BUFFERS_ALLOC, "buffers_alloc", INT8OID)			\
+	C(BGW_STATS_RESET, "stats_reset", TIMESTAMPTZOID)
 
-static const ChronicleColumn bgwriter_columns[BGW_NCOLUMNS] = {
-	[BGW_BUFFERS_CLEAN] = {"buffers_clean", INT8OID},
-	[BGW_MAXWRITTEN_CLEAN] = {"maxwritten_clean", INT8OID},
-	[BGW_BUFFERS_ALLOC] = {"buffers_alloc", INT8OID},
-	[BGW_STATS_RESET] = {"stats_reset", TIMESTAMPTZOID},
-};
+CHRONICLE_COLUMNS(BGW_COLUMNS, bgwriter_columns, BGW_NCOLUMNS);
 
 static void
 bgwriter_collect(ChronicleEmitter *emitter)
