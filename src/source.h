@@ -22,6 +22,8 @@
 #ifndef CHRONICLE_SOURCE_H
 #define CHRONICLE_SOURCE_H
 
+#include "utils/timestamp.h"
+
 #define CHRONICLE_SCHEMA		"chronicle"
 #define CHRONICLE_MAX_SOURCES	16
 #define CHRONICLE_MAX_COLUMNS	48
@@ -113,6 +115,18 @@ extern const int chronicle_nsources;
 /* Emit one row: values[] and nulls[] in the order of source->columns. */
 extern void chronicle_emit_row(ChronicleEmitter *emitter,
 							   const Datum *values, const bool *nulls);
+
+/*
+ * Convenience for sources: a timestamp the statistics keep at 0 until it
+ * happens (stats_reset before the first reset, ...) is NULL until then, as
+ * the views show it.
+ */
+static inline void
+chronicle_set_timestamp(Datum *values, bool *nulls, int column, TimestampTz ts)
+{
+	values[column] = TimestampTzGetDatum(ts);
+	nulls[column] = (ts == 0);
+}
 
 /* Convenience for sources: a uint64 byte counter as an int8 Datum. */
 #define ChronicleUInt64GetDatum(x) Int64GetDatum((int64) Min((x), (uint64) PG_INT64_MAX))

@@ -33,10 +33,7 @@ bgwriter_collect(ChronicleEmitter *emitter)
 	values[BGW_BUFFERS_CLEAN] = Int64GetDatum(s->buf_written_clean);
 	values[BGW_MAXWRITTEN_CLEAN] = Int64GetDatum(s->maxwritten_clean);
 	values[BGW_BUFFERS_ALLOC] = Int64GetDatum(s->buf_alloc);
-	if (s->stat_reset_timestamp != 0)
-		values[BGW_STATS_RESET] = TimestampTzGetDatum(s->stat_reset_timestamp);
-	else
-		nulls[BGW_STATS_RESET] = true;
+	chronicle_set_timestamp(values, nulls, BGW_STATS_RESET, s->stat_reset_timestamp);
 	chronicle_emit_row(emitter, values, nulls);
 }
 

@@ -73,7 +73,7 @@ StaticAssertDecl(BM_MAX_USAGE_COUNT == 5 &&
 				 B_DIRTY_0 == B_USAGE_0 + NUSAGE &&
 				 B_PINNED_0 == B_DIRTY_0 + NUSAGE &&
 				 B_NCOLUMNS == B_PINNED_0 + NUSAGE,
-				 "buffers_history has usage_0 .. usage_5, dirty_0 .. dirty_5 and pinned_0 .. pinned_5");
+				 "buffers_history has usage_N, dirty_N, pinned_N for N = 0 .. 5");
 
 /* Setting: time between two scans, 0 = every snapshot. */
 static int	chronicle_buffers_interval = 1000;	/* ms */

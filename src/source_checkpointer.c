@@ -55,10 +55,7 @@ checkpointer_collect(ChronicleEmitter *emitter)
 #else
 	nulls[CKPT_NUM_DONE] = nulls[CKPT_SLRU_WRITTEN] = true;
 #endif
-	if (s->stat_reset_timestamp != 0)
-		values[CKPT_STATS_RESET] = TimestampTzGetDatum(s->stat_reset_timestamp);
-	else
-		nulls[CKPT_STATS_RESET] = true;
+	chronicle_set_timestamp(values, nulls, CKPT_STATS_RESET, s->stat_reset_timestamp);
 	chronicle_emit_row(emitter, values, nulls);
 }
 

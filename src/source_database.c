@@ -125,10 +125,7 @@ emit_database(ChronicleEmitter *emitter, Oid datid, const char *datname)
 #else
 	nulls[DB_PARALLEL_WORKERS_TO_LAUNCH] = nulls[DB_PARALLEL_WORKERS_LAUNCHED] = true;
 #endif
-	if (e->stat_reset_timestamp != 0)
-		values[DB_STATS_RESET] = TimestampTzGetDatum(e->stat_reset_timestamp);
-	else
-		nulls[DB_STATS_RESET] = true;
+	chronicle_set_timestamp(values, nulls, DB_STATS_RESET, e->stat_reset_timestamp);
 
 	chronicle_emit_row(emitter, values, nulls);
 }

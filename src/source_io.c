@@ -121,11 +121,8 @@ io_collect(ChronicleEmitter *emitter)
 				values[IO_OBJECT] = obj_name;
 				values[IO_CONTEXT] = CStringGetTextDatum(pgstat_get_io_context_name(ctx));
 				nulls[IO_BACKEND_TYPE] = nulls[IO_OBJECT] = nulls[IO_CONTEXT] = false;
-				if (io->stat_reset_timestamp != 0)
-				{
-					values[IO_STATS_RESET] = TimestampTzGetDatum(io->stat_reset_timestamp);
-					nulls[IO_STATS_RESET] = false;
-				}
+				chronicle_set_timestamp(values, nulls, IO_STATS_RESET,
+										io->stat_reset_timestamp);
 #if PG_VERSION_NUM < 180000
 				values[IO_OP_BYTES] = Int64GetDatum(BLCKSZ);
 				nulls[IO_OP_BYTES] = false;

@@ -213,15 +213,9 @@ wait_sampler_collect(ChronicleEmitter *emitter)
 	values[S_TICKS_DUE] = Int64GetDatum(c.ticks_due);
 	values[S_TICKS_TAKEN] = Int64GetDatum(c.ticks_taken);
 	values[S_SAMPLES_DROPPED] = Int64GetDatum(c.samples_dropped);
-	if (c.started != 0)
-		values[S_SAMPLER_STARTED] = TimestampTzGetDatum(c.started);
-	else
-		nulls[S_SAMPLER_STARTED] = true;
+	chronicle_set_timestamp(values, nulls, S_SAMPLER_STARTED, c.started);
 	values[S_SAMPLER_CPU_MS] = Float8GetDatum((double) c.cpu_us / 1000.0);
-	if (c.reset_time != 0)
-		values[S_SAMPLES_RESET] = TimestampTzGetDatum(c.reset_time);
-	else
-		nulls[S_SAMPLES_RESET] = true;
+	chronicle_set_timestamp(values, nulls, S_SAMPLES_RESET, c.reset_time);
 	for (int i = 0; i < WAIT_CLASS_COUNT; i++)
 		values[S_ACTIVE_CPU + i] = Int64GetDatum(c.active[i]);
 	values[S_BACKGROUND_ACTIVE] = Int64GetDatum(c.background_active);
@@ -282,20 +276,14 @@ chronicle_wait_sampler_status(PG_FUNCTION_ARGS)
 	}
 	else
 	{
-		if (c.started)
-			values[3] = TimestampTzGetDatum(c.started);
-		else
-			nulls[3] = true;
+		chronicle_set_timestamp(values, nulls, 3, c.started);
 		values[4] = Int64GetDatum(c.ticks_due);
 		values[5] = Int64GetDatum(c.ticks_taken);
 		values[6] = Int64GetDatum(c.samples_dropped);
 		values[7] = Int32GetDatum(c.entries);
 		values[8] = Int32GetDatum(c.max_entries);
 		values[9] = Float8GetDatum((double) c.cpu_us / 1000.0);
-		if (c.reset_time)
-			values[10] = TimestampTzGetDatum(c.reset_time);
-		else
-			nulls[10] = true;
+		chronicle_set_timestamp(values, nulls, 10, c.reset_time);
 	}
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

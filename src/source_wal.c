@@ -62,11 +62,7 @@ wal_collect(ChronicleEmitter *emitter)
 	for (int c = WAL_RECORDS; c <= WAL_SYNC_TIME; c++)
 		nulls[c] = false;
 #endif
-	if (wal->stat_reset_timestamp != 0)
-	{
-		values[WAL_STATS_RESET] = TimestampTzGetDatum(wal->stat_reset_timestamp);
-		nulls[WAL_STATS_RESET] = false;
-	}
+	chronicle_set_timestamp(values, nulls, WAL_STATS_RESET, wal->stat_reset_timestamp);
 	chronicle_emit_row(emitter, values, nulls);
 }
 

@@ -155,7 +155,7 @@ def main():
     missing = [x for x in listed if x not in found]
     check(len(listed) >= 13 and not missing,
           'every source of src/sources.c is read from its src/source_*.c (%d)' % len(listed),
-          'not found (a ChronicleSource with .name, .columns, .nkeys): %s' % ', '.join(missing))
+          'not found (a ChronicleSource with .name, .nkeys and .columns made by CHRONICLE_COLUMNS(), src/source.h): %s' % ', '.join(missing))
     sources = {n: s for n, s in sources.items() if s['symbol'] in listed}
     bad = ['%s (%s)' % (n, s['file']) for n, s in sorted(sources.items())
            if not s['form_ok'] or s['nkeys'] is None or not 0 <= s['nkeys'] <= len(s['columns'])]
