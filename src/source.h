@@ -22,6 +22,8 @@
 #ifndef CHRONICLE_SOURCE_H
 #define CHRONICLE_SOURCE_H
 
+#include "utils/timestamp.h"
+
 #define CHRONICLE_SCHEMA		"chronicle"
 #define CHRONICLE_MAX_SOURCES	16
 #define CHRONICLE_MAX_COLUMNS	48
@@ -38,6 +40,32 @@ typedef struct ChronicleColumn
 	Oid			type;			/* INT8OID, INT4OID, OIDOID, FLOAT8OID, TEXTOID,
 								 * BOOLOID, TIMESTAMPTZOID */
 } ChronicleColumn;
+
+/*
+ * How a source declares its columns: once, in a list macro of entries
+ * C(ENUM_NAME, "column_name", TYPEOID), in column order, each with its
+ * comment, then CHRONICLE_COLUMNS(list, array, NCOLUMNS), which makes of it
+ * both the enum of column indexes (ENUM_NAME, ..., NCOLUMNS) that collect
+ * indexes values[] and nulls[] with, and the array of ChronicleColumn the
+ * ChronicleSource points to, so that the two cannot disagree:
+ *
+ *	#define BGW_COLUMNS(C) \
+ *		C(BGW_BUFFERS_CLEAN, "buffers_clean", INT8OID) \
+ *		C(BGW_STATS_RESET, "stats_reset", TIMESTAMPTZOID)
+ *
+ *	CHRONICLE_COLUMNS(BGW_COLUMNS, bgwriter_columns, BGW_NCOLUMNS);
+ *
+ * (the idiom of PostgreSQL's own lists, such as kwlist.h).  A column's
+ * comment stands beside its entry or on lines of its own before it; every
+ * line of the list but the last ends in a backslash, comment lines too.
+ * tools/check_sources.py reads these lists as text, without a server: keep
+ * the entries to this form.
+ */
+#define CHRONICLE_COLUMN_ENUM(sym, name, type)	sym,
+#define CHRONICLE_COLUMN_DEF(sym, name, type)	[sym] = {name, type},
+#define CHRONICLE_COLUMNS(list, array, ncolumns) \
+	enum { list(CHRONICLE_COLUMN_ENUM) ncolumns }; \
+	static const ChronicleColumn array[ncolumns] = { list(CHRONICLE_COLUMN_DEF) }
 
 /* Opaque to sources (emitter.h). */
 typedef struct ChronicleEmitter ChronicleEmitter;
@@ -87,6 +115,18 @@ extern const int chronicle_nsources;
 /* Emit one row: values[] and nulls[] in the order of source->columns. */
 extern void chronicle_emit_row(ChronicleEmitter *emitter,
 							   const Datum *values, const bool *nulls);
+
+/*
+ * Convenience for sources: a timestamp the statistics keep at 0 until it
+ * happens (stats_reset before the first reset, ...) is NULL until then, as
+ * the views show it.
+ */
+static inline void
+chronicle_set_timestamp(Datum *values, bool *nulls, int column, TimestampTz ts)
+{
+	values[column] = TimestampTzGetDatum(ts);
+	nulls[column] = (ts == 0);
+}
 
 /* Convenience for sources: a uint64 byte counter as an int8 Datum. */
 #define ChronicleUInt64GetDatum(x) Int64GetDatum((int64) Min((x), (uint64) PG_INT64_MAX))

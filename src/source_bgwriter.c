@@ -15,21 +15,13 @@
 
 #include "source.h"
 
-enum
-{
-	BGW_BUFFERS_CLEAN,
-	BGW_MAXWRITTEN_CLEAN,
-	BGW_BUFFERS_ALLOC,
-	BGW_STATS_RESET,
-	BGW_NCOLUMNS
-};
+#define BGW_COLUMNS(C) \
+	C(BGW_BUFFERS_CLEAN, "buffers_clean", INT8OID)			\
+	C(BGW_MAXWRITTEN_CLEAN, "maxwritten_clean", INT8OID)	\
+	C(BGW_BUFFERS_ALLOC, "buffers_alloc", INT8OID)			\
+	C(BGW_STATS_RESET, "stats_reset", TIMESTAMPTZOID)
 
-static const ChronicleColumn bgwriter_columns[BGW_NCOLUMNS] = {
-	[BGW_BUFFERS_CLEAN] = {"buffers_clean", INT8OID},
-	[BGW_MAXWRITTEN_CLEAN] = {"maxwritten_clean", INT8OID},
-	[BGW_BUFFERS_ALLOC] = {"buffers_alloc", INT8OID},
-	[BGW_STATS_RESET] = {"stats_reset", TIMESTAMPTZOID},
-};
+CHRONICLE_COLUMNS(BGW_COLUMNS, bgwriter_columns, BGW_NCOLUMNS);
 
 static void
 bgwriter_collect(ChronicleEmitter *emitter)
@@ -41,10 +33,7 @@ bgwriter_collect(ChronicleEmitter *emitter)
 	values[BGW_BUFFERS_CLEAN] = Int64GetDatum(s->buf_written_clean);
 	values[BGW_MAXWRITTEN_CLEAN] = Int64GetDatum(s->maxwritten_clean);
 	values[BGW_BUFFERS_ALLOC] = Int64GetDatum(s->buf_alloc);
-	if (s->stat_reset_timestamp != 0)
-		values[BGW_STATS_RESET] = TimestampTzGetDatum(s->stat_reset_timestamp);
-	else
-		nulls[BGW_STATS_RESET] = true;
+	chronicle_set_timestamp(values, nulls, BGW_STATS_RESET, s->stat_reset_timestamp);
 	chronicle_emit_row(emitter, values, nulls);
 }
 

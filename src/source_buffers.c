@@ -39,50 +39,41 @@
 
 #define NUSAGE	(BM_MAX_USAGE_COUNT + 1)
 
-enum
-{
-	B_TOTAL,
-	B_USED,
-	B_UNUSED,
-	B_DIRTY,
-	B_PINNED,
-	B_USAGECOUNT_AVG,
-	B_USAGE_0,
-	B_DIRTY_0 = B_USAGE_0 + NUSAGE,
-	B_PINNED_0 = B_DIRTY_0 + NUSAGE,
-	B_NCOLUMNS = B_PINNED_0 + NUSAGE
-};
+#define B_COLUMNS(C) \
+	C(B_TOTAL, "buffers_total", INT8OID)									\
+	C(B_USED, "buffers_used", INT8OID)										\
+	C(B_UNUSED, "buffers_unused", INT8OID)									\
+	C(B_DIRTY, "buffers_dirty", INT8OID)									\
+	C(B_PINNED, "buffers_pinned", INT8OID)									\
+	C(B_USAGECOUNT_AVG, "usagecount_avg", FLOAT8OID)						\
+	/* usage_N: buffers with usage count N; dirty_N, pinned_N: of those */	\
+	C(B_USAGE_0, "usage_0", INT8OID)										\
+	C(B_USAGE_1, "usage_1", INT8OID)										\
+	C(B_USAGE_2, "usage_2", INT8OID)										\
+	C(B_USAGE_3, "usage_3", INT8OID)										\
+	C(B_USAGE_4, "usage_4", INT8OID)										\
+	C(B_USAGE_5, "usage_5", INT8OID)										\
+	C(B_DIRTY_0, "dirty_0", INT8OID)										\
+	C(B_DIRTY_1, "dirty_1", INT8OID)										\
+	C(B_DIRTY_2, "dirty_2", INT8OID)										\
+	C(B_DIRTY_3, "dirty_3", INT8OID)										\
+	C(B_DIRTY_4, "dirty_4", INT8OID)										\
+	C(B_DIRTY_5, "dirty_5", INT8OID)										\
+	C(B_PINNED_0, "pinned_0", INT8OID)										\
+	C(B_PINNED_1, "pinned_1", INT8OID)										\
+	C(B_PINNED_2, "pinned_2", INT8OID)										\
+	C(B_PINNED_3, "pinned_3", INT8OID)										\
+	C(B_PINNED_4, "pinned_4", INT8OID)										\
+	C(B_PINNED_5, "pinned_5", INT8OID)
 
-StaticAssertDecl(BM_MAX_USAGE_COUNT == 5,
-				 "buffers_history has usage_0 .. usage_5");
+CHRONICLE_COLUMNS(B_COLUMNS, buffers_columns, B_NCOLUMNS);
 
-static const ChronicleColumn buffers_columns[B_NCOLUMNS] = {
-	[B_TOTAL] = {"buffers_total", INT8OID},
-	[B_USED] = {"buffers_used", INT8OID},
-	[B_UNUSED] = {"buffers_unused", INT8OID},
-	[B_DIRTY] = {"buffers_dirty", INT8OID},
-	[B_PINNED] = {"buffers_pinned", INT8OID},
-	[B_USAGECOUNT_AVG] = {"usagecount_avg", FLOAT8OID},
-	/* usage_N: buffers with usage count N; dirty_N, pinned_N: of those */
-	[B_USAGE_0 + 0] = {"usage_0", INT8OID},
-	[B_USAGE_0 + 1] = {"usage_1", INT8OID},
-	[B_USAGE_0 + 2] = {"usage_2", INT8OID},
-	[B_USAGE_0 + 3] = {"usage_3", INT8OID},
-	[B_USAGE_0 + 4] = {"usage_4", INT8OID},
-	[B_USAGE_0 + 5] = {"usage_5", INT8OID},
-	[B_DIRTY_0 + 0] = {"dirty_0", INT8OID},
-	[B_DIRTY_0 + 1] = {"dirty_1", INT8OID},
-	[B_DIRTY_0 + 2] = {"dirty_2", INT8OID},
-	[B_DIRTY_0 + 3] = {"dirty_3", INT8OID},
-	[B_DIRTY_0 + 4] = {"dirty_4", INT8OID},
-	[B_DIRTY_0 + 5] = {"dirty_5", INT8OID},
-	[B_PINNED_0 + 0] = {"pinned_0", INT8OID},
-	[B_PINNED_0 + 1] = {"pinned_1", INT8OID},
-	[B_PINNED_0 + 2] = {"pinned_2", INT8OID},
-	[B_PINNED_0 + 3] = {"pinned_3", INT8OID},
-	[B_PINNED_0 + 4] = {"pinned_4", INT8OID},
-	[B_PINNED_0 + 5] = {"pinned_5", INT8OID},
-};
+/* collect writes values[B_USAGE_0 + u], B_DIRTY_0 + u, B_PINNED_0 + u */
+StaticAssertDecl(BM_MAX_USAGE_COUNT == 5 &&
+				 B_DIRTY_0 == B_USAGE_0 + NUSAGE &&
+				 B_PINNED_0 == B_DIRTY_0 + NUSAGE &&
+				 B_NCOLUMNS == B_PINNED_0 + NUSAGE,
+				 "buffers_history has usage_N, dirty_N, pinned_N for N = 0 .. 5");
 
 /* Setting: time between two scans, 0 = every snapshot. */
 static int	chronicle_buffers_interval = 1000;	/* ms */

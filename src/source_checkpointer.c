@@ -18,35 +18,20 @@
 
 #include "source.h"
 
-enum
-{
-	CKPT_NUM_TIMED,
-	CKPT_NUM_REQUESTED,
-	CKPT_NUM_DONE,
-	CKPT_RESTARTPOINTS_TIMED,
-	CKPT_RESTARTPOINTS_REQ,
-	CKPT_RESTARTPOINTS_DONE,
-	CKPT_WRITE_TIME,
-	CKPT_SYNC_TIME,
-	CKPT_BUFFERS_WRITTEN,
-	CKPT_SLRU_WRITTEN,
-	CKPT_STATS_RESET,
-	CKPT_NCOLUMNS
-};
+#define CKPT_COLUMNS(C) \
+	C(CKPT_NUM_TIMED, "num_timed", INT8OID)						\
+	C(CKPT_NUM_REQUESTED, "num_requested", INT8OID)				\
+	C(CKPT_NUM_DONE, "num_done", INT8OID)	/* 18+ */			\
+	C(CKPT_RESTARTPOINTS_TIMED, "restartpoints_timed", INT8OID)	\
+	C(CKPT_RESTARTPOINTS_REQ, "restartpoints_req", INT8OID)		\
+	C(CKPT_RESTARTPOINTS_DONE, "restartpoints_done", INT8OID)	\
+	C(CKPT_WRITE_TIME, "write_time", FLOAT8OID)					\
+	C(CKPT_SYNC_TIME, "sync_time", FLOAT8OID)					\
+	C(CKPT_BUFFERS_WRITTEN, "buffers_written", INT8OID)			\
+	C(CKPT_SLRU_WRITTEN, "slru_written", INT8OID)	/* 18+ */	\
+	C(CKPT_STATS_RESET, "stats_reset", TIMESTAMPTZOID)
 
-static const ChronicleColumn checkpointer_columns[CKPT_NCOLUMNS] = {
-	[CKPT_NUM_TIMED] = {"num_timed", INT8OID},
-	[CKPT_NUM_REQUESTED] = {"num_requested", INT8OID},
-	[CKPT_NUM_DONE] = {"num_done", INT8OID},	/* 18+ */
-	[CKPT_RESTARTPOINTS_TIMED] = {"restartpoints_timed", INT8OID},
-	[CKPT_RESTARTPOINTS_REQ] = {"restartpoints_req", INT8OID},
-	[CKPT_RESTARTPOINTS_DONE] = {"restartpoints_done", INT8OID},
-	[CKPT_WRITE_TIME] = {"write_time", FLOAT8OID},
-	[CKPT_SYNC_TIME] = {"sync_time", FLOAT8OID},
-	[CKPT_BUFFERS_WRITTEN] = {"buffers_written", INT8OID},
-	[CKPT_SLRU_WRITTEN] = {"slru_written", INT8OID},	/* 18+ */
-	[CKPT_STATS_RESET] = {"stats_reset", TIMESTAMPTZOID},
-};
+CHRONICLE_COLUMNS(CKPT_COLUMNS, checkpointer_columns, CKPT_NCOLUMNS);
 
 static void
 checkpointer_collect(ChronicleEmitter *emitter)
@@ -70,10 +55,7 @@ checkpointer_collect(ChronicleEmitter *emitter)
 #else
 	nulls[CKPT_NUM_DONE] = nulls[CKPT_SLRU_WRITTEN] = true;
 #endif
-	if (s->stat_reset_timestamp != 0)
-		values[CKPT_STATS_RESET] = TimestampTzGetDatum(s->stat_reset_timestamp);
-	else
-		nulls[CKPT_STATS_RESET] = true;
+	chronicle_set_timestamp(values, nulls, CKPT_STATS_RESET, s->stat_reset_timestamp);
 	chronicle_emit_row(emitter, values, nulls);
 }
 

@@ -37,70 +37,38 @@
 
 #include "source.h"
 
-enum
-{
-	DB_DATID,
-	DB_DATNAME,
-	DB_XACT_COMMIT,
-	DB_XACT_ROLLBACK,
-	DB_BLKS_READ,
-	DB_BLKS_HIT,
-	DB_TUP_RETURNED,
-	DB_TUP_FETCHED,
-	DB_TUP_INSERTED,
-	DB_TUP_UPDATED,
-	DB_TUP_DELETED,
-	DB_CONFLICTS,
-	DB_TEMP_FILES,
-	DB_TEMP_BYTES,
-	DB_DEADLOCKS,
-	DB_CHECKSUM_FAILURES,
-	DB_BLK_READ_TIME,
-	DB_BLK_WRITE_TIME,
-	DB_SESSION_TIME,
-	DB_ACTIVE_TIME,
-	DB_IDLE_IN_TRANSACTION_TIME,
-	DB_SESSIONS,
-	DB_SESSIONS_ABANDONED,
-	DB_SESSIONS_FATAL,
-	DB_SESSIONS_KILLED,
-	DB_PARALLEL_WORKERS_TO_LAUNCH,
-	DB_PARALLEL_WORKERS_LAUNCHED,
-	DB_STATS_RESET,
-	DB_NCOLUMNS
-};
+#define DB_COLUMNS(C) \
+	/* numbackends (a gauge) is not recorded */								\
+	C(DB_DATID, "datid", OIDOID)	/* 0: shared objects */					\
+	C(DB_DATNAME, "datname", TEXTOID)										\
+	C(DB_XACT_COMMIT, "xact_commit", INT8OID)								\
+	C(DB_XACT_ROLLBACK, "xact_rollback", INT8OID)							\
+	C(DB_BLKS_READ, "blks_read", INT8OID)									\
+	C(DB_BLKS_HIT, "blks_hit", INT8OID)										\
+	C(DB_TUP_RETURNED, "tup_returned", INT8OID)								\
+	C(DB_TUP_FETCHED, "tup_fetched", INT8OID)								\
+	C(DB_TUP_INSERTED, "tup_inserted", INT8OID)								\
+	C(DB_TUP_UPDATED, "tup_updated", INT8OID)								\
+	C(DB_TUP_DELETED, "tup_deleted", INT8OID)								\
+	C(DB_CONFLICTS, "conflicts", INT8OID)									\
+	C(DB_TEMP_FILES, "temp_files", INT8OID)									\
+	C(DB_TEMP_BYTES, "temp_bytes", INT8OID)									\
+	C(DB_DEADLOCKS, "deadlocks", INT8OID)									\
+	C(DB_CHECKSUM_FAILURES, "checksum_failures", INT8OID)					\
+	C(DB_BLK_READ_TIME, "blk_read_time", FLOAT8OID)							\
+	C(DB_BLK_WRITE_TIME, "blk_write_time", FLOAT8OID)						\
+	C(DB_SESSION_TIME, "session_time", FLOAT8OID)							\
+	C(DB_ACTIVE_TIME, "active_time", FLOAT8OID)								\
+	C(DB_IDLE_IN_TRANSACTION_TIME, "idle_in_transaction_time", FLOAT8OID)	\
+	C(DB_SESSIONS, "sessions", INT8OID)										\
+	C(DB_SESSIONS_ABANDONED, "sessions_abandoned", INT8OID)					\
+	C(DB_SESSIONS_FATAL, "sessions_fatal", INT8OID)							\
+	C(DB_SESSIONS_KILLED, "sessions_killed", INT8OID)						\
+	C(DB_PARALLEL_WORKERS_TO_LAUNCH, "parallel_workers_to_launch", INT8OID)	\
+	C(DB_PARALLEL_WORKERS_LAUNCHED, "parallel_workers_launched", INT8OID)	\
+	C(DB_STATS_RESET, "stats_reset", TIMESTAMPTZOID)
 
-static const ChronicleColumn database_columns[DB_NCOLUMNS] = {
-	/* numbackends (a gauge) is not recorded */
-	[DB_DATID] = {"datid", OIDOID},	/* 0: shared objects */
-	[DB_DATNAME] = {"datname", TEXTOID},
-	[DB_XACT_COMMIT] = {"xact_commit", INT8OID},
-	[DB_XACT_ROLLBACK] = {"xact_rollback", INT8OID},
-	[DB_BLKS_READ] = {"blks_read", INT8OID},
-	[DB_BLKS_HIT] = {"blks_hit", INT8OID},
-	[DB_TUP_RETURNED] = {"tup_returned", INT8OID},
-	[DB_TUP_FETCHED] = {"tup_fetched", INT8OID},
-	[DB_TUP_INSERTED] = {"tup_inserted", INT8OID},
-	[DB_TUP_UPDATED] = {"tup_updated", INT8OID},
-	[DB_TUP_DELETED] = {"tup_deleted", INT8OID},
-	[DB_CONFLICTS] = {"conflicts", INT8OID},
-	[DB_TEMP_FILES] = {"temp_files", INT8OID},
-	[DB_TEMP_BYTES] = {"temp_bytes", INT8OID},
-	[DB_DEADLOCKS] = {"deadlocks", INT8OID},
-	[DB_CHECKSUM_FAILURES] = {"checksum_failures", INT8OID},
-	[DB_BLK_READ_TIME] = {"blk_read_time", FLOAT8OID},
-	[DB_BLK_WRITE_TIME] = {"blk_write_time", FLOAT8OID},
-	[DB_SESSION_TIME] = {"session_time", FLOAT8OID},
-	[DB_ACTIVE_TIME] = {"active_time", FLOAT8OID},
-	[DB_IDLE_IN_TRANSACTION_TIME] = {"idle_in_transaction_time", FLOAT8OID},
-	[DB_SESSIONS] = {"sessions", INT8OID},
-	[DB_SESSIONS_ABANDONED] = {"sessions_abandoned", INT8OID},
-	[DB_SESSIONS_FATAL] = {"sessions_fatal", INT8OID},
-	[DB_SESSIONS_KILLED] = {"sessions_killed", INT8OID},
-	[DB_PARALLEL_WORKERS_TO_LAUNCH] = {"parallel_workers_to_launch", INT8OID},
-	[DB_PARALLEL_WORKERS_LAUNCHED] = {"parallel_workers_launched", INT8OID},
-	[DB_STATS_RESET] = {"stats_reset", TIMESTAMPTZOID},
-};
+CHRONICLE_COLUMNS(DB_COLUMNS, database_columns, DB_NCOLUMNS);
 
 /* microseconds to the view's milliseconds */
 #define US_TO_MS(x) Float8GetDatum((double) (x) / 1000.0)
@@ -157,10 +125,7 @@ emit_database(ChronicleEmitter *emitter, Oid datid, const char *datname)
 #else
 	nulls[DB_PARALLEL_WORKERS_TO_LAUNCH] = nulls[DB_PARALLEL_WORKERS_LAUNCHED] = true;
 #endif
-	if (e->stat_reset_timestamp != 0)
-		values[DB_STATS_RESET] = TimestampTzGetDatum(e->stat_reset_timestamp);
-	else
-		nulls[DB_STATS_RESET] = true;
+	chronicle_set_timestamp(values, nulls, DB_STATS_RESET, e->stat_reset_timestamp);
 
 	chronicle_emit_row(emitter, values, nulls);
 }

@@ -27,55 +27,30 @@
 
 #include "source.h"
 
-enum
-{
-	IO_BACKEND_TYPE,
-	IO_OBJECT,
-	IO_CONTEXT,
-	IO_READS,
-	IO_READ_BYTES,
-	IO_READ_TIME,
-	IO_WRITES,
-	IO_WRITE_BYTES,
-	IO_WRITE_TIME,
-	IO_WRITEBACKS,
-	IO_WRITEBACK_TIME,
-	IO_EXTENDS,
-	IO_EXTEND_BYTES,
-	IO_EXTEND_TIME,
-	IO_OP_BYTES,
-	IO_HITS,
-	IO_EVICTIONS,
-	IO_REUSES,
-	IO_FSYNCS,
-	IO_FSYNC_TIME,
-	IO_STATS_RESET,
-	IO_NCOLUMNS
-};
+#define IO_COLUMNS(C) \
+	C(IO_BACKEND_TYPE, "backend_type", TEXTOID)					\
+	C(IO_OBJECT, "object", TEXTOID)								\
+	C(IO_CONTEXT, "context", TEXTOID)							\
+	C(IO_READS, "reads", INT8OID)								\
+	C(IO_READ_BYTES, "read_bytes", INT8OID)	/* *_bytes: 18+ */	\
+	C(IO_READ_TIME, "read_time", FLOAT8OID)						\
+	C(IO_WRITES, "writes", INT8OID)								\
+	C(IO_WRITE_BYTES, "write_bytes", INT8OID)					\
+	C(IO_WRITE_TIME, "write_time", FLOAT8OID)					\
+	C(IO_WRITEBACKS, "writebacks", INT8OID)						\
+	C(IO_WRITEBACK_TIME, "writeback_time", FLOAT8OID)			\
+	C(IO_EXTENDS, "extends", INT8OID)							\
+	C(IO_EXTEND_BYTES, "extend_bytes", INT8OID)					\
+	C(IO_EXTEND_TIME, "extend_time", FLOAT8OID)					\
+	C(IO_OP_BYTES, "op_bytes", INT8OID)	/* before 18 */			\
+	C(IO_HITS, "hits", INT8OID)									\
+	C(IO_EVICTIONS, "evictions", INT8OID)						\
+	C(IO_REUSES, "reuses", INT8OID)								\
+	C(IO_FSYNCS, "fsyncs", INT8OID)								\
+	C(IO_FSYNC_TIME, "fsync_time", FLOAT8OID)					\
+	C(IO_STATS_RESET, "stats_reset", TIMESTAMPTZOID)
 
-static const ChronicleColumn io_columns[IO_NCOLUMNS] = {
-	[IO_BACKEND_TYPE] = {"backend_type", TEXTOID},
-	[IO_OBJECT] = {"object", TEXTOID},
-	[IO_CONTEXT] = {"context", TEXTOID},
-	[IO_READS] = {"reads", INT8OID},
-	[IO_READ_BYTES] = {"read_bytes", INT8OID},	/* *_bytes: 18+ */
-	[IO_READ_TIME] = {"read_time", FLOAT8OID},
-	[IO_WRITES] = {"writes", INT8OID},
-	[IO_WRITE_BYTES] = {"write_bytes", INT8OID},
-	[IO_WRITE_TIME] = {"write_time", FLOAT8OID},
-	[IO_WRITEBACKS] = {"writebacks", INT8OID},
-	[IO_WRITEBACK_TIME] = {"writeback_time", FLOAT8OID},
-	[IO_EXTENDS] = {"extends", INT8OID},
-	[IO_EXTEND_BYTES] = {"extend_bytes", INT8OID},
-	[IO_EXTEND_TIME] = {"extend_time", FLOAT8OID},
-	[IO_OP_BYTES] = {"op_bytes", INT8OID},	/* before 18 */
-	[IO_HITS] = {"hits", INT8OID},
-	[IO_EVICTIONS] = {"evictions", INT8OID},
-	[IO_REUSES] = {"reuses", INT8OID},
-	[IO_FSYNCS] = {"fsyncs", INT8OID},
-	[IO_FSYNC_TIME] = {"fsync_time", FLOAT8OID},
-	[IO_STATS_RESET] = {"stats_reset", TIMESTAMPTZOID},
-};
+CHRONICLE_COLUMNS(IO_COLUMNS, io_columns, IO_NCOLUMNS);
 
 /*
  * Where each IOOp goes: its count column, its time column (-1 when not
@@ -146,11 +121,8 @@ io_collect(ChronicleEmitter *emitter)
 				values[IO_OBJECT] = obj_name;
 				values[IO_CONTEXT] = CStringGetTextDatum(pgstat_get_io_context_name(ctx));
 				nulls[IO_BACKEND_TYPE] = nulls[IO_OBJECT] = nulls[IO_CONTEXT] = false;
-				if (io->stat_reset_timestamp != 0)
-				{
-					values[IO_STATS_RESET] = TimestampTzGetDatum(io->stat_reset_timestamp);
-					nulls[IO_STATS_RESET] = false;
-				}
+				chronicle_set_timestamp(values, nulls, IO_STATS_RESET,
+										io->stat_reset_timestamp);
 #if PG_VERSION_NUM < 180000
 				values[IO_OP_BYTES] = Int64GetDatum(BLCKSZ);
 				nulls[IO_OP_BYTES] = false;

@@ -40,53 +40,30 @@
 #include "os_proc.h"
 #include "source.h"
 
-enum
-{
-	DISK_DEVICE,
-	DISK_ROLE,
-	DISK_READS_COMPLETED,
-	DISK_READS_MERGED,
-	DISK_SECTORS_READ,
-	DISK_READ_TIME_MS,
-	DISK_WRITES_COMPLETED,
-	DISK_WRITES_MERGED,
-	DISK_SECTORS_WRITTEN,
-	DISK_WRITE_TIME_MS,
-	DISK_IN_FLIGHT,
-	DISK_IO_TIME_MS,
-	DISK_WEIGHTED_IO_TIME_MS,
-	DISK_DISCARDS_COMPLETED,
-	DISK_DISCARDS_MERGED,
-	DISK_SECTORS_DISCARDED,
-	DISK_DISCARD_TIME_MS,
-	DISK_FLUSHES_COMPLETED,
-	DISK_FLUSH_TIME_MS,
-	DISK_NCOLUMNS
-};
+#define DISK_COLUMNS(C) \
+	C(DISK_DEVICE, "device", TEXTOID)									\
+	C(DISK_ROLE, "role", TEXTOID)	/* 'data', 'wal' or 'data,wal' */	\
+	C(DISK_READS_COMPLETED, "reads_completed", INT8OID)					\
+	C(DISK_READS_MERGED, "reads_merged", INT8OID)						\
+	C(DISK_SECTORS_READ, "sectors_read", INT8OID)						\
+	C(DISK_READ_TIME_MS, "read_time_ms", INT8OID)						\
+	C(DISK_WRITES_COMPLETED, "writes_completed", INT8OID)				\
+	C(DISK_WRITES_MERGED, "writes_merged", INT8OID)						\
+	C(DISK_SECTORS_WRITTEN, "sectors_written", INT8OID)					\
+	C(DISK_WRITE_TIME_MS, "write_time_ms", INT8OID)						\
+	C(DISK_IN_FLIGHT, "in_flight", INT8OID)	/* a gauge */				\
+	C(DISK_IO_TIME_MS, "io_time_ms", INT8OID)							\
+	C(DISK_WEIGHTED_IO_TIME_MS, "weighted_io_time_ms", INT8OID)			\
+	C(DISK_DISCARDS_COMPLETED, "discards_completed", INT8OID)			\
+	C(DISK_DISCARDS_MERGED, "discards_merged", INT8OID)					\
+	C(DISK_SECTORS_DISCARDED, "sectors_discarded", INT8OID)				\
+	C(DISK_DISCARD_TIME_MS, "discard_time_ms", INT8OID)					\
+	C(DISK_FLUSHES_COMPLETED, "flushes_completed", INT8OID)				\
+	C(DISK_FLUSH_TIME_MS, "flush_time_ms", INT8OID)
+
+CHRONICLE_COLUMNS(DISK_COLUMNS, os_disk_columns, DISK_NCOLUMNS);
 
 #define DISK_NSTATS (DISK_NCOLUMNS - DISK_READS_COMPLETED)
-
-static const ChronicleColumn os_disk_columns[DISK_NCOLUMNS] = {
-	[DISK_DEVICE] = {"device", TEXTOID},
-	[DISK_ROLE] = {"role", TEXTOID},	/* 'data', 'wal' or 'data,wal' */
-	[DISK_READS_COMPLETED] = {"reads_completed", INT8OID},
-	[DISK_READS_MERGED] = {"reads_merged", INT8OID},
-	[DISK_SECTORS_READ] = {"sectors_read", INT8OID},
-	[DISK_READ_TIME_MS] = {"read_time_ms", INT8OID},
-	[DISK_WRITES_COMPLETED] = {"writes_completed", INT8OID},
-	[DISK_WRITES_MERGED] = {"writes_merged", INT8OID},
-	[DISK_SECTORS_WRITTEN] = {"sectors_written", INT8OID},
-	[DISK_WRITE_TIME_MS] = {"write_time_ms", INT8OID},
-	[DISK_IN_FLIGHT] = {"in_flight", INT8OID},	/* a gauge */
-	[DISK_IO_TIME_MS] = {"io_time_ms", INT8OID},
-	[DISK_WEIGHTED_IO_TIME_MS] = {"weighted_io_time_ms", INT8OID},
-	[DISK_DISCARDS_COMPLETED] = {"discards_completed", INT8OID},
-	[DISK_DISCARDS_MERGED] = {"discards_merged", INT8OID},
-	[DISK_SECTORS_DISCARDED] = {"sectors_discarded", INT8OID},
-	[DISK_DISCARD_TIME_MS] = {"discard_time_ms", INT8OID},
-	[DISK_FLUSHES_COMPLETED] = {"flushes_completed", INT8OID},
-	[DISK_FLUSH_TIME_MS] = {"flush_time_ms", INT8OID},
-};
 
 #define MAX_WANTED 16
 

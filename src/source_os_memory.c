@@ -20,45 +20,28 @@
 #include "os_proc.h"
 #include "source.h"
 
-enum
-{
-	MEM_TOTAL,
-	MEM_FREE,
-	MEM_AVAILABLE,
-	MEM_BUFFERS,
-	MEM_CACHED,
-	MEM_DIRTY,
-	MEM_WRITEBACK,
-	MEM_SHMEM,
-	MEM_SWAP_TOTAL,
-	MEM_SWAP_FREE,
-	MEM_NMEMINFO,
-	/* from /proc/vmstat */
-	MEM_PGPGIN = MEM_NMEMINFO,
-	MEM_PGPGOUT,
-	MEM_PSWPIN,
-	MEM_PSWPOUT,
-	MEM_NCOLUMNS
-};
+#define MEM_COLUMNS(C) \
+	/* /proc/meminfo: gauges, kB */				\
+	C(MEM_TOTAL, "mem_total", INT8OID)			\
+	C(MEM_FREE, "mem_free", INT8OID)			\
+	C(MEM_AVAILABLE, "mem_available", INT8OID)	\
+	C(MEM_BUFFERS, "buffers", INT8OID)			\
+	C(MEM_CACHED, "cached", INT8OID)			\
+	C(MEM_DIRTY, "dirty", INT8OID)				\
+	C(MEM_WRITEBACK, "writeback", INT8OID)		\
+	C(MEM_SHMEM, "shmem", INT8OID)				\
+	C(MEM_SWAP_TOTAL, "swap_total", INT8OID)	\
+	C(MEM_SWAP_FREE, "swap_free", INT8OID)		\
+	/* /proc/vmstat: cumulative counters */		\
+	C(MEM_PGPGIN, "pgpgin", INT8OID)			\
+	C(MEM_PGPGOUT, "pgpgout", INT8OID)			\
+	C(MEM_PSWPIN, "pswpin", INT8OID)			\
+	C(MEM_PSWPOUT, "pswpout", INT8OID)
 
-static const ChronicleColumn os_memory_columns[MEM_NCOLUMNS] = {
-	/* /proc/meminfo: gauges, kB */
-	[MEM_TOTAL] = {"mem_total", INT8OID},
-	[MEM_FREE] = {"mem_free", INT8OID},
-	[MEM_AVAILABLE] = {"mem_available", INT8OID},
-	[MEM_BUFFERS] = {"buffers", INT8OID},
-	[MEM_CACHED] = {"cached", INT8OID},
-	[MEM_DIRTY] = {"dirty", INT8OID},
-	[MEM_WRITEBACK] = {"writeback", INT8OID},
-	[MEM_SHMEM] = {"shmem", INT8OID},
-	[MEM_SWAP_TOTAL] = {"swap_total", INT8OID},
-	[MEM_SWAP_FREE] = {"swap_free", INT8OID},
-	/* /proc/vmstat: cumulative counters */
-	[MEM_PGPGIN] = {"pgpgin", INT8OID},
-	[MEM_PGPGOUT] = {"pgpgout", INT8OID},
-	[MEM_PSWPIN] = {"pswpin", INT8OID},
-	[MEM_PSWPOUT] = {"pswpout", INT8OID},
-};
+CHRONICLE_COLUMNS(MEM_COLUMNS, os_memory_columns, MEM_NCOLUMNS);
+
+/* the meminfo columns, then the vmstat ones */
+#define MEM_NMEMINFO MEM_PGPGIN
 
 static const char *const meminfo_names[MEM_NMEMINFO] = {
 	"MemTotal", "MemFree", "MemAvailable", "Buffers", "Cached", "Dirty",

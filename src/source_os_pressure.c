@@ -23,20 +23,13 @@
 #include "os_proc.h"
 #include "source.h"
 
-enum
-{
-	PSI_RESOURCE,
-	PSI_SOME_TOTAL,
-	PSI_FULL_TOTAL,
-	PSI_NCOLUMNS
-};
+#define PSI_COLUMNS(C) \
+	C(PSI_RESOURCE, "resource", TEXTOID)	/* 'cpu', 'io', 'memory' */	\
+	/* cumulative stall time, microseconds */							\
+	C(PSI_SOME_TOTAL, "some_total", INT8OID)							\
+	C(PSI_FULL_TOTAL, "full_total", INT8OID)
 
-static const ChronicleColumn os_pressure_columns[PSI_NCOLUMNS] = {
-	[PSI_RESOURCE] = {"resource", TEXTOID},	/* 'cpu', 'io', 'memory' */
-	/* cumulative stall time, microseconds */
-	[PSI_SOME_TOTAL] = {"some_total", INT8OID},
-	[PSI_FULL_TOTAL] = {"full_total", INT8OID},
-};
+CHRONICLE_COLUMNS(PSI_COLUMNS, os_pressure_columns, PSI_NCOLUMNS);
 
 static const char *const psi_resources[] = {"cpu", "io", "memory"};
 

@@ -29,33 +29,20 @@
 #include "os_proc.h"
 #include "source.h"
 
-enum
-{
-	PIO_BACKEND_TYPE,
-	PIO_PID,
-	PIO_RCHAR,
-	PIO_WCHAR,
-	PIO_SYSCR,
-	PIO_SYSCW,
-	PIO_READ_BYTES,
-	PIO_WRITE_BYTES,
-	PIO_CANCELLED_WRITE_BYTES,
-	PIO_NCOLUMNS
-};
+#define PIO_COLUMNS(C) \
+	C(PIO_BACKEND_TYPE, "backend_type", TEXTOID)					\
+	C(PIO_PID, "pid", INT4OID)	/* a new pid is a new baseline */	\
+	C(PIO_RCHAR, "rchar", INT8OID)									\
+	C(PIO_WCHAR, "wchar", INT8OID)									\
+	C(PIO_SYSCR, "syscr", INT8OID)									\
+	C(PIO_SYSCW, "syscw", INT8OID)									\
+	C(PIO_READ_BYTES, "read_bytes", INT8OID)						\
+	C(PIO_WRITE_BYTES, "write_bytes", INT8OID)						\
+	C(PIO_CANCELLED_WRITE_BYTES, "cancelled_write_bytes", INT8OID)
+
+CHRONICLE_COLUMNS(PIO_COLUMNS, os_process_io_columns, PIO_NCOLUMNS);
 
 #define PIO_NSTATS (PIO_NCOLUMNS - PIO_RCHAR)
-
-static const ChronicleColumn os_process_io_columns[PIO_NCOLUMNS] = {
-	[PIO_BACKEND_TYPE] = {"backend_type", TEXTOID},
-	[PIO_PID] = {"pid", INT4OID},	/* a new pid is a new baseline */
-	[PIO_RCHAR] = {"rchar", INT8OID},
-	[PIO_WCHAR] = {"wchar", INT8OID},
-	[PIO_SYSCR] = {"syscr", INT8OID},
-	[PIO_SYSCW] = {"syscw", INT8OID},
-	[PIO_READ_BYTES] = {"read_bytes", INT8OID},
-	[PIO_WRITE_BYTES] = {"write_bytes", INT8OID},
-	[PIO_CANCELLED_WRITE_BYTES] = {"cancelled_write_bytes", INT8OID},
-};
 
 static const char *const pio_names[PIO_NSTATS] = {
 	"rchar", "wchar", "syscr", "syscw", "read_bytes", "write_bytes",

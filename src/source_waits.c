@@ -38,75 +38,64 @@
 #include "sampler.h"
 #include "source.h"
 
-enum
-{
-	W_BACKEND_TYPE,
-	W_STATE,
-	W_WAIT_EVENT_TYPE,
-	W_WAIT_EVENT,
-	W_QUERYID,
-	W_SAMPLES,
-	W_NCOLUMNS
-};
+#define W_COLUMNS(C) \
+	C(W_BACKEND_TYPE, "backend_type", TEXTOID)								\
+	/*																		\
+	 * the backend state as in pg_stat_activity ('active', 'idle', 'idle in	\
+	 * transaction', ...), '' for processes without one; an idle session	\
+	 * waiting in ClientRead has state 'idle', a backend waiting for its	\
+	 * client mid-transaction 'idle in transaction' or 'active'				\
+	 */																		\
+	C(W_STATE, "state", TEXTOID)											\
+	/* 'CPU'/'CPU' when the process runs without a wait event */			\
+	C(W_WAIT_EVENT_TYPE, "wait_event_type", TEXTOID)						\
+	C(W_WAIT_EVENT, "wait_event", TEXTOID)									\
+	C(W_QUERYID, "queryid", INT8OID)	/* 0 when none is known */			\
+	C(W_SAMPLES, "samples", INT8OID)	/* since the sampler started */
 
-static const ChronicleColumn waits_columns[W_NCOLUMNS] = {
-	[W_BACKEND_TYPE] = {"backend_type", TEXTOID},
-	/*
-	 * the backend state as in pg_stat_activity ('active', 'idle', 'idle in
-	 * transaction', ...), '' for processes without one; an idle session
-	 * waiting in ClientRead has state 'idle', a backend waiting for its
-	 * client mid-transaction 'idle in transaction' or 'active'
-	 */
-	[W_STATE] = {"state", TEXTOID},
-	/* 'CPU'/'CPU' when the process runs without a wait event */
-	[W_WAIT_EVENT_TYPE] = {"wait_event_type", TEXTOID},
-	[W_WAIT_EVENT] = {"wait_event", TEXTOID},
-	[W_QUERYID] = {"queryid", INT8OID},	/* 0 when none is known */
-	[W_SAMPLES] = {"samples", INT8OID},	/* since the sampler started */
-};
+CHRONICLE_COLUMNS(W_COLUMNS, waits_columns, W_NCOLUMNS);
 
-enum
-{
-	S_TICKS_DUE,
-	S_TICKS_TAKEN,
-	S_SAMPLES_DROPPED,
-	S_SAMPLER_STARTED,
-	S_SAMPLER_CPU_MS,
-	S_SAMPLES_RESET,
-	S_ACTIVE_CPU,				/* WAIT_CLASS_COUNT columns from here */
-	S_BACKGROUND_ACTIVE = S_ACTIVE_CPU + WAIT_CLASS_COUNT,
-	S_NCOLUMNS
-};
+#define S_COLUMNS(C) \
+	C(S_TICKS_DUE, "ticks_due", INT8OID)													\
+	C(S_TICKS_TAKEN, "ticks_taken", INT8OID)												\
+	C(S_SAMPLES_DROPPED, "samples_dropped", INT8OID)										\
+	C(S_SAMPLER_STARTED, "sampler_started", TIMESTAMPTZOID)									\
+	C(S_SAMPLER_CPU_MS, "sampler_cpu_ms", FLOAT8OID)	/* its own user + system CPU */		\
+	C(S_SAMPLES_RESET, "samples_reset", TIMESTAMPTZOID)	/* last wait_samples_reset() */		\
+	/*																						\
+	 * Database time: samples of active client backends and the processes					\
+	 * working for them (walsenders, autovacuum workers, parallel workers) by				\
+	 * wait class, in ChronicleWaitClass order: sum / ticks_taken = average					\
+	 * active sessions.  Not active: idle sessions, main-loop waits, throttle				\
+	 * sleeps (docs/sources.md, "Wait events").  Before 0.2.0: every active					\
+	 * process, background ones included (background_active NULL then).						\
+	 */																						\
+	C(S_ACTIVE_CPU, "active_cpu", INT8OID)													\
+	C(S_ACTIVE_IO, "active_io", INT8OID)													\
+	C(S_ACTIVE_LWLOCK, "active_lwlock", INT8OID)											\
+	C(S_ACTIVE_LOCK, "active_lock", INT8OID)												\
+	C(S_ACTIVE_IPC, "active_ipc", INT8OID)													\
+	C(S_ACTIVE_CLIENT, "active_client", INT8OID)											\
+	C(S_ACTIVE_TIMEOUT, "active_timeout", INT8OID)											\
+	C(S_ACTIVE_OTHER, "active_other", INT8OID)	/* BufferPin, Extension, InjectionPoint */	\
+	/*																						\
+	 * background processes at work (checkpointer writing, not in its main					\
+	 * loop or throttle sleep); 0.2.0+														\
+	 */																						\
+	C(S_BACKGROUND_ACTIVE, "background_active", INT8OID)
 
-static const ChronicleColumn sampler_columns[S_NCOLUMNS] = {
-	[S_TICKS_DUE] = {"ticks_due", INT8OID},
-	[S_TICKS_TAKEN] = {"ticks_taken", INT8OID},
-	[S_SAMPLES_DROPPED] = {"samples_dropped", INT8OID},
-	[S_SAMPLER_STARTED] = {"sampler_started", TIMESTAMPTZOID},
-	[S_SAMPLER_CPU_MS] = {"sampler_cpu_ms", FLOAT8OID},	/* its own user + system CPU */
-	[S_SAMPLES_RESET] = {"samples_reset", TIMESTAMPTZOID},	/* last wait_samples_reset() */
-	/*
-	 * Database time: samples of active client backends and the processes
-	 * working for them (walsenders, autovacuum workers, parallel workers) by
-	 * wait class, in ChronicleWaitClass order: sum / ticks_taken = average
-	 * active sessions.  Not active: idle sessions, main-loop waits, throttle
-	 * sleeps (docs/sources.md, "Wait events").  Before 0.2.0: every active
-	 * process, background ones included (background_active NULL then).
-	 */
-	[S_ACTIVE_CPU + WAIT_CLASS_CPU] = {"active_cpu", INT8OID},
-	[S_ACTIVE_CPU + WAIT_CLASS_IO] = {"active_io", INT8OID},
-	[S_ACTIVE_CPU + WAIT_CLASS_LWLOCK] = {"active_lwlock", INT8OID},
-	[S_ACTIVE_CPU + WAIT_CLASS_LOCK] = {"active_lock", INT8OID},
-	[S_ACTIVE_CPU + WAIT_CLASS_IPC] = {"active_ipc", INT8OID},
-	[S_ACTIVE_CPU + WAIT_CLASS_CLIENT] = {"active_client", INT8OID},
-	[S_ACTIVE_CPU + WAIT_CLASS_TIMEOUT] = {"active_timeout", INT8OID},
-	[S_ACTIVE_CPU + WAIT_CLASS_OTHER] = {"active_other", INT8OID},	/* BufferPin, Extension, InjectionPoint */
-	/*
-	 * background processes at work (checkpointer writing, not in its main
-	 * loop or throttle sleep); 0.2.0+
-	 */
-	[S_BACKGROUND_ACTIVE] = {"background_active", INT8OID},
-};
+CHRONICLE_COLUMNS(S_COLUMNS, sampler_columns, S_NCOLUMNS);
+
+/* collect writes values[S_ACTIVE_CPU + class] */
+StaticAssertDecl(S_ACTIVE_IO == S_ACTIVE_CPU + WAIT_CLASS_IO &&
+				 S_ACTIVE_LWLOCK == S_ACTIVE_CPU + WAIT_CLASS_LWLOCK &&
+				 S_ACTIVE_LOCK == S_ACTIVE_CPU + WAIT_CLASS_LOCK &&
+				 S_ACTIVE_IPC == S_ACTIVE_CPU + WAIT_CLASS_IPC &&
+				 S_ACTIVE_CLIENT == S_ACTIVE_CPU + WAIT_CLASS_CLIENT &&
+				 S_ACTIVE_TIMEOUT == S_ACTIVE_CPU + WAIT_CLASS_TIMEOUT &&
+				 S_ACTIVE_OTHER == S_ACTIVE_CPU + WAIT_CLASS_OTHER &&
+				 S_BACKGROUND_ACTIVE == S_ACTIVE_CPU + WAIT_CLASS_COUNT,
+				 "the active_* columns are in ChronicleWaitClass order");
 
 /* The counters read together with the entries, for wait_sampler. */
 static ChronicleSamplerCounters kept_counters;
@@ -224,15 +213,9 @@ wait_sampler_collect(ChronicleEmitter *emitter)
 	values[S_TICKS_DUE] = Int64GetDatum(c.ticks_due);
 	values[S_TICKS_TAKEN] = Int64GetDatum(c.ticks_taken);
 	values[S_SAMPLES_DROPPED] = Int64GetDatum(c.samples_dropped);
-	if (c.started != 0)
-		values[S_SAMPLER_STARTED] = TimestampTzGetDatum(c.started);
-	else
-		nulls[S_SAMPLER_STARTED] = true;
+	chronicle_set_timestamp(values, nulls, S_SAMPLER_STARTED, c.started);
 	values[S_SAMPLER_CPU_MS] = Float8GetDatum((double) c.cpu_us / 1000.0);
-	if (c.reset_time != 0)
-		values[S_SAMPLES_RESET] = TimestampTzGetDatum(c.reset_time);
-	else
-		nulls[S_SAMPLES_RESET] = true;
+	chronicle_set_timestamp(values, nulls, S_SAMPLES_RESET, c.reset_time);
 	for (int i = 0; i < WAIT_CLASS_COUNT; i++)
 		values[S_ACTIVE_CPU + i] = Int64GetDatum(c.active[i]);
 	values[S_BACKGROUND_ACTIVE] = Int64GetDatum(c.background_active);
@@ -293,20 +276,14 @@ chronicle_wait_sampler_status(PG_FUNCTION_ARGS)
 	}
 	else
 	{
-		if (c.started)
-			values[3] = TimestampTzGetDatum(c.started);
-		else
-			nulls[3] = true;
+		chronicle_set_timestamp(values, nulls, 3, c.started);
 		values[4] = Int64GetDatum(c.ticks_due);
 		values[5] = Int64GetDatum(c.ticks_taken);
 		values[6] = Int64GetDatum(c.samples_dropped);
 		values[7] = Int32GetDatum(c.entries);
 		values[8] = Int32GetDatum(c.max_entries);
 		values[9] = Float8GetDatum((double) c.cpu_us / 1000.0);
-		if (c.reset_time)
-			values[10] = TimestampTzGetDatum(c.reset_time);
-		else
-			nulls[10] = true;
+		chronicle_set_timestamp(values, nulls, 10, c.reset_time);
 	}
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

@@ -20,32 +20,19 @@
 
 #include "source.h"
 
-enum
-{
-	WAL_RECORDS,
-	WAL_FPI,
-	WAL_BYTES,
-	WAL_BUFFERS_FULL,
-	WAL_WRITE,
-	WAL_SYNC,
-	WAL_WRITE_TIME,
-	WAL_SYNC_TIME,
-	WAL_STATS_RESET,
-	WAL_NCOLUMNS
-};
+#define WAL_COLUMNS(C) \
+	C(WAL_RECORDS, "wal_records", INT8OID)									\
+	C(WAL_FPI, "wal_fpi", INT8OID)											\
+	C(WAL_BYTES, "wal_bytes", INT8OID)										\
+	C(WAL_BUFFERS_FULL, "wal_buffers_full", INT8OID)						\
+	/* wal_write, wal_sync and their times: before 18 (pg_stat_io on 18) */	\
+	C(WAL_WRITE, "wal_write", INT8OID)										\
+	C(WAL_SYNC, "wal_sync", INT8OID)										\
+	C(WAL_WRITE_TIME, "wal_write_time", FLOAT8OID)							\
+	C(WAL_SYNC_TIME, "wal_sync_time", FLOAT8OID)							\
+	C(WAL_STATS_RESET, "stats_reset", TIMESTAMPTZOID)
 
-static const ChronicleColumn wal_columns[WAL_NCOLUMNS] = {
-	[WAL_RECORDS] = {"wal_records", INT8OID},
-	[WAL_FPI] = {"wal_fpi", INT8OID},
-	[WAL_BYTES] = {"wal_bytes", INT8OID},
-	[WAL_BUFFERS_FULL] = {"wal_buffers_full", INT8OID},
-	/* wal_write, wal_sync and their times: before 18 (pg_stat_io on 18) */
-	[WAL_WRITE] = {"wal_write", INT8OID},
-	[WAL_SYNC] = {"wal_sync", INT8OID},
-	[WAL_WRITE_TIME] = {"wal_write_time", FLOAT8OID},
-	[WAL_SYNC_TIME] = {"wal_sync_time", FLOAT8OID},
-	[WAL_STATS_RESET] = {"stats_reset", TIMESTAMPTZOID},
-};
+CHRONICLE_COLUMNS(WAL_COLUMNS, wal_columns, WAL_NCOLUMNS);
 
 static void
 wal_collect(ChronicleEmitter *emitter)
@@ -75,11 +62,7 @@ wal_collect(ChronicleEmitter *emitter)
 	for (int c = WAL_RECORDS; c <= WAL_SYNC_TIME; c++)
 		nulls[c] = false;
 #endif
-	if (wal->stat_reset_timestamp != 0)
-	{
-		values[WAL_STATS_RESET] = TimestampTzGetDatum(wal->stat_reset_timestamp);
-		nulls[WAL_STATS_RESET] = false;
-	}
+	chronicle_set_timestamp(values, nulls, WAL_STATS_RESET, wal->stat_reset_timestamp);
 	chronicle_emit_row(emitter, values, nulls);
 }
 

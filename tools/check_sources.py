@@ -7,8 +7,8 @@ sources (src/source_*.c), and prints TAP.
 
 1. src/sql/31_deltas.sql is what tools/gen_deltas.py generates today.
 2. Every source listed in src/sources.c is found in a src/source_*.c, with
-   its column list (ChronicleColumn array, written in index order) and its
-   number of key columns.
+   its column list (the list macro of CHRONICLE_COLUMNS(), src/source.h,
+   read whole) and its number of key columns.
 3. Every source of the description is a C source (its table is the view
    <source>_history), whose first nkeys columns are the described keys, in
    order and with their types; every described value and reset column is in
@@ -76,8 +76,40 @@ def enum_positions(texts):
     return pos
 
 
+def column_lists(text):
+    """{array: (columns [(name, type)], well_formed)} of the column lists of
+    text (comments stripped), and {member: position} of their enums.  A
+    source declares its columns once (src/source.h): a list macro
+
+      #define FOO_COLUMNS(C) C(FOO_A, "a", INT8OID) C(FOO_B, "b", TEXTOID) ...
+
+    and CHRONICLE_COLUMNS(FOO_COLUMNS, foo_columns, FOO_NCOLUMNS), which
+    makes of it the enum FOO_A, FOO_B, ..., FOO_NCOLUMNS and the array
+    foo_columns.  Well formed: nothing in the list but its entries, each
+    C(ENUM, "name", TYPEOID), with no column name twice."""
+    macros = {}
+    for m in re.finditer(r'^[ \t]*#[ \t]*define[ \t]+(\w+)\((\w+)\)((?:[^\n]*\\\n)*[^\n]*)', text, re.M):
+        macros[m.group(1)] = (m.group(2), m.group(3))
+    arrays, pos = {}, {}
+    for m in re.finditer(r'\bCHRONICLE_COLUMNS\(\s*(\w+)\s*,\s*(\w+)\s*,\s*(\w+)\s*\)\s*;', text):
+        listname, array, ncolumns = m.groups()
+        if listname not in macros:
+            continue
+        param, body = macros[listname]
+        entry = r'\b%s\(\s*(\w+)\s*,\s*"(\w+)"\s*,\s*(\w+)\s*\)' % re.escape(param)
+        cols = []
+        for i, (sym, name, typ) in enumerate(re.findall(entry, body)):
+            pos[sym] = i
+            cols.append((name, C_TYPES.get(typ, typ)))
+        pos[ncolumns] = len(cols)
+        rest = re.sub(entry, ' ', body).replace('\\\n', ' ').strip()
+        names = [n for n, _ in cols]
+        arrays[array] = (cols, not rest and len(set(names)) == len(names))
+    return arrays, pos
+
+
 def parse_sources():
-    """{source: {'file', 'columns': [(name, type)], 'nkeys', 'order_ok'}} of
+    """{source: {'file', 'columns': [(name, type)], 'nkeys', 'form_ok'}} of
     the sources src/sources.c lists, from their src/source_*.c, and the
     names src/sources.c lists."""
     srcdir = os.path.join(top, 'src')
@@ -89,16 +121,9 @@ def parse_sources():
         if not (f.startswith('source_') and f.endswith('.c')):
             continue
         text = strip_comments(open(os.path.join(srcdir, f)).read())
+        arrays, list_pos = column_lists(text)
         pos = enum_positions(headers + [text])
-        arrays = {}
-        for m in re.finditer(r'ChronicleColumn\s+(\w+)\s*\[[^\]]*\]\s*=\s*\{(.*?)\n\};', text, re.S):
-            cols, idx = [], []
-            for d in re.finditer(r'\[\s*(\w+)(?:\s*\+\s*(\w+))?\s*\]\s*=\s*\{\s*"(\w+)"\s*,\s*(\w+)\s*\}', m.group(2)):
-                base, off, name, typ = d.groups()
-                off = 0 if off is None else int(off) if off.isdigit() else pos.get(off)
-                idx.append((int(base) if base.isdigit() else pos.get(base), off))
-                cols.append((name, C_TYPES.get(typ, typ)))
-            arrays[m.group(1)] = (cols, all(None not in i for i in idx) and idx == sorted(set(idx)))
+        pos.update(list_pos)
         for m in re.finditer(r'const\s+ChronicleSource\s+(\w+)\s*=\s*\{(.*?)\n\};', text, re.S):
             body = m.group(2)
             name = re.search(r'\.name\s*=\s*"(\w+)"', body)
@@ -106,14 +131,14 @@ def parse_sources():
             nkeys = re.search(r'\.nkeys\s*=\s*(\w+)(?:\s*\+\s*(\d+))?\s*,', body)
             if not (name and columns and columns.group(1) in arrays):
                 continue
-            cols, order_ok = arrays[columns.group(1)]
+            cols, form_ok = arrays[columns.group(1)]
             k = None
             if nkeys:
                 base = nkeys.group(1)
                 k = int(base) if base.isdigit() else pos.get(base)
                 if k is not None and nkeys.group(2):
                     k += int(nkeys.group(2))
-            sources[name.group(1)] = dict(symbol=m.group(1), file=f, columns=cols, nkeys=k, order_ok=order_ok)
+            sources[name.group(1)] = dict(symbol=m.group(1), file=f, columns=cols, nkeys=k, form_ok=form_ok)
     return sources, listed
 
 
@@ -130,12 +155,12 @@ def main():
     missing = [x for x in listed if x not in found]
     check(len(listed) >= 13 and not missing,
           'every source of src/sources.c is read from its src/source_*.c (%d)' % len(listed),
-          'not found (a ChronicleSource with .name, .columns, .nkeys): %s' % ', '.join(missing))
+          'not found (a ChronicleSource with .name, .nkeys and .columns made by CHRONICLE_COLUMNS(), src/source.h): %s' % ', '.join(missing))
     sources = {n: s for n, s in sources.items() if s['symbol'] in listed}
     bad = ['%s (%s)' % (n, s['file']) for n, s in sorted(sources.items())
-           if not s['order_ok'] or s['nkeys'] is None or not 0 <= s['nkeys'] <= len(s['columns'])]
-    check(not bad, 'every C column list is written in index order, and its key count is read',
-          'look at: %s' % ', '.join(bad))
+           if not s['form_ok'] or s['nkeys'] is None or not 0 <= s['nkeys'] <= len(s['columns'])]
+    check(not bad, 'every C column list is read whole (entries C(ENUM, "name", TYPEOID), no name twice), '
+          'and its key count is read', 'look at: %s' % ', '.join(bad))
 
     kind_types = {'c': {'bigint'}, 't': {'float8'}, 'g': {'bigint', 'float8'}}
     described = set()
