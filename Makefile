@@ -34,7 +34,8 @@ OBJS = \
 	src/source_buffers.o \
 	src/deltas.o \
 	src/runs.o \
-	src/environment.o
+	src/environment.o \
+	src/history.o
 
 # The install script is built from the pieces in src/sql, in name order.
 # So is the upgrade script from each earlier release: its hand-written

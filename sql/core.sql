@@ -2,7 +2,8 @@
 -- and who may read what.
 \set VERBOSITY terse
 
--- The history tables, one per source, all partitioned by time.
+-- The tables that hold history, all partitioned by time: every source's
+-- rows are packed in chronicle.history (read through <source>_history).
 SELECT c.relname, p.partstrat
   FROM pg_class c JOIN pg_partitioned_table p ON p.partrelid = c.oid
  WHERE c.relnamespace = 'chronicle'::regnamespace
@@ -63,10 +64,10 @@ SELECT * FROM chronicle.maintain('-1 day');
 -- maintain() moves it into the day's partition it creates (then drops it:
 -- 2019 is older than the retention).
 INSERT INTO chronicle.wal_history (ts, wal_records) VALUES ('2019-06-01 12:00+00', 1);
-SELECT tableoid::regclass FROM chronicle.wal_history WHERE ts = '2019-06-01 12:00+00';
+SELECT tableoid::regclass FROM chronicle.history WHERE ts = '2019-06-01 12:00+00';
 SELECT partitions_created, partitions_dropped, partitions_skipped
   FROM chronicle.maintain('30 days');
-SELECT count(*) AS left_in_default FROM chronicle.wal_history_default;
+SELECT count(*) AS left_in_default FROM chronicle.history_default;
 
 -- The partition layout: a DEFAULT partition for every history table;
 -- indexes on the partitions, none on a parent, and no day partition a

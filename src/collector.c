@@ -7,9 +7,13 @@
  * The collector is source-agnostic.  For each source it keeps the previous
  * reading of every key (in a hash table, in the source's own memory
  * context; chronicle_emit_row() in emitter.c compares with it) and writes
- * only the rows that changed since then; a keyframe writes every row.  The rows of one source go to its history table in a
- * single INSERT ... SELECT FROM unnest($arrays), so one snapshot costs one
- * statement per source whatever the number of rows.
+ * only the rows that changed since then; a keyframe writes every row.  Each
+ * source's rows are packed into one value (history.c), and the snapshot's
+ * values of every source go into one row of chronicle.history: one tuple,
+ * one index entry and one WAL record a snapshot, whatever the number of
+ * rows.  The worker makes a keyframe at least every
+ * chronicle.keyframe_interval, so that reading a key's latest value never
+ * goes back further than that (docs/storage.md).
  *
  * Each source runs inside its own subtransaction: an error in one source
  * is caught, counted, logged once and retried with exponential backoff,
@@ -66,6 +70,7 @@
 
 #include "collector.h"
 #include "emitter.h"
+#include "history.h"
 #include "pg_chronicle.h"
 #include "shared.h"
 #include "source.h"
@@ -78,6 +83,7 @@ static TimestampTz next_rollup = 0;
 static char rollup_logged[CHRONICLE_ERRMSG_LEN];	/* the last error logged */
 static List *maintenance_logged = NIL;	/* skips logged at the last run */
 static bool keyframe_pending = true;	/* no previous reading to trust */
+static TimestampTz last_keyframe = 0;	/* the worker's latest keyframe */
 
 static bool error_ends_snapshot(int sqlerrcode);
 static int	ring_since_keyframe = 0;	/* ring snapshots since a keyframe */
@@ -127,10 +133,6 @@ source_state_init(int i)
 
 		get_typlenbyvalalign(src->columns[c].type, &st->typlen[c],
 							 &st->typbyval[c], &st->typalign[c]);
-		st->arraytype[c] = get_array_type(src->columns[c].type);
-		if (!OidIsValid(st->arraytype[c]))
-			elog(ERROR, "no array type for column \"%s\" of source \"%s\"",
-				 src->columns[c].name, src->name);
 		getTypeOutputInfo(src->columns[c].type, &func, &isvarlena);
 		fmgr_info_cxt(func, &st->outfunc[c], TopMemoryContext);
 		getTypeInputInfo(src->columns[c].type, &func, &st->typioparam[c]);
@@ -144,7 +146,6 @@ source_state_init(int i)
 	MemoryContextSetIdentifier(st->cxt[1], src->name);
 	st->cur = 0;
 	st->prev = NULL;
-	st->plan = NULL;
 	st->initialized = true;
 }
 
@@ -165,10 +166,9 @@ chronicle_forget_previous(void)
 		MemoryContextReset(st->cxt[0]);
 		MemoryContextReset(st->cxt[1]);
 		st->prev = NULL;
-		if (st->plan)
-			SPI_freeplan(st->plan);
-		st->plan = NULL;
 	}
+	/* and every key id: the dictionary may be another one now */
+	chronicle_history_forget(-1);
 	if (snapshot_plan)
 		SPI_freeplan(snapshot_plan);
 	snapshot_plan = NULL;
@@ -295,52 +295,16 @@ chronicle_extension_lock(Oid *extoid)
 }
 
 /*
- * Prepare "INSERT INTO chronicle.<name>_history (ts, cols...) SELECT $1, u.*
- * FROM ROWS FROM (unnest($2), unnest($3), ...) AS u": one array parameter a
- * column, one statement a source.
+ * Write the queued rows of a source: into the standby ring during
+ * recovery, else packed (with their keys' dictionary ids) into em->packed,
+ * for the snapshot's history row.
  */
-static SPIPlanPtr
-prepare_insert(const ChronicleSource *src, ChronicleSourceState *st)
-{
-	StringInfoData sql;
-	Oid			argtypes[CHRONICLE_MAX_COLUMNS + 1];
-	SPIPlanPtr	plan;
-
-	initStringInfo(&sql);
-	appendStringInfo(&sql, "INSERT INTO %s.%s (ts",
-					 quote_identifier(CHRONICLE_SCHEMA),
-					 quote_identifier(psprintf("%s_history", src->name)));
-	for (int c = 0; c < src->ncolumns; c++)
-		appendStringInfo(&sql, ", %s", quote_identifier(src->columns[c].name));
-	appendStringInfoString(&sql, ") SELECT $1, u.* FROM ROWS FROM (");
-	argtypes[0] = TIMESTAMPTZOID;
-	for (int c = 0; c < src->ncolumns; c++)
-	{
-		appendStringInfo(&sql, "%spg_catalog.unnest($%d)", c > 0 ? ", " : "", c + 2);
-		argtypes[c + 1] = st->arraytype[c];
-	}
-	appendStringInfoString(&sql, ") AS u");
-
-	plan = SPI_prepare(sql.data, src->ncolumns + 1, argtypes);
-	if (plan == NULL)
-		elog(ERROR, "SPI_prepare failed for source \"%s\": %s",
-			 src->name, SPI_result_code_string(SPI_result));
-	if (SPI_keepplan(plan) != 0)
-		elog(ERROR, "SPI_keepplan failed");
-	pfree(sql.data);
-	return plan;
-}
-
-/* Write the queued rows of a source. */
 static void
 flush_rows(ChronicleEmitter *em, TimestampTz ts)
 {
 	const ChronicleSource *src = em->source;
 	ChronicleSourceState *st = em->state;
-	Datum		args[CHRONICLE_MAX_COLUMNS + 1];
-	int			dims[1];
-	int			lbs[1] = {1};
-	int			ret;
+	ChronicleRows rows;
 
 	if (em->nrows == 0)
 		return;
@@ -364,23 +328,32 @@ flush_rows(ChronicleEmitter *em, TimestampTz ts)
 		return;
 	}
 
-	if (st->plan == NULL)
-		st->plan = prepare_insert(src, st);
-
-	args[0] = TimestampTzGetDatum(ts);
-	dims[0] = em->nrows;
+	memset(&rows, 0, sizeof(rows));
+	rows.source_index = em->source_index;
+	rows.complete = em->keyframe;
+	rows.nrows = rows.maxrows = em->nrows;
 	for (int c = 0; c < src->ncolumns; c++)
-		args[c + 1] = PointerGetDatum(construct_md_array(em->values[c], em->nulls[c],
-														 1, dims, lbs,
-														 src->columns[c].type,
-														 st->typlen[c],
-														 st->typbyval[c],
-														 st->typalign[c]));
+	{
+		rows.values[c] = em->values[c];
+		rows.nulls[c] = em->nulls[c];
+	}
+	if (src->nkeys > 0)
+	{
+		rows.key_ids = palloc(sizeof(int32) * em->nrows);
+		for (int r = 0; r < em->nrows; r++)
+		{
+			Datum		kv[CHRONICLE_MAX_COLUMNS];
+			bool		kn[CHRONICLE_MAX_COLUMNS];
 
-	ret = SPI_execute_plan(st->plan, args, NULL, false, 0);
-	if (ret != SPI_OK_INSERT)
-		elog(ERROR, "insert into history of source \"%s\" failed: %s",
-			 src->name, SPI_result_code_string(ret));
+			for (int c = 0; c < src->nkeys; c++)
+			{
+				kv[c] = em->values[c][r];
+				kn[c] = em->nulls[c][r];
+			}
+			rows.key_ids[r] = chronicle_key_id(em->source_index, kv, kn, true);
+		}
+	}
+	em->packed = chronicle_pack(&rows, ts);
 }
 
 /*
@@ -813,14 +786,15 @@ error_ends_snapshot(int sqlerrcode)
 }
 
 /*
- * Collect one source into the history, inside a subtransaction.  Returns
- * the number of rows written, or -1 on failure.  An error that ends the
- * snapshot (error_ends_snapshot) is re-thrown once the subtransaction is
- * rolled back.
+ * Collect one source, inside a subtransaction: its changed rows packed
+ * into *packed (NULL when none), or serialized into the ring.  Returns the
+ * number of rows, or -1 on failure.  An error that ends the snapshot
+ * (error_ends_snapshot) is re-thrown once the subtransaction is rolled
+ * back.
  */
 static int64
 collect_source(int i, MemoryContext snapcxt, TimestampTz ts, bool keyframe,
-			   ChronicleCollector by, StringInfo ring)
+			   ChronicleCollector by, StringInfo ring, bytea **packed)
 {
 	const ChronicleSource *src = chronicle_sources[i];
 	ChronicleSourceState *st = &source_state[i];
@@ -875,6 +849,7 @@ collect_source(int i, MemoryContext snapcxt, TimestampTz ts, bool keyframe,
 		st->cur = 1 - st->cur;
 		st->prev = em.next;
 		rows = em.nrows;
+		*packed = em.packed;
 
 		if (st->failures > 0 && by == CHRONICLE_BY_WORKER)
 			ereport(LOG,
@@ -905,10 +880,8 @@ collect_source(int i, MemoryContext snapcxt, TimestampTz ts, bool keyframe,
 		/* nor half of it serialized into the ring record */
 		if (ring)
 			ring->len = ringlen;
-		/* The plan may refer to a dropped table: plan afresh next time. */
-		if (st->plan)
-			SPI_freeplan(st->plan);
-		st->plan = NULL;
+		/* Key ids it added to the dictionary were rolled back with it. */
+		chronicle_history_forget(i);
 
 		st->failures++;
 		st->skip = Min(1 << Min(st->failures - 1, 6), CHRONICLE_MAX_BACKOFF) - 1;
@@ -926,10 +899,6 @@ collect_source(int i, MemoryContext snapcxt, TimestampTz ts, bool keyframe,
 		FreeErrorData(edata);
 	}
 	PG_END_TRY();
-
-	/* Outside the PG_TRY: an error here is no longer the subtransaction's. */
-	if (rows >= 0 && src->written)
-		src->written();
 
 	if (rows >= 0 && shared)
 	{
@@ -963,8 +932,18 @@ chronicle_take_snapshot(ChronicleCollector by, TimestampTz segment,
 	StringInfo	ring = NULL;
 	bool		newsegment = (segment == 0);
 	bool		lost = false;
+	bytea	   *packed[CHRONICLE_MAX_SOURCES];
+	bool		collected[CHRONICLE_MAX_SOURCES];
+	bool		any_rows = false;
 
 	INSTR_TIME_SET_CURRENT(start);
+
+	/*
+	 * From SQL, the key ids this backend cached may have been rolled back
+	 * with an earlier caller's transaction: read them again.
+	 */
+	if (by == CHRONICLE_BY_SQL)
+		chronicle_history_forget(-1);
 
 	snapcxt = AllocSetContextCreate(CurrentMemoryContext, "chronicle snapshot",
 									ALLOCSET_DEFAULT_SIZES);
@@ -1053,6 +1032,12 @@ chronicle_take_snapshot(ChronicleCollector by, TimestampTz segment,
 		SpinLockRelease(&shared->mutex);
 	}
 	keyframe |= keyframe_pending;
+
+	/* The worker's periodic keyframe bounds every look back (the header). */
+	if (by == CHRONICLE_BY_WORKER && ring == NULL &&
+		chronicle_keyframe_interval > 0 &&
+		ts - last_keyframe >= (int64) chronicle_keyframe_interval * USECS_PER_SEC)
+		keyframe = true;
 	result.keyframe = keyframe;
 
 	for (int i = 0; i < chronicle_nsources; i++)
@@ -1060,6 +1045,9 @@ chronicle_take_snapshot(ChronicleCollector by, TimestampTz segment,
 		const ChronicleSource *src = chronicle_sources[i];
 		ChronicleSourceState *st = &source_state[i];
 		int64		rows;
+
+		packed[i] = NULL;
+		collected[i] = false;
 
 		if (!chronicle_source_enabled[i])
 		{
@@ -1090,12 +1078,20 @@ chronicle_take_snapshot(ChronicleCollector by, TimestampTz segment,
 			result.errors++;
 			continue;
 		}
-		rows = collect_source(i, snapcxt, ts, keyframe, by, ring);
+		rows = collect_source(i, snapcxt, ts, keyframe, by, ring, &packed[i]);
 		if (rows < 0)
 			result.errors++;
 		else
+		{
 			result.rows += rows;
+			collected[i] = true;
+			any_rows |= (packed[i] != NULL);
+		}
 	}
+
+	/* Every source's rows in one row: nothing at all when nothing changed. */
+	if (ring == NULL && any_rows)
+		chronicle_history_insert(ts, packed);
 
 	INSTR_TIME_SET_CURRENT(duration);
 	INSTR_TIME_SUBTRACT(duration, start);
@@ -1122,7 +1118,17 @@ chronicle_take_snapshot(ChronicleCollector by, TimestampTz segment,
 							(int64) (pgWalUsage.wal_bytes - wal_start),
 							result.errors);
 
+	/*
+	 * Sources that keep state of their own move it on now that their rows
+	 * are written (an error from here on is no longer a source's).
+	 */
+	for (int i = 0; i < chronicle_nsources; i++)
+		if (collected[i] && chronicle_sources[i]->written)
+			chronicle_sources[i]->written();
+
 	keyframe_pending = lost;
+	if (keyframe && ring == NULL && by == CHRONICLE_BY_WORKER)
+		last_keyframe = ts;
 	if (by == CHRONICLE_BY_WORKER)
 	{
 		clock_segment = segment;
@@ -1229,9 +1235,25 @@ chronicle_write_ring(uint64 *upto)
 			}
 			em->nrows++;
 		}
-		for (int i = 0; i < chronicle_nsources; i++)
-			if (ems[i].source)
-				flush_rows(&ems[i], rec.ts);
+		{
+			bytea	   *packed[CHRONICLE_MAX_SOURCES];
+			bool		any = false;
+
+			for (int i = 0; i < chronicle_nsources; i++)
+			{
+				packed[i] = NULL;
+				if (ems[i].source)
+				{
+					ems[i].source_index = i;
+					ems[i].keyframe = rec.keyframe;
+					flush_rows(&ems[i], rec.ts);
+					packed[i] = ems[i].packed;
+					any |= (packed[i] != NULL);
+				}
+			}
+			if (any)
+				chronicle_history_insert(rec.ts, packed);
+		}
 		insert_snapshot_row(rec.ts, segment, rec.keyframe, CHRONICLE_BY_WORKER,
 							rec.duration_ms, rec.nrows, 0, rec.errors);
 		written++;

@@ -16,57 +16,11 @@
  */
 #include "postgres.h"
 
-#include "catalog/pg_type.h"
-#include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/memutils.h"
 
 #include "emitter.h"
-
-/* Build the key of a row from its key columns. */
-static void
-row_key(ChronicleEmitter *em, const Datum *values, const bool *nulls)
-{
-	const ChronicleSource *src = em->source;
-
-	resetStringInfo(&em->keybuf);
-	for (int c = 0; c < src->nkeys; c++)
-	{
-		if (c > 0)
-			appendStringInfoChar(&em->keybuf, '\x1f');
-		if (nulls[c])
-		{
-			appendStringInfoChar(&em->keybuf, '\x1e');
-			continue;
-		}
-		switch (src->columns[c].type)
-		{
-			case TEXTOID:
-				appendStringInfoString(&em->keybuf,
-									   TextDatumGetCString(values[c]));
-				break;
-			case INT8OID:
-				appendStringInfo(&em->keybuf, INT64_FORMAT,
-								 DatumGetInt64(values[c]));
-				break;
-			case INT4OID:
-				appendStringInfo(&em->keybuf, "%d", DatumGetInt32(values[c]));
-				break;
-			case OIDOID:
-				appendStringInfo(&em->keybuf, "%u", DatumGetObjectId(values[c]));
-				break;
-			case BOOLOID:
-				appendStringInfoChar(&em->keybuf, DatumGetBool(values[c]) ? 't' : 'f');
-				break;
-			default:
-				elog(ERROR, "unsupported key column type %u in source \"%s\"",
-					 src->columns[c].type, src->name);
-		}
-	}
-	if (em->keybuf.len >= CHRONICLE_KEY_LEN)
-		elog(ERROR, "key of source \"%s\" too long: \"%s\"",
-			 src->name, em->keybuf.data);
-}
+#include "history.h"
 
 void
 chronicle_emit_row(ChronicleEmitter *em, const Datum *values, const bool *nulls)
@@ -79,7 +33,7 @@ chronicle_emit_row(ChronicleEmitter *em, const Datum *values, const bool *nulls)
 	bool		changed;
 	MemoryContext oldcxt;
 
-	row_key(em, values, nulls);
+	chronicle_key_string(src, values, nulls, &em->keybuf);
 
 	/* Remember this reading of the key, whether or not it gets written. */
 	oldcxt = MemoryContextSwitchTo(st->cxt[1 - st->cur]);

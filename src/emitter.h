@@ -38,11 +38,9 @@ typedef struct ChronicleSourceState
 	MemoryContext cxt[2];		/* previous and next reading */
 	int			cur;			/* which of cxt holds the previous reading */
 	HTAB	   *prev;			/* in cxt[cur]; NULL before the first one */
-	SPIPlanPtr	plan;			/* the INSERT, kept across snapshots */
 	int16		typlen[CHRONICLE_MAX_COLUMNS];
 	bool		typbyval[CHRONICLE_MAX_COLUMNS];
 	char		typalign[CHRONICLE_MAX_COLUMNS];
-	Oid			arraytype[CHRONICLE_MAX_COLUMNS];
 	FmgrInfo	outfunc[CHRONICLE_MAX_COLUMNS]; /* for the standby ring */
 	FmgrInfo	infunc[CHRONICLE_MAX_COLUMNS];
 	Oid			typioparam[CHRONICLE_MAX_COLUMNS];
@@ -70,6 +68,8 @@ struct ChronicleEmitter
 	Datum	   *values[CHRONICLE_MAX_COLUMNS];
 	bool	   *nulls[CHRONICLE_MAX_COLUMNS];
 	StringInfoData keybuf;
+
+	bytea	   *packed;			/* the rows packed, once written */
 };
 
 #endif							/* CHRONICLE_EMITTER_H */

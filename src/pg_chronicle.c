@@ -43,6 +43,7 @@ char	   *chronicle_database = NULL;
 char	   *chronicle_server_name = NULL;
 int			chronicle_retention = 7 * 24 * 60;	/* minutes */
 int			chronicle_rollup_retention = 90 * 24 * 60;	/* minutes */
+int			chronicle_keyframe_interval = 3600; /* seconds */
 bool		chronicle_source_enabled[CHRONICLE_MAX_SOURCES];
 char	   *chronicle_debug_fail_source = NULL;
 int			chronicle_standby_ring_kb = CHRONICLE_RING_KB_DEFAULT;
@@ -315,6 +316,15 @@ _PG_init(void)
 							&chronicle_rollup_retention,
 							90 * 24 * 60, 0, INT_MAX / 2,
 							PGC_SIGHUP, GUC_UNIT_MIN,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("chronicle.keyframe_interval",
+							"Longest time between two keyframes of the collector.",
+							"A keyframe records every key of every source, changed or not; "
+							"reading a key's latest value goes back at most this far.  "
+							"0 makes a keyframe only when a recording starts.",
+							&chronicle_keyframe_interval,
+							3600, 0, 7 * 24 * 3600,
+							PGC_SIGHUP, GUC_UNIT_S,
 							NULL, NULL, NULL);
 	DefineCustomBoolVariable("chronicle.enabled",
 							 "Whether the preloaded collector records snapshots.",

@@ -45,16 +45,17 @@ def check(ok, name, diag=None):
 
 
 def parse_tables():
-    """{table: [(column, type)]} of every CREATE TABLE chronicle.*_history."""
+    """{view: [(column, type)]} of every CREATE VIEW chronicle.*_history: ts and
+    the column definition list of its chronicle._unpack() call."""
     tables = {}
     sqldir = os.path.join(top, 'src', 'sql')
     for f in sorted(os.listdir(sqldir)):
         if not f.endswith('.sql'):
             continue
         text = open(os.path.join(sqldir, f)).read()
-        for m in re.finditer(r'CREATE TABLE chronicle\.(\w+_history) \((.*?)\n\) PARTITION BY', text, re.S):
+        for m in re.finditer(r'CREATE VIEW chronicle\.(\w+_history) AS\n.*? AS u\(\n(.*?)\)\n WHERE', text, re.S):
             body = re.sub(r'--[^\n]*', '', m.group(2))
-            cols = []
+            cols = [('ts', 'timestamptz')]
             for part in body.split(','):
                 words = part.split()
                 if len(words) >= 2:

@@ -10,68 +10,77 @@
 --   session waiting in ClientRead has state 'idle', a backend waiting for
 --   its client mid-transaction 'idle in transaction' or 'active'.
 --   queryid: the sampled process's query id, 0 when none is known.
-CREATE TABLE chronicle.waits_history (
-	ts              timestamptz NOT NULL,
-	backend_type    text NOT NULL,
-	state           text NOT NULL,
-	wait_event_type text NOT NULL,
-	wait_event      text NOT NULL,
-	queryid         bigint NOT NULL,
-	samples         bigint NOT NULL
-) PARTITION BY RANGE (ts);
-CREATE INDEX ON chronicle.waits_history USING brin (ts);
-COMMENT ON TABLE chronicle.waits_history IS
+CREATE VIEW chronicle.waits_history AS
+SELECT h.ts, u.*
+  FROM chronicle.history h
+ CROSS JOIN LATERAL chronicle._unpack('waits', h.ts, h.waits) AS u(
+		backend_type    text,
+		state           text,
+		wait_event_type text,
+		wait_event      text,
+		queryid         bigint,
+		samples         bigint)
+ WHERE h.waits IS NOT NULL;
+CREATE TRIGGER write INSTEAD OF INSERT OR UPDATE OR DELETE ON chronicle.waits_history
+	FOR EACH ROW EXECUTE FUNCTION chronicle._history_write('waits');
+COMMENT ON VIEW chronicle.waits_history IS
 	'Wait event samples, cumulative since the sampler started, per (backend_type, state, wait_event_type, wait_event, queryid)';
 
 -- The sampler's own honesty: ticks it should have taken, ticks it took, and
 -- samples it could not store (bounded memory), all cumulative.
-CREATE TABLE chronicle.wait_sampler_history (
-	ts              timestamptz NOT NULL,
-	ticks_due       bigint NOT NULL,
-	ticks_taken     bigint NOT NULL,
-	samples_dropped bigint NOT NULL,
-	sampler_started timestamptz,
-	sampler_cpu_ms  float8,			-- the sampler's own user + system CPU time
-	samples_reset   timestamptz,	-- last chronicle.wait_samples_reset()
-	-- database time: samples of active client backends and the processes
-	-- working for them (walsenders, autovacuum workers, parallel workers)
-	-- by wait class: sum / ticks_taken = average active sessions.  Not
-	-- active: idle sessions, main-loop waits, throttle sleeps (see
-	-- docs/sources.md, "Wait events").  Before 0.2.0: every active process, background ones
-	-- included (background_active is NULL in those rows).
-	active_cpu      bigint,
-	active_io       bigint,
-	active_lwlock   bigint,
-	active_lock     bigint,
-	active_ipc      bigint,
-	active_client   bigint,
-	active_timeout  bigint,
-	active_other    bigint,			-- BufferPin, Extension, InjectionPoint
-	-- samples of background processes at work (checkpointer writing, not
-	-- in its main loop or throttle sleep); 0.2.0+
-	background_active bigint
-) PARTITION BY RANGE (ts);
-CREATE INDEX ON chronicle.wait_sampler_history USING brin (ts);
-COMMENT ON TABLE chronicle.wait_sampler_history IS
+CREATE VIEW chronicle.wait_sampler_history AS
+SELECT h.ts, u.*
+  FROM chronicle.history h
+ CROSS JOIN LATERAL chronicle._unpack('wait_sampler', h.ts, h.wait_sampler) AS u(
+		ticks_due       bigint,
+		ticks_taken     bigint,
+		samples_dropped bigint,
+		sampler_started timestamptz,
+		sampler_cpu_ms  float8,			-- the sampler's own user + system CPU time
+		samples_reset   timestamptz,	-- last chronicle.wait_samples_reset()
+		-- database time: samples of active client backends and the processes
+		-- working for them (walsenders, autovacuum workers, parallel workers)
+		-- by wait class: sum / ticks_taken = average active sessions.  Not
+		-- active: idle sessions, main-loop waits, throttle sleeps (see
+		-- docs/sources.md, "Wait events").  Before 0.2.0: every active process, background ones
+		-- included (background_active is NULL in those rows).
+		active_cpu      bigint,
+		active_io       bigint,
+		active_lwlock   bigint,
+		active_lock     bigint,
+		active_ipc      bigint,
+		active_client   bigint,
+		active_timeout  bigint,
+		active_other    bigint,			-- BufferPin, Extension, InjectionPoint
+		-- samples of background processes at work (checkpointer writing, not
+		-- in its main loop or throttle sleep); 0.2.0+
+		background_active bigint)
+ WHERE h.wait_sampler IS NOT NULL;
+CREATE TRIGGER write INSTEAD OF INSERT OR UPDATE OR DELETE ON chronicle.wait_sampler_history
+	FOR EACH ROW EXECUTE FUNCTION chronicle._history_write('wait_sampler');
+COMMENT ON VIEW chronicle.wait_sampler_history IS
 	'Wait sampler ticks due and taken, samples dropped on overflow, samples of active sessions (database time) by wait class and of background processes at work (cumulative)';
 
 -- Buffer cache summary: gauges, not counters (no deltas: values per snapshot).
 -- usage_N: buffers with usage count N; dirty_N, pinned_N: of those, dirty or
 -- pinned.
-CREATE TABLE chronicle.buffers_history (
-	ts             timestamptz NOT NULL,
-	buffers_total  bigint NOT NULL,
-	buffers_used   bigint NOT NULL,
-	buffers_unused bigint NOT NULL,
-	buffers_dirty  bigint NOT NULL,
-	buffers_pinned bigint NOT NULL,
-	usagecount_avg float8,
-	usage_0 bigint, usage_1 bigint, usage_2 bigint, usage_3 bigint, usage_4 bigint, usage_5 bigint,
-	dirty_0 bigint, dirty_1 bigint, dirty_2 bigint, dirty_3 bigint, dirty_4 bigint, dirty_5 bigint,
-	pinned_0 bigint, pinned_1 bigint, pinned_2 bigint, pinned_3 bigint, pinned_4 bigint, pinned_5 bigint
-) PARTITION BY RANGE (ts);
-CREATE INDEX ON chronicle.buffers_history USING brin (ts);
-COMMENT ON TABLE chronicle.buffers_history IS
+CREATE VIEW chronicle.buffers_history AS
+SELECT h.ts, u.*
+  FROM chronicle.history h
+ CROSS JOIN LATERAL chronicle._unpack('buffers', h.ts, h.buffers) AS u(
+		buffers_total  bigint,
+		buffers_used   bigint,
+		buffers_unused bigint,
+		buffers_dirty  bigint,
+		buffers_pinned bigint,
+		usagecount_avg float8,
+		usage_0 bigint, usage_1 bigint, usage_2 bigint, usage_3 bigint, usage_4 bigint, usage_5 bigint,
+		dirty_0 bigint, dirty_1 bigint, dirty_2 bigint, dirty_3 bigint, dirty_4 bigint, dirty_5 bigint,
+		pinned_0 bigint, pinned_1 bigint, pinned_2 bigint, pinned_3 bigint, pinned_4 bigint, pinned_5 bigint)
+ WHERE h.buffers IS NOT NULL;
+CREATE TRIGGER write INSTEAD OF INSERT OR UPDATE OR DELETE ON chronicle.buffers_history
+	FOR EACH ROW EXECUTE FUNCTION chronicle._history_write('buffers');
+COMMENT ON VIEW chronicle.buffers_history IS
 	'Buffer cache summary (gauges): used, unused, dirty, pinned, usage-count histogram';
 
 -- Live readings, without the history.

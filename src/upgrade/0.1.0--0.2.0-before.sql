@@ -114,3 +114,70 @@ CREATE TABLE chronicle.rollup_dirty (
 REVOKE ALL ON chronicle.rollup_minute, chronicle.rollup_hour, chronicle.rollup_state, chronicle.rollup_dirty FROM PUBLIC;
 GRANT SELECT ON chronicle.rollup_minute, chronicle.rollup_hour, chronicle.rollup_state, chronicle.rollup_dirty
 	TO pg_monitor, pg_read_all_stats;
+
+-- ---------------------------------------------------------------------
+-- Storage v2 (issue 14): the packed history.  The row tables of 0.1.0
+-- (one per source, a row per key and snapshot, (key, ts) indexes) become
+-- chronicle.history, one row per snapshot with every source's rows packed
+-- (src/history.c), read through views of the same names and columns that
+-- the code creates.  Here the row tables step aside: out of the extension
+-- (their day partitions too), into the schema chronicle_0_1_0, where the
+-- code's partition layout does not see them; 0.1.0--0.2.0-after.sql
+-- converts every row and drops that schema.
+-- ---------------------------------------------------------------------
+CREATE SCHEMA chronicle_0_1_0;
+DO $$
+DECLARE
+	s text;
+	part regclass;
+BEGIN
+	FOREACH s IN ARRAY ARRAY['io', 'wal', 'checkpointer', 'bgwriter', 'database', 'statements', 'os_memory', 'os_disk', 'os_pressure', 'os_process_io', 'waits', 'wait_sampler', 'buffers'] LOOP
+		FOR part IN
+			SELECT i.inhrelid::regclass FROM pg_catalog.pg_inherits i
+			 WHERE i.inhparent = format('chronicle.%I', s || '_history')::regclass
+			   AND EXISTS (SELECT FROM pg_catalog.pg_depend d
+			                WHERE d.classid = 'pg_catalog.pg_class'::regclass AND d.objid = i.inhrelid
+			                  AND d.refclassid = 'pg_catalog.pg_extension'::regclass AND d.deptype = 'e')
+		LOOP
+			EXECUTE format('ALTER EXTENSION pg_chronicle DROP TABLE %s', part);
+		END LOOP;
+		EXECUTE format('ALTER EXTENSION pg_chronicle DROP TABLE chronicle.%I', s || '_history');
+		EXECUTE format('ALTER TABLE chronicle.%I SET SCHEMA chronicle_0_1_0', s || '_history');
+	END LOOP;
+END;
+$$;
+
+CREATE TABLE chronicle.history (
+	ts                timestamptz NOT NULL,
+	system_identifier bigint,	-- the recording server (chronicle.server())
+	server_name       text,
+	io                bytea,
+	wal               bytea,
+	checkpointer      bytea,
+	bgwriter          bytea,
+	database          bytea,
+	statements        bytea,
+	os_memory         bytea,
+	os_disk           bytea,
+	os_pressure       bytea,
+	os_process_io     bytea,
+	waits             bytea,
+	wait_sampler      bytea,
+	buffers           bytea,
+	PRIMARY KEY (ts)
+) PARTITION BY RANGE (ts);
+
+CREATE SEQUENCE chronicle.history_key_id_seq AS integer;
+CREATE TABLE chronicle.history_key (
+	key_id integer NOT NULL DEFAULT nextval('chronicle.history_key_id_seq') PRIMARY KEY,
+	source text NOT NULL,
+	key    text[] NOT NULL,
+	first_seen timestamptz NOT NULL DEFAULT now(),
+	UNIQUE (source, key)
+);
+ALTER SEQUENCE chronicle.history_key_id_seq OWNED BY chronicle.history_key.key_id;
+
+-- As 99_grants.sql grants every table of the schema.
+REVOKE ALL ON chronicle.history, chronicle.history_key FROM PUBLIC;
+GRANT SELECT ON chronicle.history, chronicle.history_key TO pg_monitor, pg_read_all_stats;
+GRANT SELECT ON SEQUENCE chronicle.history_key_id_seq TO pg_monitor, pg_read_all_stats;

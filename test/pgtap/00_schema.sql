@@ -3,8 +3,9 @@ BEGIN;
 SELECT plan(24);
 
 SELECT has_schema('chronicle');
-SELECT has_table('chronicle', t, 'history table chronicle.' || t)
-  FROM unnest(ARRAY['snapshot', 'io_history', 'wal_history', 'checkpointer_history',
+SELECT has_table('chronicle', 'snapshot', 'table chronicle.snapshot');
+SELECT has_view('chronicle', t, 'history view chronicle.' || t)
+  FROM unnest(ARRAY['io_history', 'wal_history', 'checkpointer_history',
                     'bgwriter_history', 'database_history']) AS t;
 SELECT has_function('chronicle', 'snapshot', ARRAY[]::text[]);
 SELECT has_function('chronicle', 'status', ARRAY[]::text[]);

@@ -2,7 +2,7 @@
 BEGIN;
 SELECT plan(26);
 
-SELECT has_table('chronicle', t, 'history table chronicle.' || t)
+SELECT has_view('chronicle', t, 'history view chronicle.' || t)
   FROM unnest(ARRAY['waits_history', 'wait_sampler_history', 'buffers_history']) AS t;
 SELECT has_function('chronicle', f, ARRAY[]::text[], 'function chronicle.' || f)
   FROM unnest(ARRAY['wait_sampler_status', 'wait_samples', 'buffers_summary']) AS f;

@@ -86,7 +86,7 @@ my $log_offset = -s $node->logfile;
 
 worker_housekeeping('while a view holds an expiring partition');
 is(exists_rel("snapshot_p$old"), 't', 'the partition under a view is kept');
-is(exists_rel("wal_history_p$old"), 'f', 'the other expired partitions are dropped');
+is(exists_rel("history_p$old"), 'f', 'the other expired partitions are dropped');
 cmp_ok(status('partitions_skipped'), '>', $skipped0, 'status() counts the skipped drop');
 like(status('last_maintenance_error'),
 	qr/could not drop partition chronicle\.snapshot_p$old: cannot drop table/,
@@ -105,21 +105,21 @@ $viewer->quit;
 query("SELECT chronicle.ensure_partitions(now() - interval '8 days', now() - interval '8 days')");
 my $old8 = day(-8);
 my $ahead = day(3);
-query("DROP TABLE chronicle.io_history_p$ahead, chronicle.wal_history_p$ahead");
+query("DROP TABLE chronicle.history_p$ahead, chronicle.snapshot_p$ahead");
 my $locker = $node->background_psql('postgres');
 $locker->query_safe('BEGIN');
-$locker->query_safe('LOCK chronicle.io_history IN ACCESS SHARE MODE');
+$locker->query_safe('LOCK chronicle.history IN ACCESS SHARE MODE');
 $skipped0 = status('partitions_skipped');
 
 worker_housekeeping('while a transaction holds a lock on a history table');
-is(exists_rel("io_history_p$old8"), 't', 'the expired partition of the locked table is kept');
-is(exists_rel("io_history_p$ahead"), 'f', 'the missing partition of the locked table is not created yet');
-is(exists_rel("wal_history_p$old8"), 'f', 'the expired partition of another table is dropped');
-is(exists_rel("wal_history_p$ahead"), 't', 'the missing partition of another table is created');
+is(exists_rel("history_p$old8"), 't', 'the expired partition of the locked table is kept');
+is(exists_rel("history_p$ahead"), 'f', 'the missing partition of the locked table is not created yet');
+is(exists_rel("snapshot_p$old8"), 'f', 'the expired partition of another table is dropped');
+is(exists_rel("snapshot_p$ahead"), 't', 'the missing partition of another table is created');
 cmp_ok(status('partitions_skipped'), '>=', $skipped0 + 2,
 	'status() counts the skipped creation and drop');
 like(status('last_maintenance_error'),
-	qr/io_history_p\d+: (canceling statement due to lock timeout|not tried after a lock timeout)/,
+	qr/\.history_p\d+: (canceling statement due to lock timeout|not tried after a lock timeout)/,
 	'status() says a lock was not granted');
 recording_goes_on(10, 'while a transaction holds a lock on a history table');
 # Nobody waits behind the collector: it holds no lock request, and a new
@@ -128,13 +128,13 @@ poll_ok($node, 'postgres', q{
 	SELECT NOT EXISTS (SELECT FROM pg_locks l JOIN pg_stat_activity a USING (pid)
 	                    WHERE NOT l.granted AND a.backend_type = 'pg_chronicle collector')},
 	'the collector waits for no lock');
-is($node->psql('postgres', 'SELECT count(*) FROM chronicle.io_history'),
+is($node->psql('postgres', 'SELECT count(*) FROM chronicle.history'),
 	0, 'a new reader of the locked table is not queued behind the collector');
 $locker->query_safe('COMMIT');
 $locker->quit;
 is(query("SELECT partitions_created >= 1 AND partitions_dropped >= 1 AND partitions_skipped = 0 FROM chronicle.maintain()"),
 	't', 'once the lock is gone, maintain() does what was skipped');
-is(exists_rel("io_history_p$ahead") . exists_rel("io_history_p$old8"), 'tf',
+is(exists_rel("history_p$ahead") . exists_rel("history_p$old8"), 'tf',
 	'the locked table has its partitions now');
 
 # (c) Today's and tomorrow's partitions are missing (dropped by hand):
@@ -148,7 +148,7 @@ query(join('; ', map { "DROP TABLE chronicle.${_}_p$today, chronicle.${_}_p$tomo
 recording_goes_on(10, 'without the partitions of the day');
 cmp_ok(query('SELECT count(*) FROM chronicle.snapshot_default'), '>=', 10,
 	'the snapshots landed in the default partition');
-cmp_ok(query('SELECT count(*) FROM chronicle.wal_history_default'), '>', 0,
+cmp_ok(query('SELECT count(*) FROM chronicle.history_default'), '>', 0,
 	'so did the history rows');
 my $t1 = query('SELECT max(ts) FROM chronicle.snapshot');
 my $before = query("SELECT count(*) FROM chronicle.snapshot WHERE ts <= '$t1'");

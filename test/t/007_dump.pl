@@ -66,12 +66,12 @@ $node->safe_psql('postgres', q{
 $node->psql('postgres',
 	"INSERT INTO chronicle.snapshot VALUES ('2001-02-03', '2001-02-03', true, 'sql', 1, 1, 1, 0)");
 
-# Every table and partition of the schema with its row count.
+# Every table, partition and history view of the schema with its row count.
 my $counts_sql = q{
 	SELECT string_agg(format('SELECT %L || ''='' || count(*) FROM chronicle.%I', c.relname, c.relname),
 	                  ' UNION ALL ' ORDER BY c.relname)
 	  FROM pg_class c
-	 WHERE c.relnamespace = 'chronicle'::regnamespace AND c.relkind IN ('r', 'p')};
+	 WHERE c.relnamespace = 'chronicle'::regnamespace AND c.relkind IN ('r', 'p', 'v')};
 sub counts
 {
 	my ($db) = @_;

@@ -42,18 +42,19 @@ like($stderr, qr/ERROR:  57014: canceling statement due to statement timeout/,
 is($node->safe_psql('postgres', $count_sql), $before,
 	'the timed-out snapshot committed nothing');
 
-# The io source (the first) waits for a lock held elsewhere, so the
-# timeout fires inside a source's subtransaction, whatever the speed of
+# The io source (the first) waits for a lock held elsewhere (on the key
+# dictionary, which a snapshot from SQL reads afresh in each source), so
+# the timeout fires inside a source's subtransaction, whatever the speed of
 # the machine.
 my $holder = $node->background_psql('postgres');
 $holder->query_safe(
-	'BEGIN; LOCK TABLE chronicle.io_history IN ACCESS EXCLUSIVE MODE');
+	'BEGIN; LOCK TABLE chronicle.history_key IN ACCESS EXCLUSIVE MODE');
 
 ($ret, $stdout, $stderr) = $node->psql('postgres',
 	"\\set VERBOSITY verbose\nSET statement_timeout = '2s';\nSELECT chronicle.snapshot();");
 like($stderr, qr/ERROR:  57014: canceling statement due to statement timeout/,
 	'statement_timeout inside a source ends the snapshot with 57014');
-like($stderr, qr/io_history/, '... while the io source waited for its table');
+like($stderr, qr/history_key/, '... while the io source waited for the key dictionary');
 unlike($stderr, qr/source "io" failed/, '... not swallowed as the source\'s error');
 is($node->safe_psql('postgres', $count_sql), $before,
 	'the snapshot cut short in a source committed nothing');

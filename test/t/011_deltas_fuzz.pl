@@ -57,7 +57,7 @@ my %columns;    # table => [[name, type], ...] (without ts)
 for my $line (split /\n/, $node->safe_psql('postgres', q{
 	SELECT c.oid::regclass, a.attname, format_type(a.atttypid, NULL)
 	  FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid
-	 WHERE c.relnamespace = 'chronicle'::regnamespace AND c.relkind = 'p'
+	 WHERE c.relnamespace = 'chronicle'::regnamespace AND c.relkind = 'v'
 	   AND c.relname LIKE '%\_history' AND a.attnum > 0 AND NOT a.attisdropped
 	   AND a.attname <> 'ts'
 	 ORDER BY c.relname, a.attnum}))

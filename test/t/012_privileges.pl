@@ -20,7 +20,7 @@ my %super = map { $_ => 1 } qw(
   add_metric load_pgbench_log load_pgbench_lines pgbench_staging
   pgbench_bad_line _deltas _run_open _create_partition _maintain
   _partition_layout _retention _rollup_retention _rollup rollup
-  _rollup_app_changed);
+  _rollup_app_changed _pack _history_load _history_write);
 my %writer = map { $_ => 1 } qw(run_begin run_end run_label run_delete _check_label);
 
 # The roles, and which classes each may use.

@@ -1,6 +1,7 @@
-# Bad input, fuzzed, at the two places the extension parses text it does not
-# control: the /proc files of the OS sources (through chronicle.proc_root)
-# and pgbench's log lines (chronicle.load_pgbench_lines).  Mutations of the
+# Bad input, fuzzed, at the three places the extension parses what it does
+# not control: the /proc files of the OS sources (through chronicle.proc_root),
+# pgbench's log lines (chronicle.load_pgbench_lines) and packed history
+# values handed to chronicle._unpack().  Mutations of the
 # captured files in test/data: truncated, overlong, binary, shuffled,
 # numbers out of range.  Every call must end in success or in an error with
 # a SQLSTATE other than XX000, never in a crash, and must lose nothing:
@@ -176,6 +177,39 @@ for my $round (1 .. $rounds)
 is($node->safe_psql('postgres', q{
 	SELECT count(*) FROM chronicle.app_transaction t JOIN chronicle.run r USING (run_id)
 	 WHERE r.label = 'fuzz-base'}), $kept, 'fuzzed loads left the earlier load untouched');
+
+# --- packed history (chronicle._unpack) -----------------------------------
+# The monitoring roles may call chronicle._unpack() on bytes of their own:
+# valid packed values of every source (keyframes of chronicle.snapshot()),
+# with bits flipped, bytes cut, inserted or replaced, and random bytes.
+$node->safe_psql('postgres', 'SELECT chronicle.snapshot() FROM generate_series(1, 3)');
+my %coldefs = map { split /\|/ } split /\n/, $node->safe_psql('postgres', q{
+	SELECT source, string_agg(format('%I %s', column_name, column_type), ', ' ORDER BY ordinal)
+	  FROM chronicle._source_columns() GROUP BY source});
+my @packed;    # [source, hex]
+for my $src (sort keys %coldefs)
+{
+	push @packed, map { [ $src, $_ ] } split /\n/, $node->safe_psql('postgres',
+		qq{SELECT encode(h.$src, 'hex') FROM chronicle.history h WHERE h.$src IS NOT NULL ORDER BY ts DESC LIMIT 2});
+}
+cmp_ok(scalar(@packed), '>=', 10, scalar(@packed) . ' packed values of the sources to mutate');
+my $unpacked_ok = 0;
+for my $round (1 .. $rounds * 2)
+{
+	my ($src, $hex) = @{ $packed[ int(rand(@packed)) ] };
+	my @b = map { hex } ($hex =~ /(..)/g);
+	my $kind = int(rand(5));
+	if ($kind == 0) { my $i = int(rand(@b)); $b[$i] ^= 1 << int(rand(8)); }
+	elsif ($kind == 1) { splice(@b, int(rand(@b + 1))); }
+	elsif ($kind == 2) { splice(@b, int(rand(@b + 1)), 0, map { int(rand(256)) } 1 .. 1 + int(rand(8))); }
+	elsif ($kind == 3) { $b[ int(rand(@b)) ] = int(rand(256)) for 1 .. 1 + int(rand(4)); }
+	else { @b = map { int(rand(256)) } 1 .. int(rand(64)); }
+	my $bytes = join('', map { sprintf '%02x', $_ } @b);
+	my ($state) = call(qq{SELECT count(*) FROM chronicle._unpack('$src', now(), '\\x$bytes') AS u($coldefs{$src});},
+		"unpack round $round ($src, mutation $kind)");
+	$unpacked_ok++ if $state eq 'ok';
+}
+note "mutated packed values: $unpacked_ok of " . ($rounds * 2) . ' still decoded (a flipped payload bit is a valid value)';
 
 is(join("\n", @bad), '', "$calls calls: every failure has a SQLSTATE, none internal");
 is($node->safe_psql('postgres', 'SELECT pg_postmaster_start_time()'), $postmaster,

@@ -1,0 +1,107 @@
+-- The packed history (src/history.c): every value comes back exactly as it
+-- went in, through the views' trigger and through the bulk load; UPDATE and
+-- DELETE reach one row; a malformed value is an error, never a wrong row.
+\set VERBOSITY terse
+\pset null NULL
+SET timezone = 'UTC';
+SELECT chronicle.ensure_partitions('2023-07-01', '2023-07-01') >= 0 AS partitions;
+
+-- Edge values of every type a source has: int8 extremes, zero and NULL,
+-- -0.0, NaN and infinities, infinite and far timestamps, empty and long
+-- text, a key with every character but NUL.
+CREATE TEMP TABLE edge_io (LIKE chronicle.io_history);
+INSERT INTO edge_io (ts, backend_type, object, context, reads, read_bytes, read_time, writes, op_bytes, hits, stats_reset) VALUES
+	('2023-07-01 00:00:01', 'client backend', 'relation', 'normal', 0, NULL, 0.0, 9223372036854775807, 8192, -9223372036854775808, 'infinity'),
+	('2023-07-01 00:00:01', 'client backend', 'relation', 'bulkread', 1, 2, '-0', -1, NULL, 127, '-infinity'),
+	('2023-07-01 00:00:01', E'odd \x1f\x1e\t key ''"', 'x', '', 128, 16383, 'NaN', 16384, 0, 1, '1999-12-31 23:59:59.999999'),
+	('2023-07-01 00:00:01', 'checkpointer', 'relation', 'normal', NULL, NULL, 'Infinity', NULL, NULL, NULL, NULL),
+	('2023-07-01 00:00:02', 'client backend', 'relation', 'normal', 5, 6, '-Infinity', 7, 8192, 9, '2294-01-01 00:00:00'),
+	('2023-07-01 00:00:02', 'autovacuum worker', 'relation', 'vacuum', 1, 1, 1e-300, 1, 1, 1, '2023-07-01 00:00:01.000001');
+INSERT INTO chronicle.io_history SELECT * FROM edge_io;
+
+-- Every row, every value, as inserted (both ways, so duplicates count too);
+-- -0.0 and 0.0 told apart by their text.
+SELECT count(*) AS differences FROM (
+	(SELECT * FROM edge_io EXCEPT ALL SELECT * FROM chronicle.io_history WHERE ts < '2023-07-02')
+	UNION ALL
+	(SELECT * FROM chronicle.io_history WHERE ts < '2023-07-02' EXCEPT ALL SELECT * FROM edge_io)) d;
+SELECT read_time::text, reads, hits FROM chronicle.io_history
+ WHERE ts = '2023-07-01 00:00:01' AND context = 'bulkread';
+-- One history row per snapshot, and one dictionary entry per key.
+SELECT count(*) AS history_rows FROM chronicle.history WHERE ts < '2023-07-02';
+SELECT count(*) AS keys FROM chronicle.history_key k
+ WHERE k.source = 'io' AND (k.key[1], k.key[2], k.key[3]) IN (SELECT backend_type, object, context FROM edge_io);
+
+-- UPDATE and DELETE reach one row of one snapshot.
+UPDATE chronicle.io_history SET reads = 42, stats_reset = NULL
+ WHERE ts = '2023-07-01 00:00:02' AND context = 'vacuum';
+DELETE FROM chronicle.io_history WHERE ts = '2023-07-01 00:00:01' AND backend_type = 'checkpointer';
+SELECT ts, backend_type, context, reads, stats_reset FROM chronicle.io_history
+ WHERE ts < '2023-07-02' ORDER BY ts, backend_type, context;
+-- A key that moves: its row leaves one snapshot for another.
+UPDATE chronicle.io_history SET ts = '2023-07-01 00:00:03'
+ WHERE ts = '2023-07-01 00:00:02' AND context = 'vacuum';
+SELECT ts, count(*) FROM chronicle.io_history WHERE ts < '2023-07-02' GROUP BY ts ORDER BY ts;
+-- A single-row source keeps one row per snapshot: a second INSERT replaces it.
+INSERT INTO chronicle.wal_history (ts, wal_records) VALUES ('2023-07-01 00:00:01', 1);
+INSERT INTO chronicle.wal_history (ts, wal_records, wal_bytes) VALUES ('2023-07-01 00:00:01', 2, 3);
+SELECT ts, wal_records, wal_bytes FROM chronicle.wal_history WHERE ts < '2023-07-02';
+
+-- Bulk load: the same rows as through the trigger, and the snapshots'
+-- other sources untouched.
+CREATE TEMP TABLE bulk_io AS SELECT ts + interval '1 hour' AS ts, backend_type, object, context,
+       reads, read_bytes, read_time, writes, write_bytes, write_time, writebacks, writeback_time,
+       extends, extend_bytes, extend_time, op_bytes, hits, evictions, reuses, fsyncs, fsync_time, stats_reset
+  FROM edge_io;
+CREATE TEMP TABLE bulk_wal AS SELECT timestamptz '2023-07-01 01:00:01' AS ts, 10::bigint AS wal_records;
+SELECT chronicle._history_load(ARRAY['io', 'wal'], ARRAY['bulk_io', 'bulk_wal']::regclass[]) AS history_rows;
+SELECT count(*) AS differences FROM (
+	(SELECT * FROM bulk_io EXCEPT ALL SELECT * FROM chronicle.io_history WHERE ts > '2023-07-01 00:30' AND ts < '2023-07-02')
+	UNION ALL
+	(SELECT * FROM chronicle.io_history WHERE ts > '2023-07-01 00:30' AND ts < '2023-07-02' EXCEPT ALL SELECT * FROM bulk_io)) d;
+SELECT ts, wal_records, wal_bytes FROM chronicle.wal_history WHERE ts > '2023-07-01 00:30' AND ts < '2023-07-02';
+-- Loading a source again replaces its rows at those ts, and only its own.
+UPDATE bulk_wal SET wal_records = 11;
+SELECT chronicle._history_load(ARRAY['wal'], ARRAY['bulk_wal']::regclass[]) AS history_rows;
+SELECT (SELECT count(*) FROM chronicle.io_history WHERE ts > '2023-07-01 00:30' AND ts < '2023-07-02') AS io_rows,
+       (SELECT wal_records FROM chronicle.wal_history WHERE ts > '2023-07-01 00:30' AND ts < '2023-07-02') AS wal_records;
+
+-- Bad input: clear errors.
+INSERT INTO chronicle.io_history (ts, backend_type, object, context) VALUES ('2023-07-01 00:00:05', NULL, 'x', 'y');
+INSERT INTO chronicle.io_history (ts, backend_type, object, context) VALUES (NULL, 'a', 'x', 'y');
+SELECT chronicle._history_load(ARRAY['nosuch'], ARRAY['bulk_wal']::regclass[]);
+SELECT chronicle._history_load(ARRAY['io', 'wal'], ARRAY['bulk_io']::regclass[]);
+SELECT chronicle._pack('io', now(), ARRAY[1, 2]);
+SELECT chronicle._pack('wal', '2023-07-01', (SELECT array_agg(b) FROM bulk_wal b, generate_series(1, 2)));
+SELECT chronicle._pack('io', '2023-07-01', (SELECT array_agg(b) FROM bulk_io b, generate_series(1, 2)));
+SELECT chronicle._pack('io', '2023-07-01', (SELECT array_agg(b) FROM bulk_wal b));
+SELECT chronicle._history_write();
+-- The unpacker refuses what it did not write: empty, truncated, another
+-- version, an unknown flag, more rows than bytes, an overlong varint, a
+-- value both present and NULL, a timestamp without its payload, trailing
+-- bytes, an unknown key id.
+\set walcols 'wal_records bigint, wal_fpi bigint, wal_bytes bigint, wal_buffers_full bigint, wal_write bigint, wal_sync bigint, wal_write_time float8, wal_sync_time float8, stats_reset timestamptz'
+SELECT * FROM chronicle._unpack('wal', now(), '\x') AS u(:walcols);
+SELECT * FROM chronicle._unpack('wal', now(), '\x0100') AS u(:walcols);
+SELECT * FROM chronicle._unpack('wal', now(), '\x020000') AS u(:walcols);
+SELECT * FROM chronicle._unpack('wal', now(), '\x010400') AS u(:walcols);
+SELECT * FROM chronicle._unpack('wal', now(), '\x010001') AS u(:walcols);
+SELECT * FROM chronicle._unpack('wal', now(), '\x0100ffffffffffffffffffff01') AS u(:walcols);
+SELECT * FROM chronicle._unpack('wal', now(), '\x01020101000100') AS u(:walcols);
+SELECT * FROM chronicle._unpack('wal', now(), '\x0100010000') AS u(:walcols);
+SELECT * FROM chronicle._unpack('wal', now(), (SELECT wal FROM chronicle.history WHERE ts = '2023-07-01 00:00:01') || '\x00'::bytea) AS u(:walcols);
+SELECT * FROM chronicle._unpack('io', now(), '\x010201000000000002ffffff7f') AS u(backend_type text, object text, context text,
+	reads bigint, read_bytes bigint, read_time float8, writes bigint, write_bytes bigint, write_time float8, writebacks bigint,
+	writeback_time float8, extends bigint, extend_bytes bigint, extend_time float8, op_bytes bigint, hits bigint,
+	evictions bigint, reuses bigint, fsyncs bigint, fsync_time float8, stats_reset timestamptz);
+-- NULL data is no rows.
+SELECT count(*) FROM chronicle._unpack('wal', now(), NULL) AS u(:walcols);
+-- ... and a column list other than the source's.
+SELECT * FROM chronicle._unpack('wal', now(), (SELECT wal FROM chronicle.history WHERE ts = '2023-07-01 00:00:01')) AS u(a bigint);
+SELECT * FROM chronicle._unpack('wal', now(), (SELECT wal FROM chronicle.history WHERE ts = '2023-07-01 00:00:01'))
+    AS u(wal_records text, wal_fpi bigint, wal_bytes bigint, wal_buffers_full bigint, wal_write bigint, wal_sync bigint,
+         wal_write_time float8, wal_sync_time float8, stats_reset timestamptz);
+SELECT * FROM chronicle._unpack('nosuch', now(), '\x01') AS u(a bigint);
+
+-- Clean up: no history of this test stays for the next ones.
+DELETE FROM chronicle.history WHERE ts < '2023-07-02';

@@ -1,0 +1,1343 @@
+/*-------------------------------------------------------------------------
+ *
+ * history.c
+ *		The packed history: one row of chronicle.history per snapshot,
+ *		holding every source's changed rows in a compact binary value, and
+ *		the views that show them as chronicle.<source>_history rows.
+ *
+ * Why: one heap tuple, one index entry and one WAL record per key and
+ * snapshot was the cost of the row-per-key tables (docs/storage.md): about
+ * 50 tuples, 100 WAL records and 15 kB of WAL a second under pgbench, more
+ * than half of it index entries with repeated text keys.  Here a snapshot
+ * is one tuple and one index entry, its keys are dictionary ids, and each
+ * value takes the bytes it needs.
+ *
+ * The packed value of one source at one snapshot (all integers are
+ * unsigned LEB128 varints; signed ones zigzag-encoded first):
+ *
+ *	byte 0			format version (1)
+ *	byte 1			flags: CHRONICLE_PACK_COMPLETE when the rows are every
+ *					key of the source (a keyframe), not only the changed ones;
+ *					CHRONICLE_PACK_NULLS when a NULL bitmap follows
+ *	varint			number of rows
+ *	present bitmap	a bit per row and value column (row-major, low bit
+ *					first): the value has a payload.  A value without one is
+ *					its type's zero (0, 0.0, false, '') unless it is NULL.
+ *	NULL bitmap		the same shape, only with CHRONICLE_PACK_NULLS
+ *	then per row:
+ *	  varint		the key's id in chronicle.history_key (sources with keys)
+ *	  payloads		of its present values, in column order, by type:
+ *					int8, int4	zigzag varint
+ *					oid			varint
+ *					float8		8 bytes, the IEEE bits little-endian (exact)
+ *					timestamptz	zigzag varint of (snapshot ts - value),
+ *								wrapping: exact for every value, and short
+ *								for the recent times stats_reset holds (never
+ *								zero: always present)
+ *					bool		none: present is true
+ *					text		varint length, then the bytes
+ *
+ * Bitmaps across the rows, not a byte or two per row: most counters of a
+ * snapshot are zero (temp blocks, local buffers, times without
+ * track_io_timing), and a single-value source like waits would spend more
+ * on per-row flags than on its values.
+ *
+ * Every value is self-contained: a packed value is read without any other
+ * row, so the views are a plain LATERAL join and a WHERE on ts reaches the
+ * table's primary key.  Values are the sources' exact readings; zero and
+ * NULL are told apart.  Decoding checks every length against the value's
+ * end: a malformed value is an error, never a read out of bounds (the
+ * monitoring roles may call chronicle._unpack() on bytes of their own).
+ *
+ * Copyright (c) 2026, pg_chronicle developers
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/htup_details.h"
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "catalog/pg_type.h"
+#include "commands/trigger.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "mb/pg_wchar.h"
+#include "miscadmin.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/fmgroids.h"
+#include "utils/hsearch.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+#include "utils/typcache.h"
+
+#include "history.h"
+#include "pg_chronicle.h"
+
+#define PACK_VERSION		1
+#define CHRONICLE_PACK_COMPLETE	0x01	/* every key of the source */
+#define CHRONICLE_PACK_NULLS	0x02	/* a NULL bitmap follows */
+
+/* Type facts of a source's columns, looked up once per process. */
+typedef struct SourceTypes
+{
+	bool		ready;
+	int16		typlen[CHRONICLE_MAX_COLUMNS];
+	bool		typbyval[CHRONICLE_MAX_COLUMNS];
+	FmgrInfo	infunc[CHRONICLE_MAX_COLUMNS];
+	FmgrInfo	outfunc[CHRONICLE_MAX_COLUMNS];
+	Oid			ioparam[CHRONICLE_MAX_COLUMNS];
+} SourceTypes;
+
+static SourceTypes source_types[CHRONICLE_MAX_SOURCES];
+
+/* The collector's cache of key ids: key string -> id, per source. */
+typedef struct KeyIdEntry
+{
+	char		key[CHRONICLE_KEY_LEN];
+	int32		id;
+} KeyIdEntry;
+
+static HTAB *key_ids[CHRONICLE_MAX_SOURCES];
+static MemoryContext key_cxt[CHRONICLE_MAX_SOURCES];
+static SPIPlanPtr history_plan = NULL;
+
+static SourceTypes *
+types_of(int si)
+{
+	const ChronicleSource *src = chronicle_sources[si];
+	SourceTypes *t = &source_types[si];
+
+	if (t->ready)
+		return t;
+	for (int c = 0; c < src->ncolumns; c++)
+	{
+		Oid			func;
+		bool		isvarlena;
+
+		get_typlenbyval(src->columns[c].type, &t->typlen[c], &t->typbyval[c]);
+		getTypeInputInfo(src->columns[c].type, &func, &t->ioparam[c]);
+		fmgr_info_cxt(func, &t->infunc[c], TopMemoryContext);
+		getTypeOutputInfo(src->columns[c].type, &func, &isvarlena);
+		fmgr_info_cxt(func, &t->outfunc[c], TopMemoryContext);
+	}
+	t->ready = true;
+	return t;
+}
+
+static int
+source_index(const char *name)
+{
+	for (int i = 0; i < chronicle_nsources; i++)
+		if (strcmp(chronicle_sources[i]->name, name) == 0)
+			return i;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("chronicle: no source named \"%s\"", name),
+			 errhint("The sources are listed by chronicle.source_status().")));
+	return -1;					/* keep compiler quiet */
+}
+
+/* ---------------------------------------------------------------------
+ * Encoding
+ * ---------------------------------------------------------------------
+ */
+static void
+put_varint(StringInfo buf, uint64 v)
+{
+	while (v >= 0x80)
+	{
+		appendStringInfoChar(buf, (char) ((v & 0x7F) | 0x80));
+		v >>= 7;
+	}
+	appendStringInfoChar(buf, (char) v);
+}
+
+static inline uint64
+zigzag(int64 v)
+{
+	return ((uint64) v << 1) ^ (uint64) (v >> 63);
+}
+
+static inline int64
+unzigzag(uint64 v)
+{
+	return (int64) (v >> 1) ^ -(int64) (v & 1);
+}
+
+/* Is a value the type's zero (encoded by its code alone)? */
+static bool
+is_zero(Oid type, Datum d)
+{
+	switch (type)
+	{
+		case INT8OID:
+			return DatumGetInt64(d) == 0;
+		case INT4OID:
+			return DatumGetInt32(d) == 0;
+		case OIDOID:
+			return DatumGetObjectId(d) == InvalidOid;
+		case FLOAT8OID:
+			{
+				float8		f = DatumGetFloat8(d);
+
+				/* not -0.0: it must come back as it was */
+				return f == 0.0 && !signbit(f);
+			}
+		case BOOLOID:
+			return !DatumGetBool(d);
+		case TEXTOID:
+			return VARSIZE_ANY_EXHDR(DatumGetPointer(d)) == 0;
+		default:
+			return false;
+	}
+}
+
+static void
+put_value(StringInfo buf, Oid type, Datum d, TimestampTz ts)
+{
+	switch (type)
+	{
+		case INT8OID:
+			put_varint(buf, zigzag(DatumGetInt64(d)));
+			break;
+		case INT4OID:
+			put_varint(buf, zigzag(DatumGetInt32(d)));
+			break;
+		case OIDOID:
+			put_varint(buf, DatumGetObjectId(d));
+			break;
+		case FLOAT8OID:
+			{
+				float8		f = DatumGetFloat8(d);
+				uint64		bits;
+
+				memcpy(&bits, &f, sizeof(bits));
+				for (int i = 0; i < 8; i++)
+					appendStringInfoChar(buf, (char) ((bits >> (8 * i)) & 0xFF));
+				break;
+			}
+		case TIMESTAMPTZOID:
+			put_varint(buf, zigzag((int64) ((uint64) ts - (uint64) DatumGetTimestampTz(d))));
+			break;
+		case BOOLOID:
+			break;				/* code 2 is true */
+		case TEXTOID:
+			{
+				text	   *t = DatumGetTextPP(d);
+
+				put_varint(buf, VARSIZE_ANY_EXHDR(t));
+				appendBinaryStringInfo(buf, VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t));
+				break;
+			}
+		default:
+			elog(ERROR, "unsupported column type %u in packed history", type);
+	}
+}
+
+bytea *
+chronicle_pack(const ChronicleRows *rows, TimestampTz ts)
+{
+	const ChronicleSource *src = chronicle_sources[rows->source_index];
+	int			nvals = src->ncolumns - src->nkeys;
+	int64		nbits = (int64) rows->nrows * nvals;
+	int			nbytes = (int) ((nbits + 7) / 8);
+	bool		has_nulls = false;
+	uint8	   *present = palloc0(Max(nbytes, 1));
+	uint8	   *isnull = palloc0(Max(nbytes, 1));
+	StringInfoData body;
+	StringInfoData buf;
+	bytea	   *result;
+
+	/* The rows' payloads, and which values have one, which are NULL. */
+	initStringInfo(&body);
+	for (int r = 0; r < rows->nrows; r++)
+	{
+		if (src->nkeys > 0)
+			put_varint(&body, (uint32) rows->key_ids[r]);
+		for (int v = 0; v < nvals; v++)
+		{
+			int			c = src->nkeys + v;
+			int64		bit = (int64) r * nvals + v;
+
+			if (rows->nulls[c][r])
+			{
+				isnull[bit / 8] |= 1 << (bit % 8);
+				has_nulls = true;
+			}
+			else if (!is_zero(src->columns[c].type, rows->values[c][r]))
+			{
+				present[bit / 8] |= 1 << (bit % 8);
+				put_value(&body, src->columns[c].type, rows->values[c][r], ts);
+			}
+		}
+	}
+
+	initStringInfo(&buf);
+	appendStringInfoSpaces(&buf, VARHDRSZ);
+	appendStringInfoChar(&buf, PACK_VERSION);
+	appendStringInfoChar(&buf, (rows->complete ? CHRONICLE_PACK_COMPLETE : 0) |
+						 (has_nulls ? CHRONICLE_PACK_NULLS : 0));
+	put_varint(&buf, rows->nrows);
+	appendBinaryStringInfo(&buf, (char *) present, nbytes);
+	if (has_nulls)
+		appendBinaryStringInfo(&buf, (char *) isnull, nbytes);
+	appendBinaryStringInfo(&buf, body.data, body.len);
+	pfree(body.data);
+	pfree(present);
+	pfree(isnull);
+	result = (bytea *) buf.data;
+	SET_VARSIZE(result, buf.len);
+	return result;
+}
+
+/* ---------------------------------------------------------------------
+ * Decoding
+ * ---------------------------------------------------------------------
+ */
+typedef struct Reader
+{
+	const uint8 *p;
+	const uint8 *end;
+	const char *source;
+} Reader;
+
+static pg_noinline void
+malformed(const Reader *rd)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
+			 errmsg("chronicle: malformed packed history of source \"%s\"",
+					rd->source),
+			 errhint("Packed history is written by pg_chronicle only; "
+					 "this value was not, or was damaged.")));
+}
+
+static uint64
+get_varint(Reader *rd)
+{
+	uint64		v = 0;
+
+	for (int shift = 0; shift < 64; shift += 7)
+	{
+		uint8		b;
+
+		if (rd->p >= rd->end)
+			malformed(rd);
+		b = *rd->p++;
+		v |= (uint64) (b & 0x7F) << shift;
+		if ((b & 0x80) == 0)
+			return v;
+	}
+	malformed(rd);
+	return 0;					/* keep compiler quiet */
+}
+
+static Datum
+get_value(Reader *rd, Oid type, TimestampTz ts)
+{
+	switch (type)
+	{
+		case INT8OID:
+			return Int64GetDatum(unzigzag(get_varint(rd)));
+		case INT4OID:
+			{
+				int64		v = unzigzag(get_varint(rd));
+
+				if (v < PG_INT32_MIN || v > PG_INT32_MAX)
+					malformed(rd);
+				return Int32GetDatum((int32) v);
+			}
+		case OIDOID:
+			{
+				uint64		v = get_varint(rd);
+
+				if (v > PG_UINT32_MAX)
+					malformed(rd);
+				return ObjectIdGetDatum((Oid) v);
+			}
+		case FLOAT8OID:
+			{
+				uint64		bits = 0;
+				float8		f;
+
+				if (rd->end - rd->p < 8)
+					malformed(rd);
+				for (int i = 0; i < 8; i++)
+					bits |= (uint64) rd->p[i] << (8 * i);
+				rd->p += 8;
+				memcpy(&f, &bits, sizeof(f));
+				return Float8GetDatum(f);
+			}
+		case TIMESTAMPTZOID:
+			return TimestampTzGetDatum((int64) ((uint64) ts - (uint64) unzigzag(get_varint(rd))));
+		case BOOLOID:
+			return BoolGetDatum(true);
+		case TEXTOID:
+			{
+				uint64		len = get_varint(rd);
+
+				if (len > (uint64) (rd->end - rd->p) || len > MaxAllocSize - VARHDRSZ)
+					malformed(rd);
+				/* text the database can hold, or an error */
+				(void) pg_verify_mbstr(GetDatabaseEncoding(), (const char *) rd->p, (int) len, false);
+				rd->p += len;
+				return PointerGetDatum(cstring_to_text_with_len((const char *) rd->p - len, (int) len));
+			}
+		default:
+			elog(ERROR, "unsupported column type %u in packed history", type);
+	}
+	return (Datum) 0;			/* keep compiler quiet */
+}
+
+static Datum
+zero_of(Oid type)
+{
+	switch (type)
+	{
+		case INT8OID:
+			return Int64GetDatum(0);
+		case INT4OID:
+			return Int32GetDatum(0);
+		case OIDOID:
+			return ObjectIdGetDatum(InvalidOid);
+		case FLOAT8OID:
+			return Float8GetDatum(0.0);
+		case BOOLOID:
+			return BoolGetDatum(false);
+		case TEXTOID:
+			return PointerGetDatum(cstring_to_text(""));
+		case TIMESTAMPTZOID:
+			break;				/* never encoded as zero */
+	}
+	return (Datum) 0;
+}
+
+static void
+rows_grow(ChronicleRows *rows, const ChronicleSource *src, int need)
+{
+	int			newmax;
+
+	if (need <= rows->maxrows)
+		return;
+	newmax = Max(need, Max(rows->maxrows * 2, 8));
+	for (int c = 0; c < src->ncolumns; c++)
+	{
+		if (rows->maxrows == 0)
+		{
+			rows->values[c] = palloc(sizeof(Datum) * newmax);
+			rows->nulls[c] = palloc(sizeof(bool) * newmax);
+		}
+		else
+		{
+			rows->values[c] = repalloc(rows->values[c], sizeof(Datum) * newmax);
+			rows->nulls[c] = repalloc(rows->nulls[c], sizeof(bool) * newmax);
+		}
+	}
+	if (rows->maxrows == 0)
+		rows->key_ids = palloc(sizeof(int32) * newmax);
+	else
+		rows->key_ids = repalloc(rows->key_ids, sizeof(int32) * newmax);
+	rows->maxrows = newmax;
+}
+
+/*
+ * Decode a packed value into rows (appended to rows, which names the
+ * source).  Key columns are left NULL: the caller fills them from key_ids.
+ */
+static void
+unpack(ChronicleRows *rows, TimestampTz ts, bytea *data)
+{
+	const ChronicleSource *src = chronicle_sources[rows->source_index];
+	int			nvals = src->ncolumns - src->nkeys;
+	Reader		rd;
+	uint64		n;
+	uint64		nbytes;
+	const uint8 *present;
+	const uint8 *isnull = NULL;
+	uint8		flags;
+
+	rd.p = (const uint8 *) VARDATA_ANY(data);
+	rd.end = rd.p + VARSIZE_ANY_EXHDR(data);
+	rd.source = src->name;
+	if (rd.end - rd.p < 2 || rd.p[0] != PACK_VERSION ||
+		(rd.p[1] & ~(CHRONICLE_PACK_COMPLETE | CHRONICLE_PACK_NULLS)) != 0)
+		malformed(&rd);
+	flags = rd.p[1];
+	rows->complete = (flags & CHRONICLE_PACK_COMPLETE) != 0;
+	rd.p += 2;
+	n = get_varint(&rd);
+	/* at least a bit a row (a byte, with a key id) must follow */
+	if (n > (uint64) (rd.end - rd.p) * (src->nkeys > 0 ? 1 : 8))
+		malformed(&rd);
+	nbytes = (n * nvals + 7) / 8;
+	if (nbytes * ((flags & CHRONICLE_PACK_NULLS) ? 2 : 1) > (uint64) (rd.end - rd.p))
+		malformed(&rd);
+	present = rd.p;
+	rd.p += nbytes;
+	if (flags & CHRONICLE_PACK_NULLS)
+	{
+		isnull = rd.p;
+		rd.p += nbytes;
+	}
+	rows_grow(rows, src, rows->nrows + (int) n);
+	for (uint64 i = 0; i < n; i++)
+	{
+		int			r = rows->nrows;
+
+		if (src->nkeys > 0)
+		{
+			uint64		id = get_varint(&rd);
+
+			if (id > PG_INT32_MAX)
+				malformed(&rd);
+			rows->key_ids[r] = (int32) id;
+		}
+		else
+			rows->key_ids[r] = 0;
+		for (int c = 0; c < src->nkeys; c++)
+		{
+			rows->values[c][r] = (Datum) 0;
+			rows->nulls[c][r] = true;
+		}
+		for (int v = 0; v < nvals; v++)
+		{
+			int			c = src->nkeys + v;
+			Oid			type = src->columns[c].type;
+			uint64		bit = i * nvals + v;
+			bool		has = (present[bit / 8] >> (bit % 8)) & 1;
+			bool		null = isnull && ((isnull[bit / 8] >> (bit % 8)) & 1);
+
+			if (has && null)
+				malformed(&rd);
+			rows->nulls[c][r] = null;
+			if (null)
+				rows->values[c][r] = (Datum) 0;
+			else if (has)
+				rows->values[c][r] = get_value(&rd, type, ts);
+			else if (type == TIMESTAMPTZOID)
+				malformed(&rd);	/* never written as a zero */
+			else
+				rows->values[c][r] = zero_of(type);
+		}
+		rows->nrows++;
+	}
+	if (rd.p != rd.end)
+		malformed(&rd);
+}
+
+/* ---------------------------------------------------------------------
+ * The key dictionary, chronicle.history_key
+ * ---------------------------------------------------------------------
+ */
+void
+chronicle_key_string(const ChronicleSource *src, const Datum *values,
+					 const bool *nulls, StringInfo buf)
+{
+	resetStringInfo(buf);
+	for (int c = 0; c < src->nkeys; c++)
+	{
+		if (c > 0)
+			appendStringInfoChar(buf, '\x1f');
+		if (nulls[c])
+		{
+			appendStringInfoChar(buf, '\x1e');
+			continue;
+		}
+		switch (src->columns[c].type)
+		{
+			case TEXTOID:
+				appendStringInfoString(buf, TextDatumGetCString(values[c]));
+				break;
+			case INT8OID:
+				appendStringInfo(buf, INT64_FORMAT, DatumGetInt64(values[c]));
+				break;
+			case INT4OID:
+				appendStringInfo(buf, "%d", DatumGetInt32(values[c]));
+				break;
+			case OIDOID:
+				appendStringInfo(buf, "%u", DatumGetObjectId(values[c]));
+				break;
+			case BOOLOID:
+				appendStringInfoChar(buf, DatumGetBool(values[c]) ? 't' : 'f');
+				break;
+			default:
+				elog(ERROR, "unsupported key column type %u in source \"%s\"",
+					 src->columns[c].type, src->name);
+		}
+	}
+	if (buf->len >= CHRONICLE_KEY_LEN)
+		elog(ERROR, "key of source \"%s\" too long: \"%s\"",
+			 src->name, buf->data);
+}
+
+/* The key as chronicle.history_key stores it: each column's text. */
+static Datum
+key_array(int si, const Datum *values, const bool *nulls)
+{
+	const ChronicleSource *src = chronicle_sources[si];
+	SourceTypes *t = types_of(si);
+	Datum		elems[CHRONICLE_MAX_COLUMNS];
+	bool		enulls[CHRONICLE_MAX_COLUMNS];
+	int			dims[1] = {src->nkeys};
+	int			lbs[1] = {1};
+
+	for (int c = 0; c < src->nkeys; c++)
+	{
+		enulls[c] = nulls[c];
+		elems[c] = nulls[c] ? (Datum) 0 :
+			CStringGetTextDatum(OutputFunctionCall(&t->outfunc[c], values[c]));
+	}
+	return PointerGetDatum(construct_md_array(elems, enulls, 1, dims, lbs,
+											  TEXTOID, -1, false, TYPALIGN_INT));
+}
+
+/* Load every key of a source into the collector's cache. */
+static void
+key_cache_load(int si)
+{
+	const ChronicleSource *src = chronicle_sources[si];
+	HASHCTL		ctl;
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		args[1];
+	int			ret;
+	StringInfoData keybuf;
+
+	if (key_cxt[si] == NULL)
+		key_cxt[si] = AllocSetContextCreate(TopMemoryContext,
+											"chronicle key ids",
+											ALLOCSET_SMALL_SIZES);
+	MemoryContextReset(key_cxt[si]);
+	ctl.keysize = CHRONICLE_KEY_LEN;
+	ctl.entrysize = sizeof(KeyIdEntry);
+	ctl.hcxt = key_cxt[si];
+	key_ids[si] = hash_create("chronicle key ids", 64, &ctl,
+							  HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+
+	args[0] = CStringGetTextDatum(src->name);
+	ret = SPI_execute_with_args("SELECT key_id, key FROM chronicle.history_key"
+								" WHERE source = $1",
+								1, argtypes, args, NULL, true, 0);
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "could not read chronicle.history_key: %s",
+			 SPI_result_code_string(ret));
+	initStringInfo(&keybuf);
+	for (uint64 r = 0; r < SPI_processed; r++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[r];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		int32		id = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
+		ArrayType  *arr = DatumGetArrayTypeP(SPI_getbinval(tup, desc, 2, &isnull));
+		Datum	   *elems;
+		bool	   *enulls;
+		int			nelems;
+		KeyIdEntry *e;
+
+		deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT,
+						  &elems, &enulls, &nelems);
+		if (nelems != src->nkeys)
+			continue;			/* not this library's key: never matched */
+		resetStringInfo(&keybuf);
+		for (int c = 0; c < nelems; c++)
+		{
+			if (c > 0)
+				appendStringInfoChar(&keybuf, '\x1f');
+			if (enulls[c])
+				appendStringInfoChar(&keybuf, '\x1e');
+			else
+				appendStringInfoString(&keybuf, TextDatumGetCString(elems[c]));
+		}
+		if (keybuf.len >= CHRONICLE_KEY_LEN)
+			continue;
+		e = hash_search(key_ids[si], keybuf.data, HASH_ENTER, NULL);
+		e->id = id;
+	}
+	pfree(keybuf.data);
+}
+
+/*
+ * The cache must never keep the id of a key whose dictionary row was
+ * rolled back: forget every id when a transaction or subtransaction
+ * aborts (the collector's source subtransactions, a caller of
+ * chronicle.snapshot() or chronicle._pack() that rolls back).
+ */
+static void
+key_cache_xact_callback(XactEvent event, void *arg)
+{
+	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT)
+		chronicle_history_forget(-2);
+}
+
+static void
+key_cache_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+						   SubTransactionId parentSubid, void *arg)
+{
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+		chronicle_history_forget(-2);
+}
+
+/*
+ * Forget the cached key ids of source si, or of every source (si < 0);
+ * with si == -1 also the prepared INSERT.
+ */
+void
+chronicle_history_forget(int si)
+{
+	for (int i = 0; i < chronicle_nsources; i++)
+	{
+		if (si >= 0 && i != si)
+			continue;
+		if (key_cxt[i])
+			MemoryContextReset(key_cxt[i]);
+		key_ids[i] = NULL;
+	}
+	if (si == -1 && history_plan)
+	{
+		SPI_freeplan(history_plan);
+		history_plan = NULL;
+	}
+}
+
+int32
+chronicle_key_id(int si, const Datum *values, const bool *nulls, bool cache)
+{
+	const ChronicleSource *src = chronicle_sources[si];
+	StringInfoData keybuf;
+	Oid			argtypes[2] = {TEXTOID, TEXTARRAYOID};
+	Datum		args[2];
+	int			ret;
+	bool		isnull;
+	int32		id;
+	KeyIdEntry *e;
+
+	initStringInfo(&keybuf);
+	chronicle_key_string(src, values, nulls, &keybuf);
+	if (cache)
+	{
+		static bool callbacks = false;
+
+		if (!callbacks)
+		{
+			RegisterXactCallback(key_cache_xact_callback, NULL);
+			RegisterSubXactCallback(key_cache_subxact_callback, NULL);
+			callbacks = true;
+		}
+		if (key_ids[si] == NULL)
+			key_cache_load(si);
+		e = hash_search(key_ids[si], keybuf.data, HASH_FIND, NULL);
+		if (e)
+		{
+			pfree(keybuf.data);
+			return e->id;
+		}
+	}
+
+	/*
+	 * A new key: add it.  Two collectors may add the same key at once (the
+	 * worker and chronicle.snapshot()): the second waits for the first and
+	 * finds its id.
+	 */
+	args[0] = CStringGetTextDatum(src->name);
+	args[1] = key_array(si, values, nulls);
+	ret = SPI_execute_with_args("INSERT INTO chronicle.history_key (source, key)"
+								" VALUES ($1, $2)"
+								" ON CONFLICT (source, key) DO NOTHING"
+								" RETURNING key_id",
+								2, argtypes, args, NULL, false, 1);
+	if (ret != SPI_OK_INSERT_RETURNING)
+		elog(ERROR, "could not add to chronicle.history_key: %s",
+			 SPI_result_code_string(ret));
+	if (SPI_processed == 0)
+	{
+		ret = SPI_execute_with_args("SELECT key_id FROM chronicle.history_key"
+									" WHERE source = $1 AND key = $2",
+									2, argtypes, args, NULL, false, 1);
+		if (ret != SPI_OK_SELECT || SPI_processed != 1)
+			elog(ERROR, "could not find key \"%s\" of source \"%s\" in chronicle.history_key",
+				 keybuf.data, src->name);
+	}
+	id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0],
+									 SPI_tuptable->tupdesc, 1, &isnull));
+	if (cache)
+	{
+		e = hash_search(key_ids[si], keybuf.data, HASH_ENTER, NULL);
+		e->id = id;
+	}
+	pfree(keybuf.data);
+	return id;
+}
+
+/* The reader's side: id -> key values, for one source, per query. */
+typedef struct KeyValsEntry
+{
+	int32		id;
+	Datum	   *values;
+} KeyValsEntry;
+
+typedef struct KeyDict
+{
+	int			si;
+	MemoryContext cxt;
+	HTAB	   *ids;
+	bool		reloaded;		/* reloaded once after a miss */
+} KeyDict;
+
+static void
+key_dict_load(KeyDict *dict)
+{
+	const ChronicleSource *src = chronicle_sources[dict->si];
+	SourceTypes *t = types_of(dict->si);
+	HASHCTL		ctl;
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		args[1];
+	int			ret;
+	MemoryContext oldcxt;
+
+	MemoryContextReset(dict->cxt);
+	ctl.keysize = sizeof(int32);
+	ctl.entrysize = sizeof(KeyValsEntry);
+	ctl.hcxt = dict->cxt;
+	dict->ids = hash_create("chronicle keys", 64, &ctl,
+							HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	args[0] = CStringGetTextDatum(src->name);
+	ret = SPI_execute_with_args("SELECT key_id, key FROM chronicle.history_key"
+								" WHERE source = $1",
+								1, argtypes, args, NULL, true, 0);
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "could not read chronicle.history_key: %s",
+			 SPI_result_code_string(ret));
+	oldcxt = MemoryContextSwitchTo(dict->cxt);
+	for (uint64 r = 0; r < SPI_processed; r++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[r];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		int32		id = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
+		Datum		arrd = SPI_getbinval(tup, desc, 2, &isnull);
+		Datum	   *elems;
+		bool	   *enulls;
+		int			nelems;
+		KeyValsEntry *e;
+
+		if (isnull)
+			continue;
+		deconstruct_array(DatumGetArrayTypeP(arrd), TEXTOID, -1, false,
+						  TYPALIGN_INT, &elems, &enulls, &nelems);
+		if (nelems != src->nkeys)
+			continue;
+		e = hash_search(dict->ids, &id, HASH_ENTER, NULL);
+		e->values = palloc(sizeof(Datum) * src->nkeys);
+		for (int c = 0; c < src->nkeys; c++)
+			e->values[c] = enulls[c] ? (Datum) 0 :
+				InputFunctionCall(&t->infunc[c], TextDatumGetCString(elems[c]),
+								  t->ioparam[c], -1);
+	}
+	MemoryContextSwitchTo(oldcxt);
+	SPI_finish();
+}
+
+static const Datum *
+key_dict_find(KeyDict *dict, int32 id)
+{
+	KeyValsEntry *e;
+
+	if (dict->ids == NULL)
+		key_dict_load(dict);
+	e = hash_search(dict->ids, &id, HASH_FIND, NULL);
+	if (e == NULL && !dict->reloaded)
+	{
+		/* added since the dictionary was read (by this very statement?) */
+		dict->reloaded = true;
+		key_dict_load(dict);
+		e = hash_search(dict->ids, &id, HASH_FIND, NULL);
+	}
+	if (e == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
+				 errmsg("chronicle: key id %d of source \"%s\" is not in chronicle.history_key",
+						id, chronicle_sources[dict->si]->name),
+				 errhint("Packed history is read with the key dictionary of the database that wrote it.")));
+	return e->values;
+}
+
+/* Decode and fill the key columns from the dictionary. */
+static void
+unpack_with_keys(ChronicleRows *rows, TimestampTz ts, bytea *data, KeyDict *dict)
+{
+	const ChronicleSource *src = chronicle_sources[rows->source_index];
+	int			first = rows->nrows;
+
+	unpack(rows, ts, data);
+	for (int r = first; r < rows->nrows && src->nkeys > 0; r++)
+	{
+		const Datum *kv = key_dict_find(dict, rows->key_ids[r]);
+
+		for (int c = 0; c < src->nkeys; c++)
+		{
+			rows->values[c][r] = kv[c];
+			rows->nulls[c][r] = false;
+		}
+	}
+}
+
+/* ---------------------------------------------------------------------
+ * Writing the history row
+ * ---------------------------------------------------------------------
+ */
+void
+chronicle_history_insert(TimestampTz ts, bytea *const *packed)
+{
+	Datum		args[CHRONICLE_MAX_SOURCES + 3];
+	char		nulls[CHRONICLE_MAX_SOURCES + 3];
+	int			ret;
+
+	if (history_plan == NULL)
+	{
+		StringInfoData sql;
+		Oid			argtypes[CHRONICLE_MAX_SOURCES + 3];
+
+		initStringInfo(&sql);
+		appendStringInfoString(&sql, "INSERT INTO chronicle.history (ts, system_identifier, server_name");
+		for (int i = 0; i < chronicle_nsources; i++)
+			appendStringInfo(&sql, ", %s", quote_identifier(chronicle_sources[i]->name));
+		appendStringInfoString(&sql, ") VALUES ($1, $2, $3");
+		argtypes[0] = TIMESTAMPTZOID;
+		argtypes[1] = INT8OID;
+		argtypes[2] = TEXTOID;
+		for (int i = 0; i < chronicle_nsources; i++)
+		{
+			appendStringInfo(&sql, ", $%d", i + 4);
+			argtypes[i + 3] = BYTEAOID;
+		}
+		appendStringInfoChar(&sql, ')');
+		history_plan = SPI_prepare(sql.data, chronicle_nsources + 3, argtypes);
+		if (history_plan == NULL)
+			elog(ERROR, "SPI_prepare failed: %s",
+				 SPI_result_code_string(SPI_result));
+		if (SPI_keepplan(history_plan) != 0)
+			elog(ERROR, "SPI_keepplan failed");
+		pfree(sql.data);
+	}
+	args[0] = TimestampTzGetDatum(ts);
+	args[1] = Int64GetDatum((int64) GetSystemIdentifier());
+	args[2] = CStringGetTextDatum(chronicle_server_name_now());
+	nulls[0] = nulls[1] = nulls[2] = ' ';
+	for (int i = 0; i < chronicle_nsources; i++)
+	{
+		args[i + 3] = PointerGetDatum(packed[i]);
+		nulls[i + 3] = packed[i] ? ' ' : 'n';
+	}
+	ret = SPI_execute_plan(history_plan, args, nulls, false, 0);
+	if (ret != SPI_OK_INSERT)
+		elog(ERROR, "insert into chronicle.history failed: %s",
+			 SPI_result_code_string(ret));
+}
+
+/* ---------------------------------------------------------------------
+ * SQL: chronicle._unpack(source, ts, data), behind the views
+ * ---------------------------------------------------------------------
+ */
+PG_FUNCTION_INFO_V1(chronicle_unpack);
+
+Datum
+chronicle_unpack(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	KeyDict    *dict = (KeyDict *) fcinfo->flinfo->fn_extra;
+	const ChronicleSource *src;
+	TupleDesc	tupdesc;
+	ChronicleRows rows;
+	MemoryContext oldcxt;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("chronicle._unpack: source must not be NULL")));
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	if (PG_ARGISNULL(1) || PG_ARGISNULL(2))
+		return (Datum) 0;
+
+	if (dict == NULL)
+	{
+		dict = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(KeyDict));
+		dict->si = source_index(text_to_cstring(PG_GETARG_TEXT_PP(0)));
+		dict->cxt = AllocSetContextCreate(fcinfo->flinfo->fn_mcxt,
+										  "chronicle keys",
+										  ALLOCSET_SMALL_SIZES);
+		fcinfo->flinfo->fn_extra = dict;
+	}
+	src = chronicle_sources[dict->si];
+	tupdesc = rsinfo->setDesc;
+	if (tupdesc->natts != src->ncolumns)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("chronicle._unpack: source \"%s\" has %d columns, the caller expects %d",
+						src->name, src->ncolumns, tupdesc->natts)));
+	for (int c = 0; c < src->ncolumns; c++)
+		if (TupleDescAttr(tupdesc, c)->atttypid != src->columns[c].type)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("chronicle._unpack: column %d of source \"%s\" (%s) has another type than the caller expects",
+							c + 1, src->name, src->columns[c].name)));
+
+	memset(&rows, 0, sizeof(rows));
+	rows.source_index = dict->si;
+	unpack_with_keys(&rows, PG_GETARG_TIMESTAMPTZ(1), PG_GETARG_BYTEA_PP(2), dict);
+
+	oldcxt = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
+	for (int r = 0; r < rows.nrows; r++)
+	{
+		Datum		values[CHRONICLE_MAX_COLUMNS];
+		bool		nulls[CHRONICLE_MAX_COLUMNS];
+
+		for (int c = 0; c < src->ncolumns; c++)
+		{
+			values[c] = rows.values[c][r];
+			nulls[c] = rows.nulls[c][r];
+		}
+		tuplestore_putvalues(rsinfo->setResult, tupdesc, values, nulls);
+	}
+	MemoryContextSwitchTo(oldcxt);
+	return (Datum) 0;
+}
+
+/* ---------------------------------------------------------------------
+ * SQL: chronicle._pack(source, ts, rows, complete), for bulk loads
+ *
+ * rows: an array of any row type with the source's columns (by name; a
+ * column it lacks is NULL), e.g. array_agg() of a table of the old layout
+ * or of the view itself.  Used by the upgrade from 0.1.0 and by
+ * chronicle._history_load().
+ * ---------------------------------------------------------------------
+ */
+PG_FUNCTION_INFO_V1(chronicle_pack_rows);
+
+Datum
+chronicle_pack_rows(PG_FUNCTION_ARGS)
+{
+	const ChronicleSource *src;
+	int			si;
+	TimestampTz ts;
+	ArrayType  *arr;
+	Oid			elemtype;
+	TupleDesc	td;
+	int			attno[CHRONICLE_MAX_COLUMNS];
+	Datum	   *elems;
+	bool	   *elemnulls;
+	int			nelems;
+	int16		elemlen;
+	bool		elembyval;
+	char		elemalign;
+	ChronicleRows rows;
+	StringInfoData keybuf;
+	HTAB	   *seen = NULL;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("chronicle._pack: source and ts must not be NULL")));
+	if (PG_ARGISNULL(2))
+		PG_RETURN_NULL();
+	si = source_index(text_to_cstring(PG_GETARG_TEXT_PP(0)));
+	src = chronicle_sources[si];
+	ts = PG_GETARG_TIMESTAMPTZ(1);
+	arr = PG_GETARG_ARRAYTYPE_P(2);
+	elemtype = ARR_ELEMTYPE(arr);
+	if (!type_is_rowtype(elemtype) || elemtype == RECORDOID)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("chronicle._pack: rows must be an array of a named row type"),
+				 errhint("Aggregate the rows of a table or view: array_agg(t) FROM t.")));
+	td = lookup_rowtype_tupdesc(elemtype, -1);
+	for (int c = 0; c < src->ncolumns; c++)
+	{
+		attno[c] = -1;
+		for (int a = 0; a < td->natts; a++)
+		{
+			Form_pg_attribute att = TupleDescAttr(td, a);
+
+			if (att->attisdropped || strcmp(NameStr(att->attname), src->columns[c].name) != 0)
+				continue;
+			if (att->atttypid != src->columns[c].type)
+				ereport(ERROR,
+						(errcode(ERRCODE_DATATYPE_MISMATCH),
+						 errmsg("chronicle._pack: column %s of the rows has type %s, source \"%s\" has %s",
+								src->columns[c].name, format_type_be(att->atttypid),
+								src->name, format_type_be(src->columns[c].type))));
+			attno[c] = a;
+		}
+		if (c < src->nkeys && attno[c] < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_COLUMN),
+					 errmsg("chronicle._pack: the rows have no key column %s of source \"%s\"",
+							src->columns[c].name, src->name)));
+	}
+
+	get_typlenbyvalalign(elemtype, &elemlen, &elembyval, &elemalign);
+	deconstruct_array(arr, elemtype, elemlen, elembyval, elemalign,
+					  &elems, &elemnulls, &nelems);
+	memset(&rows, 0, sizeof(rows));
+	rows.source_index = si;
+	rows.complete = !PG_ARGISNULL(3) && PG_GETARG_BOOL(3);
+	rows_grow(&rows, src, Max(nelems, 1));
+	initStringInfo(&keybuf);
+	if (src->nkeys > 0)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = CHRONICLE_KEY_LEN;
+		ctl.entrysize = CHRONICLE_KEY_LEN;
+		ctl.hcxt = CurrentMemoryContext;
+		seen = hash_create("chronicle keys packed", Max(nelems, 16), &ctl,
+						   HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+	}
+	/* chronicle_key_id() reads and adds keys; the rows stay in our context */
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	for (int e = 0; e < nelems; e++)
+	{
+		HeapTupleHeader th;
+		HeapTupleData tup;
+		Datum		vals[MaxTupleAttributeNumber];
+		bool		nulls[MaxTupleAttributeNumber];
+		int			r = rows.nrows;
+
+		if (elemnulls[e])
+			continue;
+		th = DatumGetHeapTupleHeader(elems[e]);
+		tup.t_len = HeapTupleHeaderGetDatumLength(th);
+		ItemPointerSetInvalid(&tup.t_self);
+		tup.t_tableOid = InvalidOid;
+		tup.t_data = th;
+		heap_deform_tuple(&tup, td, vals, nulls);
+		for (int c = 0; c < src->ncolumns; c++)
+		{
+			rows.nulls[c][r] = attno[c] < 0 || nulls[attno[c]];
+			rows.values[c][r] = rows.nulls[c][r] ? (Datum) 0 : vals[attno[c]];
+			if (c < src->nkeys && rows.nulls[c][r])
+				ereport(ERROR,
+						(errcode(ERRCODE_NOT_NULL_VIOLATION),
+						 errmsg("chronicle._pack: key column %s of source \"%s\" must not be NULL",
+								src->columns[c].name, src->name)));
+		}
+		if (src->nkeys > 0)
+		{
+			bool		found;
+
+			/* the key columns of row r, gathered */
+			{
+				Datum		kv[CHRONICLE_MAX_COLUMNS];
+				bool		kn[CHRONICLE_MAX_COLUMNS];
+
+				for (int c = 0; c < src->nkeys; c++)
+				{
+					kv[c] = rows.values[c][r];
+					kn[c] = false;
+				}
+				chronicle_key_string(src, kv, kn, &keybuf);
+				(void) hash_search(seen, keybuf.data, HASH_ENTER, &found);
+				if (found)
+				{
+					/* the key as the dictionary shows it: {a,b,c} */
+					ereport(ERROR,
+							(errcode(ERRCODE_UNIQUE_VIOLATION),
+							 errmsg("chronicle._pack: two rows of key %s of source \"%s\" at one ts",
+									OidOutputFunctionCall(F_ARRAY_OUT, key_array(si, kv, kn)),
+									src->name)));
+				}
+				rows.key_ids[r] = chronicle_key_id(si, kv, kn, true);
+			}
+		}
+		else if (rows.nrows > 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNIQUE_VIOLATION),
+					 errmsg("chronicle._pack: source \"%s\" has one row at a time, not %d",
+							src->name, nelems)));
+		rows.nrows++;
+	}
+	SPI_finish();
+	ReleaseTupleDesc(td);
+	if (rows.nrows == 0)
+		PG_RETURN_NULL();
+	PG_RETURN_BYTEA_P(chronicle_pack(&rows, ts));
+}
+
+/* ---------------------------------------------------------------------
+ * SQL: INSERT, UPDATE and DELETE on the views (INSTEAD OF triggers)
+ *
+ * For tests, generators and repairs by hand: the collector writes packed
+ * rows directly.  A row goes into (or out of) the packed value of its
+ * source at its ts: decoded, changed, encoded again.
+ * ---------------------------------------------------------------------
+ */
+
+/* The row of a view's tuple: ts, then the source's columns. */
+static TimestampTz
+tuple_row(HeapTuple tup, TupleDesc desc, const ChronicleSource *src,
+		  Datum *values, bool *nulls)
+{
+	bool		isnull;
+	Datum		ts = heap_getattr(tup, 1, desc, &isnull);
+
+	if (isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_NOT_NULL_VIOLATION),
+				 errmsg("chronicle.%s_history: ts must not be NULL", src->name)));
+	for (int c = 0; c < src->ncolumns; c++)
+	{
+		values[c] = heap_getattr(tup, c + 2, desc, &nulls[c]);
+		if (c < src->nkeys && nulls[c])
+			ereport(ERROR,
+					(errcode(ERRCODE_NOT_NULL_VIOLATION),
+					 errmsg("chronicle.%s_history: key column %s must not be NULL",
+							src->name, src->columns[c].name)));
+	}
+	return DatumGetTimestampTz(ts);
+}
+
+/* Remove (values == NULL) or replace the row of key id at ts. */
+static void
+history_change(int si, TimestampTz ts, int32 id, const Datum *values,
+			   const bool *nulls, bool remove)
+{
+	const ChronicleSource *src = chronicle_sources[si];
+	Oid			argtypes[2] = {TIMESTAMPTZOID, BYTEAOID};
+	Datum		args[2];
+	char		argnulls[2] = {' ', ' '};
+	ChronicleRows rows;
+	bytea	   *packed = NULL;
+	bool		exists;
+	int			ret;
+	int			found = -1;
+	const char *col = quote_identifier(src->name);
+
+	args[0] = TimestampTzGetDatum(ts);
+	ret = SPI_execute_with_args(psprintf("SELECT %s FROM chronicle.history WHERE ts = $1 FOR UPDATE", col),
+								1, argtypes, args, NULL, false, 0);
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "could not read chronicle.history: %s",
+			 SPI_result_code_string(ret));
+	exists = SPI_processed > 0;
+	memset(&rows, 0, sizeof(rows));
+	rows.source_index = si;
+	if (exists)
+	{
+		bool		isnull;
+		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+
+		if (!isnull)
+			unpack(&rows, ts, DatumGetByteaPP(d));
+	}
+	for (int r = 0; r < rows.nrows; r++)
+		if (src->nkeys == 0 || rows.key_ids[r] == id)
+			found = r;
+	if (remove)
+	{
+		if (found < 0)
+			return;
+		for (int c = 0; c < src->ncolumns; c++)
+		{
+			memmove(&rows.values[c][found], &rows.values[c][found + 1],
+					sizeof(Datum) * (rows.nrows - found - 1));
+			memmove(&rows.nulls[c][found], &rows.nulls[c][found + 1],
+					sizeof(bool) * (rows.nrows - found - 1));
+		}
+		memmove(&rows.key_ids[found], &rows.key_ids[found + 1],
+				sizeof(int32) * (rows.nrows - found - 1));
+		rows.nrows--;
+	}
+	else
+	{
+		if (found < 0)
+		{
+			rows_grow(&rows, src, rows.nrows + 1);
+			found = rows.nrows++;
+		}
+		rows.key_ids[found] = id;
+		for (int c = 0; c < src->ncolumns; c++)
+		{
+			rows.values[c][found] = values[c];
+			rows.nulls[c][found] = nulls[c];
+		}
+	}
+	/* hand-made rows are not known to be every key */
+	rows.complete = false;
+	if (rows.nrows > 0)
+		packed = chronicle_pack(&rows, ts);
+	args[1] = PointerGetDatum(packed);
+	argnulls[1] = packed ? ' ' : 'n';
+	if (exists)
+		ret = SPI_execute_with_args(psprintf("UPDATE chronicle.history SET %s = $2 WHERE ts = $1", col),
+									2, argtypes, args, argnulls, false, 0);
+	else
+		ret = SPI_execute_with_args(psprintf("INSERT INTO chronicle.history (ts, %s) VALUES ($1, $2)", col),
+									2, argtypes, args, argnulls, false, 0);
+	if (ret != (exists ? SPI_OK_UPDATE : SPI_OK_INSERT))
+		elog(ERROR, "could not write chronicle.history: %s",
+			 SPI_result_code_string(ret));
+}
+
+PG_FUNCTION_INFO_V1(chronicle_history_write);
+
+Datum
+chronicle_history_write(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	TupleDesc	desc;
+	const ChronicleSource *src;
+	int			si;
+	HeapTuple	result;
+
+	if (!CALLED_AS_TRIGGER(fcinfo) ||
+		!TRIGGER_FIRED_INSTEAD(trigdata->tg_event) ||
+		!TRIGGER_FIRED_FOR_ROW(trigdata->tg_event) ||
+		trigdata->tg_trigger->tgnargs != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("chronicle._history_write() must be an INSTEAD OF row trigger with the source's name")));
+	si = source_index(trigdata->tg_trigger->tgargs[0]);
+	src = chronicle_sources[si];
+	desc = RelationGetDescr(trigdata->tg_relation);
+	if (desc->natts != src->ncolumns + 1)
+		elog(ERROR, "view of source \"%s\" has %d columns, expected %d",
+			 src->name, desc->natts, src->ncolumns + 1);
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (TRIGGER_FIRED_BY_DELETE(trigdata->tg_event) ||
+		TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event))
+	{
+		Datum		values[CHRONICLE_MAX_COLUMNS];
+		bool		nulls[CHRONICLE_MAX_COLUMNS];
+		TimestampTz ts = tuple_row(trigdata->tg_trigtuple, desc, src, values, nulls);
+		int32		id = src->nkeys > 0 ? chronicle_key_id(si, values, nulls, false) : 0;
+
+		history_change(si, ts, id, NULL, NULL, true);
+	}
+	if (TRIGGER_FIRED_BY_INSERT(trigdata->tg_event) ||
+		TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event))
+	{
+		HeapTuple	tup = TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event) ?
+			trigdata->tg_newtuple : trigdata->tg_trigtuple;
+		Datum		values[CHRONICLE_MAX_COLUMNS];
+		bool		nulls[CHRONICLE_MAX_COLUMNS];
+		TimestampTz ts = tuple_row(tup, desc, src, values, nulls);
+		int32		id = src->nkeys > 0 ? chronicle_key_id(si, values, nulls, false) : 0;
+
+		history_change(si, ts, id, values, nulls, false);
+	}
+	SPI_finish();
+
+	result = TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event) ? trigdata->tg_newtuple :
+		trigdata->tg_trigtuple;
+	return PointerGetDatum(result);
+}
