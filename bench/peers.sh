@@ -6,8 +6,9 @@
 #
 # Each recorder runs alone in a fresh cluster of the same server, under the
 # load of bench/storage.sh (pg_stat_statements loaded and created, pgbench
-# TPC-B -R BENCH_RATE -c BENCH_CLIENTS -j 2 for BENCH_SECONDS, BENCH_IDLE
-# idle sessions, shared_buffers 128MB), in interleaved rounds (A B C D A B
+# TPC-B -R BENCH_RATE -c BENCH_CLIENTS -j 2, BENCH_IDLE idle sessions,
+# shared_buffers 128MB; BENCH_WARMUP seconds, default 60, then the measured
+# window of BENCH_SECONDS, default 60), in interleaved rounds (A B C D A B
 # C D ...; BENCH_ROUNDS, default 3).  Recorders (BENCH_PEERS, a
 # space-separated subset, default all):
 #   pg_chronicle      the tree, every setting at its default (1 s snapshots)
@@ -24,7 +25,7 @@
 # (growth of its tables: main forks of heap and indexes, TOAST, partitions
 # summed), its own WAL per second (pg_waldump of the window, the records of
 # its relations plus the commits of the transactions that wrote them:
-# bench/wal_by_relation.py) and pgbench's tps.  Then one table: median and
+# bench/wal_by_relation.py) and pgbench's tps (warm-up and window).  Then one table: median and
 # min-max of the rounds per recorder.
 #
 # The peers are built with PGXS from Debian's source packages (the private
@@ -47,6 +48,7 @@ pgc=$LIB_PG_CONFIG
 lib_bench_load
 idle=${BENCH_IDLE:-100}
 rounds=${BENCH_ROUNDS:-3}
+warmup=${BENCH_WARMUP:-60}
 recorders=${BENCH_PEERS:-pg_chronicle powa pg_statviz pg_wait_sampling}
 port=${BENCH_PORT:-$(lib_free_port)}
 cache=${PG_CHRONICLE_CACHE:-$HOME/.cache/pg_chronicle}
@@ -254,7 +256,7 @@ cpu_ticks() {
 
 # run_one RECORDER ROUND: one measurement, appended to $results.
 run_one() {
-	local rec=$1 round=$2 conf db=postgres schema= match pids t0 t1 c0 c1 lsn0 lsn1 s0=0 s1=0 rels wal=0 tps
+	local rec=$1 round=$2 conf db=postgres schema= match bench pids t0 t1 c0 c1 lsn0 lsn1 s0=0 s1=0 rels wal=0 tps
 	case $rec in
 	pg_chronicle)
 		conf="shared_preload_libraries = 'pg_stat_statements, pg_chronicle'"
@@ -314,6 +316,11 @@ max_connections = $((idle + clients + 20))"
 	        UNION ALL SELECT i.relfilenode FROM pg_index ix JOIN pg_class i ON i.oid = ix.indexrelid WHERE ix.indrelid IN (c.oid, c.reltoastrelid)
 	        UNION ALL SELECT t.relfilenode FROM pg_class t WHERE t.oid = c.reltoastrelid) x
 	   WHERE c.relnamespace = '$schema'::regnamespace AND c.relkind IN ('r', 'm') AND x.f <> 0"
+	# The load runs BENCH_WARMUP seconds before the window, as in
+	# bench/storage.sh (a recording that stays on has seen its keys).
+	"$bindir/pgbench" -R "$rate" -c "$clients" -j 2 -T "$((warmup + seconds))" >"$dir/pgbench.out" 2>&1 &
+	bench=$!
+	sleep "$warmup"
 	if [ -n "$schema" ]; then
 		s0=$(q -d "$db" -c "$size_sql")
 		rels=$(q -d "$db" -c "$rel_sql")
@@ -322,7 +329,7 @@ max_connections = $((idle + clients + 20))"
 	t0=$(date +%s.%N)
 	# shellcheck disable=SC2086
 	c0=$(cpu_ticks $pids)
-	"$bindir/pgbench" -R "$rate" -c "$clients" -j 2 -T "$seconds" >"$dir/pgbench.out" 2>&1
+	wait "$bench"
 	# shellcheck disable=SC2086
 	c1=$(cpu_ticks $pids) || { log "$rec: a process of it ended during the window"; c1=$c0; }
 	t1=$(date +%s.%N)
@@ -346,7 +353,7 @@ max_connections = $((idle + clients + 20))"
 
 echo "peers side by side, $(date -u '+%Y-%m-%d %H:%M UTC')"
 echo "PostgreSQL $pgver ($pgc); machine: $(nproc) cores, $(uname -r)"
-echo "load: pgbench TPC-B -s $scale -R $rate -c $clients -j 2 -T $seconds + $idle idle sessions, shared_buffers 128MB, pg_stat_statements loaded and created"
+echo "load: pgbench TPC-B -s $scale -R $rate -c $clients -j 2 -T $((warmup + seconds)) (window: the last $seconds s) + $idle idle sessions, shared_buffers 128MB, pg_stat_statements loaded and created"
 for r in "${run[@]}"; do echo "recorder: $r ${version[$r]}"; done
 for r in "${!skip[@]}"; do echo "skipped: $r: ${skip[$r]}"; done
 log "round recorder processes cpu% hist_KB/s wal_KB/s tps secs"
