@@ -242,6 +242,7 @@ cleanup() {
 	dir=
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM
 
 results=$(mktemp /tmp/pg_chronicle-peers-results.XXXXXX)
 hz=$(getconf CLK_TCK)
@@ -254,23 +255,41 @@ cpu_ticks() {
 	echo "$t"
 }
 
+# recorder_pids RECORDER TITLE: the processes of the recorder, children of
+# the postmaster whose title is "postgres: TITLE" (pg_chronicle's sampler
+# has no database connection and so no row in pg_stat_activity); for
+# pg_statviz, the backend of its snapshot session (application_name).
+# Fails when there is none.
+recorder_pids() {
+	local pm p out=
+	pm=$(head -n 1 "$dir/data/postmaster.pid")
+	if [ "$1" = pg_statviz ]; then
+		out=$("$bindir/psql" -X -At -c "SELECT string_agg(pid::text, ' ') FROM pg_stat_activity WHERE application_name = 'pg_statviz snapshots'" 2>/dev/null)
+	else
+		for p in $(ps -o pid= --ppid "$pm"); do
+			grep -qE "^postgres: ($2)\b" "/proc/$p/cmdline" 2>/dev/null && out="$out $p"
+		done
+	fi
+	[ -n "${out// /}" ] && echo $out
+}
+
 # run_one RECORDER ROUND: one measurement, appended to $results.
 run_one() {
-	local rec=$1 round=$2 conf db=postgres schema= match bench pids t0 t1 c0 c1 lsn0 lsn1 s0=0 s1=0 rels wal=0 tps
+	local rec=$1 round=$2 conf db=postgres schema= title bench pids t0 t1 c0 c1 lsn0 lsn1 s0=0 s1=0 rels wal=0 tps
 	case $rec in
 	pg_chronicle)
 		conf="shared_preload_libraries = 'pg_stat_statements, pg_chronicle'"
-		schema=chronicle match="backend_type LIKE 'pg_chronicle%'" ;;
+		schema=chronicle title='pg_chronicle (collector|sampler)' ;;
 	powa)
 		conf="shared_preload_libraries = 'pg_stat_statements, powa'
 powa.frequency = '5s'"
-		db=powa schema=public match="backend_type = 'powa'" ;;
+		db=powa schema=public title='powa' ;;
 	pg_statviz)
 		conf="shared_preload_libraries = 'pg_stat_statements'"
-		schema=pgstatviz match="application_name = 'pg_statviz snapshots'" ;;
+		schema=pgstatviz title= ;;
 	pg_wait_sampling)
 		conf="shared_preload_libraries = 'pg_stat_statements, pg_wait_sampling'"
-		match="backend_type = 'pg_wait_sampling collector'" ;;
+		title='pg_wait_sampling collector' ;;
 	esac
 	dir=$(mktemp -d /tmp/pg_chronicle-peers.XXXXXX)
 	lib_cluster_start "$dir" "$bindir" "$port" "$conf
@@ -302,10 +321,10 @@ max_connections = $((idle + clients + 20))"
 	exec 9>"$dir/idle"
 	lib_poll_sql "$idle idle sessions" 60 \
 		"SELECT count(*) >= $idle FROM pg_stat_activity WHERE backend_type = 'client backend' AND state = 'idle'"
-	lib_poll_sql "the processes of $rec" 60 "SELECT count(*) > 0 FROM pg_stat_activity WHERE $match"
+	lib_poll "the processes of $rec" 60 recorder_pids "$rec" "$title"
 	q -c 'CHECKPOINT' >/dev/null
 	sleep 3
-	pids=$(q -c "SELECT string_agg(pid::text, ' ') FROM pg_stat_activity WHERE $match")
+	pids=$(recorder_pids "$rec" "$title")
 	# Sizes: main forks of its tables and their indexes, and their TOAST.
 	local size_sql="SELECT coalesce(sum(pg_relation_size(c.oid)
 	        + (SELECT coalesce(sum(pg_relation_size(i.indexrelid)), 0) FROM pg_index i WHERE i.indrelid = c.oid)
