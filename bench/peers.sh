@@ -321,7 +321,7 @@ max_connections = $((idle + clients + 20))"
 	exec 9>"$dir/idle"
 	lib_poll_sql "$idle idle sessions" 60 \
 		"SELECT count(*) >= $idle FROM pg_stat_activity WHERE backend_type = 'client backend' AND state = 'idle'"
-	lib_poll "the processes of $rec" 60 recorder_pids "$rec" "$title"
+	lib_poll "the processes of $rec" 60 recorder_pids "$rec" "$title" >/dev/null
 	q -c 'CHECKPOINT' >/dev/null
 	sleep 3
 	pids=$(recorder_pids "$rec" "$title")
