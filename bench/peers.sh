@@ -234,7 +234,8 @@ cleanup() {
 	for p in "${idle_pids[@]}"; do kill "$p" 2>/dev/null || true; done
 	idle_pids=()
 	driver=
-	exec 9>&- 2>/dev/null || true
+	# (no other redirection here: exec would keep it for the whole script)
+	exec 9>&-
 	if [ -n "$dir" ]; then
 		lib_cluster_stop "$dir" "$bindir" immediate
 		[ -n "${LIB_KEEP:-}" ] || rm -rf "$dir"
