@@ -655,8 +655,8 @@ COMMENT ON FUNCTION chronicle._resolution(text, timestamptz, timestamptz, text, 
 	'The resolution for a window: raw up to raw_limit when the raw rows cover it (or nothing is rolled up), else minute up to a day, else hour';
 
 -- The timeline from the rollups: one row per minute or hour, the same
--- columns.  (The values are read from vals inline, not with _rv(): a
--- function with its own search_path is not inlined, and the calls cost
+-- columns.  (The values are read from vals by their slot, found once per
+-- call in ix, not through _rollup_vals(): decoding every row would cost
 -- more than the rest.)  Rates are the bucket's deltas over its seconds (intervals in
 -- which a source was reset left out); gauges (buffers, memory) are the
 -- last value of the bucket; active_* the average over the bucket; tps the
