@@ -2,7 +2,8 @@
 # Speed of the analysis API over 24 hours of synthetic 1 s history
 # (bench/analysis_gen.sql), of the rollups and of 30-day windows read from
 # them (BENCH_SKIP_ROLLUPS=1 leaves them out), and the write cost of the
-# analysis indexes.
+# analysis indexes.  BENCH_SKIP_CALLS=1 leaves out the calls over the raw
+# day (the rollups' part alone).
 #
 #   PG_CONFIG=/path/to/pg_config bench/analysis_bench.sh      (as root or as a non-root user)
 #
@@ -87,8 +88,10 @@ run_calls() {
 			grep -v '^[[:space:]]\|^CONTEXT\|^PL/pgSQL\|^SQL statement' || true
 	done
 }
-echo "== each call over the day: call | rows | best ms | median ms"
-run_calls "${calls[@]}"
+if [ -z "${BENCH_SKIP_CALLS:-}" ]; then
+	echo "== each call over the day: call | rows | best ms | median ms"
+	run_calls "${calls[@]}"
+fi
 
 # Rollups (src/sql/60_rollups.sql, docs/rollups.md): the day rolled up in
 # one go, what the collector does each minute (one minute; its batch of

@@ -17,7 +17,15 @@
 #     WAL as pgWalUsage counts it) and snapshot time p50 / p99 / max
 #     (chronicle.snapshot.duration_ms),
 #   - WAL per snapshot by table and fork, from pg_waldump over the window
-#     (bench/wal_by_relation.py).
+#     (bench/wal_by_relation.py),
+#   - the rollups of the window (docs/rollups.md): its whole minutes rolled
+#     up again (chronicle.rollup(from, to)), their rows copied into plain
+#     tables of the same shape and indexes, and their bytes per second of
+#     recording (heap, index, TOAST), rows per minute and bytes per row, by
+#     table and by source; the hour rows are those of the window's minutes
+#     merged into one hour, per 3600 s (the keys of a partial hour: a lower
+#     bound).  Set BENCH_SECONDS to 180 or more for whole minutes, 600 for
+#     figures not dominated by the first pages of the tables.
 # BENCH_CONF adds lines to postgresql.conf (e.g. "chronicle.collect_waits = off").
 set -euo pipefail
 . "$(dirname "$0")/../tools/lib.sh"
@@ -185,4 +193,69 @@ SELECT CASE WHEN grouping(r.tbl) = 1 THEN 'TOTAL' ELSE coalesce(r.tbl, 'commit e
  CROSS JOIN w
  GROUP BY GROUPING SETS ((r.tbl, r.kind), ())
  ORDER BY grouping(r.tbl) DESC, 4 DESC;
+SQL
+
+# The rollups of the window: its whole minutes, once the last is complete
+# (ended 10 s ago, as the collector waits).
+lo=$(q "SELECT date_trunc('minute', '$t0'::timestamptz) + interval '1 minute'")
+hi=$(q "SELECT date_trunc('minute', '$t1'::timestamptz)")
+echo
+if [ "$(q "SELECT '$lo'::timestamptz < '$hi'::timestamptz")" != t ]; then
+	echo "rollups: no whole minute in the window (BENCH_SECONDS=$seconds); skipped"
+	exit 0
+fi
+lib_poll_sql "the window's last minute complete" 90 \
+	"SELECT date_trunc('minute', now() - interval '10 s') >= '$hi'::timestamptz"
+"$bindir/psql" -X -q -v ON_ERROR_STOP=1 -v lo="$lo" -v hi="$hi" -v tmp="$tmp" <<'SQL'
+\pset footer off
+SET client_min_messages = warning;
+SELECT minutes AS "minutes rolled up", hours AS "hours rolled up" FROM chronicle.rollup(:'lo', :'hi');
+-- plain tables shaped as a day partition (created LIKE the default one,
+-- indexes included, docs/storage.md)
+CREATE TABLE public.bench_rollup_minute (LIKE chronicle.rollup_minute_default INCLUDING ALL);
+CREATE TABLE public.bench_rollup_hour (LIKE chronicle.rollup_hour_default INCLUDING ALL);
+INSERT INTO public.bench_rollup_minute
+SELECT * FROM chronicle.rollup_minute WHERE ts >= :'lo' AND ts < :'hi' ORDER BY ts;
+-- the hours of the window's minutes alone: _rollup_hours() reads
+-- rollup_minute, so the other minutes are deleted in a transaction rolled
+-- back, the hours written out to a file first (by the server: we are its
+-- superuser, and it runs as we do)
+\set hours_file :tmp '/rollup_hours.copy'
+BEGIN;
+DELETE FROM chronicle.rollup_minute WHERE ts < :'lo' OR ts >= :'hi';
+COPY (SELECT * FROM chronicle._rollup_hours(ARRAY(SELECT DISTINCT date_trunc('hour', ts) FROM public.bench_rollup_minute))
+       ORDER BY ts) TO :'hours_file';
+ROLLBACK;
+COPY public.bench_rollup_hour FROM :'hours_file';
+VACUUM ANALYZE public.bench_rollup_minute, public.bench_rollup_hour;
+CREATE TEMP TABLE rw AS
+SELECT count(*) AS minutes, sum(seconds) AS secs, count(DISTINCT date_trunc('hour', ts)) AS hours
+  FROM public.bench_rollup_minute WHERE source = 'intervals';
+\echo 'rollups of the window''s whole minutes: bytes per second of recording (heap, index, TOAST;'
+\echo 'hour: the window''s keys over 3600 s), rows per minute, bytes per row (pg_column_size):'
+SELECT t.tbl AS "table", t.buckets AS buckets, round(t.per) AS seconds,
+       round(pg_relation_size(t.tbl::regclass) / t.per) AS "heap B/s",
+       round(pg_indexes_size(t.tbl::regclass) / t.per) AS "index B/s",
+       round(coalesce(pg_total_relation_size(nullif(c.reltoastrelid, 0)), 0) / t.per) AS "TOAST B/s",
+       round((pg_relation_size(t.tbl::regclass) + pg_indexes_size(t.tbl::regclass)
+              + coalesce(pg_total_relation_size(nullif(c.reltoastrelid, 0)), 0)) / t.per) AS "total B/s",
+       round(x.n / t.buckets, 1) AS "rows/bucket",
+       round(x.sz) AS "row B"
+  FROM rw
+ CROSS JOIN LATERAL (VALUES ('public.bench_rollup_minute', rw.secs, rw.minutes),
+                            ('public.bench_rollup_hour', 3600 * rw.hours, rw.hours)) t(tbl, per, buckets)
+  JOIN pg_class c ON c.oid = t.tbl::regclass
+ CROSS JOIN LATERAL (SELECT count(*) AS n, avg(pg_column_size(r.*)) AS sz
+                       FROM public.bench_rollup_minute r WHERE t.tbl = 'public.bench_rollup_minute'
+                     UNION ALL
+                     SELECT count(*), avg(pg_column_size(r.*))
+                       FROM public.bench_rollup_hour r WHERE t.tbl = 'public.bench_rollup_hour') x
+ WHERE x.n > 0;
+\echo 'the minute rows by source:'
+SELECT r.source, round(count(*) / min(rw.minutes), 1) AS "rows/minute",
+       round(avg(pg_column_size(r.*))) AS "row B", round(avg(pg_column_size(r.vals))) AS "vals B",
+       round(sum(pg_column_size(r.*) + 4) / min(rw.secs)) AS "~heap B/s"
+  FROM public.bench_rollup_minute r CROSS JOIN rw
+ GROUP BY r.source
+ ORDER BY 5 DESC;
 SQL

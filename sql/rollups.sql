@@ -150,14 +150,15 @@ BEGIN
 END;
 $$;
 
--- What the rollups say, unpacked the same way.
+-- What the rollups say, unpacked the same way (their float8[] vals as
+-- the jsonb object of each column, _rollup_vals()).
 CREATE FUNCTION pg_temp.got(tbl text, lo timestamptz, hi timestamptz)
 RETURNS TABLE (b timestamptz, source text, key text[], col text, v jsonb)
 LANGUAGE plpgsql AS $$
 BEGIN
 	RETURN QUERY EXECUTE format($q$
 		SELECT r.ts, r.source, r.key, e.key, e.value
-		  FROM chronicle.%I r CROSS JOIN LATERAL jsonb_each(r.vals) e
+		  FROM chronicle.%I r CROSS JOIN LATERAL jsonb_each(chronicle._rollup_vals(r.source, r.vals)) e
 		 WHERE r.ts >= $1 AND r.ts < $2 AND r.source NOT IN ('intervals', 'app')$q$, tbl)
 	USING lo, hi;
 END;
@@ -203,10 +204,10 @@ SELECT to_char(ts, 'HH24:MI') AS minute, source, seconds, intervals, resets
 -- pgbench latency percentiles from the histograms of each minute and
 -- hour against percentile_disc over the same transactions: within 1 %.
 WITH h AS (
-	SELECT 'minute' AS unit, ts, vals, hist FROM chronicle.rollup_minute
+	SELECT 'minute' AS unit, ts, chronicle._rollup_vals(source, vals) AS vals, hist FROM chronicle.rollup_minute
 	 WHERE source = 'app' AND ts >= '2021-02-03' AND ts < '2021-02-04'
 	UNION ALL
-	SELECT 'hour', ts, vals, hist FROM chronicle.rollup_hour
+	SELECT 'hour', ts, chronicle._rollup_vals(source, vals), hist FROM chronicle.rollup_hour
 	 WHERE source = 'app' AND ts >= '2021-02-03' AND ts < '2021-02-04'
 ), c AS (
 	SELECT h.unit, h.ts, (h.vals ->> 'transactions')::bigint AS n,

@@ -26,10 +26,16 @@
 --   seconds: seconds of the intervals counted; an interval in which any key
 --     of the source was reset (a NULL delta in the engine) is left out of
 --     every key of that source (resets says how many were);
---   vals: per column of the source, counters [sum of deltas, min and max of
---     the per-second rate over the intervals], gauges [min, max, avg, last];
---     a counter whose sum, min and max are all 0 is left out (reads as 0),
---     a column NULL in every interval is [] (reads as NULL).
+--   vals: a float8[] in the fixed column order of the source
+--     (_rollup_sources(): its counters by name, then its gauges by name):
+--     per counter 3 slots [sum of deltas, min and max of the per-second
+--     rate over the intervals], per gauge 4 slots [min, max, avg, last];
+--     a counter NULL in every interval is NULL in its slots, one with
+--     nothing to say is 0 in them.  NULL for 'intervals' and the '{}' rows
+--     of keyed sources.  No column names repeated in every row: a jsonb
+--     object of the same numbers took twice the bytes (docs/rollups.md).
+--     app: [transactions, latency_us_sum, latency_us_min, latency_us_max].
+--     _rollup_vals() turns one back into the jsonb object of each column.
 --   hist (app): latency histogram, log buckets: bucket i holds latencies in
 --     [1.02^i, 1.02^(i+1)) microseconds (below 1 us: bucket 0), so that a
 --     percentile read from it at the bucket's geometric middle is within 1 %
@@ -42,7 +48,7 @@ CREATE TABLE chronicle.rollup_minute (
 	seconds   float8 NOT NULL,
 	intervals integer NOT NULL,
 	resets    integer NOT NULL,
-	vals      jsonb NOT NULL,
+	vals      float8[],
 	hist      jsonb,
 	PRIMARY KEY (ts, source, key)
 ) PARTITION BY RANGE (ts);
@@ -113,7 +119,7 @@ $$;
 -- computed from the per-interval functions (nothing is written).
 CREATE FUNCTION chronicle._rollup_compute(from_ts timestamptz, to_ts timestamptz)
 RETURNS TABLE (ts timestamptz, source text, key text[], seconds float8, intervals integer,
-               resets integer, vals jsonb, hist jsonb)
+               resets integer, vals float8[], hist jsonb)
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 SET work_mem = '256MB'
@@ -125,8 +131,7 @@ DECLARE
 	keyed  boolean;
 	keyexp text;
 	aggs   text;
-	pairs  text[];
-	obj    text;
+	slots  text;
 	q      text;
 	ends   timestamptz[];
 	secs   float8[];
@@ -138,7 +143,7 @@ BEGIN
 
 	RETURN QUERY
 	SELECT date_trunc('minute', i.e - interval '1 microsecond'), 'intervals'::text, '{}'::text[],
-	       sum(i.s), count(*)::integer, 0, '{}'::jsonb, NULL::jsonb
+	       sum(i.s), count(*)::integer, 0, NULL::float8[], NULL::jsonb
 	  FROM unnest(ends, secs) AS i(e, s)
 	 GROUP BY 1;
 
@@ -156,38 +161,28 @@ BEGIN
 		        SELECT format('max(d0.%I)::float8 AS %I', g, g) FROM unnest(s.gauges) g) a(x);
 		-- counters over the intervals of the bucket not reset: [sum, min
 		-- rate, max rate], where an interval in which the key did not
-		-- change (no row: changed_only) has rate 0; gauges over every
-		-- interval: [min, max, avg, last]
-		pairs := ARRAY(
-			SELECT format(
-				'%L, CASE WHEN count(d.%I) FILTER (WHERE NOT d.rs) = 0 AND bool_or(NOT d.rs) THEN ''[]''::jsonb
-				          WHEN coalesce(sum(d.%I) FILTER (WHERE NOT d.rs), 0) = 0
-				               AND coalesce(min(d.%I / d.seconds) FILTER (WHERE NOT d.rs), 0) = 0
-				               AND coalesce(max(d.%I / d.seconds) FILTER (WHERE NOT d.rs), 0) = 0 THEN NULL
-				          ELSE jsonb_build_array(sum(d.%I) FILTER (WHERE NOT d.rs),
-				                   CASE WHEN count(d.%I) FILTER (WHERE NOT d.rs) < b.good_n
-				                        THEN least(min(d.%I / d.seconds) FILTER (WHERE NOT d.rs), 0)
-				                        ELSE min(d.%I / d.seconds) FILTER (WHERE NOT d.rs) END,
-				                   CASE WHEN count(d.%I) FILTER (WHERE NOT d.rs) < b.good_n
-				                        THEN greatest(max(d.%I / d.seconds) FILTER (WHERE NOT d.rs), 0)
-				                        ELSE max(d.%I / d.seconds) FILTER (WHERE NOT d.rs) END) END',
-				c, c, c, c, c, c, c, c, c, c, c, c)
-			  FROM unnest(s.counters) c
-			UNION ALL
-			SELECT format(
-				'%L, CASE WHEN count(d.%I) = 0 THEN ''[]''::jsonb
-				          ELSE jsonb_build_array(min(d.%I), max(d.%I), avg(d.%I),
-				                   (array_agg(d.%I ORDER BY d.interval_end DESC) FILTER (WHERE d.%I IS NOT NULL))[1]) END',
-				g, g, g, g, g, g, g)
-			  FROM unnest(s.gauges) g);
-		-- jsonb_build_object() takes at most 100 arguments: one object
-		-- per 40 columns, concatenated
-		SELECT coalesce('jsonb_strip_nulls(' || string_agg('jsonb_build_object(' || x || ')', ' || ') || ')',
-		                '''{}''::jsonb')
-		  INTO obj
-		  FROM (SELECT string_agg(p, ', ' ORDER BY o) AS x
-		          FROM unnest(pairs) WITH ORDINALITY AS u(p, o)
-		         GROUP BY (o - 1) / 40) c;
+		-- change (no row: changed_only) has rate 0, NULL when the column
+		-- was NULL in every such interval; gauges over every interval:
+		-- [min, max, avg, last]; in the order of _rollup_vals()
+		SELECT coalesce('ARRAY[' || string_agg(x, ', ' ORDER BY o) || ']::float8[]', 'NULL::float8[]')
+		  INTO slots
+		  FROM (SELECT c.o, format(
+				'CASE WHEN count(d.%1$I) FILTER (WHERE NOT d.rs) = 0 AND bool_or(NOT d.rs) THEN NULL
+				      ELSE coalesce(sum(d.%1$I) FILTER (WHERE NOT d.rs), 0) END,
+				 CASE WHEN count(d.%1$I) FILTER (WHERE NOT d.rs) = 0 AND bool_or(NOT d.rs) THEN NULL
+				      WHEN count(d.%1$I) FILTER (WHERE NOT d.rs) < b.good_n
+				      THEN coalesce(least(min(d.%1$I / d.seconds) FILTER (WHERE NOT d.rs), 0), 0)
+				      ELSE coalesce(min(d.%1$I / d.seconds) FILTER (WHERE NOT d.rs), 0) END,
+				 CASE WHEN count(d.%1$I) FILTER (WHERE NOT d.rs) = 0 AND bool_or(NOT d.rs) THEN NULL
+				      WHEN count(d.%1$I) FILTER (WHERE NOT d.rs) < b.good_n
+				      THEN coalesce(greatest(max(d.%1$I / d.seconds) FILTER (WHERE NOT d.rs), 0), 0)
+				      ELSE coalesce(max(d.%1$I / d.seconds) FILTER (WHERE NOT d.rs), 0) END', c.c)
+		          FROM unnest(s.counters) WITH ORDINALITY AS c(c, o)
+		        UNION ALL
+		        SELECT cardinality(s.counters) + g.o, format(
+				'min(d.%1$I), max(d.%1$I), avg(d.%1$I),
+				 (array_agg(d.%1$I ORDER BY d.interval_end DESC) FILTER (WHERE d.%1$I IS NOT NULL))[1]', g.g)
+		          FROM unnest(s.gauges) WITH ORDINALITY AS g(g, o)) a(o, x);
 		q := format($q$
 			WITH d0 AS MATERIALIZED (
 				SELECT * FROM chronicle.%1$I($1, $2%2$s)
@@ -223,12 +218,12 @@ BEGIN
 			s.func,
 			CASE WHEN keyed THEN ', changed_only => true' ELSE '' END,
 			CASE WHEN s.has_reset THEN 'd0.reset' ELSE 'false' END,
-			keyexp, aggs, s.source, obj,
+			keyexp, aggs, s.source, slots,
 			-- a keyed source: one row more per bucket, key '{}', saying
 			-- it was recorded and what its seconds are
 			CASE WHEN keyed THEN format($k$
 			UNION ALL
-			SELECT b.m, %L::text, '{}'::text[], b.good_s, b.n::integer, b.n_rs::integer, '{}'::jsonb, NULL::jsonb
+			SELECT b.m, %L::text, '{}'::text[], b.good_s, b.n::integer, b.n_rs::integer, NULL::float8[], NULL::jsonb
 			  FROM b WHERE EXISTS (SELECT FROM d0)$k$, s.source) ELSE '' END);
 		RETURN QUERY EXECUTE q USING from_ts, to_ts, ends, secs;
 	END LOOP;
@@ -236,8 +231,7 @@ BEGIN
 	-- pgbench transactions: count, latency sum/min/max and histogram
 	RETURN QUERY
 	SELECT h.m, 'app'::text, ARRAY[h.run_id::text], 0::float8, 0, 0,
-	       jsonb_build_object('transactions', sum(h.n), 'latency_us_sum', sum(h.lat_sum),
-	                          'latency_us_min', min(h.lat_min), 'latency_us_max', max(h.lat_max)),
+	       ARRAY[sum(h.n), sum(h.lat_sum), min(h.lat_min), max(h.lat_max)]::float8[],
 	       jsonb_object_agg(h.b::text, h.n)
 	  FROM (SELECT date_trunc('minute', t.ts - interval '1 microsecond') AS m, t.run_id,
 	               chronicle._latency_bucket(t.latency_us) AS b, count(*) AS n,
@@ -280,6 +274,64 @@ AS $$
 	  FROM unnest(percentiles) WITH ORDINALITY AS p(p, o)
 $$;
 
+-- The vals of a rollup row as a jsonb object, one member per column:
+-- counters [sum, min rate, max rate] (left out when all 0: reads as 0),
+-- gauges [min, max, avg, last], [] for a column NULL in every interval;
+-- app: transactions, latency_us_sum, latency_us_min, latency_us_max.
+-- counters, gauges: the source's columns (_rollup_sources()); the slots
+-- follow them in that order, 3 per counter and 4 per gauge.
+CREATE FUNCTION chronicle._rollup_decode(vals float8[], counters text[], gauges text[])
+RETURNS jsonb
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+	SELECT coalesce(jsonb_object_agg(c.col, c.v) FILTER (WHERE c.v IS NOT NULL), '{}')
+	  FROM (SELECT u.col,
+	               CASE WHEN vals[3 * u.o::integer - 2] IS NULL AND vals[3 * u.o::integer - 1] IS NULL AND vals[3 * u.o::integer] IS NULL
+	                    THEN '[]'::jsonb
+	                    WHEN vals[3 * u.o::integer - 2] = 0 AND vals[3 * u.o::integer - 1] = 0 AND vals[3 * u.o::integer] = 0 THEN NULL
+	                    ELSE jsonb_build_array(vals[3 * u.o::integer - 2], vals[3 * u.o::integer - 1], vals[3 * u.o::integer]) END AS v
+	          FROM unnest(counters) WITH ORDINALITY AS u(col, o)
+	        UNION ALL
+	        SELECT u.col,
+	               CASE WHEN vals[b + 1] IS NULL AND vals[b + 2] IS NULL AND vals[b + 3] IS NULL AND vals[b + 4] IS NULL
+	                    THEN '[]'::jsonb
+	                    ELSE jsonb_build_array(vals[b + 1], vals[b + 2], vals[b + 3], vals[b + 4]) END
+	          FROM unnest(gauges) WITH ORDINALITY AS u(col, o)
+	         CROSS JOIN LATERAL (SELECT 3 * cardinality(counters) + 4 * (u.o - 1)::integer AS b) x) c
+	 WHERE vals IS NOT NULL
+$$;
+
+-- The other way: a jsonb object of that shape into the slots.
+CREATE FUNCTION chronicle._rollup_encode(vals jsonb, counters text[], gauges text[])
+RETURNS float8[]
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+	SELECT ARRAY(SELECT x.v
+	               FROM (SELECT u.o, i.i, CASE WHEN vals ? u.col THEN (vals -> u.col ->> (i.i - 1))::float8 ELSE 0 END
+	                       FROM unnest(counters) WITH ORDINALITY AS u(col, o), generate_series(1, 3) AS i(i)
+	                     UNION ALL
+	                     SELECT cardinality(counters) + u.o, i.i, (vals -> u.col ->> (i.i - 1))::float8
+	                       FROM unnest(gauges) WITH ORDINALITY AS u(col, o), generate_series(1, 4) AS i(i)) x(o, i, v)
+	              ORDER BY x.o, x.i)
+	 WHERE vals IS NOT NULL
+$$;
+
+-- The vals of a row of rollup_minute or rollup_hour as a jsonb object
+-- (above), for reading by hand and for the tests.
+CREATE FUNCTION chronicle._rollup_vals(source text, vals float8[])
+RETURNS jsonb
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+	SELECT CASE WHEN source = 'app' THEN
+	            jsonb_build_object('transactions', vals[1], 'latency_us_sum', vals[2],
+	                               'latency_us_min', vals[3], 'latency_us_max', vals[4])
+	            ELSE coalesce((SELECT chronicle._rollup_decode(vals, s.counters, s.gauges)
+	                             FROM chronicle._rollup_sources() s WHERE s.source = _rollup_vals.source), '{}') END
+$$;
+
 -- Merges rows of one source and key (minutes into an hour, or the rows of
 -- a bucket): counters add up, min of mins and max of maxes (0 counted when
 -- a row is missing: the key did not change then), gauges weighted by their
@@ -311,7 +363,7 @@ $$;
 -- The hour rows of some hours, merged from their minute rows.
 CREATE FUNCTION chronicle._rollup_hours(hours timestamptz[])
 RETURNS TABLE (ts timestamptz, source text, key text[], seconds float8, intervals integer,
-               resets integer, vals jsonb, hist jsonb)
+               resets integer, vals float8[], hist jsonb)
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
@@ -326,20 +378,24 @@ AS $$
 		  FROM m WHERE m.key = '{}' GROUP BY 1, 2
 	)
 	-- counters, gauges
+	-- (merged as jsonb objects: 0.1 ms a row, ten times less often than
+	-- the minutes are computed)
 	SELECT m.h, m.source, m.key, sum(m.seconds), sum(m.intervals)::integer, sum(m.resets)::integer,
-	       chronicle._rollup_merge(array_agg(m.vals ORDER BY m.ts), array_agg(m.intervals ORDER BY m.ts),
-	                               coalesce(min(src.n), count(*)::integer)),
+	       CASE WHEN count(m.vals) > 0 THEN
+	            chronicle._rollup_encode(
+	                chronicle._rollup_merge(array_agg(chronicle._rollup_decode(m.vals, s.counters, s.gauges) ORDER BY m.ts),
+	                                        array_agg(m.intervals ORDER BY m.ts),
+	                                        coalesce(min(src.n), count(*)::integer)),
+	                min(s.counters), min(s.gauges)) END,
 	       NULL::jsonb
 	  FROM m LEFT JOIN src ON src.h = m.h AND src.source = m.source
+	  LEFT JOIN chronicle._rollup_sources() s ON s.source = m.source
 	 WHERE m.source <> 'app'
 	 GROUP BY m.h, m.source, m.key
 	UNION ALL
 	-- pgbench: counts and sums add, histograms add
 	SELECT m.h, 'app', m.key, 0, 0, 0,
-	       jsonb_build_object('transactions', sum((m.vals->>'transactions')::bigint),
-	                          'latency_us_sum', sum((m.vals->>'latency_us_sum')::numeric),
-	                          'latency_us_min', min((m.vals->>'latency_us_min')::float8),
-	                          'latency_us_max', max((m.vals->>'latency_us_max')::float8)),
+	       ARRAY[sum(m.vals[1]), sum(m.vals[2]), min(m.vals[3]), max(m.vals[4])],
 	       (SELECT jsonb_object_agg(x.b, x.n)
 	          FROM (SELECT e.key AS b, sum(e.value::bigint) AS n
 	                  FROM unnest(array_agg(m.hist)) AS hh(j), jsonb_each_text(hh.j) e
@@ -519,6 +575,9 @@ REVOKE ALL ON FUNCTION chronicle._latency_bucket(float8) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle._latency_bucket_value(integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle._hist_percentiles(jsonb, float8[], float8, float8) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle._rollup_merge(jsonb[], integer[], integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle._rollup_decode(float8[], text[], text[]) FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle._rollup_encode(jsonb, text[], text[]) FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle._rollup_vals(text, float8[]) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle._rollup_hours(timestamptz[]) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle._rollup(integer, timestamptz, timestamptz) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle.rollup(timestamptz, timestamptz) FROM PUBLIC;
@@ -529,20 +588,23 @@ GRANT EXECUTE ON FUNCTION chronicle._latency_bucket(float8) TO pg_monitor, pg_re
 GRANT EXECUTE ON FUNCTION chronicle._latency_bucket_value(integer) TO pg_monitor, pg_read_all_stats;
 GRANT EXECUTE ON FUNCTION chronicle._hist_percentiles(jsonb, float8[], float8, float8) TO pg_monitor, pg_read_all_stats;
 GRANT EXECUTE ON FUNCTION chronicle._rollup_merge(jsonb[], integer[], integer) TO pg_monitor, pg_read_all_stats;
+GRANT EXECUTE ON FUNCTION chronicle._rollup_decode(float8[], text[], text[]) TO pg_monitor, pg_read_all_stats;
+GRANT EXECUTE ON FUNCTION chronicle._rollup_encode(jsonb, text[], text[]) TO pg_monitor, pg_read_all_stats;
+GRANT EXECUTE ON FUNCTION chronicle._rollup_vals(text, float8[]) TO pg_monitor, pg_read_all_stats;
 GRANT EXECUTE ON FUNCTION chronicle._rollup_hours(timestamptz[]) TO pg_monitor, pg_read_all_stats;
 
 -- ---------------------------------------------------------------------
 -- Reading rollups.
 
--- A counter's sum in a rollup row: 0 when left out (all zero), NULL when
--- it was NULL in every interval ([]).
+-- A counter's sum in a rollup row's vals as _rollup_vals() gives them: 0
+-- when left out (all zero), NULL when it was NULL in every interval ([]).
 CREATE FUNCTION chronicle._rv(vals jsonb, col text)
 RETURNS float8
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$ SELECT CASE WHEN vals ? col THEN (vals -> col ->> 0)::float8 ELSE 0 END $$;
 
--- A gauge's last value in a rollup row.
+-- A gauge's last value in a rollup row's vals as _rollup_vals() gives them.
 CREATE FUNCTION chronicle._rv_last(vals jsonb, col text)
 RETURNS float8
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -593,8 +655,8 @@ COMMENT ON FUNCTION chronicle._resolution(text, timestamptz, timestamptz, text, 
 	'The resolution for a window: raw up to raw_limit when the raw rows cover it (or nothing is rolled up), else minute up to a day, else hour';
 
 -- The timeline from the rollups: one row per minute or hour, the same
--- columns.  (The values are read from vals inline, not with _rv(): a
--- function with its own search_path is not inlined, and the calls cost
+-- columns.  (The values are read from vals by their slot, found once per
+-- call in ix, not through _rollup_vals(): decoding every row would cost
 -- more than the rest.)  Rates are the bucket's deltas over its seconds (intervals in
 -- which a source was reset left out); gauges (buffers, memory) are the
 -- last value of the bucket; active_* the average over the bucket; tps the
@@ -630,7 +692,19 @@ DECLARE
 	lo      timestamptz := date_trunc(unit, from_ts);
 	tail_lo timestamptz;
 	tail_hi timestamptz := date_trunc('minute', to_ts - interval '1 microsecond') + interval '1 minute';
+	ix      integer[];
 BEGIN
+	-- Where each number read below is in vals: source.column.slot (0-2 of
+	-- a counter, 0-3 of a gauge), NULL for a column the source lacks.
+	SELECT array_agg(l.slot ORDER BY n.o) INTO ix
+	  FROM unnest(ARRAY['database.xact_commit.0', 'database.xact_rollback.0', 'database.blks_hit.0', 'database.blks_read.0', 'io.reads.0', 'io.writes.0', 'io.extends.0', 'io.fsyncs.0', 'io.read_bytes.0', 'io.write_bytes.0', 'io.extend_bytes.0', 'wal.wal_bytes.0', 'wal.wal_fpi.0', 'wal.wal_records.0', 'checkpointer.num_timed.0', 'checkpointer.num_requested.0', 'checkpointer.buffers_written.0', 'buffers.buffers_used.3', 'buffers.buffers_dirty.3', 'os_memory.mem_free.3', 'os_memory.mem_available.3', 'os_memory.dirty.3', 'os_memory.writeback.3', 'wait_sampler.ticks_due.0', 'wait_sampler.ticks_taken.0', 'wait_sampler.active_cpu.0', 'wait_sampler.active_io.0', 'wait_sampler.active_lwlock.0', 'wait_sampler.active_lock.0', 'wait_sampler.active_ipc.0', 'wait_sampler.active_client.0', 'wait_sampler.active_timeout.0', 'wait_sampler.active_other.0', 'wait.samples.0', 'checkpointer.num_done.0', 'wait_sampler.background_active.0']) WITH ORDINALITY AS n(name, o)
+	  LEFT JOIN (SELECT s.source || '.' || c.col || '.' || i.i AS name,
+	                    CASE WHEN c.gauge THEN 3 * cardinality(s.counters) + 4 * (c.o - cardinality(s.counters) - 1) + i.i + 1
+	                         ELSE 3 * (c.o - 1) + i.i + 1 END::integer AS slot
+	               FROM chronicle._rollup_sources() s
+	              CROSS JOIN LATERAL unnest(s.counters || s.gauges) WITH ORDINALITY AS c0(col, o)
+	              CROSS JOIN LATERAL (SELECT c0.col, c0.o::integer AS o, c0.o > cardinality(s.counters) AS gauge) c
+	              CROSS JOIN generate_series(0, 3) AS i(i)) l ON l.name = n.name;
 	-- The buckets touching the window, whole: the stored rows, and the
 	-- minutes not rolled up yet computed from the raw rows (the last few).
 	SELECT max(m.ts) + interval '1 minute' INTO tail_lo
@@ -643,45 +717,45 @@ BEGIN
 		-- into narrow rows
 		SELECT x.bucket, x.ts, x.source, x.key, x.seconds,
 		       CASE WHEN x.source = 'app' THEN x.hist END AS hist,
-		       CASE WHEN x.source = 'database' THEN (x.vals -> 'xact_commit' -> 0)::float8 END AS xact_commit,
-		       CASE WHEN x.source = 'database' THEN (x.vals -> 'xact_rollback' -> 0)::float8 END AS xact_rollback,
-		       CASE WHEN x.source = 'database' THEN (x.vals -> 'blks_hit' -> 0)::float8 END AS blks_hit,
-		       CASE WHEN x.source = 'database' THEN (x.vals -> 'blks_read' -> 0)::float8 END AS blks_read,
-		       CASE WHEN x.source = 'io' THEN (x.vals -> 'reads' -> 0)::float8 END AS reads,
-		       CASE WHEN x.source = 'io' THEN (x.vals -> 'writes' -> 0)::float8 END AS writes,
-		       CASE WHEN x.source = 'io' THEN (x.vals -> 'extends' -> 0)::float8 END AS extends,
-		       CASE WHEN x.source = 'io' THEN (x.vals -> 'fsyncs' -> 0)::float8 END AS fsyncs,
-		       CASE WHEN x.source = 'io' THEN (x.vals -> 'read_bytes' -> 0)::float8 END AS read_bytes,
-		       CASE WHEN x.source = 'io' THEN (x.vals -> 'write_bytes' -> 0)::float8 END AS write_bytes,
-		       CASE WHEN x.source = 'io' THEN (x.vals -> 'extend_bytes' -> 0)::float8 END AS extend_bytes,
-		       CASE WHEN x.source = 'wal' THEN (x.vals -> 'wal_bytes' -> 0)::float8 END AS wal_bytes,
-		       CASE WHEN x.source = 'wal' THEN (x.vals -> 'wal_fpi' -> 0)::float8 END AS wal_fpi,
-		       CASE WHEN x.source = 'wal' THEN (x.vals -> 'wal_records' -> 0)::float8 END AS wal_records,
-		       CASE WHEN x.source <> 'checkpointer' THEN NULL WHEN x.vals ? 'num_done' THEN (x.vals -> 'num_done' -> 0)::float8 ELSE 0 END AS num_done,
-		       CASE WHEN x.source = 'checkpointer' THEN (x.vals -> 'num_timed' -> 0)::float8 END AS num_timed,
-		       CASE WHEN x.source = 'checkpointer' THEN (x.vals -> 'num_requested' -> 0)::float8 END AS num_requested,
-		       CASE WHEN x.source = 'checkpointer' THEN (x.vals -> 'buffers_written' -> 0)::float8 END AS buffers_written,
-		       CASE WHEN x.source = 'buffers' THEN (x.vals -> 'buffers_used' -> 3)::float8 END AS buffers_used,
-		       CASE WHEN x.source = 'buffers' THEN (x.vals -> 'buffers_dirty' -> 3)::float8 END AS buffers_dirty,
-		       CASE WHEN x.source = 'os_memory' THEN (x.vals -> 'mem_free' -> 3)::float8 END AS mem_free,
-		       CASE WHEN x.source = 'os_memory' THEN (x.vals -> 'mem_available' -> 3)::float8 END AS mem_available,
-		       CASE WHEN x.source = 'os_memory' THEN (x.vals -> 'dirty' -> 3)::float8 END AS mem_dirty,
-		       CASE WHEN x.source = 'os_memory' THEN (x.vals -> 'writeback' -> 3)::float8 END AS mem_writeback,
-		       CASE WHEN x.source = 'wait_sampler' THEN (x.vals -> 'ticks_due' -> 0)::float8 END AS ticks_due,
-		       CASE WHEN x.source = 'wait_sampler' THEN (x.vals -> 'ticks_taken' -> 0)::float8 END AS ticks_taken,
-		       CASE WHEN x.source = 'wait_sampler' THEN x.vals -> 'background_active' = '[]' END AS old_sampler,
-		       CASE WHEN x.source = 'wait_sampler' THEN (x.vals -> 'active_cpu' -> 0)::float8 END AS active_cpu,
-		       CASE WHEN x.source = 'wait_sampler' THEN (x.vals -> 'active_io' -> 0)::float8 END AS active_io,
-		       CASE WHEN x.source = 'wait_sampler' THEN (x.vals -> 'active_lwlock' -> 0)::float8 END AS active_lwlock,
-		       CASE WHEN x.source = 'wait_sampler' THEN (x.vals -> 'active_lock' -> 0)::float8 END AS active_lock,
-		       CASE WHEN x.source = 'wait_sampler' THEN (x.vals -> 'active_ipc' -> 0)::float8 END AS active_ipc,
-		       CASE WHEN x.source = 'wait_sampler' THEN (x.vals -> 'active_client' -> 0)::float8 END AS active_client,
-		       CASE WHEN x.source = 'wait_sampler' THEN (x.vals -> 'active_timeout' -> 0)::float8 END AS active_timeout,
-		       CASE WHEN x.source = 'wait_sampler' THEN (x.vals -> 'active_other' -> 0)::float8 END AS active_other,
-		       CASE WHEN x.source = 'wait' THEN (x.vals -> 'samples' -> 0)::float8 END AS samples,
-		       CASE WHEN x.source = 'app' THEN (x.vals ->> 'transactions')::float8 END AS transactions,
-		       CASE WHEN x.source = 'app' THEN (x.vals ->> 'latency_us_min')::float8 END AS lat_min,
-		       CASE WHEN x.source = 'app' THEN (x.vals ->> 'latency_us_max')::float8 END AS lat_max
+		       CASE WHEN x.source = 'database' THEN x.vals[ix[1]] END AS xact_commit,
+		       CASE WHEN x.source = 'database' THEN x.vals[ix[2]] END AS xact_rollback,
+		       CASE WHEN x.source = 'database' THEN x.vals[ix[3]] END AS blks_hit,
+		       CASE WHEN x.source = 'database' THEN x.vals[ix[4]] END AS blks_read,
+		       CASE WHEN x.source = 'io' THEN x.vals[ix[5]] END AS reads,
+		       CASE WHEN x.source = 'io' THEN x.vals[ix[6]] END AS writes,
+		       CASE WHEN x.source = 'io' THEN x.vals[ix[7]] END AS extends,
+		       CASE WHEN x.source = 'io' THEN x.vals[ix[8]] END AS fsyncs,
+		       CASE WHEN x.source = 'io' THEN x.vals[ix[9]] END AS read_bytes,
+		       CASE WHEN x.source = 'io' THEN x.vals[ix[10]] END AS write_bytes,
+		       CASE WHEN x.source = 'io' THEN x.vals[ix[11]] END AS extend_bytes,
+		       CASE WHEN x.source = 'wal' THEN x.vals[ix[12]] END AS wal_bytes,
+		       CASE WHEN x.source = 'wal' THEN x.vals[ix[13]] END AS wal_fpi,
+		       CASE WHEN x.source = 'wal' THEN x.vals[ix[14]] END AS wal_records,
+		       CASE WHEN x.source = 'checkpointer' THEN x.vals[ix[35]] END AS num_done,
+		       CASE WHEN x.source = 'checkpointer' THEN x.vals[ix[15]] END AS num_timed,
+		       CASE WHEN x.source = 'checkpointer' THEN x.vals[ix[16]] END AS num_requested,
+		       CASE WHEN x.source = 'checkpointer' THEN x.vals[ix[17]] END AS buffers_written,
+		       CASE WHEN x.source = 'buffers' THEN x.vals[ix[18]] END AS buffers_used,
+		       CASE WHEN x.source = 'buffers' THEN x.vals[ix[19]] END AS buffers_dirty,
+		       CASE WHEN x.source = 'os_memory' THEN x.vals[ix[20]] END AS mem_free,
+		       CASE WHEN x.source = 'os_memory' THEN x.vals[ix[21]] END AS mem_available,
+		       CASE WHEN x.source = 'os_memory' THEN x.vals[ix[22]] END AS mem_dirty,
+		       CASE WHEN x.source = 'os_memory' THEN x.vals[ix[23]] END AS mem_writeback,
+		       CASE WHEN x.source = 'wait_sampler' THEN x.vals[ix[24]] END AS ticks_due,
+		       CASE WHEN x.source = 'wait_sampler' THEN x.vals[ix[25]] END AS ticks_taken,
+		       CASE WHEN x.source = 'wait_sampler' THEN x.vals[ix[36]] IS NULL END AS old_sampler,
+		       CASE WHEN x.source = 'wait_sampler' THEN x.vals[ix[26]] END AS active_cpu,
+		       CASE WHEN x.source = 'wait_sampler' THEN x.vals[ix[27]] END AS active_io,
+		       CASE WHEN x.source = 'wait_sampler' THEN x.vals[ix[28]] END AS active_lwlock,
+		       CASE WHEN x.source = 'wait_sampler' THEN x.vals[ix[29]] END AS active_lock,
+		       CASE WHEN x.source = 'wait_sampler' THEN x.vals[ix[30]] END AS active_ipc,
+		       CASE WHEN x.source = 'wait_sampler' THEN x.vals[ix[31]] END AS active_client,
+		       CASE WHEN x.source = 'wait_sampler' THEN x.vals[ix[32]] END AS active_timeout,
+		       CASE WHEN x.source = 'wait_sampler' THEN x.vals[ix[33]] END AS active_other,
+		       CASE WHEN x.source = 'wait' THEN x.vals[ix[34]] END AS samples,
+		       CASE WHEN x.source = 'app' THEN x.vals[1] END AS transactions,
+		       CASE WHEN x.source = 'app' THEN x.vals[3] END AS lat_min,
+		       CASE WHEN x.source = 'app' THEN x.vals[4] END AS lat_max
 		  FROM (SELECT m.ts AS bucket, m.ts, m.source, m.key, m.seconds, m.vals, m.hist
 		          FROM chronicle.rollup_minute m
 		         WHERE res = 'minute' AND m.ts >= lo AND m.ts < tail_lo

@@ -92,7 +92,7 @@ CREATE TABLE chronicle.rollup_minute (
 	seconds   float8 NOT NULL,
 	intervals integer NOT NULL,
 	resets    integer NOT NULL,
-	vals      jsonb NOT NULL,
+	vals      float8[],
 	hist      jsonb,
 	PRIMARY KEY (ts, source, key)
 ) PARTITION BY RANGE (ts);

@@ -97,7 +97,7 @@ is(query(qq{
 	'0', 'the rows the collector wrote are those of the raw rows now');
 my $commits = query(qq{
 	SELECT count(*) FILTER (WHERE r.c IS DISTINCT FROM d.c) || ' of ' || count(*)
-	  FROM (SELECT ts, sum(chronicle._rv(vals, 'xact_commit')) AS c FROM chronicle.rollup_minute
+	  FROM (SELECT ts, sum(chronicle._rv(chronicle._rollup_vals(source, vals), 'xact_commit')) AS c FROM chronicle.rollup_minute
 	         WHERE source = 'database' AND key <> '{}' GROUP BY ts) r
 	  FULL JOIN (SELECT date_trunc('minute', interval_end - interval '1 microsecond') AS ts,
 	                    sum(xact_commit) AS c
@@ -105,7 +105,7 @@ my $commits = query(qq{
 	              WHERE interval_end NOT IN (SELECT interval_end FROM chronicle.database_deltas($win) WHERE reset)
 	              GROUP BY 1 HAVING sum(xact_commit) <> 0) d USING (ts)});
 like($commits, qr/^0 of [1-9]/, "commits per minute equal database_deltas() summed ($commits)");
-cmp_ok(query(q{SELECT sum(chronicle._rv(vals, 'xact_commit')) FROM chronicle.rollup_minute
+cmp_ok(query(q{SELECT sum(chronicle._rv(chronicle._rollup_vals(source, vals), 'xact_commit')) FROM chronicle.rollup_minute
                 WHERE source = 'database'}), '>', 100, 'and they are not all zero');
 
 # Idempotent: rolling the same minutes up again changes no row.
