@@ -472,8 +472,14 @@ unpack(ChronicleRows *rows, TimestampTz ts, bytea *data)
 	rows->complete = (flags & CHRONICLE_PACK_COMPLETE) != 0;
 	rd.p += 2;
 	n = get_varint(&rd);
-	/* at least a bit a row (a byte, with a key id) must follow */
-	if (n > (uint64) (rd.end - rd.p) * (src->nkeys > 0 ? 1 : 8))
+	/*
+	 * A source without keys has one row at a snapshot; a row of a keyed one
+	 * takes a byte of key id at least; and the row arrays must stay within
+	 * what palloc gives (a value of our own never comes near it).
+	 */
+	if ((src->nkeys == 0 && n > 1) ||
+		n > (uint64) (rd.end - rd.p) ||
+		(rows->nrows + n) * sizeof(Datum) > MaxAllocSize)
 		malformed(&rd);
 	nbytes = (n * nvals + 7) / 8;
 	if (nbytes * ((flags & CHRONICLE_PACK_NULLS) ? 2 : 1) > (uint64) (rd.end - rd.p))
