@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Speed of the analysis API over 24 hours of synthetic 1 s history
 # (bench/analysis_gen.sql), of the rollups and of 30-day windows read from
-# them (BENCH_SKIP_ROLLUPS=1 leaves them out), and the write cost of the
-# analysis indexes.  BENCH_SKIP_CALLS=1 leaves out the calls over the raw
-# day (the rollups' part alone).
+# them (BENCH_SKIP_ROLLUPS=1 leaves them out), and the engine's two read
+# paths side by side (BENCH_SKIP_PATHS=1 leaves them out).
+# BENCH_SKIP_CALLS=1 leaves out the calls over the raw day (the rollups'
+# part alone).
 #
 #   PG_CONFIG=/path/to/pg_config bench/analysis_bench.sh      (as root or as a non-root user)
 #
@@ -134,28 +135,59 @@ run_calls "timeline, 30 d (auto: hour)|SELECT * FROM chronicle.timeline($d30, $e
           "timeline, 24 h, resolution => raw|SELECT * FROM chronicle.timeline($f, $e, resolution => ''raw'')"
 fi
 
-[ -n "${BENCH_SKIP_WRITES:-}" ] && exit 0
-echo "== write cost of the analysis indexes: 3600 s of io_history + waits_history rows, inserted"
-echo "   with and without the (key, ts) indexes, interleaved"
-psql <<SQL
-CREATE TABLE io_src AS SELECT * FROM chronicle.io_history WHERE ts > '$day 01:00' AND ts <= '$day 02:00';
-CREATE TABLE wait_src AS SELECT * FROM chronicle.waits_history WHERE ts > '$day 01:00' AND ts <= '$day 02:00';
-SELECT chronicle.ensure_partitions('2025-02-01', '2025-02-01') >= 0 AS partitions;
-CREATE FUNCTION ins() RETURNS numeric LANGUAGE plpgsql AS \$\$
-DECLARE t0 timestamptz := clock_timestamp();
+# The engine's two read paths (src/deltas.c), interleaved in one session:
+# a source's view read by decoding chronicle.history in the engine (a
+# reader of chronicle.history) and through the view's SQL (a role that may
+# read the views but not chronicle.history).  BENCH_SKIP_PATHS=1 leaves it
+# out.
+[ -n "${BENCH_SKIP_PATHS:-}" ] && exit 0
+echo "== read paths over the day: call | engine decodes ms | through the view ms | ratio (median of $reps pairs)"
+psql -At -F ' | ' <<SQL
+DO \$\$
 BEGIN
-	INSERT INTO chronicle.io_history SELECT * FROM io_src;
-	INSERT INTO chronicle.waits_history SELECT * FROM wait_src;
-	RETURN round((extract(epoch FROM clock_timestamp() - t0) * 1000)::numeric, 1);
+	IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'bench_view_reader') THEN
+		CREATE ROLE bench_view_reader;
+	END IF;
 END \$\$;
+GRANT USAGE ON SCHEMA chronicle TO bench_view_reader;
+GRANT SELECT ON ALL TABLES IN SCHEMA chronicle TO bench_view_reader;
+REVOKE SELECT ON chronicle.history FROM bench_view_reader;
+GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA chronicle TO bench_view_reader;
+CREATE OR REPLACE FUNCTION path_ms(q text) RETURNS float8 LANGUAGE plpgsql AS \$\$
+DECLARE t0 timestamptz := clock_timestamp(); n bigint;
+BEGIN
+	EXECUTE 'SELECT count(*) FROM (' || q || ') s' INTO n;
+	RETURN extract(epoch FROM clock_timestamp() - t0) * 1000;
+END \$\$;
+GRANT EXECUTE ON FUNCTION path_ms(text) TO bench_view_reader;
+CREATE OR REPLACE FUNCTION paths(label text, q text, reps integer) RETURNS TABLE (call text, decoded numeric, viewed numeric, ratio numeric)
+LANGUAGE plpgsql AS \$\$
+DECLARE a float8[] := '{}'; b float8[] := '{}';
+BEGIN
+	FOR i IN 1 .. reps LOOP
+		a := a || path_ms(q);
+		SET LOCAL ROLE bench_view_reader;
+		b := b || path_ms(q);
+		RESET ROLE;
+	END LOOP;
+	RETURN QUERY SELECT label,
+		round((SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY x) FROM unnest(a) x)::numeric, 0),
+		round((SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY x) FROM unnest(b) x)::numeric, 0),
+		round((SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY y / x) FROM unnest(a, b) u(x, y))::numeric, 2);
+END \$\$;
+SELECT * FROM paths('wal, every interval', \$q\$SELECT * FROM chronicle._deltas('chronicle.wal_history', '$day 00:00:00+00', '$day 23:59:59+00',
+	keys => '{}', vals => '{wal_records,wal_fpi,wal_bytes}', kinds => 'ccc', attrs => '{}', reset_col => 'stats_reset',
+	bytes_ops => '{NULL,NULL,NULL}', bytes_unit => NULL, per_op => '{}', filter_cols => '{}', filter_vals => '{}',
+	changed_only => false) AS d(s timestamptz, e timestamptz, secs float8, reset boolean,
+	a bigint, ar float8, b bigint, br float8, c bigint, cr float8)\$q\$, $reps);
+SELECT * FROM paths('io, changed keys', \$q\$SELECT * FROM chronicle._deltas('chronicle.io_history', '$day 00:00:00+00', '$day 23:59:59+00',
+	keys => '{backend_type,object,context}', vals => '{reads,writes}', kinds => 'cc', attrs => '{}', reset_col => 'stats_reset',
+	bytes_ops => '{NULL,NULL}', bytes_unit => NULL, per_op => '{}', filter_cols => '{}', filter_vals => '{}',
+	changed_only => true) AS d(s timestamptz, e timestamptz, secs float8, bt text, ob text, cx text, reset boolean,
+	a bigint, ar float8, b bigint, br float8)\$q\$, $reps);
+SELECT * FROM paths('waits, changed keys', \$q\$SELECT * FROM chronicle._deltas('chronicle.waits_history', '$day 00:00:00+00', '$day 23:59:59+00',
+	keys => '{backend_type,state,wait_event_type,wait_event,queryid}', vals => '{samples}', kinds => 'c', attrs => '{}',
+	reset_col => NULL, bytes_ops => '{NULL}', bytes_unit => NULL, per_op => '{}', filter_cols => '{}', filter_vals => '{}',
+	changed_only => true, born_at_zero => true) AS d(s timestamptz, e timestamptz, secs float8, bt text, st text,
+	wet text, we text, q bigint, reset boolean, a bigint, ar float8)\$q\$, $reps);
 SQL
-# The analysis needs no (key, ts) index since 0.2.0 (chronicle._keyframe()):
-# they are created here only to measure what they cost.
-for i in 1 2 3; do
-	without=$(psql -Atc "SELECT ins()")
-	psql -c "CREATE INDEX io_history_key_ts ON chronicle.io_history (backend_type, object, context, ts);
-	         CREATE INDEX waits_history_key_ts ON chronicle.waits_history (backend_type, state, wait_event_type, wait_event, queryid, ts)"
-	with=$(psql -Atc "SELECT ins()")
-	psql -c "DROP INDEX chronicle.io_history_key_ts; DROP INDEX chronicle.waits_history_key_ts"
-	echo "pair $i: with indexes ${with} ms, without ${without} ms (rows: $(psql -Atc 'SELECT (SELECT count(*) FROM io_src) + (SELECT count(*) FROM wait_src)'))"
-done

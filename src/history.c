@@ -966,6 +966,49 @@ unpack_with_keys(ChronicleRows *rows, TimestampTz ts, bytea *data, KeyDict *dict
 }
 
 /* ---------------------------------------------------------------------
+ * The analysis engine's reader (history.h)
+ * ---------------------------------------------------------------------
+ */
+struct ChronicleReader
+{
+	KeyDict		dict;
+	ChronicleRows rows;			/* its arrays outlive the values */
+	MemoryContext valcxt;		/* the last value's detoasted bytes and text */
+};
+
+ChronicleReader *
+chronicle_reader_create(int si)
+{
+	ChronicleReader *reader = palloc0(sizeof(ChronicleReader));
+
+	Assert(si >= 0 && si < chronicle_nsources);
+	reader->dict.si = si;
+	reader->dict.cxt = AllocSetContextCreate(CurrentMemoryContext,
+											 "chronicle reader keys",
+											 ALLOCSET_SMALL_SIZES);
+	reader->valcxt = AllocSetContextCreate(CurrentMemoryContext,
+										   "chronicle reader values",
+										   ALLOCSET_DEFAULT_SIZES);
+	reader->rows.source_index = si;
+	/* allocated here: rows_grow() repallocs them in this context later */
+	rows_grow(&reader->rows, chronicle_sources[si], 64);
+	return reader;
+}
+
+const ChronicleRows *
+chronicle_reader_unpack(ChronicleReader *reader, TimestampTz ts, Datum data)
+{
+	MemoryContext oldcxt;
+
+	MemoryContextReset(reader->valcxt);
+	oldcxt = MemoryContextSwitchTo(reader->valcxt);
+	reader->rows.nrows = 0;
+	unpack_with_keys(&reader->rows, ts, DatumGetByteaPP(data), &reader->dict);
+	MemoryContextSwitchTo(oldcxt);
+	return &reader->rows;
+}
+
+/* ---------------------------------------------------------------------
  * Writing the history row
  * ---------------------------------------------------------------------
  */

@@ -59,6 +59,19 @@ extern void chronicle_history_forget(int source_index);
  */
 extern void chronicle_rows_key_ids(ChronicleRows *rows);
 
+/*
+ * A reader of one source's packed values, for the analysis engine
+ * (deltas.c), which reads chronicle.history itself rather than through
+ * the source's view: each value's rows with their key columns filled from
+ * the dictionary, in memory that the next value reuses.  Created in the
+ * current memory context; SPI connected while it reads.
+ */
+typedef struct ChronicleReader ChronicleReader;
+
+extern ChronicleReader *chronicle_reader_create(int source_index);
+extern const ChronicleRows *chronicle_reader_unpack(ChronicleReader *reader,
+													TimestampTz ts, Datum data);
+
 /* INSERT the history row of a snapshot: packed[i] for source i, or NULL. */
 extern void chronicle_history_insert(TimestampTz ts, bytea *const *packed);
 

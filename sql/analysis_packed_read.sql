@@ -1,0 +1,223 @@
+-- The engine (src/deltas.c) reads a source's view chronicle.<source>_history
+-- by reading chronicle.history and decoding the packed values itself; any
+-- other table it reads through SQL.  Checked here: the same engine over a
+-- plain copy of each view's rows (the SQL path) gives the same answers,
+-- row for row, with filters (NULL filter values), exclusions,
+-- changed_only, group_by, the totals' ends, born_at_zero, windows that
+-- start before the history, between keyframes and in a second segment;
+-- and the views are really read the fast way (chronicle._unpack(), which
+-- the views call for every history row, is not called per row).
+\set VERBOSITY terse
+SET timezone = 'UTC';
+SET track_functions = 'all';
+SELECT chronicle.ensure_partitions('2024-07-01', '2024-07-01') >= 0 AS partitions;
+
+-- Segment A: 00:00:00 .. 00:00:49, keyframes every 10 s; segment B:
+-- 00:01:00 .. 00:01:20, keyframes at :00 and :15.
+INSERT INTO chronicle.snapshot (ts, segment, keyframe, collector, duration_ms, rows_written, wal_bytes, errors)
+SELECT t, '2024-07-01 00:00:00+00'::timestamptz, extract(second FROM t)::int % 10 = 0, 'sql', 0, 0, 0, 0
+  FROM generate_series('2024-07-01 00:00:00+00'::timestamptz, '2024-07-01 00:00:49+00', interval '1 s') t
+UNION ALL
+SELECT t, '2024-07-01 00:01:00+00'::timestamptz, extract(second FROM t)::int IN (0, 15), 'sql', 0, 0, 0, 0
+  FROM generate_series('2024-07-01 00:01:00+00'::timestamptz, '2024-07-01 00:01:20+00', interval '1 s') t;
+
+-- io: four cells; a reset (stats_reset and a
+-- counter going down) at :30 for the checkpointer; rows when a cell
+-- changed and at keyframes.
+INSERT INTO chronicle.io_history (ts, backend_type, object, context, op_bytes, reads, read_bytes, writes,
+                                  write_time, hits, stats_reset)
+SELECT sn.ts, c.bt, c.obj, c.ctx, 8192,
+       CASE WHEN c.bt = 'checkpointer' AND s >= 30 THEN s - 30 ELSE 100 + s * c.k END,
+       NULL, 50 + s / 3 * c.k, (s * c.k)::float8 / 7, 1000 + s * s * c.k,
+       CASE WHEN c.bt = 'checkpointer' AND s >= 30 THEN '2024-07-01 00:00:30+00'::timestamptz END
+  FROM chronicle.snapshot sn
+  CROSS JOIN LATERAL (SELECT extract(epoch FROM sn.ts - sn.segment)::int AS s) x
+  CROSS JOIN (VALUES ('client backend', 'relation', 'normal', 1, 2),
+                     ('client backend', 'relation', 'bulkread', 3, 3),
+                     ('checkpointer', 'relation', 'normal', 2, 1),
+                     ('client backend', 'wal', 'normal', 5, 4)) c(bt, obj, ctx, k, every)
+ WHERE sn.ts >= '2024-07-01' AND sn.ts < '2024-07-02'
+   AND (x.s % c.every = 0 OR sn.keyframe);
+
+-- waits (born at zero): a key born at :13, one gone after :24, a blip
+-- between two keyframes.
+INSERT INTO chronicle.waits_history (ts, backend_type, state, wait_event_type, wait_event, queryid, samples)
+SELECT sn.ts, 'client backend', 'active', w.wet, w.we, w.q, 10 * w.q + (s - w.born) * (w.q + 1)
+  FROM chronicle.snapshot sn
+  CROSS JOIN LATERAL (SELECT extract(epoch FROM sn.ts - sn.segment)::int AS s) x
+  CROSS JOIN (VALUES (1, 'IO', 'DataFileRead', 0, 49), (2, 'Lock', 'relation', 13, 49),
+                     (3, 'IO', 'WalSync', 0, 24), (4, 'LWLock', 'WALWrite', 32, 35)) w(q, wet, we, born, died)
+ WHERE sn.ts >= '2024-07-01' AND sn.ts < '2024-07-02'
+   AND x.s BETWEEN w.born AND w.died
+   AND (x.s % (w.q + 1) = 0 OR sn.keyframe OR x.s IN (w.born, w.died));
+
+-- wal: a single row a snapshot.
+INSERT INTO chronicle.wal_history (ts, wal_records, wal_fpi, wal_bytes, wal_buffers_full)
+SELECT sn.ts, 10 * s, s / 4, 1000 * s + s * s, 0
+  FROM chronicle.snapshot sn
+  CROSS JOIN LATERAL (SELECT extract(epoch FROM sn.ts - sn.segment)::int AS s) x
+ WHERE sn.ts >= '2024-07-01' AND sn.ts < '2024-07-02';
+
+CREATE TEMP TABLE io_copy AS SELECT * FROM chronicle.io_history;
+CREATE TEMP TABLE waits_copy AS SELECT * FROM chronicle.waits_history;
+CREATE TEMP TABLE wal_copy AS SELECT * FROM chronicle.wal_history;
+
+-- The query tpl (with %1$L for the table) over the view and over the copy:
+-- rows, whether both give the same rows (as text, sorted), and whether
+-- the view was read without a chronicle._unpack() call per history row.
+CREATE FUNCTION pg_temp.both(v regclass, c regclass, tpl text)
+RETURNS TABLE (rows bigint, same boolean, fast boolean)
+LANGUAGE plpgsql AS $$
+DECLARE
+	unpack oid := 'chronicle._unpack(text, timestamptz, bytea)'::regprocedure;
+	calls0 bigint;
+	calls bigint;
+	a text;
+	b text;
+	n bigint;
+	m bigint;
+BEGIN
+	calls0 := coalesce(pg_stat_get_xact_function_calls(unpack), 0);
+	EXECUTE format('SELECT count(*), string_agg(x::text, E''\n'' ORDER BY x::text) FROM (%s) x',
+	               format(tpl, v)) INTO n, a;
+	calls := coalesce(pg_stat_get_xact_function_calls(unpack), 0) - calls0;
+	EXECUTE format('SELECT count(*), string_agg(x::text, E''\n'' ORDER BY x::text) FROM (%s) x',
+	               format(tpl, c)) INTO m, b;
+	rows := n;
+	same := n = m AND a IS NOT DISTINCT FROM b;
+	fast := calls < (SELECT count(*) FROM chronicle.history WHERE ts >= '2024-07-01' AND ts < '2024-07-02');
+	RETURN NEXT;
+END;
+$$;
+
+CREATE TEMP TABLE win (f timestamptz, t timestamptz);
+INSERT INTO win VALUES ('2024-06-30 23:59:00+00', '2024-07-01 00:02:00+00'),	-- all of it
+                       ('2024-07-01 00:00:05+00', '2024-07-01 00:00:27+00'),	-- between keyframes
+                       ('2024-07-01 00:00:33+00', '2024-07-01 00:01:07+00'),	-- across the segments
+                       ('2024-07-01 00:01:16+00', '2024-07-01 00:01:20+00');	-- after B's last keyframe
+
+-- io: every key, changed or not, then filters, exclusions, groups.
+CREATE TEMP TABLE io_calls (label text, args text);
+INSERT INTO io_calls VALUES
+	('all keys', $$filter_cols => ARRAY['backend_type', 'object', 'context'], filter_vals => ARRAY[NULL, NULL, NULL]::text[], changed_only => false$$),
+	('changed only', $$filter_cols => ARRAY['backend_type', 'object', 'context'], filter_vals => ARRAY[NULL, NULL, NULL]::text[], changed_only => true$$),
+	('one backend type', $$filter_cols => ARRAY['backend_type', 'object', 'context'], filter_vals => ARRAY['client backend', NULL, NULL], changed_only => false$$),
+	('object = relation', $$filter_cols => ARRAY['object'], filter_vals => ARRAY['relation'], changed_only => true$$),
+	('no filter values', $$filter_cols => ARRAY['object'], filter_vals => NULL, changed_only => true$$),
+	('a value no row has', $$filter_cols => ARRAY['context'], filter_vals => ARRAY['vacuum'], changed_only => false$$),
+	('context <> bulkread', $$filter_cols => ARRAY[]::text[], filter_vals => ARRAY[]::text[], changed_only => true, exclude_cols => ARRAY['context'], exclude_vals => ARRAY['bulkread']$$),
+	('object <> relation', $$filter_cols => ARRAY[]::text[], filter_vals => ARRAY[]::text[], changed_only => false, exclude_cols => ARRAY['object'], exclude_vals => ARRAY['relation']$$);
+SELECT c.label, to_char(w.f, 'HH24:MI:SS') AS "from", to_char(w.t, 'HH24:MI:SS') AS "to", r.*
+  FROM io_calls c CROSS JOIN win w CROSS JOIN LATERAL pg_temp.both('chronicle.io_history', 'pg_temp.io_copy', format($q$
+	SELECT * FROM chronicle._deltas(%%1$L, %L, %L,
+		keys => ARRAY['backend_type', 'object', 'context'], vals => ARRAY['reads', 'read_bytes', 'writes', 'write_time', 'hits'],
+		kinds => 'cccct', attrs => ARRAY['op_bytes'], reset_col => 'stats_reset',
+		bytes_ops => ARRAY[NULL, 'reads', NULL, NULL, NULL], bytes_unit => 'op_bytes', per_op => ARRAY['write_time', 'writes'],
+		%s)
+	  AS d(s timestamptz, e timestamptz, secs float8, bt text, obj text, ctx text, op_bytes bigint, reset boolean,
+	       reads bigint, reads_s float8, rb bigint, rb_s float8, writes bigint, writes_s float8, wt float8, wt_s float8,
+	       hits bigint, hits_s float8, ms_per_write float8)$q$, w.f, w.t, c.args)) r
+ ORDER BY c.label, w.f;
+
+-- io summed per backend type, and the totals' ends.
+SELECT to_char(w.f, 'HH24:MI:SS') AS "from", r.*
+  FROM win w CROSS JOIN LATERAL pg_temp.both('chronicle.io_history', 'pg_temp.io_copy', format($q$
+	SELECT * FROM chronicle._deltas(%%1$L, %L, %L,
+		keys => ARRAY['backend_type', 'object', 'context'], vals => ARRAY['reads', 'writes'],
+		kinds => 'cc', attrs => ARRAY[]::text[], reset_col => 'stats_reset',
+		bytes_ops => ARRAY[NULL, NULL]::text[], bytes_unit => NULL, per_op => ARRAY[]::text[],
+		filter_cols => ARRAY['context'], filter_vals => ARRAY['normal'], changed_only => true,
+		group_by => ARRAY['backend_type'])
+	  AS d(s timestamptz, e timestamptz, secs float8, bt text, reset boolean,
+	       reads bigint, reads_s float8, writes bigint, writes_s float8)$q$, w.f, w.t)) r
+ ORDER BY w.f;
+SELECT to_char(w.f, 'HH24:MI:SS') AS "from", r.*
+  FROM win w CROSS JOIN LATERAL pg_temp.both('chronicle.io_history', 'pg_temp.io_copy', format($q$
+	SELECT * FROM chronicle._ends(%%1$L, %L, %L,
+		keys => ARRAY['backend_type', 'object', 'context'], vals => ARRAY['reads', 'write_time'],
+		kinds => 'ct', attrs => ARRAY['op_bytes'], reset_col => 'stats_reset',
+		bytes_ops => ARRAY[NULL, NULL]::text[], bytes_unit => NULL, per_op => ARRAY[]::text[],
+		filter_cols => ARRAY[]::text[], filter_vals => ARRAY[]::text[], changed_only => true)
+	  AS d(bt text, obj text, ctx text, op_bytes bigint, seg timestamptz, reset boolean,
+	       b_reads bigint, l_reads bigint, b_wt float8, l_wt float8)$q$, w.f, w.t)) r
+ ORDER BY w.f;
+
+-- waits, born at zero: deltas of a wait event type, and the ends.
+SELECT to_char(w.f, 'HH24:MI:SS') AS "from", r.*
+  FROM win w CROSS JOIN LATERAL pg_temp.both('chronicle.waits_history', 'pg_temp.waits_copy', format($q$
+	SELECT * FROM chronicle._deltas(%%1$L, %L, %L,
+		keys => ARRAY['backend_type', 'state', 'wait_event_type', 'wait_event', 'queryid'], vals => ARRAY['samples'],
+		kinds => 'c', attrs => ARRAY[]::text[], reset_col => NULL,
+		bytes_ops => ARRAY[NULL]::text[], bytes_unit => NULL, per_op => ARRAY[]::text[],
+		filter_cols => ARRAY['wait_event_type'], filter_vals => ARRAY['IO'], changed_only => false,
+		born_at_zero => true)
+	  AS d(s timestamptz, e timestamptz, secs float8, bt text, st text, wet text, we text, q bigint,
+	       reset boolean, samples bigint, samples_s float8)$q$, w.f, w.t)) r
+ ORDER BY w.f;
+SELECT to_char(w.f, 'HH24:MI:SS') AS "from", r.*
+  FROM win w CROSS JOIN LATERAL pg_temp.both('chronicle.waits_history', 'pg_temp.waits_copy', format($q$
+	SELECT * FROM chronicle._ends(%%1$L, %L, %L,
+		keys => ARRAY['backend_type', 'state', 'wait_event_type', 'wait_event', 'queryid'], vals => ARRAY['samples'],
+		kinds => 'c', attrs => ARRAY[]::text[], reset_col => NULL,
+		bytes_ops => ARRAY[NULL]::text[], bytes_unit => NULL, per_op => ARRAY[]::text[],
+		filter_cols => ARRAY[]::text[], filter_vals => ARRAY[]::text[], changed_only => true,
+		born_at_zero => true)
+	  AS d(bt text, st text, wet text, we text, q bigint, seg timestamptz, reset boolean,
+	       b_samples bigint, l_samples bigint)$q$, w.f, w.t)) r
+ ORDER BY w.f;
+
+-- wal: a source without keys.
+SELECT to_char(w.f, 'HH24:MI:SS') AS "from", r.*
+  FROM win w CROSS JOIN LATERAL pg_temp.both('chronicle.wal_history', 'pg_temp.wal_copy', format($q$
+	SELECT * FROM chronicle._deltas(%%1$L, %L, %L,
+		keys => ARRAY[]::text[], vals => ARRAY['wal_records', 'wal_fpi', 'wal_bytes'],
+		kinds => 'ccc', attrs => ARRAY[]::text[], reset_col => NULL,
+		bytes_ops => ARRAY[NULL, NULL, NULL]::text[], bytes_unit => NULL, per_op => ARRAY[]::text[],
+		filter_cols => ARRAY[]::text[], filter_vals => ARRAY[]::text[], changed_only => false)
+	  AS d(s timestamptz, e timestamptz, secs float8, reset boolean, r bigint, r_s float8,
+	       f bigint, f_s float8, b bigint, b_s float8)$q$, w.f, w.t)) r
+ ORDER BY w.f;
+
+-- A reader who may read the views but not chronicle.history gets the same
+-- answer (through the view), and no more.
+CREATE ROLE packed_read_viewer;
+GRANT USAGE ON SCHEMA chronicle TO packed_read_viewer;
+GRANT SELECT ON chronicle.io_history, chronicle.snapshot, chronicle.history_key TO packed_read_viewer;
+GRANT EXECUTE ON FUNCTION chronicle._unpack(text, timestamptz, bytea),
+	chronicle._keyframe(regclass, timestamptz, timestamptz),
+	chronicle._deltas(regclass, timestamptz, timestamptz, text[], text[], text, text[], text, text[], text,
+	                  text[], text[], text[], boolean, text[], text[], text[], boolean) TO packed_read_viewer;
+GRANT SELECT ON pg_temp.io_copy TO packed_read_viewer;
+CREATE TEMP TABLE as_superuser AS
+SELECT * FROM chronicle._deltas('chronicle.io_history', '2024-07-01 00:00:05+00', '2024-07-01 00:00:40+00',
+	keys => ARRAY['backend_type', 'object', 'context'], vals => ARRAY['reads'], kinds => 'c',
+	attrs => ARRAY[]::text[], reset_col => 'stats_reset', bytes_ops => ARRAY[NULL]::text[], bytes_unit => NULL,
+	per_op => ARRAY[]::text[], filter_cols => ARRAY['backend_type'], filter_vals => ARRAY['client backend'],
+	changed_only => true)
+  AS d(s timestamptz, e timestamptz, secs float8, bt text, obj text, ctx text, reset boolean, reads bigint, reads_s float8);
+GRANT SELECT ON as_superuser TO packed_read_viewer;
+SET ROLE packed_read_viewer;
+SELECT has_table_privilege('chronicle.history', 'SELECT') AS reads_history,
+       count(*) AS rows,
+       count(*) = (SELECT count(*) FROM as_superuser) AND NOT EXISTS (
+	SELECT * FROM chronicle._deltas('chronicle.io_history', '2024-07-01 00:00:05+00', '2024-07-01 00:00:40+00',
+		keys => ARRAY['backend_type', 'object', 'context'], vals => ARRAY['reads'], kinds => 'c',
+		attrs => ARRAY[]::text[], reset_col => 'stats_reset', bytes_ops => ARRAY[NULL]::text[], bytes_unit => NULL,
+		per_op => ARRAY[]::text[], filter_cols => ARRAY['backend_type'], filter_vals => ARRAY['client backend'],
+		changed_only => true)
+	  AS d(s timestamptz, e timestamptz, secs float8, bt text, obj text, ctx text, reset boolean, reads bigint, reads_s float8)
+	EXCEPT SELECT * FROM as_superuser) AS same
+  FROM chronicle._deltas('chronicle.io_history', '2024-07-01 00:00:05+00', '2024-07-01 00:00:40+00',
+	keys => ARRAY['backend_type', 'object', 'context'], vals => ARRAY['reads'], kinds => 'c',
+	attrs => ARRAY[]::text[], reset_col => 'stats_reset', bytes_ops => ARRAY[NULL]::text[], bytes_unit => NULL,
+	per_op => ARRAY[]::text[], filter_cols => ARRAY['backend_type'], filter_vals => ARRAY['client backend'],
+	changed_only => true)
+  AS d(s timestamptz, e timestamptz, secs float8, bt text, obj text, ctx text, reset boolean, reads bigint, reads_s float8);
+RESET ROLE;
+DROP TABLE as_superuser;
+DROP OWNED BY packed_read_viewer;		-- and its privileges
+DROP ROLE packed_read_viewer;
+
+-- Leave no history for the tests after this one.
+DELETE FROM chronicle.history WHERE ts >= '2024-07-01' AND ts < '2024-07-02';
+DELETE FROM chronicle.snapshot WHERE ts >= '2024-07-01' AND ts < '2024-07-02';
