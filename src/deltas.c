@@ -1121,17 +1121,19 @@ packed_read(Engine *e, Oid tbl, const char *relname,
 	pk->col = palloc(sizeof(int) * Max(pk->ncols, 1));
 	for (int i = 0; i < pk->ncols; i++)
 	{
+		int			j = i - e->nkeys;	/* index of a stored column */
 		const char *name;
 		Oid			type;
 
-		if (i < e->nkeys)
-			name = keys[i], type = e->keytype[i];
-		else if (i < e->nkeys + e->nvals)
-			name = vals[i - e->nkeys], type = e->stortype[i - e->nkeys];
-		else if (i < e->nkeys + e->nvals + e->nattrs)
-			name = attrs[i - e->nkeys - e->nvals], type = e->stortype[i - e->nkeys];
+		if (j < 0)
+			name = keys[i];
+		else if (j < e->nvals)
+			name = vals[j];
+		else if (j < e->nvals + e->nattrs)
+			name = attrs[j - e->nvals];
 		else
-			name = reset_col, type = e->stortype[i - e->nkeys];
+			name = reset_col;
+		type = j < 0 ? e->keytype[i] : e->stortype[j];
 		pk->col[i] = source_column(src, name);
 		/* a view that is not the source's layout: read through SQL */
 		if (pk->col[i] < 0 || src->columns[pk->col[i]].type != type)
