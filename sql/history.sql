@@ -42,9 +42,13 @@ SELECT count(*) AS differences FROM (
 	(SELECT * FROM edge_io2 EXCEPT ALL SELECT * FROM chronicle.io_history WHERE ts = '2023-07-01 00:00:04')
 	UNION ALL
 	(SELECT * FROM chronicle.io_history WHERE ts = '2023-07-01 00:00:04' EXCEPT ALL SELECT * FROM edge_io2)) d;
--- Its size: a header byte, a row count, two bitmaps of 12 bytes, the key
+-- Its size: a header byte, a row count, the bitmaps by column, the key
 -- ids, 15 floats (five in a short form) and 5 timestamps.
 SELECT octet_length(io) AS packed_bytes FROM chronicle.history WHERE ts = '2023-07-01 00:00:04';
+-- Both layouts of the bitmaps are in use (byte 0, flag 8: by column), and
+-- both decode to the rows above.
+SELECT ts, get_byte(io, 0) & 8 <> 0 AS io_by_column, get_byte(wal, 0) & 8 <> 0 AS wal_by_column
+  FROM chronicle.history WHERE ts < '2023-07-02' ORDER BY ts;
 DELETE FROM chronicle.history WHERE ts = '2023-07-01 00:00:04';
 
 -- One history row per snapshot, and one dictionary entry per key.
@@ -98,8 +102,8 @@ SELECT chronicle._pack('io', '2023-07-01', (SELECT array_agg(b) FROM bulk_wal b)
 SELECT chronicle._history_write();
 -- The unpacker refuses what it did not write: empty, truncated, another
 -- version, an unknown flag, more rows than bytes, an overlong varint, a
--- value both present and NULL, a timestamp without its payload, trailing
--- bytes, an unknown key id.
+-- value both present and NULL, a timestamp without its payload, bitmaps by
+-- column that are wrong, trailing bytes, an unknown key id.
 \set walcols 'wal_records bigint, wal_fpi bigint, wal_bytes bigint, wal_buffers_full bigint, wal_write bigint, wal_sync bigint, wal_write_time float8, wal_sync_time float8, stats_reset timestamptz'
 SELECT * FROM chronicle._unpack('wal', now(), '\x') AS u(:walcols);
 SELECT * FROM chronicle._unpack('wal', now(), '\x20') AS u(:walcols);
@@ -109,6 +113,11 @@ SELECT * FROM chronicle._unpack('wal', now(), '\x2001') AS u(:walcols);
 SELECT * FROM chronicle._unpack('wal', now(), '\x20ffffffffffffffffffff01') AS u(:walcols);
 SELECT * FROM chronicle._unpack('wal', now(), '\x220101000100') AS u(:walcols);
 SELECT * FROM chronicle._unpack('wal', now(), '\x20010000') AS u(:walcols);
+-- ... bitmaps by column: with the NULL flag, truncated, a value both present
+-- and NULL.
+SELECT * FROM chronicle._unpack('wal', now(), '\x2e00000000') AS u(:walcols);
+SELECT * FROM chronicle._unpack('wal', now(), '\x2cffff03') AS u(:walcols);
+SELECT * FROM chronicle._unpack('wal', now(), '\x2cffff0f0000') AS u(:walcols);
 SELECT * FROM chronicle._unpack('wal', now(), (SELECT wal FROM chronicle.history WHERE ts = '2023-07-01 00:00:01') || '\x00'::bytea) AS u(:walcols);
 SELECT * FROM chronicle._unpack('io', now(), '\x2201000000000002ffffff7f') AS u(backend_type text, object text, context text,
 	reads bigint, read_bytes bigint, read_time float8, writes bigint, write_bytes bigint, write_time float8, writebacks bigint,

@@ -25,6 +25,14 @@
  *					first): the value has a payload.  A value without one is
  *					its type's zero (0, 0.0, false, '') unless it is NULL.
  *	NULL bitmap		the same shape, only with CHRONICLE_PACK_NULLS
+ *					Or, with CHRONICLE_PACK_COLUMNS (never with
+ *					CHRONICLE_PACK_NULLS), the same facts by column, when that
+ *					is shorter: two bits a value column (its mode: every row
+ *					zero, every row present, a bit a row, two bits a row),
+ *					then the bits a row of the columns that have them, in
+ *					column order, one bit stream (low bit first) padded to a
+ *					byte.  The counters that stay zero (temp, local, times)
+ *					and those that always move take two bits, not a bit a row.
  *	then per row:
  *	  varint		the key's id in chronicle.history_key (sources with
  *					keys): the first row's as it is, each next row's as the
@@ -101,7 +109,14 @@
 #define CHRONICLE_PACK_COMPLETE	0x01	/* every key of the source */
 #define CHRONICLE_PACK_NULLS	0x02	/* a NULL bitmap follows */
 #define CHRONICLE_PACK_ONE		0x04	/* one row: no row count */
-#define CHRONICLE_PACK_FLAGS	0x07	/* the flags there are */
+#define CHRONICLE_PACK_COLUMNS	0x08	/* the bitmaps by column (see above) */
+#define CHRONICLE_PACK_FLAGS	0x0F	/* the flags there are */
+
+/* Modes of a value column in the layout by column. */
+#define COLUMN_ZERO			0		/* every row's value is its zero */
+#define COLUMN_PRESENT		1		/* every row's value has a payload */
+#define COLUMN_MIXED		2		/* a bit a row: present */
+#define COLUMN_CODES		3		/* two bits a row: 0 zero, 1 present, 2 NULL */
 
 /* Tags of a float8 payload (the high byte of a positive double is < 0x80). */
 #define FLOAT8_RAW_NEG		0x80	/* 8 bytes follow: a negative double */
@@ -324,6 +339,70 @@ put_value(StringInfo buf, Oid type, Datum d, TimestampTz ts)
 	}
 }
 
+static inline bool
+bit_of(const uint8 *bits, uint64 bit)
+{
+	return (bits[bit / 8] >> (bit % 8)) & 1;
+}
+
+/*
+ * The present and NULL bitmaps (row-major, nrows x nvals bits each; isnull
+ * all clear when no value is NULL) in the layout by column, if that takes
+ * fewer bytes than rowmajor: palloc'd, its length in *len; else NULL.
+ */
+static uint8 *
+pack_columns(const uint8 *present, const uint8 *isnull, int nrows, int nvals,
+			 int rowmajor, int *len)
+{
+	int			modes[CHRONICLE_MAX_COLUMNS];
+	int64		nbits = 2 * (int64) nvals;
+	uint8	   *out;
+	int64		at = 0;
+
+	for (int v = 0; v < nvals; v++)
+	{
+		int			npresent = 0;
+		int			nnull = 0;
+
+		for (int r = 0; r < nrows; r++)
+		{
+			npresent += bit_of(present, (uint64) r * nvals + v);
+			nnull += bit_of(isnull, (uint64) r * nvals + v);
+		}
+		if (nnull > 0)
+			modes[v] = COLUMN_CODES;
+		else if (npresent == 0)
+			modes[v] = COLUMN_ZERO;
+		else if (npresent == nrows)
+			modes[v] = COLUMN_PRESENT;
+		else
+			modes[v] = COLUMN_MIXED;
+		nbits += modes[v] == COLUMN_CODES ? 2 * (int64) nrows :
+			modes[v] == COLUMN_MIXED ? nrows : 0;
+	}
+	if ((nbits + 7) / 8 >= rowmajor)
+		return NULL;
+	*len = (int) ((nbits + 7) / 8);
+	out = palloc0(*len);
+#define PUT_BIT(b) do { if (b) out[at / 8] |= 1 << (at % 8); at++; } while (0)
+	for (int v = 0; v < nvals; v++)
+	{
+		PUT_BIT(modes[v] & 1);
+		PUT_BIT(modes[v] & 2);
+	}
+	for (int v = 0; v < nvals; v++)
+		for (int r = 0; r < nrows && modes[v] >= COLUMN_MIXED; r++)
+		{
+			uint64		bit = (uint64) r * nvals + v;
+
+			PUT_BIT(bit_of(present, bit));
+			if (modes[v] == COLUMN_CODES)
+				PUT_BIT(bit_of(isnull, bit));
+		}
+#undef PUT_BIT
+	return out;
+}
+
 bytea *
 chronicle_pack(const ChronicleRows *rows, TimestampTz ts)
 {
@@ -335,6 +414,8 @@ chronicle_pack(const ChronicleRows *rows, TimestampTz ts)
 	uint8	   *present = palloc0(Max(nbytes, 1));
 	uint8	   *isnull = palloc0(Max(nbytes, 1));
 	TimestampTz tsbase = ts;
+	uint8	   *columns;
+	int			ncolbytes = 0;
 	StringInfoData body;
 	StringInfoData buf;
 	bytea	   *result;
@@ -368,21 +449,32 @@ chronicle_pack(const ChronicleRows *rows, TimestampTz ts)
 		}
 	}
 
+	columns = pack_columns(present, isnull, rows->nrows, nvals,
+						   nbytes * (has_nulls ? 2 : 1), &ncolbytes);
+
 	initStringInfo(&buf);
 	appendStringInfoSpaces(&buf, VARHDRSZ);
 	appendStringInfoChar(&buf, (char) ((PACK_VERSION << 4) |
 									   (rows->complete ? CHRONICLE_PACK_COMPLETE : 0) |
-									   (has_nulls ? CHRONICLE_PACK_NULLS : 0) |
+									   (columns ? CHRONICLE_PACK_COLUMNS :
+										has_nulls ? CHRONICLE_PACK_NULLS : 0) |
 									   (rows->nrows == 1 ? CHRONICLE_PACK_ONE : 0)));
 	if (rows->nrows != 1)
 		put_varint(&buf, rows->nrows);
-	appendBinaryStringInfo(&buf, (char *) present, nbytes);
-	if (has_nulls)
-		appendBinaryStringInfo(&buf, (char *) isnull, nbytes);
+	if (columns)
+		appendBinaryStringInfo(&buf, (char *) columns, ncolbytes);
+	else
+	{
+		appendBinaryStringInfo(&buf, (char *) present, nbytes);
+		if (has_nulls)
+			appendBinaryStringInfo(&buf, (char *) isnull, nbytes);
+	}
 	appendBinaryStringInfo(&buf, body.data, body.len);
 	pfree(body.data);
 	pfree(present);
 	pfree(isnull);
+	if (columns)
+		pfree(columns);
 	result = (bytea *) buf.data;
 	SET_VARSIZE(result, buf.len);
 	return result;
@@ -560,6 +652,58 @@ rows_grow(ChronicleRows *rows, const ChronicleSource *src, int need)
 }
 
 /*
+ * The layout by column (see pack_columns) read into row-major present and
+ * NULL bitmaps of nbytes each (palloc'd; *isnull NULL when no value is).
+ */
+static void
+unpack_columns(Reader *rd, uint64 n, int nvals, uint64 nbytes,
+			   const uint8 **present_out, const uint8 **isnull_out)
+{
+	int			modes[CHRONICLE_MAX_COLUMNS];
+	uint64		nbits = 2 * (uint64) nvals;
+	uint64		at;
+	uint8	   *present = palloc0(Max(nbytes, 1));
+	uint8	   *isnull = NULL;
+	const uint8 *bits = rd->p;
+
+	if ((uint64) (rd->end - rd->p) < (nbits + 7) / 8)
+		malformed(rd);
+	for (int v = 0; v < nvals; v++)
+	{
+		modes[v] = bit_of(bits, 2 * v) | (bit_of(bits, 2 * v + 1) << 1);
+		nbits += modes[v] == COLUMN_CODES ? 2 * n : modes[v] == COLUMN_MIXED ? n : 0;
+	}
+	if ((uint64) (rd->end - rd->p) < (nbits + 7) / 8)
+		malformed(rd);
+	at = 2 * (uint64) nvals;
+	for (int v = 0; v < nvals; v++)
+		for (uint64 r = 0; r < n; r++)
+		{
+			uint64		bit = r * nvals + v;
+			bool		has = modes[v] == COLUMN_PRESENT;
+			bool		null = false;
+
+			if (modes[v] >= COLUMN_MIXED)
+				has = bit_of(bits, at++);
+			if (modes[v] == COLUMN_CODES)
+				null = bit_of(bits, at++);
+			if (has && null)
+				malformed(rd);
+			if (has)
+				present[bit / 8] |= 1 << (bit % 8);
+			if (null)
+			{
+				if (isnull == NULL)
+					isnull = palloc0(Max(nbytes, 1));
+				isnull[bit / 8] |= 1 << (bit % 8);
+			}
+		}
+	rd->p += (nbits + 7) / 8;
+	*present_out = present;
+	*isnull_out = isnull;
+}
+
+/*
  * Decode a packed value into rows (appended to rows, which names the
  * source).  Key columns are left NULL: the caller fills them from key_ids.
  */
@@ -596,14 +740,23 @@ unpack(ChronicleRows *rows, TimestampTz ts, bytea *data)
 		(rows->nrows + n) * sizeof(Datum) > MaxAllocSize)
 		malformed(&rd);
 	nbytes = (n * nvals + 7) / 8;
-	if (nbytes * ((flags & CHRONICLE_PACK_NULLS) ? 2 : 1) > (uint64) (rd.end - rd.p))
-		malformed(&rd);
-	present = rd.p;
-	rd.p += nbytes;
-	if (flags & CHRONICLE_PACK_NULLS)
+	if (flags & CHRONICLE_PACK_COLUMNS)
 	{
-		isnull = rd.p;
+		if (flags & CHRONICLE_PACK_NULLS)
+			malformed(&rd);
+		unpack_columns(&rd, n, nvals, nbytes, &present, &isnull);
+	}
+	else
+	{
+		if (nbytes * ((flags & CHRONICLE_PACK_NULLS) ? 2 : 1) > (uint64) (rd.end - rd.p))
+			malformed(&rd);
+		present = rd.p;
 		rd.p += nbytes;
+		if (flags & CHRONICLE_PACK_NULLS)
+		{
+			isnull = rd.p;
+			rd.p += nbytes;
+		}
 	}
 	rows_grow(rows, src, rows->nrows + (int) n);
 	for (uint64 i = 0; i < n; i++)
@@ -660,6 +813,12 @@ unpack(ChronicleRows *rows, TimestampTz ts, bytea *data)
 	}
 	if (rd.p != rd.end)
 		malformed(&rd);
+	if (flags & CHRONICLE_PACK_COLUMNS)
+	{
+		pfree((void *) present);
+		if (isnull)
+			pfree((void *) isnull);
+	}
 }
 
 /* ---------------------------------------------------------------------
