@@ -183,6 +183,85 @@ SELECT c.oid::regclass AS "table",
    AND EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attname = 'ts' AND NOT a.attisdropped)
    AND x.n > 0
  ORDER BY 2 DESC, 1;
+\echo 'the history row by part (per snapshot, B/s): each source''s packed value (the share of the'
+\echo 'snapshots that have one, its mean length and its stored size, pg_column_size: varlena header'
+\echo 'and compression included); the other columns; the tuple header with its NULL bitmap and the'
+\echo 'padding that aligns the columns; the line pointer and the padding to the next tuple (MAXALIGN):'
+CREATE FUNCTION pg_temp.history_parts(lo timestamptz, hi timestamptz,
+	OUT part text, OUT present numeric, OUT len numeric, OUT stored numeric)
+RETURNS SETOF record LANGUAGE plpgsql AS $$
+DECLARE
+	a record;
+	cols numeric := 0;
+BEGIN
+	FOR a IN SELECT attname, atttypid = 'bytea'::regtype AS packed FROM pg_attribute
+	          WHERE attrelid = 'chronicle.history'::regclass AND attnum > 0 AND NOT attisdropped
+	          ORDER BY attnum LOOP
+		part := a.attname;
+		EXECUTE format('SELECT count(%1$I)::numeric / count(*), avg(%2$s),'
+		               ' sum(coalesce(pg_column_size(%1$I), 0))::numeric / count(*)'
+		               ' FROM chronicle.history WHERE ts BETWEEN $1 AND $2',
+		               a.attname, CASE WHEN a.packed THEN format('octet_length(%I)', a.attname) ELSE 'NULL::int' END)
+		   INTO present, len, stored USING lo, hi;
+		cols := cols + stored;
+		RETURN NEXT;
+	END LOOP;
+	len := NULL;
+	present := 1;
+	-- the tuple as stored (pg_column_size of the row) less its columns
+	part := '(tuple header, NULL bitmap, alignment)';
+	EXECUTE 'SELECT avg(pg_column_size(h.*)) FROM chronicle.history h WHERE ts BETWEEN $1 AND $2'
+	   INTO stored USING lo, hi;
+	stored := stored - cols;
+	RETURN NEXT;
+	part := '(line pointer, MAXALIGN padding)';
+	EXECUTE 'SELECT avg(4 + (8 - pg_column_size(h.*) % 8) % 8) FROM chronicle.history h WHERE ts BETWEEN $1 AND $2'
+	   INTO stored USING lo, hi;
+	RETURN NEXT;
+END $$;
+CREATE TEMP TABLE hp AS SELECT p.* FROM w CROSS JOIN LATERAL pg_temp.history_parts(w.lo, w.hi) p;
+SELECT p.part, round(p.present, 2) AS "share with a value", round(p.len) AS "mean length",
+       round(p.stored, 1) AS "stored B/snapshot", round(p.stored * w.n / w.secs) AS "B/s"
+  FROM hp p CROSS JOIN w
+UNION ALL
+SELECT 'TOTAL', NULL, NULL, round(sum(p.stored), 1), round(sum(p.stored) * min(w.n) / min(w.secs))
+  FROM hp p CROSS JOIN w
+ ORDER BY 4 DESC NULLS LAST;
+\echo 'the snapshot row by column (stored size, pg_column_size) and its tuple header:'
+SELECT x.col AS "column", round(avg(x.sz), 1) AS "B/snapshot"
+  FROM chronicle.snapshot s
+ CROSS JOIN LATERAL (VALUES ('ts', pg_column_size(s.ts)), ('segment', pg_column_size(s.segment)),
+                            ('keyframe', pg_column_size(s.keyframe)), ('collector', pg_column_size(s.collector)),
+                            ('duration_ms', pg_column_size(s.duration_ms)), ('rows_written', pg_column_size(s.rows_written)),
+                            ('wal_bytes', pg_column_size(s.wal_bytes)), ('errors', pg_column_size(s.errors)),
+                            ('system_identifier', pg_column_size(s.system_identifier)), ('server_name', pg_column_size(s.server_name)),
+                            ('(row: header, alignment, columns)', pg_column_size(s.*))) x(col, sz)
+ CROSS JOIN w
+ WHERE s.collector = 'worker' AND s.ts BETWEEN w.lo AND w.hi
+ GROUP BY x.col
+ ORDER BY 2 DESC;
+\echo 'page fill: tuples per heap page of the window''s rows (the pages between its first and last;'
+\echo 'the pages'' free space is what "by pages" adds to "by rows"), and the heap B/s by pages that'
+\echo 'rate gives (resolution: a fraction of a tuple, not 68 B/s):'
+CREATE FUNCTION pg_temp.page_fill(t regclass, lo timestamptz, hi timestamptz, OUT pages bigint, OUT per_page numeric, OUT free_b numeric)
+LANGUAGE plpgsql AS $$
+BEGIN
+	EXECUTE format($q$
+		WITH p AS (SELECT tableoid, (ctid::text::point)[0] AS page, count(*) AS n, sum(pg_column_size(h.*)) AS sz,
+		                  sum((pg_column_size(h.*) + 7) / 8 * 8 + 4) AS used
+		             FROM %s h WHERE ts BETWEEN $1 AND $2 GROUP BY 1, 2),
+		     inner_p AS (SELECT * FROM p
+		                  WHERE page > (SELECT min(q.page) FROM p q WHERE q.tableoid = p.tableoid)
+		                    AND page < (SELECT max(q.page) FROM p q WHERE q.tableoid = p.tableoid))
+		SELECT (SELECT count(*) FROM inner_p), (SELECT avg(n) FROM inner_p), (SELECT avg(8192 - 24 - used) FROM inner_p)$q$, t)
+	   INTO pages, per_page, free_b USING lo, hi;
+END $$;
+SELECT t AS "table", f.pages AS "inner pages", round(f.per_page, 2) AS "tuples/page",
+       round(f.free_b) AS "free B/page", round(8192 / f.per_page * x.n / w.secs) AS "heap B/s by pages"
+  FROM (VALUES ('chronicle.history'::regclass), ('chronicle.snapshot'::regclass)) v(t)
+ CROSS JOIN w
+ CROSS JOIN LATERAL pg_temp.page_fill(v.t, w.lo, w.hi) f
+ CROSS JOIN LATERAL pg_temp.rows_in(v.t, w.lo, w.hi) x;
 \echo 'WAL per snapshot by table (pg_waldump of the window; "commit etc.": the records without a block of the transactions that wrote chronicle tables):'
 SELECT CASE WHEN grouping(r.tbl) = 1 THEN 'TOTAL' ELSE coalesce(r.tbl, 'commit etc.') END AS "table", coalesce(r.kind, '') AS kind,
        round(sum(b.records) / min(w.n), 1) AS "records/snapshot",
@@ -194,6 +273,19 @@ SELECT CASE WHEN grouping(r.tbl) = 1 THEN 'TOTAL' ELSE coalesce(r.tbl, 'commit e
  GROUP BY GROUPING SETS ((r.tbl, r.kind), ())
  ORDER BY grouping(r.tbl) DESC, 4 DESC;
 SQL
+
+# BENCH_SAVE=DIR: the window's history and snapshot rows, the key dictionary
+# and the column lists, copied (COPY text) into DIR for offline study
+# (encodings, compression: docs/storage.md).
+if [ -n "${BENCH_SAVE:-}" ]; then
+	mkdir -p "$BENCH_SAVE"
+	for t in history snapshot; do
+		"$bindir/psql" -X -q -v ON_ERROR_STOP=1 -c "\\copy (SELECT * FROM chronicle.$t WHERE ts BETWEEN '$t0' AND '$t1' ORDER BY ts) TO '$BENCH_SAVE/$t.copy'"
+	done
+	"$bindir/psql" -X -q -v ON_ERROR_STOP=1 -c "\\copy chronicle.history_key TO '$BENCH_SAVE/history_key.copy'"
+	"$bindir/psql" -X -q -v ON_ERROR_STOP=1 -c "\\copy (SELECT * FROM chronicle._source_columns()) TO '$BENCH_SAVE/source_columns.copy'"
+	echo "saved the window's rows in $BENCH_SAVE"
+fi
 
 # The rollups of the window: its whole minutes, once the last is complete
 # (ended 10 s ago, as the collector waits).

@@ -27,6 +27,30 @@ SELECT count(*) AS differences FROM (
 	(SELECT * FROM chronicle.io_history WHERE ts < '2023-07-02' EXCEPT ALL SELECT * FROM edge_io)) d;
 SELECT read_time::text, reads, hits FROM chronicle.io_history
  WHERE ts = '2023-07-01 00:00:01' AND context = 'bulkread';
+-- The short forms of float8 (N / 1000.0, N * 0.001, whole numbers) and
+-- their neighbours that must keep 8 bytes, timestamps equal to, before and
+-- after the previous one of the value, key ids out of order: all exact.
+CREATE TEMP TABLE edge_io2 (LIKE chronicle.io_history);
+INSERT INTO edge_io2 (ts, backend_type, object, context, read_time, write_time, fsync_time, stats_reset) VALUES
+	('2023-07-01 00:00:04', 'client backend', 'relation', 'normal', 1234.567, 12345 * 0.001::float8, 3, '2023-06-30 12:00:00.123456'),
+	('2023-07-01 00:00:04', 'client backend', 'relation', 'bulkread', 0.1, 1e15 + 0.5, 4e15, '2023-06-30 12:00:00.123456'),
+	('2023-07-01 00:00:04', E'odd \x1f\x1e\t key ''"', 'x', '', 9007199254740993, 5e-324, -1.5, '2023-07-01 00:00:05'),
+	('2023-07-01 00:00:04', 'checkpointer', 'relation', 'normal', 3999999999999.999, 1.0000000000000002, 2.5e-3, '2000-01-01 00:00:00'),
+	('2023-07-01 00:00:04', 'autovacuum worker', 'relation', 'vacuum', 0.001, 9.223372036854776e18, 1e300, '2023-07-01 00:00:04');
+INSERT INTO chronicle.io_history SELECT * FROM edge_io2;
+SELECT count(*) AS differences FROM (
+	(SELECT * FROM edge_io2 EXCEPT ALL SELECT * FROM chronicle.io_history WHERE ts = '2023-07-01 00:00:04')
+	UNION ALL
+	(SELECT * FROM chronicle.io_history WHERE ts = '2023-07-01 00:00:04' EXCEPT ALL SELECT * FROM edge_io2)) d;
+-- Its size: a header byte, a row count, the bitmaps by column, the key
+-- ids, 15 floats (five in a short form) and 5 timestamps.
+SELECT octet_length(io) AS packed_bytes FROM chronicle.history WHERE ts = '2023-07-01 00:00:04';
+-- Both layouts of the bitmaps are in use (byte 0, flag 8: by column), and
+-- both decode to the rows above.
+SELECT ts, get_byte(io, 0) & 8 <> 0 AS io_by_column, get_byte(wal, 0) & 8 <> 0 AS wal_by_column
+  FROM chronicle.history WHERE ts < '2023-07-02' ORDER BY ts;
+DELETE FROM chronicle.history WHERE ts = '2023-07-01 00:00:04';
+
 -- One history row per snapshot, and one dictionary entry per key.
 SELECT count(*) AS history_rows FROM chronicle.history WHERE ts < '2023-07-02';
 SELECT count(*) AS keys FROM chronicle.history_key k
@@ -78,19 +102,24 @@ SELECT chronicle._pack('io', '2023-07-01', (SELECT array_agg(b) FROM bulk_wal b)
 SELECT chronicle._history_write();
 -- The unpacker refuses what it did not write: empty, truncated, another
 -- version, an unknown flag, more rows than bytes, an overlong varint, a
--- value both present and NULL, a timestamp without its payload, trailing
--- bytes, an unknown key id.
+-- value both present and NULL, a timestamp without its payload, bitmaps by
+-- column that are wrong, trailing bytes, an unknown key id.
 \set walcols 'wal_records bigint, wal_fpi bigint, wal_bytes bigint, wal_buffers_full bigint, wal_write bigint, wal_sync bigint, wal_write_time float8, wal_sync_time float8, stats_reset timestamptz'
 SELECT * FROM chronicle._unpack('wal', now(), '\x') AS u(:walcols);
-SELECT * FROM chronicle._unpack('wal', now(), '\x0100') AS u(:walcols);
-SELECT * FROM chronicle._unpack('wal', now(), '\x020000') AS u(:walcols);
-SELECT * FROM chronicle._unpack('wal', now(), '\x010400') AS u(:walcols);
-SELECT * FROM chronicle._unpack('wal', now(), '\x010001') AS u(:walcols);
-SELECT * FROM chronicle._unpack('wal', now(), '\x0100ffffffffffffffffffff01') AS u(:walcols);
-SELECT * FROM chronicle._unpack('wal', now(), '\x01020101000100') AS u(:walcols);
-SELECT * FROM chronicle._unpack('wal', now(), '\x0100010000') AS u(:walcols);
+SELECT * FROM chronicle._unpack('wal', now(), '\x20') AS u(:walcols);
+SELECT * FROM chronicle._unpack('wal', now(), '\x3000') AS u(:walcols);
+SELECT * FROM chronicle._unpack('wal', now(), '\x2800') AS u(:walcols);
+SELECT * FROM chronicle._unpack('wal', now(), '\x2001') AS u(:walcols);
+SELECT * FROM chronicle._unpack('wal', now(), '\x20ffffffffffffffffffff01') AS u(:walcols);
+SELECT * FROM chronicle._unpack('wal', now(), '\x220101000100') AS u(:walcols);
+SELECT * FROM chronicle._unpack('wal', now(), '\x20010000') AS u(:walcols);
+-- ... bitmaps by column: with the NULL flag, truncated, a value both present
+-- and NULL.
+SELECT * FROM chronicle._unpack('wal', now(), '\x2e00000000') AS u(:walcols);
+SELECT * FROM chronicle._unpack('wal', now(), '\x2cffff03') AS u(:walcols);
+SELECT * FROM chronicle._unpack('wal', now(), '\x2cffff0f0000') AS u(:walcols);
 SELECT * FROM chronicle._unpack('wal', now(), (SELECT wal FROM chronicle.history WHERE ts = '2023-07-01 00:00:01') || '\x00'::bytea) AS u(:walcols);
-SELECT * FROM chronicle._unpack('io', now(), '\x010201000000000002ffffff7f') AS u(backend_type text, object text, context text,
+SELECT * FROM chronicle._unpack('io', now(), '\x2201000000000002ffffff7f') AS u(backend_type text, object text, context text,
 	reads bigint, read_bytes bigint, read_time float8, writes bigint, write_bytes bigint, write_time float8, writebacks bigint,
 	writeback_time float8, extends bigint, extend_bytes bigint, extend_time float8, op_bytes bigint, hits bigint,
 	evictions bigint, reuses bigint, fsyncs bigint, fsync_time float8, stats_reset timestamptz);

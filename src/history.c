@@ -15,27 +15,53 @@
  * The packed value of one source at one snapshot (all integers are
  * unsigned LEB128 varints; signed ones zigzag-encoded first):
  *
- *	byte 0			format version (1)
- *	byte 1			flags: CHRONICLE_PACK_COMPLETE when the rows are every
- *					key of the source (a keyframe), not only the changed ones;
- *					CHRONICLE_PACK_NULLS when a NULL bitmap follows
- *	varint			number of rows
+ *	byte 0			format version (2) in the high four bits, flags in the low
+ *					four: CHRONICLE_PACK_COMPLETE when the rows are every key of
+ *					the source (a keyframe), not only the changed ones;
+ *					CHRONICLE_PACK_NULLS when a NULL bitmap follows;
+ *					CHRONICLE_PACK_ONE when the value holds one row (no count)
+ *	varint			number of rows, unless CHRONICLE_PACK_ONE
  *	present bitmap	a bit per row and value column (row-major, low bit
  *					first): the value has a payload.  A value without one is
  *					its type's zero (0, 0.0, false, '') unless it is NULL.
  *	NULL bitmap		the same shape, only with CHRONICLE_PACK_NULLS
+ *					Or, with CHRONICLE_PACK_COLUMNS (never with
+ *					CHRONICLE_PACK_NULLS), the same facts by column, when that
+ *					is shorter: two bits a value column (its mode: every row
+ *					zero, every row present, a bit a row, two bits a row),
+ *					then the bits a row of the columns that have them, in
+ *					column order, one bit stream (low bit first) padded to a
+ *					byte.  The counters that stay zero (temp, local, times)
+ *					and those that always move take two bits, not a bit a row.
  *	then per row:
- *	  varint		the key's id in chronicle.history_key (sources with keys)
+ *	  varint		the key's id in chronicle.history_key (sources with
+ *					keys): the first row's as it is, each next row's as the
+ *					zigzag of its difference to the row before (the rows of a
+ *					source come in a stable order, and keys seen together got
+ *					ids close together: one byte instead of two)
  *	  payloads		of its present values, in column order, by type:
  *					int8, int4	zigzag varint
  *					oid			varint
- *					float8		8 bytes, the IEEE bits little-endian (exact)
- *					timestamptz	zigzag varint of (snapshot ts - value),
- *								wrapping: exact for every value, and short
- *								for the recent times stats_reset holds (never
- *								zero: always present)
+ *					float8		the IEEE bits big-endian (8 bytes) when the sign
+ *								bit is clear; else 0x80 and those 8 bytes; or a
+ *								shorter exact form, a tag byte and a varint N:
+ *								0x81 N / 1000.0 (pg_stat_database's times),
+ *								0x82 N (whole numbers), 0x83 N * 0.001
+ *								(pg_stat_io's times), used only when that
+ *								expression gives back the same bits
+ *					timestamptz	zigzag varint of (base - value), wrapping:
+ *								exact for every value.  The base is the
+ *								previous timestamp of the value (row-major),
+ *								the snapshot's ts for the first: the reset
+ *								times of a source's rows are mostly equal (one
+ *								byte), and the first is recent (never zero:
+ *								always present)
  *					bool		none: present is true
  *					text		varint length, then the bytes
+ *
+ * Everything stays inside the value: a value is decoded without any other
+ * value, row or snapshot.  Version 2 (0.2.0) took 70 bytes off a second
+ * of history under pgbench (docs/storage.md, "Where the bytes go").
  *
  * Bitmaps across the rows, not a byte or two per row: most counters of a
  * snapshot are zero (temp blocks, local buffers, times without
@@ -79,9 +105,24 @@
 #include "history.h"
 #include "pg_chronicle.h"
 
-#define PACK_VERSION		1
+#define PACK_VERSION		2		/* in the high four bits of byte 0 */
 #define CHRONICLE_PACK_COMPLETE	0x01	/* every key of the source */
 #define CHRONICLE_PACK_NULLS	0x02	/* a NULL bitmap follows */
+#define CHRONICLE_PACK_ONE		0x04	/* one row: no row count */
+#define CHRONICLE_PACK_COLUMNS	0x08	/* the bitmaps by column (see above) */
+#define CHRONICLE_PACK_FLAGS	0x0F	/* the flags there are */
+
+/* Modes of a value column in the layout by column. */
+#define COLUMN_ZERO			0		/* every row's value is its zero */
+#define COLUMN_PRESENT		1		/* every row's value has a payload */
+#define COLUMN_MIXED		2		/* a bit a row: present */
+#define COLUMN_CODES		3		/* two bits a row: 0 zero, 1 present, 2 NULL */
+
+/* Tags of a float8 payload (the high byte of a positive double is < 0x80). */
+#define FLOAT8_RAW_NEG		0x80	/* 8 bytes follow: a negative double */
+#define FLOAT8_MILLI_DIV	0x81	/* varint N: N / 1000.0 */
+#define FLOAT8_WHOLE		0x82	/* varint N: N */
+#define FLOAT8_MILLI_MUL	0x83	/* varint N: N * 0.001 */
 
 /* Type facts of a source's columns, looked up once per process. */
 typedef struct SourceTypes
@@ -198,6 +239,71 @@ is_zero(Oid type, Datum d)
 	}
 }
 
+static int
+varint_len(uint64 v)
+{
+	int			n = 1;
+
+	while (v >= 0x80)
+	{
+		v >>= 7;
+		n++;
+	}
+	return n;
+}
+
+/*
+ * A float8: its 8 IEEE bytes, or a tag and a varint when one of the short
+ * forms gives back exactly the same bits and takes fewer bytes.  The
+ * statistics views compute many times from integer microseconds
+ * (pg_stat_database divides by 1000.0, pg_stat_io multiplies by 0.001),
+ * so those take 3 to 6 bytes; other values keep their 8.
+ */
+static void
+put_float8(StringInfo buf, float8 f)
+{
+	uint64		bits;
+
+	if (f > 0.0 && f < 4.0e15)
+	{
+		int64		whole = (int64) f;
+		int64		milli = (int64) llround(f * 1000.0);
+		int			tag = 0;
+		int64		n = 0;
+
+		if ((float8) whole == f)
+		{
+			tag = FLOAT8_WHOLE;
+			n = whole;
+		}
+		else if ((float8) milli / 1000.0 == f)
+		{
+			tag = FLOAT8_MILLI_DIV;
+			n = milli;
+		}
+		else if ((float8) milli * 0.001 == f)
+		{
+			tag = FLOAT8_MILLI_MUL;
+			n = milli;
+		}
+		if (tag != 0 && 1 + varint_len((uint64) n) < 8)
+		{
+			appendStringInfoChar(buf, (char) tag);
+			put_varint(buf, (uint64) n);
+			return;
+		}
+	}
+	memcpy(&bits, &f, sizeof(bits));
+	if (bits >> 63)
+		appendStringInfoChar(buf, (char) FLOAT8_RAW_NEG);
+	for (int i = 7; i >= 0; i--)
+		appendStringInfoChar(buf, (char) ((bits >> (8 * i)) & 0xFF));
+}
+
+/*
+ * A value's payload.  ts is the base of a timestamp: the previous
+ * timestamp of the packed value, or the snapshot's ts for the first.
+ */
 static void
 put_value(StringInfo buf, Oid type, Datum d, TimestampTz ts)
 {
@@ -213,15 +319,8 @@ put_value(StringInfo buf, Oid type, Datum d, TimestampTz ts)
 			put_varint(buf, DatumGetObjectId(d));
 			break;
 		case FLOAT8OID:
-			{
-				float8		f = DatumGetFloat8(d);
-				uint64		bits;
-
-				memcpy(&bits, &f, sizeof(bits));
-				for (int i = 0; i < 8; i++)
-					appendStringInfoChar(buf, (char) ((bits >> (8 * i)) & 0xFF));
-				break;
-			}
+			put_float8(buf, DatumGetFloat8(d));
+			break;
 		case TIMESTAMPTZOID:
 			put_varint(buf, zigzag((int64) ((uint64) ts - (uint64) DatumGetTimestampTz(d))));
 			break;
@@ -240,6 +339,70 @@ put_value(StringInfo buf, Oid type, Datum d, TimestampTz ts)
 	}
 }
 
+static inline bool
+bit_of(const uint8 *bits, uint64 bit)
+{
+	return (bits[bit / 8] >> (bit % 8)) & 1;
+}
+
+/*
+ * The present and NULL bitmaps (row-major, nrows x nvals bits each; isnull
+ * all clear when no value is NULL) in the layout by column, if that takes
+ * fewer bytes than rowmajor: palloc'd, its length in *len; else NULL.
+ */
+static uint8 *
+pack_columns(const uint8 *present, const uint8 *isnull, int nrows, int nvals,
+			 int rowmajor, int *len)
+{
+	int			modes[CHRONICLE_MAX_COLUMNS];
+	int64		nbits = 2 * (int64) nvals;
+	uint8	   *out;
+	int64		at = 0;
+
+	for (int v = 0; v < nvals; v++)
+	{
+		int			npresent = 0;
+		int			nnull = 0;
+
+		for (int r = 0; r < nrows; r++)
+		{
+			npresent += bit_of(present, (uint64) r * nvals + v);
+			nnull += bit_of(isnull, (uint64) r * nvals + v);
+		}
+		if (nnull > 0)
+			modes[v] = COLUMN_CODES;
+		else if (npresent == 0)
+			modes[v] = COLUMN_ZERO;
+		else if (npresent == nrows)
+			modes[v] = COLUMN_PRESENT;
+		else
+			modes[v] = COLUMN_MIXED;
+		nbits += modes[v] == COLUMN_CODES ? 2 * (int64) nrows :
+			modes[v] == COLUMN_MIXED ? nrows : 0;
+	}
+	if ((nbits + 7) / 8 >= rowmajor)
+		return NULL;
+	*len = (int) ((nbits + 7) / 8);
+	out = palloc0(*len);
+#define PUT_BIT(b) do { if (b) out[at / 8] |= 1 << (at % 8); at++; } while (0)
+	for (int v = 0; v < nvals; v++)
+	{
+		PUT_BIT(modes[v] & 1);
+		PUT_BIT(modes[v] & 2);
+	}
+	for (int v = 0; v < nvals; v++)
+		for (int r = 0; r < nrows && modes[v] >= COLUMN_MIXED; r++)
+		{
+			uint64		bit = (uint64) r * nvals + v;
+
+			PUT_BIT(bit_of(present, bit));
+			if (modes[v] == COLUMN_CODES)
+				PUT_BIT(bit_of(isnull, bit));
+		}
+#undef PUT_BIT
+	return out;
+}
+
 bytea *
 chronicle_pack(const ChronicleRows *rows, TimestampTz ts)
 {
@@ -250,6 +413,9 @@ chronicle_pack(const ChronicleRows *rows, TimestampTz ts)
 	bool		has_nulls = false;
 	uint8	   *present = palloc0(Max(nbytes, 1));
 	uint8	   *isnull = palloc0(Max(nbytes, 1));
+	TimestampTz tsbase = ts;
+	uint8	   *columns;
+	int			ncolbytes = 0;
 	StringInfoData body;
 	StringInfoData buf;
 	bytea	   *result;
@@ -258,39 +424,57 @@ chronicle_pack(const ChronicleRows *rows, TimestampTz ts)
 	initStringInfo(&body);
 	for (int r = 0; r < rows->nrows; r++)
 	{
-		if (src->nkeys > 0)
+		if (src->nkeys > 0 && r == 0)
 			put_varint(&body, (uint32) rows->key_ids[r]);
+		else if (src->nkeys > 0)
+			put_varint(&body, zigzag((int64) rows->key_ids[r] - rows->key_ids[r - 1]));
 		for (int v = 0; v < nvals; v++)
 		{
 			int			c = src->nkeys + v;
 			int64		bit = (int64) r * nvals + v;
+			Oid			type = src->columns[c].type;
 
 			if (rows->nulls[c][r])
 			{
 				isnull[bit / 8] |= 1 << (bit % 8);
 				has_nulls = true;
 			}
-			else if (!is_zero(src->columns[c].type, rows->values[c][r]))
+			else if (!is_zero(type, rows->values[c][r]))
 			{
 				present[bit / 8] |= 1 << (bit % 8);
-				put_value(&body, src->columns[c].type, rows->values[c][r], ts);
+				put_value(&body, type, rows->values[c][r], tsbase);
+				if (type == TIMESTAMPTZOID)
+					tsbase = DatumGetTimestampTz(rows->values[c][r]);
 			}
 		}
 	}
 
+	columns = pack_columns(present, isnull, rows->nrows, nvals,
+						   nbytes * (has_nulls ? 2 : 1), &ncolbytes);
+
 	initStringInfo(&buf);
 	appendStringInfoSpaces(&buf, VARHDRSZ);
-	appendStringInfoChar(&buf, PACK_VERSION);
-	appendStringInfoChar(&buf, (rows->complete ? CHRONICLE_PACK_COMPLETE : 0) |
-						 (has_nulls ? CHRONICLE_PACK_NULLS : 0));
-	put_varint(&buf, rows->nrows);
-	appendBinaryStringInfo(&buf, (char *) present, nbytes);
-	if (has_nulls)
-		appendBinaryStringInfo(&buf, (char *) isnull, nbytes);
+	appendStringInfoChar(&buf, (char) ((PACK_VERSION << 4) |
+									   (rows->complete ? CHRONICLE_PACK_COMPLETE : 0) |
+									   (columns ? CHRONICLE_PACK_COLUMNS :
+										has_nulls ? CHRONICLE_PACK_NULLS : 0) |
+									   (rows->nrows == 1 ? CHRONICLE_PACK_ONE : 0)));
+	if (rows->nrows != 1)
+		put_varint(&buf, rows->nrows);
+	if (columns)
+		appendBinaryStringInfo(&buf, (char *) columns, ncolbytes);
+	else
+	{
+		appendBinaryStringInfo(&buf, (char *) present, nbytes);
+		if (has_nulls)
+			appendBinaryStringInfo(&buf, (char *) isnull, nbytes);
+	}
 	appendBinaryStringInfo(&buf, body.data, body.len);
 	pfree(body.data);
 	pfree(present);
 	pfree(isnull);
+	if (columns)
+		pfree(columns);
 	result = (bytea *) buf.data;
 	SET_VARSIZE(result, buf.len);
 	return result;
@@ -338,6 +522,11 @@ get_varint(Reader *rd)
 	return 0;					/* keep compiler quiet */
 }
 
+/*
+ * A value's payload.  ts is the base of a timestamp (see put_value): a
+ * caller that decodes a timestamp passes the one before, the snapshot's ts
+ * first.
+ */
 static Datum
 get_value(Reader *rd, Oid type, TimestampTz ts)
 {
@@ -364,12 +553,28 @@ get_value(Reader *rd, Oid type, TimestampTz ts)
 		case FLOAT8OID:
 			{
 				uint64		bits = 0;
+				uint8		tag;
 				float8		f;
 
+				if (rd->p >= rd->end)
+					malformed(rd);
+				tag = *rd->p;
+				if (tag >= 0x80)
+				{
+					rd->p++;
+					if (tag == FLOAT8_WHOLE)
+						return Float8GetDatum((float8) get_varint(rd));
+					if (tag == FLOAT8_MILLI_DIV)
+						return Float8GetDatum((float8) get_varint(rd) / 1000.0);
+					if (tag == FLOAT8_MILLI_MUL)
+						return Float8GetDatum((float8) get_varint(rd) * 0.001);
+					if (tag != FLOAT8_RAW_NEG)
+						malformed(rd);
+				}
 				if (rd->end - rd->p < 8)
 					malformed(rd);
 				for (int i = 0; i < 8; i++)
-					bits |= (uint64) rd->p[i] << (8 * i);
+					bits = (bits << 8) | rd->p[i];
 				rd->p += 8;
 				memcpy(&f, &bits, sizeof(f));
 				return Float8GetDatum(f);
@@ -447,6 +652,58 @@ rows_grow(ChronicleRows *rows, const ChronicleSource *src, int need)
 }
 
 /*
+ * The layout by column (see pack_columns) read into row-major present and
+ * NULL bitmaps of nbytes each (palloc'd; *isnull NULL when no value is).
+ */
+static void
+unpack_columns(Reader *rd, uint64 n, int nvals, uint64 nbytes,
+			   const uint8 **present_out, const uint8 **isnull_out)
+{
+	int			modes[CHRONICLE_MAX_COLUMNS];
+	uint64		nbits = 2 * (uint64) nvals;
+	uint64		at;
+	uint8	   *present = palloc0(Max(nbytes, 1));
+	uint8	   *isnull = NULL;
+	const uint8 *bits = rd->p;
+
+	if ((uint64) (rd->end - rd->p) < (nbits + 7) / 8)
+		malformed(rd);
+	for (int v = 0; v < nvals; v++)
+	{
+		modes[v] = bit_of(bits, 2 * v) | (bit_of(bits, 2 * v + 1) << 1);
+		nbits += modes[v] == COLUMN_CODES ? 2 * n : modes[v] == COLUMN_MIXED ? n : 0;
+	}
+	if ((uint64) (rd->end - rd->p) < (nbits + 7) / 8)
+		malformed(rd);
+	at = 2 * (uint64) nvals;
+	for (int v = 0; v < nvals; v++)
+		for (uint64 r = 0; r < n; r++)
+		{
+			uint64		bit = r * nvals + v;
+			bool		has = modes[v] == COLUMN_PRESENT;
+			bool		null = false;
+
+			if (modes[v] >= COLUMN_MIXED)
+				has = bit_of(bits, at++);
+			if (modes[v] == COLUMN_CODES)
+				null = bit_of(bits, at++);
+			if (has && null)
+				malformed(rd);
+			if (has)
+				present[bit / 8] |= 1 << (bit % 8);
+			if (null)
+			{
+				if (isnull == NULL)
+					isnull = palloc0(Max(nbytes, 1));
+				isnull[bit / 8] |= 1 << (bit % 8);
+			}
+		}
+	rd->p += (nbits + 7) / 8;
+	*present_out = present;
+	*isnull_out = isnull;
+}
+
+/*
  * Decode a packed value into rows (appended to rows, which names the
  * source).  Key columns are left NULL: the caller fills them from key_ids.
  */
@@ -461,17 +718,18 @@ unpack(ChronicleRows *rows, TimestampTz ts, bytea *data)
 	const uint8 *present;
 	const uint8 *isnull = NULL;
 	uint8		flags;
+	TimestampTz tsbase = ts;
 
 	rd.p = (const uint8 *) VARDATA_ANY(data);
 	rd.end = rd.p + VARSIZE_ANY_EXHDR(data);
 	rd.source = src->name;
-	if (rd.end - rd.p < 2 || rd.p[0] != PACK_VERSION ||
-		(rd.p[1] & ~(CHRONICLE_PACK_COMPLETE | CHRONICLE_PACK_NULLS)) != 0)
+	if (rd.end - rd.p < 1 || (rd.p[0] >> 4) != PACK_VERSION ||
+		(rd.p[0] & 0x0F & ~CHRONICLE_PACK_FLAGS) != 0)
 		malformed(&rd);
-	flags = rd.p[1];
+	flags = rd.p[0] & CHRONICLE_PACK_FLAGS;
 	rows->complete = (flags & CHRONICLE_PACK_COMPLETE) != 0;
-	rd.p += 2;
-	n = get_varint(&rd);
+	rd.p += 1;
+	n = (flags & CHRONICLE_PACK_ONE) ? 1 : get_varint(&rd);
 	/*
 	 * A source without keys has one row at a snapshot; a row of a keyed one
 	 * takes a byte of key id at least; and the row arrays must stay within
@@ -482,14 +740,23 @@ unpack(ChronicleRows *rows, TimestampTz ts, bytea *data)
 		(rows->nrows + n) * sizeof(Datum) > MaxAllocSize)
 		malformed(&rd);
 	nbytes = (n * nvals + 7) / 8;
-	if (nbytes * ((flags & CHRONICLE_PACK_NULLS) ? 2 : 1) > (uint64) (rd.end - rd.p))
-		malformed(&rd);
-	present = rd.p;
-	rd.p += nbytes;
-	if (flags & CHRONICLE_PACK_NULLS)
+	if (flags & CHRONICLE_PACK_COLUMNS)
 	{
-		isnull = rd.p;
+		if (flags & CHRONICLE_PACK_NULLS)
+			malformed(&rd);
+		unpack_columns(&rd, n, nvals, nbytes, &present, &isnull);
+	}
+	else
+	{
+		if (nbytes * ((flags & CHRONICLE_PACK_NULLS) ? 2 : 1) > (uint64) (rd.end - rd.p))
+			malformed(&rd);
+		present = rd.p;
 		rd.p += nbytes;
+		if (flags & CHRONICLE_PACK_NULLS)
+		{
+			isnull = rd.p;
+			rd.p += nbytes;
+		}
 	}
 	rows_grow(rows, src, rows->nrows + (int) n);
 	for (uint64 i = 0; i < n; i++)
@@ -498,9 +765,16 @@ unpack(ChronicleRows *rows, TimestampTz ts, bytea *data)
 
 		if (src->nkeys > 0)
 		{
-			uint64		id = get_varint(&rd);
+			uint64		v = get_varint(&rd);
+			int64		id;
 
-			if (id > PG_INT32_MAX)
+			if (i == 0)
+				id = v > PG_INT32_MAX ? -1 : (int64) v;
+			else if (v > (uint64) PG_INT32_MAX * 2)
+				id = -1;
+			else
+				id = rows->key_ids[r - 1] + unzigzag(v);
+			if (id < 0 || id > PG_INT32_MAX)
 				malformed(&rd);
 			rows->key_ids[r] = (int32) id;
 		}
@@ -525,7 +799,11 @@ unpack(ChronicleRows *rows, TimestampTz ts, bytea *data)
 			if (null)
 				rows->values[c][r] = (Datum) 0;
 			else if (has)
-				rows->values[c][r] = get_value(&rd, type, ts);
+			{
+				rows->values[c][r] = get_value(&rd, type, tsbase);
+				if (type == TIMESTAMPTZOID)
+					tsbase = DatumGetTimestampTz(rows->values[c][r]);
+			}
 			else if (type == TIMESTAMPTZOID)
 				malformed(&rd);	/* never written as a zero */
 			else
@@ -535,6 +813,12 @@ unpack(ChronicleRows *rows, TimestampTz ts, bytea *data)
 	}
 	if (rd.p != rd.end)
 		malformed(&rd);
+	if (flags & CHRONICLE_PACK_COLUMNS)
+	{
+		pfree((void *) present);
+		if (isnull)
+			pfree((void *) isnull);
+	}
 }
 
 /* ---------------------------------------------------------------------
