@@ -38,11 +38,7 @@ lib_bench_load
 warmup=${BENCH_WARMUP:-60}
 idle=${BENCH_IDLE:-100}
 
-idle_pids=()
-kill_idle() {
-	for p in "${idle_pids[@]}"; do kill "$p" 2>/dev/null || true; done
-}
-LIB_AT_EXIT=kill_idle
+LIB_AT_EXIT=lib_idle_stop
 # The later shared_preload_libraries line wins over lib_cluster_start's.
 lib_tmp_cluster bench-storage "shared_preload_libraries = 'pg_stat_statements, pg_chronicle'
 shared_buffers = '128MB'
@@ -54,15 +50,7 @@ q() { "$bindir/psql" -X -q -At -v ON_ERROR_STOP=1 -c "$1"; }
 q 'CREATE EXTENSION pg_stat_statements'
 q 'CREATE EXTENSION pg_chronicle'
 "$bindir/pgbench" -i -q -s "$scale" >/dev/null 2>&1
-# Idle sessions: each a psql waiting on its input.
-mkfifo "$tmp/idle"
-for _ in $(seq 1 "$idle"); do
-	"$bindir/psql" -X -q <"$tmp/idle" >/dev/null 2>&1 &
-	idle_pids+=($!)
-done
-exec 9>"$tmp/idle"
-lib_poll_sql "$idle idle sessions" 60 \
-	"SELECT count(*) >= $idle FROM pg_stat_activity WHERE backend_type = 'client backend' AND state = 'idle'"
+lib_idle_sessions "$tmp" "$idle"
 q 'CHECKPOINT' >/dev/null
 sleep 3
 

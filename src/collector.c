@@ -807,8 +807,10 @@ collect_source(int i, MemoryContext snapcxt, TimestampTz ts, bool keyframe,
 	ctl.keysize = CHRONICLE_KEY_LEN;
 	ctl.entrysize = sizeof(ChronicleRow);
 	ctl.hcxt = st->cxt[1 - st->cur];
-	em.next = hash_create("chronicle reading", 64, &ctl,
-						  HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+	/* sized for as many keys as the previous reading: it will not grow */
+	em.next = hash_create("chronicle reading",
+						  st->prev ? Max(hash_get_num_entries(st->prev), 64) : 64,
+						  &ctl, HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
 	em.maxrows = 64;
 	MemoryContextSwitchTo(snapcxt);
 	for (int c = 0; c < src->ncolumns; c++)

@@ -31,13 +31,17 @@ chronicle_emit_row(ChronicleEmitter *em, const Datum *values, const bool *nulls)
 	ChronicleRow *prev = NULL;
 	bool		found;
 	bool		changed;
+	uint32		hashvalue;
 	MemoryContext oldcxt;
 
 	chronicle_key_string(src, values, nulls, &em->keybuf);
+	/* the same hash in both readings' tables (same key size and function) */
+	hashvalue = get_hash_value(em->next, em->keybuf.data);
 
 	/* Remember this reading of the key, whether or not it gets written. */
 	oldcxt = MemoryContextSwitchTo(st->cxt[1 - st->cur]);
-	next = hash_search(em->next, em->keybuf.data, HASH_ENTER, &found);
+	next = hash_search_with_hash_value(em->next, em->keybuf.data, hashvalue,
+									   HASH_ENTER, &found);
 	if (found)
 		elog(ERROR, "source \"%s\" emitted key \"%s\" twice",
 			 src->name, em->keybuf.data);
@@ -53,7 +57,8 @@ chronicle_emit_row(ChronicleEmitter *em, const Datum *values, const bool *nulls)
 
 	/* Did it change since the previous reading? */
 	if (!em->keyframe && st->prev != NULL)
-		prev = hash_search(st->prev, em->keybuf.data, HASH_FIND, NULL);
+		prev = hash_search_with_hash_value(st->prev, em->keybuf.data, hashvalue,
+										   HASH_FIND, NULL);
 	changed = (prev == NULL);
 	for (int c = src->nkeys; !changed && c < src->ncolumns; c++)
 	{

@@ -839,19 +839,33 @@ chronicle_key_string(const ChronicleSource *src, const Datum *values,
 			appendStringInfoChar(buf, '\x1e');
 			continue;
 		}
+		/*
+		 * Every row of every snapshot comes through here: the text is
+		 * appended without a copy and the numbers are formatted as their
+		 * output functions do, without snprintf (the same digits).
+		 */
 		switch (src->columns[c].type)
 		{
 			case TEXTOID:
-				appendStringInfoString(buf, TextDatumGetCString(values[c]));
-				break;
+				{
+					text	   *t = DatumGetTextPP(values[c]);
+
+					appendBinaryStringInfo(buf, VARDATA_ANY(t),
+										   strnlen(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t)));
+					break;
+				}
 			case INT8OID:
-				appendStringInfo(buf, INT64_FORMAT, DatumGetInt64(values[c]));
+				enlargeStringInfo(buf, MAXINT8LEN + 1);
+				buf->len += pg_lltoa(DatumGetInt64(values[c]), buf->data + buf->len);
 				break;
 			case INT4OID:
-				appendStringInfo(buf, "%d", DatumGetInt32(values[c]));
+				enlargeStringInfo(buf, 12);	/* as int4out: sign, 10 digits, NUL */
+				buf->len += pg_ltoa(DatumGetInt32(values[c]), buf->data + buf->len);
 				break;
 			case OIDOID:
-				appendStringInfo(buf, "%u", DatumGetObjectId(values[c]));
+				enlargeStringInfo(buf, 12);	/* as int4out: sign, 10 digits, NUL */
+				buf->len += pg_ultoa_n(DatumGetObjectId(values[c]), buf->data + buf->len);
+				buf->data[buf->len] = '\0';
 				break;
 			case BOOLOID:
 				appendStringInfoChar(buf, DatumGetBool(values[c]) ? 't' : 'f');
@@ -1020,11 +1034,12 @@ chronicle_history_forget(int si)
 	}
 }
 
-int32
-chronicle_key_id(int si, const Datum *values, const bool *nulls, bool cache)
+/* chronicle_key_id() of a key whose key string is known */
+static int32
+key_id_of(int si, const char *key, const Datum *values, const bool *nulls,
+		  bool cache)
 {
 	const ChronicleSource *src = chronicle_sources[si];
-	StringInfoData keybuf;
 	Oid			argtypes[2] = {TEXTOID, TEXTARRAYOID};
 	Datum		args[2];
 	int			ret;
@@ -1032,8 +1047,6 @@ chronicle_key_id(int si, const Datum *values, const bool *nulls, bool cache)
 	int32		id;
 	KeyIdEntry *e;
 
-	initStringInfo(&keybuf);
-	chronicle_key_string(src, values, nulls, &keybuf);
 	if (cache)
 	{
 		static bool callbacks = false;
@@ -1046,12 +1059,9 @@ chronicle_key_id(int si, const Datum *values, const bool *nulls, bool cache)
 		}
 		if (key_ids[si] == NULL)
 			key_cache_load(si);
-		e = hash_search(key_ids[si], keybuf.data, HASH_FIND, NULL);
+		e = hash_search(key_ids[si], key, HASH_FIND, NULL);
 		if (e)
-		{
-			pfree(keybuf.data);
 			return e->id;
-		}
 	}
 
 	/*
@@ -1076,15 +1086,27 @@ chronicle_key_id(int si, const Datum *values, const bool *nulls, bool cache)
 									2, argtypes, args, NULL, false, 1);
 		if (ret != SPI_OK_SELECT || SPI_processed != 1)
 			elog(ERROR, "could not find key \"%s\" of source \"%s\" in chronicle.history_key",
-				 keybuf.data, src->name);
+				 key, src->name);
 	}
 	id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0],
 									 SPI_tuptable->tupdesc, 1, &isnull));
 	if (cache)
 	{
-		e = hash_search(key_ids[si], keybuf.data, HASH_ENTER, NULL);
+		e = hash_search(key_ids[si], key, HASH_ENTER, NULL);
 		e->id = id;
 	}
+	return id;
+}
+
+int32
+chronicle_key_id(int si, const Datum *values, const bool *nulls, bool cache)
+{
+	StringInfoData keybuf;
+	int32		id;
+
+	initStringInfo(&keybuf);
+	chronicle_key_string(chronicle_sources[si], values, nulls, &keybuf);
+	id = key_id_of(si, keybuf.data, values, nulls, cache);
 	pfree(keybuf.data);
 	return id;
 }
@@ -1146,7 +1168,7 @@ chronicle_rows_key_ids(ChronicleRows *rows)
 			kv[c] = rows->values[c][r];
 			kn[c] = rows->nulls[c][r];
 		}
-		rows->key_ids[r] = chronicle_key_id(rows->source_index, kv, kn, true);
+		rows->key_ids[r] = key_id_of(rows->source_index, order[i].key, kv, kn, true);
 	}
 	for (int i = 0; i < rows->nrows; i++)
 		pfree(order[i].key);

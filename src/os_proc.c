@@ -5,9 +5,19 @@
  *		the settings that say where /proc is and which disks to record, and
  *		a parser for the "name value" files of /proc.
  *
- * /proc files are small and read once a snapshot with fgets() into a stack
- * buffer: nothing is allocated per line.  Files are opened with
- * AllocateFile() so an error in the middle closes them.
+ * /proc files are small and read once a snapshot, whole, into one buffer
+ * the process keeps (chronicle_proc_read()), then cut into lines in place:
+ * nothing is allocated per file or line.
+ *
+ * The files of the real /proc are kept open from one snapshot to the next
+ * and read again from offset 0: procfs makes a file's text anew at every
+ * read from its start, and opening it (a path walk through procfs, a
+ * struct file, security checks) cost more than reading it.  Likewise a file
+ * of /proc found to exist is not looked for again.  Only under /proc
+ * itself: captured files (chronicle.proc_root elsewhere, for tests) may be
+ * replaced between two snapshots, so they are opened, read and closed each
+ * time.  A kept file whose read fails (the process of a /proc/<pid> file
+ * exited) is closed and opened again by its path once.
  *
  * Copyright (c) 2026, pg_chronicle developers
  *
@@ -15,10 +25,13 @@
  */
 #include "postgres.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
+#include "lib/stringinfo.h"
 #include "storage/fd.h"
 #include "utils/guc.h"
+#include "utils/memutils.h"
 
 #include "os_proc.h"
 
@@ -54,32 +67,184 @@ chronicle_proc_open(const char *relpath)
 	return AllocateFile(path, "r");
 }
 
+/* Files of the real /proc kept open, and files of it known to exist. */
+#define PROC_KEPT_MAX	16
+typedef struct KeptFile
+{
+	char		relpath[64];
+	int			fd;
+} KeptFile;
+
+static KeptFile kept[PROC_KEPT_MAX];
+static int	nkept = 0;
+static char *known[PROC_KEPT_MAX];
+static int	nknown = 0;
+
+static bool
+under_real_proc(void)
+{
+	return chronicle_proc_root == NULL || strcmp(chronicle_proc_root, "/proc") == 0;
+}
+
 bool
 chronicle_proc_exists(const char *relpath)
 {
 	char		path[MAXPGPATH];
+	bool		real = under_real_proc();
 
+	if (real)
+		for (int i = 0; i < nknown; i++)
+			if (strcmp(known[i], relpath) == 0)
+				return true;
 	snprintf(path, sizeof(path), "%s/%s",
 			 chronicle_proc_root ? chronicle_proc_root : "/proc", relpath);
-	return access(path, R_OK) == 0;
+	if (access(path, R_OK) != 0)
+		return false;
+	if (real && nknown < PROC_KEPT_MAX)
+		known[nknown++] = MemoryContextStrdup(TopMemoryContext, relpath);
+	return true;
+}
+
+/*
+ * Read fd from offset 0 to its end into buf.  False on a read error (errno
+ * set), with what was read before it in buf.
+ */
+static bool
+read_whole(int fd, StringInfo buf)
+{
+	resetStringInfo(buf);
+	for (;;)
+	{
+		ssize_t		n;
+
+		if (buf->maxlen - buf->len < 1024)
+			enlargeStringInfo(buf, buf->maxlen);
+		n = pread(fd, buf->data + buf->len, buf->maxlen - buf->len - 1, buf->len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+		{
+			buf->data[buf->len] = '\0';
+			return false;
+		}
+		if (n == 0)
+			break;
+		buf->len += n;
+	}
+	buf->data[buf->len] = '\0';
+	return true;
+}
+
+static void
+kept_close(int i)
+{
+	close(kept[i].fd);
+	ReleaseExternalFD();
+	kept[i] = kept[--nkept];
+}
+
+/*
+ * Read <proc_root>/<relpath> whole.  False (errno set) if it could not be
+ * opened; a read error ends the text where it happened, as the end of the
+ * file would.  The text stays valid until the next call.
+ */
+bool
+chronicle_proc_read(const char *relpath, ChronicleProcText *text)
+{
+	static StringInfoData buf;
+	char		path[MAXPGPATH];
+	int			fd;
+	int			i;
+
+	if (buf.data == NULL)
+	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(TopMemoryContext);
+
+		initStringInfo(&buf);
+		MemoryContextSwitchTo(oldcxt);
+	}
+	snprintf(path, sizeof(path), "%s/%s",
+			 chronicle_proc_root ? chronicle_proc_root : "/proc", relpath);
+
+	if (under_real_proc() && strlen(relpath) < sizeof(kept[0].relpath))
+	{
+		for (i = 0; i < nkept; i++)
+		{
+			if (strcmp(kept[i].relpath, relpath) != 0)
+				continue;
+			if (read_whole(kept[i].fd, &buf))
+				goto done;
+			kept_close(i);		/* and open it again below */
+			break;
+		}
+		if (nkept < PROC_KEPT_MAX && AcquireExternalFD())
+		{
+			fd = open(path, O_RDONLY | O_CLOEXEC);
+			if (fd < 0)
+			{
+				int			save_errno = errno;
+
+				ReleaseExternalFD();
+				errno = save_errno;
+				return false;
+			}
+			strlcpy(kept[nkept].relpath, relpath, sizeof(kept[nkept].relpath));
+			kept[nkept].fd = fd;
+			nkept++;
+			(void) read_whole(fd, &buf);
+			goto done;
+		}
+	}
+
+	fd = OpenTransientFile(path, O_RDONLY | PG_BINARY);
+	if (fd < 0)
+		return false;
+	(void) read_whole(fd, &buf);
+	CloseTransientFile(fd);
+
+done:
+	text->next = buf.data;
+	text->end = buf.data + buf.len;
+	return true;
+}
+
+char *
+chronicle_proc_line(ChronicleProcText *text)
+{
+	char	   *line = text->next;
+	char	   *nl;
+
+	if (line >= text->end)
+		return NULL;
+	nl = memchr(line, '\n', text->end - line);
+	if (nl)
+	{
+		*nl = '\0';
+		text->next = nl + 1;
+	}
+	else
+		text->next = text->end;	/* the last line, NUL-terminated already */
+	return line;
 }
 
 bool
 chronicle_proc_read_keyed(const char *relpath, const char *const *names,
 						  int nnames, int64 *values, bool *found)
 {
-	FILE	   *f = chronicle_proc_open(relpath);
-	char		line[512];
+	ChronicleProcText text;
+	char	   *line;
+	int			nfound = 0;
 
 	for (int i = 0; i < nnames; i++)
 	{
 		found[i] = false;
 		values[i] = 0;
 	}
-	if (f == NULL)
+	if (!chronicle_proc_read(relpath, &text))
 		return false;
 
-	while (fgets(line, sizeof(line), f) != NULL)
+	/* a name's first line counts: the rest need not be read once all are */
+	while (nfound < nnames && (line = chronicle_proc_line(&text)) != NULL)
 	{
 		char	   *p = line;
 		char	   *name = line;
@@ -107,10 +272,10 @@ chronicle_proc_read_keyed(const char *relpath, const char *const *names,
 			{
 				values[i] = (int64) v;
 				found[i] = true;
+				nfound++;
 				break;
 			}
 		}
 	}
-	FreeFile(f);
 	return true;
 }

@@ -25,6 +25,21 @@ extern FILE *chronicle_proc_open(const char *relpath);
 extern bool chronicle_proc_exists(const char *relpath);
 
 /*
+ * A file read whole by chronicle_proc_read(), NUL-terminated, valid until
+ * the next read; chronicle_proc_line() cuts its next line off in place
+ * (NULL at the end).  What the sources read once a snapshot (os_proc.c
+ * says why).
+ */
+typedef struct ChronicleProcText
+{
+	char	   *next;
+	char	   *end;
+} ChronicleProcText;
+
+extern bool chronicle_proc_read(const char *relpath, ChronicleProcText *text);
+extern char *chronicle_proc_line(ChronicleProcText *text);
+
+/*
  * Read a file of "name: value" or "name value" lines and store the values
  * of the wanted names (in the order of names[]) into values[]; found[] says
  * which were present.  Returns false if the file could not be opened.

@@ -171,8 +171,8 @@ os_disk_collect(ChronicleEmitter *emitter)
 {
 	WantedDisk	wanted[MAX_WANTED];
 	int			nwanted;
-	FILE	   *f;
-	char		line[512];
+	ChronicleProcText text;
+	char	   *line;
 
 	if (chronicle_os_disks && chronicle_os_disks[0] != '\0')
 		nwanted = wanted_listed(wanted);
@@ -181,13 +181,12 @@ os_disk_collect(ChronicleEmitter *emitter)
 	if (nwanted == 0)
 		return;
 
-	f = chronicle_proc_open("diskstats");
-	if (f == NULL)
+	if (!chronicle_proc_read("diskstats", &text))
 		ereport(ERROR,
 				(errcode_for_file_access(),
 				 errmsg("could not read \"%s/diskstats\": %m", chronicle_proc_root)));
 
-	while (fgets(line, sizeof(line), f) != NULL)
+	while ((line = chronicle_proc_line(&text)) != NULL)
 	{
 		unsigned int maj,
 					min;
@@ -224,7 +223,6 @@ os_disk_collect(ChronicleEmitter *emitter)
 			chronicle_emit_row(emitter, values, nulls);
 		}
 	}
-	FreeFile(f);
 }
 
 const ChronicleSource chronicle_source_os_disk = {

@@ -47,16 +47,15 @@ os_pressure_collect(ChronicleEmitter *emitter)
 	for (int r = 0; r < lengthof(psi_resources); r++)
 	{
 		char		relpath[64];
-		char		line[256];
-		FILE	   *f;
+		ChronicleProcText text;
+		char	   *line;
 		Datum		values[PSI_NCOLUMNS] = {0};
 		bool		nulls[PSI_NCOLUMNS] = {false, true, true};
 
 		snprintf(relpath, sizeof(relpath), "pressure/%s", psi_resources[r]);
-		f = chronicle_proc_open(relpath);
-		if (f == NULL)
+		if (!chronicle_proc_read(relpath, &text))
 			continue;
-		while (fgets(line, sizeof(line), f) != NULL)
+		while ((line = chronicle_proc_line(&text)) != NULL)
 		{
 			char	   *t = strstr(line, "total=");
 			long long	total;
@@ -73,7 +72,6 @@ os_pressure_collect(ChronicleEmitter *emitter)
 			values[col] = Int64GetDatum((int64) total);
 			nulls[col] = false;
 		}
-		FreeFile(f);
 		if (nulls[PSI_SOME_TOTAL] && nulls[PSI_FULL_TOTAL])
 			continue;			/* unreadable (PSI disabled: EOPNOTSUPP) */
 		values[PSI_RESOURCE] = CStringGetTextDatum(psi_resources[r]);

@@ -74,8 +74,10 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/hsearch.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/syscache.h"
 #include "utils/timestamp.h"
 #include "utils/varlena.h"
 
@@ -457,6 +459,77 @@ build_query(char **schema_out)
 	return sql.data;
 }
 
+/*
+ * The query of build_query(), prepared once and kept across snapshots: it
+ * reads three catalogs and is planned with a join, which cost more than
+ * the read of pg_stat_statements itself.  Any change to pg_proc or
+ * pg_namespace (the function replaced by ALTER EXTENSION UPDATE, moved by
+ * SET SCHEMA, dropped, a schema renamed) makes the next snapshot build and
+ * prepare it again; the counter tells a build that an invalidation
+ * arrived while it ran, so that it is not trusted.
+ */
+static SPIPlanPtr query_plan = NULL;
+static char *query_schema = NULL;	/* in TopMemoryContext */
+static uint64 query_invalidations = 0;
+static uint64 query_built_at = 0;	/* query_invalidations it was built at */
+
+static void
+statements_query_invalidate(Datum arg, int cacheid, uint32 hashvalue)
+{
+	query_invalidations++;
+}
+
+/*
+ * The prepared read of pg_stat_statements(false) and the schema it lives
+ * in, or NULL when the function is not there.
+ */
+static SPIPlanPtr
+statements_query(char **schema_out)
+{
+	static bool registered = false;
+	uint64		invalidations;
+	char	   *sql;
+	char	   *schema = NULL;
+	SPIPlanPtr	plan;
+
+	if (!registered)
+	{
+		CacheRegisterSyscacheCallback(PROCOID, statements_query_invalidate, (Datum) 0);
+		CacheRegisterSyscacheCallback(NAMESPACEOID, statements_query_invalidate, (Datum) 0);
+		registered = true;
+	}
+	if (query_plan != NULL && query_built_at == query_invalidations)
+	{
+		*schema_out = query_schema;
+		return query_plan;
+	}
+	if (query_plan != NULL)
+	{
+		SPI_freeplan(query_plan);
+		query_plan = NULL;
+	}
+	if (query_schema != NULL)
+	{
+		pfree(query_schema);
+		query_schema = NULL;
+	}
+
+	invalidations = query_invalidations;
+	sql = build_query(&schema);
+	if (sql == NULL)
+		return NULL;			/* dropped meanwhile */
+	plan = SPI_prepare(sql, 0, NULL);
+	if (plan == NULL)
+		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+	if (SPI_keepplan(plan) != 0)
+		elog(ERROR, "SPI_keepplan failed");
+	query_plan = plan;
+	query_schema = MemoryContextStrdup(TopMemoryContext, schema);
+	query_built_at = invalidations;
+	*schema_out = query_schema;
+	return plan;
+}
+
 static void
 statements_xact_callback(XactEvent event, void *arg)
 {
@@ -626,7 +699,7 @@ static void
 statements_collect(ChronicleEmitter *emitter)
 {
 	char	   *schema = NULL;
-	char	   *sql;
+	SPIPlanPtr	plan;
 	int			ret;
 	SPITupleTable *tuptable;
 	TupleDesc	desc;
@@ -656,10 +729,10 @@ statements_collect(ChronicleEmitter *emitter)
 	statements_init();
 	first = (hash_get_num_entries(baselines) == 0 && generation == 0);
 
-	sql = build_query(&schema);
-	if (sql == NULL)
+	plan = statements_query(&schema);
+	if (plan == NULL)
 		return;					/* dropped meanwhile */
-	ret = SPI_execute(sql, true, 0);
+	ret = SPI_execute_plan(plan, NULL, NULL, true, 0);
 	if (ret != SPI_OK_SELECT)
 		elog(ERROR, "could not read pg_stat_statements: %s",
 			 SPI_result_code_string(ret));

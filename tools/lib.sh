@@ -185,6 +185,29 @@ lib_bench_history_stop() {
 	rm -rf "$1"
 }
 
+# lib_idle_sessions DIR N: N idle sessions on the cluster of PGHOST and
+# PGPORT (psql of LIB_BINDIR, each waiting on its input: the FIFO DIR/idle,
+# held open by a sleep), once pg_stat_activity shows them.  Their pids are
+# added to LIB_IDLE_PIDS; lib_idle_stop ends them all.
+LIB_IDLE_PIDS=()
+lib_idle_sessions() {
+	local dir=$1 n=$2
+	mkfifo "$dir/idle"
+	for _ in $(seq 1 "$n"); do
+		"$LIB_BINDIR/psql" -X -q <"$dir/idle" >/dev/null 2>&1 &
+		LIB_IDLE_PIDS+=($!)
+	done
+	sleep infinity >"$dir/idle" &
+	LIB_IDLE_PIDS+=($!)
+	lib_poll_sql "$n idle sessions" 60 \
+		"SELECT count(*) >= $n FROM pg_stat_activity WHERE backend_type = 'client backend' AND state = 'idle'"
+}
+lib_idle_stop() {
+	local p
+	for p in "${LIB_IDLE_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+	LIB_IDLE_PIDS=()
+}
+
 # lib_poll WHAT SECONDS CMD...: run CMD until it succeeds, at most SECONDS
 # seconds (every 0.1 s); when it never does, say what was awaited and fail.
 lib_poll() {

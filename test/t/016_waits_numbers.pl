@@ -5,6 +5,8 @@
 #   in the same statistics snapshot), one pg_sleep(0.5) in one interval and
 #   a lock wait of a new query id across intervals (the sampler's own raw
 #   counts, chronicle.wait_samples(), and its ticks taken);
+# - two readings of /proc/<pid>/io in one session (the file kept open)
+#   against the file read by the test between them;
 # - keys that are not: a disk added to chronicle.os_disks mid-segment
 #   (/proc/diskstats), pg_stat_io and pg_stat_database rows that appear
 #   mid-segment because their sources were off at the keyframe (the views
@@ -135,6 +137,41 @@ note "pg_stat_io: $null_keys of $keys keys have NULL (untracked) cells";
 cmp_ok($null_keys, '>', 0, 'pg_stat_io has untracked cells');
 is($missing, 0, 'io_totals has every key of pg_stat_io');
 is($mismatches, 0, 'io_totals is NULL exactly where pg_stat_io is NULL (' . scalar(@cols) . ' columns)');
+
+# The OS sources keep the files of /proc open from one snapshot to the next
+# and read them again: each reading is the file's at that moment.  In one
+# session (where they stay open), the checkpointer's /proc/<pid>/io read by
+# the test between two snapshots, with a CHECKPOINT (it writes) in between,
+# lies between the two readings recorded.
+SKIP:
+{
+	my $ckpt = $node->safe_psql('postgres',
+		"SELECT pid FROM pg_stat_activity WHERE backend_type = 'checkpointer'");
+	skip "no /proc/$ckpt/io", 3 unless -r "/proc/$ckpt/io";
+	my $wchar = sub {
+		open my $fh, '<', "/proc/$ckpt/io" or die "/proc/$ckpt/io: $!";
+		my ($v) = map { /^wchar:\s*(\d+)/ ? $1 : () } <$fh>;
+		return $v;
+	};
+	my $recorded = sub {
+		$node->safe_psql('postgres', qq{
+			SELECT wchar FROM chronicle.os_process_io_history
+			 WHERE ts = '$_[0]' AND backend_type = 'checkpointer'});
+	};
+	my $s = $node->background_psql('postgres');
+	my $ts1 = $s->query_safe('SELECT chronicle.snapshot()');
+	my $ref1 = $wchar->();
+	$s->query_safe('CHECKPOINT');
+	my $ref2 = $wchar->();
+	my $ts2 = $s->query_safe('SELECT chronicle.snapshot()');
+	my $ref3 = $wchar->();
+	$s->quit;
+	my ($rec1, $rec2) = ($recorded->($ts1), $recorded->($ts2));
+	cmp_ok($ref2, '>', $ref1, "CHECKPOINT wrote ($ref1 -> $ref2 bytes, /proc/$ckpt/io)");
+	cmp_ok($rec1, '<=', $ref1, "the first reading ($rec1) is the file's before the checkpoint");
+	ok($ref2 <= $rec2 && $rec2 <= $ref3,
+		"the second reading of the same session ($rec2) is the file's after it ($ref2 .. $ref3)");
+}
 
 # ---------------------------------------------------------------------
 # Part 2, the worker records (a new segment).  io and database are off
