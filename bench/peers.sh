@@ -227,15 +227,11 @@ done
 
 # ---------------------------------------------------------------- one run
 dir=
-idle_pids=()
 driver=
 cleanup() {
 	[ -n "$driver" ] && kill "$driver" 2>/dev/null || true
-	for p in "${idle_pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	idle_pids=()
+	lib_idle_stop
 	driver=
-	# (no other redirection here: exec would keep it for the whole script)
-	exec 9>&-
 	if [ -n "$dir" ]; then
 		lib_cluster_stop "$dir" "$bindir" immediate
 		[ -n "${LIB_KEEP:-}" ] || rm -rf "$dir"
@@ -314,14 +310,7 @@ max_connections = $((idle + clients + 20))"
 	pg_wait_sampling) q -c 'CREATE EXTENSION pg_wait_sampling' ;;
 	esac
 	"$bindir/pgbench" -i -q -s "$scale" >/dev/null 2>&1
-	mkfifo "$dir/idle"
-	for _ in $(seq 1 "$idle"); do
-		"$bindir/psql" -X -q <"$dir/idle" >/dev/null 2>&1 &
-		idle_pids+=($!)
-	done
-	exec 9>"$dir/idle"
-	lib_poll_sql "$idle idle sessions" 60 \
-		"SELECT count(*) >= $idle FROM pg_stat_activity WHERE backend_type = 'client backend' AND state = 'idle'"
+	lib_idle_sessions "$dir" "$idle"
 	lib_poll "the processes of $rec" 60 recorder_pids "$rec" "$title" >/dev/null
 	q -c 'CHECKPOINT' >/dev/null
 	sleep 3
