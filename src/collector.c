@@ -81,7 +81,13 @@ static SPIPlanPtr snapshot_plan = NULL;
 static TimestampTz next_maintenance = 0;
 static TimestampTz next_rollup = 0;
 static char rollup_logged[CHRONICLE_ERRMSG_LEN];	/* the last error logged */
-static List *maintenance_logged = NIL;	/* skips logged at the last run */
+/*
+ * The skips logged at the last housekeeping run, to log each once while it
+ * repeats.  Kept across snapshots, so the list and its strings both live
+ * in TopMemoryContext (remember_logged()): the per-snapshot context that
+ * housekeeping runs in is reset after every snapshot.
+ */
+static List *maintenance_logged = NIL;
 static bool keyframe_pending = true;	/* no previous reading to trust */
 static TimestampTz last_keyframe = 0;	/* the worker's latest keyframe */
 
@@ -113,6 +119,11 @@ static instr_time clock_taken;
  * over runs).
  */
 #define CHRONICLE_ROLLUP_USECS	(5 * 60 * USECS_PER_SEC)
+
+/* Each of the intervals above, or chronicle.debug_housekeeping_interval. */
+#define HOUSEKEEPING_USECS(usecs) \
+	(chronicle_debug_housekeeping_ms > 0 ? \
+	 (int64) chronicle_debug_housekeeping_ms * 1000 : (int64) (usecs))
 #define CHRONICLE_ROLLUP_MAX_MINUTES	30
 
 static void
@@ -421,6 +432,24 @@ housekeeping_abort(MemoryContext cxt, ResourceOwner owner)
 }
 
 /*
+ * Replace maintenance_logged with a copy of skips made in TopMemoryContext:
+ * cells and strings alike (lappend allocates its cells in the current
+ * context, which here is the snapshot's).
+ */
+static void
+remember_logged(List *skips)
+{
+	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+	ListCell   *lc;
+
+	list_free_deep(maintenance_logged);
+	maintenance_logged = NIL;
+	foreach(lc, skips)
+		maintenance_logged = lappend(maintenance_logged, pstrdup(lfirst(lc)));
+	MemoryContextSwitchTo(old);
+}
+
+/*
  * Housekeeping: chronicle._maintain() creates the partitions of the coming
  * days and drops the expired ones.  It must never stop the recording nor
  * stall it: it runs in a subtransaction of its own, so that nothing it does
@@ -504,8 +533,10 @@ maintain_partitions(TimestampTz now, MemoryContext cxt, ChronicleCollector by)
 			{
 				skipped++;
 				reason = MemoryContextStrdup(cxt,
-											 psprintf("could not %s partition %s.%s: %s",
-													  action, CHRONICLE_SCHEMA, relation,
+											 psprintf("could not %s %s%s.%s: %s",
+													  action,
+													  strcmp(action, "prune") == 0 ? "" : "partition ",
+													  CHRONICLE_SCHEMA, relation,
 													  message ? message : "?"));
 			}
 			/* the SQLSTATE first, for the log line */
@@ -553,11 +584,7 @@ maintain_partitions(TimestampTz now, MemoryContext cxt, ChronicleCollector by)
 						 "and says this once while it repeats.  chronicle.status() counts it.",
 						 (int) (CHRONICLE_MAINTENANCE_RETRY_USECS / USECS_PER_MINUTE))));
 	}
-	list_free_deep(maintenance_logged);
-	maintenance_logged = NIL;
-	foreach(lc, skips)
-		maintenance_logged = lappend(maintenance_logged,
-									 MemoryContextStrdup(TopMemoryContext, lfirst(lc)));
+	remember_logged(skips);
 
 	if (shared)
 	{
@@ -572,9 +599,9 @@ maintain_partitions(TimestampTz now, MemoryContext cxt, ChronicleCollector by)
 			strlcpy(shared->maint_last_error, reason, CHRONICLE_ERRMSG_LEN);
 		SpinLockRelease(&shared->mutex);
 	}
-	next_maintenance = now + (failed || skipped > 0 ?
-							  CHRONICLE_MAINTENANCE_RETRY_USECS :
-							  CHRONICLE_MAINTENANCE_USECS);
+	next_maintenance = now + HOUSEKEEPING_USECS(failed || skipped > 0 ?
+												CHRONICLE_MAINTENANCE_RETRY_USECS :
+												CHRONICLE_MAINTENANCE_USECS);
 	if (shared)
 	{
 		SpinLockAcquire(&shared->mutex);
@@ -602,7 +629,7 @@ maintain_rollups(TimestampTz now, MemoryContext cxt)
 
 	if (now < next_rollup)
 		return;
-	next_rollup = now + CHRONICLE_ROLLUP_USECS;
+	next_rollup = now + HOUSEKEEPING_USECS(CHRONICLE_ROLLUP_USECS);
 
 	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(cxt);

@@ -47,6 +47,7 @@ int			chronicle_rollup_retention = 90 * 24 * 60;	/* minutes */
 int			chronicle_keyframe_interval = 3600; /* seconds */
 bool		chronicle_source_enabled[CHRONICLE_MAX_SOURCES];
 char	   *chronicle_debug_fail_source = NULL;
+int			chronicle_debug_housekeeping_ms = 0;
 int			chronicle_standby_ring_kb = CHRONICLE_RING_KB_DEFAULT;
 static bool chronicle_worker_enabled = true;
 
@@ -338,6 +339,15 @@ _PG_init(void)
 							   "",
 							   PGC_SUSET, GUC_NOT_IN_SAMPLE,
 							   NULL, NULL, NULL);
+
+	DefineCustomIntVariable("chronicle.debug_housekeeping_interval",
+							"Runs housekeeping and the rollup this often instead of on their schedule (for tests).",
+							"0 keeps the schedule: partitions hourly (5 minutes after a skip), "
+							"the rollup every 5 minutes.",
+							&chronicle_debug_housekeeping_ms,
+							0, 0, 3600 * 1000,
+							PGC_SUSET, GUC_UNIT_MS | GUC_NOT_IN_SAMPLE,
+							NULL, NULL, NULL);
 
 	for (int i = 0; i < chronicle_nsources; i++)
 	{

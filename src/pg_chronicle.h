@@ -26,6 +26,7 @@ extern int	chronicle_rollup_retention;
 extern int	chronicle_keyframe_interval;
 extern bool chronicle_source_enabled[CHRONICLE_MAX_SOURCES];
 extern char *chronicle_debug_fail_source;
+extern int	chronicle_debug_housekeeping_ms;
 extern int	chronicle_standby_ring_kb;
 extern bool chronicle_preloaded;
 
