@@ -6,7 +6,7 @@
 #   make dist                                    pg_chronicle-<version>.zip for PGXN (of HEAD)
 
 EXTENSION = pg_chronicle
-EXTVERSION = 0.2.0
+EXTVERSION = 0.3.0
 DISTNAME = $(EXTENSION)-$(EXTVERSION)
 
 MODULE_big = pg_chronicle
@@ -38,12 +38,18 @@ OBJS = \
 	src/history.o
 
 # The install script is built from the pieces in src/sql, in name order.
-# So is the upgrade script from each earlier release: its hand-written
-# steps (src/upgrade/<from>--<to>-before.sql and -after.sql) around the code
-# of src/sql (functions, triggers, comments, grants: src/upgrade/code.awk).
-# See docs/development.md, "Upgrade scripts".
+# So is the upgrade script from each earlier release, straight to this one:
+# the hand-written steps of every release since it, oldest first
+# (src/upgrade/<a>--<b>-before.sql), the code of src/sql once (functions,
+# triggers, comments, grants: src/upgrade/code.awk), then their -after.sql
+# steps in the same order.  See docs/development.md, "Upgrade scripts".
 SQL_PIECES = $(sort $(wildcard src/sql/*.sql))
-UPGRADE_FROM = 0.1.0
+# Every earlier release, oldest first; each has its step to the next one
+# (the last, to EXTVERSION): UPGRADE_STEPS is 0.1.0--0.2.0 0.2.0--0.3.0.
+UPGRADE_FROM = 0.1.0 0.2.0
+UPGRADE_STEPS = $(join $(addsuffix --,$(UPGRADE_FROM)),$(wordlist 2,$(words $(UPGRADE_FROM)),$(UPGRADE_FROM)) $(EXTVERSION))
+# The steps from release $(1) on: $(UPGRADE_STEPS) less those before it.
+upgrade_steps_from = $(if $(filter $(1)--%,$(firstword $(2))),$(2),$(if $(2),$(call upgrade_steps_from,$(1),$(wordlist 2,$(words $(2)),$(2)))))
 UPGRADES = $(foreach v,$(UPGRADE_FROM),$(EXTENSION)--$(v)--$(EXTVERSION).sql)
 DATA_built = $(EXTENSION)--$(EXTVERSION).sql $(UPGRADES)
 
@@ -73,13 +79,21 @@ $(EXTENSION)--$(EXTVERSION).sql: $(SQL_PIECES)
 	cat $^ > $@
 
 # Written whole or not at all: a failure of code.awk (a statement it cannot
-# classify) fails the build, with no partial script left behind.
-$(EXTENSION)--%--$(EXTVERSION).sql: src/upgrade/%--$(EXTVERSION)-before.sql src/upgrade/code.awk \
-		$(SQL_PIECES) src/upgrade/%--$(EXTVERSION)-after.sql
-	{ cat src/upgrade/$*--$(EXTVERSION)-before.sql && \
+# classify) fails the build, with no partial script left behind.  It begins
+# with psql's guard and COMMENT ON EXTENSION (the control file's comment),
+# whose lock holds off a collector of the old library until the update
+# commits (docs/development.md); each step file is named before its text.
+$(UPGRADES): $(EXTENSION)--%--$(EXTVERSION).sql: $(EXTENSION).control src/upgrade/code.awk $(SQL_PIECES) \
+		$(foreach s,$(UPGRADE_STEPS),src/upgrade/$(s)-before.sql src/upgrade/$(s)-after.sql)
+	{ printf '%s\n' '\echo Use "ALTER EXTENSION $(EXTENSION) UPDATE TO '"'$(EXTVERSION)'"'" to load this file. \quit' '' && \
+	  sed -n 's/^comment *= *\(.*\)$$/COMMENT ON EXTENSION $(EXTENSION) IS \1;/p' $(EXTENSION).control && \
+	  awk 'FNR == 1 { printf "\n-- %s\n\n", FILENAME } { print }' \
+		$(foreach s,$(call upgrade_steps_from,$*,$(UPGRADE_STEPS)),src/upgrade/$(s)-before.sql) && \
 	  printf '\n-- The code of src/sql (src/upgrade/code.awk)\n\n' && \
 	  awk -f src/upgrade/code.awk $(SQL_PIECES) && \
-	  cat src/upgrade/$*--$(EXTVERSION)-after.sql; } > $@.tmp && mv $@.tmp $@ || { rm -f $@.tmp; exit 1; }
+	  awk 'FNR == 1 { printf "\n-- %s\n\n", FILENAME } { print }' \
+		$(foreach s,$(call upgrade_steps_from,$*,$(UPGRADE_STEPS)),src/upgrade/$(s)-after.sql); \
+	} > $@.tmp && mv $@.tmp $@ || { rm -f $@.tmp; exit 1; }
 
 # prove_installcheck from PGXS runs test/t with the installed server.
 .PHONY: tapcheck

@@ -1,14 +1,14 @@
 -- pg_chronicle 0.1.0 -> 0.2.0, the hand-written steps that run BEFORE the
--- code.  The upgrade script pg_chronicle--0.1.0--0.2.0.sql is built by make:
--- this file, then every function, procedure, trigger, comment and grant of
+-- code.  The upgrade script from 0.1.0 (pg_chronicle--0.1.0--<version>.sql)
+-- is built by make: this file and the -before.sql steps of the releases
+-- after 0.2.0, then every function, procedure, trigger, comment and grant of
 -- src/sql (src/upgrade/code.awk, CREATE OR REPLACE), then
--- 0.1.0--0.2.0-after.sql.  Here: what CREATE OR REPLACE cannot do (drop a
--- function whose return type or parameter names changed, or that is gone)
--- and every change to the tables since 0.1.0.  See docs/development.md,
--- "Upgrade scripts"; test/t/040_upgrade.pl compares the catalog an update
--- reaches with a fresh CREATE EXTENSION.
-
-\echo Use "ALTER EXTENSION pg_chronicle UPDATE TO '0.2.0'" to load this file. \quit
+-- 0.1.0--0.2.0-after.sql and the later -after.sql steps.  Here: what CREATE
+-- OR REPLACE cannot do (drop a function whose return type or parameter
+-- names changed, or that is gone) and every change to the tables from
+-- 0.1.0 to 0.2.0.  See docs/development.md, "Upgrade scripts";
+-- test/t/040_upgrade_0.1.0.pl compares the catalog an update reaches with a
+-- fresh CREATE EXTENSION.
 
 -- ---------------------------------------------------------------------
 -- Trust (issue 11): run settings read with the caller's rights, passwords

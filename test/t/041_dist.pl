@@ -5,9 +5,9 @@
 # src/sql and src/upgrade); its META.json passes tools/check-meta.py; and it
 # installs with pgxnclient's "pgxn install" (from the local zip, offline)
 # into a private copy of the server's installation, where CREATE EXTENSION
-# and a snapshot work and the update path from 0.1.0 is there.  Without
-# pgxnclient, the zip is unpacked and installed with make install, and the
-# test says so.
+# and a snapshot work and the update paths are there, one script from each
+# earlier release (the Makefile's UPGRADE_FROM).  Without pgxnclient, the
+# zip is unpacked and installed with make install, and the test says so.
 #
 # Skips (skip_all, with the reason) where there is no git checkout (make
 # dist archives a commit) or the installation cannot be copied.
@@ -33,6 +33,13 @@ my $logdir = $PostgreSQL::Test::Utils::log_path;
 my ($version) = slurp_file("$srcdir/pg_chronicle.control") =~ /default_version = '([^']+)'/
   or die 'no default_version in pg_chronicle.control';
 my $dist = "pg_chronicle-$version";
+# The releases an upgrade starts from, oldest first, and their steps to the
+# next (src/upgrade/<from>--<to>-before.sql and -after.sql).
+my ($upgrade_from) = slurp_file("$srcdir/Makefile") =~ /^UPGRADE_FROM\s*=\s*(.*?)\s*$/m
+  or die 'no UPGRADE_FROM in the Makefile';
+my @upgrade_from = split ' ', $upgrade_from;
+my @upgrade_to = (@upgrade_from[ 1 .. $#upgrade_from ], $version);
+my @steps = map { "$upgrade_from[$_]--$upgrade_to[$_]" } 0 .. $#upgrade_from;
 
 ok(run_logged("$logdir/041_make_dist.log", 'make dist', [ 'make', '-C', $srcdir, '-s', 'dist' ]),
 	'make dist');
@@ -83,8 +90,8 @@ my @built = grep {
 is(join(', ', @built), '', 'no build products in the zip');
 is(join(', ', grep { m{^\.git|^\.ci/} } sort keys %files), '', 'no .git*, no .ci/ in the zip');
 for my $f (qw(META.json Makefile pg_chronicle.control LICENSE CHANGELOG.md README.md
-	src/sql/00_core.sql src/upgrade/code.awk
-	src/upgrade/0.1.0--0.2.0-before.sql src/upgrade/0.1.0--0.2.0-after.sql))
+	src/sql/00_core.sql src/upgrade/code.awk),
+	map { ("src/upgrade/$_-before.sql", "src/upgrade/$_-after.sql") } @steps)
 {
 	ok($files{$f}, "the zip has $f");
 }
@@ -131,7 +138,8 @@ chronicle.snapshot_interval = '500ms'
 	is($node->safe_psql('postgres', qq{
 		SELECT string_agg(source || ' ' || path, ', ' ORDER BY source) FROM pg_extension_update_paths('pg_chronicle')
 		 WHERE target = '$version' AND path IS NOT NULL}),
-		"0.1.0 0.1.0--$version", "the zip's build installs the upgrade script from 0.1.0 (built from src/upgrade)");
+		join(', ', map { "$_ $_--$version" } @upgrade_from),
+		"the zip's build installs one upgrade script from each of @upgrade_from (built from src/upgrade)");
 	my $ts = $node->safe_psql('postgres', 'SELECT chronicle.snapshot()');
 	cmp_ok($node->safe_psql('postgres', "SELECT count(*) FROM chronicle.io_history WHERE ts = '$ts'"),
 		'>', 0, 'chronicle.snapshot() records');

@@ -1,22 +1,28 @@
-# The upgrade path from the 0.1.0 release.  0.1.0 is built exactly as
-# released (git archive of its commit) into a private copy of the server's
-# installation; a cluster records history with it (worker snapshots, two
-# kinds of run rows, pgbench log rows, a metric); then this build is
-# installed over it, the server restarted and ALTER EXTENSION pg_chronicle
-# UPDATE run.  Every row recorded by 0.1.0 must still be there, the collector
-# must record again, and the analysis must answer over a window that spans
-# the upgrade.  Last, the upgraded catalog is compared, object by object,
-# with a fresh CREATE EXTENSION of this version in another database of the
-# same server: what the upgrade script misses shows as a difference.
+# The upgrade path from an earlier release to this build, for the tests
+# test/t/040_upgrade_<release>.pl: upgrade_test(release => ..., commit => ...).
+#
+# The release is built exactly as released (git archive of its commit) into
+# a private copy of the server's installation; a cluster records history
+# with it (worker snapshots, two kinds of run rows, pgbench log rows, a
+# metric); then this build is installed over it, the server restarted and
+# ALTER EXTENSION pg_chronicle UPDATE run: one script, straight from the
+# release to this version (the Makefile builds pg_chronicle--<release>--
+# <version>.sql from every step since the release).  Every row recorded by
+# the release must still be there, the collector must record again, and the
+# analysis must answer over a window that spans the upgrade.  Last, the
+# upgraded catalog is compared, object by object, with a fresh CREATE
+# EXTENSION of this version in another database of the same server: what the
+# upgrade script misses shows as a difference.
 #
 # Skips (skip_all, with the reason) where there is no git history holding
 # the release (a tarball or a dist zip) or the installation cannot be
 # copied as one directory.
+package PgChronicle::TestUpgrade;
+
 use strict;
 use warnings FATAL => 'all';
+use Exporter 'import';
 use Cwd qw(getcwd);
-use FindBin;
-use lib "$FindBin::RealBin/../perl";
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
@@ -24,91 +30,23 @@ use PgChronicle::TestInstall
   qw(copy_install remove_extension_files git_commit_available run_logged);
 use PgChronicle::TestNode qw(chronicle_node poll_until);
 
-my $release_commit = '7942f901d8df5dc91e569ae38613e01b85cd6363';    # the 0.1.0 release
-my $srcdir = getcwd();    # prove runs in the source tree
+our @EXPORT_OK = qw(upgrade_test);
 
-plan skip_all => "no git history with the 0.1.0 release (commit $release_commit) "
-  . "in $srcdir: the upgrade test builds 0.1.0 from it"
-  unless git_commit_available($srcdir, $release_commit);
+# Tables whose rows housekeeping writes again on its own, before or after
+# the update: the rows kept are compared by these columns only (the rollups
+# are computed from the history, and a minute whose pgbench rows were
+# loaded late is rolled up again: docs/rollups.md), or not at all (undef:
+# the rollups' progress and queue).
+my %housekept = (
+	rollup_minute => 'ts, source, key',
+	rollup_hour => 'ts, source, key',
+	rollup_state => undef,
+	rollup_dirty => undef);
 
-my $tmp = PostgreSQL::Test::Utils::tempdir;
-my ($inst, $why) = copy_install("$tmp/pg");
-plan skip_all => $why unless $inst;
-my $pg_config = "$inst/bin/pg_config";
-my $logdir = $PostgreSQL::Test::Utils::log_path;
-
-# 0.1.0 as released, alone in the copy.
-remove_extension_files($inst);
-mkdir "$tmp/src-0.1.0" or die "mkdir: $!";
-run_logged("$logdir/040_git_archive.log", "git archive $release_commit",
-	[ 'git', '-C', $srcdir, 'archive', $release_commit ],
-	'|', [ 'tar', '-x', '-C', "$tmp/src-0.1.0" ])
-  or die 'could not extract 0.1.0 from git';
-like(slurp_file("$tmp/src-0.1.0/pg_chronicle.control"), qr/default_version = '0\.1\.0'/,
-	"commit $release_commit is the 0.1.0 release");
-run_logged("$logdir/040_build_0.1.0.log", 'make install of 0.1.0',
-	[ 'make', '-C', "$tmp/src-0.1.0", '-s', "PG_CONFIG=$pg_config", 'install' ])
-  or die '0.1.0 does not build against this server';
-
-my $node = chronicle_node('upgrade',
-	install_path => $inst,
-	extensions => ["pg_chronicle VERSION '0.1.0'"],
-	conf => q{
-chronicle.snapshot_interval = '500ms'
-});
-is($node->safe_psql('postgres',
-	"SELECT extversion FROM pg_extension WHERE extname = 'pg_chronicle'"),
-	'0.1.0', 'the cluster runs 0.1.0');
-$node->command_ok([ 'pgbench', '-i', '-s', '1', '-q', 'postgres' ], 'pgbench -i');
-
-sub now { return $node->safe_psql('postgres', 'SELECT clock_timestamp()'); }
-
-# A run: a snapshot before and after (so that every transaction of pgbench
-# falls in an interval of one segment), pgbench's log loaded into it, and
-# an application metric.  Returns the number of transactions.
-my $transactions = 300;
-my $clients = 2;
-sub pgbench_run
-{
-	my ($label) = @_;
-	$node->safe_psql('postgres', qq{
-		SELECT chronicle.snapshot();
-		SELECT chronicle.run_begin('$label', '{"phase": "$label"}');});
-	$node->command_ok(
-		[
-			'pgbench', '-n', '-c', $clients, '-j', '1', '-t', $transactions,
-			'-l', "--log-prefix=$tmp/$label", 'postgres'
-		],
-		"pgbench run $label");
-	# Backends flush their statistics before they leave pg_stat_activity:
-	# once pgbench's sessions are gone, the closing snapshot has them.
-	poll_until($node, 'postgres',
-		"SELECT count(*) = 0 FROM pg_stat_activity WHERE application_name = 'pgbench'",
-		'the pgbench sessions end');
-	$node->safe_psql('postgres', qq{
-		SELECT chronicle.snapshot();
-		SELECT chronicle.run_end();
-		SELECT chronicle.load_pgbench_log('$label', '$tmp/$label');
-		SELECT chronicle.add_metric('upgrade.test', 1, clock_timestamp(), '$label');});
-	return $transactions * $clients;
-}
-
-# History recorded by 0.1.0.
-my $t_start = now();
-poll_until($node, 'postgres',
-	"SELECT count(*) >= 3 FROM chronicle.snapshot WHERE collector = 'worker' AND ts > '$t_start'",
-	'0.1.0 records');
-my $tx_before = pgbench_run('before');
-$node->safe_psql('postgres', "SELECT chronicle.run_label('labelled', '$t_start', clock_timestamp())");
-poll_until($node, 'postgres',
-	"SELECT count(*) >= 2 FROM chronicle.snapshot WHERE collector = 'worker' AND ts > clock_timestamp() - interval '2 s'",
-	'0.1.0 goes on recording');
-
-# Every row of 0.1.0's tables, kept outside the extension (the columns of
-# 0.1.0: an upgrade may add columns, it must not lose rows).
+# The tables of the extension in database $db (not their partitions).
 sub member_tables
 {
-	my ($db) = @_;
+	my ($node, $db) = @_;
 	return split /\n/, $node->safe_psql($db, q{
 		SELECT c.relname
 		  FROM pg_depend d
@@ -118,134 +56,248 @@ sub member_tables
 		   AND c.relkind IN ('r', 'p') AND NOT c.relispartition
 		 ORDER BY 1});
 }
-my @tables = member_tables('postgres');
-$node->safe_psql('postgres', 'CREATE SCHEMA before_upgrade');
-my %before;
-for my $t (@tables)
+
+# upgrade_test(release => '0.1.0', commit => <its commit>, recorded =>
+# [tables the release must have written rows into]): the whole test, from
+# the plan to done_testing().
+sub upgrade_test
 {
-	$before{$t} = $node->safe_psql('postgres', qq{
-		CREATE TABLE before_upgrade.$t AS SELECT * FROM chronicle.$t;
-		SELECT count(*) FROM before_upgrade.$t});
+	my (%args) = @_;
+	my ($release, $release_commit) = @args{qw(release commit)};
+	my $srcdir = getcwd();    # prove runs in the source tree
+	my ($version) = slurp_file("$srcdir/pg_chronicle.control") =~ /default_version = '([^']+)'/
+	  or die 'no default_version in pg_chronicle.control';
+
+	plan skip_all => "no git history with the $release release (commit $release_commit) "
+	  . "in $srcdir: the upgrade test builds $release from it"
+	  unless git_commit_available($srcdir, $release_commit);
+
+	my $tmp = PostgreSQL::Test::Utils::tempdir;
+	my ($inst, $why) = copy_install("$tmp/pg");
+	plan skip_all => $why unless $inst;
+	my $pg_config = "$inst/bin/pg_config";
+	my $logdir = $PostgreSQL::Test::Utils::log_path;
+
+	# The release as released, alone in the copy.
+	remove_extension_files($inst);
+	mkdir "$tmp/src-$release" or die "mkdir: $!";
+	run_logged("$logdir/040_git_archive_$release.log", "git archive $release_commit",
+		[ 'git', '-C', $srcdir, 'archive', $release_commit ],
+		'|', [ 'tar', '-x', '-C', "$tmp/src-$release" ])
+	  or die "could not extract $release from git";
+	like(slurp_file("$tmp/src-$release/pg_chronicle.control"), qr/default_version = '\Q$release\E'/,
+		"commit $release_commit is the $release release");
+	run_logged("$logdir/040_build_$release.log", "make install of $release",
+		[ 'make', '-C', "$tmp/src-$release", '-s', "PG_CONFIG=$pg_config", 'install' ])
+	  or die "$release does not build against this server";
+
+	my $node = chronicle_node('upgrade',
+		install_path => $inst,
+		extensions => ["pg_chronicle VERSION '$release'"],
+		conf => q{
+chronicle.snapshot_interval = '500ms'
+});
+	is($node->safe_psql('postgres',
+		"SELECT extversion FROM pg_extension WHERE extname = 'pg_chronicle'"),
+		$release, "the cluster runs $release");
+	$node->command_ok([ 'pgbench', '-i', '-s', '1', '-q', 'postgres' ], 'pgbench -i');
+
+	my $now = sub { return $node->safe_psql('postgres', 'SELECT clock_timestamp()'); };
+
+	# A run: a snapshot before and after (so that every transaction of
+	# pgbench falls in an interval of one segment), pgbench's log loaded into
+	# it, and an application metric.  Returns the number of transactions.
+	my $transactions = 300;
+	my $clients = 2;
+	my $pgbench_run = sub {
+		my ($label) = @_;
+		$node->safe_psql('postgres', qq{
+			SELECT chronicle.snapshot();
+			SELECT chronicle.run_begin('$label', '{"phase": "$label"}');});
+		$node->command_ok(
+			[
+				'pgbench', '-n', '-c', $clients, '-j', '1', '-t', $transactions,
+				'-l', "--log-prefix=$tmp/$label", 'postgres'
+			],
+			"pgbench run $label");
+		# Backends flush their statistics before they leave pg_stat_activity:
+		# once pgbench's sessions are gone, the closing snapshot has them.
+		poll_until($node, 'postgres',
+			"SELECT count(*) = 0 FROM pg_stat_activity WHERE application_name = 'pgbench'",
+			'the pgbench sessions end');
+		$node->safe_psql('postgres', qq{
+			SELECT chronicle.snapshot();
+			SELECT chronicle.run_end();
+			SELECT chronicle.load_pgbench_log('$label', '$tmp/$label');
+			SELECT chronicle.add_metric('upgrade.test', 1, clock_timestamp(), '$label');});
+		return $transactions * $clients;
+	};
+
+	# History recorded by the release.
+	my $t_start = $now->();
+	poll_until($node, 'postgres',
+		"SELECT count(*) >= 3 FROM chronicle.snapshot WHERE collector = 'worker' AND ts > '$t_start'",
+		"$release records");
+	my $tx_before = $pgbench_run->('before');
+	$node->safe_psql('postgres', "SELECT chronicle.run_label('labelled', '$t_start', clock_timestamp())");
+	poll_until($node, 'postgres',
+		"SELECT count(*) >= 2 FROM chronicle.snapshot WHERE collector = 'worker' AND ts > clock_timestamp() - interval '2 s'",
+		"$release goes on recording");
+
+	# Every row of the release's tables, kept outside the extension (the
+	# columns of the release: an upgrade may add columns, it must not lose
+	# rows).
+	my @tables = member_tables($node, 'postgres');
+	$node->safe_psql('postgres', 'CREATE SCHEMA before_upgrade');
+	my %before;
+	for my $t (@tables)
+	{
+		$before{$t} = $node->safe_psql('postgres', qq{
+			CREATE TABLE before_upgrade.$t AS SELECT * FROM chronicle.$t;
+			SELECT count(*) FROM before_upgrade.$t});
+	}
+	note "rows recorded by $release: " . join(', ', map { "$_ $before{$_}" } @tables);
+	for my $t (@{ $args{recorded} })
+	{
+		cmp_ok($before{$t} // 0, '>', 0, "$release wrote rows into chronicle.$t");
+	}
+
+	# This build installed over the running release, as an administrator
+	# does, then a restart.
+	my $t_stop = $now->();
+	run_logged("$logdir/040_install_new_$release.log", 'make install of this build',
+		[ 'make', '-C', $srcdir, '-s', "PG_CONFIG=$pg_config", 'install' ])
+	  or die 'this build does not install into the copy';
+	$node->restart;
+	my $log_offset = -s $node->logfile;
+	is($node->safe_psql('postgres', qq{
+		SELECT extversion || ' ' || (SELECT string_agg(path, ',') FROM pg_extension_update_paths('pg_chronicle')
+		                              WHERE source = '$release' AND target = '$version')
+		  FROM pg_extension WHERE extname = 'pg_chronicle'}),
+		"$release $release--$version",
+		"after the restart: still $release, with an update path to $version in one script");
+
+	# Until the update the new library records nothing into the old objects:
+	# the collector waits, chronicle.snapshot() refuses with a hint.
+	poll_until($node, 'postgres',
+		"SELECT state FROM chronicle.status()",
+		'before the update, the collector waits for ALTER EXTENSION UPDATE',
+		'waiting for ALTER EXTENSION pg_chronicle UPDATE');
+	my ($rc, $out, $err) = $node->psql('postgres', "\\set VERBOSITY verbose\nSELECT chronicle.snapshot()");
+	like($err, qr/ERROR:  55000: pg_chronicle library version \Q$version\E does not match the version installed in this database \(\Q$release\E\).*HINT:  Run ALTER EXTENSION pg_chronicle UPDATE/s,
+		'before the update, snapshot() refuses: 55000 with a hint');
+	# The old library records until the shutdown (during the install too):
+	# the new one's rows would be those since the server started again.
+	is($node->safe_psql('postgres',
+		"SELECT count(*) FROM chronicle.snapshot WHERE ts >= pg_postmaster_start_time()"),
+		'0', "before the update, nothing was written into the $release tables");
+
+	my $t_update = $now->();
+	$node->safe_psql('postgres', 'ALTER EXTENSION pg_chronicle UPDATE');
+	is($node->safe_psql('postgres',
+		"SELECT extversion FROM pg_extension WHERE extname = 'pg_chronicle'"),
+		$version, "ALTER EXTENSION pg_chronicle UPDATE reaches $version");
+
+	# A fresh CREATE EXTENSION of this version beside it, in another database
+	# (the collector records into postgres only): the reference for the
+	# catalog below.  The tables that hold rows right after it hold the
+	# extension's own rows (the metric catalog): an upgrade may change those,
+	# and they are compared with the fresh install's instead.
+	$node->safe_psql('postgres', 'CREATE DATABASE fresh');
+	$node->safe_psql('fresh', 'CREATE EXTENSION pg_chronicle');
+	is($node->safe_psql('fresh',
+		"SELECT extversion FROM pg_extension WHERE extname = 'pg_chronicle'"),
+		$version, "a fresh CREATE EXTENSION installs $version");
+	my @own_rows = grep {
+		$node->safe_psql('fresh', "SELECT count(*) > 0 FROM chronicle.$_") eq 't'
+	} member_tables($node, 'fresh');
+	note 'tables with rows of the extension itself: ' . join(', ', @own_rows);
+
+	# Nothing recorded by the release lost.
+	for my $t (@tables)
+	{
+		next if grep { $_ eq $t } @own_rows;
+		next if exists $housekept{$t} && !defined $housekept{$t};
+		my $cols = $housekept{$t} // $node->safe_psql('postgres', qq{
+			SELECT string_agg(quote_ident(attname), ', ' ORDER BY attnum)
+			  FROM pg_attribute WHERE attrelid = 'before_upgrade.$t'::regclass AND attnum > 0});
+		my $lost = $node->safe_psql('postgres', qq{
+			SELECT count(*) FROM (SELECT $cols FROM before_upgrade.$t
+			                      EXCEPT ALL SELECT $cols FROM chronicle.$t) lost});
+		is($lost, '0', "chronicle.$t: every one of the $before{$t} rows of $release is still there"
+			  . ($housekept{$t} ? " (by $housekept{$t})" : ''));
+	}
+
+	# The collector records again, without errors.
+	$node->poll_query_until('postgres', qq{
+		SELECT count(*) >= 3 FROM chronicle.snapshot
+		 WHERE collector = 'worker' AND ts > clock_timestamp() - interval '3 s' AND errors = 0})
+	  or diag($node->safe_psql('postgres', 'SELECT * FROM chronicle.source_status() WHERE errors > 0'));
+	my $t_check = $now->();
+	poll_until($node, 'postgres',
+		"SELECT count(*) >= 3 FROM chronicle.snapshot WHERE collector = 'worker' AND ts > '$t_check'",
+		'the collector records after the update');
+	is($node->safe_psql('postgres', qq{
+		SELECT count(*) FROM chronicle.snapshot WHERE ts > '$t_check' AND errors > 0}),
+		'0', 'after the update the collector records, without errors');
+	is($node->safe_psql('postgres', 'SELECT state FROM chronicle.status()'),
+		'recording', 'status() says recording');
+	ok(!$node->log_contains(qr/terminated by signal|server process .* was terminated/, $log_offset),
+		'no process of the server crashed between the restart and now');
+
+	# Analysis over a window that spans the upgrade.
+	my $tx_after = $pgbench_run->('after');
+	my $t_end = $now->();
+	cmp_ok($node->safe_psql('postgres',
+		"SELECT count(*) FROM chronicle.segments('$t_start', '$t_end')"),
+		'>=', 2, 'segments(): the restart of the upgrade is a gap between two recordings');
+	cmp_ok($node->safe_psql('postgres',
+		"SELECT xact_commit FROM chronicle.database_totals('$t_start', '$t_end', 'postgres')"),
+		'>=', $tx_before + $tx_after,
+		'database_totals() over the upgrade counts the commits of both pgbench runs');
+	is($node->safe_psql('postgres', qq{
+		SELECT count(*) FILTER (WHERE interval_end <= '$t_stop') > 0
+		       AND count(*) FILTER (WHERE interval_end > '$t_update') > 0
+		  FROM chronicle.timeline('$t_start', '$t_end') WHERE commits_per_s > 0}),
+		't', 'timeline() has intervals with commits before and after the upgrade');
+	cmp_ok($node->safe_psql('postgres',
+		"SELECT count(*) FROM chronicle.io_totals('$t_start', '$t_end') WHERE reads + hits > 0"),
+		'>', 0, 'io_totals() over the upgrade');
+	my %cmp = map { my @f = split /\|/; ($f[0] => [ @f[ 1, 2 ] ]) } split /\n/,
+	  $node->safe_psql('postgres',
+		"SELECT metric, value_a, value_b FROM chronicle.compare_runs('before', 'after')");
+	for my $m (qw(commits_per_s tps))
+	{
+		ok(($cmp{$m}[0] // 0) > 0 && ($cmp{$m}[1] // 0) > 0,
+			"compare_runs(before, after): $m on both sides ("
+			  . join(' / ', map { $_ // 'NULL' } @{ $cmp{$m} // [] }) . ')');
+	}
+	is($node->safe_psql('postgres', q{
+		SELECT count(*) FROM chronicle.app_transaction t JOIN chronicle.run r USING (run_id)
+		 WHERE r.label = 'before'}),
+		$tx_before, 'the pgbench log of the run before the upgrade is one row per transaction');
+
+	# The catalog: the release updated to this version against a fresh
+	# CREATE EXTENSION.
+	my %cmp_args = (node => $node, tmp => $tmp, release => $release, version => $version);
+	my $fresh = catalog($node, 'fresh', \@own_rows);
+	my $updated = catalog($node, 'postgres', \@own_rows);
+	same_lines(\%cmp_args, "catalog, $_", $fresh->{$_} // {}, $updated->{$_} // {})
+	  for qw(objects extension functions tables types grants comments contents);
+
+	# psql's own list of the extension's objects, as the issue asks for.
+	my ($dx_fresh, $dx_updated) = map {
+		my $out = $node->safe_psql($_, '\dx+ pg_chronicle');
+		$out =~ s/_p[0-9]{8}\b/_p<day>/g;
+		+{ map { $_ => 1 } grep { !/^\(\d+ rows\)$/ } split /\n/, $out };
+	} qw(fresh postgres);
+	same_lines(\%cmp_args, '\dx+ pg_chronicle', $dx_fresh, $dx_updated);
+
+	$node->stop;
+	done_testing();
+	return;
 }
-note 'rows recorded by 0.1.0: ' . join(', ', map { "$_ $before{$_}" } @tables);
-for my $t (qw(snapshot io_history wal_history database_history run app_transaction app_metric))
-{
-	cmp_ok($before{$t} // 0, '>', 0, "0.1.0 wrote rows into chronicle.$t");
-}
 
-# This build installed over the running 0.1.0, as an administrator does,
-# then a restart.
-my $t_stop = now();
-run_logged("$logdir/040_install_new.log", 'make install of this build',
-	[ 'make', '-C', $srcdir, '-s', "PG_CONFIG=$pg_config", 'install' ])
-  or die 'this build does not install into the copy';
-$node->restart;
-my $log_offset = -s $node->logfile;
-is($node->safe_psql('postgres', q{
-	SELECT extversion || ' ' || (SELECT string_agg(path, ',') FROM pg_extension_update_paths('pg_chronicle')
-	                              WHERE source = '0.1.0' AND target = '0.2.0')
-	  FROM pg_extension WHERE extname = 'pg_chronicle'}),
-	'0.1.0 0.1.0--0.2.0', 'after the restart: still 0.1.0, with an update path to 0.2.0');
-
-# Until the update the new library records nothing into the old objects:
-# the collector waits, chronicle.snapshot() refuses with a hint.
-poll_until($node, 'postgres',
-	"SELECT state FROM chronicle.status()",
-	'before the update, the collector waits for ALTER EXTENSION UPDATE',
-	'waiting for ALTER EXTENSION pg_chronicle UPDATE');
-my ($rc, $out, $err) = $node->psql('postgres', "\\set VERBOSITY verbose\nSELECT chronicle.snapshot()");
-like($err, qr/ERROR:  55000: pg_chronicle library version 0\.2\.0 does not match the version installed in this database \(0\.1\.0\).*HINT:  Run ALTER EXTENSION pg_chronicle UPDATE/s,
-	'before the update, snapshot() refuses: 55000 with a hint');
-# The old library records until the shutdown (during the install too): the
-# new one's rows would be those since the server started again.
-is($node->safe_psql('postgres',
-	"SELECT count(*) FROM chronicle.snapshot WHERE ts >= pg_postmaster_start_time()"),
-	'0', 'before the update, nothing was written into the 0.1.0 tables');
-
-my $t_update = now();
-$node->safe_psql('postgres', 'ALTER EXTENSION pg_chronicle UPDATE');
-is($node->safe_psql('postgres',
-	"SELECT extversion FROM pg_extension WHERE extname = 'pg_chronicle'"),
-	'0.2.0', 'ALTER EXTENSION pg_chronicle UPDATE reaches 0.2.0');
-
-# A fresh CREATE EXTENSION of this version beside it, in another database
-# (the collector records into postgres only): the reference for the
-# catalog below.  The tables that hold rows right after it hold the
-# extension's own rows (the metric catalog): an upgrade may change those,
-# and they are compared with the fresh install's instead.
-$node->safe_psql('postgres', 'CREATE DATABASE fresh');
-$node->safe_psql('fresh', 'CREATE EXTENSION pg_chronicle');
-is($node->safe_psql('fresh',
-	"SELECT extversion FROM pg_extension WHERE extname = 'pg_chronicle'"),
-	'0.2.0', 'a fresh CREATE EXTENSION installs 0.2.0');
-my @own_rows = grep {
-	$node->safe_psql('fresh', "SELECT count(*) > 0 FROM chronicle.$_") eq 't'
-} member_tables('fresh');
-note 'tables with rows of the extension itself: ' . join(', ', @own_rows);
-
-# Nothing recorded by 0.1.0 lost.
-for my $t (@tables)
-{
-	next if grep { $_ eq $t } @own_rows;
-	my $cols = $node->safe_psql('postgres', qq{
-		SELECT string_agg(quote_ident(attname), ', ' ORDER BY attnum)
-		  FROM pg_attribute WHERE attrelid = 'before_upgrade.$t'::regclass AND attnum > 0});
-	my $lost = $node->safe_psql('postgres', qq{
-		SELECT count(*) FROM (SELECT $cols FROM before_upgrade.$t
-		                      EXCEPT ALL SELECT $cols FROM chronicle.$t) lost});
-	is($lost, '0', "chronicle.$t: every one of the $before{$t} rows of 0.1.0 is still there");
-}
-
-# The collector records again, without errors.
-$node->poll_query_until('postgres', qq{
-	SELECT count(*) >= 3 FROM chronicle.snapshot
-	 WHERE collector = 'worker' AND ts > clock_timestamp() - interval '3 s' AND errors = 0})
-  or diag($node->safe_psql('postgres', 'SELECT * FROM chronicle.source_status() WHERE errors > 0'));
-my $t_check = now();
-poll_until($node, 'postgres',
-	"SELECT count(*) >= 3 FROM chronicle.snapshot WHERE collector = 'worker' AND ts > '$t_check'",
-	'the collector records after the update');
-is($node->safe_psql('postgres', qq{
-	SELECT count(*) FROM chronicle.snapshot WHERE ts > '$t_check' AND errors > 0}),
-	'0', 'after the update the collector records, without errors');
-is($node->safe_psql('postgres', 'SELECT state FROM chronicle.status()'),
-	'recording', 'status() says recording');
-ok(!$node->log_contains(qr/terminated by signal|server process .* was terminated/, $log_offset),
-	'no process of the server crashed between the restart and now');
-
-# Analysis over a window that spans the upgrade.
-my $tx_after = pgbench_run('after');
-my $t_end = now();
-cmp_ok($node->safe_psql('postgres',
-	"SELECT count(*) FROM chronicle.segments('$t_start', '$t_end')"),
-	'>=', 2, 'segments(): the restart of the upgrade is a gap between two recordings');
-cmp_ok($node->safe_psql('postgres',
-	"SELECT xact_commit FROM chronicle.database_totals('$t_start', '$t_end', 'postgres')"),
-	'>=', $tx_before + $tx_after,
-	'database_totals() over the upgrade counts the commits of both pgbench runs');
-is($node->safe_psql('postgres', qq{
-	SELECT count(*) FILTER (WHERE interval_end <= '$t_stop') > 0
-	       AND count(*) FILTER (WHERE interval_end > '$t_update') > 0
-	  FROM chronicle.timeline('$t_start', '$t_end') WHERE commits_per_s > 0}),
-	't', 'timeline() has intervals with commits before and after the upgrade');
-cmp_ok($node->safe_psql('postgres',
-	"SELECT count(*) FROM chronicle.io_totals('$t_start', '$t_end') WHERE reads + hits > 0"),
-	'>', 0, 'io_totals() over the upgrade');
-my %cmp = map { my @f = split /\|/; ($f[0] => [ @f[ 1, 2 ] ]) } split /\n/,
-  $node->safe_psql('postgres',
-	"SELECT metric, value_a, value_b FROM chronicle.compare_runs('before', 'after')");
-for my $m (qw(commits_per_s tps))
-{
-	ok(($cmp{$m}[0] // 0) > 0 && ($cmp{$m}[1] // 0) > 0,
-		"compare_runs(before, after): $m on both sides ("
-		  . join(' / ', map { $_ // 'NULL' } @{ $cmp{$m} // [] }) . ')');
-}
-is($node->safe_psql('postgres', q{
-	SELECT count(*) FROM chronicle.app_transaction t JOIN chronicle.run r USING (run_id)
-	 WHERE r.label = 'before'}),
-	$tx_before, 'the pgbench log of the run before the upgrade is one row per transaction');
-
-# The catalog: 0.1.0 updated to 0.2.0 against a fresh CREATE EXTENSION.
 # Every object of the extension as lines "category <TAB> object :: what =
 # value".  Partitions are named by day: the day is left out.
 my $catalog_sql = <<'SQL';
@@ -425,14 +477,14 @@ SQL
 
 sub catalog
 {
-	my ($db) = @_;
+	my ($node, $db, $own_rows) = @_;
 	my %cat;
 	for (split /\n/, $node->safe_psql($db, $catalog_sql))
 	{
 		my ($c, $line) = split /\t/, $_, 2;
 		$cat{$c}{$line} = 1;
 	}
-	for my $t (@own_rows)
+	for my $t (@$own_rows)
 	{
 		$cat{contents}{"table chronicle.$t row = $_"} = 1
 		  for split /\n/, $node->safe_psql($db, "SELECT t::text FROM chronicle.$t t");
@@ -443,7 +495,7 @@ sub catalog
 # Full text of a function or view whose body differs, to show the difference.
 sub definition
 {
-	my ($db, $obj) = @_;
+	my ($node, $db, $obj) = @_;
 	my ($type, $name) = $obj =~ /^(function|procedure|aggregate|view|materialized view) (.*)$/
 	  or return undef;
 	my $q = $type =~ /view/
@@ -457,21 +509,24 @@ sub definition
 # object's attributes together, and the diff of a body that differs.
 sub same_lines
 {
-	my ($name, $f, $u) = @_;
+	my ($args, $name, $f, $u) = @_;
+	my ($node, $tmp, $release, $version) = @$args{qw(node tmp release version)};
 	my @only_f = grep { !$u->{$_} } sort keys %$f;
 	my @only_u = grep { !$f->{$_} } sort keys %$u;
 	my $n = scalar keys %$f;
-	return 1 if ok(!@only_f && !@only_u, "$name: the same in a fresh 0.2.0 and in 0.1.0 updated ($n lines)");
+	return 1
+	  if ok(!@only_f && !@only_u,
+		"$name: the same in a fresh $version and in $release updated ($n lines)");
 	my @d = sort { $a->[1] cmp $b->[1] || $a->[0] cmp $b->[0] }
 	  (map { [ 'fresh CREATE EXTENSION only:', $_ ] } @only_f),
-	  (map { [ 'updated from 0.1.0 only:    ', $_ ] } @only_u);
+	  (map { [ sprintf('%-28s', "updated from $release only:"), $_ ] } @only_u);
 	diag("$name differ: what only the fresh install has is missing from "
-		  . "pg_chronicle--0.1.0--0.2.0.sql; what only the updated one has, it left behind or got wrong\n"
+		  . "pg_chronicle--$release--$version.sql; what only the updated one has, it left behind or got wrong\n"
 		  . join("\n", map { "  $_->[0] $_->[1]" } @d));
 	my %bodies = map { /^(.*) :: (?:body|definition) = / ? ($1 => 1) : () } @only_f, @only_u;
 	for my $obj (sort keys %bodies)
 	{
-		my ($df, $du) = (definition('fresh', $obj), definition('postgres', $obj));
+		my ($df, $du) = (definition($node, 'fresh', $obj), definition($node, 'postgres', $obj));
 		next unless defined $df && defined $du;
 		my ($ff, $fu) = ("$tmp/definition.fresh", "$tmp/definition.updated");
 		unlink $ff, $fu;
@@ -482,18 +537,4 @@ sub same_lines
 	return 0;
 }
 
-my $fresh = catalog('fresh');
-my $updated = catalog('postgres');
-same_lines("catalog, $_", $fresh->{$_} // {}, $updated->{$_} // {})
-  for qw(objects extension functions tables types grants comments contents);
-
-# psql's own list of the extension's objects, as the issue asks for.
-my ($dx_fresh, $dx_updated) = map {
-	my $out = $node->safe_psql($_, '\dx+ pg_chronicle');
-	$out =~ s/_p[0-9]{8}\b/_p<day>/g;
-	+{ map { $_ => 1 } grep { !/^\(\d+ rows\)$/ } split /\n/, $out };
-} qw(fresh postgres);
-same_lines('\dx+ pg_chronicle', $dx_fresh, $dx_updated);
-
-$node->stop;
-done_testing();
+1;

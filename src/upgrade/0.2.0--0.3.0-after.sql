@@ -1,0 +1,3 @@
+-- pg_chronicle 0.2.0 -> 0.3.0, the hand-written steps that run AFTER the
+-- code of src/sql (see 0.2.0--0.3.0-before.sql): data fixes that call the
+-- functions of 0.3.0.  An installed 0.1.0 runs 0.1.0--0.2.0-after.sql first.

@@ -1,0 +1,19 @@
+-- pg_chronicle 0.2.0 -> 0.3.0, the hand-written steps that run BEFORE the
+-- code.  The upgrade script pg_chronicle--0.2.0--0.3.0.sql is built by make:
+-- this file, then every function, procedure, trigger, comment and grant of
+-- src/sql (src/upgrade/code.awk, CREATE OR REPLACE), then
+-- 0.2.0--0.3.0-after.sql.  Here: what CREATE OR REPLACE cannot do (drop a
+-- function whose return type or parameter names changed, or that is gone)
+-- and every change to the tables since 0.2.0.  An installed 0.1.0 runs
+-- 0.1.0--0.2.0-before.sql and then this file (pg_chronicle--0.1.0--0.3.0.sql):
+-- write each step against the tables as 0.2.0 left them.  See
+-- docs/development.md, "Upgrade scripts"; test/t/040_upgrade_<release>.pl
+-- compares the catalog an update reaches with a fresh CREATE EXTENSION.
+
+-- A run belongs to the role that opened it (36_runs.sql,
+-- _check_run_owner); runs recorded before 0.3.0 have no owner.
+ALTER TABLE chronicle.run ADD COLUMN owner text;
+
+-- A statement's text is kept as long as the history that refers to it
+-- (40_statements.sql); texts stored before 0.3.0 count as seen now.
+ALTER TABLE chronicle.statements_text ADD COLUMN last_seen timestamptz NOT NULL DEFAULT now();
