@@ -54,7 +54,7 @@ UPDATE chronicle.run SET server_version = '18.2' WHERE label = 'b';
 SELECT * FROM chronicle.compare_settings('a', 'b');
 
 -- A live run remembers the server's non-default settings and version.
-SELECT label, ended IS NULL AS open, settings ->> 'shared_preload_libraries' AS preload,
+SELECT label, ended IS NULL AS open, settings ? 'shared_preload_libraries' AS superuser_setting_kept,
        settings ? 'TimeZone' AS session_setting_kept, server_version = current_setting('server_version') AS version
   FROM chronicle.run_begin('live', '{"clients": 8}');
 -- One open run at a time.

@@ -3,7 +3,8 @@
 -- primary) with a password.
 \pset null NULL
 
--- A superuser's run keeps primary_conninfo, not its password.
+-- A superuser's run keeps no superuser-only setting (primary_conninfo):
+-- pg_read_all_stats members read runs.
 SELECT settings ->> 'primary_conninfo' AS primary_conninfo
   FROM chronicle.run_begin('superuser run');
 SELECT label FROM chronicle.run_end();

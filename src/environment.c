@@ -17,8 +17,9 @@
  * from PUBLIC: they are kept only when the caller may execute pg_config(),
  * as the settings are kept only when the caller may read them (runs.c).
  * Paths are never kept (the data directory's location is a superuser-only
- * setting): the devices are named by their kernel names, and mount options
- * whose value is a path (overlayfs' lowerdir, ...) or a secret are left out.
+ * setting): the devices are named by their kernel names, mount options
+ * whose value is a path (overlayfs' lowerdir, ...) or a secret are left
+ * out, and the build options have their paths replaced by "<path>".
  *
  * Copyright (c) 2026, pg_chronicle developers
  *
@@ -106,6 +107,36 @@ env_str(EnvJson *j, const char *key, const char *value)
 		return;
 	env_key(j, key);
 	escape_json(&j->buf, value);
+}
+
+/*
+ * A build option (configure's arguments, CC, CFLAGS) without the paths in
+ * it: each run of characters from a '/' to the next blank or quote is
+ * replaced by "<path>" ('--prefix=/usr/local/pgsql' becomes
+ * '--prefix=<path>', -I/opt/include -I<path>), so the options stay
+ * comparable and no directory of the build machine is kept.
+ */
+static void
+env_str_nopaths(EnvJson *j, const char *key, const char *value)
+{
+	StringInfoData out;
+
+	if (value == NULL)
+		return;
+	initStringInfo(&out);
+	for (const char *p = value; *p;)
+	{
+		if (*p != '/')
+		{
+			appendStringInfoChar(&out, *p++);
+			continue;
+		}
+		appendStringInfoString(&out, "<path>");
+		while (*p && *p != ' ' && *p != '\t' && *p != '\'' && *p != '"')
+			p++;
+	}
+	env_str(j, key, out.data);
+	pfree(out.data);
 }
 
 static void
@@ -494,11 +525,11 @@ chronicle_environment_json(void)
 		for (size_t i = 0; i < n; i++)
 		{
 			if (strcmp(cd[i].name, "CONFIGURE") == 0)
-				env_str(&j, "configure", cd[i].setting);
+				env_str_nopaths(&j, "configure", cd[i].setting);
 			else if (strcmp(cd[i].name, "CC") == 0)
-				env_str(&j, "cc", cd[i].setting);
+				env_str_nopaths(&j, "cc", cd[i].setting);
 			else if (strcmp(cd[i].name, "CFLAGS") == 0)
-				env_str(&j, "cflags", cd[i].setting);
+				env_str_nopaths(&j, "cflags", cd[i].setting);
 		}
 	}
 	env_close(&j);

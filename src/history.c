@@ -683,6 +683,8 @@ unpack_columns(Reader *rd, uint64 n, int nvals, uint64 nbytes,
 			bool		has = modes[v] == COLUMN_PRESENT;
 			bool		null = false;
 
+			if ((r & 0xFFFF) == 0)
+				CHECK_FOR_INTERRUPTS();
 			if (modes[v] >= COLUMN_MIXED)
 				has = bit_of(bits, at++);
 			if (modes[v] == COLUMN_CODES)
@@ -704,11 +706,36 @@ unpack_columns(Reader *rd, uint64 n, int nvals, uint64 nbytes,
 }
 
 /*
+ * Where unpack() hands decoded rows, a batch at a time, when its caller
+ * must not hold all of them at once: flush(rows 0 .. nrows - 1, arg), which
+ * keeps no pointer into them (the next batch overwrites them).  The values
+ * a row's decoding allocates (text) are made in valcxt, which flush
+ * resets.
+ */
+typedef struct UnpackBatches
+{
+	void		(*flush) (ChronicleRows *rows, void *arg);
+	void	   *arg;
+	MemoryContext valcxt;
+} UnpackBatches;
+
+/*
+ * Rows a batch.  A row of a keyed source may take a single byte of the
+ * packed value, and about 10 bytes a column decoded: chronicle._unpack()
+ * on bytes of a caller's choosing hands them on in batches, so that its
+ * memory is a batch's, not some hundred times the input's.
+ */
+#define UNPACK_BATCH_ROWS	4096
+
+/*
  * Decode a packed value into rows (appended to rows, which names the
  * source).  Key columns are left NULL: the caller fills them from key_ids.
+ * With batches, rows are handed to its flush every UNPACK_BATCH_ROWS rows,
+ * and the caller flushes what is left at the end.
  */
 static void
-unpack(ChronicleRows *rows, TimestampTz ts, bytea *data)
+unpack(ChronicleRows *rows, TimestampTz ts, bytea *data,
+	   const UnpackBatches *batches)
 {
 	const ChronicleSource *src = chronicle_sources[rows->source_index];
 	int			nvals = src->ncolumns - src->nkeys;
@@ -719,6 +746,7 @@ unpack(ChronicleRows *rows, TimestampTz ts, bytea *data)
 	const uint8 *isnull = NULL;
 	uint8		flags;
 	TimestampTz tsbase = ts;
+	int32		prev_id = 0;
 
 	rd.p = (const uint8 *) VARDATA_ANY(data);
 	rd.end = rd.p + VARSIZE_ANY_EXHDR(data);
@@ -737,7 +765,7 @@ unpack(ChronicleRows *rows, TimestampTz ts, bytea *data)
 	 */
 	if ((src->nkeys == 0 && n > 1) ||
 		n > (uint64) (rd.end - rd.p) ||
-		(rows->nrows + n) * sizeof(Datum) > MaxAllocSize)
+		(!batches && (rows->nrows + n) * sizeof(Datum) > MaxAllocSize))
 		malformed(&rd);
 	nbytes = (n * nvals + 7) / 8;
 	if (flags & CHRONICLE_PACK_COLUMNS)
@@ -758,11 +786,21 @@ unpack(ChronicleRows *rows, TimestampTz ts, bytea *data)
 			rd.p += nbytes;
 		}
 	}
-	rows_grow(rows, src, rows->nrows + (int) n);
+	rows_grow(rows, src, rows->nrows + (int) (batches ? Min(n, UNPACK_BATCH_ROWS) : n));
 	for (uint64 i = 0; i < n; i++)
 	{
-		int			r = rows->nrows;
+		int			r;
+		MemoryContext oldcxt = NULL;
 
+		CHECK_FOR_INTERRUPTS();
+		if (batches && rows->nrows >= UNPACK_BATCH_ROWS)
+		{
+			batches->flush(rows, batches->arg);
+			rows->nrows = 0;
+		}
+		if (batches)
+			oldcxt = MemoryContextSwitchTo(batches->valcxt);
+		r = rows->nrows;
 		if (src->nkeys > 0)
 		{
 			uint64		v = get_varint(&rd);
@@ -773,10 +811,10 @@ unpack(ChronicleRows *rows, TimestampTz ts, bytea *data)
 			else if (v > (uint64) PG_INT32_MAX * 2)
 				id = -1;
 			else
-				id = rows->key_ids[r - 1] + unzigzag(v);
+				id = prev_id + unzigzag(v);
 			if (id < 0 || id > PG_INT32_MAX)
 				malformed(&rd);
-			rows->key_ids[r] = (int32) id;
+			rows->key_ids[r] = prev_id = (int32) id;
 		}
 		else
 			rows->key_ids[r] = 0;
@@ -810,6 +848,8 @@ unpack(ChronicleRows *rows, TimestampTz ts, bytea *data)
 				rows->values[c][r] = zero_of(type);
 		}
 		rows->nrows++;
+		if (batches)
+			MemoryContextSwitchTo(oldcxt);
 	}
 	if (rd.p != rd.end)
 		malformed(&rd);
@@ -1251,14 +1291,12 @@ key_dict_find(KeyDict *dict, int32 id)
 	return e->values;
 }
 
-/* Decode and fill the key columns from the dictionary. */
+/* The key columns of rows first .. nrows - 1, from their key ids. */
 static void
-unpack_with_keys(ChronicleRows *rows, TimestampTz ts, bytea *data, KeyDict *dict)
+fill_keys(ChronicleRows *rows, int first, KeyDict *dict)
 {
 	const ChronicleSource *src = chronicle_sources[rows->source_index];
-	int			first = rows->nrows;
 
-	unpack(rows, ts, data);
 	for (int r = first; r < rows->nrows && src->nkeys > 0; r++)
 	{
 		const Datum *kv = key_dict_find(dict, rows->key_ids[r]);
@@ -1269,6 +1307,16 @@ unpack_with_keys(ChronicleRows *rows, TimestampTz ts, bytea *data, KeyDict *dict
 			rows->nulls[c][r] = false;
 		}
 	}
+}
+
+/* Decode and fill the key columns from the dictionary. */
+static void
+unpack_with_keys(ChronicleRows *rows, TimestampTz ts, bytea *data, KeyDict *dict)
+{
+	int			first = rows->nrows;
+
+	unpack(rows, ts, data, NULL);
+	fill_keys(rows, first, dict);
 }
 
 /* ---------------------------------------------------------------------
@@ -1373,6 +1421,41 @@ chronicle_history_insert(TimestampTz ts, bytea *const *packed)
  */
 PG_FUNCTION_INFO_V1(chronicle_unpack);
 
+typedef struct UnpackSRF
+{
+	KeyDict    *dict;
+	ReturnSetInfo *rsinfo;
+	UnpackBatches batches;
+} UnpackSRF;
+
+/* UnpackBatches' flush: a batch of rows into the function's tuplestore. */
+static void
+unpack_flush_srf(ChronicleRows *rows, void *arg)
+{
+	UnpackSRF  *srf = (UnpackSRF *) arg;
+	const ChronicleSource *src = chronicle_sources[rows->source_index];
+	MemoryContext oldcxt;
+
+	fill_keys(rows, 0, srf->dict);
+	oldcxt = MemoryContextSwitchTo(srf->rsinfo->econtext->ecxt_per_query_memory);
+	for (int r = 0; r < rows->nrows; r++)
+	{
+		Datum		values[CHRONICLE_MAX_COLUMNS];
+		bool		nulls[CHRONICLE_MAX_COLUMNS];
+
+		for (int c = 0; c < src->ncolumns; c++)
+		{
+			values[c] = rows->values[c][r];
+			nulls[c] = rows->nulls[c][r];
+		}
+		tuplestore_putvalues(srf->rsinfo->setResult, srf->rsinfo->setDesc,
+							 values, nulls);
+	}
+	MemoryContextSwitchTo(oldcxt);
+	/* the batch's text values are in the tuplestore now */
+	MemoryContextReset(srf->batches.valcxt);
+}
+
 Datum
 chronicle_unpack(PG_FUNCTION_ARGS)
 {
@@ -1381,7 +1464,7 @@ chronicle_unpack(PG_FUNCTION_ARGS)
 	const ChronicleSource *src;
 	TupleDesc	tupdesc;
 	ChronicleRows rows;
-	MemoryContext oldcxt;
+	UnpackSRF	srf;
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
@@ -1414,24 +1497,22 @@ chronicle_unpack(PG_FUNCTION_ARGS)
 					 errmsg("chronicle._unpack: column %d of source \"%s\" (%s) has another type than the caller expects",
 							c + 1, src->name, src->columns[c].name)));
 
+	/*
+	 * The bytes may be anyone's: decoded a batch at a time into the
+	 * tuplestore, which goes to disk past work_mem.
+	 */
 	memset(&rows, 0, sizeof(rows));
 	rows.source_index = dict->si;
-	unpack_with_keys(&rows, PG_GETARG_TIMESTAMPTZ(1), PG_GETARG_BYTEA_PP(2), dict);
-
-	oldcxt = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
-	for (int r = 0; r < rows.nrows; r++)
-	{
-		Datum		values[CHRONICLE_MAX_COLUMNS];
-		bool		nulls[CHRONICLE_MAX_COLUMNS];
-
-		for (int c = 0; c < src->ncolumns; c++)
-		{
-			values[c] = rows.values[c][r];
-			nulls[c] = rows.nulls[c][r];
-		}
-		tuplestore_putvalues(rsinfo->setResult, tupdesc, values, nulls);
-	}
-	MemoryContextSwitchTo(oldcxt);
+	srf.dict = dict;
+	srf.rsinfo = rsinfo;
+	srf.batches.flush = unpack_flush_srf;
+	srf.batches.arg = &srf;
+	srf.batches.valcxt = AllocSetContextCreate(CurrentMemoryContext,
+											   "chronicle unpack batch",
+											   ALLOCSET_DEFAULT_SIZES);
+	unpack(&rows, PG_GETARG_TIMESTAMPTZ(1), PG_GETARG_BYTEA_PP(2), &srf.batches);
+	unpack_flush_srf(&rows, &srf);
+	MemoryContextDelete(srf.batches.valcxt);
 	return (Datum) 0;
 }
 
@@ -1660,7 +1741,7 @@ history_change(int si, TimestampTz ts, int32 id, const Datum *values,
 		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 
 		if (!isnull)
-			unpack(&rows, ts, DatumGetByteaPP(d));
+			unpack(&rows, ts, DatumGetByteaPP(d), NULL);
 	}
 	for (int r = 0; r < rows.nrows; r++)
 		if (src->nkeys == 0 || rows.key_ids[r] == id)

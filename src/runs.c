@@ -29,8 +29,11 @@
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "miscadmin.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/fmgrprotos.h"
+#include "utils/guc.h"
 #include "utils/syscache.h"
 
 #include "environment.h"
@@ -49,6 +52,40 @@ function_owner(Oid fn_oid)
 	owner = ((Form_pg_proc) GETSTRUCT(tup))->proowner;
 	ReleaseSysCache(tup);
 	return owner;
+}
+
+/*
+ * The settings (names, values: text arrays of the same length) without
+ * those only superusers and pg_read_all_settings may read
+ * (GUC_SUPERUSER_ONLY: shared_preload_libraries, primary_conninfo, file
+ * paths, ...): a run is read by every member of pg_read_all_stats, who may
+ * not read them, whoever opened it.
+ */
+static void
+keep_readable_settings(Datum *names, Datum *values)
+{
+	Datum	   *n;
+	Datum	   *v;
+	int			nn;
+	int			nv;
+	int			kept = 0;
+
+	deconstruct_array_builtin(DatumGetArrayTypeP(*names), TEXTOID, &n, NULL, &nn);
+	deconstruct_array_builtin(DatumGetArrayTypeP(*values), TEXTOID, &v, NULL, &nv);
+	if (nn != nv)
+		elog(ERROR, "settings: %d names, %d values", nn, nv);
+	for (int i = 0; i < nn; i++)
+	{
+		char	   *name = TextDatumGetCString(n[i]);
+
+		if ((GetConfigOptionFlags(name, true) & GUC_SUPERUSER_ONLY) != 0)
+			continue;
+		n[kept] = n[i];
+		v[kept] = v[i];
+		kept++;
+	}
+	*names = PointerGetDatum(construct_array_builtin(n, kept, TEXTOID));
+	*values = PointerGetDatum(construct_array_builtin(v, kept, TEXTOID));
 }
 
 /* chronicle.run_begin(label text, meta jsonb DEFAULT '{}') → chronicle.run */
@@ -93,6 +130,8 @@ chronicle_run_begin(PG_FUNCTION_ARGS)
 		args[2 + i] = isnull ? (Datum) 0 : datumCopy(d, false, -1);
 		argnulls[2 + i] = isnull ? 'n' : ' ';
 	}
+	if (argnulls[2] == ' ' && argnulls[3] == ' ')
+		keep_readable_settings(&args[2], &args[3]);
 
 	/* The environment, as the caller: its rights decide what it holds. */
 	args[4] = DirectFunctionCall1(jsonb_in, CStringGetDatum(chronicle_environment_json()));

@@ -171,6 +171,18 @@ typedef struct TextKey
 	int64		queryid;
 } TextKey;
 
+/*
+ * A text stored, and the day (UTC, days since 2000-01-01) its last_seen
+ * was last set: a statement recorded on a later day sets it again, once
+ * that day, so that its text is kept as long as the history that refers
+ * to it (housekeeping drops texts not seen within chronicle.retention).
+ */
+typedef struct TextStored
+{
+	TextKey		key;
+	int32		day;
+} TextStored;
+
 /* One statement of this reading. */
 typedef struct StmtReading
 {
@@ -183,7 +195,7 @@ typedef struct StmtReading
 
 static MemoryContext statements_cxt = NULL;
 static HTAB *baselines = NULL;	/* StmtKey -> StmtBaseline */
-static HTAB *texts_stored = NULL;	/* TextKey -> TextKey */
+static HTAB *texts_stored = NULL;	/* TextKey -> TextStored */
 static uint64 generation = 0;
 static Oid	text_relid = InvalidOid;	/* chronicle.statements_text the caches
 										 * belong to */
@@ -203,6 +215,7 @@ static struct
 	int			ncand;
 	TextKey    *texts;			/* texts stored by this reading */
 	int			ntexts;
+	int32		day;			/* and the day they were stored */
 } recorded;
 
 /*
@@ -609,7 +622,7 @@ statements_init(void)
 									sizeof(StmtKey), sizeof(StmtBaseline));
 	if (texts_stored == NULL)
 		texts_stored = statements_hash("chronicle statements texts",
-									   sizeof(TextKey), sizeof(TextKey));
+									   sizeof(TextKey), sizeof(TextStored));
 }
 
 static int
@@ -641,11 +654,23 @@ get_float8(HeapTuple tup, TupleDesc desc, int col)
 	return isnull ? 0.0 : DatumGetFloat8(d);
 }
 
-/* Store the query texts of the recorded statements not stored yet. */
+/* The UTC day of the snapshot, as TextStored keeps it. */
+static int32
+snapshot_day(void)
+{
+	return (int32) (GetCurrentTransactionStartTimestamp() / USECS_PER_DAY);
+}
+
+/*
+ * Store the query texts of the recorded statements not stored yet (or not
+ * seen yet today: their last_seen moves on), without their passwords
+ * (chronicle._redact_statement()).
+ */
 static void
 store_texts(const char *schema, StmtReading **emit, int nemit,
 			TextKey **newtexts, int *nnew)
 {
+	int32		today = snapshot_day();
 	Datum	   *dbids = palloc(sizeof(Datum) * nemit);
 	Datum	   *queryids = palloc(sizeof(Datum) * nemit);
 	int			n = 0;
@@ -658,12 +683,14 @@ store_texts(const char *schema, StmtReading **emit, int nemit,
 	for (int i = 0; i < nemit; i++)
 	{
 		TextKey		tk;
+		TextStored *stored;
 		bool		dup = false;
 
 		memset(&tk, 0, sizeof(tk));
 		tk.dbid = emit[i]->now.key.dbid;
 		tk.queryid = emit[i]->now.key.queryid;
-		if (hash_search(texts_stored, &tk, HASH_FIND, NULL) != NULL)
+		stored = hash_search(texts_stored, &tk, HASH_FIND, NULL);
+		if (stored != NULL && stored->day == today)
 			continue;
 		for (int j = 0; j < n && !dup; j++)
 			dup = ((*newtexts)[j].dbid == tk.dbid &&
@@ -681,13 +708,15 @@ store_texts(const char *schema, StmtReading **emit, int nemit,
 
 	args[0] = PointerGetDatum(construct_array_builtin(dbids, n, OIDOID));
 	args[1] = PointerGetDatum(construct_array_builtin(queryids, n, INT8OID));
-	sql = psprintf("INSERT INTO chronicle.statements_text (dbid, queryid, query)"
-				   " SELECT DISTINCT ON (s.dbid, s.queryid) s.dbid, s.queryid, s.query"
+	sql = psprintf("INSERT INTO chronicle.statements_text AS t (dbid, queryid, query, last_seen)"
+				   " SELECT DISTINCT ON (s.dbid, s.queryid) s.dbid, s.queryid,"
+				   "  chronicle._redact_statement(s.query), pg_catalog.now()"
 				   " FROM %s.pg_stat_statements(true) AS s"
 				   " JOIN ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)) AS u(dbid, queryid)"
 				   "  ON s.dbid = u.dbid AND s.queryid = u.queryid"
 				   " WHERE s.query IS NOT NULL"
-				   " ON CONFLICT DO NOTHING",
+				   " ON CONFLICT (dbid, queryid) DO UPDATE SET last_seen = excluded.last_seen"
+				   "  WHERE t.last_seen < excluded.last_seen",
 				   quote_identifier(schema));
 	ret = SPI_execute_with_args(sql, 2, argtypes, args, NULL, false, 0);
 	if (ret != SPI_OK_INSERT)
@@ -819,6 +848,7 @@ statements_collect(ChronicleEmitter *emitter)
 	recorded.ncand = ncand;
 	recorded.texts = newtexts;
 	recorded.ntexts = nnew;
+	recorded.day = snapshot_day();
 	recorded.valid = true;
 }
 
@@ -846,7 +876,12 @@ statements_written(void)
 		b->generation = generation;
 	}
 	for (int i = 0; i < recorded.ntexts; i++)
-		(void) hash_search(texts_stored, &recorded.texts[i], HASH_ENTER, NULL);
+	{
+		TextStored *stored = hash_search(texts_stored, &recorded.texts[i],
+										 HASH_ENTER, NULL);
+
+		stored->day = recorded.day;
+	}
 
 	/* A reset entry not recorded now counts from zero from now on. */
 	for (int i = recorded.nemit; i < recorded.ncand; i++)

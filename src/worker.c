@@ -91,6 +91,50 @@ static int	ring_write_failures = 0;
 
 #define CHRONICLE_RING_WRITE_ATTEMPTS	3
 
+/*
+ * The collector's session settings, whatever the server's configuration,
+ * ALTER SYSTEM or ALTER DATABASE / ROLE SET say: set with PGC_S_OVERRIDE,
+ * which outranks all of them, so a reload does not bring another value
+ * back.  Each of these, set otherwise for everyone, would stop recording
+ * (every snapshot failing, or the worker exiting) or change what it
+ * records; docs/design.md lists them.
+ */
+static const struct
+{
+	const char *name;
+	const char *value;
+}			collector_settings[] =
+{
+	/* its writes need not wait for the WAL flush, nor a synchronous standby */
+	{"synchronous_commit", "off"},
+	{"search_path", "pg_catalog"},
+	/* on: every snapshot's INSERT fails */
+	{"default_transaction_read_only", "off"},
+	/* serializable: a snapshot can fail on a conflict with a reader */
+	{"default_transaction_isolation", "read committed"},
+	/* meant for clients: a short one cancels every snapshot */
+	{"statement_timeout", "0"},
+	{"lock_timeout", "0"},
+	{"idle_in_transaction_session_timeout", "0"},
+	{"transaction_timeout", "0"},
+	/* replica: the history's triggers would not fire */
+	{"session_replication_role", "origin"},
+	/* on: a source's caught error would end the worker */
+	{"exit_on_error", "off"},
+	/* lower: float values converted to text would lose digits */
+	{"extra_float_digits", "1"},
+
+	/*
+	 * The recorder's own statements (its INSERTs, catalog look-ups and the
+	 * pg_stat_statements read) are not the workload being measured: keep
+	 * them out of pg_stat_statements, so they neither fill the statements
+	 * history nor top a quiet run's statements.  Without pg_stat_statements
+	 * loaded this sets a placeholder nobody reads; the library can only be
+	 * preloaded, so it is never loaded later in this process.
+	 */
+	{"pg_stat_statements.track", "none"},
+};
+
 static void
 set_state(WorkerState newstate)
 {
@@ -490,19 +534,9 @@ chronicle_worker_main(Datum main_arg)
 		SpinLockRelease(&shared->mutex);
 	}
 
-	/* The recorder's writes need not wait for the WAL flush. */
-	SetConfigOption("synchronous_commit", "off", PGC_SUSET, PGC_S_OVERRIDE);
-	SetConfigOption("search_path", "pg_catalog", PGC_SUSET, PGC_S_OVERRIDE);
-
-	/*
-	 * The recorder's own statements (its INSERTs, catalog look-ups and the
-	 * pg_stat_statements read) are not the workload being measured: keep
-	 * them out of pg_stat_statements, so they neither fill the statements
-	 * history nor top a quiet run's statements.  Without pg_stat_statements
-	 * loaded this sets a placeholder nobody reads; the library can only be
-	 * preloaded, so it is never loaded later in this process.
-	 */
-	SetConfigOption("pg_stat_statements.track", "none", PGC_SUSET, PGC_S_OVERRIDE);
+	for (int i = 0; i < lengthof(collector_settings); i++)
+		SetConfigOption(collector_settings[i].name, collector_settings[i].value,
+						PGC_SUSET, PGC_S_OVERRIDE);
 	SetConfigOption("application_name", "pg_chronicle collector",
 					PGC_USERSET, PGC_S_SESSION);
 	pgstat_report_appname("pg_chronicle collector");

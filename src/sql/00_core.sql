@@ -219,8 +219,11 @@ BEGIN
 		table_cutoff := CASE WHEN parent.relname IN ('rollup_minute', 'rollup_hour')
 		                     THEN rollup_cutoff ELSE cutoff END;
 		-- The days whose rows wait in the default partition (none, normally).
+		-- A row at +/-infinity has no day: it stays in the default
+		-- partition, and must not make a partition without a name.
 		BEGIN
-			EXECUTE format('SELECT array_agg(DISTINCT (ts AT TIME ZONE ''UTC'')::date) FROM chronicle.%I',
+			EXECUTE format('SELECT array_agg(DISTINCT (ts AT TIME ZONE ''UTC'')::date) FROM chronicle.%I'
+			               ' WHERE isfinite(ts)',
 			               parent.relname || '_default')
 			   INTO waiting;
 		EXCEPTION WHEN OTHERS THEN
@@ -277,6 +280,22 @@ BEGIN
 			RETURN NEXT;
 		END LOOP;
 	END LOOP;
+
+	-- The statements' texts go with the last history that referred to
+	-- them (40_statements.sql): those not seen since the cutoff.  Said
+	-- only when it could not be done, as a skip.
+	IF cutoff IS NOT NULL THEN
+		BEGIN
+			DELETE FROM chronicle.statements_text t
+			 WHERE t.last_seen < cutoff::timestamp AT TIME ZONE 'UTC';
+		EXCEPTION WHEN OTHERS THEN
+			action := 'prune';
+			relation := 'statements_text';
+			ok := false;
+			GET STACKED DIAGNOSTICS code = RETURNED_SQLSTATE, message = MESSAGE_TEXT;
+			RETURN NEXT;
+		END;
+	END IF;
 END;
 $$;
 
@@ -304,8 +323,9 @@ BEGIN
 				      HINT = 'Try again later.';
 		ELSIF NOT r.ok THEN
 			partitions_skipped := partitions_skipped + 1;
-			RAISE WARNING 'chronicle.maintain: could not % partition chronicle.%: %',
-				r.action, r.relation, r.message
+			RAISE WARNING 'chronicle.maintain: could not % %chronicle.%: %',
+				r.action, CASE WHEN r.action = 'prune' THEN '' ELSE 'partition ' END,
+				r.relation, r.message
 				USING ERRCODE = r.code,
 				      HINT = 'Nothing waited for it and recording goes on; the next maintenance tries again.';
 		ELSIF r.action = 'create' THEN

@@ -10,6 +10,7 @@ CREATE TABLE chronicle.run (
 	settings       jsonb NOT NULL DEFAULT '{}',   -- settings at the start
 	server_version text,
 	environment    jsonb NOT NULL DEFAULT '{}',   -- build, OS, CPU, devices (src/environment.c)
+	owner          text,                   -- the login role that opened it; NULL before 0.3.0
 	CHECK (ended IS NULL OR ended >= started)
 );
 COMMENT ON TABLE chronicle.run IS

@@ -74,6 +74,23 @@ BEGIN
 END;
 $$;
 
+-- A time a caller gives to be stored (a run's bounds, a metric's time):
+-- a real point in time, never +/-infinity, which no interval, day
+-- partition or report can place.
+CREATE FUNCTION chronicle._check_finite(caller text, what text, t timestamptz)
+RETURNS void
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	IF NOT isfinite(t) THEN
+		RAISE EXCEPTION '%: % must be a finite time, got %', caller, what, t
+			USING ERRCODE = 'invalid_parameter_value',
+			      HINT = 'Pass a time such as now() - interval ''10 min''.';
+	END IF;
+END;
+$$;
+
 -- Checks a key filter against the names a PostgreSQL 17 or 18 server uses;
 -- a typo would otherwise silently match nothing.
 CREATE FUNCTION chronicle._check_name(caller text, kind text, value text)
@@ -313,6 +330,7 @@ COMMENT ON FUNCTION chronicle.run_window(text) IS
 REVOKE ALL ON FUNCTION chronicle._deltas(regclass, timestamptz, timestamptz, text[], text[], text, text[], text, text[], text, text[], text[], text[], boolean, text[], text[], text[], boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle._ends(regclass, timestamptz, timestamptz, text[], text[], text, text[], text, text[], text, text[], text[], text[], boolean, text[], text[], text[], boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle._check_range(timestamptz, timestamptz, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle._check_finite(text, text, timestamptz) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle._keyframe(regclass, timestamptz, timestamptz) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle._run_id(text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle._check_name(text, text, text) FROM PUBLIC;
@@ -322,6 +340,7 @@ REVOKE ALL ON FUNCTION chronicle._window(timestamptz, timestamptz) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle.segments(timestamptz, timestamptz) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle.run_window(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION chronicle._check_range(timestamptz, timestamptz, text) TO pg_monitor, pg_read_all_stats;
+GRANT EXECUTE ON FUNCTION chronicle._check_finite(text, text, timestamptz) TO pg_monitor, pg_read_all_stats;
 GRANT EXECUTE ON FUNCTION chronicle._keyframe(regclass, timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;
 GRANT EXECUTE ON FUNCTION chronicle._run_id(text, text) TO pg_monitor, pg_read_all_stats;
 GRANT EXECUTE ON FUNCTION chronicle._check_name(text, text, text) TO pg_monitor, pg_read_all_stats;

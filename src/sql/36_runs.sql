@@ -4,7 +4,9 @@
 --
 -- Writing runs: run_end/run_label/run_delete are SECURITY DEFINER and
 -- granted to pg_monitor (whoever runs benchmarks watches the server; they
--- only write chronicle.run, never anything else), not to PUBLIC.  run_begin
+-- only write chronicle.run, never anything else), not to PUBLIC.  A run
+-- belongs to the role that opened it: only that role (or a member, or a
+-- superuser) ends or deletes it (_check_run_owner).  run_begin
 -- is granted the same way but written in C (src/runs.c): it reads the
 -- settings with its caller's rights and writes the run with its owner's.
 -- One run is open at a time: run_begin while a run is open is an error, so
@@ -23,10 +25,14 @@
 --
 -- A setting's value as a run may keep it, readable by every monitoring
 -- role for as long as the run is kept: never a password.  Settings whose
--- name says they hold a secret are replaced whole; in any other value a
--- conninfo password (password=..., quoted or not, sslpassword too; a
--- quote left open hides the rest of the value) and the password of a URI
--- (scheme://user:password@host) are.
+-- name says they hold a secret are replaced whole.  In any other value,
+-- by libpq's rules for a connection string: a keyword ending in
+-- "password" (password, sslpassword, PGPASSWORD in a command) at the start
+-- or after a blank, with its value quoted ('...' with \' and \\ inside;
+-- a quote left open hides the rest of the value) or bare (up to a blank
+-- not escaped by a backslash: password=a\ b is "a b"); in a URI, the
+-- password of scheme://user:password@host and a password=... parameter.
+-- What cannot be told apart is hidden too: more, never less.
 CREATE FUNCTION chronicle._redact_setting(name text, value text)
 RETURNS text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -35,9 +41,12 @@ AS $$
 	SELECT CASE
 		WHEN name ~* '(password|passphrase|secret)' THEN '********'
 		ELSE regexp_replace(
+		       regexp_replace(
 		         regexp_replace(value,
-		                        '(password\s*=\s*)(''(\\.|[^''\\])*''\S*|''[^'']*$|\S*)', '\1********', 'gi'),
-		         '(://[^/:@\s]*:)[^@\s]*@', '\1********@', 'g')
+		                        '(^|[^\w?&])(\w*password\s*=\s*)(''(\\.|[^''\\])*''?\S*|(\\.|[^\s\\])*\\?)',
+		                        '\1\2********', 'gi'),
+		         '([?&]\w*password=)[^&\s#]*', '\1********', 'gi'),
+		       '(://[^/:@\s]*:)[^@\s]*@', '\1********@', 'g')
 	END
 $$;
 
@@ -90,11 +99,11 @@ BEGIN
 			USING ERRCODE = 'object_in_use',
 			      HINT = 'End it first with SELECT chronicle.run_end();';
 	END IF;
-	INSERT INTO chronicle.run (label, started, meta, settings, server_version, environment)
+	INSERT INTO chronicle.run (label, started, meta, settings, server_version, environment, owner)
 	VALUES (label, clock_timestamp(), meta,
 	        (SELECT coalesce(jsonb_object_agg(u.n, chronicle._redact_setting(u.n, u.v) ORDER BY u.n), '{}')
 	           FROM unnest(names, vals) AS u(n, v)),
-	        current_setting('server_version'), coalesce(environment, '{}'))
+	        current_setting('server_version'), coalesce(environment, '{}'), session_user)
 	RETURNING * INTO r;
 	RETURN r;
 END;
@@ -108,6 +117,32 @@ AS 'MODULE_PATHNAME', 'chronicle_run_begin';
 
 COMMENT ON FUNCTION chronicle.run_begin(text, jsonb) IS
 	'Opens a labelled benchmark run now, remembering the server version, the settings the caller may read (passwords redacted) and the environment (build, OS, CPU, devices)';
+
+-- Who may change a run (end it, delete it): the role that opened it (the
+-- session's login role: run_end, run_delete and run_label are SECURITY
+-- DEFINER, and inside them only session_user still names the caller), a
+-- member of that role, or a superuser.  A run opened before 0.3.0 has no
+-- owner: only a superuser may change it.  Reading runs is not affected.
+CREATE FUNCTION chronicle._check_run_owner(caller text, r chronicle.run)
+RETURNS void
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	IF EXISTS (SELECT FROM pg_roles u
+	            WHERE u.rolname = session_user
+	              AND (u.rolsuper
+	                   OR EXISTS (SELECT FROM pg_roles o
+	                               WHERE o.rolname = r.owner
+	                                 AND pg_has_role(u.oid, o.oid, 'MEMBER')))) THEN
+		RETURN;
+	END IF;
+	RAISE EXCEPTION '%: run "%" belongs to %', caller, r.label,
+		coalesce('role ' || quote_ident(r.owner), 'no role (it was recorded before 0.3.0)')
+		USING ERRCODE = 'insufficient_privilege',
+		      HINT = 'Only the role that opened a run, a member of that role or a superuser may end or delete it.';
+END;
+$$;
 
 CREATE FUNCTION chronicle.run_end(run text DEFAULT NULL)
 RETURNS chronicle.run
@@ -136,6 +171,7 @@ BEGIN
 				      HINT = 'Only an open run can be ended.';
 		END IF;
 	END IF;
+	PERFORM chronicle._check_run_owner('chronicle.run_end', r);
 	UPDATE chronicle.run o SET ended = greatest(clock_timestamp(), o.started)
 	 WHERE o.run_id = r.run_id
 	RETURNING * INTO r;
@@ -160,9 +196,11 @@ DECLARE
 	r chronicle.run;
 BEGIN
 	PERFORM chronicle._check_range(from_ts, to_ts, 'chronicle.run_label');
+	PERFORM chronicle._check_finite('chronicle.run_label', 'from_ts', from_ts);
+	PERFORM chronicle._check_finite('chronicle.run_label', 'to_ts', to_ts);
 	PERFORM chronicle._check_label('chronicle.run_label', label, meta);
-	INSERT INTO chronicle.run (label, started, ended, meta, settings, server_version)
-	VALUES (label, from_ts, to_ts, meta, '{}', NULL)
+	INSERT INTO chronicle.run (label, started, ended, meta, settings, server_version, owner)
+	VALUES (label, from_ts, to_ts, meta, '{}', NULL, session_user)
 	RETURNING * INTO r;
 	RETURN r;
 END;
@@ -177,9 +215,13 @@ LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+	r chronicle.run;
 BEGIN
 	PERFORM chronicle._run_id(run, 'chronicle.run_delete');	-- NULL and unknown-run errors
-	DELETE FROM chronicle.run r WHERE r.label = run_delete.run;
+	SELECT * INTO r FROM chronicle.run o WHERE o.label = run_delete.run FOR UPDATE;
+	PERFORM chronicle._check_run_owner('chronicle.run_delete', r);
+	DELETE FROM chronicle.run o WHERE o.run_id = r.run_id;
 END;
 $$;
 
@@ -387,6 +429,7 @@ REVOKE ALL ON FUNCTION chronicle._jsonb_diff(jsonb, jsonb) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION chronicle._jsonb_diff(jsonb, jsonb) TO pg_monitor, pg_read_all_stats;
 REVOKE ALL ON FUNCTION chronicle._run_open(text, jsonb, text[], text[], jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle._check_label(text, text, jsonb) FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle._check_run_owner(text, chronicle.run) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle.run_begin(text, jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle.run_end(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle.run_label(text, timestamptz, timestamptz, jsonb) FROM PUBLIC;

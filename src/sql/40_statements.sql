@@ -4,15 +4,44 @@
 -- as the view shows them; an entry evicted and re-added shows as counters
 -- going backwards.
 
--- Query text, stored once per (dbid, queryid).
+-- Query text, stored once per (dbid, queryid), without passwords
+-- (_redact_statement).  last_seen: the latest day a snapshot recorded the
+-- statement (set once a day); housekeeping drops the texts not seen within
+-- chronicle.retention, with the last history that referred to them
+-- (00_core.sql, _maintain).
 CREATE TABLE chronicle.statements_text (
 	dbid       oid NOT NULL,
 	queryid    bigint NOT NULL,
 	query      text NOT NULL,
 	first_seen timestamptz NOT NULL DEFAULT now(),
+	last_seen  timestamptz NOT NULL DEFAULT now(),
 	PRIMARY KEY (dbid, queryid)
 );
-COMMENT ON TABLE chronicle.statements_text IS 'Query text of recorded statements, once per (dbid, queryid)';
+COMMENT ON TABLE chronicle.statements_text IS 'Query text of recorded statements, once per (dbid, queryid), kept as long as the history that refers to it';
+
+-- A statement's text as the history keeps it: never a password.
+-- pg_stat_statements replaces the constants of planned statements by $n,
+-- not those of utility statements, which it keeps as they were run.
+-- Replaced by ********: the quoted value after the word PASSWORD (CREATE
+-- or ALTER ROLE / USER ... PASSWORD '...', a user mapping's or a server's
+-- OPTIONS (password '...'); a dollar-quoted one hides the rest of the
+-- text), and in any literal a connection string's password
+-- (_redact_setting's rules: CREATE SUBSCRIPTION ... CONNECTION, dblink).
+CREATE FUNCTION chronicle._redact_statement(query text)
+RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+	SELECT chronicle._redact_setting('',
+	         regexp_replace(query,
+	                        '(\mpassword\M\s*)([EeUu]&?''(''''|\\.|[^''\\])*''?|''(''''|[^''])*''?|\$.*)',
+	                        '\1''********''', 'gi'))
+$$;
+
+COMMENT ON FUNCTION chronicle._redact_statement(text) IS
+	'A statement''s text with its passwords replaced by ********, as statements_text keeps it';
+
+REVOKE ALL ON FUNCTION chronicle._redact_statement(text) FROM PUBLIC;
 
 -- What the statements did between two times: per statement, the growth of
 -- its counters, summed over the recorded rows in (from_ts, to_ts].

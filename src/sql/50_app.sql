@@ -817,6 +817,7 @@ BEGIN
 		RAISE EXCEPTION 'chronicle.add_metric: metric value and time must not be NULL'
 			USING ERRCODE = 'null_value_not_allowed', HINT = 'Leave ts out for now().';
 	END IF;
+	PERFORM chronicle._check_finite('chronicle.add_metric', 'ts', ts);
 	INSERT INTO chronicle.app_metric (ts, name, value, run_id)
 	VALUES (ts, name, value,
 	        CASE WHEN run IS NOT NULL THEN chronicle._run_id(run, 'chronicle.add_metric') END);

@@ -20,7 +20,8 @@ my %super = map { $_ => 1 } qw(
   add_metric load_pgbench_log load_pgbench_lines pgbench_staging
   pgbench_bad_line _deltas _ends _run_open _create_partition _maintain
   _partition_layout _retention _rollup_retention _rollup rollup
-  _rollup_app_changed _pack _history_load _history_write _history_layout);
+  _rollup_app_changed _pack _history_load _history_write _history_layout
+  _check_run_owner _redact_statement);
 my %writer = map { $_ => 1 } qw(run_begin run_end run_label run_delete _check_label);
 
 # The roles, and which classes each may use.
@@ -153,6 +154,43 @@ for my $role (sort keys %roles)
 }
 is(join("\n", @wrong), '', "privilege matrix: $checked outcomes as expected");
 note "privilege matrix: $checked (role, object, action) outcomes checked";
+
+# Who may change a run: the role that opened it, a member of that role, or
+# a superuser; every monitoring role still reads it.
+$node->safe_psql('postgres', q{
+	CREATE ROLE r_monitor2 LOGIN IN ROLE pg_monitor;
+	CREATE ROLE r_member LOGIN IN ROLE pg_monitor, r_monitor;});
+sub as_role
+{
+	my ($role, $sql) = @_;
+	my ($rc, $out, $err) = $node->psql('postgres', "\\set VERBOSITY verbose\n$sql",
+		extra_params => [ '-U', $role ]);
+	return $rc == 0 ? 'ok' : $err =~ /ERROR:  (\w{5}):/ ? $1 : $err;
+}
+is(as_role('r_monitor', "SELECT chronicle.run_begin('owned')"), 'ok', 'a monitoring role opens a run');
+is($node->safe_psql('postgres', "SELECT owner FROM chronicle.run WHERE label = 'owned'"), 'r_monitor',
+	'the run belongs to the role that opened it');
+is(as_role('r_monitor2', "SELECT chronicle.run_end('owned')"), '42501', 'another role may not end it by name');
+is(as_role('r_monitor2', 'SELECT chronicle.run_end()'), '42501', 'nor as the open run');
+is(as_role('r_monitor2', "SELECT chronicle.run_delete('owned')"), '42501', 'nor delete it');
+is(as_role('r_stats', "SELECT count(*) FROM chronicle.run WHERE label = 'owned' AND ended IS NULL"), 'ok',
+	'a reader still reads it');
+is($node->safe_psql('postgres', "SELECT ended IS NULL FROM chronicle.run WHERE label = 'owned'"), 't',
+	'the run is still open');
+is(as_role('r_member', "SELECT chronicle.run_end('owned')"), 'ok', 'a member of the owner ends it');
+is(as_role('r_monitor2', "SELECT chronicle.run_label('theirs', now() - interval '1 min', now())"), 'ok',
+	'a monitoring role labels a range');
+is(as_role('r_monitor', "SELECT chronicle.run_delete('theirs')"), '42501', 'another role may not delete it');
+$node->safe_psql('postgres', "UPDATE chronicle.run SET owner = NULL WHERE label = 'owned'");
+is(as_role('r_monitor', "SELECT chronicle.run_delete('owned')"), '42501',
+	'a run without an owner (recorded before 0.3.0) is a superuser\'s to change');
+is(as_role($superuser, "SELECT chronicle.run_delete('owned'); SELECT chronicle.run_delete('theirs')"), 'ok',
+	'a superuser deletes any run');
+for my $bound (q{'-infinity', now()}, q{now() - interval '1 min', 'infinity'})
+{
+	is(as_role('r_monitor', "SELECT chronicle.run_label('inf', $bound)"), '22023',
+		"run_label refuses a bound at infinity ($bound)");
+}
 
 # The server survived every call.
 is($node->safe_psql('postgres', 'SELECT 1'), '1', 'the server is up after the matrix');
