@@ -39,6 +39,7 @@ from psycopg.types.json import Jsonb
 from pg_chronicle import summary
 from pg_chronicle.db import (EXIT_ERROR, EXIT_INTERRUPTED, ClientError, connect,
                              query_one, translated)
+from pg_chronicle.text import echo
 
 LOG_PREFIX = "pgbench_log"
 
@@ -261,7 +262,7 @@ def _run(conn: psycopg.Connection[Any], label: str, meta: dict[str, Any], pgbenc
     with translated():
         conn.execute("SELECT chronicle.run_begin(%s, %s)", (label, Jsonb(meta)))
     cmd = [pgbench, *pgbench_args, "-l", f"--log-prefix={logdir / LOG_PREFIX}"]
-    print(f"pg-chronicle: run {label} started: {shlex.join(cmd)}", file=sys.stderr, flush=True)
+    echo(f"pg-chronicle: run {label} started: {shlex.join(cmd)}", file=sys.stderr, flush=True)
 
     handler = _Interrupt()
     old = signal.signal(signal.SIGINT, handler)
@@ -281,8 +282,8 @@ def _run(conn: psycopg.Connection[Any], label: str, meta: dict[str, Any], pgbenc
                               f"run {label} was removed",
                               exit_code=rc if rc > 0 else EXIT_ERROR)
         if not wait_for_snapshot(conn, ended_at):
-            print("pg-chronicle: no snapshot recorded after pgbench ended (is the collector "
-                  "running? see chronicle.status()); the run ends now", file=sys.stderr)
+            echo("pg-chronicle: no snapshot recorded after pgbench ended (is the collector "
+                 "running? see chronicle.status()); the run ends now", file=sys.stderr)
         with translated():
             conn.execute("SELECT chronicle.run_end(%s)", (label,))
     except BaseException:
@@ -295,18 +296,18 @@ def _run(conn: psycopg.Connection[Any], label: str, meta: dict[str, Any], pgbenc
         raise
     finally:
         signal.signal(signal.SIGINT, old)
-    print(f"pg-chronicle: run {label} ended; {nlines:,} pgbench log lines loaded from "
-          f"{len(loaded)} file(s)" + (" (interrupted)" if interrupted else ""),
-          file=sys.stderr, flush=True)
-    print("\n" + summary.format_summary(summary.collect(conn, label)), flush=True)
+    echo(f"pg-chronicle: run {label} ended; {nlines:,} pgbench log lines loaded from "
+         f"{len(loaded)} file(s)" + (" (interrupted)" if interrupted else ""),
+         file=sys.stderr, flush=True)
+    echo("\n" + summary.format_summary(summary.collect(conn, label)), flush=True)
 
     if args.report is not None:
         from pg_chronicle.report import write_checked
         path = write_checked(conninfo, label, args.vs, None, None, args.report)
-        print(f"report: {path}")
+        echo(f"report: {path}")
     if interrupted or handler.hit:
         return EXIT_INTERRUPTED
     if rc != 0:
-        print(f"pg-chronicle: pgbench exited with code {rc}", file=sys.stderr)
+        echo(f"pg-chronicle: pgbench exited with code {rc}", file=sys.stderr)
         return rc if rc is not None and rc > 0 else EXIT_ERROR
     return 0

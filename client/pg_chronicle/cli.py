@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from pg_chronicle import __version__
 from pg_chronicle.db import EXIT_ERROR, ClientError, connect
+from pg_chronicle.text import echo, visible
 
 
 def _meta_pair(text: str) -> tuple[str, str]:
@@ -105,7 +106,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(own)
     conninfo: str | None = getattr(args, "dbname", None)
     if pgbench_args and args.command != "bench":
-        print("pg-chronicle: '--' and arguments after it belong to bench only", file=sys.stderr)
+        echo("pg-chronicle: '--' and arguments after it belong to bench only", file=sys.stderr)
         return EXIT_ERROR
     try:
         if args.command == "bench":
@@ -114,25 +115,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "report":
             out = args.output or _report_dir(args.run)
             path = _report(conninfo, args.run, args.vs, args.from_ts, args.to_ts, out)
-            print(path)
+            echo(str(path))
             return 0
         if args.command == "runs":
             from pg_chronicle import summary
             with connect(conninfo) as conn:
-                print(summary.runs_table(conn))
+                echo(summary.runs_table(conn))
             return 0
         if args.command == "compare":
             from pg_chronicle import compare
             with connect(conninfo) as conn:
-                print(compare.compare_text(conn, args.a, args.b))
+                echo(compare.compare_text(conn, args.a, args.b))
             return 0
     except ClientError as exc:
-        print(f"pg-chronicle: {exc.message}", file=sys.stderr)
+        echo(f"pg-chronicle: {visible(exc.message)}", file=sys.stderr)
         return exc.exit_code
     except BrokenPipeError:
         return 0
     except OSError as exc:          # a report folder that cannot be written, ...
-        print(f"pg-chronicle: {exc}", file=sys.stderr)
+        echo(f"pg-chronicle: {visible(str(exc))}", file=sys.stderr)
         return EXIT_ERROR
     raise AssertionError(f"unhandled command {args.command}")
 

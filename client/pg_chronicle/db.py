@@ -15,6 +15,9 @@ from typing import Any
 
 import psycopg
 from psycopg import errors as pgerrors
+from psycopg.abc import AdaptContext, Buffer
+from psycopg.adapt import AdaptersMap, Loader
+from psycopg.pq import Format
 from psycopg.rows import dict_row
 
 # Exit codes of the command line (documented in docs/client.md).
@@ -75,13 +78,43 @@ def translated() -> Iterator[None]:
         raise translate(exc) from exc
 
 
+class _TimestampOrText(Loader):
+    """timestamptz, timestamp and date as psycopg loads them, except a value
+    Python's datetime cannot hold (infinity, -infinity, BC, after year
+    9999): that one comes as the server's text, so that one row never breaks
+    a listing (text.when() prints both)."""
+
+    def __init__(self, oid: int, context: AdaptContext | None = None) -> None:
+        super().__init__(oid, context)
+        usual = psycopg.adapters.get_loader(oid, Format.TEXT)
+        assert usual is not None
+        self._usual = usual(oid, context)
+
+    def load(self, data: Buffer) -> Any:
+        try:
+            return self._usual.load(data)
+        except psycopg.DataError:
+            return bytes(data).decode()
+
+
+# The adapters of every connection of the client (connect(), and the
+# report's second session).  Text format only: the client reads no binary.
+ADAPTERS = AdaptersMap(psycopg.adapters)
+for _name in ("timestamptz", "timestamp", "date"):
+    ADAPTERS.register_loader(_name, _TimestampOrText)
+
+
+def open_connection(conninfo: str, **kwargs: Any) -> psycopg.Connection[Any]:
+    """psycopg.connect() in autocommit mode with the client's ADAPTERS."""
+    return psycopg.connect(conninfo, autocommit=True, context=ADAPTERS, **kwargs)
+
+
 def connect(conninfo: str | None, check_extension: bool = True) -> psycopg.Connection[Any]:
     """Connects with a libpq conninfo string or URI (None or '': the PG*
     environment variables alone), in autocommit mode.  With
     check_extension, a database without pg_chronicle is a ClientError."""
     try:
-        conn = psycopg.connect(conninfo or "", autocommit=True,
-                               application_name="pg-chronicle")
+        conn = open_connection(conninfo or "", application_name="pg-chronicle")
     except psycopg.Error as exc:
         raise translate(exc) from exc
     if check_extension:
@@ -127,6 +160,11 @@ def run_window(conn: psycopg.Connection[Any], run: str,
         {"run": run, "f": from_ts, "t": to_ts})
     assert row is not None
     f, t = row["f"], row["t"]
+    if isinstance(f, str) or isinstance(t, str):
+        raise ClientError(
+            f'the window ({f}, {t}] of run "{run}" is not a finite time range '
+            "(a bound is infinite, BC or after year 9999); pg-chronicle report narrows it "
+            "with --from and --to")
     if t <= f:
         raise ClientError(
             f'the window ({f}, {t}] is empty: run "{run}" spans '

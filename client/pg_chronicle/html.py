@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import html as _html
 import json
+import re
 from importlib import resources
+from typing import Any
 
 
 def _vendor(name: str) -> str:
@@ -32,10 +34,24 @@ def compact_chart(c: dict) -> dict:
     return out
 
 
-def _json_for_script(obj) -> str:
-    # inside <script>: no "</" (closes the element), no U+2028/2029 issues
+# In JSON inside the page, the characters HTML acts on as JSON escapes: "<"
+# ("</script>" ends the element, "<!--<script" makes the parser skip past
+# the next "</script>"), ">", "&", and the line separators of old JavaScript.
+_HTML_UNSAFE = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026",
+                              "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
+
+def json_for_html(obj: Any) -> str:
+    """obj as JSON that can stand inside a <script> element of the page,
+    whatever its strings hold: the only way JSON goes into the page."""
     s = json.dumps(obj, separators=(",", ":"), ensure_ascii=False, default=str)
-    return s.replace("</", "<\\/").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+    return s.translate(_HTML_UNSAFE)
+
+
+def _fill(template: str, values: dict[str, str]) -> str:
+    """template with each @@NAME@@ replaced by values[NAME], in one pass:
+    a value holding "@@NAME@@" (a run label, a statement) stays as it is."""
+    return re.sub(r"@@([A-Z_]+)@@", lambda m: values[m.group(1)], template)
 
 
 def render(meta: dict, panels: list[dict]) -> str:
@@ -56,11 +72,9 @@ def render(meta: dict, panels: list[dict]) -> str:
         out.append(dict(p, charts=charts))
     data = {"meta": meta, "xs": xs, "panels": out}
     title = f"pg_chronicle report: {meta['run']}" + (f" vs {meta['vs']}" if meta.get("vs") else "")
-    return (PAGE.replace("@@TITLE@@", _html.escape(title))
-                .replace("@@UPLOT_CSS@@", _vendor("uPlot.min.css"))
-                .replace("@@DATA@@", _json_for_script(data))
-                .replace("@@UPLOT_JS@@", _vendor("uPlot.iife.min.js"))
-                .replace("@@APP_JS@@", APP_JS))
+    return _fill(PAGE, {"TITLE": _html.escape(title), "UPLOT_CSS": _vendor("uPlot.min.css"),
+                        "DATA": json_for_html(data), "UPLOT_JS": _vendor("uPlot.iife.min.js"),
+                        "APP_JS": APP_JS})
 
 
 PAGE = """<!DOCTYPE html>
@@ -365,6 +379,8 @@ D.panels.forEach(function (p) {
   main.appendChild(sec);
   if (p.empty) sec.appendChild(el('p', {'class': 'empty'}, p.empty));
   if (p.note) sec.appendChild(el('p', {'class': 'note'}, p.note));
+  if (p.picture_error) sec.appendChild(el('p', {'class': 'empty'},
+    'The picture of this panel (' + p.id + '.png, ' + p.id + '.svg) could not be drawn: ' + p.picture_error));
   p.charts.forEach(function (c) {
     try {
       var u = makeChart(sec, c, width);

@@ -20,6 +20,8 @@ import matplotlib.dates as mdates  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 
+from pg_chronicle.text import visible  # noqa: E402
+
 PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
            "#7f7f7f", "#bcbd22", "#17becf", "#393b79", "#ad494a", "#637939", "#7b4173"]
 WIDTH_IN, DPI = 12.0, 100
@@ -27,8 +29,19 @@ CHART_IN = 2.6          # height of one chart with its labels
 # columns of the envelope: about the axes' width in pixels at DPI
 ENVELOPE_COLUMNS = 1000
 
+# every text as it is: no mathtext between two "$" (statements hold $1, $2),
+# no LaTeX
 plt.rcParams.update({"font.size": 9, "axes.titlesize": 10, "axes.grid": True, "grid.alpha": 0.3,
-                     "svg.fonttype": "none", "legend.fontsize": 7.5})
+                     "svg.fonttype": "none", "legend.fontsize": 7.5,
+                     "text.parse_math": False, "text.usetex": False})
+
+
+def _plain(v: object) -> str:
+    """A string as a picture shows it, for every text of a picture: control
+    characters as escapes (visible()), and a leading "_" kept in the legend
+    (which leaves out labels starting with "_")."""
+    s = visible(str(v))
+    return " " + s if s.startswith("_") else s
 
 
 def envelope(x: list[float], y: list, columns: int = ENVELOPE_COLUMNS):
@@ -89,7 +102,8 @@ def _draw_chart(ax, chart: dict, meta: dict) -> None:
             # every interval drawn; in the SVG as pixels when there are more
             # intervals than pixels (thousands of polygon vertices otherwise)
             ax.fill_between(xs, lower, acc, color=PALETTE[i % len(PALETTE)], alpha=0.8,
-                            linewidth=0, label=s["label"], rasterized=len(xs) > ENVELOPE_COLUMNS)
+                            linewidth=0, label=_plain(s["label"]),
+                            rasterized=len(xs) > ENVELOPE_COLUMNS)
         ax.set_ylim(bottom=0)
     else:
         runs = list(dict.fromkeys(s["run"] for s in series))
@@ -108,9 +122,9 @@ def _draw_chart(ax, chart: dict, meta: dict) -> None:
             if env:
                 ex, lo, hi = env
                 ax.fill_between(ex, lo, hi, color=color, alpha=0.45, linewidth=0.6,
-                                edgecolor=color, label=s["label"])
+                                edgecolor=color, label=_plain(s["label"]))
             else:
-                ax.plot(px, _nan(py), style, color=color, linewidth=1.0, label=s["label"],
+                ax.plot(px, _nan(py), style, color=color, linewidth=1.0, label=_plain(s["label"]),
                         drawstyle="default")
     for m in chart.get("marks", []):
         x = datetime.fromtimestamp(m["x"], timezone.utc) if time_chart and not compare else m["x"]
@@ -132,7 +146,7 @@ def _draw_chart(ax, chart: dict, meta: dict) -> None:
         ax.set_xlabel("time (UTC)")
     elif time_chart:
         ax.set_xlabel("seconds since run start")
-    ax.set_title(f"{chart['title']} ({chart['unit']})", loc="left")
+    ax.set_title(_plain(f"{chart['title']} ({chart['unit']})"), loc="left")
     if len(series) <= 16:
         ax.legend(loc="upper left", bbox_to_anchor=(1.005, 1.0), frameon=False)
 
@@ -142,9 +156,10 @@ def _draw_tables(fig, panel: dict) -> None:
     axes = fig.subplots(len(tables), 1, squeeze=False)[:, 0]
     for ax, t in zip(axes, tables):
         ax.axis("off")
-        ax.set_title(t["title"], loc="left")
+        ax.set_title(_plain(t["title"]), loc="left")
         rows = [[_cell(v) for v in r] for r in t["rows"][:30]] or [["(none)"] + [""] * (len(t["columns"]) - 1)]
-        tab = ax.table(cellText=rows, colLabels=t["columns"], loc="upper left", cellLoc="left")
+        tab = ax.table(cellText=rows, colLabels=[_plain(c) for c in t["columns"]], loc="upper left",
+                       cellLoc="left")
         tab.auto_set_font_size(False)
         tab.set_fontsize(7)
         tab.auto_set_column_width(list(range(len(t["columns"]))))
@@ -159,7 +174,7 @@ def _cell(v) -> str:
         return ""
     if isinstance(v, float):
         return f"{v:.4g}"
-    s = str(v)
+    s = _plain(v)
     return s if len(s) <= 90 else s[:89] + "…"
 
 
@@ -182,28 +197,34 @@ def figure(panel: dict, meta: dict):
         _draw_tables(fig, panel)
     else:
         fig = plt.figure(figsize=(WIDTH_IN, 1.5), dpi=DPI)
-        fig.text(0.5, 0.5, panel.get("empty") or "No data.", ha="center", va="center")
-    fig.suptitle(title, x=0.01, ha="left", fontsize=11, fontweight="bold")
+        fig.text(0.5, 0.5, _plain(panel.get("empty") or "No data."), ha="center", va="center")
+    fig.suptitle(_plain(title), x=0.01, ha="left", fontsize=11, fontweight="bold")
     return fig
 
 
-def _write_panel(args) -> list[pathlib.Path]:
+def _write_panel(args) -> tuple[str, str | None]:
+    """Draws one panel: (its id, None), or (its id, why it could not be
+    drawn, in one line), and then neither of its files is left."""
     p, meta, outdir = args
-    fig = figure(p, meta)
-    written = []
+    paths = [outdir / f"{p['id']}.{ext}" for ext in ("png", "svg")]
     try:
-        for ext in ("png", "svg"):
-            path = outdir / f"{p['id']}.{ext}"
-            fig.savefig(path, format=ext)
-            written.append(path)
-    finally:
-        plt.close(fig)
-    return written
+        fig = figure(p, meta)
+        try:
+            for path in paths:
+                fig.savefig(path, format=path.suffix[1:])
+        finally:
+            plt.close(fig)
+    except Exception as exc:
+        for path in paths:
+            path.unlink(missing_ok=True)
+        return p["id"], " ".join(f"{type(exc).__name__}: {exc}".split())
+    return p["id"], None
 
 
 def write_all(meta: dict, panel_list: list[dict], outdir: pathlib.Path,
-              processes: int | None = None) -> list[pathlib.Path]:
-    """<panel id>.png and .svg for every panel; returns the files written.
+              processes: int | None = None) -> dict[str, str]:
+    """<panel id>.png and .svg for every panel; returns the panels that
+    could not be drawn, each with why (the others are drawn all the same).
     The panels are drawn by one process per CPU (at most 4): matplotlib
     renders in one thread, and most of a report's time is here."""
     slow = [(s0, s1) for p in panel_list for t in p["tables"] if t["id"] == "slowest.table"
@@ -218,5 +239,7 @@ def write_all(meta: dict, panel_list: list[dict], outdir: pathlib.Path,
     if n > 1 and len(work) > 1:
         ctx = multiprocessing.get_context("fork")
         with ctx.Pool(n) as pool:
-            return [f for files in pool.map(_write_panel, work, chunksize=1) for f in files]
-    return [f for a in work for f in _write_panel(a)]
+            done = pool.map(_write_panel, work, chunksize=1)
+    else:
+        done = [_write_panel(a) for a in work]
+    return {pid: why for pid, why in done if why is not None}

@@ -10,6 +10,7 @@ SQL API), the page from html.py, the pictures from plots.py.
 from __future__ import annotations
 
 import pathlib
+import sys
 import threading
 import time
 from datetime import datetime, timezone
@@ -18,6 +19,7 @@ import psycopg
 
 from pg_chronicle import db, html, panels
 from pg_chronicle.db import ClientError
+from pg_chronicle.text import echo, visible
 
 
 def _second_connection(conn: psycopg.Connection) -> psycopg.Connection | None:
@@ -25,8 +27,8 @@ def _second_connection(conn: psycopg.Connection) -> psycopg.Connection | None:
     password), or None when it cannot be had (then the queries run one after
     the other)."""
     try:
-        return psycopg.connect(conn.info.dsn, password=conn.info.password, autocommit=True,
-                               application_name="pg-chronicle report")
+        return db.open_connection(conn.info.dsn, password=conn.info.password,
+                                  application_name="pg-chronicle report")
     except psycopg.Error:
         return None
 
@@ -197,8 +199,10 @@ def build(conn: psycopg.Connection, run: str, vs: str | None, from_ts, to_ts):
 
 def write_report(conn: psycopg.Connection, run: str, vs: str | None, from_ts: str | None,
                  to_ts: str | None, outdir: pathlib.Path) -> pathlib.Path:
-    """Writes outdir/index.html and outdir/<panel>.png/.svg; returns the
-    index.html path.  An unknown run or an empty window is a ClientError."""
+    """Writes outdir/<panel>.png/.svg and outdir/index.html; returns the
+    index.html path.  An unknown run or an empty window is a ClientError.
+    A panel whose picture cannot be drawn is a warning on stderr, and the
+    page says so in that panel: the rest of the report is written."""
     timings = {}
     t0 = time.monotonic()
     meta, panel_list, windows = build(conn, run, vs, from_ts, to_ts)
@@ -209,16 +213,21 @@ def write_report(conn: psycopg.Connection, run: str, vs: str | None, from_ts: st
     except OSError as exc:
         raise ClientError(f"cannot create the output folder {outdir}: {exc.strerror}") from exc
     t1 = time.monotonic()
+    from pg_chronicle import plots    # matplotlib: imported only when drawing
+    failed = plots.write_all(meta, panel_list, outdir)
+    for pid, why in failed.items():
+        echo(f"pg-chronicle: warning: the picture of panel {pid} could not be drawn "
+             f"({visible(why)}); the rest of the report is written", file=sys.stderr)
+    panel_list = [dict(p, picture_error=failed[p["id"]]) if p["id"] in failed else p
+                  for p in panel_list]
+    timings["pictures"] = time.monotonic() - t1
+    t2 = time.monotonic()
     index = outdir / "index.html"
     try:
         index.write_text(html.render(meta, panel_list), encoding="utf-8")
     except OSError as exc:
         raise ClientError(f"cannot write {index}: {exc.strerror}") from exc
-    timings["html"] = time.monotonic() - t1
-    t2 = time.monotonic()
-    from pg_chronicle import plots    # matplotlib: imported only when drawing
-    plots.write_all(meta, panel_list, outdir)
-    timings["pictures"] = time.monotonic() - t2
+    timings["html"] = time.monotonic() - t2
     write_report.timings = timings    # for bench/report.sh
     return index
 

@@ -107,8 +107,8 @@ def _count(value: float | None) -> str:
 def format_summary(s: RunSummary) -> str:
     """The summary as printed by bench: one screen, most important first."""
     g = s.server.get
-    lines = [f"run {s.label}: {s.started:%Y-%m-%d %H:%M:%S%z} .. "
-             + (f"{s.ended:%H:%M:%S}" if s.ended is not None else "(open)")
+    lines = [f"run {text.visible(s.label)}: {text.when(s.started, '%Y-%m-%d %H:%M:%S%z')} .. "
+             + (text.when(s.ended, "%H:%M:%S") if s.ended is not None else "(open)")
              + f" ({text.duration(s.seconds)})"]
     if s.transactions > 0:
         lines.append(
@@ -139,7 +139,8 @@ def format_summary(s: RunSummary) -> str:
         lines.append(f"  top waits   (share of database time; {text.num(g('active_processes'))} "
                      f"active sessions on average; sampler coverage {text.pct(s.wait_coverage)})")
         for w in s.waits:
-            lines.append(f"    {100 * w.share:5.1f} %  {w.event}  ({w.backend_type})")
+            lines.append(f"    {100 * w.share:5.1f} %  {text.visible(w.event)}  "
+                         f"({text.visible(w.backend_type)})")
     else:
         lines.append("  top waits   no active session sampled")
     return "\n".join(lines)
@@ -161,14 +162,16 @@ def _meta_text(meta: dict[str, Any], width: int = 80) -> str:
 def runs_table(conn: psycopg.Connection[Any]) -> str:
     rows = query(conn,
                  "SELECT r.label, r.started, r.ended, "
-                 "       extract(epoch FROM coalesce(r.ended, now()) - r.started)::float8 AS seconds, "
+                 "       CASE WHEN isfinite(r.started) AND isfinite(coalesce(r.ended, now())) "
+                 "            THEN extract(epoch FROM coalesce(r.ended, now()) - r.started)::float8 "
+                 "       END AS seconds, "
                  "       r.meta "
                  "  FROM chronicle.run r ORDER BY r.started, r.run_id")
     if not rows:
         return "no run recorded yet (pg-chronicle bench, or chronicle.run_begin())"
     return text.table(
         ["label", "started", "ended", "duration", "meta"],
-        [[r["label"], f"{r['started']:%Y-%m-%d %H:%M:%S}",
-          f"{r['ended']:%Y-%m-%d %H:%M:%S}" if r["ended"] is not None else "(open)",
+        [[r["label"], text.when(r["started"]),
+          text.when(r["ended"]) if r["ended"] is not None else "(open)",
           text.duration(r["seconds"]), _meta_text(r["meta"] or {})] for r in rows],
         right=[False, False, False, True, False])

@@ -1,16 +1,45 @@
-"""Terminal text: aligned tables and human-readable numbers."""
+"""Terminal text: aligned tables, human-readable numbers, and the one door
+to the terminal (echo), which shows control characters as escapes."""
 
 from __future__ import annotations
 
+import re
+import sys
 from collections.abc import Sequence
-from typing import Any
+from datetime import date
+from typing import Any, TextIO
+
+# C0 (tab and newline too), DEL and C1: what a terminal may act on (ESC
+# starts a sequence, 0x9b is a CSI of its own)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def visible(s: str) -> str:
+    """s with every control character shown as an escape (ESC as \\x1b):
+    text from the database (labels, meta, settings, the environment, server
+    messages) can hold any character, and a terminal acts on some."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", s)
+
+
+def echo(s: str = "", file: TextIO | None = None, flush: bool = False) -> None:
+    """Prints s, every line through visible(): everything the client writes
+    to the terminal goes through here."""
+    print("\n".join(visible(line) for line in s.split("\n")),
+          file=sys.stdout if file is None else file, flush=flush)
+
+
+def when(value: date | str, fmt: str = "%Y-%m-%d %H:%M:%S") -> str:
+    """A timestamp as fmt says; one Python cannot hold (infinity, -infinity,
+    BC, after year 9999) comes as the server's text (db.ADAPTERS), shown
+    as it is."""
+    return value if isinstance(value, str) else value.strftime(fmt)
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]],
           right: Sequence[bool] | None = None) -> str:
     """An aligned table with a header line and a rule; None shows as ''.
     Columns are right-aligned where right[i] (default: numbers are)."""
-    cells = [[("" if v is None else str(v)) for v in r] for r in rows]
+    cells = [[("" if v is None else visible(str(v))) for v in r] for r in rows]
     if right is None:
         right = [bool(rows) and all(isinstance(r[i], (int, float)) or r[i] is None
                                     for r in rows) for i in range(len(headers))]

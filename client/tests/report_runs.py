@@ -1,20 +1,26 @@
 """The runs the report tests read, recorded once per test session (shared by
 test_report.py and test_browser.py): two short pgbench runs through
 pg-chronicle bench (per-transaction logs kept as the reference), one run
-without a pgbench log (run_begin, pgbench without -l, run_end), and their
-reports written by pg-chronicle report."""
+without a pgbench log (run_begin, pgbench without -l, run_end), two runs
+whose text is hostile (untrusted()), and their reports written by
+pg-chronicle report."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import pathlib
 import re
 import subprocess
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
 
 from conftest import Server, cli, wait_for
 
-_CACHE: dict[str, "ReportRuns"] = {}
+_CACHE: dict[str, Any] = {}
 MARKUP = "</script><img src=x onerror=window.__pwned=1>"
 
 
@@ -51,6 +57,84 @@ def report_data(index: pathlib.Path) -> dict:
         for c in p["charts"]:
             c["x"] = data["xs"][c["xref"]]
     return data
+
+
+def page_json(index: pathlib.Path) -> list[str]:
+    """The text of every JSON script element of a page, as written."""
+    return re.findall(r'<script type="application/json"[^>]*>(.*?)</script>',
+                      index.read_text("utf-8"), re.S)
+
+
+# Text a monitoring role can put where the client shows it (a run label,
+# meta, settings, the environment, a statement): markup, a comment opened
+# before a script tag (the HTML parser then skips past the next
+# "</script>"), the page's own placeholders, mathtext between two "$",
+# a legend label's leading "_", terminal control sequences (the window
+# title, clear screen, a C1 CSI).
+UNTRUSTED = "<!--<script> </script><b>&amp; @@APP_JS@@ $\\foo$ $a_b_c$ _x \x1b]0;pwned\x07\x1b[2J\x9b1m"
+
+
+@dataclasses.dataclass
+class UntrustedRuns:
+    a: str                      # recorded by pg-chronicle bench
+    b: str                      # chronicle.run_label() over a's range
+    bench: subprocess.CompletedProcess[str]
+    report: pathlib.Path        # the folders pg-chronicle report wrote, and its runs
+    report_vs: pathlib.Path
+    reports: list[subprocess.CompletedProcess[str]]
+
+
+def untrusted(srv: Server, tmp: pathlib.Path) -> UntrustedRuns:
+    """Two runs whose label, meta, settings, environment and top statement
+    hold UNTRUSTED, and their reports (alone and --vs)."""
+    if "untrusted" in _CACHE:
+        return _CACHE["untrusted"]
+    a, b = "_u-a " + UNTRUSTED, "_u-b " + UNTRUSTED
+    script = tmp / "untrusted.sql"
+    # pg_stat_statements keeps the text, its comments too, with the
+    # constants as $1, $2, $3
+    script.write_text(f"SELECT pg_sleep(0.05), 1 AS a_b_c, /* {UNTRUSTED} */ 2;\n")
+    bench = cli(srv, "bench", "--label", a, "--meta", f"note={UNTRUSTED}", "--",
+                "-n", "-c", "1", "-T", "2", "-f", str(script))
+    assert bench.returncode == 0, bench
+    with srv.connect() as conn:
+        # what a role's own settings (ALTER ROLE ... SET) and the server's
+        # environment can hold, set here directly
+        conn.execute("UPDATE chronicle.run SET settings = settings || jsonb_build_object('search_path', %s::text),"
+                     "       environment = environment || jsonb_build_object('untrusted', %s::text)"
+                     " WHERE label = %s", (UNTRUSTED, UNTRUSTED, a))
+        conn.execute("SELECT chronicle.run_label(%s, r.started, r.ended) FROM chronicle.run r WHERE r.label = %s",
+                     (b, a))
+    out = {}
+    reports = []
+    for name, args in (("a", [a]), ("vs", [a, "--vs", b])):
+        d = tmp / f"report-untrusted-{name}"
+        reports.append(cli(srv, "report", *args, "-o", str(d)))
+        out[name] = d
+    runs = UntrustedRuns(a, b, bench, out["a"], out["vs"], reports)
+    _CACHE["untrusted"] = runs
+    return runs
+
+
+PICTURE_FAILURE = "RuntimeError: no picture today (a second line)"
+
+
+@contextlib.contextmanager
+def failing_picture(panel_id: str) -> Iterator[None]:
+    """Drawing the picture of panel_id raises, with a message of two lines
+    (plots.figure() replaced in this process and the drawing processes it
+    forks); the other panels are drawn as usual."""
+    from pg_chronicle import plots
+    real = plots.figure
+
+    def figure(panel: dict, meta: dict) -> Any:
+        if panel["id"] == panel_id:
+            raise RuntimeError("no picture today\n(a second line)")
+        return real(panel, meta)
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(plots, "figure", figure)
+        yield
 
 
 def get(srv: Server, tmp: pathlib.Path) -> ReportRuns:

@@ -16,6 +16,8 @@ import pytest
 import report_runs
 from conftest import Server
 
+from pg_chronicle import cli as pg_chronicle_cli
+
 CHROMIUM = os.environ.get("PG_CHRONICLE_CHROMIUM", "/usr/bin/chromium")
 CHROMEDRIVER = os.environ.get("PG_CHRONICLE_CHROMEDRIVER", "/usr/bin/chromedriver")
 
@@ -91,3 +93,26 @@ def test_page_without_pgbench_log(browser, runs: report_runs.ReportRuns) -> None
 
 def test_comparison_page(browser, runs: report_runs.ReportRuns) -> None:
     _check_page(browser, runs.report_vs / "index.html")
+
+
+def test_pages_of_untrusted_text(browser, server: Server, tmp_path_factory: pytest.TempPathFactory,
+                                 tmp_path: pathlib.Path) -> None:
+    """Markup, "<!--<script", the page's placeholders and control characters
+    in a run's label, meta, settings and statements: every panel is on the
+    page, the text shown as it is."""
+    runs = report_runs.untrusted(server, tmp_path_factory.mktemp("untrusted"))
+    for d, h1 in ((runs.report, runs.a), (runs.report_vs, f"{runs.a}  vs  {runs.b}")):
+        _check_page(browser, d / "index.html")
+        panels = report_runs.report_data(d / "index.html")["panels"]
+        assert browser.execute_script("return document.querySelectorAll('main > section').length") \
+            == len(panels)
+        assert browser.execute_script("return document.querySelector('h1').textContent") \
+            == f"pg_chronicle: {h1}"
+    # a panel whose picture could not be drawn says so
+    with report_runs.failing_picture("waits"):
+        assert pg_chronicle_cli.main(["-d", server.conninfo, "report", runs.a,
+                                      "-o", str(tmp_path)]) == 0
+    _open(browser, tmp_path / "index.html")
+    text = browser.execute_script("return document.getElementById('panel-waits').textContent")
+    assert ("The picture of this panel (waits.png, waits.svg) could not be drawn: "
+            + report_runs.PICTURE_FAILURE) in text
