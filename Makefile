@@ -15,6 +15,7 @@ OBJS = \
 	src/functions.o \
 	src/worker.o \
 	src/collector.o \
+	src/housekeeper.o \
 	src/emitter.o \
 	src/sources.o \
 	src/source_io.o \

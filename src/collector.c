@@ -612,19 +612,22 @@ maintain_partitions(TimestampTz now, MemoryContext cxt, ChronicleCollector by)
 }
 
 /*
- * The collector's rollup (src/sql/60_rollups.sql): every five minutes,
+ * The rollup (src/sql/60_rollups.sql): every five minutes,
  * chronicle._rollup() aggregates the complete minutes of the history into
- * chronicle.rollup_minute and rollup_hour.  Like the partitions'
- * housekeeping it must never stop nor stall the recording: it runs in a
- * subtransaction of its own, takes no lock a writer waits for (it only
+ * chronicle.rollup_minute and rollup_hour.  It must never stop nor stall
+ * the recording: it runs in the housekeeper, a process of its own
+ * (housekeeper.c), and in the collector before a snapshot only when no
+ * housekeeper runs (no background worker slot was free).  In a
+ * subtransaction of its own, it takes no lock a writer waits for (it only
  * reads the history and writes the rollup tables; a second run in the
  * database returns at once), and does at most CHRONICLE_ROLLUP_MAX_MINUTES
  * minutes a run.  A failure is logged once while it repeats, and retried
- * at the next run.
+ * at the next run.  SPI connected, in a transaction.
  */
-static void
-maintain_rollups(TimestampTz now, MemoryContext cxt)
+void
+chronicle_maintain_rollups(TimestampTz now)
 {
+	MemoryContext cxt = CurrentMemoryContext;
 	ResourceOwner oldowner = CurrentResourceOwner;
 
 	if (now < next_rollup)
@@ -657,6 +660,13 @@ maintain_rollups(TimestampTz now, MemoryContext cxt)
 		FreeErrorData(edata);
 	}
 	PG_END_TRY();
+}
+
+/* When chronicle_maintain_rollups() runs next in this process. */
+TimestampTz
+chronicle_next_rollup(void)
+{
+	return next_rollup;
 }
 
 /*
@@ -978,8 +988,8 @@ chronicle_take_snapshot(ChronicleCollector by, TimestampTz segment,
 	else
 	{
 		maintain_partitions(GetCurrentTimestamp(), snapcxt, by);
-		if (by == CHRONICLE_BY_WORKER)
-			maintain_rollups(GetCurrentTimestamp(), snapcxt);
+		if (by == CHRONICLE_BY_WORKER && !chronicle_housekeeper_running())
+			chronicle_maintain_rollups(GetCurrentTimestamp());
 	}
 
 	/*

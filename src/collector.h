@@ -41,5 +41,15 @@ extern ChronicleSnapshotResult chronicle_take_snapshot(ChronicleCollector by,
 extern void chronicle_forget_previous(void);
 extern char *chronicle_extension_lock(Oid *extoid);
 extern int64 chronicle_write_ring(uint64 *upto);
+extern void chronicle_maintain_rollups(TimestampTz now);
+extern TimestampTz chronicle_next_rollup(void);
+
+/* The housekeeper (housekeeper.c), which runs the rollups. */
+extern bool chronicle_housekeeper_running(void);
+extern void chronicle_housekeeper_ensure(void);
+extern PGDLLEXPORT void chronicle_housekeeper_main(Datum main_arg);
+
+/* The settings of the recorder's own sessions (worker.c). */
+extern void chronicle_recorder_session(const char *appname);
 
 #endif							/* CHRONICLE_COLLECTOR_H */

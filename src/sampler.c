@@ -559,6 +559,17 @@ wait_activity(const ChronicleSampleKey *k, bool database)
 	}
 }
 
+/* Is this lock group leader a background worker (by its status slot)? */
+static bool
+leader_is_background(volatile PGPROC *leader)
+{
+	int			i = GetNumberFromPGProc(leader);
+
+	return i >= 0 && i < nstatus &&
+		status_array[i].st_procpid == leader->pid &&
+		status_array[i].st_backendType == B_BG_WORKER;
+}
+
 /*
  * Read every process once into tick_keys, and count the active ones: in
  * database time by wait class into tick_active, background processes into
@@ -600,12 +611,18 @@ scan_processes(void)
 				k->backend_type = be->st_backendType;
 				k->state = be->st_state;
 
-				/* a parallel worker has joined its leader's lock group */
+				/*
+				 * A parallel worker has joined its leader's lock group.  It
+				 * is database time when its leader is: the parallel workers
+				 * of a background worker (a maintenance job, an
+				 * extension's) stay background.
+				 */
 				if (k->backend_type == B_BG_WORKER)
 				{
 					volatile PGPROC *leader = proc->lockGroupLeader;
 
-					if (leader != NULL && leader != proc)
+					if (leader != NULL && leader != proc &&
+						!leader_is_background(leader))
 						k->backend_type = CHRONICLE_B_PARALLEL_WORKER;
 				}
 				/* An idle session's last query id says nothing. */

@@ -91,6 +91,14 @@ typedef struct ChronicleShared
 	char		maint_last_error[CHRONICLE_ERRMSG_LEN];
 
 	/*
+	 * The housekeeper (housekeeper.c), which runs the rollups beside the
+	 * collector that launched it: its PID while it runs, and the
+	 * collector's.
+	 */
+	pid_t		housekeeper_pid;
+	pid_t		housekeeper_collector;
+
+	/*
 	 * The preloaded worker's failed attempts to connect to
 	 * chronicle.database in a row (a missing database): it waits longer
 	 * before each new attempt.

@@ -92,18 +92,19 @@ static int	ring_write_failures = 0;
 #define CHRONICLE_RING_WRITE_ATTEMPTS	3
 
 /*
- * The collector's session settings, whatever the server's configuration,
- * ALTER SYSTEM or ALTER DATABASE / ROLE SET say: set with PGC_S_OVERRIDE,
- * which outranks all of them, so a reload does not bring another value
- * back.  Each of these, set otherwise for everyone, would stop recording
- * (every snapshot failing, or the worker exiting) or change what it
- * records; docs/design.md lists them.
+ * The recorder's session settings (the collector's and the housekeeper's),
+ * whatever the server's configuration, ALTER SYSTEM or ALTER DATABASE /
+ * ROLE SET say: set with PGC_S_OVERRIDE, which outranks all of them, so a
+ * reload does not bring another value back.  Each of these, set otherwise
+ * for everyone, would stop recording (every snapshot failing, or the
+ * worker exiting), change what it records, or make the recorder compete
+ * with the workload it records; docs/design.md lists them.
  */
 static const struct
 {
 	const char *name;
 	const char *value;
-}			collector_settings[] =
+}			recorder_settings[] =
 {
 	/* its writes need not wait for the WAL flush, nor a synchronous standby */
 	{"synchronous_commit", "off"},
@@ -123,6 +124,9 @@ static const struct
 	{"exit_on_error", "off"},
 	/* lower: float values converted to text would lose digits */
 	{"extra_float_digits", "1"},
+	/* the recorder's queries take one process, never the workload's cores */
+	{"max_parallel_workers_per_gather", "0"},
+	{"jit", "off"},
 
 	/*
 	 * The recorder's own statements (its INSERTs, catalog look-ups and the
@@ -134,6 +138,17 @@ static const struct
 	 */
 	{"pg_stat_statements.track", "none"},
 };
+
+/* The recorder's settings, and its name in pg_stat_activity. */
+void
+chronicle_recorder_session(const char *appname)
+{
+	for (int i = 0; i < lengthof(recorder_settings); i++)
+		SetConfigOption(recorder_settings[i].name, recorder_settings[i].value,
+						PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("application_name", appname, PGC_USERSET, PGC_S_SESSION);
+	pgstat_report_appname(appname);
+}
 
 static void
 set_state(WorkerState newstate)
@@ -246,6 +261,7 @@ snapshot_transaction(TimestampTz *segment)
 	int64		ring_written = 0;
 	char	   *installed = NULL;
 	Oid			extoid;
+	volatile bool recording = false;
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
@@ -338,9 +354,14 @@ snapshot_transaction(TimestampTz *segment)
 			SPI_finish();
 			*segment = res.segment;
 			set_state(WS_RECORDING);
+			recording = true;
 		}
 		PopActiveSnapshot();
 		CommitTransactionCommand();
+
+		/* The rollups run beside the recording, never before a snapshot. */
+		if (recording)
+			chronicle_housekeeper_ensure();
 
 		if (ring_attempted)
 		{
@@ -534,12 +555,7 @@ chronicle_worker_main(Datum main_arg)
 		SpinLockRelease(&shared->mutex);
 	}
 
-	for (int i = 0; i < lengthof(collector_settings); i++)
-		SetConfigOption(collector_settings[i].name, collector_settings[i].value,
-						PGC_SUSET, PGC_S_OVERRIDE);
-	SetConfigOption("application_name", "pg_chronicle collector",
-					PGC_USERSET, PGC_S_SESSION);
-	pgstat_report_appname("pg_chronicle collector");
+	chronicle_recorder_session("pg_chronicle collector");
 
 	ereport(LOG,
 			(errmsg("pg_chronicle: %s collector started in database \"%s\", one snapshot every %d ms",

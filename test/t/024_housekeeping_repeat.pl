@@ -131,6 +131,30 @@ poll_ok($node, 'postgres',
 is(status('pid'), $pid, 'the worker is the same process after a failing source');
 recording_goes_on(5, 'after every error path');
 
+# (5) The rollup runs beside the recording, in the housekeeper: a rollup
+# that waits 4 s (for a lock on its table) delays no snapshot.
+my $hk = query("SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_chronicle housekeeper'");
+like($hk, qr/^\d+$/, 'one housekeeper runs beside the collector');
+my @stat = split / /, slurp_file("/proc/$hk/stat") =~ s/^.*\) //sr;
+is($stat[16], 19, 'the housekeeper runs at the lowest CPU priority (nice 19)');
+my $locker = $node->background_psql('postgres');
+$locker->query_safe('BEGIN');
+$locker->query_safe('LOCK chronicle.rollup_minute IN ACCESS EXCLUSIVE MODE');
+my $t_lock = query('SELECT clock_timestamp()');
+poll_until($node, 'postgres', q{
+	SELECT count(*) > 0 FROM pg_locks
+	 WHERE relation = 'chronicle.rollup_minute'::regclass AND NOT granted},
+	'the rollup waits for the lock');
+sleep 4;
+$locker->query_safe('COMMIT');
+$locker->quit;
+my $gap = query(qq{
+	SELECT max(extract(epoch FROM ts - prev))
+	  FROM (SELECT ts, lag(ts) OVER (ORDER BY ts) AS prev FROM chronicle.snapshot
+	         WHERE ts > '$t_lock') s});
+cmp_ok($gap, '<', 1.0, "no snapshot waited for the rollup (longest interval $gap s, interval 0.2 s)");
+is(status('pid'), $pid, 'the collector is the same process after the rollup waited');
+
 # Housekeeping runs on once all is well, and nothing crashed.
 housekeeping_runs(2, 'after every error path');
 $log = slurp_file($node->logfile);
