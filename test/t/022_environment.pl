@@ -107,6 +107,9 @@ $want{'server.version_num'} = $node->safe_psql('postgres', 'SHOW server_version_
 $want{'server.version_string'} = $node->safe_psql('postgres', 'SELECT version()');
 my %cfg = map { split /\|/, $_, 2 } split /\n/,
   $node->safe_psql('postgres', "SELECT name || '|' || setting FROM pg_config WHERE name IN ('CONFIGURE', 'CC', 'CFLAGS')");
+# The build options without the build machine's paths: each run from a
+# '/' to a blank or a quote is "<path>".
+s{/[^ \t'"]*}{<path>}g for values %cfg;
 $want{'server.configure'} = $cfg{CONFIGURE} if ($cfg{CONFIGURE} // '') ne '';
 $want{'server.cc'} = $cfg{CC} if ($cfg{CC} // '') ne '';
 $want{'server.cflags'} = $cfg{CFLAGS} if ($cfg{CFLAGS} // '') ne '';
