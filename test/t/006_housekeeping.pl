@@ -12,7 +12,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use FindBin;
 use lib "$FindBin::RealBin/../perl";
-use PgChronicle::TestNode qw(chronicle_node poll_ok poll_until);
+use PgChronicle::TestNode qw(chronicle_node chronicle_status poll_ok poll_until);
 
 # A session queued behind a stalled collector fails instead of hanging
 # (the defect this test is about); polls go by the clock (poll_ok).
@@ -50,11 +50,7 @@ sub recording_goes_on
 }
 
 # A column of status(), by name.
-sub status
-{
-	my ($col) = @_;
-	return query("SELECT to_jsonb(s) ->> '$col' FROM chronicle.status() s");
-}
+sub status { return chronicle_status($node, $_[0]); }
 
 # The worker's housekeeping runs at its start, before its first snapshot,
 # and then hourly: restart the worker (the postmaster starts it again after

@@ -18,7 +18,8 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use FindBin;
 use lib "$FindBin::RealBin/../perl";
-use PgChronicle::TestNode qw(chronicle_node poll_ok poll_until);
+use PgChronicle::TestNode
+  qw(chronicle_node chronicle_status more_worker_snapshots poll_ok poll_until);
 
 my $node = chronicle_node('housekeeping_repeat', conf => q{
 chronicle.snapshot_interval = '200ms'
@@ -27,11 +28,7 @@ chronicle.debug_housekeeping_interval = '1s'
 log_min_messages = warning
 });
 sub query { return $node->safe_psql('postgres', $_[0]); }
-sub status
-{
-	my ($col) = @_;
-	return query("SELECT to_jsonb(s) ->> '$col' FROM chronicle.status() s");
-}
+sub status { return chronicle_status($node, $_[0]); }
 
 poll_until($node, 'postgres', 'SELECT count(*) >= 3 FROM chronicle.snapshot',
 	'the worker records snapshots');
@@ -56,9 +53,7 @@ sub housekeeping_runs
 sub recording_goes_on
 {
 	my ($n, $what) = @_;
-	my $c = query('SELECT count(*) FROM chronicle.snapshot');
-	poll_ok($node, 'postgres', "SELECT count(*) >= $c + $n FROM chronicle.snapshot",
-		"recording goes on: $what");
+	more_worker_snapshots($node, $n, "recording goes on: $what");
 }
 
 # (1) A reader in an open transaction holds the history of an expired day:

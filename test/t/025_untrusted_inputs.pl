@@ -17,7 +17,7 @@ use Test::More;
 use Time::HiRes qw(time);
 use FindBin;
 use lib "$FindBin::RealBin/../perl";
-use PgChronicle::TestNode qw(chronicle_node poll_ok poll_until);
+use PgChronicle::TestNode qw(chronicle_node chronicle_status poll_ok poll_until);
 
 # The test's own sessions keep the defaults whatever ALTER SYSTEM says.
 $ENV{PGOPTIONS} = '-c statement_timeout=0 -c lock_timeout=0 -c transaction_timeout=0 '
@@ -31,11 +31,7 @@ chronicle.snapshot_interval = '200ms'
 log_min_messages = warning
 });
 sub query { return $node->safe_psql('postgres', $_[0]); }
-sub status
-{
-	my ($col) = @_;
-	return query("SELECT to_jsonb(s) ->> '$col' FROM chronicle.status() s");
-}
+sub status { return chronicle_status($node, $_[0]); }
 poll_until($node, 'postgres', "SELECT count(*) >= 3 FROM chronicle.snapshot WHERE collector = 'worker'",
 	'the worker records snapshots');
 query(q{
@@ -159,7 +155,10 @@ cmp_ok($took, '<', 5, sprintf('the cancel came soon after the timeout (%.2f s af
 is(query('SELECT 1'), '1', 'the server is up after the huge value');
 
 # --- settings made for everyone ---------------------------------------------
-# Each would stop or change the recording in the collector's session.
+# Each would stop or change the recording in the collector's session
+# (transaction_timeout at 500 ms only: it applies to a new session's start
+# too, before the test's own PGOPTIONS, and a shorter one would end the
+# test's own connections on a loaded machine).
 my $pid = status('pid');
 my $errors0 = status('snapshot_errors');
 query(q{
@@ -167,7 +166,7 @@ query(q{
 	ALTER SYSTEM SET default_transaction_isolation = 'serializable';
 	ALTER SYSTEM SET statement_timeout = '1ms';
 	ALTER SYSTEM SET lock_timeout = '1ms';
-	ALTER SYSTEM SET transaction_timeout = '1ms';
+	ALTER SYSTEM SET transaction_timeout = '500ms';
 	ALTER SYSTEM SET idle_in_transaction_session_timeout = '1ms';
 	ALTER SYSTEM SET session_replication_role = 'replica';
 	ALTER SYSTEM SET exit_on_error = on;

@@ -22,7 +22,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep);
 
-our @EXPORT_OK = qw(chronicle_node pgbench_node poll_ok poll_until
+our @EXPORT_OK = qw(chronicle_node chronicle_status pgbench_node poll_ok poll_until
   worker_snapshots more_worker_snapshots lock_wait);
 
 # A new node $name (of the installation install_path, default the one on
@@ -108,6 +108,14 @@ sub poll_until
 	poll_ok($node, $db, $query, $name, $expected)
 	  or die "stopping: $name did not happen\n";
 	return 1;
+}
+
+# A column of chronicle.status(), by name.
+sub chronicle_status
+{
+	my ($node, $col) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT to_jsonb(s) ->> '$col' FROM chronicle.status() s");
 }
 
 # How many snapshots the worker has written.
