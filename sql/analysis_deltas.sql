@@ -70,7 +70,10 @@ SELECT count(*) AS bulkread_rows
   FROM chronicle.io_deltas('2024-03-01', '2024-03-02', for_context => 'bulkread');
 
 -- Totals: sums of the deltas, rates over the 9 recorded seconds (6 in A,
--- 3 in B); client backend normal: 10 + 3 reads, two resets.
+-- 3 in B); client backend normal: 10 + 3 reads, two resets.  intervals:
+-- those each key counts in, from its first row on: client backend normal
+-- all 8 (6 in A, 2 in B), the checkpointer and bulkread the 6 of A (no row
+-- in B), the autovacuum key the 3 after its first row (:03).
 SELECT seconds, intervals, backend_type, context, resets, reads, round(reads_per_s::numeric, 4) AS reads_per_s,
        read_bytes, writes, hits, round(ms_per_read::numeric, 4) AS ms_per_read
   FROM chronicle.io_totals('2024-03-01', '2024-03-02');
@@ -185,6 +188,12 @@ SELECT wait_event, queryid, samples
   FROM chronicle.wait_totals('2024-03-01 10:00:02', '2024-03-01 10:00:03', for_wait_event => 'WALWrite');
 SELECT wait_event, queryid, samples
   FROM chronicle.wait_totals('2024-03-01 10:00:03', '2024-03-01 10:00:30', for_wait_event => 'WALWrite');
+-- intervals: how many of the window's intervals a key counts in, from its
+-- first row on: WALWrite and the checkpointer's DataFileWrite, born at :03,
+-- in (:02, :03] .. (:05, :06], 4 of the window's 6; the keys of the
+-- keyframe (:00) in all 6.
+SELECT backend_type, wait_event, queryid, intervals
+  FROM chronicle.wait_totals('2024-03-01 10:00:00', '2024-03-01 10:00:06');
 -- Segment B: the waits source failed at its keyframe (10:01:00, no rows),
 -- so its first rows at 10:01:01 are baselines (cumulative since the
 -- sampler started: 9000 would be a false spike), the delta comes at

@@ -138,7 +138,7 @@ SELECT to_char(w.f, 'HH24:MI:SS') AS "from", r.*
 		kinds => 'ct', attrs => ARRAY['op_bytes'], reset_col => 'stats_reset',
 		bytes_ops => ARRAY[NULL, NULL]::text[], bytes_unit => NULL, per_op => ARRAY[]::text[],
 		filter_cols => ARRAY[]::text[], filter_vals => ARRAY[]::text[], changed_only => true)
-	  AS d(bt text, obj text, ctx text, op_bytes bigint, seg timestamptz, reset boolean,
+	  AS d(bt text, obj text, ctx text, op_bytes bigint, seg timestamptz, reset boolean, n bigint,
 	       b_reads bigint, l_reads bigint, b_wt float8, l_wt float8)$q$, w.f, w.t)) r
  ORDER BY w.f;
 
@@ -162,9 +162,19 @@ SELECT to_char(w.f, 'HH24:MI:SS') AS "from", r.*
 		bytes_ops => ARRAY[NULL]::text[], bytes_unit => NULL, per_op => ARRAY[]::text[],
 		filter_cols => ARRAY[]::text[], filter_vals => ARRAY[]::text[], changed_only => true,
 		born_at_zero => true)
-	  AS d(bt text, st text, wet text, we text, q bigint, seg timestamptz, reset boolean,
+	  AS d(bt text, st text, wet text, we text, q bigint, seg timestamptz, reset boolean, n bigint,
 	       b_samples bigint, l_samples bigint)$q$, w.f, w.t)) r
  ORDER BY w.f;
+
+-- The intervals each wait key counts in over (00:00:05, 00:01:20], 44 in A
+-- (:06 .. :49) and 20 in B (01:01 .. 01:20), by hand: DataFileRead (q 1)
+-- and WalSync (q 3) from before the window in A and from B's keyframe, 64;
+-- relation (q 2), born at :13 in A and at 01:13 in B (the interval it was
+-- born in counts), 37 + 8 = 45.  (WALWrite, q 4, between two keyframes of
+-- A, is not seen by the totals' shortcut: docs/analysis.md.)
+SELECT wait_event, queryid, intervals
+  FROM chronicle.wait_totals('2024-07-01 00:00:05+00', '2024-07-01 00:01:20+00')
+ ORDER BY queryid;
 
 -- wal: a source without keys.
 SELECT to_char(w.f, 'HH24:MI:SS') AS "from", r.*

@@ -38,8 +38,9 @@ SELECT * FROM chronicle.compare_runs('a', 'b')
 SELECT seconds, wal_bytes, wal_fpi FROM chronicle.wal_run_totals('b');
 SELECT * FROM chronicle.run_percentiles('b', 'wal.wal_bytes_per_s', '{0,0.5,1}');
 -- The timeline carries pgbench's numbers: one transaction per interval,
--- tps over the part of each interval between the run's first start
--- (00:00:05.499) and last end (00:00:09.5), as app_intervals() has it.
+-- tps over the intervals the run was active in all of it, between its
+-- first start (00:00:05.499) and last end (00:00:09.5), as app_intervals()
+-- has it; none in the two it was active in part of (partial).
 SELECT to_char(interval_end, 'HH24:MI:SS') AS "end", commits_per_s, wal_bytes_per_s, tps, latency_p50_ms
   FROM chronicle.timeline('2024-03-03 00:00:04', '2024-03-03 00:00:10');
 

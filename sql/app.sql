@@ -152,12 +152,14 @@ SELECT r.run_id, '2020-03-01 10:00:05+00'::timestamptz + i * interval '1 s', 3, 
 UNION ALL
 SELECT r.run_id, '2020-03-01 10:00:10.5+00'::timestamptz, 4, i, 0, 1000 * i, 0, 0, 'ok'
   FROM chronicle.run r, generate_series(1, 3) i WHERE r.label = 'hand';
--- tps is over the seconds the run was active in the interval: from the
--- first start (10:00:00.008) in the first, and in the last one the 3 ms of
--- its three transactions' latencies.
+-- active_seconds: the part of the interval the run was active in, from
+-- the first start (10:00:00.008) in the first, to the last end of the
+-- recording (10:00:02.5) in the second, and in the last one the 3 ms of
+-- its three transactions' latencies.  The run was active in part of each:
+-- partial, no tps (a rate over 3 ms is no rate of the run).
 SELECT interval_start, interval_end, segment, transactions, tps, active_seconds, latency_mean_ms,
        latency_min_ms, latency_p50_ms, latency_p90_ms, latency_p99_ms, latency_max_ms, lag_mean_ms,
-       skipped, failures, retries, basis
+       skipped, failures, retries, basis, partial
   FROM chronicle.app_intervals('hand');
 -- A window (from, to] holds the intervals whose end lies in it, as
 -- chronicle.intervals() has them.
@@ -181,26 +183,32 @@ SELECT r.run_id, '2020-03-01 09:00:00.1+00'::timestamptz + u.i * interval '1 ms'
 SELECT transactions, latency_min_ms, latency_p50_ms, latency_p90_ms, latency_p99_ms, latency_max_ms
   FROM chronicle.app_summary('ranks');
 
--- A run that starts and ends mid-interval (as one created from its log
--- always does): one client, a transaction every 10 ms from 11:00:00.60
--- to 11:00:04.50, run 11:00:00.5 .. 11:00:04.5, snapshots every second.
--- Its intervals are those of intervals() (ending in (started, ended]),
--- and the first one shows the run's 100/s over the 0.4 s it ran there.
+-- A run created from its log: it starts and ends mid-interval (one
+-- client, a transaction every 10 ms from 11:00:00.60 to 11:00:04.50, run
+-- 11:00:00.5 .. 11:00:04.5, snapshots every second).  Its window reaches
+-- the snapshot after its last transaction (11:00:05), so that its
+-- intervals hold every transaction; the first and the last, which it ran
+-- 0.4 and 0.5 s of, are partial: no tps (not a dip, not a spike).
 INSERT INTO chronicle.snapshot (ts, segment, keyframe, collector, duration_ms, rows_written, wal_bytes, errors)
 SELECT '2020-03-01 11:00:00+00'::timestamptz + i * interval '1 s', '2020-03-01 11:00:00+00', i = 0, 'worker', 1, 0, 0, 0
   FROM generate_series(0, 5) i;
-INSERT INTO chronicle.run (label, started, ended)
-VALUES ('edge', '2020-03-01 11:00:00.5+00', '2020-03-01 11:00:04.5+00');
+INSERT INTO chronicle.run (label, started, ended, meta)
+VALUES ('edge', '2020-03-01 11:00:00.5+00', '2020-03-01 11:00:04.5+00',
+        '{"created_by": "chronicle.load_pgbench_lines"}');
 INSERT INTO chronicle.app_transaction (run_id, ts, client_id, tx_no, script_no, latency_us)
 SELECT r.run_id, '2020-03-01 11:00:00.61+00'::timestamptz + k * interval '10 ms', 0, k, 0,
        CASE WHEN k = 0 THEN 10000 ELSE 1000 + k * 37 % 9000 END
   FROM chronicle.run r, generate_series(0, 389) k WHERE r.label = 'edge';
-SELECT interval_end, transactions, active_seconds, tps, latency_p50_ms, latency_p99_ms
+SELECT interval_end, transactions, active_seconds, tps, latency_p50_ms, latency_p99_ms, partial
   FROM chronicle.app_intervals('edge');
+SELECT * FROM chronicle.run_window('edge');
 SELECT count(*) AS intervals FROM chronicle.run_window('edge') w, chronicle.intervals(w.run_from, w.run_to);
+-- The intervals add up to the run.
+SELECT (SELECT sum(transactions) FROM chronicle.app_intervals('edge')) AS intervals_sum,
+       (SELECT transactions FROM chronicle.app_summary('edge')) AS summary;
 -- The timeline and app_intervals() agree, interval by interval.
 SELECT count(*) AS intervals,
-       count(*) FILTER (WHERE t.tps = a.tps AND t.latency_p50_ms = a.latency_p50_ms
+       count(*) FILTER (WHERE t.tps IS NOT DISTINCT FROM a.tps AND t.latency_p50_ms = a.latency_p50_ms
                           AND t.latency_p99_ms = a.latency_p99_ms) AS equal
   FROM chronicle.run_window('edge') w,
        chronicle.timeline(w.run_from, w.run_to, waits => false) t
@@ -226,13 +234,38 @@ SELECT transactions, seconds, tps, basis FROM chronicle.app_summary('restart');
 -- run_summary's tps is app_summary's (its seconds are the recorded ones).
 SELECT metric, value FROM chronicle.run_summary('restart')
  WHERE metric IN ('seconds', 'tps', 'latency_avg_ms', 'latency_p50_ms', 'latency_p99_ms');
-SELECT interval_end, transactions, active_seconds, tps FROM chronicle.app_intervals('restart');
+SELECT interval_end, transactions, active_seconds, tps, partial FROM chronicle.app_intervals('restart');
+
+-- Two pgbench runs of 2 s at 100/s around a server stop, each with edges
+-- in the gap between the recordings: the first (stop.a) ends 0.5 s after
+-- the last snapshot before the stop (12:00:22), the second (stop.b) starts
+-- 0.5 s before the first snapshot after it (12:00:30).  No pgbench process
+-- outlives a stop: the gap's transactions are counted per log file, 4 s
+-- and 100/s, not the 11 s from the first's start over the stop.  The 100
+-- transactions that ended in the gap are in no interval.
+INSERT INTO chronicle.snapshot (ts, segment, keyframe, collector, duration_ms, rows_written, wal_bytes, errors)
+SELECT seg + i * interval '1 s', seg, i = 0, 'worker', 1, 0, 0, 0
+  FROM unnest(ARRAY['2020-03-01 12:00:20+00', '2020-03-01 12:00:30+00']::timestamptz[]) seg,
+       generate_series(0, 2) i;
+INSERT INTO chronicle.run (label, started, ended)
+VALUES ('stop', '2020-03-01 12:00:20+00', '2020-03-01 12:00:32+00');
+INSERT INTO chronicle.app_transaction (run_id, ts, client_id, tx_no, script_no, latency_us, source)
+SELECT r.run_id, f.b + k * interval '10 ms', 0, k, 0, 10000, f.source
+  FROM chronicle.run r,
+       (VALUES ('2020-03-01 12:00:20.51+00'::timestamptz, 'stop.a'),
+               ('2020-03-01 12:00:29.51+00'::timestamptz, 'stop.b')) f(b, source),
+       generate_series(0, 199) k
+ WHERE r.label = 'stop';
+SELECT transactions, seconds, tps FROM chronicle.app_summary('stop');
+SELECT interval_end, transactions, active_seconds, tps, partial FROM chronicle.app_intervals('stop');
 
 -- An aggregate log (run 'agg', loaded above: 1 s intervals starting at
 -- 04:59:24, 25, 26, two threads) is read where a run has no
 -- per-transaction rows.  Its first interval is partial (pgbench started
 -- within it): its transactions and latencies count, not its seconds.
--- No single latencies: no percentiles.
+-- No single latencies: no percentiles.  (Snapshots on whole seconds, as
+-- the log's intervals: each snapshot interval holds one; see 'agg_half'
+-- below for snapshots between them.)
 SELECT chronicle.ensure_partitions('2026-11-22', '2026-11-22') >= 0 AS partitions;
 INSERT INTO chronicle.snapshot (ts, segment, keyframe, collector, duration_ms, rows_written, wal_bytes, errors)
 SELECT '2026-11-22 04:59:24+00'::timestamptz + i * interval '1 s', '2026-11-22 04:59:24+00', i = 0, 'worker', 1, 0, 0, 0
@@ -250,6 +283,30 @@ SELECT to_char(t.interval_end AT TIME ZONE 'UTC', 'HH24:MI:SS') AS "end", t.tps,
   FROM chronicle.run_window('agg') w,
        chronicle.timeline(w.run_from, w.run_to, waits => false) t
   JOIN chronicle.app_intervals(w.run_from, w.run_to) a USING (interval_end);
+-- Snapshots every 0.5 s over an aggregate log of 1 s intervals: pgbench
+-- ran at 100/s from 14:00:00.2 (the run's start, within its first, partial
+-- interval: 80 transactions) to 14:00:04.  Each interval's transactions
+-- are spread over its second (the first from the run's start): 30 and 50
+-- in the first two snapshot intervals, 50 in each after, no interval at 0
+-- while pgbench ran, and they add up to the log's 380.  The first two are
+-- partial (the first aggregation interval's seconds are not known): no tps.
+INSERT INTO chronicle.snapshot (ts, segment, keyframe, collector, duration_ms, rows_written, wal_bytes, errors)
+SELECT '2020-03-01 14:00:00+00'::timestamptz + i * interval '0.5 s', '2020-03-01 14:00:00+00', i = 0, 'worker', 1, 0, 0, 0
+  FROM generate_series(0, 8) i;
+INSERT INTO chronicle.run (label, started, ended)
+VALUES ('agg_half', '2020-03-01 14:00:00.2+00', '2020-03-01 14:00:04+00');
+INSERT INTO chronicle.app_interval (run_id, interval_start, num_transactions, sum_latency_us, min_latency_us,
+                                    max_latency_us, skipped, retried, retries, serialization_failures,
+                                    deadlock_failures, interval_secs)
+SELECT r.run_id, '2020-03-01 14:00:00+00'::timestamptz + i * interval '1 s', n, n * (5000 + 1000 * i),
+       1000, 9000, 0, 0, 0, 0, 0, 1
+  FROM chronicle.run r, unnest(ARRAY[80, 100, 100, 100]) WITH ORDINALITY AS u(n, o),
+       LATERAL (SELECT (u.o - 1)::int AS i) x
+ WHERE r.label = 'agg_half';
+SELECT interval_end, transactions, active_seconds, tps, latency_mean_ms, basis, partial
+  FROM chronicle.app_intervals('agg_half');
+SELECT (SELECT sum(transactions) FROM chronicle.app_intervals('agg_half')) AS intervals_sum,
+       (SELECT transactions FROM chronicle.app_summary('agg_half')) AS summary;
 -- A run without any pgbench rows: 0 transactions, no rate.
 INSERT INTO chronicle.run (label, started, ended)
 VALUES ('empty', '2020-03-01 12:00:00+00', '2020-03-01 12:00:01+00');

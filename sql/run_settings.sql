@@ -11,7 +11,7 @@ SELECT label FROM chronicle.run_end();
 
 -- A role that reads statistics but not every setting, allowed to open runs.
 CREATE ROLE regress_chronicle_bench IN ROLE pg_read_all_stats;
-GRANT EXECUTE ON FUNCTION chronicle.run_begin(text, jsonb), chronicle.run_end(text)
+GRANT EXECUTE ON FUNCTION chronicle.run_begin(text, jsonb), chronicle.run_end(text, timestamptz)
    TO regress_chronicle_bench;
 SET ROLE regress_chronicle_bench;
 SELECT current_setting('primary_conninfo');
@@ -46,6 +46,6 @@ SELECT * FROM chronicle.compare_settings('superuser run', 'bench run')
  WHERE name = 'primary_conninfo';
 
 SELECT chronicle.run_delete(label) FROM chronicle.run WHERE label IN ('superuser run', 'bench run');
-REVOKE EXECUTE ON FUNCTION chronicle.run_begin(text, jsonb), chronicle.run_end(text)
+REVOKE EXECUTE ON FUNCTION chronicle.run_begin(text, jsonb), chronicle.run_end(text, timestamptz)
   FROM regress_chronicle_bench;
 DROP ROLE regress_chronicle_bench;

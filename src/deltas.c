@@ -161,6 +161,9 @@ typedef struct Engine
 	bool		bases_set;		/* the baseline rows became the bases */
 	TimestampTz *iseg;			/* the segments with an interval in the window */
 	int			niseg;
+	TimestampTz **iend;			/* per iseg: the ends of its intervals in the
+								 * window, in time order */
+	int		   *niend;
 	int			nkf;			/* keyframes whose keys are read first */
 
 	/* key types */
@@ -740,7 +743,9 @@ emit_groups(Engine *e, Snap *s)
  * first row in the window) and the last row, for the totals' shortcut
  * (the deltas telescope when nothing was reset in between).  Output: the
  * keys, the last row's attributes, the segment, reset (the reset column
- * changed or a counter went down between the two rows), per value the
+ * changed or a counter went down between the two rows), intervals (how
+ * many of the segment's intervals in the window the key counts in, as the
+ * per-interval mode gives it rows with changed_only false), per value the
  * baseline's (0 when born at zero) and the last row's.
  * ----------------------------------------------------------------
  */
@@ -752,6 +757,40 @@ segment_has_interval(Engine *e, TimestampTz seg)
 		if (e->iseg[i] == seg)
 			return true;
 	return false;
+}
+
+/*
+ * The intervals of segment seg in the window that a key with this baseline
+ * counts in: those ending after its baseline row, or, when it was born at
+ * zero there, from the interval that row ends (its first, whose delta is
+ * its whole value).  A key whose baseline lies before the window counts in
+ * all of them; one first seen mid-segment (born, or a baseline only) in
+ * those from its first row on.
+ */
+static int64
+ends_intervals(Engine *e, TimestampTz seg, TimestampTz base_ts, bool born)
+{
+	for (int j = 0; j < e->niseg; j++)
+	{
+		TimestampTz *t = e->iend[j];
+		int			lo = 0,
+					hi = e->niend[j];
+
+		if (e->iseg[j] != seg)
+			continue;
+		/* the first interval end after the baseline (at it when born) */
+		while (lo < hi)
+		{
+			int			mid = lo + (hi - lo) / 2;
+
+			if (born ? t[mid] < base_ts : t[mid] <= base_ts)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		return e->niend[j] - lo;
+	}
+	return 0;
 }
 
 static void
@@ -794,6 +833,8 @@ emit_ends(Engine *e, KeyState *ks, TimestampTz seg)
 			reset = true;
 	}
 	e->outv[c] = BoolGetDatum(reset);
+	e->outn[c++] = false;
+	e->outv[c] = Int64GetDatum(ends_intervals(e, seg, b->ts, ks->base_born));
 	e->outn[c++] = false;
 	for (int i = 0; i < e->nvals; i++)
 	{
@@ -1228,7 +1269,7 @@ check_result_type(Engine *e, TupleDesc d)
 	Oid		   *want;
 
 	if (e->ends)
-		n = e->nkeys + e->nattrs + 2 + 2 * e->nvals;
+		n = e->nkeys + e->nattrs + 3 + 2 * e->nvals;
 	else
 		for (int i = 0; i < e->nvals; i++)
 			n += e->kinds[i] == KIND_GAUGE ? 1 : 2;
@@ -1251,6 +1292,7 @@ check_result_type(Engine *e, TupleDesc d)
 			want[n++] = e->stortype[e->nvals + i];
 		want[n++] = TIMESTAMPTZOID;
 		want[n++] = BOOLOID;
+		want[n++] = INT8OID;
 		for (int i = 0; i < e->nvals; i++)
 		{
 			want[n++] = e->valtype[i];
@@ -2066,6 +2108,29 @@ run_engine(FunctionCallInfo fcinfo, bool ends)
 		for (int i = 0; i < nsnaps; i++)
 			if (snaps[i].ends_interval && !segment_has_interval(e, snaps[i].segment))
 				e->iseg[e->niseg++] = snaps[i].segment;
+		/* each segment's interval ends, in time order as the snapshots */
+		e->iend = palloc(sizeof(TimestampTz *) * Max(e->niseg, 1));
+		e->niend = palloc0(sizeof(int) * Max(e->niseg, 1));
+		for (int j = 0; j < e->niseg; j++)
+		{
+			int			n = 0;
+
+			for (int i = 0; i < nsnaps; i++)
+				if (snaps[i].ends_interval && snaps[i].segment == e->iseg[j])
+					n++;
+			e->iend[j] = palloc(sizeof(TimestampTz) * Max(n, 1));
+		}
+		for (int i = 0; i < nsnaps; i++)
+		{
+			if (!snaps[i].ends_interval)
+				continue;
+			for (int j = 0; j < e->niseg; j++)
+				if (e->iseg[j] == snaps[i].segment)
+				{
+					e->iend[j][e->niend[j]++] = snaps[i].ts;
+					break;
+				}
+		}
 	}
 
 	/* Filter parameters ($3...), then exclusions */

@@ -391,9 +391,13 @@ def gen_single(s):
 def gen_ends_helper(s):
     """_<fn>_ends(from, to): per key and segment of the window, the baseline
     row (latest at or before the segment's first interval start, else the
-    key's first row) and the last row, and whether a reset lies between.
-    Born at zero: a key's first row after the segment's first keyframe with
-    rows of the table (as the engine finds it) has a baseline of zero.
+    key's first row) and the last row, whether a reset lies between, and
+    how many of the segment's intervals in the window the key counts in
+    (from its first row in the segment on: a key born or first seen in the
+    window is not counted in the intervals before it, as <fn>_deltas()
+    gives it no row there).  Born at zero: a key's first row after the
+    segment's first keyframe with rows of the table (as the engine finds
+    it) has a baseline of zero, and the interval it ends counts.
     Computed by the engine (chronicle._ends(), src/deltas.c) in its one
     time-ordered read from the keyframe before the window, which holds
     every key."""
@@ -403,7 +407,8 @@ def gen_ends_helper(s):
     kinds = ''.join(k for c, k in s['cols'] if k in 'ct')
     b = s.get('bytes', {})
     name = '_%s_ends' % s['fn']
-    res = s['keys'] + [(a, attr_type(s, a)) for a in attrs] + [('segment', 'timestamptz'), ('reset', 'boolean')]
+    res = s['keys'] + [(a, attr_type(s, a)) for a in attrs] + \
+        [('segment', 'timestamptz'), ('reset', 'boolean'), ('intervals', 'bigint')]
     for c, k in s['cols']:
         if k in 'ct':
             res += [('b_' + c, coltype(k)), ('l_' + c, coltype(k))]
@@ -431,7 +436,10 @@ def gen_ends_helper(s):
 
 def gen_totals(s):
     """<fn>_totals(from, to, filters): the sum of the per-interval deltas per
-    key, with rates over the window's recorded seconds; and the run variant."""
+    key, with rates over the window's recorded seconds; and the run variant.
+    intervals: a keyed source's key counts in the window's intervals from
+    its first row in each segment on (the engine's _ends() says how many),
+    a single-row source's row in every interval of the window."""
     if all(k == 'g' for _, k in s['cols']):
         return
     name = fn_name(s)
@@ -470,7 +478,7 @@ def gen_totals(s):
         w('\t\tSELECT * FROM chronicle.%s($1, $2) e' % ends)
         w('\t\t WHERE true%s' % kf.replace('\n\t', '\n\t\t'))
         w('\t)')
-        w('\tSELECT ws, we, secs, n, %s,' % sel('e', kcols))
+        w('\tSELECT ws, we, secs, sum(e.intervals)::bigint, %s,' % sel('e', kcols))
         for a in attrs:
             w('\t       max(e.%s),' % a)
         w('\t       0::bigint,')
@@ -492,7 +500,7 @@ def gen_totals(s):
         w('\t\tRETURN;')
         w('\tEND IF;')
         w('\tRETURN QUERY')
-        w('\tSELECT ws, we, secs, n, %s,' % sel('k', kcols))
+        w('\tSELECT ws, we, secs, max(k.intervals), %s,' % sel('k', kcols))
         for a in attrs:
             w('\t       coalesce(max(d.%s), max(k.%s)),' % (a, a))
         w('\t       count(*) FILTER (WHERE d.reset),')
@@ -508,9 +516,11 @@ def gen_totals(s):
         w('\t       %s' % ',\n\t       '.join(items))
         # every key of the window, with its latest attributes (and its
         # cells' NULLs: a cell the view shows as NULL has a NULL total)
-        w('\t  FROM (SELECT DISTINCT ON (%s) %s%s' % (sel('kk', kcols), sel('kk', kcols),
-                                                  ''.join(', kk.%s' % a for a in attrs)
-                                                  + ''.join(', kk.l_%s AS %s' % (c, c) for c, _ in counters)))
+        w('\t  FROM (SELECT DISTINCT ON (%s) %s%s,' % (sel('kk', kcols), sel('kk', kcols),
+                                                   ''.join(', kk.%s' % a for a in attrs)
+                                                   + ''.join(', kk.l_%s AS %s' % (c, c) for c, _ in counters)))
+        # the intervals it counts in, over every segment of the window
+        w('\t               sum(kk.intervals) OVER (PARTITION BY %s)::bigint AS intervals' % sel('kk', kcols))
         w('\t          FROM chronicle.%s($1, $2) kk' % ends)
         w('\t         WHERE true%s' % ''.join('\n\t           AND ($%d IS NULL OR kk.%s = $%d)' % (i + 3, f, i + 3)
                                             for i, f in enumerate(filt)))

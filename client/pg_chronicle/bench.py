@@ -1,8 +1,27 @@
 """pg-chronicle bench: pgbench as a recorded run.
 
-    run_begin(label, meta)  ->  pgbench ARGS -l --log-prefix=TMP/pgbench_log
+    silence until a snapshot  ->  run_begin(label, meta)
+    ->  pgbench ARGS -l --log-prefix=TMP/pgbench_log
+    ->  silence until the collector's first snapshot after pgbench
+    ->  run_end(label, after => when pgbench ended): the run ends AT that snapshot
     ->  the logs streamed into chronicle.load_pgbench_lines() (COPY FROM STDIN:
-        the server need not see the client's files)  ->  run_end  ->  summary
+        the server need not see the client's files)  ->  summary
+
+The run's window holds pgbench and nothing else: a snapshot interval counts
+in a run when its end lies in (started, ended], and pg_stat_statements, the
+WAL and I/O counters count whatever ends before the snapshot that reads
+them.  So from pgbench's end until the first snapshot after it the client
+sends no statement at all (it sleeps for one snapshot interval and a half;
+a poll would be a statement), then has run_end() end the run at that
+snapshot, in the past, and only then loads the log (its WAL and statements
+belong to the next intervals, outside the run).  The time pgbench ended is
+taken in the server's clock without comparing two clocks: the server's
+clock_timestamp() read by the first statement after the silence, less the
+time the client counted (monotonic) since pgbench exited.  Before
+run_begin the client is silent as long, so that its own questions and
+whatever came before (the log load of a bench run just before) are in a
+snapshot before the run's first interval: the window starts inside an
+interval, which holds run_begin itself.
 
 pgbench connects where the client does unless its own arguments say
 otherwise: the conninfo given with -d is passed on as PG* variables.
@@ -10,8 +29,9 @@ pgbench's stdout and stderr are the terminal's (its -P progress shows).
 
 Ctrl-C (SIGINT): pgbench gets SIGINT too (the terminal sends it to the
 whole foreground process group; it is forwarded when only pg-chronicle got
-it), the logs written so far are loaded (a line cut off by the signal is
-dropped), the run is ended and summarised, and the exit code is 130.
+it), the run is ended, the logs written so far are loaded (a line cut off by
+the signal is dropped), the run is summarised, and the exit code is 130.
+A Ctrl-C while waiting for the snapshot ends the run without waiting more.
 """
 
 from __future__ import annotations
@@ -167,34 +187,99 @@ def load_logs(conn: psycopg.Connection[Any], label: str,
     return rows
 
 
-def wait_for_snapshot(conn: psycopg.Connection[Any], after: Any) -> bool:
-    """Waits until the collector has recorded a snapshot after `after` (a
-    server timestamp), so that the run's window covers pgbench's last
-    second.  Gives up after three snapshot intervals (collector stopped or
-    paused): False."""
+# pgbench's backends report their last statistics (WAL, I/O) as they exit,
+# right after pgbench's last transaction: the run ends at the first snapshot
+# after pgbench's exit plus this margin (seconds).
+EXIT_MARGIN = 0.1
+
+
+def snapshot_interval(conn: psycopg.Connection[Any]) -> float:
+    """chronicle.snapshot_interval in seconds (1 when this session does not
+    know the setting: the library is not loaded in it)."""
     row = query_one(conn, "SELECT coalesce(extract(epoch FROM "
                           "current_setting('chronicle.snapshot_interval', true)::interval), 1)::float8 AS s")
-    interval = row["s"] if row else 1.0
-    deadline = time.monotonic() + 3 * interval + 1
-    while True:
+    return float(row["s"]) if row and row["s"] else 1.0
+
+
+def quiet_time(interval: float) -> float:
+    """How long the client stays silent after pgbench (and EXIT_MARGIN): the
+    first snapshot after pgbench is due within one interval, and takes some
+    time to read the counters and commit: half an interval more, at least
+    0.25 s, at most 5 s."""
+    return interval + min(max(interval / 2, 0.25), 5.0)
+
+
+def _wait_until(t: float, handler: _Interrupt) -> None:
+    """Sleeps until time.monotonic() reaches t, or a Ctrl-C (handler.cut)."""
+    while not handler.cut:
+        left = t - time.monotonic()
+        if left <= 0:
+            return
+        time.sleep(min(left, 0.1))
+
+
+def end_run(conn: psycopg.Connection[Any], label: str, pgbench_end: float, interval: float,
+            handler: _Interrupt) -> tuple[Any, bool]:
+    """Ends the run at the collector's first snapshot after pgbench ended
+    (pgbench_end: time.monotonic() then), sending nothing to the server
+    before that snapshot was taken.  Returns (ended, at_snapshot): False
+    when no snapshot came (collector stopped, or a Ctrl-C cut the wait
+    short) and the run ended at the time of run_end() instead."""
+    quiet_until = pgbench_end + EXIT_MARGIN + quiet_time(interval)
+    if quiet_until - time.monotonic() > 2:
+        echo(f"pg-chronicle: waiting {quiet_until - time.monotonic():.0f} s for the collector's "
+             f"next snapshot (chronicle.snapshot_interval = {interval:g} s) to end the run; "
+             "Ctrl-C ends it now", file=sys.stderr, flush=True)
+    handler.waiting = True
+    _wait_until(quiet_until, handler)
+    # The first statement since pgbench.  pgbench's end in the server's
+    # clock: its clock now less the time counted here since; an upper bound
+    # (the server read its clock after `sent`), capped at now.
+    sent = time.monotonic()
+    row = query_one(conn, "SELECT clock_timestamp() AS now")
+    assert row is not None
+    now = row["now"]
+    after = min(now, now - datetime.timedelta(seconds=sent - pgbench_end - EXIT_MARGIN))
+    # Normally that snapshot is there already; a collector behind its
+    # schedule gets until three intervals after pgbench.
+    deadline = max(pgbench_end + 3 * interval + 1, quiet_until + 1)
+    while not handler.cut:
         r = query_one(conn, "SELECT EXISTS (SELECT FROM chronicle.snapshot s WHERE s.ts > %s) AS e",
                       (after,))
-        if r is not None and r["e"]:
-            return True
-        if time.monotonic() > deadline:
-            return False
+        if (r is not None and r["e"]) or time.monotonic() > deadline:
+            break
         time.sleep(min(0.1, interval / 4))
+    fallback: list[str] = []
+
+    def notice(diag: psycopg.errors.Diagnostic) -> None:
+        if (diag.message_primary or "").startswith("chronicle.run_end: no snapshot"):
+            fallback.append(diag.message_primary or "")
+
+    conn.add_notice_handler(notice)
+    try:
+        with translated():
+            r2 = conn.execute("SELECT ended FROM chronicle.run_end(%s, after => %s)",
+                              (label, after)).fetchone()
+    finally:
+        conn.remove_notice_handler(notice)
+    assert r2 is not None
+    return r2[0], not fallback
 
 
 class _Interrupt:
-    """SIGINT while pgbench runs: remembered, and passed on to pgbench."""
+    """SIGINT while pgbench runs: remembered, and passed on to pgbench.
+    While waiting for the snapshot that ends the run: cuts the wait short."""
 
     def __init__(self) -> None:
         self.proc: subprocess.Popen[bytes] | None = None
         self.hit = False
+        self.waiting = False
+        self.cut = False
 
     def __call__(self, signum: int, frame: FrameType | None) -> None:
         self.hit = True
+        if self.waiting:
+            self.cut = True
         if self.proc is not None and self.proc.poll() is None:
             try:
                 self.proc.send_signal(signal.SIGINT)
@@ -203,8 +288,9 @@ class _Interrupt:
 
 
 def _pgbench(conn: psycopg.Connection[Any], cmd: list[str], env: dict[str, str],
-             handler: _Interrupt, label: str, pgbench: str) -> tuple[int, Any]:
-    """Runs pgbench to its end; its exit code and the server's time then."""
+             handler: _Interrupt, label: str, pgbench: str) -> tuple[int, float]:
+    """Runs pgbench to its end; its exit code and time.monotonic() then.
+    Nothing is sent to the server after pgbench started (see end_run)."""
     try:
         handler.proc = subprocess.Popen(cmd, env=env)
     except OSError as exc:
@@ -214,9 +300,14 @@ def _pgbench(conn: psycopg.Connection[Any], cmd: list[str], env: dict[str, str],
             conn.execute("SELECT chronicle.run_delete(%s)", (label,))
         raise ClientError(f"cannot run {pgbench}: {exc.strerror}") from exc
     rc = handler.proc.wait()
-    row = query_one(conn, "SELECT clock_timestamp() AS t")
-    assert row is not None
-    return rc, row["t"]
+    return rc, time.monotonic()
+
+
+def _whole_lines(files: list[pathlib.Path]) -> int:
+    n = 0
+    for p in files:
+        n += sum(1 for _ in _complete_lines(p))
+    return n
 
 
 def main(conninfo: str | None, args: argparse.Namespace, pgbench_args: list[str]) -> int:
@@ -259,45 +350,19 @@ def main(conninfo: str | None, args: argparse.Namespace, pgbench_args: list[str]
 def _run(conn: psycopg.Connection[Any], label: str, meta: dict[str, Any], pgbench: str,
          pgbench_args: list[str], env: dict[str, str], logdir: pathlib.Path,
          args: argparse.Namespace, conninfo: str | None) -> int:
-    with translated():
-        conn.execute("SELECT chronicle.run_begin(%s, %s)", (label, Jsonb(meta)))
-    cmd = [pgbench, *pgbench_args, "-l", f"--log-prefix={logdir / LOG_PREFIX}"]
-    echo(f"pg-chronicle: run {label} started: {shlex.join(cmd)}", file=sys.stderr, flush=True)
-
+    interval = snapshot_interval(conn)
     handler = _Interrupt()
     old = signal.signal(signal.SIGINT, handler)
     try:
-        rc, ended_at = _pgbench(conn, cmd, env, handler, label, pgbench)
-        interrupted = handler.hit or rc == -signal.SIGINT
-        # Until the run is closed, a further Ctrl-C is only remembered: an
-        # open run would refuse the next run_begin.
-        files = log_files(logdir)
-        loaded = load_logs(conn, label, files)
-        nlines = sum(r["lines"] for r in loaded)
-        if rc != 0 and not interrupted and nlines == 0:
-            with translated():
-                conn.execute("SELECT chronicle.run_end(%s)", (label,))
-                conn.execute("SELECT chronicle.run_delete(%s)", (label,))
-            raise ClientError(f"pgbench failed (exit code {rc}) before any transaction; "
-                              f"run {label} was removed",
-                              exit_code=rc if rc > 0 else EXIT_ERROR)
-        if not wait_for_snapshot(conn, ended_at):
-            echo("pg-chronicle: no snapshot recorded after pgbench ended (is the collector "
-                 "running? see chronicle.status()); the run ends now", file=sys.stderr)
-        with translated():
-            conn.execute("SELECT chronicle.run_end(%s)", (label,))
-    except BaseException:
-        # never leave the run open (the next run_begin would refuse)
-        try:
-            conn.execute("SELECT chronicle.run_end(%s) WHERE EXISTS (SELECT FROM chronicle.run r "
-                         "WHERE r.label = %s AND r.ended IS NULL)", (label, label))
-        except psycopg.Error:
-            pass
-        raise
+        rc, interrupted, loaded, at_snapshot = _recorded(conn, label, meta, pgbench, pgbench_args,
+                                                         env, logdir, interval, handler)
     finally:
         signal.signal(signal.SIGINT, old)
-    echo(f"pg-chronicle: run {label} ended; {nlines:,} pgbench log lines loaded from "
-         f"{len(loaded)} file(s)" + (" (interrupted)" if interrupted else ""),
+    nlines = sum(r["lines"] for r in loaded)
+    echo(f"pg-chronicle: run {label} ended"
+         + (" at the first snapshot after pgbench" if at_snapshot else "")
+         + f"; {nlines:,} pgbench log lines loaded from {len(loaded)} file(s)"
+         + (" (interrupted)" if interrupted else ""),
          file=sys.stderr, flush=True)
     echo("\n" + summary.format_summary(summary.collect(conn, label)), flush=True)
 
@@ -311,3 +376,60 @@ def _run(conn: psycopg.Connection[Any], label: str, meta: dict[str, Any], pgbenc
         echo(f"pg-chronicle: pgbench exited with code {rc}", file=sys.stderr)
         return rc if rc is not None and rc > 0 else EXIT_ERROR
     return 0
+
+
+def _recorded(conn: psycopg.Connection[Any], label: str, meta: dict[str, Any], pgbench: str,
+              pgbench_args: list[str], env: dict[str, str], logdir: pathlib.Path,
+              interval: float, handler: _Interrupt) -> tuple[int, bool, list[dict[str, Any]], bool]:
+    """The run: run_begin, pgbench, run_end at the first snapshot after it,
+    the logs loaded.  Returns pgbench's exit code, whether it was
+    interrupted, load_logs()'s rows and whether the run ended at a snapshot."""
+    # The run's window starts inside a snapshot interval, which would hold
+    # whatever came just before run_begin (the questions above, the log
+    # loaded by a bench run just before this one): silence until a
+    # snapshot has recorded it.
+    quiet = quiet_time(interval)
+    if quiet > 2:
+        echo(f"pg-chronicle: waiting {quiet:.0f} s for the collector's next snapshot "
+             f"(chronicle.snapshot_interval = {interval:g} s) before the run begins",
+             file=sys.stderr, flush=True)
+    handler.waiting = True
+    _wait_until(time.monotonic() + quiet, handler)
+    handler.waiting = False
+    if handler.hit:
+        raise ClientError("interrupted before the run began", exit_code=EXIT_INTERRUPTED)
+    with translated():
+        conn.execute("SELECT chronicle.run_begin(%s, %s)", (label, Jsonb(meta)))
+    cmd = [pgbench, *pgbench_args, "-l", f"--log-prefix={logdir / LOG_PREFIX}"]
+    echo(f"pg-chronicle: run {label} started: {shlex.join(cmd)}", file=sys.stderr, flush=True)
+
+    try:
+        rc, pgbench_end = _pgbench(conn, cmd, env, handler, label, pgbench)
+        interrupted = handler.hit or rc == -signal.SIGINT
+        # Until the run is closed and the logs loaded, a further Ctrl-C is
+        # only remembered (or cuts the wait for the snapshot short): an
+        # open run would refuse the next run_begin.
+        files = log_files(logdir)
+        if rc != 0 and not interrupted and _whole_lines(files) == 0:
+            with translated():
+                conn.execute("SELECT chronicle.run_end(%s)", (label,))
+                conn.execute("SELECT chronicle.run_delete(%s)", (label,))
+            raise ClientError(f"pgbench failed (exit code {rc}) before any transaction; "
+                              f"run {label} was removed",
+                              exit_code=rc if rc > 0 else EXIT_ERROR)
+        # No statement from here until the run has ended (end_run).
+        at_snapshot = end_run(conn, label, pgbench_end, interval, handler)[1]
+        if not at_snapshot:
+            echo("pg-chronicle: no snapshot recorded after pgbench ended (is the collector "
+                 "running? see chronicle.status()); the run ended now", file=sys.stderr)
+        # The run has ended: the load is outside its window.
+        loaded = load_logs(conn, label, files)
+    except BaseException:
+        # never leave the run open (the next run_begin would refuse)
+        try:
+            conn.execute("SELECT chronicle.run_end(%s) WHERE EXISTS (SELECT FROM chronicle.run r "
+                         "WHERE r.label = %s AND r.ended IS NULL)", (label, label))
+        except psycopg.Error:
+            pass
+        raise
+    return rc, interrupted, loaded, at_snapshot

@@ -186,7 +186,11 @@ def checkpoint_marks(conn, w: Window) -> list[dict]:
 
 def throughput(conn, w: Window, tl: dict[str, list], ckpt: list[dict]) -> dict:
     """tps and latency p50/p99/max per interval from the pgbench log
-    (chronicle.app_intervals), commits/s from pg_stat_database (server_series)."""
+    (chronicle.app_intervals), commits/s from pg_stat_database (server_series).
+    tps has no point in an interval pgbench ran only part of (the run's first
+    and last: partial), where app_intervals() gives none since 0.3.0: a rate
+    over the part would be a spike, over the whole interval a dip, neither
+    real."""
     app = _rows(conn, """SELECT interval_end, transactions, tps, latency_p50_ms, latency_p99_ms,
                                 latency_max_ms, basis
                            FROM chronicle.app_intervals(%s, %s, %s)""",
@@ -209,7 +213,8 @@ def throughput(conn, w: Window, tl: dict[str, list], ckpt: list[dict]) -> dict:
         note = "No pgbench log in this run: throughput is commits/s of pg_stat_database, no latency."
     p = _panel("throughput", "Throughput and latency",
                "tps and latency percentiles of the transactions that ended in each snapshot "
-               "interval (pgbench log, chronicle.app_intervals); commits/s from pg_stat_database "
+               "interval (pgbench log, chronicle.app_intervals; no tps in the intervals pgbench "
+               "ran only part of, the run's first and last); commits/s from pg_stat_database "
                "(chronicle.database_deltas). Vertical lines: checkpoint start and end.", charts)
     p["note"] = note
     return p

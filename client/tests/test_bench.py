@@ -11,12 +11,15 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator
+from typing import Any
 
+import psycopg
 import pytest
 
 from conftest import CLIENT_DIR, Server, cli, wait_for
 
 from pg_chronicle import summary
+from pg_chronicle.bench import load_logs, log_files
 from pg_chronicle.db import connect
 
 
@@ -27,6 +30,7 @@ class LogReading:
     first_start: float       # epoch seconds of the first transaction's start
     last_end: float
     latencies_us: list[int]
+    last_end_exact: tuple[int, int] = (0, 0)   # (epoch seconds, microseconds): as the log has it
 
     @property
     def tps(self) -> float:
@@ -40,6 +44,7 @@ class LogReading:
 
 def read_logs(logdir: pathlib.Path) -> LogReading:
     n, starts, ends, lat = 0, [], [], []
+    exact = (0, 0)
     for f in sorted(logdir.glob("pgbench_log.*")):
         for line in f.read_text().splitlines(keepends=True):
             if not line.endswith("\n"):
@@ -48,12 +53,14 @@ def read_logs(logdir: pathlib.Path) -> LogReading:
             if fields[2] in ("skipped", "failed", "serialization", "deadlock", "other"):
                 continue
             end = int(fields[4]) + int(fields[5]) / 1e6
+            exact = max(exact, (int(fields[4]), int(fields[5])))
             us = int(fields[2])
             n += 1
             ends.append(end)
             starts.append(end - us / 1e6)
             lat.append(us)
-    return LogReading(n=n, first_start=min(starts), last_end=max(ends), latencies_us=lat)
+    return LogReading(n=n, first_start=min(starts), last_end=max(ends), latencies_us=lat,
+                      last_end_exact=exact)
 
 
 @dataclasses.dataclass
@@ -270,3 +277,198 @@ def test_bench_passes_its_connection_to_pgbench(server: Server) -> None:
             "-c", "1", "-T", "1", env=env, check=True)
     assert "no log loaded" not in p.stdout
     assert int(server.psql("SELECT transactions FROM chronicle.app_summary('t-conninfo')")) > 0
+
+
+# The run's window holds pgbench and nothing else (issue 21): bench ends the
+# run at the collector's first snapshot after pgbench, sends nothing to the
+# server before that snapshot, and loads the log only then.  A select-only
+# run after a VACUUM writes next to no WAL of its own, so the load's WAL
+# (tens of thousands of rows) stands out wherever it is recorded.
+
+# pgbench's exit after its last transaction and bench's margin for its
+# backends' exit (bench.EXIT_MARGIN): a snapshot this close after pgbench's
+# last transaction may be passed over for the next one.
+EXIT_SLACK = 0.5
+
+# What bench sends, but run_begin: before it, the extension's version, the
+# snapshot interval, pgbench's scale; after pgbench, the load (the staging
+# table, COPY, the parsing), its clock and poll for the snapshot, run_end.
+CLIENT_STATEMENTS = ("extversion", "snapshot_interval", "to_regclass", "load_pgbench_lines",
+                     "pgbench_staging", "chronicle_pgbench_lines", "chronicle.snapshot",
+                     "clock_timestamp", "run_end")
+
+
+@dataclasses.dataclass
+class WindowRun:
+    run: BenchRun
+    ref: LogReading
+    started: Any
+    ended: Any
+    last_end: str       # pgbench's last transaction's end, an SQL expression
+    after: str          # a snapshot taken after bench's session ended
+    interval: float     # chronicle.snapshot_interval, seconds
+
+
+@pytest.fixture(scope="module")
+def window_run(server: Server, tmp_path_factory: pytest.TempPathFactory) -> WindowRun:
+    # the hint bits and dead rows of the read-write runs before: set and
+    # removed now, not by the select-only run (its WAL would be theirs)
+    server.psql("VACUUM pgbench_accounts, pgbench_branches, pgbench_tellers")
+    logdir = tmp_path_factory.mktemp("t-window")
+    p = cli(server, "bench", "--label", "t-window", "--keep-logs", str(logdir), "--",
+            "-S", "-c", "2", "-j", "2", "-T", "3", check=True)
+    # bench's session has ended (its last statistics flushed), then a snapshot
+    wait_for(lambda: server.psql("SELECT count(*) FROM pg_stat_activity "
+                                 "WHERE application_name = 'pg-chronicle'") == "0",
+             "bench's session to end")
+    t = server.psql("SELECT clock_timestamp()")
+    wait_for(lambda: server.psql(f"SELECT count(*) FROM chronicle.snapshot WHERE ts > '{t}'") != "0",
+             "a snapshot after bench")
+    after = server.psql(f"SELECT min(ts) FROM chronicle.snapshot WHERE ts > '{t}'")
+    ref = read_logs(logdir)
+    with connect(server.conninfo) as conn:
+        started, ended = conn.execute("SELECT started, ended FROM chronicle.run WHERE label = 't-window'"
+                                      ).fetchone()
+        interval = conn.execute("SELECT extract(epoch FROM current_setting('chronicle.snapshot_interval')"
+                                "::interval)::float8").fetchone()[0]
+    sec, usec = ref.last_end_exact
+    return WindowRun(run=BenchRun("t-window", logdir, p), ref=ref, started=started, ended=ended,
+                     last_end=f"(to_timestamp({sec}) + {usec} * interval '1 microsecond')",
+                     after=f"'{after}'::timestamptz", interval=interval)
+
+
+def test_bench_run_ends_at_the_first_snapshot_after_pgbench(server: Server, window_run: WindowRun) -> None:
+    """(a) The run ends at the first snapshot after pgbench's last
+    transaction (as pgbench's log has it, read here)."""
+    w = window_run
+    assert w.ref.n > 1000
+    row = server.psql(f"""
+        SELECT (SELECT count(*) FROM chronicle.snapshot s WHERE s.ts = r.ended),
+               r.ended > {w.last_end},
+               (SELECT count(*) FROM chronicle.snapshot s WHERE s.ts > {w.last_end} AND s.ts < r.ended),
+               (SELECT count(*) FROM chronicle.snapshot s
+                 WHERE s.ts > {w.last_end} + interval '{EXIT_SLACK} s' AND s.ts < r.ended)
+          FROM chronicle.run r WHERE r.label = 't-window'""")
+    at_snapshot, covers, between, late = row.split("|")
+    assert at_snapshot == "1", "the run ends at a snapshot"
+    assert covers == "t", "the window covers pgbench's last transaction"
+    # the first snapshot after it; the second only when the first came
+    # while pgbench and its backends were exiting
+    assert (between, late) in (("0", "0"), ("1", "0")), row
+
+
+def _statements(server: Server, from_sql: str, to_sql: str) -> list[str]:
+    out = server.psql("SELECT replace(coalesce(query, '?'), E'\\n', ' ') "
+                      f"FROM chronicle.statements_top({from_sql}, {to_sql}, 100000, 'calls')")
+    return out.splitlines()
+
+
+def test_bench_run_holds_no_statement_of_the_client(server: Server, window_run: WindowRun) -> None:
+    """(b) No statement of bench's (the load, its poll, run_end, its
+    questions before the run) is among the run's statements, but run_begin
+    (the window starts inside an interval); the load is in the intervals
+    after the run.  (The bench run before this one in the module loaded
+    its log just before: bench's wait before run_begin keeps that out.)"""
+    w = window_run
+    started = "(SELECT started FROM chronicle.run WHERE label = 't-window')"
+    ended = "(SELECT ended FROM chronicle.run WHERE label = 't-window')"
+    inside = _statements(server, started, ended)
+    assert any("pgbench_accounts" in q for q in inside), inside
+    leaked = [q for q in inside if any(c in q for c in CLIENT_STATEMENTS)]
+    assert leaked == []
+    outside = _statements(server, ended, w.after)
+    assert any("load_pgbench_lines" in q for q in outside), outside
+
+
+def _wal(server: Server, from_sql: str, to_sql: str) -> int:
+    return int(server.psql(f"SELECT coalesce(sum(wal_bytes), 0)::bigint "
+                           f"FROM chronicle.wal_totals({from_sql}, {to_sql})"))
+
+
+def test_bench_run_holds_no_wal_of_the_load(server: Server, window_run: WindowRun) -> None:
+    """(c) The load's WAL is recorded after the run, not in its last
+    interval.  The load's WAL measured here: the same files loaded again
+    into a run of its own, between two WAL positions."""
+    w = window_run
+    with connect(server.conninfo) as conn:
+        conn.execute("SELECT chronicle.run_label('t-window-reload', now() - interval '1 min', now())")
+        try:
+            lsn = conn.execute("SELECT pg_current_wal_insert_lsn()").fetchone()[0]
+            load_logs(conn, "t-window-reload", log_files(w.run.logdir))
+            load_wal = conn.execute("SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), %s)::bigint",
+                                    (lsn,)).fetchone()[0]
+        finally:
+            conn.execute("SELECT chronicle.run_delete('t-window-reload')")
+    started = "(SELECT started FROM chronicle.run WHERE label = 't-window')"
+    ended = "(SELECT ended FROM chronicle.run WHERE label = 't-window')"
+    # the run's last interval: the one ending at its last snapshot
+    last_end = f"(SELECT max(ts) FROM chronicle.snapshot WHERE ts <= {ended})"
+    last_start = f"(SELECT max(ts) FROM chronicle.snapshot WHERE ts < {last_end})"
+    run_wal = _wal(server, started, ended)
+    last_wal = _wal(server, last_start, last_end)
+    after_wal = _wal(server, ended, w.after)
+    # PostgreSQL 18.6, cassert: load 6.5 MB, run 20 kB, last interval 9 kB, after 6.4 MB
+    figures = f"load {load_wal:,}, run {run_wal:,}, last interval {last_wal:,}, after {after_wal:,}"
+    assert load_wal > 1_000_000, figures
+    assert after_wal > 0.8 * load_wal, figures
+    assert last_wal < 0.05 * load_wal, figures
+    assert run_wal < 0.05 * load_wal, figures
+
+
+def test_select_only_window_is_pgbench_and_one_interval(window_run: WindowRun) -> None:
+    """(d) A select-only run of 3 s: its window is pgbench's time and at
+    most one snapshot interval more (no tail of the load)."""
+    w = window_run
+    pgbench = w.ref.last_end - w.ref.first_start
+    window = (w.ended - w.started).total_seconds()
+    assert pgbench > 2.5
+    # pgbench's start (its connections) and exit, bench's margin: 0.75 s
+    assert window <= pgbench + w.interval + 0.75, (window, pgbench)
+
+
+def test_run_end_after(server: Server) -> None:
+    """run_end(run, after): the run ends at the first snapshot after
+    `after`, or now with a WARNING when there is none; `after` must be a
+    finite time inside the run, not in the future."""
+    with connect(server.conninfo) as conn:
+        started = conn.execute("SELECT started FROM chronicle.run_begin('t-after')").fetchone()[0]
+        try:
+            wait_for(lambda: conn.execute("SELECT count(*) FROM chronicle.snapshot WHERE ts > %s",
+                                          (started,)).fetchone()[0] >= 2, "two snapshots")
+            s1, s2 = [r[0] for r in conn.execute(
+                "SELECT ts FROM chronicle.snapshot WHERE ts > %s ORDER BY ts LIMIT 2", (started,))]
+            for bad in ("'infinity'", "'-infinity'", "%(started)s::timestamptz - interval '1 microsecond'",
+                        "clock_timestamp() + interval '1 hour'"):
+                with pytest.raises(psycopg.Error) as exc:
+                    conn.execute(f"SELECT chronicle.run_end('t-after', after => {bad})",
+                                 {"started": started} if "%(" in bad else None)
+                assert exc.value.sqlstate == "22023", (bad, exc.value)
+                assert exc.value.diag.message_hint, bad
+            ended = conn.execute("SELECT ended FROM chronicle.run_end('t-after', after => %s)",
+                                 (s1,)).fetchone()[0]
+            assert ended == s2, "the first snapshot after `after`"
+        finally:
+            conn.execute("SELECT chronicle.run_end('t-after') WHERE EXISTS "
+                         "(SELECT FROM chronicle.run WHERE label = 't-after' AND ended IS NULL)")
+        conn.execute("SELECT chronicle.run_delete('t-after')")
+
+        # `after` at its start: the first snapshot of the run
+        started = conn.execute("SELECT started FROM chronicle.run_begin('t-after')").fetchone()[0]
+        wait_for(lambda: conn.execute("SELECT count(*) FROM chronicle.snapshot WHERE ts > %s",
+                                      (started,)).fetchone()[0] >= 1, "a snapshot")
+        ended = conn.execute("SELECT ended FROM chronicle.run_end('t-after', after => %s)",
+                             (started,)).fetchone()[0]
+        assert ended == conn.execute("SELECT min(ts) FROM chronicle.snapshot WHERE ts > %s",
+                                     (started,)).fetchone()[0]
+        conn.execute("SELECT chronicle.run_delete('t-after')")
+
+        # no snapshot after `after` yet: the run ends now, and says so
+        warnings: list[str] = []
+        conn.add_notice_handler(lambda d: warnings.append(f"{d.severity_nonlocalized}: {d.message_primary}"))
+        started = conn.execute("SELECT started FROM chronicle.run_begin('t-after')").fetchone()[0]
+        ended = conn.execute("SELECT ended FROM chronicle.run_end('t-after', after => clock_timestamp())"
+                             ).fetchone()[0]
+        assert ended > started
+        assert warnings == ['WARNING: chronicle.run_end: no snapshot was recorded after the time '
+                            'given; run "t-after" ends now']
+        conn.execute("SELECT chronicle.run_delete('t-after')")

@@ -72,6 +72,14 @@ def test_every_panel_has_data(server: Server, runs: report_runs.ReportRuns) -> N
     # the per-interval max latency never exceeds the run's max from the log
     worst = max(v for v in charts["throughput.latency"]["series"][2]["values"] if v is not None)
     assert worst == pytest.approx(max(ref.latencies_us) / 1000.0, rel=1e-4)
+    # tps has a point in every interval but those pgbench ran only part of
+    # (its first and last: app_intervals' partial ones), where a rate would be
+    # a spike or a dip that did not happen
+    tps = charts["throughput.tps"]["series"][0]["values"]
+    partial = [v == "t" for v in server.psql(
+        f"SELECT partial FROM chronicle.app_intervals('{runs.a}') ORDER BY interval_end").split()]
+    assert len(partial) == n and partial[-1]
+    assert [v is None for v in tps] == partial
     tables = {t["id"]: t for p in data["panels"] for t in p["tables"]}
     assert tables["waits.top"]["rows"] and "coverage" in tables["waits.top"]["note"]
     assert any("pgbench_accounts" in r[0] for r in tables["statements.top"]["rows"])
@@ -126,7 +134,10 @@ def test_comparison(server: Server, runs: report_runs.ReportRuns) -> None:
             assert i in lp["marked"], r
     assert "compare.settings" in tables
     # every time chart: A's and B's series on seconds since their start, each
-    # with one point per interval of its own run
+    # with one point per interval of its own run (pgbench's tps: but for the
+    # intervals it ran only part of, app_intervals' partial ones)
+    tps_points = {r: int(server.psql(f"SELECT count(tps) FROM chronicle.app_intervals('{r}')"))
+                  for r in (runs.a, runs.b)}
     for p in data["panels"]:
         for c in p["charts"]:
             if c["kind"] != "time":
@@ -140,6 +151,9 @@ def test_comparison(server: Server, runs: report_runs.ReportRuns) -> None:
             for s in c["series"]:
                 assert len(s["values"]) == len(c["x"])
                 want = na if s["run"] == runs.a else nb
+                if c["id"] == "throughput.tps" and s["label"].endswith("tps (pgbench)"):
+                    want = tps_points[s["run"]]
+                    assert 0 < want < (na if s["run"] == runs.a else nb), s["label"]
                 assert sum(v is not None for v in s["values"]) == want, (c["id"], s["label"])
     tps = next(c for c in panels["throughput"]["charts"] if c["id"] == "throughput.tps")
     assert [s["label"] for s in tps["series"]][:1] == [f"{runs.a}: tps (pgbench)"]

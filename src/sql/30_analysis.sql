@@ -306,6 +306,12 @@ END;
 $$;
 
 -- A run's window by label: (started, ended], or (started, now()] while open.
+-- A run created from its pgbench log (load_pgbench_lines(create_run =>
+-- true)) ends at the log's last transaction, within a snapshot interval:
+-- its window reaches the first snapshot at or after it, in the same
+-- recording, once there is one, so that the interval holding its last
+-- transactions is the run's (as run_end(after => ...) ends a run at a
+-- snapshot).
 CREATE FUNCTION chronicle.run_window(run text, OUT run_from timestamptz, OUT run_to timestamptz)
 RETURNS record
 LANGUAGE plpgsql STABLE
@@ -313,9 +319,21 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
 	v_run integer := chronicle._run_id(run, 'chronicle.run_window');
+	v_from_log boolean;
+	v_next timestamptz;
 BEGIN
-	SELECT r.started, coalesce(r.ended, now()) INTO run_from, run_to
+	SELECT r.started, coalesce(r.ended, now()),
+	       r.ended IS NOT NULL AND r.meta ->> 'created_by' = 'chronicle.load_pgbench_lines'
+	  INTO run_from, run_to, v_from_log
 	  FROM chronicle.run r WHERE r.run_id = v_run;
+	IF v_from_log THEN
+		SELECT n.ts INTO v_next
+		  FROM (SELECT s.ts, s.segment FROM chronicle.snapshot s
+		         WHERE s.ts >= run_to ORDER BY s.ts LIMIT 1) n
+		 WHERE n.segment = (SELECT s.segment FROM chronicle.snapshot s
+		                     WHERE s.ts < run_to ORDER BY s.ts DESC LIMIT 1);
+		run_to := coalesce(v_next, run_to);
+	END IF;
 	IF run_to <= run_from THEN
 		RAISE EXCEPTION 'chronicle.run_window: run "%" is empty (it ended when it started)', run
 			USING ERRCODE = 'data_exception',
@@ -325,7 +343,7 @@ END;
 $$;
 
 COMMENT ON FUNCTION chronicle.run_window(text) IS
-	'The (from, to] window of a run by label (to = now() while the run is open)';
+	'The (from, to] window of a run by label (to = now() while the run is open; a run created from its pgbench log reaches the snapshot after its last transaction)';
 
 REVOKE ALL ON FUNCTION chronicle._deltas(regclass, timestamptz, timestamptz, text[], text[], text, text[], text, text[], text, text[], text[], text[], boolean, text[], text[], text[], boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle._ends(regclass, timestamptz, timestamptz, text[], text[], text, text[], text, text[], text, text[], text[], text[], boolean, text[], text[], text[], boolean) FROM PUBLIC;

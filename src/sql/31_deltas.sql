@@ -100,7 +100,7 @@ REVOKE ALL ON FUNCTION chronicle.io_deltas(timestamptz, timestamptz, text, text,
 GRANT EXECUTE ON FUNCTION chronicle.io_deltas(timestamptz, timestamptz, text, text, text, boolean) TO pg_monitor, pg_read_all_stats;
 
 CREATE FUNCTION chronicle._io_ends(from_ts timestamptz, to_ts timestamptz)
-RETURNS TABLE (backend_type text, object text, context text, op_bytes bigint, segment timestamptz, reset boolean, b_reads bigint, l_reads bigint, b_read_bytes bigint, l_read_bytes bigint, b_read_time float8, l_read_time float8, b_writes bigint, l_writes bigint, b_write_bytes bigint, l_write_bytes bigint, b_write_time float8, l_write_time float8, b_writebacks bigint, l_writebacks bigint, b_writeback_time float8, l_writeback_time float8, b_extends bigint, l_extends bigint, b_extend_bytes bigint, l_extend_bytes bigint, b_extend_time float8, l_extend_time float8, b_hits bigint, l_hits bigint, b_evictions bigint, l_evictions bigint, b_reuses bigint, l_reuses bigint, b_fsyncs bigint, l_fsyncs bigint, b_fsync_time float8, l_fsync_time float8)
+RETURNS TABLE (backend_type text, object text, context text, op_bytes bigint, segment timestamptz, reset boolean, intervals bigint, b_reads bigint, l_reads bigint, b_read_bytes bigint, l_read_bytes bigint, b_read_time float8, l_read_time float8, b_writes bigint, l_writes bigint, b_write_bytes bigint, l_write_bytes bigint, b_write_time float8, l_write_time float8, b_writebacks bigint, l_writebacks bigint, b_writeback_time float8, l_writeback_time float8, b_extends bigint, l_extends bigint, b_extend_bytes bigint, l_extend_bytes bigint, b_extend_time float8, l_extend_time float8, b_hits bigint, l_hits bigint, b_evictions bigint, l_evictions bigint, b_reuses bigint, l_reuses bigint, b_fsyncs bigint, l_fsyncs bigint, b_fsync_time float8, l_fsync_time float8)
 LANGUAGE plpgsql STABLE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -120,7 +120,7 @@ BEGIN
 		bytes_unit => 'op_bytes',
 		per_op => ARRAY[]::text[], filter_cols => ARRAY[]::text[], filter_vals => ARRAY[]::text[],
 		changed_only => true, born_at_zero => false)
-	  AS d(backend_type text, object text, context text, op_bytes bigint, segment timestamptz, reset boolean, b_reads bigint, l_reads bigint, b_read_bytes bigint, l_read_bytes bigint, b_read_time float8, l_read_time float8, b_writes bigint, l_writes bigint, b_write_bytes bigint, l_write_bytes bigint, b_write_time float8, l_write_time float8, b_writebacks bigint, l_writebacks bigint, b_writeback_time float8, l_writeback_time float8, b_extends bigint, l_extends bigint, b_extend_bytes bigint, l_extend_bytes bigint, b_extend_time float8, l_extend_time float8, b_hits bigint, l_hits bigint, b_evictions bigint, l_evictions bigint, b_reuses bigint, l_reuses bigint, b_fsyncs bigint, l_fsyncs bigint, b_fsync_time float8, l_fsync_time float8);
+	  AS d(backend_type text, object text, context text, op_bytes bigint, segment timestamptz, reset boolean, intervals bigint, b_reads bigint, l_reads bigint, b_read_bytes bigint, l_read_bytes bigint, b_read_time float8, l_read_time float8, b_writes bigint, l_writes bigint, b_write_bytes bigint, l_write_bytes bigint, b_write_time float8, l_write_time float8, b_writebacks bigint, l_writebacks bigint, b_writeback_time float8, l_writeback_time float8, b_extends bigint, l_extends bigint, b_extend_bytes bigint, l_extend_bytes bigint, b_extend_time float8, l_extend_time float8, b_hits bigint, l_hits bigint, b_evictions bigint, l_evictions bigint, b_reuses bigint, l_reuses bigint, b_fsyncs bigint, l_fsyncs bigint, b_fsync_time float8, l_fsync_time float8);
 END;
 $fn$;
 
@@ -156,7 +156,7 @@ BEGIN
 		   AND ($4 IS NULL OR e.object = $4)
 		   AND ($5 IS NULL OR e.context = $5)
 	)
-	SELECT ws, we, secs, n, e.backend_type, e.object, e.context,
+	SELECT ws, we, secs, sum(e.intervals)::bigint, e.backend_type, e.object, e.context,
 	       max(e.op_bytes),
 	       0::bigint,
 	       sum(e.l_reads - e.b_reads)::numeric,
@@ -204,7 +204,7 @@ BEGIN
 		RETURN;
 	END IF;
 	RETURN QUERY
-	SELECT ws, we, secs, n, k.backend_type, k.object, k.context,
+	SELECT ws, we, secs, max(k.intervals), k.backend_type, k.object, k.context,
 	       coalesce(max(d.op_bytes), max(k.op_bytes)),
 	       count(*) FILTER (WHERE d.reset),
 	       coalesce(sum(d.reads), max(k.reads - k.reads))::numeric,
@@ -244,7 +244,8 @@ BEGIN
 	       sum(d.writeback_time)::float8 / nullif(sum(d.writebacks), 0),
 	       sum(d.extend_time)::float8 / nullif(sum(d.extends), 0),
 	       sum(d.fsync_time)::float8 / nullif(sum(d.fsyncs), 0)
-	  FROM (SELECT DISTINCT ON (kk.backend_type, kk.object, kk.context) kk.backend_type, kk.object, kk.context, kk.op_bytes, kk.l_reads AS reads, kk.l_read_bytes AS read_bytes, kk.l_read_time AS read_time, kk.l_writes AS writes, kk.l_write_bytes AS write_bytes, kk.l_write_time AS write_time, kk.l_writebacks AS writebacks, kk.l_writeback_time AS writeback_time, kk.l_extends AS extends, kk.l_extend_bytes AS extend_bytes, kk.l_extend_time AS extend_time, kk.l_hits AS hits, kk.l_evictions AS evictions, kk.l_reuses AS reuses, kk.l_fsyncs AS fsyncs, kk.l_fsync_time AS fsync_time
+	  FROM (SELECT DISTINCT ON (kk.backend_type, kk.object, kk.context) kk.backend_type, kk.object, kk.context, kk.op_bytes, kk.l_reads AS reads, kk.l_read_bytes AS read_bytes, kk.l_read_time AS read_time, kk.l_writes AS writes, kk.l_write_bytes AS write_bytes, kk.l_write_time AS write_time, kk.l_writebacks AS writebacks, kk.l_writeback_time AS writeback_time, kk.l_extends AS extends, kk.l_extend_bytes AS extend_bytes, kk.l_extend_time AS extend_time, kk.l_hits AS hits, kk.l_evictions AS evictions, kk.l_reuses AS reuses, kk.l_fsyncs AS fsyncs, kk.l_fsync_time AS fsync_time,
+	               sum(kk.intervals) OVER (PARTITION BY kk.backend_type, kk.object, kk.context)::bigint AS intervals
 	          FROM chronicle._io_ends($1, $2) kk
 	         WHERE true
 	           AND ($3 IS NULL OR kk.backend_type = $3)
@@ -341,7 +342,7 @@ REVOKE ALL ON FUNCTION chronicle.database_deltas(timestamptz, timestamptz, text,
 GRANT EXECUTE ON FUNCTION chronicle.database_deltas(timestamptz, timestamptz, text, boolean) TO pg_monitor, pg_read_all_stats;
 
 CREATE FUNCTION chronicle._database_ends(from_ts timestamptz, to_ts timestamptz)
-RETURNS TABLE (datid oid, datname text, segment timestamptz, reset boolean, b_xact_commit bigint, l_xact_commit bigint, b_xact_rollback bigint, l_xact_rollback bigint, b_blks_read bigint, l_blks_read bigint, b_blks_hit bigint, l_blks_hit bigint, b_tup_returned bigint, l_tup_returned bigint, b_tup_fetched bigint, l_tup_fetched bigint, b_tup_inserted bigint, l_tup_inserted bigint, b_tup_updated bigint, l_tup_updated bigint, b_tup_deleted bigint, l_tup_deleted bigint, b_conflicts bigint, l_conflicts bigint, b_temp_files bigint, l_temp_files bigint, b_temp_bytes bigint, l_temp_bytes bigint, b_deadlocks bigint, l_deadlocks bigint, b_checksum_failures bigint, l_checksum_failures bigint, b_blk_read_time float8, l_blk_read_time float8, b_blk_write_time float8, l_blk_write_time float8, b_session_time float8, l_session_time float8, b_active_time float8, l_active_time float8, b_idle_in_transaction_time float8, l_idle_in_transaction_time float8, b_sessions bigint, l_sessions bigint, b_sessions_abandoned bigint, l_sessions_abandoned bigint, b_sessions_fatal bigint, l_sessions_fatal bigint, b_sessions_killed bigint, l_sessions_killed bigint, b_parallel_workers_to_launch bigint, l_parallel_workers_to_launch bigint, b_parallel_workers_launched bigint, l_parallel_workers_launched bigint)
+RETURNS TABLE (datid oid, datname text, segment timestamptz, reset boolean, intervals bigint, b_xact_commit bigint, l_xact_commit bigint, b_xact_rollback bigint, l_xact_rollback bigint, b_blks_read bigint, l_blks_read bigint, b_blks_hit bigint, l_blks_hit bigint, b_tup_returned bigint, l_tup_returned bigint, b_tup_fetched bigint, l_tup_fetched bigint, b_tup_inserted bigint, l_tup_inserted bigint, b_tup_updated bigint, l_tup_updated bigint, b_tup_deleted bigint, l_tup_deleted bigint, b_conflicts bigint, l_conflicts bigint, b_temp_files bigint, l_temp_files bigint, b_temp_bytes bigint, l_temp_bytes bigint, b_deadlocks bigint, l_deadlocks bigint, b_checksum_failures bigint, l_checksum_failures bigint, b_blk_read_time float8, l_blk_read_time float8, b_blk_write_time float8, l_blk_write_time float8, b_session_time float8, l_session_time float8, b_active_time float8, l_active_time float8, b_idle_in_transaction_time float8, l_idle_in_transaction_time float8, b_sessions bigint, l_sessions bigint, b_sessions_abandoned bigint, l_sessions_abandoned bigint, b_sessions_fatal bigint, l_sessions_fatal bigint, b_sessions_killed bigint, l_sessions_killed bigint, b_parallel_workers_to_launch bigint, l_parallel_workers_to_launch bigint, b_parallel_workers_launched bigint, l_parallel_workers_launched bigint)
 LANGUAGE plpgsql STABLE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -361,7 +362,7 @@ BEGIN
 		bytes_unit => NULL,
 		per_op => ARRAY[]::text[], filter_cols => ARRAY[]::text[], filter_vals => ARRAY[]::text[],
 		changed_only => true, born_at_zero => true)
-	  AS d(datid oid, datname text, segment timestamptz, reset boolean, b_xact_commit bigint, l_xact_commit bigint, b_xact_rollback bigint, l_xact_rollback bigint, b_blks_read bigint, l_blks_read bigint, b_blks_hit bigint, l_blks_hit bigint, b_tup_returned bigint, l_tup_returned bigint, b_tup_fetched bigint, l_tup_fetched bigint, b_tup_inserted bigint, l_tup_inserted bigint, b_tup_updated bigint, l_tup_updated bigint, b_tup_deleted bigint, l_tup_deleted bigint, b_conflicts bigint, l_conflicts bigint, b_temp_files bigint, l_temp_files bigint, b_temp_bytes bigint, l_temp_bytes bigint, b_deadlocks bigint, l_deadlocks bigint, b_checksum_failures bigint, l_checksum_failures bigint, b_blk_read_time float8, l_blk_read_time float8, b_blk_write_time float8, l_blk_write_time float8, b_session_time float8, l_session_time float8, b_active_time float8, l_active_time float8, b_idle_in_transaction_time float8, l_idle_in_transaction_time float8, b_sessions bigint, l_sessions bigint, b_sessions_abandoned bigint, l_sessions_abandoned bigint, b_sessions_fatal bigint, l_sessions_fatal bigint, b_sessions_killed bigint, l_sessions_killed bigint, b_parallel_workers_to_launch bigint, l_parallel_workers_to_launch bigint, b_parallel_workers_launched bigint, l_parallel_workers_launched bigint);
+	  AS d(datid oid, datname text, segment timestamptz, reset boolean, intervals bigint, b_xact_commit bigint, l_xact_commit bigint, b_xact_rollback bigint, l_xact_rollback bigint, b_blks_read bigint, l_blks_read bigint, b_blks_hit bigint, l_blks_hit bigint, b_tup_returned bigint, l_tup_returned bigint, b_tup_fetched bigint, l_tup_fetched bigint, b_tup_inserted bigint, l_tup_inserted bigint, b_tup_updated bigint, l_tup_updated bigint, b_tup_deleted bigint, l_tup_deleted bigint, b_conflicts bigint, l_conflicts bigint, b_temp_files bigint, l_temp_files bigint, b_temp_bytes bigint, l_temp_bytes bigint, b_deadlocks bigint, l_deadlocks bigint, b_checksum_failures bigint, l_checksum_failures bigint, b_blk_read_time float8, l_blk_read_time float8, b_blk_write_time float8, l_blk_write_time float8, b_session_time float8, l_session_time float8, b_active_time float8, l_active_time float8, b_idle_in_transaction_time float8, l_idle_in_transaction_time float8, b_sessions bigint, l_sessions bigint, b_sessions_abandoned bigint, l_sessions_abandoned bigint, b_sessions_fatal bigint, l_sessions_fatal bigint, b_sessions_killed bigint, l_sessions_killed bigint, b_parallel_workers_to_launch bigint, l_parallel_workers_to_launch bigint, b_parallel_workers_launched bigint, l_parallel_workers_launched bigint);
 END;
 $fn$;
 
@@ -393,7 +394,7 @@ BEGIN
 		 WHERE true
 		   AND ($3 IS NULL OR e.datname = $3)
 	)
-	SELECT ws, we, secs, n, e.datid,
+	SELECT ws, we, secs, sum(e.intervals)::bigint, e.datid,
 	       max(e.datname),
 	       0::bigint,
 	       sum(e.l_xact_commit - e.b_xact_commit)::numeric,
@@ -455,7 +456,7 @@ BEGIN
 		RETURN;
 	END IF;
 	RETURN QUERY
-	SELECT ws, we, secs, n, k.datid,
+	SELECT ws, we, secs, max(k.intervals), k.datid,
 	       coalesce(max(d.datname), max(k.datname)),
 	       count(*) FILTER (WHERE d.reset),
 	       coalesce(sum(d.xact_commit), max(k.xact_commit - k.xact_commit))::numeric,
@@ -509,7 +510,8 @@ BEGIN
 	       coalesce(sum(d.parallel_workers_launched), max(k.parallel_workers_launched - k.parallel_workers_launched))::numeric,
 	       coalesce(sum(d.parallel_workers_launched), max(k.parallel_workers_launched - k.parallel_workers_launched))::float8 / secs,
 	       sum(d.blk_read_time)::float8 / nullif(sum(d.blks_read), 0)
-	  FROM (SELECT DISTINCT ON (kk.datid) kk.datid, kk.datname, kk.l_xact_commit AS xact_commit, kk.l_xact_rollback AS xact_rollback, kk.l_blks_read AS blks_read, kk.l_blks_hit AS blks_hit, kk.l_tup_returned AS tup_returned, kk.l_tup_fetched AS tup_fetched, kk.l_tup_inserted AS tup_inserted, kk.l_tup_updated AS tup_updated, kk.l_tup_deleted AS tup_deleted, kk.l_conflicts AS conflicts, kk.l_temp_files AS temp_files, kk.l_temp_bytes AS temp_bytes, kk.l_deadlocks AS deadlocks, kk.l_checksum_failures AS checksum_failures, kk.l_blk_read_time AS blk_read_time, kk.l_blk_write_time AS blk_write_time, kk.l_session_time AS session_time, kk.l_active_time AS active_time, kk.l_idle_in_transaction_time AS idle_in_transaction_time, kk.l_sessions AS sessions, kk.l_sessions_abandoned AS sessions_abandoned, kk.l_sessions_fatal AS sessions_fatal, kk.l_sessions_killed AS sessions_killed, kk.l_parallel_workers_to_launch AS parallel_workers_to_launch, kk.l_parallel_workers_launched AS parallel_workers_launched
+	  FROM (SELECT DISTINCT ON (kk.datid) kk.datid, kk.datname, kk.l_xact_commit AS xact_commit, kk.l_xact_rollback AS xact_rollback, kk.l_blks_read AS blks_read, kk.l_blks_hit AS blks_hit, kk.l_tup_returned AS tup_returned, kk.l_tup_fetched AS tup_fetched, kk.l_tup_inserted AS tup_inserted, kk.l_tup_updated AS tup_updated, kk.l_tup_deleted AS tup_deleted, kk.l_conflicts AS conflicts, kk.l_temp_files AS temp_files, kk.l_temp_bytes AS temp_bytes, kk.l_deadlocks AS deadlocks, kk.l_checksum_failures AS checksum_failures, kk.l_blk_read_time AS blk_read_time, kk.l_blk_write_time AS blk_write_time, kk.l_session_time AS session_time, kk.l_active_time AS active_time, kk.l_idle_in_transaction_time AS idle_in_transaction_time, kk.l_sessions AS sessions, kk.l_sessions_abandoned AS sessions_abandoned, kk.l_sessions_fatal AS sessions_fatal, kk.l_sessions_killed AS sessions_killed, kk.l_parallel_workers_to_launch AS parallel_workers_to_launch, kk.l_parallel_workers_launched AS parallel_workers_launched,
+	               sum(kk.intervals) OVER (PARTITION BY kk.datid)::bigint AS intervals
 	          FROM chronicle._database_ends($1, $2) kk
 	         WHERE true
 	           AND ($3 IS NULL OR kk.datname = $3)
@@ -605,7 +607,7 @@ REVOKE ALL ON FUNCTION chronicle.wait_deltas(timestamptz, timestamptz, text, tex
 GRANT EXECUTE ON FUNCTION chronicle.wait_deltas(timestamptz, timestamptz, text, text, text, boolean) TO pg_monitor, pg_read_all_stats;
 
 CREATE FUNCTION chronicle._wait_ends(from_ts timestamptz, to_ts timestamptz)
-RETURNS TABLE (backend_type text, state text, wait_event_type text, wait_event text, queryid bigint, segment timestamptz, reset boolean, b_samples bigint, l_samples bigint)
+RETURNS TABLE (backend_type text, state text, wait_event_type text, wait_event text, queryid bigint, segment timestamptz, reset boolean, intervals bigint, b_samples bigint, l_samples bigint)
 LANGUAGE plpgsql STABLE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -625,7 +627,7 @@ BEGIN
 		bytes_unit => NULL,
 		per_op => ARRAY[]::text[], filter_cols => ARRAY[]::text[], filter_vals => ARRAY[]::text[],
 		changed_only => true, born_at_zero => true)
-	  AS d(backend_type text, state text, wait_event_type text, wait_event text, queryid bigint, segment timestamptz, reset boolean, b_samples bigint, l_samples bigint);
+	  AS d(backend_type text, state text, wait_event_type text, wait_event text, queryid bigint, segment timestamptz, reset boolean, intervals bigint, b_samples bigint, l_samples bigint);
 END;
 $fn$;
 
@@ -660,7 +662,7 @@ BEGIN
 		   AND ($4 IS NULL OR e.wait_event_type = $4)
 		   AND ($5 IS NULL OR e.wait_event = $5)
 	)
-	SELECT ws, we, secs, n, e.backend_type, e.state, e.wait_event_type, e.wait_event, e.queryid,
+	SELECT ws, we, secs, sum(e.intervals)::bigint, e.backend_type, e.state, e.wait_event_type, e.wait_event, e.queryid,
 	       0::bigint,
 	       sum(e.l_samples - e.b_samples)::numeric,
 	       sum(e.l_samples - e.b_samples)::float8 / secs
@@ -672,11 +674,12 @@ BEGIN
 		RETURN;
 	END IF;
 	RETURN QUERY
-	SELECT ws, we, secs, n, k.backend_type, k.state, k.wait_event_type, k.wait_event, k.queryid,
+	SELECT ws, we, secs, max(k.intervals), k.backend_type, k.state, k.wait_event_type, k.wait_event, k.queryid,
 	       count(*) FILTER (WHERE d.reset),
 	       coalesce(sum(d.samples), max(k.samples - k.samples))::numeric,
 	       coalesce(sum(d.samples), max(k.samples - k.samples))::float8 / secs
-	  FROM (SELECT DISTINCT ON (kk.backend_type, kk.state, kk.wait_event_type, kk.wait_event, kk.queryid) kk.backend_type, kk.state, kk.wait_event_type, kk.wait_event, kk.queryid, kk.l_samples AS samples
+	  FROM (SELECT DISTINCT ON (kk.backend_type, kk.state, kk.wait_event_type, kk.wait_event, kk.queryid) kk.backend_type, kk.state, kk.wait_event_type, kk.wait_event, kk.queryid, kk.l_samples AS samples,
+	               sum(kk.intervals) OVER (PARTITION BY kk.backend_type, kk.state, kk.wait_event_type, kk.wait_event, kk.queryid)::bigint AS intervals
 	          FROM chronicle._wait_ends($1, $2) kk
 	         WHERE true
 	           AND ($3 IS NULL OR kk.backend_type = $3)
@@ -798,7 +801,7 @@ REVOKE ALL ON FUNCTION chronicle.os_disk_deltas(timestamptz, timestamptz, text, 
 GRANT EXECUTE ON FUNCTION chronicle.os_disk_deltas(timestamptz, timestamptz, text, boolean) TO pg_monitor, pg_read_all_stats;
 
 CREATE FUNCTION chronicle._os_disk_ends(from_ts timestamptz, to_ts timestamptz)
-RETURNS TABLE (device text, role text, segment timestamptz, reset boolean, b_reads_completed bigint, l_reads_completed bigint, b_reads_merged bigint, l_reads_merged bigint, b_sectors_read bigint, l_sectors_read bigint, b_read_time_ms bigint, l_read_time_ms bigint, b_writes_completed bigint, l_writes_completed bigint, b_writes_merged bigint, l_writes_merged bigint, b_sectors_written bigint, l_sectors_written bigint, b_write_time_ms bigint, l_write_time_ms bigint, b_io_time_ms bigint, l_io_time_ms bigint, b_weighted_io_time_ms bigint, l_weighted_io_time_ms bigint, b_discards_completed bigint, l_discards_completed bigint, b_discards_merged bigint, l_discards_merged bigint, b_sectors_discarded bigint, l_sectors_discarded bigint, b_discard_time_ms bigint, l_discard_time_ms bigint, b_flushes_completed bigint, l_flushes_completed bigint, b_flush_time_ms bigint, l_flush_time_ms bigint)
+RETURNS TABLE (device text, role text, segment timestamptz, reset boolean, intervals bigint, b_reads_completed bigint, l_reads_completed bigint, b_reads_merged bigint, l_reads_merged bigint, b_sectors_read bigint, l_sectors_read bigint, b_read_time_ms bigint, l_read_time_ms bigint, b_writes_completed bigint, l_writes_completed bigint, b_writes_merged bigint, l_writes_merged bigint, b_sectors_written bigint, l_sectors_written bigint, b_write_time_ms bigint, l_write_time_ms bigint, b_io_time_ms bigint, l_io_time_ms bigint, b_weighted_io_time_ms bigint, l_weighted_io_time_ms bigint, b_discards_completed bigint, l_discards_completed bigint, b_discards_merged bigint, l_discards_merged bigint, b_sectors_discarded bigint, l_sectors_discarded bigint, b_discard_time_ms bigint, l_discard_time_ms bigint, b_flushes_completed bigint, l_flushes_completed bigint, b_flush_time_ms bigint, l_flush_time_ms bigint)
 LANGUAGE plpgsql STABLE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -818,7 +821,7 @@ BEGIN
 		bytes_unit => NULL,
 		per_op => ARRAY[]::text[], filter_cols => ARRAY[]::text[], filter_vals => ARRAY[]::text[],
 		changed_only => true, born_at_zero => false)
-	  AS d(device text, role text, segment timestamptz, reset boolean, b_reads_completed bigint, l_reads_completed bigint, b_reads_merged bigint, l_reads_merged bigint, b_sectors_read bigint, l_sectors_read bigint, b_read_time_ms bigint, l_read_time_ms bigint, b_writes_completed bigint, l_writes_completed bigint, b_writes_merged bigint, l_writes_merged bigint, b_sectors_written bigint, l_sectors_written bigint, b_write_time_ms bigint, l_write_time_ms bigint, b_io_time_ms bigint, l_io_time_ms bigint, b_weighted_io_time_ms bigint, l_weighted_io_time_ms bigint, b_discards_completed bigint, l_discards_completed bigint, b_discards_merged bigint, l_discards_merged bigint, b_sectors_discarded bigint, l_sectors_discarded bigint, b_discard_time_ms bigint, l_discard_time_ms bigint, b_flushes_completed bigint, l_flushes_completed bigint, b_flush_time_ms bigint, l_flush_time_ms bigint);
+	  AS d(device text, role text, segment timestamptz, reset boolean, intervals bigint, b_reads_completed bigint, l_reads_completed bigint, b_reads_merged bigint, l_reads_merged bigint, b_sectors_read bigint, l_sectors_read bigint, b_read_time_ms bigint, l_read_time_ms bigint, b_writes_completed bigint, l_writes_completed bigint, b_writes_merged bigint, l_writes_merged bigint, b_sectors_written bigint, l_sectors_written bigint, b_write_time_ms bigint, l_write_time_ms bigint, b_io_time_ms bigint, l_io_time_ms bigint, b_weighted_io_time_ms bigint, l_weighted_io_time_ms bigint, b_discards_completed bigint, l_discards_completed bigint, b_discards_merged bigint, l_discards_merged bigint, b_sectors_discarded bigint, l_sectors_discarded bigint, b_discard_time_ms bigint, l_discard_time_ms bigint, b_flushes_completed bigint, l_flushes_completed bigint, b_flush_time_ms bigint, l_flush_time_ms bigint);
 END;
 $fn$;
 
@@ -849,7 +852,7 @@ BEGIN
 		 WHERE true
 		   AND ($3 IS NULL OR e.device = $3)
 	)
-	SELECT ws, we, secs, n, e.device, e.role,
+	SELECT ws, we, secs, sum(e.intervals)::bigint, e.device, e.role,
 	       0::bigint,
 	       sum(e.l_reads_completed - e.b_reads_completed)::numeric,
 	       sum(e.l_reads_completed - e.b_reads_completed)::float8 / secs,
@@ -893,7 +896,7 @@ BEGIN
 		RETURN;
 	END IF;
 	RETURN QUERY
-	SELECT ws, we, secs, n, k.device, k.role,
+	SELECT ws, we, secs, max(k.intervals), k.device, k.role,
 	       count(*) FILTER (WHERE d.reset),
 	       coalesce(sum(d.reads_completed), max(k.reads_completed - k.reads_completed))::numeric,
 	       coalesce(sum(d.reads_completed), max(k.reads_completed - k.reads_completed))::float8 / secs,
@@ -929,7 +932,8 @@ BEGIN
 	       coalesce(sum(d.flush_time_ms), max(k.flush_time_ms - k.flush_time_ms))::float8 / secs,
 	       sum(d.read_time_ms)::float8 / nullif(sum(d.reads_completed), 0),
 	       sum(d.write_time_ms)::float8 / nullif(sum(d.writes_completed), 0)
-	  FROM (SELECT DISTINCT ON (kk.device, kk.role) kk.device, kk.role, kk.l_reads_completed AS reads_completed, kk.l_reads_merged AS reads_merged, kk.l_sectors_read AS sectors_read, kk.l_read_time_ms AS read_time_ms, kk.l_writes_completed AS writes_completed, kk.l_writes_merged AS writes_merged, kk.l_sectors_written AS sectors_written, kk.l_write_time_ms AS write_time_ms, kk.l_io_time_ms AS io_time_ms, kk.l_weighted_io_time_ms AS weighted_io_time_ms, kk.l_discards_completed AS discards_completed, kk.l_discards_merged AS discards_merged, kk.l_sectors_discarded AS sectors_discarded, kk.l_discard_time_ms AS discard_time_ms, kk.l_flushes_completed AS flushes_completed, kk.l_flush_time_ms AS flush_time_ms
+	  FROM (SELECT DISTINCT ON (kk.device, kk.role) kk.device, kk.role, kk.l_reads_completed AS reads_completed, kk.l_reads_merged AS reads_merged, kk.l_sectors_read AS sectors_read, kk.l_read_time_ms AS read_time_ms, kk.l_writes_completed AS writes_completed, kk.l_writes_merged AS writes_merged, kk.l_sectors_written AS sectors_written, kk.l_write_time_ms AS write_time_ms, kk.l_io_time_ms AS io_time_ms, kk.l_weighted_io_time_ms AS weighted_io_time_ms, kk.l_discards_completed AS discards_completed, kk.l_discards_merged AS discards_merged, kk.l_sectors_discarded AS sectors_discarded, kk.l_discard_time_ms AS discard_time_ms, kk.l_flushes_completed AS flushes_completed, kk.l_flush_time_ms AS flush_time_ms,
+	               sum(kk.intervals) OVER (PARTITION BY kk.device, kk.role)::bigint AS intervals
 	          FROM chronicle._os_disk_ends($1, $2) kk
 	         WHERE true
 	           AND ($3 IS NULL OR kk.device = $3)
@@ -1049,7 +1053,7 @@ REVOKE ALL ON FUNCTION chronicle.os_pressure_deltas(timestamptz, timestamptz, te
 GRANT EXECUTE ON FUNCTION chronicle.os_pressure_deltas(timestamptz, timestamptz, text, boolean) TO pg_monitor, pg_read_all_stats;
 
 CREATE FUNCTION chronicle._os_pressure_ends(from_ts timestamptz, to_ts timestamptz)
-RETURNS TABLE (resource text, segment timestamptz, reset boolean, b_some_total bigint, l_some_total bigint, b_full_total bigint, l_full_total bigint)
+RETURNS TABLE (resource text, segment timestamptz, reset boolean, intervals bigint, b_some_total bigint, l_some_total bigint, b_full_total bigint, l_full_total bigint)
 LANGUAGE plpgsql STABLE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -1069,7 +1073,7 @@ BEGIN
 		bytes_unit => NULL,
 		per_op => ARRAY[]::text[], filter_cols => ARRAY[]::text[], filter_vals => ARRAY[]::text[],
 		changed_only => true, born_at_zero => false)
-	  AS d(resource text, segment timestamptz, reset boolean, b_some_total bigint, l_some_total bigint, b_full_total bigint, l_full_total bigint);
+	  AS d(resource text, segment timestamptz, reset boolean, intervals bigint, b_some_total bigint, l_some_total bigint, b_full_total bigint, l_full_total bigint);
 END;
 $fn$;
 
@@ -1100,7 +1104,7 @@ BEGIN
 		 WHERE true
 		   AND ($3 IS NULL OR e.resource = $3)
 	)
-	SELECT ws, we, secs, n, e.resource,
+	SELECT ws, we, secs, sum(e.intervals)::bigint, e.resource,
 	       0::bigint,
 	       sum(e.l_some_total - e.b_some_total)::numeric,
 	       sum(e.l_some_total - e.b_some_total)::float8 / secs,
@@ -1114,13 +1118,14 @@ BEGIN
 		RETURN;
 	END IF;
 	RETURN QUERY
-	SELECT ws, we, secs, n, k.resource,
+	SELECT ws, we, secs, max(k.intervals), k.resource,
 	       count(*) FILTER (WHERE d.reset),
 	       coalesce(sum(d.some_total), max(k.some_total - k.some_total))::numeric,
 	       coalesce(sum(d.some_total), max(k.some_total - k.some_total))::float8 / secs,
 	       coalesce(sum(d.full_total), max(k.full_total - k.full_total))::numeric,
 	       coalesce(sum(d.full_total), max(k.full_total - k.full_total))::float8 / secs
-	  FROM (SELECT DISTINCT ON (kk.resource) kk.resource, kk.l_some_total AS some_total, kk.l_full_total AS full_total
+	  FROM (SELECT DISTINCT ON (kk.resource) kk.resource, kk.l_some_total AS some_total, kk.l_full_total AS full_total,
+	               sum(kk.intervals) OVER (PARTITION BY kk.resource)::bigint AS intervals
 	          FROM chronicle._os_pressure_ends($1, $2) kk
 	         WHERE true
 	           AND ($3 IS NULL OR kk.resource = $3)

@@ -144,7 +144,16 @@ BEGIN
 END;
 $$;
 
-CREATE FUNCTION chronicle.run_end(run text DEFAULT NULL)
+-- run_end(run, after): the run ends at the first snapshot after `after`
+-- rather than now, so that what the caller did between `after` and this
+-- call (pg-chronicle bench loading the pgbench log, its own statements)
+-- is not part of the run: the intervals that count are those ending in
+-- (started, ended], and the first snapshot after the benchmark's end
+-- closes the interval that holds its last moments.  The caller must not have
+-- run anything between `after` and that snapshot.  With no snapshot after
+-- `after` (the collector is stopped or behind) the run ends now, with a
+-- WARNING.
+CREATE FUNCTION chronicle.run_end(run text DEFAULT NULL, after timestamptz DEFAULT NULL)
 RETURNS chronicle.run
 LANGUAGE plpgsql
 SECURITY DEFINER
@@ -152,7 +161,12 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
 	r chronicle.run;
+	v_ended timestamptz;
+	v_now timestamptz := clock_timestamp();
 BEGIN
+	IF after IS NOT NULL THEN
+		PERFORM chronicle._check_finite('chronicle.run_end', 'after', after);
+	END IF;
 	IF run IS NULL THEN
 		SELECT * INTO r FROM chronicle.run o WHERE o.ended IS NULL FOR UPDATE;
 		IF NOT FOUND THEN
@@ -172,15 +186,36 @@ BEGIN
 		END IF;
 	END IF;
 	PERFORM chronicle._check_run_owner('chronicle.run_end', r);
-	UPDATE chronicle.run o SET ended = greatest(clock_timestamp(), o.started)
+	IF after IS NOT NULL THEN
+		IF after < r.started THEN
+			RAISE EXCEPTION 'chronicle.run_end: after (%) is before the start of run "%"', after, r.label
+				USING ERRCODE = 'invalid_parameter_value',
+				      DETAIL = format('The run started at %s.', r.started),
+				      HINT = 'Pass the time the benchmark ended: the run ends at the first snapshot after it.';
+		END IF;
+		IF after > v_now THEN
+			RAISE EXCEPTION 'chronicle.run_end: after is in the future'
+				USING ERRCODE = 'invalid_parameter_value',
+				      DETAIL = format('after is %s, the server''s clock says %s.', after, v_now),
+				      HINT = 'Pass the time the benchmark ended, in the server''s clock: the run ends at the first snapshot after it.';
+		END IF;
+		SELECT min(s.ts) INTO v_ended FROM chronicle.snapshot s WHERE s.ts > run_end.after;
+		IF v_ended IS NULL THEN
+			RAISE WARNING 'chronicle.run_end: no snapshot was recorded after the time given; run "%" ends now', r.label
+				USING DETAIL = format('after is %s, the latest snapshot is %s.', after,
+				                      coalesce((SELECT max(s.ts)::text FROM chronicle.snapshot s), 'none')),
+				      HINT = 'Is the collector recording? See chronicle.status().';
+		END IF;
+	END IF;
+	UPDATE chronicle.run o SET ended = greatest(coalesce(v_ended, v_now), o.started)
 	 WHERE o.run_id = r.run_id
 	RETURNING * INTO r;
 	RETURN r;
 END;
 $$;
 
-COMMENT ON FUNCTION chronicle.run_end(text) IS
-	'Ends the open run (or the one named) now';
+COMMENT ON FUNCTION chronicle.run_end(text, timestamptz) IS
+	'Ends the open run (or the one named) now, or at the first snapshot after the time given';
 
 -- A run for a range already recorded.  Its settings and server version are
 -- not known after the fact: settings is '{}' and server_version NULL unless
@@ -431,7 +466,7 @@ REVOKE ALL ON FUNCTION chronicle._run_open(text, jsonb, text[], text[], jsonb) F
 REVOKE ALL ON FUNCTION chronicle._check_label(text, text, jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle._check_run_owner(text, chronicle.run) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle.run_begin(text, jsonb) FROM PUBLIC;
-REVOKE ALL ON FUNCTION chronicle.run_end(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle.run_end(text, timestamptz) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle.run_label(text, timestamptz, timestamptz, jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle.run_delete(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle.summary(timestamptz, timestamptz, integer) FROM PUBLIC;
@@ -441,7 +476,7 @@ REVOKE ALL ON FUNCTION chronicle.compare_settings(text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle.compare_environment(text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION chronicle._check_label(text, text, jsonb) TO pg_monitor;
 GRANT EXECUTE ON FUNCTION chronicle.run_begin(text, jsonb) TO pg_monitor;
-GRANT EXECUTE ON FUNCTION chronicle.run_end(text) TO pg_monitor;
+GRANT EXECUTE ON FUNCTION chronicle.run_end(text, timestamptz) TO pg_monitor;
 GRANT EXECUTE ON FUNCTION chronicle.run_label(text, timestamptz, timestamptz, jsonb) TO pg_monitor;
 GRANT EXECUTE ON FUNCTION chronicle.run_delete(text) TO pg_monitor;
 GRANT EXECUTE ON FUNCTION chronicle.summary(timestamptz, timestamptz, integer) TO pg_monitor, pg_read_all_stats;

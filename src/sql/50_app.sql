@@ -424,24 +424,33 @@ REVOKE ALL ON FUNCTION chronicle.load_pgbench_log(text, text, text, text, boolea
 -- transaction (its end minus its latency; with --rate its scheduled start,
 -- since the latency includes the schedule lag) to the end of the last, and
 -- never across a gap between recordings: a run's transactions are split by
--- the segment (or the gap between two segments) their end falls in, each
--- piece spans [first start, last end], and the time is the length of the
--- union of the pieces.  Two pgbench runs around a server restart count
--- their own seconds, not the downtime.
+-- the segment (or the gap between two segments) their end falls in, and in
+-- a gap by log file too (a gap may hold a server stop, and no pgbench
+-- process outlives one); each piece spans [first start, last end], and the
+-- time is the length of the union of the pieces.  Two pgbench runs around a
+-- server stop count their own seconds, not the downtime, even when the
+-- second started before the collector's first snapshot.
 --
 -- Per snapshot interval (start, end] (the window semantics of intervals():
 -- the end in the window, never across two segments): the transactions
--- ending in it, over its active seconds, the part of it inside the span of
--- the run's transactions that end in the same segment.  A run's first and
--- last interval, which it covers in part, show its rate, not a dip.
+-- ending in it; active_seconds, the part of it inside the span of the
+-- run's transactions that end in the same segment; tps over the interval
+-- where the runs were active all of it.  An interval they were active in
+-- part of (a run's first and last, the edges of a pgbench process) is
+-- partial: its transactions count, its tps is NULL (a rate over a part of
+-- an interval, 0.13 s of it, is a spike or a dip that did not happen).
 --
--- Aggregate logs count for a run without per-transaction rows.  An
--- aggregation interval counts in the snapshot interval holding its end (its
--- length is the log's resolution), with its transactions, latency
--- mean/min/max and its own seconds.  The first interval of each unbroken
--- sequence of a run is partial (pgbench starts mid-interval and does not
--- log when): its transactions and latencies count, but it is left out of
--- the rates (tps, seconds).  pgbench never writes its last, partial one.
+-- Aggregate logs count for a run without per-transaction rows.  pgbench
+-- logs no finer time than the aggregation interval: its transactions (and
+-- skips, failures, retries) are spread evenly over its seconds, and an
+-- interval gets the whole transactions of the spread that reach it (the
+-- rounded cumulative spread at its end minus that at its start, so the
+-- intervals add up to the log); its latency mean/min/max are those of the
+-- aggregation intervals overlapping it.  The first aggregation interval of
+-- each unbroken sequence of a run is partial (pgbench starts mid-interval
+-- and does not log when): spread from the run's start, its transactions
+-- and latencies count, but its seconds are left out of the rates (tps,
+-- seconds).  pgbench never writes its last, partial one.
 -- ---------------------------------------------------------------------
 
 -- The run's id from its label, or an error with a hint (chronicle._run_id,
@@ -475,7 +484,8 @@ RETURNS TABLE (
 	retries         bigint,
 	active_seconds  float8,
 	latency_min_ms  float8,
-	basis           text)
+	basis           text,
+	partial         boolean)
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
@@ -505,13 +515,16 @@ BEGIN
 	-- An event at time t belongs to interval i = (b[i], b[i+1]]:
 	-- width_bucket(t - 1 us, b), timestamps being whole microseconds.
 	RETURN QUERY
-	WITH iv AS MATERIALIZED (
-		SELECT x.i, x.s_ts, x.e_ts, x.seg
-		  FROM (SELECT b.i, b.ts AS s_ts, lead(b.ts) OVER (ORDER BY b.i) AS e_ts,
-		               sn.segment AS seg, lead(sn.segment) OVER (ORDER BY b.i) AS next_seg
-		          FROM unnest(v_bounds) WITH ORDINALITY AS b(ts, i)
-		          JOIN chronicle.snapshot sn ON sn.ts = b.ts) x
-		 WHERE x.next_seg = x.seg		-- never across two recordings
+	WITH bp AS MATERIALIZED (
+		-- every pair of consecutive snapshots, across a gap too
+		SELECT b.i, b.ts AS s_ts, lead(b.ts) OVER (ORDER BY b.i) AS e_ts,
+		       sn.segment AS seg, lead(sn.segment) OVER (ORDER BY b.i) AS next_seg
+		  FROM unnest(v_bounds) WITH ORDINALITY AS b(ts, i)
+		  JOIN chronicle.snapshot sn ON sn.ts = b.ts
+	), iv AS MATERIALIZED (
+		SELECT bp.i, bp.s_ts, bp.e_ts, bp.seg
+		  FROM bp
+		 WHERE bp.next_seg = bp.seg		-- never across two recordings
 	), txi AS (
 		SELECT width_bucket(t.ts - interval '1 microsecond', v_bounds) AS i,
 		       count(*) FILTER (WHERE t.status = 'ok') AS n,
@@ -562,84 +575,180 @@ BEGIN
 		          FROM txr JOIN iv ON iv.i = txr.i
 		         GROUP BY txr.run_id, iv.seg) g
 		  JOIN seg ON seg.seg = g.seg
-	), ag AS MATERIALIZED (
-		-- Aggregate rows of runs without per-transaction rows, in the
-		-- interval holding their end; complete unless the first of a run's
-		-- unbroken sequence.
-		SELECT iv.i, a.interval_start AS a_start,
-		       a.interval_start + a.interval_secs * interval '1 second' AS a_end,
-		       a.num_transactions, a.sum_latency_us, a.min_latency_us, a.max_latency_us, a.sum_lag_us,
-		       a.skipped AS a_skipped,
-		       coalesce(a.serialization_failures, 0) + coalesce(a.deadlock_failures, 0) AS a_failed,
-		       a.retries AS a_retries,
-		       EXISTS (SELECT FROM chronicle.app_interval p
-		                WHERE p.run_id = a.run_id
-		                  AND p.interval_start = a.interval_start - a.interval_secs * interval '1 second') AS complete
+	), ar AS MATERIALIZED (
+		-- Aggregate rows of runs without per-transaction rows that reach
+		-- into the window, each spread evenly over its seconds [lo, hi)
+		-- (pgbench logs no finer time).  The first of a run's unbroken
+		-- sequence is partial (pgbench started within it, and does not
+		-- say when): spread from the run's start when that is later.
+		SELECT a.run_id, x.complete,
+		       CASE WHEN NOT x.complete AND r.started > a.interval_start AND r.started < x.a_end
+		            THEN r.started ELSE a.interval_start END AS lo,
+		       x.a_end AS hi,
+		       a.num_transactions::float8 AS n,
+		       a.sum_latency_us, a.min_latency_us, a.max_latency_us, a.sum_lag_us,
+		       coalesce(a.skipped, 0)::float8 AS sk,
+		       (coalesce(a.serialization_failures, 0) + coalesce(a.deadlock_failures, 0))::float8 AS fl,
+		       a.retries::float8 AS rt
 		  FROM chronicle.app_interval a
-		  JOIN iv ON iv.i = width_bucket(a.interval_start + a.interval_secs * interval '1 second'
-		                                 - interval '1 microsecond', v_bounds)
-		 WHERE a.interval_start + a.interval_secs * interval '1 second' > v_lo
+		  JOIN chronicle.run r ON r.run_id = a.run_id
+		 CROSS JOIN LATERAL (
+		       SELECT a.interval_start + a.interval_secs * interval '1 second' AS a_end,
+		              EXISTS (SELECT FROM chronicle.app_interval p
+		                       WHERE p.run_id = a.run_id
+		                         AND p.interval_start = a.interval_start - a.interval_secs * interval '1 second') AS complete) x
+		 WHERE x.a_end > v_lo
 		   AND a.interval_start < v_hi
 		   AND (v_run IS NULL OR a.run_id = v_run)
 		   AND NOT EXISTS (SELECT FROM chronicle.app_transaction t WHERE t.run_id = a.run_id)
+	), c0 AS (
+		-- per run, the counts spread before the window: its rows ended
+		-- before it, and the parts of the others before its start
+		SELECT g.run_id, sum(g.n) AS n, sum(g.sk) AS sk, sum(g.fl) AS fl, sum(g.rt) AS rt
+		  FROM (SELECT a.run_id, a.num_transactions::float8 AS n, coalesce(a.skipped, 0)::float8 AS sk,
+		               (coalesce(a.serialization_failures, 0) + coalesce(a.deadlock_failures, 0))::float8 AS fl,
+		               coalesce(a.retries, 0)::float8 AS rt
+		          FROM chronicle.app_interval a
+		         WHERE a.run_id IN (SELECT ar.run_id FROM ar)
+		           AND a.interval_start + a.interval_secs * interval '1 second' <= v_lo
+		        UNION ALL
+		        SELECT ar.run_id, ar.n * f.w, ar.sk * f.w, ar.fl * f.w, coalesce(ar.rt, 0) * f.w
+		          FROM ar,
+		               LATERAL (SELECT (extract(epoch FROM v_lo - ar.lo) / extract(epoch FROM ar.hi - ar.lo))::float8 AS w) f
+		         WHERE ar.lo < v_lo) g
+		 GROUP BY g.run_id
+	), ov AS (
+		-- each row's share of each pair of snapshots it overlaps
+		SELECT ar.*, bp.i, bp.s_ts, bp.e_ts,
+		       (extract(epoch FROM least(ar.hi, bp.e_ts) - greatest(ar.lo, bp.s_ts))
+		        / extract(epoch FROM ar.hi - ar.lo))::float8 AS w
+		  FROM ar
+		 CROSS JOIN LATERAL generate_series(greatest(width_bucket(ar.lo, v_bounds), 1),
+		                                    least(width_bucket(ar.hi, v_bounds), cardinality(v_bounds) - 1)) AS g(i)
+		  JOIN bp ON bp.i = g.i
+		 WHERE ar.hi > ar.lo
+		   AND least(ar.hi, bp.e_ts) > greatest(ar.lo, bp.s_ts)
+	), agr AS (
+		SELECT ov.run_id, ov.i,
+		       sum(ov.n * ov.w) AS xn,
+		       sum(ov.sk * ov.w) AS xsk,
+		       sum(ov.fl * ov.w) AS xfl,
+		       sum(coalesce(ov.rt, 0) * ov.w) AS xrt,
+		       bool_or(ov.rt IS NOT NULL) AS has_rt,
+		       coalesce(sum(ov.n * ov.w) FILTER (WHERE ov.complete), 0) AS xn_rate,
+		       sum(ov.sum_latency_us * ov.w) AS lat_sum,
+		       coalesce(sum(ov.n * ov.w) FILTER (WHERE ov.sum_latency_us IS NOT NULL), 0) AS lat_n,
+		       min(ov.min_latency_us) AS lat_min,
+		       max(ov.max_latency_us) AS lat_max,
+		       sum(ov.sum_lag_us * ov.w) AS lag_sum,
+		       coalesce(sum(ov.n * ov.w) FILTER (WHERE ov.sum_lag_us IS NOT NULL), 0) AS lag_n
+		  FROM ov
+		 GROUP BY ov.run_id, ov.i
+	), agc AS (
+		-- Whole transactions (skips, failures, retries) per pair: the
+		-- rounded cumulative spread at its end minus that at its start,
+		-- so that they add up to the log's counts.
+		SELECT x.*,
+		       floor(x.cn + 0.5) - floor(coalesce(lag(x.cn) OVER w, x.c0n) + 0.5) AS n_whole,
+		       floor(x.csk + 0.5) - floor(coalesce(lag(x.csk) OVER w, x.c0sk) + 0.5) AS sk_whole,
+		       floor(x.cfl + 0.5) - floor(coalesce(lag(x.cfl) OVER w, x.c0fl) + 0.5) AS fl_whole,
+		       floor(x.crt + 0.5) - floor(coalesce(lag(x.crt) OVER w, x.c0rt) + 0.5) AS rt_whole
+		  FROM (SELECT agr.*,
+		               coalesce(c0.n, 0) AS c0n, coalesce(c0.sk, 0) AS c0sk,
+		               coalesce(c0.fl, 0) AS c0fl, coalesce(c0.rt, 0) AS c0rt,
+		               coalesce(c0.n, 0) + sum(agr.xn) OVER w0 AS cn,
+		               coalesce(c0.sk, 0) + sum(agr.xsk) OVER w0 AS csk,
+		               coalesce(c0.fl, 0) + sum(agr.xfl) OVER w0 AS cfl,
+		               coalesce(c0.rt, 0) + sum(agr.xrt) OVER w0 AS crt
+		          FROM agr LEFT JOIN c0 ON c0.run_id = agr.run_id
+		        WINDOW w0 AS (PARTITION BY agr.run_id ORDER BY agr.i)) x
+		WINDOW w AS (PARTITION BY x.run_id ORDER BY x.i)
 	), agi AS (
-		SELECT ag.i,
-		       sum(ag.num_transactions) AS n,
-		       coalesce(sum(ag.num_transactions) FILTER (WHERE ag.complete), 0) AS n_rate,
-		       sum(ag.sum_latency_us) AS lat_sum,
-		       min(ag.min_latency_us) AS lat_min,
-		       max(ag.max_latency_us) AS lat_max,
-		       sum(ag.sum_lag_us) AS lag_sum,
-		       coalesce(sum(ag.num_transactions) FILTER (WHERE ag.sum_lag_us IS NOT NULL), 0) AS lag_n,
-		       sum(ag.a_skipped) AS n_skipped,
-		       sum(ag.a_failed) AS n_failed,
-		       sum(ag.a_retries) AS n_retries
-		  FROM ag
-		 GROUP BY ag.i
+		SELECT agc.i,
+		       sum(agc.n_whole) AS n,
+		       sum(agc.xn) AS xn,
+		       sum(agc.xn_rate) AS n_rate,
+		       sum(agc.lat_sum) AS lat_sum,
+		       sum(agc.lat_n) AS lat_n,
+		       min(agc.lat_min) AS lat_min,
+		       max(agc.lat_max) AS lat_max,
+		       sum(agc.lag_sum) AS lag_sum,
+		       sum(agc.lag_n) AS lag_n,
+		       sum(agc.sk_whole) AS n_skipped,
+		       sum(agc.fl_whole) AS n_failed,
+		       sum(agc.rt_whole) FILTER (WHERE agc.has_rt) AS n_retries
+		  FROM agc
+		 GROUP BY agc.i
 	), piece AS (
+		-- the seconds the runs were active in each interval: their
+		-- transactions' span, and the complete aggregation intervals
 		SELECT iv.i, greatest(sp.s, iv.s_ts) AS lo, least(sp.e, iv.e_ts) AS hi
 		  FROM iv JOIN span sp ON sp.seg = iv.seg
 		 WHERE sp.s < iv.e_ts AND sp.e > iv.s_ts
 		UNION ALL
-		SELECT ag.i, ag.a_start, ag.a_end FROM ag WHERE ag.complete
+		SELECT ov.i, greatest(ov.lo, ov.s_ts), least(ov.hi, ov.e_ts) FROM ov WHERE ov.complete
 	), cov AS (
-		-- the length of the union of the pieces of each interval
-		SELECT p.i, sum(greatest(extract(epoch FROM p.hi - greatest(p.lo, p.prev_hi)), 0))::float8 AS secs
+		-- the length of the union of the pieces of each interval (exact:
+		-- numeric seconds of whole microseconds)
+		SELECT p.i, sum(greatest(extract(epoch FROM p.hi - greatest(p.lo, p.prev_hi)), 0)) AS secs
 		  FROM (SELECT p1.*, max(p1.hi) OVER (PARTITION BY p1.i ORDER BY p1.lo, p1.hi
 		                                      ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_hi
 		          FROM piece p1) p
 		 GROUP BY p.i
+	), r AS (
+		SELECT iv.*, txi.n AS tx_n, txi.lat_sum AS tx_lat_sum, txi.lat_min AS tx_lat_min,
+		       txi.lat_max AS tx_lat_max, txi.lat_p, txi.lag_sum AS tx_lag_sum, txi.lag_n AS tx_lag_n,
+		       txi.n_skipped AS tx_skipped, txi.n_failed AS tx_failed, txi.n_retries AS tx_retries,
+		       txi.i IS NOT NULL AS has_tx,
+		       agi.n AS ag_n, agi.xn AS ag_xn, agi.n_rate AS ag_rate, agi.lat_sum AS ag_lat_sum,
+		       agi.lat_n AS ag_lat_n, agi.lat_min AS ag_lat_min, agi.lat_max AS ag_lat_max,
+		       agi.lag_sum AS ag_lag_sum, agi.lag_n AS ag_lag_n, agi.n_skipped AS ag_skipped,
+		       agi.n_failed AS ag_failed, agi.n_retries AS ag_retries,
+		       agi.i IS NOT NULL AS has_ag,
+		       coalesce(cov.secs, 0) AS covered,
+		       extract(epoch FROM iv.e_ts - iv.s_ts) AS secs,
+		       coalesce(txi.n, 0) + coalesce(agi.n, 0) AS n_all,
+		       -- some run was active in it (an aggregation interval's
+		       -- spread reaches it, if less than a whole transaction)
+		       coalesce(txi.n, 0) + coalesce(agi.xn, 0) > 0 OR coalesce(cov.secs, 0) > 0 AS active
+		  FROM iv
+		  LEFT JOIN txi ON txi.i = iv.i
+		  LEFT JOIN agi ON agi.i = iv.i
+		  LEFT JOIN cov ON cov.i = iv.i
 	)
-	SELECT iv.s_ts, iv.e_ts, iv.seg,
-	       (coalesce(txi.n, 0) + coalesce(agi.n, 0))::bigint,
-	       CASE WHEN coalesce(txi.n, 0) + coalesce(agi.n, 0) = 0 THEN 0
-	            ELSE (coalesce(txi.n, 0) + coalesce(agi.n_rate, 0)) / nullif(cov.secs, 0) END,
-	       (coalesce(txi.lat_sum, 0) + coalesce(agi.lat_sum, 0))
-	           / nullif(coalesce(txi.n, 0) + coalesce(agi.n, 0), 0) / 1000.0,
-	       CASE WHEN coalesce(agi.n, 0) = 0 THEN txi.lat_p[1]::float8 / 1000.0 END,
-	       CASE WHEN coalesce(agi.n, 0) = 0 THEN txi.lat_p[2]::float8 / 1000.0 END,
-	       CASE WHEN coalesce(agi.n, 0) = 0 THEN txi.lat_p[3]::float8 / 1000.0 END,
-	       greatest(txi.lat_max, agi.lat_max) / 1000.0,
-	       (coalesce(txi.lag_sum, 0) + coalesce(agi.lag_sum, 0))
-	           / nullif(coalesce(txi.lag_n, 0) + coalesce(agi.lag_n, 0), 0) / 1000.0,
-	       (coalesce(txi.n_skipped, 0) + coalesce(agi.n_skipped, 0))::bigint,
-	       (coalesce(txi.n_failed, 0) + coalesce(agi.n_failed, 0))::bigint,
-	       CASE WHEN txi.n_retries IS NOT NULL OR agi.n_retries IS NOT NULL
-	            THEN (coalesce(txi.n_retries, 0) + coalesce(agi.n_retries, 0))::bigint END,
-	       coalesce(cov.secs, 0),
-	       least(txi.lat_min, agi.lat_min) / 1000.0,
-	       CASE WHEN txi.i IS NOT NULL AND agi.i IS NOT NULL THEN 'mixed'
-	            WHEN txi.i IS NOT NULL THEN 'transactions'
-	            WHEN agi.i IS NOT NULL THEN 'aggregates' END
-	  FROM iv
-	  LEFT JOIN txi ON txi.i = iv.i
-	  LEFT JOIN agi ON agi.i = iv.i
-	  LEFT JOIN cov ON cov.i = iv.i
-	 ORDER BY iv.s_ts;
+	SELECT r.s_ts, r.e_ts, r.seg,
+	       r.n_all::bigint,
+	       -- the rate over the whole interval where the runs were active
+	       -- all of it; none in part of it (partial: a rate over a part
+	       -- would be a spike or a dip that did not happen); 0 where
+	       -- nothing ran
+	       CASE WHEN NOT r.active THEN 0
+	            WHEN r.covered < r.secs THEN NULL
+	            ELSE (coalesce(r.tx_n, 0) + coalesce(r.ag_rate, 0)) / r.covered::float8 END,
+	       (coalesce(r.tx_lat_sum, 0) + coalesce(r.ag_lat_sum, 0))
+	           / nullif(coalesce(r.tx_n, 0) + coalesce(r.ag_lat_n, 0), 0) / 1000.0,
+	       CASE WHEN NOT r.has_ag THEN r.lat_p[1]::float8 / 1000.0 END,
+	       CASE WHEN NOT r.has_ag THEN r.lat_p[2]::float8 / 1000.0 END,
+	       CASE WHEN NOT r.has_ag THEN r.lat_p[3]::float8 / 1000.0 END,
+	       greatest(r.tx_lat_max, r.ag_lat_max) / 1000.0,
+	       (coalesce(r.tx_lag_sum, 0) + coalesce(r.ag_lag_sum, 0))
+	           / nullif(coalesce(r.tx_lag_n, 0) + coalesce(r.ag_lag_n, 0), 0) / 1000.0,
+	       (coalesce(r.tx_skipped, 0) + coalesce(r.ag_skipped, 0))::bigint,
+	       (coalesce(r.tx_failed, 0) + coalesce(r.ag_failed, 0))::bigint,
+	       CASE WHEN r.tx_retries IS NOT NULL OR r.ag_retries IS NOT NULL
+	            THEN (coalesce(r.tx_retries, 0) + coalesce(r.ag_retries, 0))::bigint END,
+	       r.covered::float8,
+	       least(r.tx_lat_min, r.ag_lat_min) / 1000.0,
+	       CASE WHEN r.has_tx AND r.has_ag THEN 'mixed'
+	            WHEN r.has_tx THEN 'transactions'
+	            WHEN r.has_ag THEN 'aggregates' END,
+	       r.active AND r.covered < r.secs
+	  FROM r
+	 ORDER BY r.s_ts;
 END;
 $$;
 COMMENT ON FUNCTION chronicle.app_intervals(timestamptz, timestamptz, text) IS
-	'Per snapshot interval (start, end] ending in (from, to]: pgbench transactions, TPS over the seconds the run was active in it, latency mean/min/max and nearest-rank p50/p90/p99 (ms), lag, skipped, failures; from the per-transaction log, else the aggregate log';
+	'Per snapshot interval (start, end] ending in (from, to]: pgbench transactions, TPS over the interval where the runs were active all of it (partial: NULL), latency mean/min/max and nearest-rank p50/p90/p99 (ms), lag, skipped, failures; from the per-transaction log, else the aggregate log spread over its intervals';
 
 CREATE FUNCTION chronicle.app_intervals(run text)
 RETURNS TABLE (
@@ -659,17 +768,21 @@ RETURNS TABLE (
 	retries         bigint,
 	active_seconds  float8,
 	latency_min_ms  float8,
-	basis           text)
-LANGUAGE sql STABLE
+	basis           text,
+	partial         boolean)
+LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
+BEGIN
+	PERFORM chronicle._run_id(run, 'chronicle.app_intervals');
+	RETURN QUERY
 	SELECT a.*
-	  FROM chronicle.run r,
-	       chronicle.app_intervals(r.started, coalesce(r.ended, now()), r.label) a
-	 WHERE r.run_id = chronicle._run_id(run, 'chronicle.app_intervals');
+	  FROM chronicle.run_window(run) w,
+	       chronicle.app_intervals(w.run_from, w.run_to, run) a;
+END;
 $$;
 COMMENT ON FUNCTION chronicle.app_intervals(text) IS
-	'chronicle.app_intervals() over the window of a run (the intervals ending in (started, ended]), its transactions only';
+	'chronicle.app_intervals() over the window of a run (chronicle.run_window(): the intervals ending in it), its transactions only';
 
 -- A whole run from every transaction (never from intervals), or from its
 -- aggregate log; one row, also for a run without any (0 transactions).
@@ -714,10 +827,18 @@ BEGIN
 		       LATERAL (VALUES (g.f), (g.l + interval '1 microsecond')) AS b(ts);
 		RETURN QUERY
 		WITH piece AS (
+			-- Bucket 2k - 1 is the k-th recording, an even bucket the gap
+			-- before or after one.  A gap may hold a server stop between
+			-- two pgbench processes (the first one's last transactions
+			-- after the last snapshot, the second one's first before the
+			-- collector's first snapshot): no pgbench process outlives a
+			-- stop (its connections end), so in a gap each log file's
+			-- transactions are a piece of their own.
 			SELECT min(t.ts - coalesce(t.latency_us, 0) * interval '1 microsecond') AS s, max(t.ts) AS e
 			  FROM chronicle.app_transaction t
 			 WHERE t.run_id = p_run
-			 GROUP BY width_bucket(t.ts, v_thr)
+			 GROUP BY width_bucket(t.ts, v_thr),
+			          CASE WHEN width_bucket(t.ts, v_thr) % 2 = 0 THEN t.source END
 		), span AS (
 			-- the length of the union of the pieces
 			SELECT sum(greatest(extract(epoch FROM p.e - greatest(p.s, p.prev_e)), 0))::float8 AS secs

@@ -17,3 +17,24 @@ ALTER TABLE chronicle.run ADD COLUMN owner text;
 -- A statement's text is kept as long as the history that refers to it
 -- (40_statements.sql); texts stored before 0.3.0 count as seen now.
 ALTER TABLE chronicle.statements_text ADD COLUMN last_seen timestamptz NOT NULL DEFAULT now();
+
+-- run_end(run) became run_end(run, after) (36_runs.sql: the run ends at the
+-- first snapshot after the time given).  IF EXISTS: from 0.1.0,
+-- 0.1.0--0.2.0-before.sql has dropped run_end(text) already (its code is
+-- created once, after every step).
+DROP FUNCTION IF EXISTS chronicle.run_end(text);
+
+-- app_intervals() gained a column, partial (50_app.sql: an interval the
+-- runs were active in part of has no tps).  IF EXISTS: from 0.1.0,
+-- 0.1.0--0.2.0-before.sql has dropped both already.
+DROP FUNCTION IF EXISTS chronicle.app_intervals(text);
+DROP FUNCTION IF EXISTS chronicle.app_intervals(timestamptz, timestamptz, text);
+
+-- The keyed totals' helpers _<source>_ends() gained a column, intervals
+-- (31_deltas.sql, from tools/gen_deltas.py: the intervals a key counts in,
+-- from its first row on).  IF EXISTS: 0.1.0 had none.
+DROP FUNCTION IF EXISTS chronicle._io_ends(timestamptz, timestamptz);
+DROP FUNCTION IF EXISTS chronicle._database_ends(timestamptz, timestamptz);
+DROP FUNCTION IF EXISTS chronicle._wait_ends(timestamptz, timestamptz);
+DROP FUNCTION IF EXISTS chronicle._os_disk_ends(timestamptz, timestamptz);
+DROP FUNCTION IF EXISTS chronicle._os_pressure_ends(timestamptz, timestamptz);

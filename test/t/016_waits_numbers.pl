@@ -12,6 +12,9 @@
 #   mid-segment because their sources were off at the keyframe (the views
 #   read before and after);
 # - untracked pg_stat_io cells are NULL in io_totals as in the view;
+# - a key's totals count the intervals from its first row on (born at zero:
+#   from the one it was born in), not the whole window: the snapshots
+#   recorded and the key's first row in the history, counted here;
 # - a spread checkpoint (the checkpointer sleeping in CheckpointWriteDelay)
 #   does not count as database time: the timeline's average active sessions
 #   agree with a 50 Hz pg_stat_activity sampler run by psql.
@@ -74,6 +77,7 @@ my ($other) = grep { $_ ne ($big // '') } sort keys %diskstats;
 my $disks = defined $other ? "SET chronicle.os_disks = '$other';" : '';
 my $disks2 = defined $other ? "SET chronicle.os_disks = '$other,$big';" : '';
 
+my ($tpre) = snapshot_and('SELECT 1', $disks);
 my ($t0) = snapshot_and('SELECT 1', $disks);
 $node->safe_psql('postgres', 'CREATE DATABASE newdb');
 
@@ -117,6 +121,45 @@ SKIP:
 			SELECT count(*) FROM chronicle.os_disk_deltas('$t0', '$t2', for_device => '$big', changed_only => true)}),
 		0, 'and has no interval of its own');
 }
+
+# The intervals a key counts in, by the snapshots recorded and the key's
+# first row in the history: those of the window ($from, $to] (one
+# segment) ending after its first row, or at it when $born (the interval
+# it was born in is its first).
+sub ref_intervals
+{
+	my ($from, $to, $first, $born) = @_;
+	return $node->safe_psql('postgres', qq{
+		SELECT count(*) FROM chronicle.snapshot
+		 WHERE ts > '$from' AND ts <= '$to'
+		   AND (ts > '$first' OR ($born AND ts = '$first'))});
+}
+my $newdb_first = $node->safe_psql('postgres',
+	"SELECT min(ts) FROM chronicle.database_history WHERE datname = 'newdb'");
+is($newdb_first, $t1, 'the new database has its first row at the snapshot after it was created');
+my $window_n = $node->safe_psql('postgres', "SELECT count(*) FROM chronicle.intervals('$tpre', '$t2')");
+my $want = ref_intervals($tpre, $t2, $newdb_first, 'true');
+is( $node->safe_psql('postgres', qq{
+		SELECT intervals FROM chronicle.database_totals('$tpre', '$t2', for_datname => 'newdb')}),
+	$want, "database_totals: a database born in the window counts in the intervals from its birth ($want of $window_n)");
+SKIP:
+{
+	skip 'no two block devices in /proc/diskstats', 1 unless defined $other;
+	my $big_first = $node->safe_psql('postgres',
+		"SELECT min(ts) FROM chronicle.os_disk_history WHERE device = '$big' AND ts > '$tpre'");
+	my $want = ref_intervals($tpre, $t2, $big_first, 'false');
+	is( $node->safe_psql('postgres', qq{
+			SELECT intervals FROM chronicle.os_disk_totals('$tpre', '$t2', for_device => '$big')}),
+		$want, "os_disk_totals: a disk added mid-segment counts in the intervals after its baseline ($want of $window_n)");
+}
+# The same through the totals' exact path (a reset in the window): newdb's
+# counters reset after $t2.
+$node->safe_psql('newdb', 'SELECT pg_stat_reset()');
+my ($t3) = snapshot_and('SELECT 1');
+$want = ref_intervals($tpre, $t3, $newdb_first, 'true');
+is( $node->safe_psql('postgres', qq{
+		SELECT intervals || ' ' || resets FROM chronicle.database_totals('$tpre', '$t3', for_datname => 'newdb')}),
+	"$want 1", "database_totals with a reset in the window: the intervals from its birth too ($want), one reset");
 
 # Untracked pg_stat_io cells: NULL in the view, NULL in io_totals.
 my @cols = split /\n/, $node->safe_psql('postgres', q{
@@ -280,6 +323,35 @@ note "lock wait: raw $lock_raw samples in $nrows rows, first row $first_row";
 cmp_ok($nrows, '>=', 2, 'the lock wait spans snapshots');
 is($first_delta, $first_row, "its first interval counts from zero ($first_row samples)");
 is($lock_total, $lock_raw, "wait_totals = the sampler's raw count ($lock_raw)");
+
+# wait_totals' intervals per key: a key born in the window (the lock wait,
+# the sleep, the sessions' other states) counts in the intervals from the
+# one it was born in, a key of the segment's keyframe in all of them.
+my $keyframe_keys = 0;
+my @wrong;
+my @keys = split /\n/, $node->safe_psql('postgres', qq{
+	SELECT t.state, t.wait_event_type, t.wait_event, t.queryid, t.intervals,
+	       (SELECT min(h.ts) FROM chronicle.waits_history h
+	         WHERE h.ts >= '$seg' AND h.backend_type = t.backend_type
+	           AND h.state IS NOT DISTINCT FROM t.state
+	           AND h.wait_event_type IS NOT DISTINCT FROM t.wait_event_type
+	           AND h.wait_event IS NOT DISTINCT FROM t.wait_event
+	           AND h.queryid IS NOT DISTINCT FROM t.queryid)
+	  FROM chronicle.wait_totals('$seg', '$tlock', 'client backend') t});
+for my $k (@keys)
+{
+	my @f = split /\|/, $k;
+	my ($got, $first) = @f[ 4, 5 ];
+	$keyframe_keys++ if $first eq $seg;
+	my $want = ref_intervals($seg, $tlock, $first, $first eq $seg ? 'false' : 'true');
+	push @wrong, "@f[0 .. 3]: $got, want $want" unless $got == $want;
+}
+my $wait_window_n = $node->safe_psql('postgres', "SELECT count(*) FROM chronicle.intervals('$seg', '$tlock')");
+cmp_ok(scalar(@keys) - $keyframe_keys, '>=', 2, 'client backend wait keys born in the window');
+is(scalar(@wrong), 0,
+	'wait_totals: every key counts in the intervals from its first row on, of the '
+	  . "window's $wait_window_n (" . scalar(@keys) . ' keys)')
+  or diag(join("\n", @wrong));
 
 # ---------------------------------------------------------------------
 # Part 3: a spread checkpoint while two sessions work, one all the time

@@ -6,9 +6,13 @@
 # max and nearest-rank percentiles).
 #
 # Runs: a per-transaction log (-l), an aggregate log (--aggregate-interval
-# = 1), a rate-limited run (-c 1 -R 5), two runs around a server restart
-# (one chronicle run, two recordings), and a run created from its log.
-# Also: the collector's own statements stay out of pg_stat_statements.
+# = 1), a rate-limited run (-c 1 -R 5), two runs at -R 300 around a server
+# stop (one chronicle run, two recordings; the first run's last and the
+# second's first transactions in the gap between them), and a run created
+# from its log.  Per interval: the whole transactions of the interval, tps
+# where the runs were active all of it, none (partial) where in part of it,
+# and the intervals add up to the run's summary.  Also: the collector's own
+# statements stay out of pg_stat_statements.
 use strict;
 use warnings FATAL => 'all';
 use POSIX qw(ceil);
@@ -19,6 +23,7 @@ use Test::More;
 use FindBin;
 use lib "$FindBin::RealBin/../perl";
 use PgChronicle::TestNode qw(pgbench_node poll_until);
+use Time::HiRes qw(usleep);
 
 my $node = pgbench_node('app_numbers', '500ms', 1);
 
@@ -27,14 +32,25 @@ my $dir = PostgreSQL::Test::Utils::tempdir;
 # --- pgbench and its report ----------------------------------------------
 
 # Runs pgbench (-P makes it measure the latency average rather than derive
-# it from the duration) and returns its final figures.
-sub pgbench
+# it from the duration) and returns its final figures; pgbench_start and
+# pgbench_finish run it in the background.
+sub pgbench_start
 {
 	my @args = @_;
-	my ($out, $err);
-	IPC::Run::run([ 'pgbench', '-n', '-P', '1', @args, $node->connstr('postgres') ],
-		'>', \$out, '2>', \$err)
-	  or die "pgbench @args failed: $err";
+	my $p = { args => \@args, out => '', err => '' };
+	# (application_name: the tests set PGAPPNAME for every client)
+	$p->{h} = IPC::Run::start(
+		[ 'pgbench', '-n', '-P', '1', @args, $node->connstr('postgres') . ' application_name=pgbench' ],
+		'>', \$p->{out}, '2>', \$p->{err});
+	return $p;
+}
+
+sub pgbench_finish
+{
+	my ($p) = @_;
+	my @args = @{ $p->{args} };
+	$p->{h}->finish or die "pgbench @args failed: $p->{err}";
+	my $out = $p->{out};
 	my %r;
 	($r{n}) = $out =~ /^number of transactions actually processed: (\d+)/m;
 	($r{latency_ms}) = $out =~ /^latency average = ([\d.]+) ms/m;
@@ -43,6 +59,11 @@ sub pgbench
 	$r{seconds} = $r{n} / $r{tps};
 	note "pgbench @args: $r{n} transactions, tps $r{tps}, latency average $r{latency_ms} ms";
 	return \%r;
+}
+
+sub pgbench
+{
+	return pgbench_finish(pgbench_start(@_));
 }
 
 # Waits for a worker snapshot after now, so the end of a run is recorded.
@@ -56,7 +77,8 @@ sub next_snapshot
 
 # --- the reference: pgbench's log files, read here -------------------------
 
-# Per-transaction log lines: end and latency in microseconds.
+# Per-transaction log lines: end and latency in microseconds, and the
+# file.
 sub read_tx_log
 {
 	my @tx;
@@ -70,7 +92,8 @@ sub read_tx_log
 			push @tx, {
 				end => $a[4] * 1_000_000 + $a[5],
 				lat => $ok ? $a[2] + 0 : undef,
-				ok => $ok
+				ok => $ok,
+				file => $f
 			};
 		}
 	}
@@ -148,7 +171,9 @@ sub stretch
 }
 
 # A whole run from its transactions: time from the first start to the last
-# end of each recording (or gap), their union.
+# end of each recording, and of each log file's transactions in a gap
+# (a gap may hold a server stop, and a pgbench process does not outlive
+# one), their union.
 sub ref_summary
 {
 	my ($tx, $segs) = @_;
@@ -156,6 +181,7 @@ sub ref_summary
 	for my $t (@$tx)
 	{
 		my $k = stretch($t->{end}, $segs);
+		$k .= "|$t->{file}" if $k % 2 == 0;
 		my $s = $t->{end} - ($t->{lat} // 0);
 		$span{$k}[0] = $s if !defined $span{$k}[0] || $s < $span{$k}[0];
 		$span{$k}[1] = $t->{end} if !defined $span{$k}[1] || $t->{end} > $span{$k}[1];
@@ -194,9 +220,21 @@ sub run_intervals
 	return \@iv;
 }
 
-# Per interval from the transactions: those ending in (start, end], over
-# the part of it between the first start and the last end of the run's
-# transactions ending in the same recording.
+# The rate of an interval of $len_us microseconds the runs were active in
+# for $cov_us of them (at all if $active), with $n_rate transactions
+# counting for the rate: over the whole interval when active all of it,
+# none (partial) when in part of it, 0 when not at all.
+sub ref_rate
+{
+	my ($active, $n_rate, $cov_us, $len_us) = @_;
+	my $partial = $active && $cov_us < $len_us ? 1 : 0;
+	my $tps = !$active ? 0 : $partial ? undef : $n_rate / ($cov_us / 1e6);
+	return ($tps, $partial);
+}
+
+# Per interval from the transactions: those ending in (start, end]; the
+# part of it between the first start and the last end of the run's
+# transactions ending in the same recording, and the rate.
 sub ref_intervals
 {
 	my ($tx, $ivs, $segs) = @_;
@@ -221,13 +259,15 @@ sub ref_intervals
 		{
 			my $lo = max($sp->[0], $iv->{start});
 			my $hi = min($sp->[1], $iv->{end});
-			$cov = ($hi - $lo) / 1e6 if $hi > $lo;
+			$cov = $hi - $lo if $hi > $lo;
 		}
+		my ($tps, $partial) = ref_rate(@lat || $cov > 0, scalar(@lat), $cov, $iv->{end} - $iv->{start});
 		push @out, {
 			end => $iv->{end},
 			n => scalar(@lat),
-			active => $cov,
-			tps => !@lat ? 0 : $cov > 0 ? @lat / $cov : undef,
+			active => $cov / 1e6,
+			tps => $tps,
+			partial => $partial,
 			p50 => @lat ? nearest_rank(\@lat, 0.5) : undef,
 			p90 => @lat ? nearest_rank(\@lat, 0.9) : undef,
 			p99 => @lat ? nearest_rank(\@lat, 0.99) : undef,
@@ -236,34 +276,62 @@ sub ref_intervals
 	return \@out;
 }
 
-# Per interval from an aggregate log: each aggregation interval in the
-# snapshot interval holding its end; the first of an unbroken sequence is
-# partial and left out of the rate.
+# Per interval from an aggregate log: pgbench logs no finer time than
+# $secs, so each aggregation interval's transactions are spread evenly over
+# it (the first of an unbroken sequence, partial, from the run's start
+# $started, in us, when that is later); an interval has the whole
+# transactions of the spread that reach it (the rounded cumulative spread
+# at its end minus that at its start), the rate of the complete
+# aggregation intervals over the part of it they cover, and the latency
+# mean of those overlapping it, weighted by their share in it.
 sub ref_agg_intervals
 {
-	my ($agg, $ivs, $secs) = @_;
+	my ($agg, $ivs, $secs, $started) = @_;
+	my @rows;
+	for my $r (values %$agg)
+	{
+		my $complete = exists $agg->{ $r->{start} - $secs };
+		my $hi = ($r->{start} + $secs) * 1_000_000;
+		my $lo = $r->{start} * 1_000_000;
+		$lo = $started if !$complete && $started > $lo && $started < $hi;
+		push @rows, { %$r, lo => $lo, hi => $hi, complete => $complete };
+	}
+	my $spread = sub {
+		my ($t) = @_;
+		my $c = 0;
+		for my $r (@rows)
+		{
+			my $w = ($t - $r->{lo}) / ($r->{hi} - $r->{lo});
+			$c += $r->{n} * ($w < 0 ? 0 : $w > 1 ? 1 : $w);
+		}
+		return POSIX::floor($c + 0.5);
+	};
 	my @out;
 	for my $iv (@$ivs)
 	{
-		my ($n, $n_rate, $cov, $sum) = (0, 0, 0, 0);
-		for my $r (values %$agg)
+		my ($n_rate, $nw, $sum, @cov) = (0, 0, 0);
+		for my $r (@rows)
 		{
-			my $end = ($r->{start} + $secs) * 1_000_000;
-			next unless $end > $iv->{start} && $end <= $iv->{end};
-			$n += $r->{n};
-			$sum += $r->{sum};
-			if (exists $agg->{ $r->{start} - $secs })
-			{
-				$n_rate += $r->{n};
-				$cov += $secs;
-			}
+			my $lo = max($r->{lo}, $iv->{start});
+			my $hi = min($r->{hi}, $iv->{end});
+			next unless $hi > $lo;
+			my $w = ($hi - $lo) / ($r->{hi} - $r->{lo});
+			$nw += $r->{n} * $w;
+			$sum += $r->{sum} * $w;
+			next unless $r->{complete};
+			$n_rate += $r->{n} * $w;
+			push @cov, [ $lo, $hi ];
 		}
+		my $n = $spread->($iv->{end}) - $spread->($iv->{start});
+		my $cov = union_length(@cov);
+		my ($tps, $partial) = ref_rate($n > 0 || $nw > 0 || $cov > 0, $n_rate, $cov, $iv->{end} - $iv->{start});
 		push @out, {
 			end => $iv->{end},
 			n => $n,
-			active => $cov,
-			tps => $n == 0 ? 0 : $cov > 0 ? $n_rate / $cov : undef,
-			mean => $n ? $sum / $n : undef,
+			active => $cov / 1e6,
+			tps => $tps,
+			partial => $partial,
+			mean => $nw > 0 ? $sum / $nw : undef,
 		};
 	}
 	return \@out;
@@ -327,7 +395,7 @@ sub check_intervals
 	my @rows = map { [ map { $_ eq '' ? undef : $_ } split /\|/ ] } split /\n/,
 	  $node->safe_psql('postgres', qq{
 		SELECT (extract(epoch FROM interval_end) * 1000000)::bigint, transactions, active_seconds, tps,
-		       latency_p50_ms, latency_p90_ms, latency_p99_ms, latency_mean_ms
+		       latency_p50_ms, latency_p90_ms, latency_p99_ms, latency_mean_ms, partial::int
 		  FROM chronicle.app_intervals('$label') ORDER BY interval_end});
 	is(scalar(@rows), scalar(@$ref),
 		"$label: app_intervals has the run window's intervals, as intervals() and the _deltas functions (" . scalar(@$ref) . ')');
@@ -336,7 +404,8 @@ sub check_intervals
 	{
 		my ($r, $g) = ($ref->[$i], $rows[$i]);
 		my $ok = defined $g && $g->[0] == $r->{end} && $g->[1] == $r->{n}
-		  && close_to($g->[2], $r->{active}, 1e-9) && close_to($g->[3], $r->{tps}, 1e-9);
+		  && close_to($g->[2], $r->{active}, 1e-9) && close_to($g->[3], $r->{tps}, 1e-9)
+		  && $g->[8] == $r->{partial};
 		if ($opt{agg})
 		{
 			$ok &&= !defined $g->[4] && close_to($g->[7], defined $r->{mean} ? $r->{mean} / 1000 : undef, 1e-9);
@@ -345,14 +414,18 @@ sub check_intervals
 		{
 			$ok &&= ms_is_us($g->[4], $r->{p50}) && ms_is_us($g->[5], $r->{p90}) && ms_is_us($g->[6], $r->{p99});
 		}
-		$checked += 6;
-		push @bad, sprintf('interval %d: got %s, want n=%s active=%s tps=%s p50/p90/p99=%s/%s/%s', $i,
+		$checked += 7;
+		push @bad, sprintf('interval %d: got %s, want n=%s active=%s tps=%s partial=%s p50/p90/p99=%s/%s/%s', $i,
 			join('/', map { $_ // 'NULL' } @{ $g // [] }),
-			map { $_ // 'NULL' } @$r{qw(n active tps p50 p90 p99)})
+			map { $_ // 'NULL' } @$r{qw(n active tps partial p50 p90 p99)})
 		  unless $ok;
 	}
-	is(scalar(@bad), 0, "$label: every interval's transactions, active seconds, tps and percentiles = the log's")
+	is(scalar(@bad), 0,
+		"$label: every interval's transactions, active seconds, tps (none where partial) and percentiles = the log's")
 	  or diag(join("\n", @bad));
+	my $partial = grep { $_->{partial} } @$ref;
+	note "$label: " . scalar(@$ref) . " intervals, $partial partial";
+	return if defined $opt{timeline} && !$opt{timeline};
 	my $tl = $node->safe_psql('postgres', qq{
 		SELECT count(*), count(*) FILTER (WHERE t.tps IS NOT DISTINCT FROM a.tps
 		                                    AND t.latency_p50_ms IS NOT DISTINCT FROM a.latency_p50_ms
@@ -377,6 +450,23 @@ sub recorded_run
 	return $pb;
 }
 
+# The intervals add up: app_intervals' transactions, summed, = $want.
+sub check_sum
+{
+	my ($label, $want, $what) = @_;
+	my $got = $node->safe_psql('postgres',
+		"SELECT coalesce(sum(transactions), 0) FROM chronicle.app_intervals('$label')");
+	is($got, $want, "$label: the intervals' transactions add up to $what ($want)");
+}
+
+# A run's start, in us.
+sub run_started
+{
+	my ($label) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT (extract(epoch FROM started) * 1000000)::bigint FROM chronicle.run WHERE label = '$label'");
+}
+
 # --- 1. a per-transaction log ------------------------------------------------
 
 my $pb_tx = recorded_run('tx', '-c', '2', '-j', '2', '-T', '5');
@@ -388,6 +478,7 @@ ok(abs($s->{tps} / $pb_tx->{tps} - 1) < 0.01, "tx: tps within 1 % of pgbench's (
 ok(abs($s->{mean} - $pb_tx->{latency_ms}) <= 0.0006,
 	"tx: latency mean = pgbench's latency average ($s->{mean} / $pb_tx->{latency_ms} ms)");
 check_intervals('tx', ref_intervals($tx, run_intervals('tx'), $segs));
+check_sum('tx', $s->{n}, "app_summary's");
 # run_summary's pgbench numbers are app_summary's
 my %rs = map { split /\|/ } split /\n/, $node->safe_psql('postgres',
 	"SELECT metric, value FROM chronicle.run_summary('tx') WHERE metric IN ('tps', 'latency_avg_ms', 'latency_p50_ms', 'latency_p99_ms')");
@@ -415,7 +506,20 @@ ok( ms_is_us($s->{min}, min(grep { defined } map { $_->{min} } values %$agg))
 ok(!defined $s->{p50} && !defined $s->{p99} && $s->{basis} eq 'aggregates',
 	'agg: no percentiles from an aggregate log, and it says so (basis aggregates)');
 $checked += 7;
-check_intervals('agg', ref_agg_intervals($agg, run_intervals('agg'), 1), agg => 1);
+my $agg_ref = ref_agg_intervals($agg, run_intervals('agg'), 1, run_started('agg'));
+check_intervals('agg', $agg_ref, agg => 1);
+check_sum('agg', $agg_n, "the log's");
+# pgbench ran from the run's start to its last logged interval's end: no
+# interval in between shows a rate of 0 (a dip that did not happen), and
+# the first one has its share of the first interval's transactions.
+my $agg_end = max(map { $_->{start} } values %$agg) + 1;
+is( $node->safe_psql('postgres', qq{
+		SELECT count(*) FROM chronicle.app_intervals('agg')
+		 WHERE tps = 0 AND interval_start < to_timestamp($agg_end)}),
+	0, 'agg: no interval while pgbench ran shows tps 0');
+is( $node->safe_psql('postgres',
+		"SELECT transactions FROM chronicle.app_intervals('agg') ORDER BY interval_end LIMIT 1"),
+	$agg_ref->[0]{n}, "agg: the first interval has its share of the log's first interval ($agg_ref->[0]{n})");
 
 # --- 3. a rate-limited run ---------------------------------------------------
 
@@ -431,19 +535,46 @@ ok($s->{seconds} <= $pb_rate->{seconds} + 0.005,
 ok(abs($s->{mean} - $pb_rate->{latency_ms}) <= 0.0006,
 	"rate: latency mean (from the scheduled start) = pgbench's ($s->{mean} / $pb_rate->{latency_ms} ms)");
 check_intervals('rate', ref_intervals($rate, run_intervals('rate'), $segs));
+check_sum('rate', $s->{n}, "app_summary's");
 
-# --- 4. two pgbench runs around a server restart -----------------------------
+# --- 4. two pgbench runs around a server stop ---------------------------------
+
+# Two 4 s runs at a fixed rate around a 4 s stop.  The recording pauses in
+# the first run's last seconds (chronicle.enabled = off, which ALTER SYSTEM
+# keeps across the restart) and resumes only once the second has run for a
+# second: the last transactions of the first and the first of the second
+# end in the gap between the two recordings, as they do when the server
+# stops right after a pgbench and the next pgbench starts before the
+# collector's first snapshot.  The stop is not the runs' time.
+sub collector
+{
+	my ($on) = @_;
+	$node->safe_psql('postgres', "ALTER SYSTEM SET chronicle.enabled = $on");
+	$node->safe_psql('postgres', 'SELECT pg_reload_conf()');
+}
+sub pgbench_sessions
+{
+	poll_until($node, 'postgres',
+		"SELECT count(*) = 2 FROM pg_stat_activity WHERE application_name = 'pgbench'",
+		"pgbench's sessions $_[0]");
+}
 
 $node->safe_psql('postgres', "SELECT chronicle.run_begin('restart')");
-my $pb_r1 = pgbench('-c', '2', '-j', '1', '-T', '4', '-l', "--log-prefix=$dir/r1");
-$node->restart;
-poll_until($node, 'postgres',
-	q{
-	SELECT count(*) >= 2 FROM chronicle.snapshot
-	 WHERE segment = (SELECT max(segment) FROM chronicle.snapshot) AND collector = 'worker'
-	   AND segment > (SELECT started FROM chronicle.run WHERE label = 'restart')},
-	'a new recording after the restart');
-my $pb_r2 = pgbench('-c', '2', '-j', '1', '-T', '4', '-l', "--log-prefix=$dir/r2");
+my $r1 = pgbench_start('-c', '2', '-j', '1', '-R', '300', '-T', '4', '-l', "--log-prefix=$dir/r1");
+pgbench_sessions('run');
+usleep(2_000_000);
+collector('off');
+poll_until($node, 'postgres', "SELECT state LIKE 'disabled%' FROM chronicle.status()",
+	'the collector pauses');
+my $pb_r1 = pgbench_finish($r1);
+$node->stop;
+usleep(4_000_000);
+$node->start;
+my $r2 = pgbench_start('-c', '2', '-j', '1', '-R', '300', '-T', '4', '-l', "--log-prefix=$dir/r2");
+pgbench_sessions('run again');
+usleep(1_000_000);
+collector('on');
+my $pb_r2 = pgbench_finish($r2);
 next_snapshot();
 $node->safe_psql('postgres', "SELECT chronicle.run_end()");
 $node->safe_psql('postgres', "SELECT * FROM chronicle.load_pgbench_log('restart', '$dir/r1')");
@@ -451,25 +582,61 @@ $node->safe_psql('postgres', "SELECT * FROM chronicle.load_pgbench_log('restart'
 my $restart = read_tx_log(glob("$dir/r1.*"), glob("$dir/r2.*"));
 $segs = segments();
 cmp_ok(scalar(@$segs), '>=', 2, 'restart: two recordings');
+my %in_gap;
+for my $t (grep { $_->{ok} } @$restart)
+{
+	$in_gap{ $t->{file} =~ m{/r1\.} ? 'r1' : 'r2' }++ if stretch($t->{end}, $segs) % 2 == 0;
+}
+ok($in_gap{r1} && $in_gap{r2},
+	'restart: the first run\'s last and the second\'s first transactions end in the gap ('
+	  . ($in_gap{r1} // 0) . ' and ' . ($in_gap{r2} // 0) . ')');
 $s = check_summary('restart', ref_summary($restart, $segs));
+# The reference of pgbench's own: each run's log from its first start to
+# its last end (its transactions' own times; the few ms between two
+# pieces at a recording's edge aside), and its report.
+my %inv;
+for my $t (@$restart)
+{
+	my $k = $t->{file} =~ m{/r1\.} ? 'r1' : 'r2';
+	my $st = $t->{end} - ($t->{lat} // 0);
+	$inv{$k}[0] = $st if !defined $inv{$k}[0] || $st < $inv{$k}[0];
+	$inv{$k}[1] = $t->{end} if !defined $inv{$k}[1] || $t->{end} > $inv{$k}[1];
+}
+my $log_secs = ($inv{r1}[1] - $inv{r1}[0] + $inv{r2}[1] - $inv{r2}[0]) / 1e6;
+ok(abs($s->{seconds} / $log_secs - 1) < 0.005,
+	"restart: seconds = the two runs' logs, first start to last end, without the stop ($s->{seconds} / $log_secs)");
 my $pb_secs = $pb_r1->{seconds} + $pb_r2->{seconds};
 my $pb_tps = ($pb_r1->{n} + $pb_r2->{n}) / $pb_secs;
 is($s->{n}, $pb_r1->{n} + $pb_r2->{n}, "restart: transactions = pgbench's two runs'");
 ok(abs($s->{seconds} / $pb_secs - 1) < 0.01,
 	"restart: seconds = pgbench's two runs', without the downtime ($s->{seconds} / $pb_secs)");
 ok(abs($s->{tps} / $pb_tps - 1) < 0.01, "restart: tps = pgbench's two runs' ($s->{tps} / $pb_tps)");
-check_intervals('restart', ref_intervals($restart, run_intervals('restart'), $segs));
+my %rrs = map { split /\|/ } split /\n/, $node->safe_psql('postgres',
+	"SELECT metric, value FROM chronicle.run_summary('restart') WHERE metric = 'tps'");
+ok(close_to($rrs{tps}, $s->{tps}, 1e-12), "restart: run_summary's tps = app_summary's ($rrs{tps})");
+my $restart_ref = ref_intervals($restart, run_intervals('restart'), $segs);
+check_intervals('restart', $restart_ref);
+# The transactions that ended while nothing was recorded are in no
+# interval: the intervals add up to the rest.
+my $gap_n = ($in_gap{r1} // 0) + ($in_gap{r2} // 0);
+check_sum('restart', $s->{n} - $gap_n, "app_summary's but the $gap_n that ended in the gap");
 
 # --- 5. a run created from its log, starting mid-interval -------------------
 
 $node->safe_psql('postgres',
 	"SELECT * FROM chronicle.load_pgbench_log('tx_created', '$dir/tx', create_run => true)");
-check_summary('tx_created', ref_summary($tx, $segs));
+$s = check_summary('tx_created', ref_summary($tx, $segs));
 my $ref = ref_intervals($tx, run_intervals('tx_created'), $segs);
+# (not against the timeline: it sums every run's log, and this one is
+# tx's again)
+check_intervals('tx_created', $ref, timeline => 0);
+# It starts and ends mid-interval: its first and last intervals are
+# partial, without a rate, and the last holds its last transactions.
 my @got = split /\n/, $node->safe_psql('postgres',
-	"SELECT tps FROM chronicle.app_intervals('tx_created') ORDER BY interval_end");
-ok(@got >= 2 && close_to($got[0], $ref->[0]{tps}, 1e-9) && $ref->[0]{active} < 0.5,
-	"tx_created: the first, partial interval shows the rate over the part the run covers ($got[0] / $ref->[0]{tps}, $ref->[0]{active} s)");
+	"SELECT coalesce(tps::text, 'NULL') || ' ' || partial FROM chronicle.app_intervals('tx_created') ORDER BY interval_end");
+ok(@got >= 3 && $got[0] eq 'NULL true' && $got[-1] eq 'NULL true' && $ref->[0]{active} < 0.5,
+	"tx_created: its first and last intervals are partial, without a rate ($got[0], $got[-1]; $ref->[0]{active} s of the first)");
+check_sum('tx_created', $s->{n}, "app_summary's, its last transactions too");
 is( $node->safe_psql('postgres', q{
 		SELECT (SELECT count(*) FROM chronicle.app_intervals('tx_created'))
 		     = (SELECT count(*) FROM chronicle.run_window('tx_created') w, chronicle.wal_deltas(w.run_from, w.run_to))}),
