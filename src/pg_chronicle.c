@@ -25,6 +25,7 @@
 #include "storage/ipc.h"
 #include "storage/shmem.h"
 #include "utils/guc.h"
+#include "utils/memutils.h"
 #include "utils/timestamp.h"
 #if PG_VERSION_NUM >= 170000
 #include "storage/dsm_registry.h"
@@ -353,9 +354,15 @@ _PG_init(void)
 	{
 		const ChronicleSource *src = chronicle_sources[i];
 
+		/*
+		 * The GUC machinery keeps the description by pointer, for the life
+		 * of the server: in TopMemoryContext, not in the postmaster's
+		 * context, which every child process deletes when it starts.
+		 */
 		DefineCustomBoolVariable(psprintf("chronicle.collect_%s", src->name),
-								 psprintf("Whether snapshots record %s.",
-										  src->description),
+								 MemoryContextStrdup(TopMemoryContext,
+													 psprintf("Whether snapshots record %s.",
+															  src->description)),
 								 NULL,
 								 &chronicle_source_enabled[i],
 								 true,

@@ -38,6 +38,14 @@ query(q{
 	CREATE ROLE u_monitor LOGIN IN ROLE pg_monitor;
 	CREATE ROLE u_stats LOGIN IN ROLE pg_read_all_stats;});
 
+# --- what the server keeps of the library's settings -----------------------
+# The descriptions of chronicle.collect_<source> were made in the
+# postmaster's memory, which every child deletes: pg_settings read freed
+# memory (found by tools/valgrind.sh).
+is(query(q{SELECT count(*) > 0 AND bool_and(short_desc ~ '^Whether snapshots record [ -~]+\.$')
+             FROM pg_settings WHERE name LIKE 'chronicle.collect\_%'}), 't',
+	'every chronicle.collect_<source> setting has its description in pg_settings');
+
 # --- statement texts -------------------------------------------------------
 query(q{
 	CREATE ROLE u_secret;
