@@ -3,12 +3,15 @@
 # pg_chronicle need (bookworm's own packages only; the Python client's
 # psycopg and matplotlib come from PyPI into a venv, see tools/test.sh).
 # Run as root; a no-op when everything is there.
+#
+#   tools/install-deps.sh [PACKAGE...]   and these too (tools/valgrind.sh:
+#                                        valgrind)
 set -euo pipefail
 
 pkgs=(gcc make bison flex perl libreadline-dev zlib1g-dev liblz4-dev
 	libzstd-dev libipc-run-perl ccache curl bzip2 xz-utils pkg-config
 	libtap-parser-sourcehandler-pgtap-perl apt-utils git pgxnclient faketime
-	python3-venv chromium chromium-driver python3-selenium fonts-dejavu-core)
+	python3-venv chromium chromium-driver python3-selenium fonts-dejavu-core "$@")
 
 missing=()
 for p in "${pkgs[@]}"; do

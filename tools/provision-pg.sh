@@ -25,6 +25,10 @@
 #   PG_CHRONICLE_BUILD   "debug" (default: assertions on, what the tests use)
 #                        or "release" (no assertions, what benchmarks measure;
 #                        installed beside it as pg<MAJOR>-<version>-release)
+#                        or "valgrind" (assertions on, -DUSE_VALGRIND, -O1 with
+#                        frame pointers, PostgreSQL's src/tools/valgrind.supp
+#                        installed as <sharedir>/valgrind.supp: what
+#                        tools/valgrind.sh runs; pg<MAJOR>-<version>-valgrind)
 #   PG_CHRONICLE_MIRROR  Debian mirror (default: the one the system uses)
 #   PG_CHRONICLE_APT_TRUST  apt's option for that mirror (default: signed by
 #                        Debian's archive key)
@@ -44,9 +48,13 @@ log() { echo "provision-pg[$major]: $*" >&2; }
 
 flavour=${PG_CHRONICLE_BUILD:-debug}
 case "$flavour" in
-	debug) suffix= ; assert=--enable-cassert ;;
-	release) suffix=-release; assert= ;;
-	*) log "PG_CHRONICLE_BUILD must be debug or release, not $flavour"; exit 2 ;;
+	debug) suffix= ; assert=--enable-cassert; cflags=-O2 ;;
+	release) suffix=-release; assert= ; cflags=-O2 ;;
+	# Memcheck knows PostgreSQL's memory contexts (USE_VALGRIND); -O1 and
+	# frame pointers keep its stacks close to the source.
+	valgrind) suffix=-valgrind; assert=--enable-cassert
+		cflags="-O1 -fno-omit-frame-pointer -DUSE_VALGRIND" ;;
+	*) log "PG_CHRONICLE_BUILD must be debug, release or valgrind, not $flavour"; exit 2 ;;
 esac
 
 case "$major" in
@@ -195,9 +203,12 @@ log "configuring PostgreSQL $upver (log: $cache/logs/pg$major$suffix-build.log)"
 {
 	./configure --prefix="$prefix" $assert --enable-debug \
 		--enable-tap-tests --without-icu --with-lz4 --with-zstd \
-		CC="$cc" CFLAGS="-O2"
+		CC="$cc" CFLAGS="$cflags"
 	make -j"$jobs"
 	make install
+	if [ "$flavour" = valgrind ]; then
+		install -m 644 src/tools/valgrind.supp "$("$prefix/bin/pg_config" --sharedir)/valgrind.supp"
+	fi
 	for m in pg_stat_statements pg_buffercache; do
 		make -C "contrib/$m" install
 	done
