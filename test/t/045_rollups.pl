@@ -21,6 +21,10 @@ shared_preload_libraries = 'pg_chronicle'
 chronicle.snapshot_interval = '1s'
 chronicle.retention = '3d'
 chronicle.rollup_retention = '20d'
+# The housekeeper rolls up at its start and then every 10 s (not every 5
+# minutes): a start-time run that found the rollup busy (the previous
+# collector's housekeeper finishing its own) is retried within the wait.
+chronicle.debug_housekeeping_interval = '10s'
 });
 $node->start;
 $node->safe_psql('postgres', 'CREATE EXTENSION pg_chronicle');
