@@ -10,33 +10,9 @@ EXTVERSION = 0.3.0
 DISTNAME = $(EXTENSION)-$(EXTVERSION)
 
 MODULE_big = pg_chronicle
-OBJS = \
-	src/pg_chronicle.o \
-	src/functions.o \
-	src/worker.o \
-	src/collector.o \
-	src/housekeeper.o \
-	src/emitter.o \
-	src/sources.o \
-	src/source_io.o \
-	src/source_wal.o \
-	src/source_checkpointer.o \
-	src/source_bgwriter.o \
-	src/source_database.o \
-	src/standby.o \
-	src/source_statements.o \
-	src/os_proc.o \
-	src/source_os_memory.o \
-	src/source_os_disk.o \
-	src/source_os_pressure.o \
-	src/source_os_process_io.o \
-	src/sampler.o \
-	src/source_waits.o \
-	src/source_buffers.o \
-	src/deltas.o \
-	src/runs.o \
-	src/environment.o \
-	src/history.o
+# Every C file of src/ and its folders: a new file (a source, a split) is
+# built without a line here to forget.
+OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c src/*/*.c)))
 
 # The install script is built from the pieces in src/sql, in name order.
 # So is the upgrade script from each earlier release, straight to this one:
