@@ -56,84 +56,73 @@ SELECT pg_temp.err($$SELECT chronicle.run_label('x', '2024-01-02', '2024-01-01')
 SELECT pg_temp.err($$SELECT chronicle.run_label('x', NULL, '2024-01-01')$$);
 SELECT pg_temp.err($$SELECT chronicle.run_delete('no_such_run')$$);
 
--- The internal engine checks the whole table description against the
--- table, and the result type against the description, before it reads a
--- row (superuser only: see below).  d() calls it over a window of two
--- snapshots with one part of a good description replaced.
-CREATE FUNCTION pg_temp.d(tbl text, keys text, vals text, kinds text, attrs text DEFAULT '{}',
-	reset_col text DEFAULT NULL, bytes_ops text DEFAULT NULL, bytes_unit text DEFAULT 'NULL',
-	per_op text DEFAULT '{}', filter_cols text DEFAULT '{}', group_by text DEFAULT 'NULL',
-	exclude_cols text DEFAULT '{}', exclude_vals text DEFAULT '{}',
-	coldef text DEFAULT 's timestamptz, e timestamptz, secs float8, reset boolean, wal_bytes bigint, r float8')
-RETURNS text LANGUAGE sql AS $f$
-	SELECT pg_temp.err(format($q$SELECT * FROM chronicle._deltas(%L, '2024-05-05', '2024-05-05 00:01',
-		%L, %L, %L, %L, %L, %s, %s, %L, %L, NULL, false, %s, %L, %L) AS d(%s)$q$,
-		tbl, keys, vals, kinds, attrs, reset_col,
-		coalesce(bytes_ops, quote_literal(array_fill(NULL::text, ARRAY[cardinality(vals::text[])]))),
-		bytes_unit, per_op, filter_cols, group_by, exclude_cols, exclude_vals, coldef))
+-- The internal engine describes a source from its C declaration, checks
+-- that description against the relation it reads and the result type
+-- against the description, before it reads a row (superuser only: see
+-- below).  d() calls it over a window of two snapshots.
+-- walcols(): the result columns of chronicle.wal_deltas(), the engine's
+-- column definition list for wal (d()'s default).
+CREATE FUNCTION pg_temp.walcols() RETURNS text LANGUAGE sql AS $f$
+	SELECT string_agg(format('%I %s', x.n, format_type(x.t, NULL)), ', ' ORDER BY x.o)
+	  FROM pg_proc p, unnest(p.proargnames, p.proallargtypes, p.proargmodes) WITH ORDINALITY AS x(n, t, m, o)
+	 WHERE p.oid = 'chronicle.wal_deltas'::regproc AND x.m = 't'
 $f$;
--- The former crashes: a single-row table with snapshots but no row in the
+CREATE FUNCTION pg_temp.d(src text, args text DEFAULT '', coldef text DEFAULT NULL)
+RETURNS text LANGUAGE sql AS $f$
+	SELECT pg_temp.err(format($q$SELECT * FROM chronicle._deltas(%L, '2024-05-05', '2024-05-05 00:01'%s) AS d(%s)$q$,
+		src, args, coalesce(coldef, pg_temp.walcols())))
+$f$;
+-- The former crashes: a single-row source with snapshots but no row in the
 -- window and a short result (written past the row); 5000 group_by names.
 SELECT chronicle.ensure_partitions('2024-05-05', '2024-05-05') >= 0 AS partitions;
 INSERT INTO chronicle.snapshot (ts, segment, keyframe, collector, duration_ms, rows_written, wal_bytes, errors)
 VALUES ('2024-05-05 00:00:01', '2024-05-05 00:00:01', true, 'sql', 0, 0, 0, 0),
        ('2024-05-05 00:00:02', '2024-05-05 00:00:01', false, 'sql', 0, 0, 0, 0);
-SELECT pg_temp.d('chronicle.wal_history', '{}', '{wal_records,wal_fpi,wal_bytes,wal_write_time}', 'ccct',
-	reset_col => 'stats_reset', coldef => 'a int');
-SELECT pg_temp.d('chronicle.io_history', '{backend_type,object,context}', '{reads}', 'c',
-	group_by => quote_literal(array_fill('backend_type'::text, ARRAY[5000])), coldef => 'a int');
+SELECT pg_temp.d('wal', coldef => 'a int');
+SELECT pg_temp.d('io', format(', group_by => %L', array_fill('backend_type'::text, ARRAY[5000])), coldef => 'a int');
 -- The result type, with and without rows.
-SELECT pg_temp.d('chronicle.wal_history', '{}', '{wal_bytes}', 'c',
-	coldef => 's timestamptz, e timestamptz, secs float8, reset boolean, wal_bytes int, r float8');
+SELECT pg_temp.d('wal', coldef => replace(pg_temp.walcols(), 'wal_bytes bigint', 'wal_bytes integer'));
+SELECT pg_temp.d('wal');
 INSERT INTO chronicle.wal_history (ts, wal_bytes) VALUES ('2024-05-05 00:00:01', 1), ('2024-05-05 00:00:02', 5);
 INSERT INTO chronicle.io_history (ts, backend_type, object, context, reads)
 VALUES ('2024-05-05 00:00:01', 'client backend', 'relation', 'normal', 1),
        ('2024-05-05 00:00:02', 'client backend', 'relation', 'normal', 3);
-SELECT pg_temp.d('chronicle.wal_history', '{}', '{wal_bytes}', 'c', coldef => 'a int');
-SELECT pg_temp.d('chronicle.wal_history', '{}', '{wal_bytes}', 'c',
-	coldef => 's timestamptz, e timestamptz, secs float8, reset boolean, wal_bytes int, r float8');
-SELECT pg_temp.d('chronicle.wal_history', '{}', '{wal_bytes}', 'c');
--- group_by: names twice, not a key, on a table without keys, with a gauge.
-SELECT pg_temp.d('chronicle.io_history', '{backend_type,object,context}', '{reads}', 'c',
-	group_by => quote_literal('{object,object}'::text[]), coldef => 'a int');
-SELECT pg_temp.d('chronicle.io_history', '{backend_type,object,context}', '{reads}', 'c',
-	group_by => quote_literal('{reads}'::text[]), coldef => 'a int');
-SELECT pg_temp.d('chronicle.wal_history', '{}', '{wal_bytes}', 'c', group_by => $$'{}'$$);
-SELECT pg_temp.d('chronicle.io_history', '{backend_type,object,context}', '{reads}', 'g',
-	group_by => $$'{}'$$, coldef => 'a int');
--- Columns: unknown, a system column, twice, ts again, the wrong type.
-SELECT pg_temp.d('chronicle.wal_history', '{}', '{no_such_column}', 'c');
-SELECT pg_temp.d('chronicle.wal_history', '{}', '{ctid}', 'g');
-SELECT pg_temp.d('chronicle.wal_history', '{}', '{wal_bytes,wal_bytes}', 'cc');
-SELECT pg_temp.d('chronicle.wal_history', '{}', '{wal_bytes}', 'c', attrs => '{wal_bytes}');
-SELECT pg_temp.d('chronicle.wal_history', '{}', '{wal_bytes}', 'c', reset_col => 'ts');
-SELECT pg_temp.d('chronicle.wal_history', '{}', '{stats_reset}', 'c');
-SELECT pg_temp.d('chronicle.io_history', '{backend_type}', '{reads}', 'c', filter_cols => '{reads}');
-SELECT pg_temp.d('pg_catalog.pg_class', '{}', '{}', '');
-SELECT pg_temp.err($$SELECT * FROM chronicle._deltas(0, now(), now(), '{}', '{}', '', '{}', NULL, '{}', NULL,
-	'{}', '{}', '{}', false) AS d(a int)$$);
--- Counts and kinds that do not add up; NULLs.
-SELECT pg_temp.d('chronicle.wal_history', '{}', '{wal_bytes}', 'cc');
-SELECT pg_temp.d('chronicle.wal_history', '{}', '{wal_bytes}', 'x');
-SELECT pg_temp.d('chronicle.wal_history', '{}', '{wal_bytes}', 'c', bytes_ops => $$'{}'$$);
-SELECT pg_temp.d('chronicle.wal_history', '{}', '{wal_bytes,wal_write}', 'cc', bytes_ops => $$'{wal_write,NULL}'$$);
-SELECT pg_temp.d('chronicle.wal_history', '{}', '{wal_bytes}', 'c', per_op => '{wal_bytes}');
-SELECT pg_temp.d('chronicle.wal_history', '{}', '{wal_bytes}', 'c', per_op => '{wal_bytes,wal_fpi}');
-SELECT pg_temp.d('chronicle.wal_history', '{}', '{wal_bytes,NULL}', 'cc');
-SELECT pg_temp.d('chronicle.io_history', '{backend_type}', '{reads}', 'c',
-	exclude_cols => '{object}', exclude_vals => '{}');
-SELECT pg_temp.d('chronicle.io_history', '{backend_type}', '{reads}', 'c',
-	exclude_cols => array_fill('object'::text, ARRAY[1001])::text,
-	exclude_vals => array_fill('x'::text, ARRAY[1001])::text);
-SELECT pg_temp.err($$SELECT * FROM chronicle._deltas('chronicle.wal_history', now(), NULL, '{}', '{}', '', '{}',
-	NULL, '{}', NULL, '{}', '{}', '{}', false) AS d(a int)$$);
+SELECT pg_temp.d('wal', coldef => 'a int');
+SELECT pg_temp.d('wal', coldef => replace(pg_temp.walcols(), 'wal_bytes bigint', 'wal_bytes integer'));
+SELECT pg_temp.d('wal');
+-- Sources: unknown, recorded but not analysed, NULL.
+SELECT pg_temp.d('no_such_source');
+SELECT pg_temp.d('statements');
+SELECT pg_temp.err($$SELECT * FROM chronicle._deltas(NULL, now(), now()) AS d(a int)$$);
+-- group_by: names twice, not a key, on a source without keys, with gauges.
+SELECT pg_temp.d('io', $$, group_by => '{object,object}'$$, coldef => 'a int');
+SELECT pg_temp.d('io', $$, group_by => '{reads}'$$, coldef => 'a int');
+SELECT pg_temp.d('wal', $$, group_by => '{}'$$);
+SELECT pg_temp.d('buffers', $$, group_by => '{}'$$, coldef => 'a int');
+-- tbl: a relation without the source's columns, or of the wrong types;
+-- none at all.
+SELECT pg_temp.d('wal', $$, tbl => 'pg_catalog.pg_class'$$);
+CREATE TEMP TABLE wal_int (ts timestamptz, wal_records int, wal_fpi bigint, wal_bytes bigint,
+	wal_buffers_full bigint, wal_write bigint, wal_sync bigint, wal_write_time float8,
+	wal_sync_time float8, stats_reset timestamptz);
+SELECT pg_temp.d('wal', $$, tbl => 'pg_temp.wal_int'$$);
+DROP TABLE wal_int;
+SELECT pg_temp.d('wal', ', tbl => 0');
+-- Filter values that do not match the filter columns; exclusions.
+SELECT pg_temp.d('io', $$, filter_vals => '{client backend}'$$, coldef => 'a int');
+SELECT pg_temp.d('io', $$, exclude_cols => '{object}', exclude_vals => '{}'$$, coldef => 'a int');
+SELECT pg_temp.d('io', $$, exclude_cols => '{reads}', exclude_vals => '{1}'$$, coldef => 'a int');
+SELECT pg_temp.d('io', format(', exclude_cols => %L, exclude_vals => %L',
+	array_fill('object'::text, ARRAY[1001]), array_fill('x'::text, ARRAY[1001])), coldef => 'a int');
+SELECT pg_temp.err($$SELECT * FROM chronicle._deltas('wal', now(), NULL) AS d(a int)$$);
+SELECT pg_temp.err($$SELECT * FROM chronicle._ends('wal', now(), now()) AS d(a int)$$);
 
--- Who may: _deltas takes a description from its caller, so a monitoring
--- role may not call it; every function calling it is SECURITY DEFINER and
--- works for them.
+-- Who may: _deltas reads any relation it is given, so a monitoring role
+-- may not call it; every function calling it is SECURITY DEFINER and works
+-- for them.
 CREATE ROLE regress_chronicle_deltas_monitor IN ROLE pg_monitor;
 SET ROLE regress_chronicle_deltas_monitor;
-SELECT pg_temp.d('chronicle.wal_history', '{}', '{wal_bytes}', 'c');
+SELECT pg_temp.d('wal');
 SELECT interval_end, wal_bytes FROM chronicle.wal_deltas('2024-05-05', '2024-05-05 00:01');
 SELECT interval_end, backend_type, reads FROM chronicle.io_deltas('2024-05-05', '2024-05-05 00:01');
 SELECT backend_type, reads FROM chronicle.io_totals('2024-05-05', '2024-05-05 00:01');

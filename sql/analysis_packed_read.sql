@@ -62,10 +62,11 @@ CREATE TEMP TABLE io_copy AS SELECT * FROM chronicle.io_history;
 CREATE TEMP TABLE waits_copy AS SELECT * FROM chronicle.waits_history;
 CREATE TEMP TABLE wal_copy AS SELECT * FROM chronicle.wal_history;
 
--- The query tpl (with %1$L for the table) over the view and over the copy:
--- rows, whether both give the same rows (as text, sorted), and whether
--- the view was read without a chronicle._unpack() call per history row.
-CREATE FUNCTION pg_temp.both(v regclass, c regclass, tpl text)
+-- The query tpl (with %1$s for the engine's tbl argument: NULL, the view,
+-- or the copy c) both ways: rows, whether both give the same rows (as
+-- text, sorted), and whether the view was read without a
+-- chronicle._unpack() call per history row.
+CREATE FUNCTION pg_temp.both(c regclass, tpl text)
 RETURNS TABLE (rows bigint, same boolean, fast boolean)
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -79,15 +80,24 @@ DECLARE
 BEGIN
 	calls0 := coalesce(pg_stat_get_xact_function_calls(unpack), 0);
 	EXECUTE format('SELECT count(*), string_agg(x::text, E''\n'' ORDER BY x::text) FROM (%s) x',
-	               format(tpl, v)) INTO n, a;
+	               format(tpl, 'NULL')) INTO n, a;
 	calls := coalesce(pg_stat_get_xact_function_calls(unpack), 0) - calls0;
 	EXECUTE format('SELECT count(*), string_agg(x::text, E''\n'' ORDER BY x::text) FROM (%s) x',
-	               format(tpl, c)) INTO m, b;
+	               format(tpl, quote_literal(c))) INTO m, b;
 	rows := n;
 	same := n = m AND a IS NOT DISTINCT FROM b;
 	fast := calls < (SELECT count(*) FROM chronicle.history WHERE ts >= '2024-07-01' AND ts < '2024-07-02');
 	RETURN NEXT;
 END;
+$$;
+
+-- The result columns of a function made from the same description: the
+-- engine's column definition list.
+CREATE FUNCTION pg_temp.cols(f text)
+RETURNS text LANGUAGE sql AS $$
+	SELECT string_agg(format('%I %s', n, format_type(t, NULL)), ', ' ORDER BY o)
+	  FROM pg_proc p, unnest(p.proargnames, p.proallargtypes, p.proargmodes) WITH ORDINALITY AS x(n, t, m, o)
+	 WHERE p.oid = to_regproc('chronicle.' || f) AND x.m = 't'
 $$;
 
 CREATE TEMP TABLE win (f timestamptz, t timestamptz);
@@ -99,71 +109,44 @@ INSERT INTO win VALUES ('2024-06-30 23:59:00+00', '2024-07-01 00:02:00+00'),	-- 
 -- io: every key, changed or not, then filters, exclusions, groups.
 CREATE TEMP TABLE io_calls (label text, args text);
 INSERT INTO io_calls VALUES
-	('all keys', $$filter_cols => ARRAY['backend_type', 'object', 'context'], filter_vals => ARRAY[NULL, NULL, NULL]::text[], changed_only => false$$),
-	('changed only', $$filter_cols => ARRAY['backend_type', 'object', 'context'], filter_vals => ARRAY[NULL, NULL, NULL]::text[], changed_only => true$$),
-	('one backend type', $$filter_cols => ARRAY['backend_type', 'object', 'context'], filter_vals => ARRAY['client backend', NULL, NULL], changed_only => false$$),
-	('object = relation', $$filter_cols => ARRAY['object'], filter_vals => ARRAY['relation'], changed_only => true$$),
-	('no filter values', $$filter_cols => ARRAY['object'], filter_vals => NULL, changed_only => true$$),
-	('a value no row has', $$filter_cols => ARRAY['context'], filter_vals => ARRAY['vacuum'], changed_only => false$$),
-	('context <> bulkread', $$filter_cols => ARRAY[]::text[], filter_vals => ARRAY[]::text[], changed_only => true, exclude_cols => ARRAY['context'], exclude_vals => ARRAY['bulkread']$$),
-	('object <> relation', $$filter_cols => ARRAY[]::text[], filter_vals => ARRAY[]::text[], changed_only => false, exclude_cols => ARRAY['object'], exclude_vals => ARRAY['relation']$$);
+	('all keys', $$filter_vals => ARRAY[NULL, NULL, NULL]::text[], changed_only => false$$),
+	('changed only', $$filter_vals => ARRAY[NULL, NULL, NULL]::text[], changed_only => true$$),
+	('one backend type', $$filter_vals => ARRAY['client backend', NULL, NULL], changed_only => false$$),
+	('object = relation', $$filter_vals => ARRAY[NULL, 'relation', NULL], changed_only => true$$),
+	('no filter values', $$filter_vals => NULL, changed_only => true$$),
+	('a value no row has', $$filter_vals => ARRAY[NULL, NULL, 'vacuum'], changed_only => false$$),
+	('context <> bulkread', $$changed_only => true, exclude_cols => ARRAY['context'], exclude_vals => ARRAY['bulkread']$$),
+	('object <> relation', $$changed_only => false, exclude_cols => ARRAY['object'], exclude_vals => ARRAY['relation']$$);
 SELECT c.label, to_char(w.f, 'HH24:MI:SS') AS "from", to_char(w.t, 'HH24:MI:SS') AS "to", r.*
-  FROM io_calls c CROSS JOIN win w CROSS JOIN LATERAL pg_temp.both('chronicle.io_history', 'pg_temp.io_copy', format($q$
-	SELECT * FROM chronicle._deltas(%%1$L, %L, %L,
-		keys => ARRAY['backend_type', 'object', 'context'], vals => ARRAY['reads', 'read_bytes', 'writes', 'write_time', 'hits'],
-		kinds => 'cccct', attrs => ARRAY['op_bytes'], reset_col => 'stats_reset',
-		bytes_ops => ARRAY[NULL, 'reads', NULL, NULL, NULL], bytes_unit => 'op_bytes', per_op => ARRAY['write_time', 'writes'],
-		%s)
-	  AS d(s timestamptz, e timestamptz, secs float8, bt text, obj text, ctx text, op_bytes bigint, reset boolean,
-	       reads bigint, reads_s float8, rb bigint, rb_s float8, writes bigint, writes_s float8, wt float8, wt_s float8,
-	       hits bigint, hits_s float8, ms_per_write float8)$q$, w.f, w.t, c.args)) r
+  FROM io_calls c CROSS JOIN win w CROSS JOIN LATERAL pg_temp.both('pg_temp.io_copy', format($q$
+	SELECT * FROM chronicle._deltas('io', %L, %L, %s, tbl => %%1$s)
+	  AS d(%s)$q$, w.f, w.t, c.args, pg_temp.cols('io_deltas'))) r
  ORDER BY c.label, w.f;
 
 -- io summed per backend type, and the totals' ends.
 SELECT to_char(w.f, 'HH24:MI:SS') AS "from", r.*
-  FROM win w CROSS JOIN LATERAL pg_temp.both('chronicle.io_history', 'pg_temp.io_copy', format($q$
-	SELECT * FROM chronicle._deltas(%%1$L, %L, %L,
-		keys => ARRAY['backend_type', 'object', 'context'], vals => ARRAY['reads', 'writes'],
-		kinds => 'cc', attrs => ARRAY[]::text[], reset_col => 'stats_reset',
-		bytes_ops => ARRAY[NULL, NULL]::text[], bytes_unit => NULL, per_op => ARRAY[]::text[],
-		filter_cols => ARRAY['context'], filter_vals => ARRAY['normal'], changed_only => true,
-		group_by => ARRAY['backend_type'])
-	  AS d(s timestamptz, e timestamptz, secs float8, bt text, reset boolean,
-	       reads bigint, reads_s float8, writes bigint, writes_s float8)$q$, w.f, w.t)) r
+  FROM win w CROSS JOIN LATERAL pg_temp.both('pg_temp.io_copy', format($q$
+	SELECT * FROM chronicle._deltas('io', %L, %L, filter_vals => ARRAY[NULL, NULL, 'normal'], changed_only => true,
+		group_by => ARRAY['backend_type'], tbl => %%1$s)
+	  AS d(%s)$q$, w.f, w.t, pg_temp.cols('_io_sums'))) r
  ORDER BY w.f;
 SELECT to_char(w.f, 'HH24:MI:SS') AS "from", r.*
-  FROM win w CROSS JOIN LATERAL pg_temp.both('chronicle.io_history', 'pg_temp.io_copy', format($q$
-	SELECT * FROM chronicle._ends(%%1$L, %L, %L,
-		keys => ARRAY['backend_type', 'object', 'context'], vals => ARRAY['reads', 'write_time'],
-		kinds => 'ct', attrs => ARRAY['op_bytes'], reset_col => 'stats_reset',
-		bytes_ops => ARRAY[NULL, NULL]::text[], bytes_unit => NULL, per_op => ARRAY[]::text[],
-		filter_cols => ARRAY[]::text[], filter_vals => ARRAY[]::text[], changed_only => true)
-	  AS d(bt text, obj text, ctx text, op_bytes bigint, seg timestamptz, reset boolean, n bigint,
-	       b_reads bigint, l_reads bigint, b_wt float8, l_wt float8)$q$, w.f, w.t)) r
+  FROM win w CROSS JOIN LATERAL pg_temp.both('pg_temp.io_copy', format($q$
+	SELECT * FROM chronicle._ends('io', %L, %L, tbl => %%1$s)
+	  AS d(%s)$q$, w.f, w.t, pg_temp.cols('_io_ends'))) r
  ORDER BY w.f;
 
 -- waits, born at zero: deltas of a wait event type, and the ends.
 SELECT to_char(w.f, 'HH24:MI:SS') AS "from", r.*
-  FROM win w CROSS JOIN LATERAL pg_temp.both('chronicle.waits_history', 'pg_temp.waits_copy', format($q$
-	SELECT * FROM chronicle._deltas(%%1$L, %L, %L,
-		keys => ARRAY['backend_type', 'state', 'wait_event_type', 'wait_event', 'queryid'], vals => ARRAY['samples'],
-		kinds => 'c', attrs => ARRAY[]::text[], reset_col => NULL,
-		bytes_ops => ARRAY[NULL]::text[], bytes_unit => NULL, per_op => ARRAY[]::text[],
-		filter_cols => ARRAY['wait_event_type'], filter_vals => ARRAY['IO'], changed_only => false,
-		born_at_zero => true)
-	  AS d(s timestamptz, e timestamptz, secs float8, bt text, st text, wet text, we text, q bigint,
-	       reset boolean, samples bigint, samples_s float8)$q$, w.f, w.t)) r
+  FROM win w CROSS JOIN LATERAL pg_temp.both('pg_temp.waits_copy', format($q$
+	SELECT * FROM chronicle._deltas('waits', %L, %L, filter_vals => ARRAY[NULL, 'IO', NULL], changed_only => false,
+		tbl => %%1$s)
+	  AS d(%s)$q$, w.f, w.t, pg_temp.cols('wait_deltas'))) r
  ORDER BY w.f;
 SELECT to_char(w.f, 'HH24:MI:SS') AS "from", r.*
-  FROM win w CROSS JOIN LATERAL pg_temp.both('chronicle.waits_history', 'pg_temp.waits_copy', format($q$
-	SELECT * FROM chronicle._ends(%%1$L, %L, %L,
-		keys => ARRAY['backend_type', 'state', 'wait_event_type', 'wait_event', 'queryid'], vals => ARRAY['samples'],
-		kinds => 'c', attrs => ARRAY[]::text[], reset_col => NULL,
-		bytes_ops => ARRAY[NULL]::text[], bytes_unit => NULL, per_op => ARRAY[]::text[],
-		filter_cols => ARRAY[]::text[], filter_vals => ARRAY[]::text[], changed_only => true,
-		born_at_zero => true)
-	  AS d(bt text, st text, wet text, we text, q bigint, seg timestamptz, reset boolean, n bigint,
-	       b_samples bigint, l_samples bigint)$q$, w.f, w.t)) r
+  FROM win w CROSS JOIN LATERAL pg_temp.both('pg_temp.waits_copy', format($q$
+	SELECT * FROM chronicle._ends('waits', %L, %L, tbl => %%1$s)
+	  AS d(%s)$q$, w.f, w.t, pg_temp.cols('_wait_ends'))) r
  ORDER BY w.f;
 
 -- The intervals each wait key counts in over (00:00:05, 00:01:20], 44 in A
@@ -178,51 +161,39 @@ SELECT wait_event, queryid, intervals
 
 -- wal: a source without keys.
 SELECT to_char(w.f, 'HH24:MI:SS') AS "from", r.*
-  FROM win w CROSS JOIN LATERAL pg_temp.both('chronicle.wal_history', 'pg_temp.wal_copy', format($q$
-	SELECT * FROM chronicle._deltas(%%1$L, %L, %L,
-		keys => ARRAY[]::text[], vals => ARRAY['wal_records', 'wal_fpi', 'wal_bytes'],
-		kinds => 'ccc', attrs => ARRAY[]::text[], reset_col => NULL,
-		bytes_ops => ARRAY[NULL, NULL, NULL]::text[], bytes_unit => NULL, per_op => ARRAY[]::text[],
-		filter_cols => ARRAY[]::text[], filter_vals => ARRAY[]::text[], changed_only => false)
-	  AS d(s timestamptz, e timestamptz, secs float8, reset boolean, r bigint, r_s float8,
-	       f bigint, f_s float8, b bigint, b_s float8)$q$, w.f, w.t)) r
+  FROM win w CROSS JOIN LATERAL pg_temp.both('pg_temp.wal_copy', format($q$
+	SELECT * FROM chronicle._deltas('wal', %L, %L, tbl => %%1$s)
+	  AS d(%s)$q$, w.f, w.t, pg_temp.cols('wal_deltas'))) r
  ORDER BY w.f;
 
 -- A reader who may read the views but not chronicle.history gets the same
 -- answer (through the view), and no more.
+CREATE FUNCTION pg_temp.io_client(tbl text) RETURNS TABLE (rows bigint, hash text)
+LANGUAGE plpgsql AS $$
+BEGIN
+	RETURN QUERY EXECUTE format($q$
+	SELECT count(*), md5(string_agg(d::text, ',' ORDER BY d::text))
+	  FROM chronicle._deltas('io', '2024-07-01 00:00:05+00', '2024-07-01 00:00:40+00',
+	                         filter_vals => ARRAY['client backend', NULL, NULL], changed_only => true,
+	                         tbl => %s)
+	    AS d(%s)$q$, tbl, pg_temp.cols('io_deltas'));
+END;
+$$;
 CREATE ROLE packed_read_viewer;
 GRANT USAGE ON SCHEMA chronicle TO packed_read_viewer;
 GRANT SELECT ON chronicle.io_history, chronicle.snapshot, chronicle.history_key TO packed_read_viewer;
 GRANT EXECUTE ON FUNCTION chronicle._unpack(text, timestamptz, bytea),
 	chronicle._keyframe(regclass, timestamptz, timestamptz),
-	chronicle._deltas(regclass, timestamptz, timestamptz, text[], text[], text, text[], text, text[], text,
-	                  text[], text[], text[], boolean, text[], text[], text[], boolean) TO packed_read_viewer;
+	chronicle._deltas(text, timestamptz, timestamptz, text[], boolean, text[], text[], text[], regclass)
+	TO packed_read_viewer;
 GRANT SELECT ON pg_temp.io_copy TO packed_read_viewer;
-CREATE TEMP TABLE as_superuser AS
-SELECT * FROM chronicle._deltas('chronicle.io_history', '2024-07-01 00:00:05+00', '2024-07-01 00:00:40+00',
-	keys => ARRAY['backend_type', 'object', 'context'], vals => ARRAY['reads'], kinds => 'c',
-	attrs => ARRAY[]::text[], reset_col => 'stats_reset', bytes_ops => ARRAY[NULL]::text[], bytes_unit => NULL,
-	per_op => ARRAY[]::text[], filter_cols => ARRAY['backend_type'], filter_vals => ARRAY['client backend'],
-	changed_only => true)
-  AS d(s timestamptz, e timestamptz, secs float8, bt text, obj text, ctx text, reset boolean, reads bigint, reads_s float8);
+CREATE TEMP TABLE as_superuser AS SELECT * FROM pg_temp.io_client('NULL');
 GRANT SELECT ON as_superuser TO packed_read_viewer;
 SET ROLE packed_read_viewer;
 SELECT has_table_privilege('chronicle.history', 'SELECT') AS reads_history,
-       count(*) AS rows,
-       count(*) = (SELECT count(*) FROM as_superuser) AND NOT EXISTS (
-	SELECT * FROM chronicle._deltas('chronicle.io_history', '2024-07-01 00:00:05+00', '2024-07-01 00:00:40+00',
-		keys => ARRAY['backend_type', 'object', 'context'], vals => ARRAY['reads'], kinds => 'c',
-		attrs => ARRAY[]::text[], reset_col => 'stats_reset', bytes_ops => ARRAY[NULL]::text[], bytes_unit => NULL,
-		per_op => ARRAY[]::text[], filter_cols => ARRAY['backend_type'], filter_vals => ARRAY['client backend'],
-		changed_only => true)
-	  AS d(s timestamptz, e timestamptz, secs float8, bt text, obj text, ctx text, reset boolean, reads bigint, reads_s float8)
-	EXCEPT SELECT * FROM as_superuser) AS same
-  FROM chronicle._deltas('chronicle.io_history', '2024-07-01 00:00:05+00', '2024-07-01 00:00:40+00',
-	keys => ARRAY['backend_type', 'object', 'context'], vals => ARRAY['reads'], kinds => 'c',
-	attrs => ARRAY[]::text[], reset_col => 'stats_reset', bytes_ops => ARRAY[NULL]::text[], bytes_unit => NULL,
-	per_op => ARRAY[]::text[], filter_cols => ARRAY['backend_type'], filter_vals => ARRAY['client backend'],
-	changed_only => true)
-  AS d(s timestamptz, e timestamptz, secs float8, bt text, obj text, ctx text, reset boolean, reads bigint, reads_s float8);
+       v.rows, (v.rows, v.hash) = (s.rows, s.hash) AS same,
+       (c.rows, c.hash) = (s.rows, s.hash) AS same_as_copy
+  FROM pg_temp.io_client('NULL') v, pg_temp.io_client(quote_literal('pg_temp.io_copy')) c, as_superuser s;
 RESET ROLE;
 DROP TABLE as_superuser;
 DROP OWNED BY packed_read_viewer;		-- and its privileges

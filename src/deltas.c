@@ -67,9 +67,11 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
+#include "catalog/namespace.h"
 #include "utils/typcache.h"
 
 #include "history.h"
+#include "source.h"
 
 #define ROWS_PER_FETCH	10000
 
@@ -1114,15 +1116,6 @@ typedef struct PackedRead
 	bool	   *n;
 } PackedRead;
 
-static int
-source_column(const ChronicleSource *src, const char *name)
-{
-	for (int c = 0; c < src->ncolumns; c++)
-		if (strcmp(src->columns[c].name, name) == 0)
-			return c;
-	return -1;
-}
-
 static PackedRead *
 packed_read(Engine *e, Oid tbl, const char *relname,
 			char **keys, char **vals, char **attrs, const char *reset_col,
@@ -1175,7 +1168,7 @@ packed_read(Engine *e, Oid tbl, const char *relname,
 		else
 			name = reset_col;
 		type = j < 0 ? e->keytype[i] : e->stortype[j];
-		pk->col[i] = source_column(src, name);
+		pk->col[i] = chronicle_source_column(src, name);
 		/* a view that is not the source's layout: read through SQL */
 		if (pk->col[i] < 0 || src->columns[pk->col[i]].type != type)
 			return NULL;
@@ -1188,7 +1181,7 @@ packed_read(Engine *e, Oid tbl, const char *relname,
 	{
 		bool		x = i >= nfcols;
 
-		pk->fcol[i] = source_column(src, x ? xcols[i - nfcols] : fcols[i]);
+		pk->fcol[i] = chronicle_source_column(src, x ? xcols[i - nfcols] : fcols[i]);
 		if (pk->fcol[i] < 0 || src->columns[pk->fcol[i]].type != TEXTOID)
 			return NULL;
 		pk->fval[i] = x ? xvals[i - nfcols] : (fvals ? fvals[i] : NULL);
@@ -1893,18 +1886,115 @@ describe(Engine *e, Oid tbl, const char *relname,
 	bms_free(seen);
 }
 
+/*
+ * The description of a source the engine works from, made from the
+ * source's columns and their kinds (source.h): keys, values (counters, time
+ * counters, gauges) and their kind letters, attributes, the reset column,
+ * the bytes fallback, the per-operation pairs and the filter columns.  For
+ * the ends (no gauges, no ratios, no filters), only the counters.
+ */
+typedef struct Description
+{
+	char	  **keys;
+	int			nkeys;
+	char	  **vals;
+	int			nvals;
+	char	   *kinds;
+	char	  **attrs;
+	int			nattrs;
+	char	   *reset_col;
+	char	  **bytes_ops;		/* per value: its operations counter, or NULL */
+	char	   *bytes_unit;
+	char	  **per_op;			/* (time, operations) pairs */
+	int			nperop2;
+	char	  **fcols;
+	int			nfcols;
+} Description;
+
+static void
+describe_source(const ChronicleSource *src, bool ends, Description *d)
+{
+	const ChronicleAnalysis *a = src->analysis;
+
+	d->keys = palloc(sizeof(char *) * src->ncolumns);
+	d->vals = palloc(sizeof(char *) * src->ncolumns);
+	d->kinds = palloc0(src->ncolumns + 1);
+	d->attrs = palloc(sizeof(char *) * src->ncolumns);
+	d->bytes_ops = palloc0(sizeof(char *) * src->ncolumns);
+	d->nkeys = d->nvals = d->nattrs = d->nperop2 = d->nfcols = 0;
+	d->reset_col = d->bytes_unit = NULL;
+	for (int c = 0; c < src->ncolumns; c++)
+	{
+		const ChronicleColumn *col = &src->columns[c];
+		char		kind;
+
+		switch (col->kind)
+		{
+			case CHRONICLE_KEY:
+				d->keys[d->nkeys++] = unconstify(char *, col->name);
+				continue;
+			case CHRONICLE_ATTRIBUTE:
+				d->attrs[d->nattrs++] = unconstify(char *, col->name);
+				continue;
+			case CHRONICLE_RESET:
+				if (d->reset_col != NULL)
+					elog(ERROR, "chronicle._deltas: source \"%s\" has two reset columns", src->name);
+				d->reset_col = unconstify(char *, col->name);
+				continue;
+			case CHRONICLE_RECORDED:
+				continue;
+			case CHRONICLE_COUNTER:
+				kind = KIND_COUNTER;
+				break;
+			case CHRONICLE_TIME:
+				kind = KIND_TIME;
+				break;
+			case CHRONICLE_GAUGE:
+				if (ends)
+					continue;
+				kind = KIND_GAUGE;
+				break;
+			default:
+				elog(ERROR, "unexpected column kind %d", (int) col->kind);
+		}
+		for (int b = 0; a->bytes && a->bytes[b]; b += 2)
+			if (strcmp(a->bytes[b], col->name) == 0)
+				d->bytes_ops[d->nvals] = unconstify(char *, a->bytes[b + 1]);
+		d->kinds[d->nvals] = kind;
+		d->vals[d->nvals++] = unconstify(char *, col->name);
+	}
+	if (a->bytes && a->bytes[0])
+		d->bytes_unit = unconstify(char *, a->bytes_unit);
+	if (ends)
+	{
+		d->per_op = NULL;
+		d->fcols = NULL;
+		return;
+	}
+	d->per_op = palloc(sizeof(char *) * (2 * src->ncolumns + 1));
+	for (int p = 0; a->per_op && a->per_op[p].name; p++)
+	{
+		d->per_op[d->nperop2++] = unconstify(char *, a->per_op[p].time);
+		d->per_op[d->nperop2++] = unconstify(char *, a->per_op[p].ops);
+	}
+	d->fcols = palloc(sizeof(char *) * (src->ncolumns + 1));
+	for (int f = 0; a->filters && a->filters[f]; f++)
+		d->fcols[d->nfcols++] = unconstify(char *, a->filters[f]);
+}
+
 PG_FUNCTION_INFO_V1(chronicle_deltas);
 
 /*
- * chronicle._deltas(tbl regclass, from_ts, to_ts, keys text[], vals text[],
- *     kinds text, attrs text[], reset_col text, bytes_ops text[],
- *     bytes_unit text, per_op text[], filter_cols text[], filter_vals text[],
+ * chronicle._deltas(source text, from_ts, to_ts, filter_vals text[],
  *     changed_only boolean, group_by text[], exclude_cols text[],
- *     exclude_vals text[], born_at_zero boolean) RETURNS SETOF record
+ *     exclude_vals text[], tbl regclass) RETURNS SETOF record
  *
- * filter_cols = filter_vals (a NULL value: no filter), exclude_cols <>
- * exclude_vals restrict the rows read.  born_at_zero: the table's keys
- * start counting from zero when they appear (see the top of this file).
+ * The source's description is made from its C column list and analysis
+ * (describe_source()); its rows are read from chronicle.<source>_history,
+ * or from tbl when given (a table of the same columns: the tests compare
+ * the two ways of reading).  filter_vals: a value per filter column of the
+ * source, in order (NULL: no filter); exclude_cols <> exclude_vals restrict
+ * the rows read.
  *
  * Output columns: interval_start, interval_end, seconds, keys, attributes,
  * reset (when there are counters), per value: delta and per-second rate
@@ -1916,12 +2006,13 @@ PG_FUNCTION_INFO_V1(chronicle_deltas);
  * operations; a row per group with a changed key in the interval.
  *
  *
- * chronicle._ends(), the same arguments (keyed tables, no group_by): per
- * key and segment of the window, the keys, the last row's attributes, the
- * segment, reset, per value the baseline row's value and the last row's
- * (see emit_ends()): what the totals' shortcut subtracts.  A function of
- * its own, not an argument of _deltas(), because the callers of each are
- * told apart (sql/analysis_errors.sql lists who calls _deltas()).
+ * chronicle._ends(source, from_ts, to_ts, tbl) (keyed sources): per key and
+ * segment of the window, the keys, the last row's attributes, the segment,
+ * reset, intervals, per counter the baseline row's value and the last
+ * row's (see emit_ends()): what the totals' shortcut subtracts.  A
+ * function of its own, not an argument of _deltas(), because the callers
+ * of each are told apart (sql/analysis_errors.sql lists who calls
+ * _deltas()).
  */
 static Datum run_engine(FunctionCallInfo fcinfo, bool ends);
 
@@ -1939,15 +2030,35 @@ chronicle_ends(PG_FUNCTION_ARGS)
 	return run_engine(fcinfo, true);
 }
 
+/* The relation the rows of a source are read from: tbl, or its view. */
+static Oid
+source_relation(const ChronicleSource *src, FunctionCallInfo fcinfo, int tblarg)
+{
+	Oid			tbl;
+
+	if (PG_NARGS() > tblarg && !PG_ARGISNULL(tblarg))
+		return PG_GETARG_OID(tblarg);
+	tbl = get_relname_relid(psprintf("%s_history", src->name),
+							get_namespace_oid(CHRONICLE_SCHEMA, false));
+	if (!OidIsValid(tbl))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("chronicle._deltas: no view %s.%s_history", CHRONICLE_SCHEMA, src->name),
+				 errhint("ALTER EXTENSION pg_chronicle UPDATE makes the views of the library's sources.")));
+	return tbl;
+}
+
 static Datum
 run_engine(FunctionCallInfo fcinfo, bool ends)
 {
 	static const char *const argnames[] = {
-		"tbl", "from_ts", "to_ts", "keys", "vals", "kinds", "attrs", "reset_col",
-		"bytes_ops", "bytes_unit", "per_op", "filter_cols", "filter_vals",
-		"changed_only", "group_by", "exclude_cols", "exclude_vals", "born_at_zero"
+		"source", "from_ts", "to_ts", "filter_vals", "changed_only", "group_by",
+		"exclude_cols", "exclude_vals", "tbl"
 	};
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	const ChronicleSource *src;
+	char	   *srcname;
+	Description d;
 	Oid			tbl;
 	TimestampTz from_ts;
 	TimestampTz to_ts;
@@ -1957,14 +2068,14 @@ run_engine(FunctionCallInfo fcinfo, bool ends)
 	char	  **bytes_ops;
 	char	  **per_op;
 	char	  **fcols;
-	char	  **fvals;
-	char	  **xcols;
-	char	  **xvals;
+	char	  **fvals = NULL;
+	char	  **xcols = NULL;
+	char	  **xvals = NULL;
 	char	  **gcols = NULL;
-	int			nxcols;
-	int			nxvals;
-	char	   *reset_col = NULL;
-	char	   *bytes_unit = NULL;
+	int			nxcols = 0;
+	int			nxvals = 0;
+	char	   *reset_col;
+	char	   *bytes_unit;
 	int			nbytes_ops;
 	int			nperop2;
 	int			nfcols;
@@ -1987,20 +2098,38 @@ run_engine(FunctionCallInfo fcinfo, bool ends)
 	int			nranges;
 	HASHCTL		ctl;
 	PackedRead *pk;
+	int			nrequired = ends ? 3 : 5;
 
-	StaticAssertStmt(lengthof(argnames) == 18, "one name per argument");
-	if (PG_NARGS() != lengthof(argnames))
-		elog(ERROR, "chronicle._deltas: called with %d arguments, not %d",
-			 PG_NARGS(), (int) lengthof(argnames));
-	for (int i = 0; i < PG_NARGS(); i++)
-		if (i != 7 && i != 9 && i != 12 && i != 14 && PG_ARGISNULL(i))
+	if (PG_NARGS() != (ends ? 4 : lengthof(argnames)))
+		elog(ERROR, "chronicle._deltas: called with %d arguments", PG_NARGS());
+	for (int i = 0; i < nrequired; i++)
+		if (i != 3 && PG_ARGISNULL(i))
 			ereport(ERROR,
 					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 					 errmsg("chronicle._deltas: %s must not be NULL", argnames[i])));
 
-	tbl = PG_GETARG_OID(0);
+	srcname = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	src = chronicle_source_by_name(srcname);
+	if (src == NULL || src->analysis == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("chronicle._deltas: \"%s\" is not an analysed source", srcname),
+				 errhint("SELECT source FROM chronicle._source_analysis() lists them.")));
 	from_ts = PG_GETARG_TIMESTAMPTZ(1);
 	to_ts = PG_GETARG_TIMESTAMPTZ(2);
+	tbl = source_relation(src, fcinfo, ends ? 3 : 8);
+	describe_source(src, ends, &d);
+	keys = d.keys;
+	vals = d.vals;
+	attrs = d.attrs;
+	reset_col = d.reset_col;
+	bytes_ops = d.bytes_ops;
+	nbytes_ops = d.nvals;
+	bytes_unit = d.bytes_unit;
+	per_op = d.per_op;
+	nperop2 = d.nperop2;
+	fcols = d.fcols;
+	nfcols = d.nfcols;
 
 	/*
 	 * The rows are read from the relation the OID names, the one the
@@ -2022,40 +2151,43 @@ run_engine(FunctionCallInfo fcinfo, bool ends)
 	tq = quote_qualified_identifier(nspname, relname);
 
 	e = palloc0(sizeof(Engine));
-	keys = text_array_strings(PG_GETARG_ARRAYTYPE_P(3), &e->nkeys, false, "keys");
-	vals = text_array_strings(PG_GETARG_ARRAYTYPE_P(4), &e->nvals, false, "vals");
-	e->kinds = text_to_cstring(PG_GETARG_TEXT_PP(5));
-	attrs = text_array_strings(PG_GETARG_ARRAYTYPE_P(6), &e->nattrs, false, "attrs");
-	if (!PG_ARGISNULL(7))
-		reset_col = text_to_cstring(PG_GETARG_TEXT_PP(7));
-	bytes_ops = text_array_strings(PG_GETARG_ARRAYTYPE_P(8), &nbytes_ops, true, "bytes_ops");
-	if (!PG_ARGISNULL(9))
-		bytes_unit = text_to_cstring(PG_GETARG_TEXT_PP(9));
-	per_op = text_array_strings(PG_GETARG_ARRAYTYPE_P(10), &nperop2, false, "per_op");
-	fcols = text_array_strings(PG_GETARG_ARRAYTYPE_P(11), &nfcols, false, "filter_cols");
-	fvals = PG_ARGISNULL(12) ? NULL :
-		text_array_strings(PG_GETARG_ARRAYTYPE_P(12), &nfvals, true, "filter_vals");
-	if (fvals == NULL)
-		nfvals = nfcols;
-	if (nfvals != nfcols)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("chronicle._deltas: %d filter_vals for %d filter_cols", nfvals, nfcols)));
-	e->changed_only = PG_GETARG_BOOL(13);
-	if (!PG_ARGISNULL(14))
+	e->nkeys = d.nkeys;
+	e->nvals = d.nvals;
+	e->kinds = d.kinds;
+	e->nattrs = d.nattrs;
+	nfvals = nfcols;
+	if (!ends && !PG_ARGISNULL(3))
 	{
-		gcols = text_array_strings(PG_GETARG_ARRAYTYPE_P(14), &e->ngroupcols, false, "group_by");
+		fvals = text_array_strings(PG_GETARG_ARRAYTYPE_P(3), &nfvals, true, "filter_vals");
+		if (nfvals != nfcols)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("chronicle._deltas: %d filter_vals for the %d filter columns of source \"%s\"",
+							nfvals, nfcols, src->name)));
+	}
+	e->changed_only = ends || PG_GETARG_BOOL(4);
+	if (!ends && !PG_ARGISNULL(5))
+	{
+		gcols = text_array_strings(PG_GETARG_ARRAYTYPE_P(5), &e->ngroupcols, false, "group_by");
 		e->grouped = true;
 		e->changed_only = true;
 	}
-	xcols = text_array_strings(PG_GETARG_ARRAYTYPE_P(15), &nxcols, false, "exclude_cols");
-	xvals = text_array_strings(PG_GETARG_ARRAYTYPE_P(16), &nxvals, false, "exclude_vals");
+	if (!ends)
+	{
+		for (int i = 6; i <= 7; i++)
+			if (PG_ARGISNULL(i))
+				ereport(ERROR,
+						(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+						 errmsg("chronicle._deltas: %s must not be NULL", argnames[i])));
+		xcols = text_array_strings(PG_GETARG_ARRAYTYPE_P(6), &nxcols, false, "exclude_cols");
+		xvals = text_array_strings(PG_GETARG_ARRAYTYPE_P(7), &nxvals, false, "exclude_vals");
+	}
 	if (nxcols != nxvals)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("chronicle._deltas: %d exclude_vals for %d exclude_cols", nxvals, nxcols)));
 
-	e->born_at_zero = PG_GETARG_BOOL(17);
+	e->born_at_zero = src->analysis->born_at_zero;
 	e->ends = ends;
 	if (e->ends && (e->grouped || e->nkeys == 0))
 		ereport(ERROR,

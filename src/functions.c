@@ -3,7 +3,7 @@
  * functions.c
  *		The SQL functions that talk to the collector: chronicle.snapshot(),
  *		.status(), .source_status(), .start(), .stop(), .server(),
- *		._retention() and ._source_columns().
+ *		._retention().
  *
  * They read the shared state (shared.h) and the settings of the module
  * (pg_chronicle.c); chronicle.snapshot() takes a snapshot through the same
@@ -45,7 +45,6 @@ PG_FUNCTION_INFO_V1(chronicle_stop);
 PG_FUNCTION_INFO_V1(chronicle_retention_interval);
 PG_FUNCTION_INFO_V1(chronicle_rollup_retention_interval);
 PG_FUNCTION_INFO_V1(chronicle_server);
-PG_FUNCTION_INFO_V1(chronicle_source_columns);
 
 /*
  * chronicle.snapshot(): one snapshot from SQL, through the same code path
@@ -334,42 +333,6 @@ chronicle_source_status(PG_FUNCTION_ARGS)
 		else
 			nulls[6] = nulls[7] = true;
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-	}
-	return (Datum) 0;
-}
-
-/*
- * chronicle._source_columns(): the columns every source writes, after ts,
- * in the order it emits them, as the C source declares them, with the
- * source's description.  chronicle._history_layout() makes the history's
- * packed columns and views from it, so the C list is the one definition
- * of the SQL shape; tools/check_sources.py ties the analysis generator's
- * description to the same C lists (docs/storage.md).
- */
-Datum
-chronicle_source_columns(PG_FUNCTION_ARGS)
-{
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-
-	InitMaterializedSRF(fcinfo, 0);
-
-	for (int i = 0; i < chronicle_nsources; i++)
-	{
-		const ChronicleSource *src = chronicle_sources[i];
-
-		for (int c = 0; c < src->ncolumns; c++)
-		{
-			Datum		values[6];
-			bool		nulls[6] = {0};
-
-			values[0] = CStringGetTextDatum(src->name);
-			values[1] = Int32GetDatum(c + 1);
-			values[2] = CStringGetTextDatum(src->columns[c].name);
-			values[3] = ObjectIdGetDatum(src->columns[c].type);
-			values[4] = BoolGetDatum(c < src->nkeys);
-			values[5] = CStringGetTextDatum(src->description);
-			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-		}
 	}
 	return (Datum) 0;
 }

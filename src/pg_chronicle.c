@@ -354,6 +354,8 @@ _PG_init(void)
 	{
 		const ChronicleSource *src = chronicle_sources[i];
 
+		chronicle_check_source(src);
+
 		/*
 		 * The GUC machinery keeps the description by pointer, for the life
 		 * of the server: in TopMemoryContext, not in the postmaster's

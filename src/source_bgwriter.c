@@ -16,12 +16,12 @@
 #include "source.h"
 
 #define BGW_COLUMNS(C) \
-	C(BGW_BUFFERS_CLEAN, "buffers_clean", INT8OID)			\
-	C(BGW_MAXWRITTEN_CLEAN, "maxwritten_clean", INT8OID)	\
-	C(BGW_BUFFERS_ALLOC, "buffers_alloc", INT8OID)			\
-	C(BGW_STATS_RESET, "stats_reset", TIMESTAMPTZOID)
+	C(BGW_BUFFERS_CLEAN, "buffers_clean", INT8OID, COUNTER)			\
+	C(BGW_MAXWRITTEN_CLEAN, "maxwritten_clean", INT8OID, COUNTER)	\
+	C(BGW_BUFFERS_ALLOC, "buffers_alloc", INT8OID, COUNTER)			\
+	C(BGW_STATS_RESET, "stats_reset", TIMESTAMPTZOID, RESET)
 
-CHRONICLE_COLUMNS(BGW_COLUMNS, bgwriter_columns, BGW_NCOLUMNS);
+CHRONICLE_COLUMNS(BGW_COLUMNS, bgwriter_columns, BGW_NCOLUMNS, BGW_NKEYS);
 
 static void
 bgwriter_collect(ChronicleEmitter *emitter)
@@ -37,11 +37,16 @@ bgwriter_collect(ChronicleEmitter *emitter)
 	chronicle_emit_row(emitter, values, nulls);
 }
 
+static const ChronicleAnalysis bgwriter_analysis = {
+	.prefix = "bgwriter",
+};
+
 const ChronicleSource chronicle_source_bgwriter = {
 	.name = "bgwriter",
 	.description = "pg_stat_bgwriter",
 	.columns = bgwriter_columns,
 	.ncolumns = BGW_NCOLUMNS,
-	.nkeys = 0,
+	.nkeys = BGW_NKEYS,
+	.analysis = &bgwriter_analysis,
 	.collect = bgwriter_collect,
 };

@@ -40,33 +40,33 @@
 #define NUSAGE	(BM_MAX_USAGE_COUNT + 1)
 
 #define B_COLUMNS(C) \
-	C(B_TOTAL, "buffers_total", INT8OID)									\
-	C(B_USED, "buffers_used", INT8OID)										\
-	C(B_UNUSED, "buffers_unused", INT8OID)									\
-	C(B_DIRTY, "buffers_dirty", INT8OID)									\
-	C(B_PINNED, "buffers_pinned", INT8OID)									\
-	C(B_USAGECOUNT_AVG, "usagecount_avg", FLOAT8OID)						\
+	C(B_TOTAL, "buffers_total", INT8OID, GAUGE)								\
+	C(B_USED, "buffers_used", INT8OID, GAUGE)								\
+	C(B_UNUSED, "buffers_unused", INT8OID, GAUGE)							\
+	C(B_DIRTY, "buffers_dirty", INT8OID, GAUGE)								\
+	C(B_PINNED, "buffers_pinned", INT8OID, GAUGE)							\
+	C(B_USAGECOUNT_AVG, "usagecount_avg", FLOAT8OID, GAUGE)					\
 	/* usage_N: buffers with usage count N; dirty_N, pinned_N: of those */	\
-	C(B_USAGE_0, "usage_0", INT8OID)										\
-	C(B_USAGE_1, "usage_1", INT8OID)										\
-	C(B_USAGE_2, "usage_2", INT8OID)										\
-	C(B_USAGE_3, "usage_3", INT8OID)										\
-	C(B_USAGE_4, "usage_4", INT8OID)										\
-	C(B_USAGE_5, "usage_5", INT8OID)										\
-	C(B_DIRTY_0, "dirty_0", INT8OID)										\
-	C(B_DIRTY_1, "dirty_1", INT8OID)										\
-	C(B_DIRTY_2, "dirty_2", INT8OID)										\
-	C(B_DIRTY_3, "dirty_3", INT8OID)										\
-	C(B_DIRTY_4, "dirty_4", INT8OID)										\
-	C(B_DIRTY_5, "dirty_5", INT8OID)										\
-	C(B_PINNED_0, "pinned_0", INT8OID)										\
-	C(B_PINNED_1, "pinned_1", INT8OID)										\
-	C(B_PINNED_2, "pinned_2", INT8OID)										\
-	C(B_PINNED_3, "pinned_3", INT8OID)										\
-	C(B_PINNED_4, "pinned_4", INT8OID)										\
-	C(B_PINNED_5, "pinned_5", INT8OID)
+	C(B_USAGE_0, "usage_0", INT8OID, GAUGE)									\
+	C(B_USAGE_1, "usage_1", INT8OID, GAUGE)									\
+	C(B_USAGE_2, "usage_2", INT8OID, GAUGE)									\
+	C(B_USAGE_3, "usage_3", INT8OID, GAUGE)									\
+	C(B_USAGE_4, "usage_4", INT8OID, GAUGE)									\
+	C(B_USAGE_5, "usage_5", INT8OID, GAUGE)									\
+	C(B_DIRTY_0, "dirty_0", INT8OID, GAUGE)									\
+	C(B_DIRTY_1, "dirty_1", INT8OID, GAUGE)									\
+	C(B_DIRTY_2, "dirty_2", INT8OID, GAUGE)									\
+	C(B_DIRTY_3, "dirty_3", INT8OID, GAUGE)									\
+	C(B_DIRTY_4, "dirty_4", INT8OID, GAUGE)									\
+	C(B_DIRTY_5, "dirty_5", INT8OID, GAUGE)									\
+	C(B_PINNED_0, "pinned_0", INT8OID, GAUGE)								\
+	C(B_PINNED_1, "pinned_1", INT8OID, GAUGE)								\
+	C(B_PINNED_2, "pinned_2", INT8OID, GAUGE)								\
+	C(B_PINNED_3, "pinned_3", INT8OID, GAUGE)								\
+	C(B_PINNED_4, "pinned_4", INT8OID, GAUGE)								\
+	C(B_PINNED_5, "pinned_5", INT8OID, GAUGE)
 
-CHRONICLE_COLUMNS(B_COLUMNS, buffers_columns, B_NCOLUMNS);
+CHRONICLE_COLUMNS(B_COLUMNS, buffers_columns, B_NCOLUMNS, B_NKEYS);
 
 /* collect writes values[B_USAGE_0 + u], B_DIRTY_0 + u, B_PINNED_0 + u */
 StaticAssertDecl(BM_MAX_USAGE_COUNT == 5 &&
@@ -205,12 +205,18 @@ buffers_collect(ChronicleEmitter *emitter)
 	chronicle_emit_row(emitter, values, nulls);
 }
 
+static const ChronicleAnalysis buffers_analysis = {
+	.prefix = "buffers",
+	.gauge_unit = "buffers",
+};
+
 const ChronicleSource chronicle_source_buffers = {
 	.name = "buffers",
 	.description = "the buffer cache summary (gauges): used, unused, dirty, pinned, usage-count histogram",
 	.columns = buffers_columns,
 	.ncolumns = B_NCOLUMNS,
-	.nkeys = 0,
+	.nkeys = B_NKEYS,
+	.analysis = &buffers_analysis,
 	.collect = buffers_collect,
 	.define_settings = buffers_define_settings,
 };

@@ -19,19 +19,19 @@
 #include "source.h"
 
 #define CKPT_COLUMNS(C) \
-	C(CKPT_NUM_TIMED, "num_timed", INT8OID)						\
-	C(CKPT_NUM_REQUESTED, "num_requested", INT8OID)				\
-	C(CKPT_NUM_DONE, "num_done", INT8OID)	/* 18+ */			\
-	C(CKPT_RESTARTPOINTS_TIMED, "restartpoints_timed", INT8OID)	\
-	C(CKPT_RESTARTPOINTS_REQ, "restartpoints_req", INT8OID)		\
-	C(CKPT_RESTARTPOINTS_DONE, "restartpoints_done", INT8OID)	\
-	C(CKPT_WRITE_TIME, "write_time", FLOAT8OID)					\
-	C(CKPT_SYNC_TIME, "sync_time", FLOAT8OID)					\
-	C(CKPT_BUFFERS_WRITTEN, "buffers_written", INT8OID)			\
-	C(CKPT_SLRU_WRITTEN, "slru_written", INT8OID)	/* 18+ */	\
-	C(CKPT_STATS_RESET, "stats_reset", TIMESTAMPTZOID)
+	C(CKPT_NUM_TIMED, "num_timed", INT8OID, COUNTER)						\
+	C(CKPT_NUM_REQUESTED, "num_requested", INT8OID, COUNTER)				\
+	C(CKPT_NUM_DONE, "num_done", INT8OID, COUNTER)	/* 18+ */				\
+	C(CKPT_RESTARTPOINTS_TIMED, "restartpoints_timed", INT8OID, COUNTER)	\
+	C(CKPT_RESTARTPOINTS_REQ, "restartpoints_req", INT8OID, COUNTER)		\
+	C(CKPT_RESTARTPOINTS_DONE, "restartpoints_done", INT8OID, COUNTER)		\
+	C(CKPT_WRITE_TIME, "write_time", FLOAT8OID, TIME)						\
+	C(CKPT_SYNC_TIME, "sync_time", FLOAT8OID, TIME)							\
+	C(CKPT_BUFFERS_WRITTEN, "buffers_written", INT8OID, COUNTER)			\
+	C(CKPT_SLRU_WRITTEN, "slru_written", INT8OID, COUNTER)	/* 18+ */		\
+	C(CKPT_STATS_RESET, "stats_reset", TIMESTAMPTZOID, RESET)
 
-CHRONICLE_COLUMNS(CKPT_COLUMNS, checkpointer_columns, CKPT_NCOLUMNS);
+CHRONICLE_COLUMNS(CKPT_COLUMNS, checkpointer_columns, CKPT_NCOLUMNS, CKPT_NKEYS);
 
 static void
 checkpointer_collect(ChronicleEmitter *emitter)
@@ -59,11 +59,16 @@ checkpointer_collect(ChronicleEmitter *emitter)
 	chronicle_emit_row(emitter, values, nulls);
 }
 
+static const ChronicleAnalysis checkpointer_analysis = {
+	.prefix = "checkpointer",
+};
+
 const ChronicleSource chronicle_source_checkpointer = {
 	.name = "checkpointer",
 	.description = "pg_stat_checkpointer",
 	.columns = checkpointer_columns,
 	.ncolumns = CKPT_NCOLUMNS,
-	.nkeys = 0,
+	.nkeys = CKPT_NKEYS,
+	.analysis = &checkpointer_analysis,
 	.collect = checkpointer_collect,
 };

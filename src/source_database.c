@@ -38,37 +38,37 @@
 #include "source.h"
 
 #define DB_COLUMNS(C) \
-	/* numbackends (a gauge) is not recorded */								\
-	C(DB_DATID, "datid", OIDOID)	/* 0: shared objects */					\
-	C(DB_DATNAME, "datname", TEXTOID)										\
-	C(DB_XACT_COMMIT, "xact_commit", INT8OID)								\
-	C(DB_XACT_ROLLBACK, "xact_rollback", INT8OID)							\
-	C(DB_BLKS_READ, "blks_read", INT8OID)									\
-	C(DB_BLKS_HIT, "blks_hit", INT8OID)										\
-	C(DB_TUP_RETURNED, "tup_returned", INT8OID)								\
-	C(DB_TUP_FETCHED, "tup_fetched", INT8OID)								\
-	C(DB_TUP_INSERTED, "tup_inserted", INT8OID)								\
-	C(DB_TUP_UPDATED, "tup_updated", INT8OID)								\
-	C(DB_TUP_DELETED, "tup_deleted", INT8OID)								\
-	C(DB_CONFLICTS, "conflicts", INT8OID)									\
-	C(DB_TEMP_FILES, "temp_files", INT8OID)									\
-	C(DB_TEMP_BYTES, "temp_bytes", INT8OID)									\
-	C(DB_DEADLOCKS, "deadlocks", INT8OID)									\
-	C(DB_CHECKSUM_FAILURES, "checksum_failures", INT8OID)					\
-	C(DB_BLK_READ_TIME, "blk_read_time", FLOAT8OID)							\
-	C(DB_BLK_WRITE_TIME, "blk_write_time", FLOAT8OID)						\
-	C(DB_SESSION_TIME, "session_time", FLOAT8OID)							\
-	C(DB_ACTIVE_TIME, "active_time", FLOAT8OID)								\
-	C(DB_IDLE_IN_TRANSACTION_TIME, "idle_in_transaction_time", FLOAT8OID)	\
-	C(DB_SESSIONS, "sessions", INT8OID)										\
-	C(DB_SESSIONS_ABANDONED, "sessions_abandoned", INT8OID)					\
-	C(DB_SESSIONS_FATAL, "sessions_fatal", INT8OID)							\
-	C(DB_SESSIONS_KILLED, "sessions_killed", INT8OID)						\
-	C(DB_PARALLEL_WORKERS_TO_LAUNCH, "parallel_workers_to_launch", INT8OID)	\
-	C(DB_PARALLEL_WORKERS_LAUNCHED, "parallel_workers_launched", INT8OID)	\
-	C(DB_STATS_RESET, "stats_reset", TIMESTAMPTZOID)
+	/* numbackends (a gauge) is not recorded */											\
+	C(DB_DATID, "datid", OIDOID, KEY)	/* 0: shared objects */							\
+	C(DB_DATNAME, "datname", TEXTOID, ATTRIBUTE)										\
+	C(DB_XACT_COMMIT, "xact_commit", INT8OID, COUNTER)									\
+	C(DB_XACT_ROLLBACK, "xact_rollback", INT8OID, COUNTER)								\
+	C(DB_BLKS_READ, "blks_read", INT8OID, COUNTER)										\
+	C(DB_BLKS_HIT, "blks_hit", INT8OID, COUNTER)										\
+	C(DB_TUP_RETURNED, "tup_returned", INT8OID, COUNTER)								\
+	C(DB_TUP_FETCHED, "tup_fetched", INT8OID, COUNTER)									\
+	C(DB_TUP_INSERTED, "tup_inserted", INT8OID, COUNTER)								\
+	C(DB_TUP_UPDATED, "tup_updated", INT8OID, COUNTER)									\
+	C(DB_TUP_DELETED, "tup_deleted", INT8OID, COUNTER)									\
+	C(DB_CONFLICTS, "conflicts", INT8OID, COUNTER)										\
+	C(DB_TEMP_FILES, "temp_files", INT8OID, COUNTER)									\
+	C(DB_TEMP_BYTES, "temp_bytes", INT8OID, COUNTER)									\
+	C(DB_DEADLOCKS, "deadlocks", INT8OID, COUNTER)										\
+	C(DB_CHECKSUM_FAILURES, "checksum_failures", INT8OID, COUNTER)						\
+	C(DB_BLK_READ_TIME, "blk_read_time", FLOAT8OID, TIME)								\
+	C(DB_BLK_WRITE_TIME, "blk_write_time", FLOAT8OID, TIME)								\
+	C(DB_SESSION_TIME, "session_time", FLOAT8OID, TIME)									\
+	C(DB_ACTIVE_TIME, "active_time", FLOAT8OID, TIME)									\
+	C(DB_IDLE_IN_TRANSACTION_TIME, "idle_in_transaction_time", FLOAT8OID, TIME)			\
+	C(DB_SESSIONS, "sessions", INT8OID, COUNTER)										\
+	C(DB_SESSIONS_ABANDONED, "sessions_abandoned", INT8OID, COUNTER)					\
+	C(DB_SESSIONS_FATAL, "sessions_fatal", INT8OID, COUNTER)							\
+	C(DB_SESSIONS_KILLED, "sessions_killed", INT8OID, COUNTER)							\
+	C(DB_PARALLEL_WORKERS_TO_LAUNCH, "parallel_workers_to_launch", INT8OID, COUNTER)	\
+	C(DB_PARALLEL_WORKERS_LAUNCHED, "parallel_workers_launched", INT8OID, COUNTER)		\
+	C(DB_STATS_RESET, "stats_reset", TIMESTAMPTZOID, RESET)
 
-CHRONICLE_COLUMNS(DB_COLUMNS, database_columns, DB_NCOLUMNS);
+CHRONICLE_COLUMNS(DB_COLUMNS, database_columns, DB_NCOLUMNS, DB_NKEYS);
 
 /* microseconds to the view's milliseconds */
 #define US_TO_MS(x) Float8GetDatum((double) (x) / 1000.0)
@@ -218,11 +218,22 @@ database_collect(ChronicleEmitter *emitter)
 		emit_database(emitter, databases[i].oid, NameStr(databases[i].name));
 }
 
+static const ChronicleAnalysis database_analysis = {
+	.prefix = "database",
+	.filters = (const char *const[]) {"datname", NULL},
+	.per_op = (const ChroniclePerOp[]) {
+		{"ms_per_blk_read", "blk_read_time", "blks_read"},
+		{NULL}
+	},
+	.born_at_zero = true,
+};
+
 const ChronicleSource chronicle_source_database = {
 	.name = "database",
 	.description = "pg_stat_database per database, and datid 0 for shared objects",
 	.columns = database_columns,
 	.ncolumns = DB_NCOLUMNS,
-	.nkeys = 1,
+	.nkeys = DB_NKEYS,
+	.analysis = &database_analysis,
 	.collect = database_collect,
 };

@@ -28,29 +28,29 @@
 #include "source.h"
 
 #define IO_COLUMNS(C) \
-	C(IO_BACKEND_TYPE, "backend_type", TEXTOID)					\
-	C(IO_OBJECT, "object", TEXTOID)								\
-	C(IO_CONTEXT, "context", TEXTOID)							\
-	C(IO_READS, "reads", INT8OID)								\
-	C(IO_READ_BYTES, "read_bytes", INT8OID)	/* *_bytes: 18+ */	\
-	C(IO_READ_TIME, "read_time", FLOAT8OID)						\
-	C(IO_WRITES, "writes", INT8OID)								\
-	C(IO_WRITE_BYTES, "write_bytes", INT8OID)					\
-	C(IO_WRITE_TIME, "write_time", FLOAT8OID)					\
-	C(IO_WRITEBACKS, "writebacks", INT8OID)						\
-	C(IO_WRITEBACK_TIME, "writeback_time", FLOAT8OID)			\
-	C(IO_EXTENDS, "extends", INT8OID)							\
-	C(IO_EXTEND_BYTES, "extend_bytes", INT8OID)					\
-	C(IO_EXTEND_TIME, "extend_time", FLOAT8OID)					\
-	C(IO_OP_BYTES, "op_bytes", INT8OID)	/* before 18 */			\
-	C(IO_HITS, "hits", INT8OID)									\
-	C(IO_EVICTIONS, "evictions", INT8OID)						\
-	C(IO_REUSES, "reuses", INT8OID)								\
-	C(IO_FSYNCS, "fsyncs", INT8OID)								\
-	C(IO_FSYNC_TIME, "fsync_time", FLOAT8OID)					\
-	C(IO_STATS_RESET, "stats_reset", TIMESTAMPTZOID)
+	C(IO_BACKEND_TYPE, "backend_type", TEXTOID, KEY)						\
+	C(IO_OBJECT, "object", TEXTOID, KEY)									\
+	C(IO_CONTEXT, "context", TEXTOID, KEY)									\
+	C(IO_READS, "reads", INT8OID, COUNTER)									\
+	C(IO_READ_BYTES, "read_bytes", INT8OID, COUNTER)	/* *_bytes: 18+ */	\
+	C(IO_READ_TIME, "read_time", FLOAT8OID, TIME)							\
+	C(IO_WRITES, "writes", INT8OID, COUNTER)								\
+	C(IO_WRITE_BYTES, "write_bytes", INT8OID, COUNTER)						\
+	C(IO_WRITE_TIME, "write_time", FLOAT8OID, TIME)							\
+	C(IO_WRITEBACKS, "writebacks", INT8OID, COUNTER)						\
+	C(IO_WRITEBACK_TIME, "writeback_time", FLOAT8OID, TIME)					\
+	C(IO_EXTENDS, "extends", INT8OID, COUNTER)								\
+	C(IO_EXTEND_BYTES, "extend_bytes", INT8OID, COUNTER)					\
+	C(IO_EXTEND_TIME, "extend_time", FLOAT8OID, TIME)						\
+	C(IO_OP_BYTES, "op_bytes", INT8OID, ATTRIBUTE)	/* before 18 */			\
+	C(IO_HITS, "hits", INT8OID, COUNTER)									\
+	C(IO_EVICTIONS, "evictions", INT8OID, COUNTER)							\
+	C(IO_REUSES, "reuses", INT8OID, COUNTER)								\
+	C(IO_FSYNCS, "fsyncs", INT8OID, COUNTER)								\
+	C(IO_FSYNC_TIME, "fsync_time", FLOAT8OID, TIME)							\
+	C(IO_STATS_RESET, "stats_reset", TIMESTAMPTZOID, RESET)
 
-CHRONICLE_COLUMNS(IO_COLUMNS, io_columns, IO_NCOLUMNS);
+CHRONICLE_COLUMNS(IO_COLUMNS, io_columns, IO_NCOLUMNS, IO_NKEYS);
 
 /*
  * Where each IOOp goes: its count column, its time column (-1 when not
@@ -164,11 +164,27 @@ io_collect(ChronicleEmitter *emitter)
 	}
 }
 
+static const ChronicleAnalysis io_analysis = {
+	.prefix = "io",
+	.filters = (const char *const[]) {"backend_type", "object", "context", NULL},
+	.per_op = (const ChroniclePerOp[]) {
+		{"ms_per_read", "read_time", "reads"},
+		{"ms_per_write", "write_time", "writes"},
+		{"ms_per_writeback", "writeback_time", "writebacks"},
+		{"ms_per_extend", "extend_time", "extends"},
+		{"ms_per_fsync", "fsync_time", "fsyncs"},
+		{NULL}
+	},
+	.bytes = (const char *const[]) {"read_bytes", "reads", "write_bytes", "writes", "extend_bytes", "extends", NULL},
+	.bytes_unit = "op_bytes",
+};
+
 const ChronicleSource chronicle_source_io = {
 	.name = "io",
 	.description = "pg_stat_io, every (backend_type, object, context) row and column",
 	.columns = io_columns,
 	.ncolumns = IO_NCOLUMNS,
-	.nkeys = 3,
+	.nkeys = IO_NKEYS,
+	.analysis = &io_analysis,
 	.collect = io_collect,
 };

@@ -41,27 +41,27 @@
 #include "source.h"
 
 #define DISK_COLUMNS(C) \
-	C(DISK_DEVICE, "device", TEXTOID)									\
-	C(DISK_ROLE, "role", TEXTOID)	/* 'data', 'wal' or 'data,wal' */	\
-	C(DISK_READS_COMPLETED, "reads_completed", INT8OID)					\
-	C(DISK_READS_MERGED, "reads_merged", INT8OID)						\
-	C(DISK_SECTORS_READ, "sectors_read", INT8OID)						\
-	C(DISK_READ_TIME_MS, "read_time_ms", INT8OID)						\
-	C(DISK_WRITES_COMPLETED, "writes_completed", INT8OID)				\
-	C(DISK_WRITES_MERGED, "writes_merged", INT8OID)						\
-	C(DISK_SECTORS_WRITTEN, "sectors_written", INT8OID)					\
-	C(DISK_WRITE_TIME_MS, "write_time_ms", INT8OID)						\
-	C(DISK_IN_FLIGHT, "in_flight", INT8OID)	/* a gauge */				\
-	C(DISK_IO_TIME_MS, "io_time_ms", INT8OID)							\
-	C(DISK_WEIGHTED_IO_TIME_MS, "weighted_io_time_ms", INT8OID)			\
-	C(DISK_DISCARDS_COMPLETED, "discards_completed", INT8OID)			\
-	C(DISK_DISCARDS_MERGED, "discards_merged", INT8OID)					\
-	C(DISK_SECTORS_DISCARDED, "sectors_discarded", INT8OID)				\
-	C(DISK_DISCARD_TIME_MS, "discard_time_ms", INT8OID)					\
-	C(DISK_FLUSHES_COMPLETED, "flushes_completed", INT8OID)				\
-	C(DISK_FLUSH_TIME_MS, "flush_time_ms", INT8OID)
+	C(DISK_DEVICE, "device", TEXTOID, KEY)									\
+	C(DISK_ROLE, "role", TEXTOID, KEY)	/* 'data', 'wal' or 'data,wal' */	\
+	C(DISK_READS_COMPLETED, "reads_completed", INT8OID, COUNTER)			\
+	C(DISK_READS_MERGED, "reads_merged", INT8OID, COUNTER)					\
+	C(DISK_SECTORS_READ, "sectors_read", INT8OID, COUNTER)					\
+	C(DISK_READ_TIME_MS, "read_time_ms", INT8OID, COUNTER)					\
+	C(DISK_WRITES_COMPLETED, "writes_completed", INT8OID, COUNTER)			\
+	C(DISK_WRITES_MERGED, "writes_merged", INT8OID, COUNTER)				\
+	C(DISK_SECTORS_WRITTEN, "sectors_written", INT8OID, COUNTER)			\
+	C(DISK_WRITE_TIME_MS, "write_time_ms", INT8OID, COUNTER)				\
+	C(DISK_IN_FLIGHT, "in_flight", INT8OID, RECORDED)	/* a gauge */		\
+	C(DISK_IO_TIME_MS, "io_time_ms", INT8OID, COUNTER)						\
+	C(DISK_WEIGHTED_IO_TIME_MS, "weighted_io_time_ms", INT8OID, COUNTER)	\
+	C(DISK_DISCARDS_COMPLETED, "discards_completed", INT8OID, COUNTER)		\
+	C(DISK_DISCARDS_MERGED, "discards_merged", INT8OID, COUNTER)			\
+	C(DISK_SECTORS_DISCARDED, "sectors_discarded", INT8OID, COUNTER)		\
+	C(DISK_DISCARD_TIME_MS, "discard_time_ms", INT8OID, COUNTER)			\
+	C(DISK_FLUSHES_COMPLETED, "flushes_completed", INT8OID, COUNTER)		\
+	C(DISK_FLUSH_TIME_MS, "flush_time_ms", INT8OID, COUNTER)
 
-CHRONICLE_COLUMNS(DISK_COLUMNS, os_disk_columns, DISK_NCOLUMNS);
+CHRONICLE_COLUMNS(DISK_COLUMNS, os_disk_columns, DISK_NCOLUMNS, DISK_NKEYS);
 
 #define DISK_NSTATS (DISK_NCOLUMNS - DISK_READS_COMPLETED)
 
@@ -225,12 +225,23 @@ os_disk_collect(ChronicleEmitter *emitter)
 	}
 }
 
+static const ChronicleAnalysis os_disk_analysis = {
+	.prefix = "os_disk",
+	.filters = (const char *const[]) {"device", NULL},
+	.per_op = (const ChroniclePerOp[]) {
+		{"ms_per_read", "read_time_ms", "reads_completed"},
+		{"ms_per_write", "write_time_ms", "writes_completed"},
+		{NULL}
+	},
+};
+
 const ChronicleSource chronicle_source_os_disk = {
 	.name = "os_disk",
 	.description = "/proc/diskstats of the devices under the data directory and pg_wal",
 	.columns = os_disk_columns,
 	.ncolumns = DISK_NCOLUMNS,
-	.nkeys = 2,
+	.nkeys = DISK_NKEYS,
+	.analysis = &os_disk_analysis,
 	.collect = os_disk_collect,
 	.available = os_disk_available,
 };

@@ -21,24 +21,24 @@
 #include "source.h"
 
 #define MEM_COLUMNS(C) \
-	/* /proc/meminfo: gauges, kB */				\
-	C(MEM_TOTAL, "mem_total", INT8OID)			\
-	C(MEM_FREE, "mem_free", INT8OID)			\
-	C(MEM_AVAILABLE, "mem_available", INT8OID)	\
-	C(MEM_BUFFERS, "buffers", INT8OID)			\
-	C(MEM_CACHED, "cached", INT8OID)			\
-	C(MEM_DIRTY, "dirty", INT8OID)				\
-	C(MEM_WRITEBACK, "writeback", INT8OID)		\
-	C(MEM_SHMEM, "shmem", INT8OID)				\
-	C(MEM_SWAP_TOTAL, "swap_total", INT8OID)	\
-	C(MEM_SWAP_FREE, "swap_free", INT8OID)		\
-	/* /proc/vmstat: cumulative counters */		\
-	C(MEM_PGPGIN, "pgpgin", INT8OID)			\
-	C(MEM_PGPGOUT, "pgpgout", INT8OID)			\
-	C(MEM_PSWPIN, "pswpin", INT8OID)			\
-	C(MEM_PSWPOUT, "pswpout", INT8OID)
+	/* /proc/meminfo: gauges, kB */						\
+	C(MEM_TOTAL, "mem_total", INT8OID, GAUGE)			\
+	C(MEM_FREE, "mem_free", INT8OID, GAUGE)				\
+	C(MEM_AVAILABLE, "mem_available", INT8OID, GAUGE)	\
+	C(MEM_BUFFERS, "buffers", INT8OID, GAUGE)			\
+	C(MEM_CACHED, "cached", INT8OID, GAUGE)				\
+	C(MEM_DIRTY, "dirty", INT8OID, GAUGE)				\
+	C(MEM_WRITEBACK, "writeback", INT8OID, GAUGE)		\
+	C(MEM_SHMEM, "shmem", INT8OID, GAUGE)				\
+	C(MEM_SWAP_TOTAL, "swap_total", INT8OID, GAUGE)		\
+	C(MEM_SWAP_FREE, "swap_free", INT8OID, GAUGE)		\
+	/* /proc/vmstat: cumulative counters */				\
+	C(MEM_PGPGIN, "pgpgin", INT8OID, COUNTER)			\
+	C(MEM_PGPGOUT, "pgpgout", INT8OID, COUNTER)			\
+	C(MEM_PSWPIN, "pswpin", INT8OID, COUNTER)			\
+	C(MEM_PSWPOUT, "pswpout", INT8OID, COUNTER)
 
-CHRONICLE_COLUMNS(MEM_COLUMNS, os_memory_columns, MEM_NCOLUMNS);
+CHRONICLE_COLUMNS(MEM_COLUMNS, os_memory_columns, MEM_NCOLUMNS, MEM_NKEYS);
 
 /* the meminfo columns, then the vmstat ones */
 #define MEM_NMEMINFO MEM_PGPGIN
@@ -84,12 +84,18 @@ os_memory_collect(ChronicleEmitter *emitter)
 	chronicle_emit_row(emitter, values, nulls);
 }
 
+static const ChronicleAnalysis os_memory_analysis = {
+	.prefix = "os_memory",
+	.gauge_unit = "kB",
+};
+
 const ChronicleSource chronicle_source_os_memory = {
 	.name = "os_memory",
 	.description = "/proc/meminfo (kB, gauges) and /proc/vmstat page and swap counters",
 	.columns = os_memory_columns,
 	.ncolumns = MEM_NCOLUMNS,
-	.nkeys = 0,
+	.nkeys = MEM_NKEYS,
+	.analysis = &os_memory_analysis,
 	.collect = os_memory_collect,
 	.available = os_memory_available,
 	/* chronicle.proc_root and .os_disks, used by every OS source */

@@ -24,12 +24,12 @@
 #include "source.h"
 
 #define PSI_COLUMNS(C) \
-	C(PSI_RESOURCE, "resource", TEXTOID)	/* 'cpu', 'io', 'memory' */	\
-	/* cumulative stall time, microseconds */							\
-	C(PSI_SOME_TOTAL, "some_total", INT8OID)							\
-	C(PSI_FULL_TOTAL, "full_total", INT8OID)
+	C(PSI_RESOURCE, "resource", TEXTOID, KEY)	/* 'cpu', 'io', 'memory' */	\
+	/* cumulative stall time, microseconds */								\
+	C(PSI_SOME_TOTAL, "some_total", INT8OID, COUNTER)						\
+	C(PSI_FULL_TOTAL, "full_total", INT8OID, COUNTER)
 
-CHRONICLE_COLUMNS(PSI_COLUMNS, os_pressure_columns, PSI_NCOLUMNS);
+CHRONICLE_COLUMNS(PSI_COLUMNS, os_pressure_columns, PSI_NCOLUMNS, PSI_NKEYS);
 
 static const char *const psi_resources[] = {"cpu", "io", "memory"};
 
@@ -79,12 +79,18 @@ os_pressure_collect(ChronicleEmitter *emitter)
 	}
 }
 
+static const ChronicleAnalysis os_pressure_analysis = {
+	.prefix = "os_pressure",
+	.filters = (const char *const[]) {"resource", NULL},
+};
+
 const ChronicleSource chronicle_source_os_pressure = {
 	.name = "os_pressure",
 	.description = "/proc/pressure cpu, io and memory stall totals (microseconds)",
 	.columns = os_pressure_columns,
 	.ncolumns = PSI_NCOLUMNS,
-	.nkeys = 1,
+	.nkeys = PSI_NKEYS,
+	.analysis = &os_pressure_analysis,
 	.collect = os_pressure_collect,
 	.available = os_pressure_available,
 };

@@ -30,17 +30,17 @@
 #include "source.h"
 
 #define PIO_COLUMNS(C) \
-	C(PIO_BACKEND_TYPE, "backend_type", TEXTOID)					\
-	C(PIO_PID, "pid", INT4OID)	/* a new pid is a new baseline */	\
-	C(PIO_RCHAR, "rchar", INT8OID)									\
-	C(PIO_WCHAR, "wchar", INT8OID)									\
-	C(PIO_SYSCR, "syscr", INT8OID)									\
-	C(PIO_SYSCW, "syscw", INT8OID)									\
-	C(PIO_READ_BYTES, "read_bytes", INT8OID)						\
-	C(PIO_WRITE_BYTES, "write_bytes", INT8OID)						\
-	C(PIO_CANCELLED_WRITE_BYTES, "cancelled_write_bytes", INT8OID)
+	C(PIO_BACKEND_TYPE, "backend_type", TEXTOID, KEY)						\
+	C(PIO_PID, "pid", INT4OID, KEY)	/* a new pid is a new baseline */		\
+	C(PIO_RCHAR, "rchar", INT8OID, COUNTER)									\
+	C(PIO_WCHAR, "wchar", INT8OID, COUNTER)									\
+	C(PIO_SYSCR, "syscr", INT8OID, COUNTER)									\
+	C(PIO_SYSCW, "syscw", INT8OID, COUNTER)									\
+	C(PIO_READ_BYTES, "read_bytes", INT8OID, COUNTER)						\
+	C(PIO_WRITE_BYTES, "write_bytes", INT8OID, COUNTER)						\
+	C(PIO_CANCELLED_WRITE_BYTES, "cancelled_write_bytes", INT8OID, COUNTER)
 
-CHRONICLE_COLUMNS(PIO_COLUMNS, os_process_io_columns, PIO_NCOLUMNS);
+CHRONICLE_COLUMNS(PIO_COLUMNS, os_process_io_columns, PIO_NCOLUMNS, PIO_NKEYS);
 
 #define PIO_NSTATS (PIO_NCOLUMNS - PIO_RCHAR)
 
@@ -101,7 +101,7 @@ const ChronicleSource chronicle_source_os_process_io = {
 	.description = "/proc/<pid>/io of the checkpointer, WAL writer and background writer",
 	.columns = os_process_io_columns,
 	.ncolumns = PIO_NCOLUMNS,
-	.nkeys = 2,
+	.nkeys = PIO_NKEYS,
 	.collect = os_process_io_collect,
 	.available = os_process_io_available,
 };

@@ -84,41 +84,41 @@
 #include "source.h"
 
 #define ST_COLUMNS(C) \
-	C(ST_USERID, "userid", OIDOID)																\
-	C(ST_DBID, "dbid", OIDOID)																	\
-	C(ST_QUERYID, "queryid", INT8OID)															\
-	C(ST_TOPLEVEL, "toplevel", BOOLOID)															\
-	C(ST_PLANS, "plans", INT8OID)																\
-	C(ST_TOTAL_PLAN_TIME, "total_plan_time", FLOAT8OID)											\
-	C(ST_CALLS, "calls", INT8OID)																\
-	C(ST_TOTAL_EXEC_TIME, "total_exec_time", FLOAT8OID)											\
-	C(ST_ROWS, "rows", INT8OID)																	\
-	C(ST_SHARED_BLKS_HIT, "shared_blks_hit", INT8OID)											\
-	C(ST_SHARED_BLKS_READ, "shared_blks_read", INT8OID)											\
-	C(ST_SHARED_BLKS_DIRTIED, "shared_blks_dirtied", INT8OID)									\
-	C(ST_SHARED_BLKS_WRITTEN, "shared_blks_written", INT8OID)									\
-	C(ST_LOCAL_BLKS_HIT, "local_blks_hit", INT8OID)												\
-	C(ST_LOCAL_BLKS_READ, "local_blks_read", INT8OID)											\
-	C(ST_LOCAL_BLKS_DIRTIED, "local_blks_dirtied", INT8OID)										\
-	C(ST_LOCAL_BLKS_WRITTEN, "local_blks_written", INT8OID)										\
-	C(ST_TEMP_BLKS_READ, "temp_blks_read", INT8OID)												\
-	C(ST_TEMP_BLKS_WRITTEN, "temp_blks_written", INT8OID)										\
-	C(ST_BLK_READ_TIME, "blk_read_time", FLOAT8OID)	/* shared_blk_read_time on 1.11+ */			\
-	C(ST_BLK_WRITE_TIME, "blk_write_time", FLOAT8OID)	/* shared_blk_write_time on 1.11+ */	\
-	C(ST_WAL_RECORDS, "wal_records", INT8OID)													\
-	C(ST_WAL_FPI, "wal_fpi", INT8OID)															\
-	C(ST_WAL_BYTES, "wal_bytes", INT8OID)														\
-	C(ST_STATS_SINCE, "stats_since", TIMESTAMPTZOID)											\
-	/* added with the source (0.2.0): 1.11 (PostgreSQL 17) and 1.12 (18) */						\
-	C(ST_LOCAL_BLK_READ_TIME, "local_blk_read_time", FLOAT8OID)									\
-	C(ST_LOCAL_BLK_WRITE_TIME, "local_blk_write_time", FLOAT8OID)								\
-	C(ST_TEMP_BLK_READ_TIME, "temp_blk_read_time", FLOAT8OID)									\
-	C(ST_TEMP_BLK_WRITE_TIME, "temp_blk_write_time", FLOAT8OID)									\
-	C(ST_WAL_BUFFERS_FULL, "wal_buffers_full", INT8OID)	/* 1.12+ */								\
-	C(ST_PARALLEL_WORKERS_TO_LAUNCH, "parallel_workers_to_launch", INT8OID)	/* 1.12+ */			\
-	C(ST_PARALLEL_WORKERS_LAUNCHED, "parallel_workers_launched", INT8OID)	/* 1.12+ */
+	C(ST_USERID, "userid", OIDOID, KEY)																\
+	C(ST_DBID, "dbid", OIDOID, KEY)																	\
+	C(ST_QUERYID, "queryid", INT8OID, KEY)															\
+	C(ST_TOPLEVEL, "toplevel", BOOLOID, KEY)														\
+	C(ST_PLANS, "plans", INT8OID, COUNTER)															\
+	C(ST_TOTAL_PLAN_TIME, "total_plan_time", FLOAT8OID, TIME)										\
+	C(ST_CALLS, "calls", INT8OID, COUNTER)															\
+	C(ST_TOTAL_EXEC_TIME, "total_exec_time", FLOAT8OID, TIME)										\
+	C(ST_ROWS, "rows", INT8OID, COUNTER)															\
+	C(ST_SHARED_BLKS_HIT, "shared_blks_hit", INT8OID, COUNTER)										\
+	C(ST_SHARED_BLKS_READ, "shared_blks_read", INT8OID, COUNTER)									\
+	C(ST_SHARED_BLKS_DIRTIED, "shared_blks_dirtied", INT8OID, COUNTER)								\
+	C(ST_SHARED_BLKS_WRITTEN, "shared_blks_written", INT8OID, COUNTER)								\
+	C(ST_LOCAL_BLKS_HIT, "local_blks_hit", INT8OID, COUNTER)										\
+	C(ST_LOCAL_BLKS_READ, "local_blks_read", INT8OID, COUNTER)										\
+	C(ST_LOCAL_BLKS_DIRTIED, "local_blks_dirtied", INT8OID, COUNTER)								\
+	C(ST_LOCAL_BLKS_WRITTEN, "local_blks_written", INT8OID, COUNTER)								\
+	C(ST_TEMP_BLKS_READ, "temp_blks_read", INT8OID, COUNTER)										\
+	C(ST_TEMP_BLKS_WRITTEN, "temp_blks_written", INT8OID, COUNTER)									\
+	C(ST_BLK_READ_TIME, "blk_read_time", FLOAT8OID, TIME)	/* shared_blk_read_time on 1.11+ */		\
+	C(ST_BLK_WRITE_TIME, "blk_write_time", FLOAT8OID, TIME)	/* shared_blk_write_time on 1.11+ */	\
+	C(ST_WAL_RECORDS, "wal_records", INT8OID, COUNTER)												\
+	C(ST_WAL_FPI, "wal_fpi", INT8OID, COUNTER)														\
+	C(ST_WAL_BYTES, "wal_bytes", INT8OID, COUNTER)													\
+	C(ST_STATS_SINCE, "stats_since", TIMESTAMPTZOID, RESET)											\
+	/* added with the source (0.2.0): 1.11 (PostgreSQL 17) and 1.12 (18) */							\
+	C(ST_LOCAL_BLK_READ_TIME, "local_blk_read_time", FLOAT8OID, TIME)								\
+	C(ST_LOCAL_BLK_WRITE_TIME, "local_blk_write_time", FLOAT8OID, TIME)								\
+	C(ST_TEMP_BLK_READ_TIME, "temp_blk_read_time", FLOAT8OID, TIME)									\
+	C(ST_TEMP_BLK_WRITE_TIME, "temp_blk_write_time", FLOAT8OID, TIME)								\
+	C(ST_WAL_BUFFERS_FULL, "wal_buffers_full", INT8OID, COUNTER)	/* 1.12+ */						\
+	C(ST_PARALLEL_WORKERS_TO_LAUNCH, "parallel_workers_to_launch", INT8OID, COUNTER)	/* 1.12+ */	\
+	C(ST_PARALLEL_WORKERS_LAUNCHED, "parallel_workers_launched", INT8OID, COUNTER)	/* 1.12+ */
 
-CHRONICLE_COLUMNS(ST_COLUMNS, statements_columns, ST_NCOLUMNS);
+CHRONICLE_COLUMNS(ST_COLUMNS, statements_columns, ST_NCOLUMNS, ST_NKEYS);
 
 /*
  * Where each column comes from: the pg_stat_statements OUT parameter of the
@@ -914,7 +914,7 @@ const ChronicleSource chronicle_source_statements = {
 	.description = "pg_stat_statements counters of the statements that changed (top N by total time)",
 	.columns = statements_columns,
 	.ncolumns = ST_NCOLUMNS,
-	.nkeys = 4,
+	.nkeys = ST_NKEYS,
 	.collect = statements_collect,
 	.available = statements_available,
 	.written = statements_written,

@@ -39,52 +39,52 @@
 #include "source.h"
 
 #define W_COLUMNS(C) \
-	C(W_BACKEND_TYPE, "backend_type", TEXTOID)								\
-	/*																		\
-	 * the backend state as in pg_stat_activity ('active', 'idle', 'idle in	\
-	 * transaction', ...), '' for processes without one; an idle session	\
-	 * waiting in ClientRead has state 'idle', a backend waiting for its	\
-	 * client mid-transaction 'idle in transaction' or 'active'				\
-	 */																		\
-	C(W_STATE, "state", TEXTOID)											\
-	/* 'CPU'/'CPU' when the process runs without a wait event */			\
-	C(W_WAIT_EVENT_TYPE, "wait_event_type", TEXTOID)						\
-	C(W_WAIT_EVENT, "wait_event", TEXTOID)									\
-	C(W_QUERYID, "queryid", INT8OID)	/* 0 when none is known */			\
-	C(W_SAMPLES, "samples", INT8OID)	/* since the sampler started */
+	C(W_BACKEND_TYPE, "backend_type", TEXTOID, KEY)								\
+	/*																			\
+	 * the backend state as in pg_stat_activity ('active', 'idle', 'idle in		\
+	 * transaction', ...), '' for processes without one; an idle session		\
+	 * waiting in ClientRead has state 'idle', a backend waiting for its		\
+	 * client mid-transaction 'idle in transaction' or 'active'					\
+	 */																			\
+	C(W_STATE, "state", TEXTOID, KEY)											\
+	/* 'CPU'/'CPU' when the process runs without a wait event */				\
+	C(W_WAIT_EVENT_TYPE, "wait_event_type", TEXTOID, KEY)						\
+	C(W_WAIT_EVENT, "wait_event", TEXTOID, KEY)									\
+	C(W_QUERYID, "queryid", INT8OID, KEY)	/* 0 when none is known */			\
+	C(W_SAMPLES, "samples", INT8OID, COUNTER)	/* since the sampler started */
 
-CHRONICLE_COLUMNS(W_COLUMNS, waits_columns, W_NCOLUMNS);
+CHRONICLE_COLUMNS(W_COLUMNS, waits_columns, W_NCOLUMNS, W_NKEYS);
 
 #define S_COLUMNS(C) \
-	C(S_TICKS_DUE, "ticks_due", INT8OID)													\
-	C(S_TICKS_TAKEN, "ticks_taken", INT8OID)												\
-	C(S_SAMPLES_DROPPED, "samples_dropped", INT8OID)										\
-	C(S_SAMPLER_STARTED, "sampler_started", TIMESTAMPTZOID)									\
-	C(S_SAMPLER_CPU_MS, "sampler_cpu_ms", FLOAT8OID)	/* its own user + system CPU */		\
-	C(S_SAMPLES_RESET, "samples_reset", TIMESTAMPTZOID)	/* last wait_samples_reset() */		\
-	/*																						\
-	 * Database time: samples of active client backends and the processes					\
-	 * working for them (walsenders, autovacuum workers, parallel workers) by				\
-	 * wait class, in ChronicleWaitClass order: sum / ticks_taken = average					\
-	 * active sessions.  Not active: idle sessions, main-loop waits, throttle				\
-	 * sleeps (docs/sources.md, "Wait events").  Before 0.2.0: every active					\
-	 * process, background ones included (background_active NULL then).						\
-	 */																						\
-	C(S_ACTIVE_CPU, "active_cpu", INT8OID)													\
-	C(S_ACTIVE_IO, "active_io", INT8OID)													\
-	C(S_ACTIVE_LWLOCK, "active_lwlock", INT8OID)											\
-	C(S_ACTIVE_LOCK, "active_lock", INT8OID)												\
-	C(S_ACTIVE_IPC, "active_ipc", INT8OID)													\
-	C(S_ACTIVE_CLIENT, "active_client", INT8OID)											\
-	C(S_ACTIVE_TIMEOUT, "active_timeout", INT8OID)											\
-	C(S_ACTIVE_OTHER, "active_other", INT8OID)	/* BufferPin, Extension, InjectionPoint */	\
-	/*																						\
-	 * background processes at work (checkpointer writing, not in its main					\
-	 * loop or throttle sleep); 0.2.0+														\
-	 */																						\
-	C(S_BACKGROUND_ACTIVE, "background_active", INT8OID)
+	C(S_TICKS_DUE, "ticks_due", INT8OID, COUNTER)													\
+	C(S_TICKS_TAKEN, "ticks_taken", INT8OID, COUNTER)												\
+	C(S_SAMPLES_DROPPED, "samples_dropped", INT8OID, COUNTER)										\
+	C(S_SAMPLER_STARTED, "sampler_started", TIMESTAMPTZOID, RESET)									\
+	C(S_SAMPLER_CPU_MS, "sampler_cpu_ms", FLOAT8OID, RECORDED)	/* its own user + system CPU */		\
+	C(S_SAMPLES_RESET, "samples_reset", TIMESTAMPTZOID, RECORDED)	/* last wait_samples_reset() */	\
+	/*																								\
+	 * Database time: samples of active client backends and the processes							\
+	 * working for them (walsenders, autovacuum workers, parallel workers) by						\
+	 * wait class, in ChronicleWaitClass order: sum / ticks_taken = average							\
+	 * active sessions.  Not active: idle sessions, main-loop waits, throttle						\
+	 * sleeps (docs/sources.md, "Wait events").  Before 0.2.0: every active							\
+	 * process, background ones included (background_active NULL then).								\
+	 */																								\
+	C(S_ACTIVE_CPU, "active_cpu", INT8OID, COUNTER)													\
+	C(S_ACTIVE_IO, "active_io", INT8OID, COUNTER)													\
+	C(S_ACTIVE_LWLOCK, "active_lwlock", INT8OID, COUNTER)											\
+	C(S_ACTIVE_LOCK, "active_lock", INT8OID, COUNTER)												\
+	C(S_ACTIVE_IPC, "active_ipc", INT8OID, COUNTER)													\
+	C(S_ACTIVE_CLIENT, "active_client", INT8OID, COUNTER)											\
+	C(S_ACTIVE_TIMEOUT, "active_timeout", INT8OID, COUNTER)											\
+	C(S_ACTIVE_OTHER, "active_other", INT8OID, COUNTER)	/* BufferPin, Extension, InjectionPoint */	\
+	/*																								\
+	 * background processes at work (checkpointer writing, not in its main							\
+	 * loop or throttle sleep); 0.2.0+																\
+	 */																								\
+	C(S_BACKGROUND_ACTIVE, "background_active", INT8OID, COUNTER)
 
-CHRONICLE_COLUMNS(S_COLUMNS, sampler_columns, S_NCOLUMNS);
+CHRONICLE_COLUMNS(S_COLUMNS, sampler_columns, S_NCOLUMNS, S_NKEYS);
 
 /* collect writes values[S_ACTIVE_CPU + class] */
 StaticAssertDecl(S_ACTIVE_IO == S_ACTIVE_CPU + WAIT_CLASS_IO &&
@@ -222,14 +222,25 @@ wait_sampler_collect(ChronicleEmitter *emitter)
 	chronicle_emit_row(emitter, values, nulls);
 }
 
+static const ChronicleAnalysis waits_analysis = {
+	.prefix = "wait",
+	.filters = (const char *const[]) {"backend_type", "wait_event_type", "wait_event", NULL},
+	.born_at_zero = true,
+};
+
 const ChronicleSource chronicle_source_waits = {
 	.name = "waits",
 	.description = "wait event samples per (backend_type, state, wait_event_type, wait_event, queryid), cumulative",
 	.columns = waits_columns,
 	.ncolumns = W_NCOLUMNS,
-	.nkeys = W_QUERYID + 1,
+	.nkeys = W_NKEYS,
+	.analysis = &waits_analysis,
 	.collect = waits_collect,
 	.available = waits_available,
+};
+
+static const ChronicleAnalysis wait_sampler_analysis = {
+	.prefix = "wait_sampler",
 };
 
 const ChronicleSource chronicle_source_wait_sampler = {
@@ -237,7 +248,8 @@ const ChronicleSource chronicle_source_wait_sampler = {
 	.description = "the wait sampler's ticks due and taken, samples dropped, samples of active sessions (database time) by wait class and of background processes at work",
 	.columns = sampler_columns,
 	.ncolumns = S_NCOLUMNS,
-	.nkeys = 0,
+	.nkeys = S_NKEYS,
+	.analysis = &wait_sampler_analysis,
 	.collect = wait_sampler_collect,
 	.available = waits_available,
 };

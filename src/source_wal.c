@@ -21,18 +21,18 @@
 #include "source.h"
 
 #define WAL_COLUMNS(C) \
-	C(WAL_RECORDS, "wal_records", INT8OID)									\
-	C(WAL_FPI, "wal_fpi", INT8OID)											\
-	C(WAL_BYTES, "wal_bytes", INT8OID)										\
-	C(WAL_BUFFERS_FULL, "wal_buffers_full", INT8OID)						\
+	C(WAL_RECORDS, "wal_records", INT8OID, COUNTER)							\
+	C(WAL_FPI, "wal_fpi", INT8OID, COUNTER)									\
+	C(WAL_BYTES, "wal_bytes", INT8OID, COUNTER)								\
+	C(WAL_BUFFERS_FULL, "wal_buffers_full", INT8OID, COUNTER)				\
 	/* wal_write, wal_sync and their times: before 18 (pg_stat_io on 18) */	\
-	C(WAL_WRITE, "wal_write", INT8OID)										\
-	C(WAL_SYNC, "wal_sync", INT8OID)										\
-	C(WAL_WRITE_TIME, "wal_write_time", FLOAT8OID)							\
-	C(WAL_SYNC_TIME, "wal_sync_time", FLOAT8OID)							\
-	C(WAL_STATS_RESET, "stats_reset", TIMESTAMPTZOID)
+	C(WAL_WRITE, "wal_write", INT8OID, COUNTER)								\
+	C(WAL_SYNC, "wal_sync", INT8OID, COUNTER)								\
+	C(WAL_WRITE_TIME, "wal_write_time", FLOAT8OID, TIME)					\
+	C(WAL_SYNC_TIME, "wal_sync_time", FLOAT8OID, TIME)						\
+	C(WAL_STATS_RESET, "stats_reset", TIMESTAMPTZOID, RESET)
 
-CHRONICLE_COLUMNS(WAL_COLUMNS, wal_columns, WAL_NCOLUMNS);
+CHRONICLE_COLUMNS(WAL_COLUMNS, wal_columns, WAL_NCOLUMNS, WAL_NKEYS);
 
 static void
 wal_collect(ChronicleEmitter *emitter)
@@ -66,11 +66,21 @@ wal_collect(ChronicleEmitter *emitter)
 	chronicle_emit_row(emitter, values, nulls);
 }
 
+static const ChronicleAnalysis wal_analysis = {
+	.prefix = "wal",
+	.per_op = (const ChroniclePerOp[]) {
+		{"ms_per_write", "wal_write_time", "wal_write"},
+		{"ms_per_sync", "wal_sync_time", "wal_sync"},
+		{NULL}
+	},
+};
+
 const ChronicleSource chronicle_source_wal = {
 	.name = "wal",
 	.description = "pg_stat_wal",
 	.columns = wal_columns,
 	.ncolumns = WAL_NCOLUMNS,
-	.nkeys = 0,
+	.nkeys = WAL_NKEYS,
+	.analysis = &wal_analysis,
 	.collect = wal_collect,
 };

@@ -147,7 +147,6 @@ if [[ " $layers " == *" tools "* ]]; then
 	run_once META.json python3 tools/check-meta.py META.json pg_chronicle.control
 	run_once docs python3 tools/check-docs.py
 	run_once provision-pg.sh test/tools/provision.sh
-	run_once sources python3 tools/check_sources.py
 fi
 
 for cfg in "${configs[@]}"; do

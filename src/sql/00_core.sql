@@ -499,26 +499,58 @@ GRANT EXECUTE ON FUNCTION chronicle.source_status() TO pg_monitor, pg_read_all_s
 REVOKE ALL ON FUNCTION chronicle.server() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION chronicle.server() TO pg_monitor, pg_read_all_stats;
 
--- The columns every source writes (after ts), as its C file declares them,
--- and the source's description: what chronicle._history_layout() makes the
--- history's views and packed columns from (docs/storage.md).
+-- The columns every source writes (after ts), as its C file declares them
+-- (src/source.h: name, type, kind), and the source's description: what
+-- chronicle._history_layout() makes the history's views and packed columns
+-- from (docs/storage.md), and chronicle._analysis_layout() the analysis
+-- functions.
 CREATE FUNCTION chronicle._source_columns(
 	OUT source text,
 	OUT ordinal integer,
 	OUT column_name text,
 	OUT column_type regtype,
 	OUT key boolean,
-	OUT description text)
+	OUT description text,
+	OUT kind text)
 RETURNS SETOF record
 LANGUAGE C STRICT
 SET search_path = pg_catalog, pg_temp
 AS 'MODULE_PATHNAME', 'chronicle_source_columns';
 
 COMMENT ON FUNCTION chronicle._source_columns() IS
-	'The columns of every source as the C source declares them (after ts), in insert order, which identify a row, and the source''s description';
+	'The columns of every source as the C source declares them (after ts), in insert order, which identify a row, the source''s description and the column''s kind';
 
 REVOKE ALL ON FUNCTION chronicle._source_columns() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION chronicle._source_columns() TO pg_monitor, pg_read_all_stats;
+
+-- What the analysis needs of each analysed source beyond its columns'
+-- kinds (src/source.h, ChronicleAnalysis): the prefix of its functions,
+-- their filter columns, the per-operation ratios (result column, time
+-- column, operations column), the bytes fallback (bytes column, operations
+-- column, unit column), whether its keys are born at zero, the unit of its
+-- gauges.
+CREATE FUNCTION chronicle._source_analysis(
+	OUT source text,
+	OUT prefix text,
+	OUT filters text[],
+	OUT per_op text[],
+	OUT per_op_time text[],
+	OUT per_op_ops text[],
+	OUT bytes text[],
+	OUT bytes_ops text[],
+	OUT bytes_unit text,
+	OUT born_at_zero boolean,
+	OUT gauge_unit text)
+RETURNS SETOF record
+LANGUAGE C STRICT
+SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'chronicle_source_analysis';
+
+COMMENT ON FUNCTION chronicle._source_analysis() IS
+	'How every analysed source is analysed, as its C file declares it: function prefix, filters, per-operation ratios, bytes fallback, born at zero, gauge unit';
+
+REVOKE ALL ON FUNCTION chronicle._source_analysis() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION chronicle._source_analysis() TO pg_monitor, pg_read_all_stats;
 
 -- Start and stop the collector without shared_preload_libraries (17+).
 CREATE FUNCTION chronicle.start(OUT worker text, OUT pid integer, OUT started boolean)

@@ -138,7 +138,7 @@ BEGIN
 		-- %s of a regtype: its output is a type name, quoted where needed
 		SELECT c.source, min(c.description) AS description,
 		       string_agg(format('%I %s', c.column_name, c.column_type), ', ' ORDER BY c.ordinal) AS columns
-		  FROM chronicle._source_columns() WITH ORDINALITY AS c(source, ordinal, column_name, column_type, key, description, n)
+		  FROM chronicle._source_columns() WITH ORDINALITY AS c(source, ordinal, column_name, column_type, key, description, kind, n)
 		 GROUP BY c.source
 		 ORDER BY min(c.n)	-- the order of src/sources.c
 	LOOP

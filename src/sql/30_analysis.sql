@@ -153,40 +153,35 @@ BEGIN
 END;
 $$;
 
--- The per-interval engine (src/deltas.c) behind every <source>_deltas()
--- and _values() function: one pass over a history table's rows in time
--- order.  Internal: the generated wrappers in 31_deltas.sql check the
--- arguments and describe the table (column names are quoted, filter
--- values are parameters); series() and timeline() use its group_by mode
--- (the changed keys' deltas summed per group and interval).  It takes the
--- description from its caller, so no monitoring role may call it: the
--- wrappers are SECURITY DEFINER (see tools/gen_deltas.py).  born_at_zero:
--- a key appearing after a keyframe of its segment counts from zero (the
--- table's keys start at zero when they appear), else its first row is a
--- baseline.
-CREATE FUNCTION chronicle._deltas(tbl regclass, from_ts timestamptz, to_ts timestamptz,
-	keys text[], vals text[], kinds text, attrs text[], reset_col text,
-	bytes_ops text[], bytes_unit text, per_op text[],
-	filter_cols text[], filter_vals text[], changed_only boolean,
+-- The per-interval engine (src/deltas.c) behind every <prefix>_deltas()
+-- and _values() function: one pass over a source's history in time order.
+-- It describes the source from its C column list and analysis
+-- (src/source.h), so its callers pass only the source's name, the window,
+-- the filter values (one per filter column of the source, in order),
+-- changed_only, and for series() and timeline() the group_by mode (the
+-- changed keys' deltas summed per group and interval) with exclusions.
+-- tbl: read the rows from that table instead of chronicle.<source>_history
+-- (a copy of the view's columns; the tests compare both reads).
+-- Internal and granted to no role: the functions made by
+-- chronicle._analysis_layout() (31_analysis_layout.sql) check their
+-- arguments and are SECURITY DEFINER.
+CREATE FUNCTION chronicle._deltas(source text, from_ts timestamptz, to_ts timestamptz,
+	filter_vals text[] DEFAULT NULL, changed_only boolean DEFAULT false,
 	group_by text[] DEFAULT NULL, exclude_cols text[] DEFAULT '{}', exclude_vals text[] DEFAULT '{}',
-	born_at_zero boolean DEFAULT false)
+	tbl regclass DEFAULT NULL)
 RETURNS SETOF record
 LANGUAGE C STABLE
 SET search_path = pg_catalog, pg_temp
 AS 'MODULE_PATHNAME', 'chronicle_deltas';
 
--- The same engine and arguments, for the totals' shortcut
--- (_<source>_ends() in 31_deltas.sql): per key and segment of the window,
--- the keys, the last row's attributes, the segment, reset (the reset
--- column changed or a counter went down between the two rows), per value
--- its baseline (0 when born at zero) and its last value.  Internal, and
--- granted to no role, as _deltas().
-CREATE FUNCTION chronicle._ends(tbl regclass, from_ts timestamptz, to_ts timestamptz,
-	keys text[], vals text[], kinds text, attrs text[], reset_col text,
-	bytes_ops text[], bytes_unit text, per_op text[],
-	filter_cols text[], filter_vals text[], changed_only boolean,
-	group_by text[] DEFAULT NULL, exclude_cols text[] DEFAULT '{}', exclude_vals text[] DEFAULT '{}',
-	born_at_zero boolean DEFAULT false)
+-- The same engine, for the totals' shortcut (_<prefix>_ends()): per key
+-- and segment of the window, the keys, the last row's attributes, the
+-- segment, reset (the reset column changed or a counter went down between
+-- the two rows), the intervals the key counts in, per counter its baseline
+-- (0 when born at zero) and its last value.  Internal, and granted to no
+-- role, as _deltas().
+CREATE FUNCTION chronicle._ends(source text, from_ts timestamptz, to_ts timestamptz,
+	tbl regclass DEFAULT NULL)
 RETURNS SETOF record
 LANGUAGE C STABLE
 SET search_path = pg_catalog, pg_temp
@@ -345,8 +340,8 @@ $$;
 COMMENT ON FUNCTION chronicle.run_window(text) IS
 	'The (from, to] window of a run by label (to = now() while the run is open; a run created from its pgbench log reaches the snapshot after its last transaction)';
 
-REVOKE ALL ON FUNCTION chronicle._deltas(regclass, timestamptz, timestamptz, text[], text[], text, text[], text, text[], text, text[], text[], text[], boolean, text[], text[], text[], boolean) FROM PUBLIC;
-REVOKE ALL ON FUNCTION chronicle._ends(regclass, timestamptz, timestamptz, text[], text[], text, text[], text, text[], text, text[], text[], text[], boolean, text[], text[], text[], boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle._deltas(text, timestamptz, timestamptz, text[], boolean, text[], text[], text[], regclass) FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle._ends(text, timestamptz, timestamptz, regclass) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle._check_range(timestamptz, timestamptz, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle._check_finite(text, text, timestamptz) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle._keyframe(regclass, timestamptz, timestamptz) FROM PUBLIC;

@@ -30,11 +30,13 @@ DROP FUNCTION IF EXISTS chronicle.run_end(text);
 DROP FUNCTION IF EXISTS chronicle.app_intervals(text);
 DROP FUNCTION IF EXISTS chronicle.app_intervals(timestamptz, timestamptz, text);
 
--- The keyed totals' helpers _<source>_ends() gained a column, intervals
--- (31_deltas.sql, from tools/gen_deltas.py: the intervals a key counts in,
--- from its first row on).  IF EXISTS: 0.1.0 had none.
-DROP FUNCTION IF EXISTS chronicle._io_ends(timestamptz, timestamptz);
-DROP FUNCTION IF EXISTS chronicle._database_ends(timestamptz, timestamptz);
-DROP FUNCTION IF EXISTS chronicle._wait_ends(timestamptz, timestamptz);
-DROP FUNCTION IF EXISTS chronicle._os_disk_ends(timestamptz, timestamptz);
-DROP FUNCTION IF EXISTS chronicle._os_pressure_ends(timestamptz, timestamptz);
+-- The analysis engine takes a source's name and describes the source from
+-- its C declaration (30_analysis.sql); the functions that call it are made
+-- from the same declaration by chronicle._analysis_layout()
+-- (31_analysis_layout.sql), which replaces a function whose result changed
+-- by itself.  chronicle._source_columns() gained a column, kind.
+DROP FUNCTION IF EXISTS chronicle._deltas(regclass, timestamptz, timestamptz, text[], text[], text, text[],
+	text, text[], text, text[], text[], text[], boolean, text[], text[], text[], boolean);
+DROP FUNCTION IF EXISTS chronicle._ends(regclass, timestamptz, timestamptz, text[], text[], text, text[],
+	text, text[], text, text[], text[], text[], boolean, text[], text[], text[], boolean);
+DROP FUNCTION IF EXISTS chronicle._source_columns();

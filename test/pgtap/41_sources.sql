@@ -6,10 +6,12 @@
 -- result is what the lists say, that no other history view exists, that the
 -- views belong to the extension (pg_dump leaves them to CREATE EXTENSION),
 -- and that running the layout again (as every upgrade does) changes
--- nothing.  tools/check_sources.py ties the C lists to the analysis
--- generator's description (tools/gen_deltas.py).
+-- nothing.  The same for the analysis functions chronicle._analysis_layout()
+-- made from the columns' kinds and each source's ChronicleAnalysis: every
+-- value column is in its source's per-interval function, every counter in
+-- its totals, every value and ratio in the metric catalog, and nothing else.
 BEGIN;
-SELECT plan(10);
+SELECT plan(18);
 
 CREATE TEMP VIEW c_cols AS
 SELECT source, ordinal AS position, column_name, column_type, key, description FROM chronicle._source_columns();
@@ -51,7 +53,7 @@ SELECT is((SELECT array_agg(a.attname::text ORDER BY a.attnum)
               AND a.atttypid = 'bytea'::regtype),
           (SELECT array_agg(source ORDER BY n)
              FROM (SELECT source, min(n) AS n
-                     FROM chronicle._source_columns() WITH ORDINALITY AS c(source, o, col, typ, key, d, n)
+                     FROM chronicle._source_columns() WITH ORDINALITY AS c(source, o, col, typ, key, d, kind, n)
                     GROUP BY source) s),
           'chronicle.history has a packed column per source, in the order of src/sources.c');
 SELECT is((SELECT count(*) FROM (SELECT DISTINCT source, description FROM c_cols) c
@@ -78,6 +80,65 @@ SELECT is((SELECT string_agg(ic.relname || ' (' || pg_get_indexdef(i.indexrelid)
             WHERE i.indrelid = 'chronicle.history_default'::regclass
               AND NOT (i.indisprimary AND i.indnatts = 1)),
 	NULL, 'the history has no index but its primary key on ts');
+
+-- The analysis functions, from the same lists.
+CREATE TEMP VIEW analysed AS
+SELECT a.source, a.prefix, c.column_name, c.kind, c.column_type,
+       a.prefix || CASE WHEN bool_and(c.kind = 'gauge') FILTER (WHERE c.kind IN ('counter', 'time', 'gauge'))
+                                 OVER (PARTITION BY a.source) THEN '_values' ELSE '_deltas' END AS fn
+  FROM chronicle._source_analysis() a JOIN chronicle._source_columns() c USING (source);
+CREATE TEMP VIEW fn_cols AS
+SELECT p.proname::text AS fn, x.n::text AS column_name, format_type(x.t, NULL) AS column_type
+  FROM pg_proc p, unnest(p.proargnames, p.proallargtypes, p.proargmodes) AS x(n, t, m)
+ WHERE p.pronamespace = 'chronicle'::regnamespace AND x.m = 't';
+CREATE TEMP VIEW analysis_layout AS
+SELECT p.oid::regprocedure::text AS obj, pg_get_functiondef(p.oid) AS def, p.proacl::text AS acl
+  FROM pg_proc p
+ WHERE p.pronamespace = 'chronicle'::regnamespace
+   AND p.proname ~ '_(deltas|values|totals|run_totals|sums|ends)$' AND p.proname NOT IN ('_deltas', '_ends')
+UNION ALL
+SELECT m.metric, row(m.*)::text, NULL FROM chronicle.metric m;
+
+SELECT is((SELECT array_agg(DISTINCT source ORDER BY source) FROM c_cols
+            WHERE source NOT IN (SELECT source FROM chronicle._source_analysis())),
+          ARRAY['os_process_io', 'statements'],
+          'the sources without analysis are the two read by hand');
+SELECT is((SELECT string_agg(a.fn || '.' || a.column_name, ', ')
+             FROM analysed a
+            WHERE a.kind IN ('counter', 'time', 'gauge', 'attribute', 'key')
+              AND NOT EXISTS (SELECT FROM fn_cols f WHERE f.fn = a.fn AND f.column_name = a.column_name
+                                                      AND f.column_type = format_type(a.column_type, NULL))),
+          NULL, 'every key, attribute and value column is in its per-interval function, with its type');
+SELECT is((SELECT string_agg(a.fn || '.' || a.column_name, ', ')
+             FROM analysed a
+            WHERE a.kind IN ('counter', 'time')
+              AND NOT EXISTS (SELECT FROM fn_cols f WHERE f.fn = a.prefix || '_totals'
+                                                      AND f.column_name IN (a.column_name || '_per_s'))),
+          NULL, 'every counter has its rate in its source''s totals');
+SELECT is((SELECT string_agg(f.fn || '.' || f.column_name, ', ')
+             FROM fn_cols f
+            WHERE f.fn IN (SELECT fn FROM analysed)
+              AND f.column_name NOT IN ('interval_start', 'interval_end', 'seconds', 'reset')
+              AND NOT EXISTS (SELECT FROM analysed a
+                               WHERE a.fn = f.fn AND f.column_name IN (a.column_name, a.column_name || '_per_s'))
+              AND NOT EXISTS (SELECT FROM chronicle._source_analysis() s, analysed a
+                               WHERE a.fn = f.fn AND s.source = a.source AND f.column_name = ANY (s.per_op))),
+          NULL, 'a per-interval function has no column but what its source declares');
+SELECT set_eq($$SELECT metric FROM chronicle.metric$$,
+              $$SELECT prefix || '.' || column_name || CASE WHEN kind = 'gauge' THEN '' ELSE '_per_s' END
+                  FROM analysed WHERE kind IN ('counter', 'time', 'gauge')
+                UNION ALL
+                SELECT s.prefix || '.' || p FROM chronicle._source_analysis() s, unnest(s.per_op) p$$,
+              'the metric catalog is every value''s series and every ratio');
+SELECT is((SELECT count(*) FROM analysis_layout l
+            WHERE l.acl IS NOT NULL
+              AND NOT (l.acl LIKE '%pg_monitor=X%' AND l.acl LIKE '%pg_read_all_stats=X%' AND l.acl NOT LIKE '%{=X%'
+                       AND l.acl NOT LIKE '%,=X%')),
+          0::bigint, 'every analysis function is granted to pg_monitor and pg_read_all_stats, not to PUBLIC');
+CREATE TEMP TABLE analysis_before AS SELECT * FROM analysis_layout;
+SELECT lives_ok('SELECT chronicle._analysis_layout()', 'the analysis layout runs again');
+SELECT set_eq('SELECT * FROM analysis_layout', 'SELECT * FROM analysis_before',
+              'running the analysis layout again (as every upgrade does) changes nothing');
 
 SELECT * FROM finish();
 ROLLBACK;

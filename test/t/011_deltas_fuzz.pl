@@ -1,7 +1,8 @@
-# chronicle._deltas() and the public analysis functions over it, called a
-# few hundred times with random and edge arguments (NULLs, empty and huge
-# arrays, reversed and infinite windows, unknown names, very long strings,
-# 5000 repeated group_by names, result types that do not match) by a
+# chronicle._deltas(), _ends() and the public analysis functions over them,
+# called a few hundred times with random and edge arguments (NULLs, empty
+# and huge arrays, reversed and infinite windows, unknown sources and
+# names, very long strings, 5000 repeated group_by names, other relations,
+# result types that do not match) by a
 # superuser, a pg_monitor member and a role without privileges.
 #
 # The server must never crash, and every error must carry a SQLSTATE other
@@ -50,23 +51,8 @@ SELECT t, '2024-05-05 00:00:01', t = '2024-05-05 00:00:01', 'sql', 0, 0, 0, 0
 my $pid_before = postmaster_pid();
 
 # ----------------------------------------------------------------------
-# What there is to call: the history tables and their columns, the public
-# functions with their parameters, the metrics.
-
-my %columns;    # table => [[name, type], ...] (without ts)
-for my $line (split /\n/, $node->safe_psql('postgres', q{
-	SELECT c.oid::regclass, a.attname, format_type(a.atttypid, NULL)
-	  FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid
-	 WHERE c.relnamespace = 'chronicle'::regnamespace AND c.relkind = 'v'
-	   AND c.relname LIKE '%\_history' AND a.attnum > 0 AND NOT a.attisdropped
-	   AND a.attname <> 'ts'
-	 ORDER BY c.relname, a.attnum}))
-{
-	my ($t, $c, $type) = split /\|/, $line;
-	push @{ $columns{$t} }, [ $c, $type ];
-}
-my @tables = sort keys %columns;
-ok(@tables >= 10, scalar(@tables) . ' history tables to describe');
+# What there is to call: the public functions with their parameters, the
+# metrics (the analysed sources: below).
 
 my @functions;    # [name, number of required args, [[arg, type], ...]]
 for my $line (split /\n/, $node->safe_psql('postgres', q{
@@ -135,187 +121,94 @@ my @windows = (
 sub window { return @{ pick(@windows) }; }
 
 # ----------------------------------------------------------------------
-# _deltas: a description that adds up for a table, the result type it
-# gives, then (mostly) one thing broken.
+# _deltas: a call that adds up for an analysed source (its filter values,
+# the result type its per-interval function or group sums give), then
+# (mostly) one thing broken.  The engine describes the source from its C
+# declaration: what a caller chooses is the source's name, the window,
+# the filter values, group_by, the exclusions and the relation it reads.
 
-sub result_type
+my %analysed;    # source => {result => [types], sums => [types], keys => {name => type}, nfilters => n}
+for my $line (split /\n/, $node->safe_psql('postgres', q{
+	SELECT a.source, cardinality(a.filters),
+	       (SELECT string_agg(c.column_name || ':' || format_type(c.column_type, NULL), ',' ORDER BY c.ordinal)
+	          FROM chronicle._source_columns() c WHERE c.source = a.source AND c.kind = 'key'),
+	       (SELECT string_agg(format_type(x.t, NULL), ',' ORDER BY x.o)
+	          FROM pg_proc p, unnest(p.proallargtypes, p.proargmodes) WITH ORDINALITY AS x(t, m, o)
+	         WHERE p.oid = coalesce(to_regproc('chronicle.' || a.prefix || '_deltas'),
+	                                to_regproc('chronicle.' || a.prefix || '_values')) AND x.m = 't'),
+	       (SELECT string_agg(format_type(x.t, NULL), ',' ORDER BY x.o)
+	          FROM pg_proc p, unnest(p.proallargtypes, p.proargmodes, p.proargnames) WITH ORDINALITY AS x(t, m, n, o)
+	         WHERE p.oid = to_regproc('chronicle._' || a.prefix || '_sums') AND x.m = 't' AND x.n <> 'grp')
+	  FROM chronicle._source_analysis() a}))
 {
-	my (%d) = @_;
-	my %type = map { $_->[0] => $_->[1] } @{ $columns{ $d{tbl} } };
-	my @r = ('timestamp with time zone', 'timestamp with time zone', 'double precision');
-	if (defined $d{group_by})
-	{
-		push @r, map { $type{$_} } @{ $d{group_by} };
-	}
-	else
-	{
-		push @r, map { $type{$_} } @{ $d{keys} }, @{ $d{attrs} };
-	}
-	push @r, 'boolean' if defined $d{reset} || $d{kinds} =~ /[ct]/;
-	for my $i (0 .. $#{ $d{vals} })
-	{
-		push @r, $type{ $d{vals}[$i] };
-		push @r, 'double precision' if substr($d{kinds}, $i, 1) ne 'g';
-	}
-	push @r, ('double precision') x (@{ $d{per_op} } / 2);
-	return @r;
+	my ($src, $nf, $keys, $result, $sums) = split /\|/, $line;
+	$analysed{$src} = {
+		nfilters => $nf,
+		keys => { map { split /:/ } split /,/, ($keys // '') },
+		result => [ split /,/, $result ],
+		sums => $sums ? [ split /,/, $sums ] : undef };
 }
+my @sources = sort keys %analysed;
+ok(@sources >= 10, scalar(@sources) . ' analysed sources');
 
-sub good_description
-{
-	my $tbl = pick(@tables);
-	my @cols = @{ $columns{$tbl} };
-	my %used;
-	# up to $n unused columns whose type matches, in random order
-	my $take = sub {
-		my ($n, $type) = @_;
-		my @out;
-		for my $c (shuffle @cols)
-		{
-			last if @out >= $n;
-			next if $c->[1] !~ $type || $used{ $c->[0] } || $c->[0] =~ /^(stats_reset|sampler_started)$/;
-			$used{ $c->[0] } = 1;
-			push @out, $c->[0];
-		}
-		return @out;
-	};
-	my %type = map { $_->[0] => $_->[1] } @cols;
-	my @keys = $take->(int(rand(3)), qr/^(text|oid|bigint|integer)$/);
-	my @vals = $take->(1 + int(rand(6)), qr/^(bigint|double precision)$/);
-	my $kinds = join '', map { chance(0.2) ? 'g' : $type{$_} eq 'bigint' ? 'c' : 't' } @vals;
-	my @attrs = $take->(int(rand(2)), qr/./);
-	my ($reset) = grep { !$used{$_} && chance(0.7) } map { $_->[0] }
-	  grep { $_->[0] =~ /^(stats_reset|sampler_started)$/ } @cols;
-	my @counters = map { $vals[$_] } grep { substr($kinds, $_, 1) ne 'g' } 0 .. $#vals;
-	my @per_op = (@counters >= 2 && chance(0.5)) ? @counters[ 0, 1 ] : ();
-	my @text_cols = map { $_->[0] } grep { $_->[1] eq 'text' } @cols;
-	my @filters = (@text_cols && chance(0.5)) ? (pick(@text_cols)) : ();
-	my @fvals = map { pick(undef, 'client backend', 'relation', 'postgres', 'nothing matches') } @filters;
-	my $group_by;
-	$group_by = [ grep { chance(0.5) } @keys ] if @keys && $kinds !~ /g/ && chance(0.3);
-	my (@xcols, @xvals);
-	if (@text_cols && chance(0.2))
-	{
-		@xcols = (pick(@text_cols));
-		@xvals = ('wal');
-	}
-	return (tbl => $tbl, keys => \@keys, vals => \@vals, kinds => $kinds,
-		attrs => \@attrs, reset => $reset, bytes_ops => [ (undef) x @vals ],
-		per_op => \@per_op, filter_cols => \@filters, filter_vals => \@fvals,
-		changed_only => pick('true', 'false'), group_by => $group_by,
-		exclude_cols => \@xcols, exclude_vals => \@xvals);
-}
-
-my @list_args = qw(keys vals attrs per_op filter_cols group_by exclude_cols exclude_vals bytes_ops);
-
-# One mutation of a description (and of its call's pieces).
-sub mutate
-{
-	my ($d, $sql) = @_;
-	my $what = int(rand(16));
-	if ($what == 0)    # a name replaced by an odd one
-	{
-		my $l = pick(grep { defined $d->{$_} && @{ $d->{$_} } } @list_args) // 'vals';
-		my $list = $d->{$l} //= [];
-		$list->[ int(rand(@$list || 1)) ] = odd_name();
-	}
-	elsif ($what == 1)    # a name twice, or in two lists
-	{
-		my @all = (@{ $d->{keys} }, @{ $d->{vals} }, @{ $d->{attrs} });
-		push @{ $d->{ pick('keys', 'vals', 'attrs', 'group_by') } //= [] }, pick(@all, 'ts') if @all;
-	}
-	elsif ($what == 2)    # a NULL element
-	{
-		push @{ $d->{ pick(@list_args) } //= [] }, undef;
-	}
-	elsif ($what == 3)    # kinds that do not match
-	{
-		$d->{kinds} = pick('', 'x' x length($d->{kinds}), $d->{kinds} . 'c',
-			substr($d->{kinds}, 1), 'g' x length($d->{kinds}), 'ĉ', $long);
-	}
-	elsif ($what == 4)    # 5000 repeated group_by names
-	{
-		$sql->{group_by} = "array_fill(" . lit(pick(@{ $d->{keys} }, 'backend_type', 'reads')) . "::text, ARRAY[5000])";
-	}
-	elsif ($what == 5)    # huge lists
-	{
-		my $l = pick(qw(keys vals attrs per_op filter_cols exclude_cols bytes_ops));
-		$sql->{$l} = "array_fill(" . lit(pick(@{ $d->{vals} }, 'reads', odd_name())) . "::text, ARRAY[" . pick(2000, 100_000) . "])";
-	}
-	elsif ($what == 6)    # a result type that is not the description's
-	{
-		my @r = @{ $sql->{result} };
-		my $how = int(rand(5));
-		if ($how == 0) { @r = ('integer') }
-		elsif ($how == 1) { pop @r }
-		elsif ($how == 2) { push @r, 'bigint' }
-		elsif ($how == 3) { $r[ int(rand(@r)) ] = pick('integer', 'text', 'numeric', 'bigint', 'boolean') }
-		else { @r = () }    # no column definition list
-		$sql->{result} = \@r;
-	}
-	elsif ($what == 7)    # a NULL argument
-	{
-		$sql->{ pick(qw(tbl from_ts to_ts keys vals kinds attrs reset_col bytes_ops bytes_unit per_op
-			  filter_cols filter_vals changed_only group_by exclude_cols exclude_vals)) } = 'NULL';
-	}
-	elsif ($what == 8)    # another relation
-	{
-		$sql->{tbl} = pick("'pg_catalog.pg_class'", '0', "'chronicle.snapshot'", "'chronicle.metric'",
-			"'pg_catalog.pg_class_oid_index'", "'chronicle.no_such_table'", '4294967295');
-	}
-	elsif ($what == 9)    # the bytes fallback, right or wrong
-	{
-		$d->{bytes_ops}[ int(rand(@{ $d->{bytes_ops} } || 1)) ] = pick(@{ $d->{vals} }, odd_name());
-		$sql->{bytes_unit} = lit(pick(@{ $d->{attrs} }, undef, odd_name()));
-	}
-	elsif ($what == 10)    # per_op odd or unknown
-	{
-		push @{ $d->{per_op} }, pick(@{ $d->{vals} }, odd_name());
-	}
-	elsif ($what == 11)    # group_by on a table without keys, or of gauges
-	{
-		$d->{group_by} = [ @{ $d->{keys} } ];
-		$d->{kinds} =~ s/^./g/ if chance(0.5);
-	}
-	elsif ($what == 12)    # filters and exclusions out of step
-	{
-		push @{ $d->{ pick('filter_cols', 'filter_vals', 'exclude_cols', 'exclude_vals') } },
-		  pick('backend_type', 'reads', odd_name());
-	}
-	elsif ($what == 13)    # 1001 exclusions
-	{
-		$sql->{exclude_cols} = "array_fill('backend_type'::text, ARRAY[1001])";
-		$sql->{exclude_vals} = "array_fill('x'::text, ARRAY[1001])";
-	}
-	elsif ($what == 14)    # a multidimensional array
-	{
-		$sql->{vals} = "ARRAY[" . join(', ', map { "ARRAY[" . lit($_) . ", " . lit($_) . "]" } @{ $d->{vals} }, 'reads') . "]::text[]";
-	}
-	# else: leave it valid (the window alone may be odd)
-}
+my @relations = ("'pg_catalog.pg_class'", '0', "'chronicle.snapshot'", "'chronicle.metric'",
+	"'pg_catalog.pg_class_oid_index'", "'chronicle.no_such_table'", '4294967295',
+	"'chronicle.io_history'", "'chronicle.wal_history'", "'chronicle.waits_history'");
 
 sub deltas_call
 {
-	my %d = good_description();
-	my %sql = (result => [ result_type(%d) ]);
-	mutate(\%d, \%sql) if chance(0.75);
-	mutate(\%d, \%sql) if chance(0.2);
-	my ($from, $to) = window();
-	my %arg = (
-		tbl => lit($d{tbl}), from_ts => $from, to_ts => $to,
-		keys => arr(@{ $d{keys} }), vals => arr(@{ $d{vals} }), kinds => lit($d{kinds}),
-		attrs => arr(@{ $d{attrs} }), reset_col => lit($d{reset}),
-		bytes_ops => arr(@{ $d{bytes_ops} }), bytes_unit => 'NULL', per_op => arr(@{ $d{per_op} }),
-		filter_cols => arr(@{ $d{filter_cols} }), filter_vals => arr(@{ $d{filter_vals} }),
-		changed_only => $d{changed_only},
-		group_by => defined $d{group_by} ? arr(@{ $d{group_by} }) : 'NULL',
-		exclude_cols => arr(@{ $d{exclude_cols} }), exclude_vals => arr(@{ $d{exclude_vals} }));
-	$arg{$_} = $sql{$_} for grep { $_ ne 'result' } keys %sql;
-	my @order = qw(tbl from_ts to_ts keys vals kinds attrs reset_col bytes_ops bytes_unit per_op
-	  filter_cols filter_vals changed_only group_by exclude_cols exclude_vals);
-	my @r = @{ $sql{result} };
-	return 'SELECT * FROM chronicle._deltas(' . join(', ', map { $arg{$_} } @order) . ')'
-	  . (@r ? ' AS d(' . join(', ', map { "c$_ $r[$_]" } 0 .. $#r) . ')' : '');
+	my $src = pick(@sources);
+	my $a = $analysed{$src};
+	my @keys = sort keys %{ $a->{keys} };
+	my %arg = (source => lit($src), changed_only => pick('true', 'false'));
+	($arg{from_ts}, $arg{to_ts}) = window();
+	$arg{filter_vals} = pick('NULL', arr(map { pick(undef, 'client backend', 'relation', 'postgres', 'IO', 'nothing matches') }
+			1 .. $a->{nfilters}));
+	my @result = @{ $a->{result} };
+	if (@keys && $a->{sums} && chance(0.3))
+	{
+		my @g = grep { chance(0.5) } @keys;
+		$arg{group_by} = arr(@g);
+		@result = (@{ $a->{sums} }[ 0 .. 2 ], (map { $a->{keys}{$_} } @g), @{ $a->{sums} }[ 3 .. $#{ $a->{sums} } ]);
+	}
+	if (chance(0.2))
+	{
+		my @text = grep { $a->{keys}{$_} eq 'text' } @keys;
+		($arg{exclude_cols}, $arg{exclude_vals}) = (arr(pick(@text, 'backend_type')), arr('wal')) if @text;
+	}
+	my $what = chance(0.75) ? int(rand(12)) : -1;
+	if ($what == 0) { $arg{source} = lit(pick(odd_name(), 'statements', 'os_process_io', 'wait', 'IO')) }
+	elsif ($what == 1) { $arg{filter_vals} = arr(map { pick('x', undef, $long) } 0 .. int(rand(6))) }
+	elsif ($what == 2) { $arg{filter_vals} = "array_fill('x'::text, ARRAY[" . pick(2000, 100_000) . "])" }
+	elsif ($what == 3) { $arg{group_by} = "array_fill(" . lit(pick(@keys, 'backend_type', 'reads')) . "::text, ARRAY[5000])" }
+	elsif ($what == 4) { $arg{group_by} = arr(pick(@keys, 'ts', 'reads', odd_name()), pick(@keys, odd_name())) }
+	elsif ($what == 5) { $arg{ pick(qw(source from_ts to_ts changed_only exclude_cols exclude_vals)) } = 'NULL' }
+	elsif ($what == 6) { $arg{tbl} = pick(@relations) }
+	elsif ($what == 7)
+	{
+		$arg{exclude_cols} = "array_fill('backend_type'::text, ARRAY[1001])";
+		$arg{exclude_vals} = "array_fill('x'::text, ARRAY[1001])";
+	}
+	elsif ($what == 8) { ($arg{exclude_cols}, $arg{exclude_vals}) = (arr(pick('reads', 'ts', odd_name())), arr(odd_name())) }
+	elsif ($what == 9) { $arg{filter_vals} = "ARRAY[ARRAY['x', 'y'], ARRAY['z', 'w']]::text[]" }
+	elsif ($what == 10)    # a result type that is not the source's
+	{
+		my $how = int(rand(5));
+		if ($how == 0) { @result = ('integer') }
+		elsif ($how == 1) { pop @result }
+		elsif ($how == 2) { push @result, 'bigint' }
+		elsif ($how == 3) { $result[ int(rand(@result)) ] = pick('integer', 'text', 'numeric', 'bigint', 'boolean') }
+		else { @result = () }    # no column definition list
+	}
+	elsif ($what == 11) { $arg{group_by} = arr() }
+	# else: leave it valid (the window alone may be odd)
+	my $fn = chance(0.15) ? '_ends' : '_deltas';
+	my @order = $fn eq '_ends' ? qw(source from_ts to_ts) : qw(source from_ts to_ts filter_vals changed_only);
+	my @given = map { $arg{$_} } @order;
+	push @given, map { "$_ => $arg{$_}" } grep { defined $arg{$_} }
+	  ($fn eq '_ends' ? ('tbl') : qw(group_by exclude_cols exclude_vals tbl));
+	return "SELECT * FROM chronicle.$fn(" . join(', ', @given) . ')'
+	  . (@result ? ' AS d(' . join(', ', map { "c$_ $result[$_]" } 0 .. $#result) . ')' : '');
 }
 
 # ----------------------------------------------------------------------
@@ -370,11 +263,11 @@ sub public_call
 # end it early.
 
 # First the inputs that crashed the server before 0.2.0: a single-row
-# table with snapshots but no row in the window, and a result shorter than
-# the description (its row was written past its end); 5000 repeated
+# source with snapshots but no row in the window, and a result shorter
+# than the description (its row was written past its end); 5000 repeated
 # group_by names (the type check array was sized from the keys).
-my $wal = q{'chronicle.wal_history', '2024-05-05', '2024-05-06', '{}', '{wal_records,wal_fpi,wal_bytes,wal_write_time}', 'ccct', '{}', 'stats_reset', '{NULL,NULL,NULL,NULL}', NULL, '{}', '{}', '{}', false};
-my $io = q{'chronicle.io_history', now() - interval '1 h', now(), '{backend_type,object,context}', '{reads}', 'c', '{}', NULL, '{NULL}', NULL, '{}', '{}', '{}', true};
+my $wal = q{'wal', '2024-05-05', '2024-05-06'};
+my $io = q{'io', now() - interval '1 h', now(), NULL, true};
 my @edges = (
 	"SELECT * FROM chronicle._deltas($wal) AS d(a integer)",
 	"SELECT * FROM chronicle._deltas($wal) AS d(a timestamptz, b timestamptz, c float8, d boolean)",
@@ -382,7 +275,7 @@ my @edges = (
 	"SELECT * FROM chronicle._deltas($io, array_fill('backend_type'::text, ARRAY[5000])) AS d("
 	  . join(', ', map { "c$_ text" } 1 .. 1000) . ')',
 	"SELECT * FROM chronicle._deltas($io, '{object,object}') AS d(a timestamptz, b timestamptz, c float8, d text, e text, r boolean, x bigint, y float8)",
-	"SELECT * FROM chronicle._deltas(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL) AS d(a integer)",
+	"SELECT * FROM chronicle._deltas(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL) AS d(a integer)",
 	"SELECT * FROM chronicle._deltas($io, NULL, array_fill('backend_type'::text, ARRAY[100000]), array_fill('x'::text, ARRAY[100000])) AS d(a integer)",
 );
 
