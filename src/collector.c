@@ -8,7 +8,7 @@
  * reading of every key (in a hash table, in the source's own memory
  * context; chronicle_emit_row() in emitter.c compares with it) and writes
  * only the rows that changed since then; a keyframe writes every row.  Each
- * source's rows are packed into one value (history.c), and the snapshot's
+ * source's rows are packed into one value (history.h), and the snapshot's
  * values of every source go into one row of chronicle.history: one tuple,
  * one index entry and one WAL record a snapshot, whatever the number of
  * rows.  The worker makes a keyframe at least every
@@ -40,29 +40,26 @@
  * (standby.c, which owns the record format), and written to the tables after promotion by
  * chronicle_write_ring(), in the order they were taken.
  *
+ * Before its sources a snapshot runs the housekeeping that is due: the
+ * partitions, and the rollups when no housekeeper runs them; that is
+ * housekeeping.c's, as the lock on the extension that the caller takes
+ * first is recorder.c's.  This file is the snapshot itself.
+ *
  * Copyright (c) 2026, pg_chronicle developers
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
-#include "access/genam.h"
-#include "access/htup_details.h"
-#include "access/table.h"
 #include "access/xact.h"
 #include "access/xlog.h"
-#include "catalog/pg_extension.h"
 #include "catalog/pg_type.h"
-#include "commands/extension.h"
 #include "executor/instrument.h"
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "pgstat.h"
-#include "storage/lmgr.h"
-#include "utils/array.h"
 #include "utils/builtins.h"
-#include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
@@ -71,6 +68,8 @@
 #include "collector.h"
 #include "emitter.h"
 #include "history.h"
+#include "housekeeper.h"
+#include "housekeeping.h"
 #include "pg_chronicle.h"
 #include "shared.h"
 #include "source.h"
@@ -78,20 +77,8 @@
 
 static ChronicleSourceState source_state[CHRONICLE_MAX_SOURCES];
 static SPIPlanPtr snapshot_plan = NULL;
-static TimestampTz next_maintenance = 0;
-static TimestampTz next_rollup = 0;
-static char rollup_logged[CHRONICLE_ERRMSG_LEN];	/* the last error logged */
-/*
- * The skips logged at the last housekeeping run, to log each once while it
- * repeats.  Kept across snapshots, so the list and its strings both live
- * in TopMemoryContext (remember_logged()): the per-snapshot context that
- * housekeeping runs in is reset after every snapshot.
- */
-static List *maintenance_logged = NIL;
 static bool keyframe_pending = true;	/* no previous reading to trust */
 static TimestampTz last_keyframe = 0;	/* the worker's latest keyframe */
-
-static bool error_ends_snapshot(int sqlerrcode);
 static int	ring_since_keyframe = 0;	/* ring snapshots since a keyframe */
 
 /* The worker's previous snapshot, for its clock (see the header). */
@@ -108,23 +95,6 @@ static instr_time clock_taken;
 
 /* A repeated identical error is logged again after this long. */
 #define CHRONICLE_RELOG_USECS	(10 * 60 * USECS_PER_SEC)
-/* Partitions are checked (and old ones dropped) at least this often, */
-#define CHRONICLE_MAINTENANCE_USECS	(60 * 60 * USECS_PER_SEC)
-/* and again after this long when something was skipped or failed. */
-#define CHRONICLE_MAINTENANCE_RETRY_USECS	(5 * 60 * USECS_PER_SEC)
-/*
- * The collector rolls up the complete minutes this often (a run costs
- * about as much for one minute as for five: rarer runs keep it out of the
- * snapshots' p99), at most this many minutes a run (a backlog is caught up
- * over runs).
- */
-#define CHRONICLE_ROLLUP_USECS	(5 * 60 * USECS_PER_SEC)
-
-/* Each of the intervals above, or chronicle.debug_housekeeping_interval. */
-#define HOUSEKEEPING_USECS(usecs) \
-	(chronicle_debug_housekeeping_ms > 0 ? \
-	 (int64) chronicle_debug_housekeeping_ms * 1000 : (int64) (usecs))
-#define CHRONICLE_ROLLUP_MAX_MINUTES	30
 
 static void
 source_state_init(int i)
@@ -183,126 +153,9 @@ chronicle_forget_previous(void)
 	if (snapshot_plan)
 		SPI_freeplan(snapshot_plan);
 	snapshot_plan = NULL;
-	next_maintenance = 0;
 	keyframe_pending = true;
 	/* A new recording in this database checks its partitions at once. */
-	if (chronicle_shared())
-	{
-		ChronicleShared *shared = chronicle_shared();
-
-		SpinLockAcquire(&shared->mutex);
-		if (shared->maint_db == MyDatabaseId)
-			shared->maint_next = 0;
-		SpinLockRelease(&shared->mutex);
-	}
-}
-
-/*
- * The version of pg_chronicle installed in the database we are connected to
- * (palloc'd) and its oid, or NULL and InvalidOid when it is not installed.
- */
-static char *
-extension_lookup(Oid *extoid)
-{
-	Relation	rel;
-	ScanKeyData key;
-	SysScanDesc scan;
-	HeapTuple	tup;
-	char	   *version = NULL;
-
-	*extoid = InvalidOid;
-	rel = table_open(ExtensionRelationId, AccessShareLock);
-	ScanKeyInit(&key, Anum_pg_extension_extname, BTEqualStrategyNumber,
-				F_NAMEEQ, CStringGetDatum("pg_chronicle"));
-	scan = systable_beginscan(rel, ExtensionNameIndexId, true, NULL, 1, &key);
-	tup = systable_getnext(scan);
-	if (HeapTupleIsValid(tup))
-	{
-		bool		isnull;
-		Datum		d = heap_getattr(tup, Anum_pg_extension_extversion,
-									 RelationGetDescr(rel), &isnull);
-
-		*extoid = ((Form_pg_extension) GETSTRUCT(tup))->oid;
-		if (!isnull)
-			version = text_to_cstring(DatumGetTextPP(d));
-	}
-	systable_endscan(scan);
-	table_close(rel, AccessShareLock);
-	return version;
-}
-
-/*
- * The version of pg_chronicle installed in the database we are connected to
- * (palloc'd) and its oid, or NULL and InvalidOid when it is not installed;
- * when it is, the extension itself is locked (SHARE) until the end of the
- * transaction.  Every snapshot calls this first, before it touches any
- * table of the extension.
- *
- * Why the lock: DROP EXTENSION locks the extension (ACCESS EXCLUSIVE, in
- * get_object_address()) before any of its objects, then locks its tables
- * one by one as it finds them, chronicle.snapshot among the first.  A
- * snapshot locks the history tables one by one and chronicle.snapshot
- * last.  Without a lock on the extension, a DROP that began during a
- * snapshot could hold chronicle.snapshot and wait for a history table the
- * snapshot held, while the snapshot waited for chronicle.snapshot: a
- * deadlock, and the DROP or the snapshot failed.  With it, a DROP waits
- * for the snapshot in progress, and the next snapshot waits for the DROP
- * and then finds the extension gone.  SHARE rather than ACCESS SHARE: it
- * also conflicts with SHARE UPDATE EXCLUSIVE, which COMMENT ON EXTENSION
- * takes, so that an update script beginning with that statement waits for
- * the snapshot in progress and holds off the next ones (ALTER EXTENSION
- * UPDATE itself locks nothing).  Snapshots do not conflict with each other.
- *
- * The oid found last is locked first, so that the usual snapshot costs one
- * catalog look-up; the look-up after the lock (which accepts the pending
- * invalidations) tells whether it is still the installed extension.  When
- * not (dropped, or dropped and created again), the lock is moved to the
- * oid found and the look-up repeated, as get_object_address() does.
- *
- * After a new build is installed and the server restarted, the library is
- * newer than the SQL objects until ALTER EXTENSION pg_chronicle UPDATE:
- * writing its rows into the old tables would fail or, worse, misplace
- * values.  The collector and chronicle.snapshot() compare the version with
- * PG_CHRONICLE_VERSION and wait instead.  Must be called inside a
- * transaction, not during recovery.
- */
-char *
-chronicle_extension_lock(Oid *extoid)
-{
-	static Oid	guess = InvalidOid;
-	Oid			locked = InvalidOid;
-
-	if (OidIsValid(guess))
-	{
-		LockDatabaseObject(ExtensionRelationId, guess, 0, ShareLock);
-		locked = guess;
-	}
-	for (;;)
-	{
-		Oid			found;
-		char	   *version = extension_lookup(&found);
-
-		if (found == locked)
-		{
-			guess = found;
-			*extoid = found;
-			return version;
-		}
-		/* Not (or no longer) the installed one: lock the one found. */
-		if (OidIsValid(locked))
-			UnlockDatabaseObject(ExtensionRelationId, locked, 0, ShareLock);
-		locked = InvalidOid;
-		if (version)
-			pfree(version);
-		if (!OidIsValid(found))
-		{
-			guess = InvalidOid;
-			*extoid = InvalidOid;
-			return NULL;
-		}
-		LockDatabaseObject(ExtensionRelationId, found, 0, ShareLock);
-		locked = found;
-	}
+	chronicle_maintenance_due();
 }
 
 /*
@@ -382,291 +235,6 @@ report_source_error(const ChronicleSource *src, ChronicleSourceState *st,
 		st->last_logged = now;
 	}
 	strlcpy(st->last_error, edata->message, CHRONICLE_ERRMSG_LEN);
-}
-
-/* A housekeeping query (a SELECT of one of its functions), through SPI. */
-static void
-housekeeping_query(const char *query)
-{
-	int			ret = SPI_execute(query, false, 0);
-
-	if (ret != SPI_OK_SELECT)
-		elog(ERROR, "%s failed: %s", query, SPI_result_code_string(ret));
-}
-
-/*
- * The end of a housekeeping subtransaction (maintain_partitions() and
- * maintain_rollups() run in one of their own): back in cxt, under the
- * caller's resource owner.
- */
-static void
-housekeeping_commit(MemoryContext cxt, ResourceOwner owner)
-{
-	ReleaseCurrentSubTransaction();
-	MemoryContextSwitchTo(cxt);
-	CurrentResourceOwner = owner;
-}
-
-/*
- * Its failure, in PG_CATCH: the error copied into cxt and the
- * subtransaction rolled back.  A cancel, a statement timeout or a shutdown
- * ends the snapshot here as in a source (rethrown); a lock not granted
- * within housekeeping's own lock_timeout is only a failed run of it, which
- * the caller counts and logs.
- */
-static ErrorData *
-housekeeping_abort(MemoryContext cxt, ResourceOwner owner)
-{
-	ErrorData  *edata;
-
-	MemoryContextSwitchTo(cxt);
-	edata = CopyErrorData();
-	FlushErrorState();
-	RollbackAndReleaseCurrentSubTransaction();
-	MemoryContextSwitchTo(cxt);
-	CurrentResourceOwner = owner;
-	if (edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE &&
-		error_ends_snapshot(edata->sqlerrcode))
-		ReThrowError(edata);
-	return edata;
-}
-
-/*
- * Replace maintenance_logged with a copy of skips made in TopMemoryContext:
- * cells and strings alike (lappend allocates its cells in the current
- * context, which here is the snapshot's).
- */
-static void
-remember_logged(List *skips)
-{
-	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
-	ListCell   *lc;
-
-	list_free_deep(maintenance_logged);
-	maintenance_logged = NIL;
-	foreach(lc, skips)
-		maintenance_logged = lappend(maintenance_logged, pstrdup(lfirst(lc)));
-	MemoryContextSwitchTo(old);
-}
-
-/*
- * Housekeeping: chronicle._maintain() creates the partitions of the coming
- * days and drops the expired ones.  It must never stop the recording nor
- * stall it: it runs in a subtransaction of its own, so that nothing it does
- * can abort the snapshot; each of its DDL statements is a subtransaction of
- * its own under a short lock_timeout, and a partition it could not create
- * or drop (a lock not granted in time, a view that depends on it, ...) is
- * skipped, counted in chronicle.status(), logged once while it stays
- * skipped, and tried again at the next run, which then comes sooner.
- * Snapshots whose day partition is missing land in the default partition.
- */
-static void
-maintain_partitions(TimestampTz now, MemoryContext cxt, ChronicleCollector by)
-{
-	ChronicleShared *shared = chronicle_shared();
-	ResourceOwner oldowner = CurrentResourceOwner;
-	int64		created = 0;
-	int64		dropped = 0;
-	int64		skipped = 0;
-	List	   *skips = NIL;
-	ListCell   *lc;
-	char	   *reason = NULL;
-	bool		failed = false;
-
-	if (now < next_maintenance)
-		return;
-
-	/*
-	 * Housekeeping is per database, not per session: when another session
-	 * (the collector, a pg_cron job) ran it in this database and does not
-	 * want the next run yet, a snapshot from SQL in a new session does not
-	 * run it again, nor wait for a run in progress.  The collector keeps
-	 * its own schedule: it runs housekeeping when it starts.
-	 */
-	if (shared && by == CHRONICLE_BY_SQL)
-	{
-		bool		recent;
-
-		SpinLockAcquire(&shared->mutex);
-		recent = shared->maint_db == MyDatabaseId && now < shared->maint_next;
-		SpinLockRelease(&shared->mutex);
-		if (recent)
-			return;
-	}
-
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(cxt);
-
-	PG_TRY();
-	{
-		housekeeping_query("SELECT action, relation, ok, code, message"
-						   " FROM chronicle._maintain(NULL)");
-		for (uint64 r = 0; r < SPI_processed; r++)
-		{
-			HeapTuple	tup = SPI_tuptable->vals[r];
-			TupleDesc	desc = SPI_tuptable->tupdesc;
-			bool		isnull;
-			char	   *action = SPI_getvalue(tup, desc, 1);
-			char	   *relation = SPI_getvalue(tup, desc, 2);
-			char	   *code;
-			char	   *message;
-
-			if (DatumGetBool(SPI_getbinval(tup, desc, 3, &isnull)))
-			{
-				if (strcmp(action, "create") == 0)
-					created++;
-				else
-					dropped++;
-				continue;
-			}
-			code = SPI_getvalue(tup, desc, 4);
-			message = SPI_getvalue(tup, desc, 5);
-			if (relation == NULL)
-			{
-				/* the run as a whole: another one held it up */
-				failed = true;
-				reason = MemoryContextStrdup(cxt,
-											 psprintf("housekeeping skipped: %s",
-													  message ? message : "?"));
-			}
-			else
-			{
-				skipped++;
-				reason = MemoryContextStrdup(cxt,
-											 psprintf("could not %s %s%s.%s: %s",
-													  action,
-													  strcmp(action, "prune") == 0 ? "" : "partition ",
-													  CHRONICLE_SCHEMA, relation,
-													  message ? message : "?"));
-			}
-			/* the SQLSTATE first, for the log line */
-			skips = lappend(skips,
-							MemoryContextStrdup(cxt,
-												psprintf("%s%s",
-														 code && strlen(code) == 5 ? code : "XX000",
-														 reason)));
-		}
-		housekeeping_commit(cxt, oldowner);
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata = housekeeping_abort(cxt, oldowner);
-
-		/* Whatever it had done was rolled back with it. */
-		created = dropped = skipped = 0;
-		failed = true;
-		reason = psprintf("housekeeping failed: %s", edata->message);
-		/* Logged once per distinct message, as a skip is. */
-		skips = list_make1(psprintf("%s%s", unpack_sql_state(edata->sqlerrcode),
-									reason));
-		FreeErrorData(edata);
-	}
-	PG_END_TRY();
-
-	/* Log what was not logged at the previous run. */
-	foreach(lc, skips)
-	{
-		char	   *s = lfirst(lc);
-		bool		logged = false;
-		ListCell   *lc2;
-
-		foreach(lc2, maintenance_logged)
-		{
-			if (strcmp(lfirst(lc2), s) == 0)
-				logged = true;
-		}
-		if (logged)
-			continue;
-		ereport(WARNING,
-				(errcode(MAKE_SQLSTATE(s[0], s[1], s[2], s[3], s[4])),
-				 errmsg("pg_chronicle: %s", s + 5),
-				 errhint("Recording goes on; housekeeping tries again in %d minutes "
-						 "and says this once while it repeats.  chronicle.status() counts it.",
-						 (int) (CHRONICLE_MAINTENANCE_RETRY_USECS / USECS_PER_MINUTE))));
-	}
-	remember_logged(skips);
-
-	if (shared)
-	{
-		SpinLockAcquire(&shared->mutex);
-		shared->maint_last = now;
-		shared->maint_created += created;
-		shared->maint_dropped += dropped;
-		shared->maint_skipped += skipped;
-		if (failed)
-			shared->maint_errors++;
-		if (reason)
-			strlcpy(shared->maint_last_error, reason, CHRONICLE_ERRMSG_LEN);
-		SpinLockRelease(&shared->mutex);
-	}
-	next_maintenance = now + HOUSEKEEPING_USECS(failed || skipped > 0 ?
-												CHRONICLE_MAINTENANCE_RETRY_USECS :
-												CHRONICLE_MAINTENANCE_USECS);
-	if (shared)
-	{
-		SpinLockAcquire(&shared->mutex);
-		shared->maint_db = MyDatabaseId;
-		shared->maint_next = next_maintenance;
-		SpinLockRelease(&shared->mutex);
-	}
-}
-
-/*
- * The rollup (src/sql/60_rollups.sql): every five minutes,
- * chronicle._rollup() aggregates the complete minutes of the history into
- * chronicle.rollup_minute and rollup_hour.  It must never stop nor stall
- * the recording: it runs in the housekeeper, a process of its own
- * (housekeeper.c), and in the collector before a snapshot only when no
- * housekeeper runs (no background worker slot was free).  In a
- * subtransaction of its own, it takes no lock a writer waits for (it only
- * reads the history and writes the rollup tables; a second run in the
- * database returns at once), and does at most CHRONICLE_ROLLUP_MAX_MINUTES
- * minutes a run.  A failure is logged once while it repeats, and retried
- * at the next run.  SPI connected, in a transaction.
- */
-void
-chronicle_maintain_rollups(TimestampTz now)
-{
-	MemoryContext cxt = CurrentMemoryContext;
-	ResourceOwner oldowner = CurrentResourceOwner;
-
-	if (now < next_rollup)
-		return;
-	next_rollup = now + HOUSEKEEPING_USECS(CHRONICLE_ROLLUP_USECS);
-
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(cxt);
-
-	PG_TRY();
-	{
-		housekeeping_query(psprintf("SELECT * FROM chronicle._rollup(%d)",
-									CHRONICLE_ROLLUP_MAX_MINUTES));
-		housekeeping_commit(cxt, oldowner);
-		rollup_logged[0] = '\0';
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata = housekeeping_abort(cxt, oldowner);
-
-		if (strncmp(rollup_logged, edata->message, CHRONICLE_ERRMSG_LEN - 1) != 0)
-		{
-			ereport(WARNING,
-					(errcode(edata->sqlerrcode),
-					 errmsg("pg_chronicle: rollup failed: %s", edata->message),
-					 errhint("Recording goes on; the rollup is tried again in five minutes "
-							 "and says this once while it repeats.")));
-			strlcpy(rollup_logged, edata->message, CHRONICLE_ERRMSG_LEN);
-		}
-		FreeErrorData(edata);
-	}
-	PG_END_TRY();
-}
-
-/* When chronicle_maintain_rollups() runs next in this process. */
-TimestampTz
-chronicle_next_rollup(void)
-{
-	return next_rollup;
 }
 
 /*
@@ -784,39 +352,101 @@ debug_fail(const ChronicleSource *src, const char *point)
 }
 
 /*
- * Is this error the snapshot's rather than the source's?  A cancel, a
- * statement, lock or transaction timeout, a shutdown, a recovery conflict
- * or a serialization failure asks for the end of the statement or the
- * transaction; swallowing it in a source's subtransaction would let the
- * snapshot go on and commit.  So would any error raised while a cancel or
- * a termination is pending.
+ * Set up em for a reading of source i: the reading's table in the source's
+ * other memory context, sized for as many keys as the previous reading;
+ * the queued rows' arrays in snapcxt, which is the current context after.
  */
-static bool
-error_ends_snapshot(int sqlerrcode)
+static void
+emitter_begin(ChronicleEmitter *em, int i, MemoryContext snapcxt,
+			  bool keyframe, StringInfo ring)
 {
-	if (QueryCancelPending || ProcDiePending)
-		return true;
-	switch (ERRCODE_TO_CATEGORY(sqlerrcode))
+	const ChronicleSource *src = chronicle_sources[i];
+	ChronicleSourceState *st = &source_state[i];
+	HASHCTL		ctl;
+
+	/* Start the next reading in the other memory context. */
+	MemoryContextReset(st->cxt[1 - st->cur]);
+	memset(em, 0, sizeof(*em));
+	em->source = src;
+	em->state = st;
+	em->ring = ring;
+	em->source_index = i;
+	em->keyframe = keyframe || st->prev == NULL;
+	ctl.keysize = CHRONICLE_KEY_LEN;
+	ctl.entrysize = sizeof(ChronicleRow);
+	ctl.hcxt = st->cxt[1 - st->cur];
+	/* sized for as many keys as the previous reading: it will not grow */
+	em->next = hash_create("chronicle reading",
+						   st->prev ? Max(hash_get_num_entries(st->prev), 64) : 64,
+						   &ctl, HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+	em->maxrows = 64;
+	MemoryContextSwitchTo(snapcxt);
+	for (int c = 0; c < src->ncolumns; c++)
 	{
-		case ERRCODE_OPERATOR_INTERVENTION: /* 57: cancel, statement_timeout,
-											 * shutdown, database dropped */
-		case ERRCODE_TRANSACTION_ROLLBACK:	/* 40: serialization failure,
-											 * deadlock, recovery conflict */
-			return true;
-		default:
-			break;
+		em->values[c] = palloc(sizeof(Datum) * em->maxrows);
+		em->nulls[c] = palloc(sizeof(bool) * em->maxrows);
 	}
-	return sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE ||	/* lock_timeout */
-		sqlerrcode == ERRCODE_IDLE_IN_TRANSACTION_SESSION_TIMEOUT ||
-		sqlerrcode == ERRCODE_TRANSACTION_TIMEOUT;
+	initStringInfo(&em->keybuf);
+}
+
+/*
+ * Source i's rows were written: its reading becomes the previous one, and
+ * a source that had failed records again.
+ */
+static void
+source_written(int i, ChronicleEmitter *em, ChronicleCollector by)
+{
+	const ChronicleSource *src = chronicle_sources[i];
+	ChronicleSourceState *st = &source_state[i];
+
+	/* The new reading becomes the previous one. */
+	MemoryContextReset(st->cxt[st->cur]);
+	st->cur = 1 - st->cur;
+	st->prev = em->next;
+
+	if (st->failures > 0 && by == CHRONICLE_BY_WORKER)
+		ereport(LOG,
+				(errmsg("pg_chronicle: source \"%s\" recording again after %d failures",
+						src->name, st->failures)));
+	st->failures = 0;
+	st->last_error[0] = '\0';
+}
+
+/*
+ * Source i failed at now with edata, its subtransaction rolled back and
+ * its reading dropped: counted, backed off from and reported.
+ */
+static void
+source_failed(int i, ErrorData *edata, ChronicleCollector by, TimestampTz now)
+{
+	const ChronicleSource *src = chronicle_sources[i];
+	ChronicleSourceState *st = &source_state[i];
+	ChronicleShared *shared = chronicle_shared();
+
+	/* Key ids it added to the dictionary were rolled back with it. */
+	chronicle_history_forget(i);
+
+	st->failures++;
+	st->skip = Min(1 << Min(st->failures - 1, 6), CHRONICLE_MAX_BACKOFF) - 1;
+	report_source_error(src, st, edata, by, now);
+
+	if (shared)
+	{
+		SpinLockAcquire(&shared->mutex);
+		shared->sources[i].errors++;
+		shared->sources[i].last_error_time = now;
+		strlcpy(shared->sources[i].last_error, edata->message,
+				CHRONICLE_ERRMSG_LEN);
+		SpinLockRelease(&shared->mutex);
+	}
 }
 
 /*
  * Collect one source, inside a subtransaction: its changed rows packed
  * into *packed (NULL when none), or serialized into the ring.  Returns the
  * number of rows, or -1 on failure.  An error that ends the snapshot
- * (error_ends_snapshot) is re-thrown once the subtransaction is rolled
- * back.
+ * (chronicle_error_ends_snapshot()) is re-thrown once the subtransaction
+ * is rolled back.
  */
 static int64
 collect_source(int i, MemoryContext snapcxt, TimestampTz ts, bool keyframe,
@@ -827,35 +457,11 @@ collect_source(int i, MemoryContext snapcxt, TimestampTz ts, bool keyframe,
 	ChronicleShared *shared = chronicle_shared();
 	ResourceOwner oldowner = CurrentResourceOwner;
 	ChronicleEmitter em;
-	HASHCTL		ctl;
 	int			ringlen;
 	volatile int64 rows = -1;
 
 	source_state_init(i);
-
-	/* Start the next reading in the other memory context. */
-	MemoryContextReset(st->cxt[1 - st->cur]);
-	memset(&em, 0, sizeof(em));
-	em.source = src;
-	em.state = st;
-	em.ring = ring;
-	em.source_index = i;
-	em.keyframe = keyframe || st->prev == NULL;
-	ctl.keysize = CHRONICLE_KEY_LEN;
-	ctl.entrysize = sizeof(ChronicleRow);
-	ctl.hcxt = st->cxt[1 - st->cur];
-	/* sized for as many keys as the previous reading: it will not grow */
-	em.next = hash_create("chronicle reading",
-						  st->prev ? Max(hash_get_num_entries(st->prev), 64) : 64,
-						  &ctl, HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
-	em.maxrows = 64;
-	MemoryContextSwitchTo(snapcxt);
-	for (int c = 0; c < src->ncolumns; c++)
-	{
-		em.values[c] = palloc(sizeof(Datum) * em.maxrows);
-		em.nulls[c] = palloc(sizeof(bool) * em.maxrows);
-	}
-	initStringInfo(&em.keybuf);
+	emitter_begin(&em, i, snapcxt, keyframe, ring);
 
 	ringlen = ring ? ring->len : 0;
 	BeginInternalSubTransaction(NULL);
@@ -872,19 +478,9 @@ collect_source(int i, MemoryContext snapcxt, TimestampTz ts, bool keyframe,
 		MemoryContextSwitchTo(snapcxt);
 		CurrentResourceOwner = oldowner;
 
-		/* The new reading becomes the previous one. */
-		MemoryContextReset(st->cxt[st->cur]);
-		st->cur = 1 - st->cur;
-		st->prev = em.next;
+		source_written(i, &em, by);
 		rows = em.nrows;
 		*packed = em.packed;
-
-		if (st->failures > 0 && by == CHRONICLE_BY_WORKER)
-			ereport(LOG,
-					(errmsg("pg_chronicle: source \"%s\" recording again after %d failures",
-							src->name, st->failures)));
-		st->failures = 0;
-		st->last_error[0] = '\0';
 	}
 	PG_CATCH();
 	{
@@ -902,28 +498,13 @@ collect_source(int i, MemoryContext snapcxt, TimestampTz ts, bool keyframe,
 		MemoryContextReset(st->cxt[1 - st->cur]);
 
 		/* A cancel, a timeout, a shutdown: the whole snapshot ends here. */
-		if (error_ends_snapshot(edata->sqlerrcode))
+		if (chronicle_error_ends_snapshot(edata->sqlerrcode))
 			ReThrowError(edata);
 
 		/* nor half of it serialized into the ring record */
 		if (ring)
 			ring->len = ringlen;
-		/* Key ids it added to the dictionary were rolled back with it. */
-		chronicle_history_forget(i);
-
-		st->failures++;
-		st->skip = Min(1 << Min(st->failures - 1, 6), CHRONICLE_MAX_BACKOFF) - 1;
-		report_source_error(src, st, edata, by, now);
-
-		if (shared)
-		{
-			SpinLockAcquire(&shared->mutex);
-			shared->sources[i].errors++;
-			shared->sources[i].last_error_time = now;
-			strlcpy(shared->sources[i].last_error, edata->message,
-					CHRONICLE_ERRMSG_LEN);
-			SpinLockRelease(&shared->mutex);
-		}
+		source_failed(i, edata, by, now);
 		FreeErrorData(edata);
 	}
 	PG_END_TRY();
@@ -939,74 +520,26 @@ collect_source(int i, MemoryContext snapcxt, TimestampTz ts, bool keyframe,
 }
 
 /*
- * Take one snapshot of every enabled source.  The caller provides the
- * transaction and the SPI connection.  segment is the start of the
- * recording this snapshot continues, 0 to let the collector decide.
+ * The snapshot's ts, and the segment it belongs to when the caller did not
+ * say (*segment 0): the wall clock, kept increasing (see the header).
+ * *taken is when, on the monotonic clock.
  */
-ChronicleSnapshotResult
-chronicle_take_snapshot(ChronicleCollector by, TimestampTz segment,
-						bool keyframe)
+static TimestampTz
+snapshot_time(ChronicleCollector by, bool in_ring, bool newsegment,
+			  TimestampTz *segment, instr_time *taken)
 {
-	ChronicleSnapshotResult result = {0};
-	ChronicleShared *shared = chronicle_shared();
-	MemoryContext oldcxt = CurrentMemoryContext;
-	MemoryContext snapcxt;
-	instr_time	start,
-				taken,
-				duration;
-	int64		wal_start = pgWalUsage.wal_bytes;
-	double		duration_ms;
-	TimestampTz ts;
-	StringInfo	ring = NULL;
-	bool		newsegment = (segment == 0);
-	bool		lost = false;
-	bytea	   *packed[CHRONICLE_MAX_SOURCES];
-	bool		collected[CHRONICLE_MAX_SOURCES];
-	bool		any_rows = false;
+	TimestampTz ts = GetCurrentTimestamp();
 
-	INSTR_TIME_SET_CURRENT(start);
-
-	/*
-	 * From SQL, the key ids this backend cached may have been rolled back
-	 * with an earlier caller's transaction: read them again.
-	 */
-	if (by == CHRONICLE_BY_SQL)
-		chronicle_history_forget(-1);
-
-	snapcxt = AllocSetContextCreate(CurrentMemoryContext, "chronicle snapshot",
-									ALLOCSET_DEFAULT_SIZES);
-	MemoryContextSwitchTo(snapcxt);
-
-	/* In recovery, the worker's snapshots go to the standby ring. */
-	if (by == CHRONICLE_BY_WORKER && RecoveryInProgress())
-	{
-		ring = makeStringInfo();
-		chronicle_ring_record_begin(ring);
-		if (++ring_since_keyframe >= CHRONICLE_RING_KEYFRAME_EVERY)
-			keyframe = true;
-	}
-	else
-	{
-		maintain_partitions(GetCurrentTimestamp(), snapcxt, by);
-		if (by == CHRONICLE_BY_WORKER && !chronicle_housekeeper_running())
-			chronicle_maintain_rollups(GetCurrentTimestamp());
-	}
-
-	/*
-	 * The snapshot's time is taken after the housekeeping (its cost is still
-	 * counted in duration_ms), right before the sources are read.
-	 */
-	ts = GetCurrentTimestamp();
-	INSTR_TIME_SET_CURRENT(taken);
+	INSTR_TIME_SET_CURRENT(*taken);
 
 	/*
 	 * The worker's next snapshot in its segment: if the wall clock advanced
 	 * by less than half of the time that passed, it was stepped back; ts
 	 * advances by the time that passed instead (see the header).
 	 */
-	if (by == CHRONICLE_BY_WORKER && !newsegment && segment == clock_segment)
+	if (by == CHRONICLE_BY_WORKER && !newsegment && *segment == clock_segment)
 	{
-		instr_time	elapsed = taken;
+		instr_time	elapsed = *taken;
 		int64		elapsed_us;
 
 		INSTR_TIME_SUBTRACT(elapsed, clock_taken);
@@ -1020,7 +553,7 @@ chronicle_take_snapshot(ChronicleCollector by, TimestampTz segment,
 	 * latest snapshot recorded; a snapshot from SQL continues the latest
 	 * segment when the server took it and the clock has moved on since.
 	 */
-	if (ring == NULL && segment == 0)
+	if (!in_ring && *segment == 0)
 	{
 		TimestampTz latest_ts,
 					latest_segment;
@@ -1031,18 +564,18 @@ chronicle_take_snapshot(ChronicleCollector by, TimestampTz segment,
 			if (ts <= latest_ts)
 				ts = latest_ts + 1;
 			else if (by == CHRONICLE_BY_SQL && since_start)
-				segment = latest_segment;
+				*segment = latest_segment;
 		}
 	}
-	ts = unique_ts(ts);
+	return unique_ts(ts);
+}
 
-	/* A worker outside this transaction must see fresh numbers. */
-	pgstat_clear_snapshot();
-
-	if (segment == 0)
-		segment = ts;
-	result.ts = ts;
-	result.segment = segment;
+/* Is the snapshot at ts a keyframe?  keyframe: the caller asks for one. */
+static bool
+snapshot_keyframe(ChronicleCollector by, bool keyframe, bool in_ring,
+				  bool newsegment, TimestampTz ts)
+{
+	ChronicleShared *shared = chronicle_shared();
 
 	/*
 	 * A new recording starts with a keyframe: its sparse rows could not be
@@ -1062,11 +595,26 @@ chronicle_take_snapshot(ChronicleCollector by, TimestampTz segment,
 	keyframe |= keyframe_pending;
 
 	/* The worker's periodic keyframe bounds every look back (the header). */
-	if (by == CHRONICLE_BY_WORKER && ring == NULL &&
+	if (by == CHRONICLE_BY_WORKER && !in_ring &&
 		chronicle_keyframe_interval > 0 &&
 		ts - last_keyframe >= (int64) chronicle_keyframe_interval * USECS_PER_SEC)
 		keyframe = true;
-	result.keyframe = keyframe;
+	return keyframe;
+}
+
+/*
+ * Collect every enabled source that is not backing off, into packed[i]
+ * (or the ring); collected[i] when source i's rows were written.  The
+ * rows and errors are counted in *result.  Returns whether any source
+ * has rows to write.
+ */
+static bool
+collect_sources(ChronicleCollector by, MemoryContext snapcxt, StringInfo ring,
+				ChronicleSnapshotResult *result, bytea **packed,
+				bool *collected)
+{
+	ChronicleShared *shared = chronicle_shared();
+	bool		any_rows = false;
 
 	for (int i = 0; i < chronicle_nsources; i++)
 	{
@@ -1103,19 +651,154 @@ chronicle_take_snapshot(ChronicleCollector by, TimestampTz segment,
 				shared->sources[i].skipped++;
 				SpinLockRelease(&shared->mutex);
 			}
-			result.errors++;
+			result->errors++;
 			continue;
 		}
-		rows = collect_source(i, snapcxt, ts, keyframe, by, ring, &packed[i]);
+		rows = collect_source(i, snapcxt, result->ts, result->keyframe, by,
+							  ring, &packed[i]);
 		if (rows < 0)
-			result.errors++;
+			result->errors++;
 		else
 		{
-			result.rows += rows;
+			result->rows += rows;
 			collected[i] = true;
 			any_rows |= (packed[i] != NULL);
 		}
 	}
+	return any_rows;
+}
+
+/*
+ * A snapshot in recovery: its ring record closed and appended to the
+ * standby ring.  False when the ring could not take it.
+ */
+static bool
+ring_record_end(StringInfo ring, const ChronicleSnapshotResult *result,
+				double duration_ms, bool newsegment)
+{
+	ChronicleRingRecord rec;
+
+	memset(&rec, 0, sizeof(rec));
+	rec.nrows = (uint32) result->rows;
+	rec.ts = result->ts;
+	rec.duration_ms = duration_ms;
+	rec.errors = result->errors;
+	rec.keyframe = result->keyframe;
+	rec.newsegment = newsegment;
+	chronicle_ring_record_end(ring, &rec);
+	if (!chronicle_ring_append(ring->data, ring->len, result->ts))
+		return false;			/* too large: the next one must be full */
+	if (result->keyframe)
+		ring_since_keyframe = 0;
+	return true;
+}
+
+/* The snapshot counted in the shared state, for chronicle.status(). */
+static void
+snapshot_count(const ChronicleSnapshotResult *result, double duration_ms,
+			   int64 wal_start)
+{
+	ChronicleShared *shared = chronicle_shared();
+
+	if (shared)
+	{
+		SpinLockAcquire(&shared->mutex);
+		shared->last_snapshot = result->ts;
+		shared->snapshots++;
+		shared->rows += result->rows;
+		shared->wal_bytes += (int64) (pgWalUsage.wal_bytes - wal_start);
+		shared->cost_us[shared->cost_next % CHRONICLE_COST_SLOTS] = duration_ms * 1000.0;
+		shared->cost_next++;
+		SpinLockRelease(&shared->mutex);
+	}
+}
+
+/*
+ * What comes before the sources are read.  In recovery, the worker's
+ * snapshots go to the standby ring: the record begun (returned), and every
+ * CHRONICLE_RING_KEYFRAME_EVERY one a keyframe (*keyframe).  Else the
+ * housekeeping that is due runs (in snapcxt), and NULL is returned.
+ */
+static StringInfo
+snapshot_begin(ChronicleCollector by, MemoryContext snapcxt, bool *keyframe)
+{
+	StringInfo	ring = NULL;
+
+	/* In recovery, the worker's snapshots go to the standby ring. */
+	if (by == CHRONICLE_BY_WORKER && RecoveryInProgress())
+	{
+		ring = makeStringInfo();
+		chronicle_ring_record_begin(ring);
+		if (++ring_since_keyframe >= CHRONICLE_RING_KEYFRAME_EVERY)
+			*keyframe = true;
+	}
+	else
+	{
+		chronicle_maintain_partitions(GetCurrentTimestamp(), snapcxt,
+									  by == CHRONICLE_BY_SQL);
+		if (by == CHRONICLE_BY_WORKER && !chronicle_housekeeper_running())
+			chronicle_maintain_rollups(GetCurrentTimestamp());
+	}
+	return ring;
+}
+
+/*
+ * Take one snapshot of every enabled source.  The caller provides the
+ * transaction and the SPI connection.  segment is the start of the
+ * recording this snapshot continues, 0 to let the collector decide.
+ */
+ChronicleSnapshotResult
+chronicle_take_snapshot(ChronicleCollector by, TimestampTz segment,
+						bool keyframe)
+{
+	ChronicleSnapshotResult result = {0};
+	MemoryContext oldcxt = CurrentMemoryContext;
+	MemoryContext snapcxt;
+	instr_time	start,
+				taken,
+				duration;
+	int64		wal_start = pgWalUsage.wal_bytes;
+	double		duration_ms;
+	TimestampTz ts;
+	StringInfo	ring;
+	bool		newsegment = (segment == 0);
+	bool		lost = false;
+	bytea	   *packed[CHRONICLE_MAX_SOURCES];
+	bool		collected[CHRONICLE_MAX_SOURCES];
+	bool		any_rows;
+
+	INSTR_TIME_SET_CURRENT(start);
+
+	/*
+	 * From SQL, the key ids this backend cached may have been rolled back
+	 * with an earlier caller's transaction: read them again.
+	 */
+	if (by == CHRONICLE_BY_SQL)
+		chronicle_history_forget(-1);
+
+	snapcxt = AllocSetContextCreate(CurrentMemoryContext, "chronicle snapshot",
+									ALLOCSET_DEFAULT_SIZES);
+	MemoryContextSwitchTo(snapcxt);
+
+	ring = snapshot_begin(by, snapcxt, &keyframe);
+
+	/*
+	 * The snapshot's time is taken after the housekeeping (its cost is still
+	 * counted in duration_ms), right before the sources are read.
+	 */
+	ts = snapshot_time(by, ring != NULL, newsegment, &segment, &taken);
+
+	/* A worker outside this transaction must see fresh numbers. */
+	pgstat_clear_snapshot();
+
+	if (segment == 0)
+		segment = ts;
+	result.ts = ts;
+	result.segment = segment;
+	keyframe = snapshot_keyframe(by, keyframe, ring != NULL, newsegment, ts);
+	result.keyframe = keyframe;
+
+	any_rows = collect_sources(by, snapcxt, ring, &result, packed, collected);
 
 	/* Every source's rows in one row: nothing at all when nothing changed. */
 	if (ring == NULL && any_rows)
@@ -1125,22 +808,7 @@ chronicle_take_snapshot(ChronicleCollector by, TimestampTz segment,
 	INSTR_TIME_SUBTRACT(duration, start);
 	duration_ms = INSTR_TIME_GET_MILLISEC(duration);
 	if (ring)
-	{
-		ChronicleRingRecord rec;
-
-		memset(&rec, 0, sizeof(rec));
-		rec.nrows = (uint32) result.rows;
-		rec.ts = ts;
-		rec.duration_ms = duration_ms;
-		rec.errors = result.errors;
-		rec.keyframe = keyframe;
-		rec.newsegment = newsegment;
-		chronicle_ring_record_end(ring, &rec);
-		if (!chronicle_ring_append(ring->data, ring->len, ts))
-			lost = true;		/* too large: the next one must be full */
-		else if (keyframe)
-			ring_since_keyframe = 0;
-	}
+		lost = !ring_record_end(ring, &result, duration_ms, newsegment);
 	else
 		insert_snapshot_row(ts, segment, keyframe, by, duration_ms, result.rows,
 							(int64) (pgWalUsage.wal_bytes - wal_start),
@@ -1163,21 +831,81 @@ chronicle_take_snapshot(ChronicleCollector by, TimestampTz segment,
 		clock_ts = ts;
 		clock_taken = taken;
 	}
-	if (shared)
-	{
-		SpinLockAcquire(&shared->mutex);
-		shared->last_snapshot = ts;
-		shared->snapshots++;
-		shared->rows += result.rows;
-		shared->wal_bytes += (int64) (pgWalUsage.wal_bytes - wal_start);
-		shared->cost_us[shared->cost_next % CHRONICLE_COST_SLOTS] = duration_ms * 1000.0;
-		shared->cost_next++;
-		SpinLockRelease(&shared->mutex);
-	}
+	snapshot_count(&result, duration_ms, wal_start);
 
 	MemoryContextSwitchTo(oldcxt);
 	MemoryContextDelete(snapcxt);
 	return result;
+}
+
+/*
+ * A row of a ring record (its values as text, as flush_rows() serialized
+ * them) queued in the emitter of its source, which is set up at the
+ * source's first row for the record's nrows.
+ */
+static void
+ring_row_queue(ChronicleEmitter *ems, const ChronicleRingRow *row,
+			   uint32 nrows)
+{
+	int			si = row->source_index;
+	ChronicleEmitter *em;
+	const ChronicleSource *src;
+
+	source_state_init(si);
+	em = &ems[si];
+	src = chronicle_sources[si];
+	if (em->source == NULL)
+	{
+		em->source = src;
+		em->state = &source_state[si];
+		em->maxrows = nrows;
+		for (int c = 0; c < src->ncolumns; c++)
+		{
+			em->values[c] = palloc(sizeof(Datum) * nrows);
+			em->nulls[c] = palloc(sizeof(bool) * nrows);
+		}
+	}
+	for (int c = 0; c < src->ncolumns; c++)
+	{
+		em->nulls[c][em->nrows] = (row->values[c] == NULL);
+		if (row->values[c] == NULL)
+			em->values[c][em->nrows] = (Datum) 0;
+		else
+		{
+			char	   *str = pnstrdup(row->values[c], row->lens[c]);
+
+			em->values[c][em->nrows] =
+				InputFunctionCall(&em->state->infunc[c], str,
+								  em->state->typioparam[c], -1);
+		}
+	}
+	em->nrows++;
+}
+
+/*
+ * The rows of a ring record, queued in ems, packed source by source and
+ * written as the record's history row (none when no source has rows).
+ */
+static void
+ring_record_write(ChronicleEmitter *ems, const ChronicleRingRecord *rec)
+{
+	bytea	   *packed[CHRONICLE_MAX_SOURCES];
+	bool		any = false;
+
+	for (int i = 0; i < chronicle_nsources; i++)
+	{
+		packed[i] = NULL;
+		if (ems[i].source)
+		{
+			ems[i].source_index = i;
+			ems[i].keyframe = rec->keyframe;
+			flush_rows(&ems[i], rec->ts);
+			packed[i] = ems[i].packed;
+			any |= (packed[i] != NULL);
+		}
+	}
+	if (any)
+		chronicle_history_insert(rec->ts, packed);
 }
 
 /*
@@ -1228,60 +956,8 @@ chronicle_write_ring(uint64 *upto)
 		MemoryContextSwitchTo(cxt);
 		memset(ems, 0, sizeof(ems));
 		while (chronicle_ring_next_row(&reader, &row))
-		{
-			int			si = row.source_index;
-			ChronicleEmitter *em;
-			const ChronicleSource *src;
-
-			source_state_init(si);
-			em = &ems[si];
-			src = chronicle_sources[si];
-			if (em->source == NULL)
-			{
-				em->source = src;
-				em->state = &source_state[si];
-				em->maxrows = rec.nrows;
-				for (int c = 0; c < src->ncolumns; c++)
-				{
-					em->values[c] = palloc(sizeof(Datum) * rec.nrows);
-					em->nulls[c] = palloc(sizeof(bool) * rec.nrows);
-				}
-			}
-			for (int c = 0; c < src->ncolumns; c++)
-			{
-				em->nulls[c][em->nrows] = (row.values[c] == NULL);
-				if (row.values[c] == NULL)
-					em->values[c][em->nrows] = (Datum) 0;
-				else
-				{
-					char	   *str = pnstrdup(row.values[c], row.lens[c]);
-
-					em->values[c][em->nrows] =
-						InputFunctionCall(&em->state->infunc[c], str,
-										  em->state->typioparam[c], -1);
-				}
-			}
-			em->nrows++;
-		}
-		{
-			bytea	   *packed[CHRONICLE_MAX_SOURCES];
-			bool		any = false;
-
-			for (int i = 0; i < chronicle_nsources; i++)
-			{
-				packed[i] = NULL;
-				if (ems[i].source)
-				{
-					ems[i].source_index = i;
-					ems[i].keyframe = rec.keyframe;
-					flush_rows(&ems[i], rec.ts);
-					packed[i] = ems[i].packed;
-					any |= (packed[i] != NULL);
-				}
-			}
-			if (any)
-				chronicle_history_insert(rec.ts, packed);
-		}
+			ring_row_queue(ems, &row, rec.nrows);
+		ring_record_write(ems, &rec);
 		insert_snapshot_row(rec.ts, segment, rec.keyframe, CHRONICLE_BY_WORKER,
 							rec.duration_ms, rec.nrows, 0, rec.errors);
 		written++;

@@ -5,6 +5,9 @@
  *		by chronicle.snapshot(), and the standby ring's write after
  *		promotion.
  *
+ * A snapshot's caller locks the extension first: chronicle_extension_lock()
+ * (recorder.h) comes with this header.
+ *
  * Copyright (c) 2026, pg_chronicle developers
  *
  *-------------------------------------------------------------------------
@@ -13,6 +16,8 @@
 #define CHRONICLE_COLLECTOR_H
 
 #include "datatype/timestamp.h"
+
+#include "recorder.h"
 
 typedef enum ChronicleCollector
 {
@@ -39,17 +44,6 @@ extern ChronicleSnapshotResult chronicle_take_snapshot(ChronicleCollector by,
 													   TimestampTz segment,
 													   bool keyframe);
 extern void chronicle_forget_previous(void);
-extern char *chronicle_extension_lock(Oid *extoid);
 extern int64 chronicle_write_ring(uint64 *upto);
-extern void chronicle_maintain_rollups(TimestampTz now);
-extern TimestampTz chronicle_next_rollup(void);
-
-/* The housekeeper (housekeeper.c), which runs the rollups. */
-extern bool chronicle_housekeeper_running(void);
-extern void chronicle_housekeeper_ensure(void);
-extern PGDLLEXPORT void chronicle_housekeeper_main(Datum main_arg);
-
-/* The settings of the recorder's own sessions (worker.c). */
-extern void chronicle_recorder_session(const char *appname);
 
 #endif							/* CHRONICLE_COLLECTOR_H */

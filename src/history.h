@@ -2,7 +2,8 @@
  *
  * history.h
  *		The packed history row: every source's changed rows of one snapshot
- *		in one row of chronicle.history (history.c).
+ *		in one row of chronicle.history (history.c; the format in
+ *		history_pack.c, the key dictionary in history_keys.c).
  *
  * Copyright (c) 2026, pg_chronicle developers
  *
@@ -55,7 +56,7 @@ extern void chronicle_history_forget(int source_index);
 
 /*
  * rows->key_ids of every row, from the cached dictionary, new keys added
- * in the order of their key strings (see history.c).  SPI connected.
+ * in the order of their key strings (see history_keys.c).  SPI connected.
  */
 extern void chronicle_rows_key_ids(ChronicleRows *rows);
 

@@ -48,8 +48,10 @@
 #include "utils/timestamp.h"
 
 #include "bgworker.h"
-#include "collector.h"
+#include "housekeeper.h"
+#include "housekeeping.h"
 #include "pg_chronicle.h"
+#include "recorder.h"
 #include "shared.h"
 
 /* Between two looks at the schedule and at the collector. */

@@ -53,7 +53,9 @@
 #include "utils/wait_event.h"
 
 #include "collector.h"
+#include "housekeeper.h"
 #include "pg_chronicle.h"
+#include "recorder.h"
 #include "shared.h"
 #include "standby.h"
 
@@ -90,65 +92,6 @@ static Oid	recording_extoid = InvalidOid;
 static int	ring_write_failures = 0;
 
 #define CHRONICLE_RING_WRITE_ATTEMPTS	3
-
-/*
- * The recorder's session settings (the collector's and the housekeeper's),
- * whatever the server's configuration, ALTER SYSTEM or ALTER DATABASE /
- * ROLE SET say: set with PGC_S_OVERRIDE, which outranks all of them, so a
- * reload does not bring another value back.  Each of these, set otherwise
- * for everyone, would stop recording (every snapshot failing, or the
- * worker exiting), change what it records, or make the recorder compete
- * with the workload it records; docs/design.md lists them.
- */
-static const struct
-{
-	const char *name;
-	const char *value;
-}			recorder_settings[] =
-{
-	/* its writes need not wait for the WAL flush, nor a synchronous standby */
-	{"synchronous_commit", "off"},
-	{"search_path", "pg_catalog"},
-	/* on: every snapshot's INSERT fails */
-	{"default_transaction_read_only", "off"},
-	/* serializable: a snapshot can fail on a conflict with a reader */
-	{"default_transaction_isolation", "read committed"},
-	/* meant for clients: a short one cancels every snapshot */
-	{"statement_timeout", "0"},
-	{"lock_timeout", "0"},
-	{"idle_in_transaction_session_timeout", "0"},
-	{"transaction_timeout", "0"},
-	/* replica: the history's triggers would not fire */
-	{"session_replication_role", "origin"},
-	/* on: a source's caught error would end the worker */
-	{"exit_on_error", "off"},
-	/* lower: float values converted to text would lose digits */
-	{"extra_float_digits", "1"},
-	/* the recorder's queries take one process, never the workload's cores */
-	{"max_parallel_workers_per_gather", "0"},
-	{"jit", "off"},
-
-	/*
-	 * The recorder's own statements (its INSERTs, catalog look-ups and the
-	 * pg_stat_statements read) are not the workload being measured: keep
-	 * them out of pg_stat_statements, so they neither fill the statements
-	 * history nor top a quiet run's statements.  Without pg_stat_statements
-	 * loaded this sets a placeholder nobody reads; the library can only be
-	 * preloaded, so it is never loaded later in this process.
-	 */
-	{"pg_stat_statements.track", "none"},
-};
-
-/* The recorder's settings, and its name in pg_stat_activity. */
-void
-chronicle_recorder_session(const char *appname)
-{
-	for (int i = 0; i < lengthof(recorder_settings); i++)
-		SetConfigOption(recorder_settings[i].name, recorder_settings[i].value,
-						PGC_SUSET, PGC_S_OVERRIDE);
-	SetConfigOption("application_name", appname, PGC_USERSET, PGC_S_SESSION);
-	pgstat_report_appname(appname);
-}
 
 static void
 set_state(WorkerState newstate)
@@ -246,6 +189,177 @@ claim_collector(ChronicleShared *shared)
 	}
 }
 
+/* In recovery: a snapshot into the standby ring, when there is one. */
+static void
+tick_in_recovery(TimestampTz *segment)
+{
+	/* Entering recovery starts a new recording in the ring. */
+	if (state != WS_RECOVERY)
+		*segment = 0;
+	set_state(WS_RECOVERY);
+	if (chronicle_ring_bytes() > 0)
+	{
+		ChronicleSnapshotResult res;
+
+		res = chronicle_take_snapshot(CHRONICLE_BY_WORKER, *segment, false);
+		*segment = res.segment;
+	}
+}
+
+/*
+ * What a tick does in its transaction, by the state of the server and of
+ * the extension: a snapshot into the standby ring in recovery; nothing but
+ * a state without the extension or with another version of it; the
+ * standby ring written after promotion (*ring_attempted, and what to
+ * consume once committed in *ring_upto and *ring_written); else a
+ * snapshot.  Returns whether it recorded a snapshot into the tables.
+ */
+static bool
+tick_work(TimestampTz *segment, volatile bool *ring_attempted,
+		  uint64 *ring_upto, int64 *ring_written)
+{
+	char	   *installed;
+	Oid			extoid;
+	ChronicleSnapshotResult res;
+
+	if (RecoveryInProgress())
+	{
+		tick_in_recovery(segment);
+		return false;
+	}
+
+	/*
+	 * First of all, lock the extension (see chronicle_extension_lock()): a
+	 * DROP EXTENSION then waits for this snapshot to end.  An extension
+	 * that is not the one recorded into (dropped and created again between
+	 * two snapshots) starts a new recording, with a keyframe, as after a
+	 * snapshot that found it missing.
+	 */
+	installed = chronicle_extension_lock(&extoid);
+	if (installed != NULL && extoid != recording_extoid)
+	{
+		chronicle_forget_previous();
+		*segment = 0;
+		recording_extoid = extoid;
+	}
+
+	if (installed == NULL)
+	{
+		if (state != WS_NO_EXTENSION)
+			chronicle_forget_previous();
+		*segment = 0;
+		recording_extoid = InvalidOid;
+		set_state(WS_NO_EXTENSION);
+		return false;
+	}
+	if (strcmp(installed, PG_CHRONICLE_VERSION) != 0)
+	{
+		if (state != WS_OLD_EXTENSION)
+		{
+			chronicle_forget_previous();
+			ereport(LOG,
+					(errmsg("pg_chronicle: the library is version %s but version %s is installed in database \"%s\"; "
+							"waiting for ALTER EXTENSION pg_chronicle UPDATE",
+							PG_CHRONICLE_VERSION, installed, connected_database)));
+		}
+		*segment = 0;
+		set_state(WS_OLD_EXTENSION);
+		return false;
+	}
+	if (chronicle_ring_pending())
+	{
+		/*
+		 * Promoted (or started on a primary whose ring still holds a
+		 * standby's snapshots): write the ring first, in a transaction of
+		 * its own, so a failure of the live snapshot cannot lose it.
+		 * Recording then goes on in a new segment, with a keyframe.
+		 */
+		*ring_attempted = true;
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "SPI_connect failed");
+		*ring_written = chronicle_write_ring(ring_upto);
+		SPI_finish();
+		*segment = 0;
+		chronicle_forget_previous();
+		return false;
+	}
+
+	/* Promoted: the live recording is a new segment. */
+	if (state == WS_RECOVERY)
+		*segment = 0;
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	res = chronicle_take_snapshot(CHRONICLE_BY_WORKER, *segment, false);
+	SPI_finish();
+	*segment = res.segment;
+	set_state(WS_RECORDING);
+	return true;
+}
+
+/*
+ * An error escaped the tick: its transaction aborted, the error logged
+ * and counted, and the next snapshot a keyframe.  In PG_CATCH; oldcxt is
+ * the context the tick began in.
+ */
+static void
+tick_failed(MemoryContext oldcxt, bool ring_attempted)
+{
+	ErrorData  *edata;
+	ChronicleShared *shared = chronicle_shared();
+	static char last_error[CHRONICLE_ERRMSG_LEN];
+	static TimestampTz last_logged = 0;
+	TimestampTz now = GetCurrentTimestamp();
+
+	HOLD_INTERRUPTS();
+	MemoryContextSwitchTo(oldcxt);
+	edata = CopyErrorData();
+	FlushErrorState();
+	AbortCurrentTransaction();
+	RESUME_INTERRUPTS();
+
+	/* Log once per distinct error, again every ten minutes at most. */
+	if (strcmp(last_error, edata->message) != 0 ||
+		now - last_logged >= 600 * USECS_PER_SEC)
+	{
+		ereport(WARNING,
+				(errcode(edata->sqlerrcode),
+				 errmsg("pg_chronicle: snapshot failed: %s", edata->message),
+				 edata->detail ? errdetail_internal("%s", edata->detail) : 0,
+				 errhint("The collector backs off and tries again; "
+						 "this message is repeated at most every ten minutes.")));
+		last_logged = now;
+		strlcpy(last_error, edata->message, sizeof(last_error));
+	}
+	SpinLockAcquire(&shared->mutex);
+	shared->snapshot_errors++;
+	SpinLockRelease(&shared->mutex);
+	FreeErrorData(edata);
+
+	/* Nothing half-known is trusted: the next snapshot is a keyframe. */
+	chronicle_forget_previous();
+	set_state(WS_ERROR);
+
+	/*
+	 * A ring that cannot be written must not block recording forever:
+	 * after a few attempts it is dropped, and that is said.
+	 */
+	if (ring_attempted &&
+		++ring_write_failures >= CHRONICLE_RING_WRITE_ATTEMPTS)
+	{
+		uint64		tail,
+					head;
+		char	   *copy = chronicle_ring_copy(&tail, &head);
+
+		ereport(WARNING,
+				(errmsg("pg_chronicle: dropping the standby ring after %d failed attempts to write it",
+						ring_write_failures)));
+		if (copy)
+			pfree(copy);
+		chronicle_ring_consume(head, 0);
+		ring_write_failures = 0;
+	}
+}
+
 /*
  * Take one snapshot in its own transaction.  Returns false when an error
  * escaped, after cleaning up.
@@ -259,9 +373,6 @@ snapshot_transaction(TimestampTz *segment)
 	volatile bool ring_attempted = false;
 	uint64		ring_upto = 0;
 	int64		ring_written = 0;
-	char	   *installed = NULL;
-	Oid			extoid;
-	volatile bool recording = false;
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
@@ -270,92 +381,10 @@ snapshot_transaction(TimestampTz *segment)
 
 	PG_TRY();
 	{
-		bool		in_recovery = RecoveryInProgress();
+		bool		recording;
 
-		/*
-		 * First of all, lock the extension (see chronicle_extension_lock()):
-		 * a DROP EXTENSION then waits for this snapshot to end.  An
-		 * extension that is not the one recorded into (dropped and created
-		 * again between two snapshots) starts a new recording, with a
-		 * keyframe, as after a snapshot that found it missing.
-		 */
-		if (!in_recovery)
-		{
-			installed = chronicle_extension_lock(&extoid);
-			if (installed != NULL && extoid != recording_extoid)
-			{
-				chronicle_forget_previous();
-				*segment = 0;
-				recording_extoid = extoid;
-			}
-		}
-
-		if (in_recovery)
-		{
-			/* Entering recovery starts a new recording in the ring. */
-			if (state != WS_RECOVERY)
-				*segment = 0;
-			set_state(WS_RECOVERY);
-			if (chronicle_ring_bytes() > 0)
-			{
-				ChronicleSnapshotResult res;
-
-				res = chronicle_take_snapshot(CHRONICLE_BY_WORKER, *segment, false);
-				*segment = res.segment;
-			}
-		}
-		else if (installed == NULL)
-		{
-			if (state != WS_NO_EXTENSION)
-				chronicle_forget_previous();
-			*segment = 0;
-			recording_extoid = InvalidOid;
-			set_state(WS_NO_EXTENSION);
-		}
-		else if (strcmp(installed, PG_CHRONICLE_VERSION) != 0)
-		{
-			if (state != WS_OLD_EXTENSION)
-			{
-				chronicle_forget_previous();
-				ereport(LOG,
-						(errmsg("pg_chronicle: the library is version %s but version %s is installed in database \"%s\"; "
-								"waiting for ALTER EXTENSION pg_chronicle UPDATE",
-								PG_CHRONICLE_VERSION, installed, connected_database)));
-			}
-			*segment = 0;
-			set_state(WS_OLD_EXTENSION);
-		}
-		else if (chronicle_ring_pending())
-		{
-			/*
-			 * Promoted (or started on a primary whose ring still holds a
-			 * standby's snapshots): write the ring first, in a transaction
-			 * of its own, so a failure of the live snapshot cannot lose it.
-			 * Recording then goes on in a new segment, with a keyframe.
-			 */
-			ring_attempted = true;
-			if (SPI_connect() != SPI_OK_CONNECT)
-				elog(ERROR, "SPI_connect failed");
-			ring_written = chronicle_write_ring(&ring_upto);
-			SPI_finish();
-			*segment = 0;
-			chronicle_forget_previous();
-		}
-		else
-		{
-			ChronicleSnapshotResult res;
-
-			/* Promoted: the live recording is a new segment. */
-			if (state == WS_RECOVERY)
-				*segment = 0;
-			if (SPI_connect() != SPI_OK_CONNECT)
-				elog(ERROR, "SPI_connect failed");
-			res = chronicle_take_snapshot(CHRONICLE_BY_WORKER, *segment, false);
-			SPI_finish();
-			*segment = res.segment;
-			set_state(WS_RECORDING);
-			recording = true;
-		}
+		recording = tick_work(segment, &ring_attempted, &ring_upto,
+							  &ring_written);
 		PopActiveSnapshot();
 		CommitTransactionCommand();
 
@@ -374,61 +403,8 @@ snapshot_transaction(TimestampTz *segment)
 	}
 	PG_CATCH();
 	{
-		ErrorData  *edata;
-		ChronicleShared *shared = chronicle_shared();
-		static char last_error[CHRONICLE_ERRMSG_LEN];
-		static TimestampTz last_logged = 0;
-		TimestampTz now = GetCurrentTimestamp();
-
-		HOLD_INTERRUPTS();
-		MemoryContextSwitchTo(oldcxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		AbortCurrentTransaction();
-		RESUME_INTERRUPTS();
-
-		/* Log once per distinct error, again every ten minutes at most. */
-		if (strcmp(last_error, edata->message) != 0 ||
-			now - last_logged >= 600 * USECS_PER_SEC)
-		{
-			ereport(WARNING,
-					(errcode(edata->sqlerrcode),
-					 errmsg("pg_chronicle: snapshot failed: %s", edata->message),
-					 edata->detail ? errdetail_internal("%s", edata->detail) : 0,
-					 errhint("The collector backs off and tries again; "
-							 "this message is repeated at most every ten minutes.")));
-			last_logged = now;
-			strlcpy(last_error, edata->message, sizeof(last_error));
-		}
-		SpinLockAcquire(&shared->mutex);
-		shared->snapshot_errors++;
-		SpinLockRelease(&shared->mutex);
-		FreeErrorData(edata);
-
-		/* Nothing half-known is trusted: the next snapshot is a keyframe. */
-		chronicle_forget_previous();
-		set_state(WS_ERROR);
+		tick_failed(oldcxt, ring_attempted);
 		ok = false;
-
-		/*
-		 * A ring that cannot be written must not block recording forever:
-		 * after a few attempts it is dropped, and that is said.
-		 */
-		if (ring_attempted &&
-			++ring_write_failures >= CHRONICLE_RING_WRITE_ATTEMPTS)
-		{
-			uint64		tail,
-						head;
-			char	   *copy = chronicle_ring_copy(&tail, &head);
-
-			ereport(WARNING,
-					(errmsg("pg_chronicle: dropping the standby ring after %d failed attempts to write it",
-							ring_write_failures)));
-			if (copy)
-				pfree(copy);
-			chronicle_ring_consume(head, 0);
-			ring_write_failures = 0;
-		}
 	}
 	PG_END_TRY();
 
@@ -497,6 +473,90 @@ wait_before_connecting(ChronicleShared *shared)
 	pfree(wanted);
 }
 
+/*
+ * Connect to the database recorded into: the one chronicle.start() was
+ * called in (dboid, a dynamic collector), or chronicle.database, after a
+ * wait when earlier attempts failed.
+ */
+static void
+worker_connect(ChronicleShared *shared, Oid dboid)
+{
+	if (dynamic_worker)
+	{
+		/* chronicle.start(): the database it was called in. */
+		BackgroundWorkerInitializeConnectionByOid(dboid, InvalidOid, 0);
+		StartTransactionCommand();
+		connected_database = get_database_name(MyDatabaseId);
+		if (connected_database == NULL)
+			ereport(FATAL,
+					(errcode(ERRCODE_UNDEFINED_DATABASE),
+					 errmsg("pg_chronicle: the database of chronicle.start() no longer exists")));
+		connected_database = MemoryContextStrdup(TopMemoryContext, connected_database);
+		CommitTransactionCommand();
+	}
+	else
+	{
+		wait_before_connecting(shared);
+		connected_database = MemoryContextStrdup(TopMemoryContext, chronicle_database);
+		SpinLockAcquire(&shared->mutex);
+		shared->connect_failures++;
+		SpinLockRelease(&shared->mutex);
+		/* FATAL when the database does not exist: counted above */
+		BackgroundWorkerInitializeConnection(connected_database, NULL, 0);
+		SpinLockAcquire(&shared->mutex);
+		shared->connect_failures = 0;
+		SpinLockRelease(&shared->mutex);
+	}
+}
+
+/* A reload: the new settings, and a restart for another database. */
+static void
+worker_reload(void)
+{
+	ConfigReloadPending = false;
+	ProcessConfigFile(PGC_SIGHUP);
+	/* A dynamic collector stays in the database it was started in. */
+	if (!dynamic_worker &&
+		strcmp(chronicle_database, connected_database) != 0)
+	{
+		ereport(LOG,
+				(errmsg("pg_chronicle: chronicle.database changed from \"%s\" to \"%s\"; "
+						"restarting the collector",
+						connected_database, chronicle_database)));
+		proc_exit(1);
+	}
+}
+
+/*
+ * A tick that is due: a snapshot, unless recording is off or the loop
+ * backs off after an escaped error (*backoff ticks to wait, after
+ * *failures in a row).
+ */
+static void
+worker_tick(ChronicleShared *shared, TimestampTz *segment, int *backoff,
+			int *failures)
+{
+	if (!chronicle_worker_should_record())
+	{
+		*segment = 0;
+		set_state(WS_DISABLED);
+	}
+	else if (*backoff > 0)
+	{
+		(*backoff)--;
+		SpinLockAcquire(&shared->mutex);
+		shared->ticks_missed++;
+		SpinLockRelease(&shared->mutex);
+	}
+	else if (snapshot_transaction(segment))
+		*failures = 0;
+	else
+	{
+		(*failures)++;
+		*backoff = Min(1 << Min(*failures - 1, 6), CHRONICLE_MAX_BACKOFF);
+	}
+}
+
 void
 chronicle_worker_main(Datum main_arg)
 {
@@ -527,34 +587,7 @@ chronicle_worker_main(Datum main_arg)
 	}
 	before_shmem_exit(worker_detach, (Datum) 0);
 
-	if (dynamic_worker)
-	{
-		/* chronicle.start(): the database it was called in. */
-		BackgroundWorkerInitializeConnectionByOid(DatumGetObjectId(main_arg),
-												  InvalidOid, 0);
-		StartTransactionCommand();
-		connected_database = get_database_name(MyDatabaseId);
-		if (connected_database == NULL)
-			ereport(FATAL,
-					(errcode(ERRCODE_UNDEFINED_DATABASE),
-					 errmsg("pg_chronicle: the database of chronicle.start() no longer exists")));
-		connected_database = MemoryContextStrdup(TopMemoryContext, connected_database);
-		CommitTransactionCommand();
-	}
-	else
-	{
-		wait_before_connecting(shared);
-		connected_database = MemoryContextStrdup(TopMemoryContext, chronicle_database);
-		SpinLockAcquire(&shared->mutex);
-		shared->connect_failures++;
-		SpinLockRelease(&shared->mutex);
-		/* FATAL when the database does not exist: counted above */
-		BackgroundWorkerInitializeConnection(connected_database, NULL, 0);
-		SpinLockAcquire(&shared->mutex);
-		shared->connect_failures = 0;
-		SpinLockRelease(&shared->mutex);
-	}
-
+	worker_connect(shared, DatumGetObjectId(main_arg));
 	chronicle_recorder_session("pg_chronicle collector");
 
 	ereport(LOG,
@@ -573,18 +606,7 @@ chronicle_worker_main(Datum main_arg)
 
 		if (ConfigReloadPending)
 		{
-			ConfigReloadPending = false;
-			ProcessConfigFile(PGC_SIGHUP);
-			/* A dynamic collector stays in the database it was started in. */
-			if (!dynamic_worker &&
-				strcmp(chronicle_database, connected_database) != 0)
-			{
-				ereport(LOG,
-						(errmsg("pg_chronicle: chronicle.database changed from \"%s\" to \"%s\"; "
-								"restarting the collector",
-								connected_database, chronicle_database)));
-				proc_exit(1);
-			}
+			worker_reload();
 			next_tick = monotonic_us();
 		}
 
@@ -603,25 +625,7 @@ chronicle_worker_main(Datum main_arg)
 			shared->ticks_missed += missed;
 			SpinLockRelease(&shared->mutex);
 
-			if (!chronicle_worker_should_record())
-			{
-				segment = 0;
-				set_state(WS_DISABLED);
-			}
-			else if (backoff > 0)
-			{
-				backoff--;
-				SpinLockAcquire(&shared->mutex);
-				shared->ticks_missed++;
-				SpinLockRelease(&shared->mutex);
-			}
-			else if (snapshot_transaction(&segment))
-				failures = 0;
-			else
-			{
-				failures++;
-				backoff = Min(1 << Min(failures - 1, 6), CHRONICLE_MAX_BACKOFF);
-			}
+			worker_tick(shared, &segment, &backoff, &failures);
 			continue;
 		}
 
