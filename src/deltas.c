@@ -1890,8 +1890,9 @@ describe(Engine *e, Oid tbl, const char *relname,
  * The description of a source the engine works from, made from the
  * source's columns and their kinds (source.h): keys, values (counters, time
  * counters, gauges) and their kind letters, attributes, the reset column,
- * the bytes fallback, the per-operation pairs and the filter columns.  For
- * the ends (no gauges, no ratios, no filters), only the counters.
+ * the bytes fallback, the per-operation pairs and the filter columns.
+ * counters_only (the ends, and group sums: a level is not summed over
+ * keys) leaves the gauges out; the ends also the ratios and filters.
  */
 typedef struct Description
 {
@@ -1912,7 +1913,7 @@ typedef struct Description
 } Description;
 
 static void
-describe_source(const ChronicleSource *src, bool ends, Description *d)
+describe_source(const ChronicleSource *src, bool ends, bool counters_only, Description *d)
 {
 	const ChronicleAnalysis *a = src->analysis;
 
@@ -1950,7 +1951,7 @@ describe_source(const ChronicleSource *src, bool ends, Description *d)
 				kind = KIND_TIME;
 				break;
 			case CHRONICLE_GAUGE:
-				if (ends)
+				if (counters_only)
 					continue;
 				kind = KIND_GAUGE;
 				break;
@@ -2118,7 +2119,7 @@ run_engine(FunctionCallInfo fcinfo, bool ends)
 	from_ts = PG_GETARG_TIMESTAMPTZ(1);
 	to_ts = PG_GETARG_TIMESTAMPTZ(2);
 	tbl = source_relation(src, fcinfo, ends ? 3 : 8);
-	describe_source(src, ends, &d);
+	describe_source(src, ends, ends || !PG_ARGISNULL(5), &d);
 	keys = d.keys;
 	vals = d.vals;
 	attrs = d.attrs;
