@@ -161,6 +161,70 @@ cmp_double(const void *a, const void *b)
 }
 
 /*
+ * The costs of the ncost most recent snapshots, copied out of s a slice at
+ * a time (see chronicle_status()); NULL when none.
+ */
+static double *
+copy_costs(ChronicleShared *s, int ncost)
+{
+#define COST_SLICE	64
+	double	   *costs = NULL;
+
+	if (ncost > 0)
+		costs = palloc(sizeof(double) * ncost);
+	for (int off = 0; off < ncost; off += COST_SLICE)
+	{
+		int			n = Min(COST_SLICE, ncost - off);
+
+		SpinLockAcquire(&s->mutex);
+		memcpy(costs + off, s->cost_us + off, sizeof(double) * n);
+		SpinLockRelease(&s->mutex);
+	}
+	return costs;
+}
+
+/* The collector's state as chronicle.status() shows it. */
+static const char *
+collector_state(bool running, const char *worker_state, bool dynamic_lost)
+{
+	const char *state;
+
+	if (running)
+		state = worker_state;
+	else if (chronicle_preloaded)
+		state = "stopped";
+	else if (dynamic_lost)
+		state = "stopped (crash restart; call chronicle.start() again)";
+	else
+		state = "not preloaded";
+	return state;
+}
+
+/*
+ * The columns of chronicle.status() on the cost of the ncost recent
+ * snapshots: sorts costs.
+ */
+static void
+put_costs(Datum *values, bool *nulls, double *costs, int ncost,
+		  int64 snapshots, int64 wal_bytes)
+{
+	/* Cost of recent snapshots: p50, p99, max of worker time, in ms. */
+	if (ncost > 0)
+	{
+		qsort(costs, ncost, sizeof(double), cmp_double);
+		values[11] = Float8GetDatum(costs[(ncost - 1) / 2] / 1000.0);
+		values[12] = Float8GetDatum(costs[(int) floor((ncost - 1) * 0.99)] / 1000.0);
+		values[13] = Float8GetDatum(costs[ncost - 1] / 1000.0);
+		values[14] = Float8GetDatum(snapshots > 0 ?
+									(double) wal_bytes / snapshots : 0);
+	}
+	else
+	{
+		nulls[11] = nulls[12] = nulls[13] = nulls[14] = true;
+	}
+}
+
+/*
  * chronicle.status(): is the collector running, what did it record, and
  * what did that cost.
  */
@@ -168,7 +232,6 @@ Datum
 chronicle_status(PG_FUNCTION_ARGS)
 {
 #define STATUS_COLS 21
-#define COST_SLICE	64
 	TupleDesc	tupdesc;
 	Datum		values[STATUS_COLS] = {0};
 	bool		nulls[STATUS_COLS] = {0};
@@ -193,7 +256,6 @@ chronicle_status(PG_FUNCTION_ARGS)
 	int			ncost = 0;
 	double	   *costs = NULL;
 	bool		running;
-	const char *state;
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
@@ -232,32 +294,16 @@ chronicle_status(PG_FUNCTION_ARGS)
 		maint_last_error[sizeof(maint_last_error) - 1] = '\0';
 
 		ncost = (int) Min(cost_next, CHRONICLE_COST_SLOTS);
-		if (ncost > 0)
-			costs = palloc(sizeof(double) * ncost);
-		for (int off = 0; off < ncost; off += COST_SLICE)
-		{
-			int			n = Min(COST_SLICE, ncost - off);
-
-			SpinLockAcquire(&s->mutex);
-			memcpy(costs + off, s->cost_us + off, sizeof(double) * n);
-			SpinLockRelease(&s->mutex);
-		}
+		costs = copy_costs(s, ncost);
 	}
 
 	running = worker_pid != 0;
-	if (running)
-		state = worker_state;
-	else if (chronicle_preloaded)
-		state = "stopped";
-	else if (dynamic_lost)
-		state = "stopped (crash restart; call chronicle.start() again)";
-	else
-		state = "not preloaded";
 	/* What is not known (0, or no text) is NULL. */
 	values[0] = BoolGetDatum(running);
 	values[1] = Int32GetDatum(worker_pid);
 	nulls[1] = !running;
-	values[2] = CStringGetTextDatum(state);
+	values[2] = CStringGetTextDatum(collector_state(running, worker_state,
+													dynamic_lost));
 	values[3] = TimestampTzGetDatum(worker_started);
 	nulls[3] = worker_started == 0;
 	values[4] = TimestampTzGetDatum(last_snapshot);
@@ -269,20 +315,7 @@ chronicle_status(PG_FUNCTION_ARGS)
 	values[9] = Int64GetDatum(rows);
 	values[10] = Int64GetDatum(wal_bytes);
 
-	/* Cost of recent snapshots: p50, p99, max of worker time, in ms. */
-	if (ncost > 0)
-	{
-		qsort(costs, ncost, sizeof(double), cmp_double);
-		values[11] = Float8GetDatum(costs[(ncost - 1) / 2] / 1000.0);
-		values[12] = Float8GetDatum(costs[(int) floor((ncost - 1) * 0.99)] / 1000.0);
-		values[13] = Float8GetDatum(costs[ncost - 1] / 1000.0);
-		values[14] = Float8GetDatum(snapshots > 0 ?
-									(double) wal_bytes / snapshots : 0);
-	}
-	else
-	{
-		nulls[11] = nulls[12] = nulls[13] = nulls[14] = true;
-	}
+	put_costs(values, nulls, costs, ncost, snapshots, wal_bytes);
 
 	/* Housekeeping. */
 	values[15] = TimestampTzGetDatum(maint_last);

@@ -256,11 +256,10 @@ register_worker(void)
 	RegisterBackgroundWorker(&worker);
 }
 
-void
-_PG_init(void)
+/* The settings of the collector, of what it records and how long. */
+static void
+define_settings(void)
 {
-	chronicle_preloaded = process_shared_preload_libraries_in_progress;
-
 	DefineCustomIntVariable("chronicle.snapshot_interval",
 							"Time between two snapshots of the statistics.",
 							"Counters in pg_stat_io and friends advance at most once a second "
@@ -333,6 +332,12 @@ _PG_init(void)
 							chronicle_preloaded ? PGC_POSTMASTER : PGC_SUSET,
 							GUC_UNIT_KB,
 							NULL, NULL, NULL);
+}
+
+/* The settings for tests. */
+static void
+define_debug_settings(void)
+{
 	DefineCustomStringVariable("chronicle.debug_fail_source",
 							   "Makes the named source fail on every snapshot (for tests).",
 							   NULL,
@@ -349,7 +354,12 @@ _PG_init(void)
 							0, 0, 3600 * 1000,
 							PGC_SUSET, GUC_UNIT_MS | GUC_NOT_IN_SAMPLE,
 							NULL, NULL, NULL);
+}
 
+/* Each source, checked, and its collect_ setting; then its own settings. */
+static void
+define_source_settings(void)
+{
 	for (int i = 0; i < chronicle_nsources; i++)
 	{
 		const ChronicleSource *src = chronicle_sources[i];
@@ -377,6 +387,16 @@ _PG_init(void)
 		if (chronicle_sources[i]->define_settings)
 			chronicle_sources[i]->define_settings();
 	}
+}
+
+void
+_PG_init(void)
+{
+	chronicle_preloaded = process_shared_preload_libraries_in_progress;
+
+	define_settings();
+	define_debug_settings();
+	define_source_settings();
 
 	/* The wait-event sampler's settings (sampler.c). */
 	chronicle_sampler_define_settings();

@@ -724,6 +724,58 @@ store_texts(const char *schema, StmtReading **emit, int nemit,
 			 SPI_result_code_string(ret));
 }
 
+/*
+ * One row of pg_stat_statements into r, held against its baseline: is it a
+ * candidate for the snapshot (new, reset, or changed since recorded)?
+ */
+static bool
+read_statement(HeapTuple tup, TupleDesc desc, StmtReading *r)
+{
+	bool		isnull;
+	Datum		d;
+	double		base_time;
+
+	memset(&r->now.key, 0, sizeof(StmtKey));
+	d = SPI_getbinval(tup, desc, ST_QUERYID + 1, &isnull);
+	if (isnull)
+		return false;			/* nothing to key it by */
+	r->now.key.queryid = DatumGetInt64(d);
+	r->now.key.userid = DatumGetObjectId(SPI_getbinval(tup, desc, ST_USERID + 1, &isnull));
+	r->now.key.dbid = DatumGetObjectId(SPI_getbinval(tup, desc, ST_DBID + 1, &isnull));
+	r->now.key.toplevel = DatumGetBool(SPI_getbinval(tup, desc, ST_TOPLEVEL + 1, &isnull));
+	r->now.calls = get_int8(tup, desc, ST_CALLS);
+	r->now.plans = get_int8(tup, desc, ST_PLANS);
+	r->now.exec_time = get_float8(tup, desc, ST_TOTAL_EXEC_TIME);
+	r->now.plan_time = get_float8(tup, desc, ST_TOTAL_PLAN_TIME);
+	d = SPI_getbinval(tup, desc, ST_STATS_SINCE + 1, &isnull);
+	r->now.stats_since = isnull ? 0 : DatumGetTimestampTz(d);
+
+	r->base = hash_search(baselines, &r->now.key, HASH_FIND, NULL);
+	if (r->base)
+	{
+		r->base->generation = generation + 1;
+		/* evicted and re-added: it counts from zero again */
+		r->reset = (r->now.calls < r->base->calls ||
+					r->now.plans < r->base->plans ||
+					r->now.exec_time < r->base->exec_time ||
+					r->now.plan_time < r->base->plan_time ||
+					r->now.stats_since != r->base->stats_since);
+	}
+	if (r->base && !r->reset)
+	{
+		if (r->now.calls == r->base->calls &&
+			r->now.plans == r->base->plans &&
+			r->now.exec_time == r->base->exec_time &&
+			r->now.plan_time == r->base->plan_time)
+			return false;		/* unchanged since recorded */
+		base_time = r->base->exec_time + r->base->plan_time;
+	}
+	else
+		base_time = 0.0;
+	r->delta_time = r->now.exec_time + r->now.plan_time - base_time;
+	return true;
+}
+
 static void
 statements_collect(ChronicleEmitter *emitter)
 {
@@ -773,52 +825,11 @@ statements_collect(ChronicleEmitter *emitter)
 	cand = palloc(sizeof(StmtReading *) * Max(nrows, 1));
 	for (uint64 i = 0; i < nrows; i++)
 	{
-		HeapTuple	tup = tuptable->vals[i];
 		StmtReading *r = &readings[i];
-		bool		isnull;
-		Datum		d;
-		double		base_time;
 
 		r->row = (int) i;
-		memset(&r->now.key, 0, sizeof(StmtKey));
-		d = SPI_getbinval(tup, desc, ST_QUERYID + 1, &isnull);
-		if (isnull)
-			continue;			/* nothing to key it by */
-		r->now.key.queryid = DatumGetInt64(d);
-		r->now.key.userid = DatumGetObjectId(SPI_getbinval(tup, desc, ST_USERID + 1, &isnull));
-		r->now.key.dbid = DatumGetObjectId(SPI_getbinval(tup, desc, ST_DBID + 1, &isnull));
-		r->now.key.toplevel = DatumGetBool(SPI_getbinval(tup, desc, ST_TOPLEVEL + 1, &isnull));
-		r->now.calls = get_int8(tup, desc, ST_CALLS);
-		r->now.plans = get_int8(tup, desc, ST_PLANS);
-		r->now.exec_time = get_float8(tup, desc, ST_TOTAL_EXEC_TIME);
-		r->now.plan_time = get_float8(tup, desc, ST_TOTAL_PLAN_TIME);
-		d = SPI_getbinval(tup, desc, ST_STATS_SINCE + 1, &isnull);
-		r->now.stats_since = isnull ? 0 : DatumGetTimestampTz(d);
-
-		r->base = hash_search(baselines, &r->now.key, HASH_FIND, NULL);
-		if (r->base)
-		{
-			r->base->generation = generation + 1;
-			/* evicted and re-added: it counts from zero again */
-			r->reset = (r->now.calls < r->base->calls ||
-						r->now.plans < r->base->plans ||
-						r->now.exec_time < r->base->exec_time ||
-						r->now.plan_time < r->base->plan_time ||
-						r->now.stats_since != r->base->stats_since);
-		}
-		if (r->base && !r->reset)
-		{
-			if (r->now.calls == r->base->calls &&
-				r->now.plans == r->base->plans &&
-				r->now.exec_time == r->base->exec_time &&
-				r->now.plan_time == r->base->plan_time)
-				continue;		/* unchanged since recorded */
-			base_time = r->base->exec_time + r->base->plan_time;
-		}
-		else
-			base_time = 0.0;
-		r->delta_time = r->now.exec_time + r->now.plan_time - base_time;
-		cand[ncand++] = r;
+		if (read_statement(tuptable->vals[i], desc, r))
+			cand[ncand++] = r;
 	}
 
 	/* The first snapshot of a segment records everything: the baselines. */
