@@ -208,15 +208,12 @@ BEGIN
 		       chronicle._analysis_checks(d.fn, d.filters), src, fvals,
 		       CASE WHEN keyed THEN '$' || (nf + 3) ELSE 'false' END, array_to_string(res, ', ')),
 		true);
-	-- (a keyed source's gauges are per key in p_deltas() only: series()
-	-- reads a keyed source's sums over its keys, and a level is not summed)
 	INSERT INTO chronicle.metric (metric, source, func, keyed, kind, col, col2, filters, unit)
 	SELECT d.prefix || '.' || v || CASE WHEN k = 'g' THEN '' ELSE '_per_s' END, d.prefix, d.fn, keyed,
 	       CASE WHEN k = 'g' THEN 'gauge' ELSE 'rate' END, v, NULL, d.filters,
 	       CASE WHEN k = 'g' THEN d.gauge_unit WHEN k = 't' THEN 'ms/s'
 	            WHEN v LIKE '%bytes%' THEN 'bytes/s' ELSE '1/s' END
 	  FROM unnest(d.vals, d.val_kinds) AS x(v, k)
-	 WHERE NOT (keyed AND k = 'g')
 	UNION ALL
 	SELECT d.prefix || '.' || p, d.prefix, d.fn, keyed, 'per_op', t, o, d.filters, 'ms'
 	  FROM unnest(d.per_op, d.per_op_time, d.per_op_ops) AS x(p, t, o);

@@ -86,7 +86,16 @@ BEGIN
 			args := args || format(', for_%s => $%s', names[i], i + 2);
 		END IF;
 	END LOOP;
-	IF m.keyed THEN
+	IF m.keyed AND m.kind = 'gauge' THEN
+		-- A level of every matching key at the end of the interval, summed
+		-- (the per-key function carries a key's last value forward).
+		q := format('SELECT iv.interval_start, iv.interval_end, iv.seconds, sum(d.%I)::float8
+		               FROM chronicle.intervals($1, $2) iv
+		               LEFT JOIN chronicle.%I($1, $2%s) d
+		                 ON d.interval_end = iv.interval_end
+		              GROUP BY iv.interval_start, iv.interval_end, iv.seconds
+		              ORDER BY iv.interval_end', m.col, m.func, args);
+	ELSIF m.keyed THEN
 		-- The matching keys' deltas summed per interval by the engine
 		-- (_<source>_sums); an interval where no key changed has no row: 0.
 		expr := CASE m.kind

@@ -24,6 +24,9 @@
 -- long timeline, and top_waits differences every wait key, the one part
 -- whose cost grows with the number of processes and query ids.
 --
+-- app => false leaves the pgbench columns (tps, latency_*) NULL without
+-- reading the pgbench transactions (the report reads them per run).
+--
 -- resolution: 'raw' is every snapshot interval (all of the above);
 -- 'minute' and 'hour' read the rollups (60_rollups.sql, one row per bucket,
 -- the same columns); 'auto' picks raw for short windows whose raw rows are
@@ -34,24 +37,41 @@
 -- sources are summed per interval by it (_io_sums by backend type,
 -- _database_sums), so the rows joined here are one per interval.
 
+-- One row of the timeline, from the raw history or from the rollups
+-- (chronicle._timeline_rollup(), 60_rollups.sql): the one definition of
+-- its columns.
+-- (Created here when missing, by a fresh install and by every upgrade at
+-- this point of the code, "-- @upgrade": so it is written once.)
+-- @upgrade
+DO $do$
+BEGIN
+	IF to_regtype('chronicle.timeline_row') IS NULL THEN
+		CREATE TYPE chronicle.timeline_row AS (
+			interval_start timestamptz, interval_end timestamptz, seconds float8,
+			commits_per_s float8, rollbacks_per_s float8, hit_ratio float8,
+			reads_per_s float8, writes_per_s float8, extends_per_s float8, fsyncs_per_s float8,
+			read_bytes_per_s float8, write_bytes_per_s float8, extend_bytes_per_s float8,
+			client_write_bytes_per_s float8, checkpointer_write_bytes_per_s float8,
+			bgwriter_write_bytes_per_s float8, autovacuum_write_bytes_per_s float8,
+			io_by_backend jsonb,
+			wal_bytes_per_s float8, wal_fpi_per_s float8, wal_records_per_s float8,
+			checkpoints bigint, checkpoint_buffers_written bigint,
+			buffers_used bigint, buffers_dirty bigint,
+			mem_free_kb bigint, mem_available_kb bigint, mem_dirty_kb bigint, mem_writeback_kb bigint,
+			active_processes float8, active_cpu float8, active_io float8, active_lwlock float8,
+			active_lock float8, active_ipc float8, active_client float8, active_timeout float8,
+			active_other float8, top_waits jsonb, wait_coverage float8,
+			tps float8, latency_p50_ms float8, latency_p99_ms float8, resolution_used text);
+	END IF;
+END;
+$do$;
+COMMENT ON TYPE chronicle.timeline_row IS
+	'A row of chronicle.timeline(): one snapshot interval (raw) or bucket (minute, hour) with the headline rates, gauges, active sessions and pgbench numbers side by side';
+
 CREATE FUNCTION chronicle.timeline(from_ts timestamptz, to_ts timestamptz, waits boolean DEFAULT true,
-                                   detail boolean DEFAULT false, resolution text DEFAULT 'auto')
-RETURNS TABLE (
-	interval_start timestamptz, interval_end timestamptz, seconds float8,
-	commits_per_s float8, rollbacks_per_s float8, hit_ratio float8,
-	reads_per_s float8, writes_per_s float8, extends_per_s float8, fsyncs_per_s float8,
-	read_bytes_per_s float8, write_bytes_per_s float8, extend_bytes_per_s float8,
-	client_write_bytes_per_s float8, checkpointer_write_bytes_per_s float8,
-	bgwriter_write_bytes_per_s float8, autovacuum_write_bytes_per_s float8,
-	io_by_backend jsonb,
-	wal_bytes_per_s float8, wal_fpi_per_s float8, wal_records_per_s float8,
-	checkpoints bigint, checkpoint_buffers_written bigint,
-	buffers_used bigint, buffers_dirty bigint,
-	mem_free_kb bigint, mem_available_kb bigint, mem_dirty_kb bigint, mem_writeback_kb bigint,
-	active_processes float8, active_cpu float8, active_io float8, active_lwlock float8,
-	active_lock float8, active_ipc float8, active_client float8, active_timeout float8,
-	active_other float8, top_waits jsonb, wait_coverage float8,
-	tps float8, latency_p50_ms float8, latency_p99_ms float8, resolution_used text)
+                                   detail boolean DEFAULT false, resolution text DEFAULT 'auto',
+                                   app boolean DEFAULT true)
+RETURNS SETOF chronicle.timeline_row
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_custom_plan
@@ -65,22 +85,26 @@ DECLARE
 	res     text;
 BEGIN
 	PERFORM chronicle._check_range(from_ts, to_ts, 'chronicle.timeline');
-	IF waits IS NULL OR detail IS NULL THEN
-		RAISE EXCEPTION 'chronicle.timeline: waits and detail must not be NULL'
+	IF waits IS NULL OR detail IS NULL OR app IS NULL THEN
+		RAISE EXCEPTION 'chronicle.timeline: waits, detail and app must not be NULL'
 			USING ERRCODE = 'null_value_not_allowed',
-			      HINT = 'waits => false leaves the wait columns out; detail => true adds io_by_backend and top_waits.';
+			      HINT = 'waits => false leaves the wait columns out; detail => true adds io_by_backend and top_waits; app => false leaves the pgbench columns out.';
 	END IF;
 	-- Long windows, and windows whose raw rows are gone, from the rollups
 	-- (60_rollups.sql): one row per minute or hour.  Raw up to 6 hours, 1
 	-- hour with the jsonb breakdowns (each under 0.5 s).
 	res := chronicle._resolution('chronicle.timeline', from_ts, to_ts, timeline.resolution,
 	                             CASE WHEN detail THEN interval '1 hour' ELSE interval '6 hours' END);
-	IF res <> 'raw' THEN
+	IF res <> 'raw' AND timeline.app THEN
 		RETURN QUERY SELECT * FROM chronicle._timeline_rollup(from_ts, to_ts, res, waits, detail);
 		RETURN;
+	ELSIF res <> 'raw' THEN
+		RETURN QUERY SELECT (jsonb_populate_record(r, '{"tps": null, "latency_p50_ms": null, "latency_p99_ms": null}')).*
+		  FROM chronicle._timeline_rollup(from_ts, to_ts, res, waits, detail) r;
+		RETURN;
 	END IF;
-	has_app := EXISTS (SELECT FROM chronicle.app_transaction t WHERE t.ts > from_ts AND t.ts <= to_ts)
-	           OR EXISTS (SELECT FROM chronicle.app_interval a
+	has_app := timeline.app AND EXISTS (SELECT FROM chronicle.app_transaction t WHERE t.ts > from_ts AND t.ts <= to_ts)
+	           OR timeline.app AND EXISTS (SELECT FROM chronicle.app_interval a
 	                       WHERE a.interval_start < to_ts
 	                         AND a.interval_start + a.interval_secs * interval '1 second' > from_ts);
 	RETURN QUERY
@@ -209,8 +233,8 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION chronicle.timeline(timestamptz, timestamptz, boolean, boolean, text) IS
+COMMENT ON FUNCTION chronicle.timeline(timestamptz, timestamptz, boolean, boolean, text, boolean) IS
 	'One row per snapshot interval with the headline numbers: commits, I/O by backend type, WAL, checkpoints, buffers, memory, active processes by wait class (jsonb breakdowns by backend type and wait event on request), pgbench tps and latency';
 
-REVOKE ALL ON FUNCTION chronicle.timeline(timestamptz, timestamptz, boolean, boolean, text) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION chronicle.timeline(timestamptz, timestamptz, boolean, boolean, text) TO pg_monitor, pg_read_all_stats;
+REVOKE ALL ON FUNCTION chronicle.timeline(timestamptz, timestamptz, boolean, boolean, text, boolean) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION chronicle.timeline(timestamptz, timestamptz, boolean, boolean, text, boolean) TO pg_monitor, pg_read_all_stats;

@@ -453,6 +453,57 @@ REVOKE ALL ON FUNCTION chronicle.load_pgbench_log(text, text, text, text, boolea
 -- seconds).  pgbench never writes its last, partial one.
 -- ---------------------------------------------------------------------
 
+-- The rows of chronicle.app_intervals() (over a window or a run) and of
+-- chronicle.app_summary(): the one definition of each (created when
+-- missing, by a fresh install and by every upgrade at this point of the
+-- code: see chronicle.timeline_row).
+-- @upgrade
+DO $do$
+BEGIN
+	IF to_regtype('chronicle.app_interval_row') IS NULL THEN
+		CREATE TYPE chronicle.app_interval_row AS (
+			interval_start  timestamptz,
+			interval_end    timestamptz,
+			segment         timestamptz,
+			transactions    bigint,
+			tps             float8,
+			latency_mean_ms float8,
+			latency_p50_ms  float8,
+			latency_p90_ms  float8,
+			latency_p99_ms  float8,
+			latency_max_ms  float8,
+			lag_mean_ms     float8,
+			skipped         bigint,
+			failures        bigint,
+			retries         bigint,
+			active_seconds  float8,
+			latency_min_ms  float8,
+			basis           text,
+			partial         boolean);
+	END IF;
+	IF to_regtype('chronicle.app_summary_row') IS NULL THEN
+		CREATE TYPE chronicle.app_summary_row AS (
+			transactions    bigint,
+			seconds         float8,
+			tps             float8,
+			latency_mean_ms float8,
+			latency_p50_ms  float8,
+			latency_p90_ms  float8,
+			latency_p99_ms  float8,
+			latency_max_ms  float8,
+			lag_mean_ms     float8,
+			skipped         bigint,
+			failures        bigint,
+			latency_min_ms  float8,
+			basis           text);
+	END IF;
+END;
+$do$;
+COMMENT ON TYPE chronicle.app_interval_row IS
+	'A row of chronicle.app_intervals(): one snapshot interval''s pgbench transactions, TPS and latencies';
+COMMENT ON TYPE chronicle.app_summary_row IS
+	'The row of chronicle.app_summary(): a whole run''s pgbench transactions, TPS and latencies';
+
 -- The run's id from its label, or an error with a hint (chronicle._run_id,
 -- the lookup every function taking a run label shares).
 CREATE FUNCTION chronicle.app_run_id(run text)
@@ -467,25 +518,7 @@ CREATE FUNCTION chronicle.app_intervals(
 	from_ts timestamptz,
 	to_ts timestamptz,
 	run text DEFAULT NULL)
-RETURNS TABLE (
-	interval_start  timestamptz,
-	interval_end    timestamptz,
-	segment         timestamptz,
-	transactions    bigint,
-	tps             float8,
-	latency_mean_ms float8,
-	latency_p50_ms  float8,
-	latency_p90_ms  float8,
-	latency_p99_ms  float8,
-	latency_max_ms  float8,
-	lag_mean_ms     float8,
-	skipped         bigint,
-	failures        bigint,
-	retries         bigint,
-	active_seconds  float8,
-	latency_min_ms  float8,
-	basis           text,
-	partial         boolean)
+RETURNS SETOF chronicle.app_interval_row
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
@@ -751,25 +784,7 @@ COMMENT ON FUNCTION chronicle.app_intervals(timestamptz, timestamptz, text) IS
 	'Per snapshot interval (start, end] ending in (from, to]: pgbench transactions, TPS over the interval where the runs were active all of it (partial: NULL), latency mean/min/max and nearest-rank p50/p90/p99 (ms), lag, skipped, failures; from the per-transaction log, else the aggregate log spread over its intervals';
 
 CREATE FUNCTION chronicle.app_intervals(run text)
-RETURNS TABLE (
-	interval_start  timestamptz,
-	interval_end    timestamptz,
-	segment         timestamptz,
-	transactions    bigint,
-	tps             float8,
-	latency_mean_ms float8,
-	latency_p50_ms  float8,
-	latency_p90_ms  float8,
-	latency_p99_ms  float8,
-	latency_max_ms  float8,
-	lag_mean_ms     float8,
-	skipped         bigint,
-	failures        bigint,
-	retries         bigint,
-	active_seconds  float8,
-	latency_min_ms  float8,
-	basis           text,
-	partial         boolean)
+RETURNS SETOF chronicle.app_interval_row
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
@@ -787,20 +802,7 @@ COMMENT ON FUNCTION chronicle.app_intervals(text) IS
 -- A whole run from every transaction (never from intervals), or from its
 -- aggregate log; one row, also for a run without any (0 transactions).
 CREATE FUNCTION chronicle._app_summary(p_run integer)
-RETURNS TABLE (
-	transactions    bigint,
-	seconds         float8,
-	tps             float8,
-	latency_mean_ms float8,
-	latency_p50_ms  float8,
-	latency_p90_ms  float8,
-	latency_p99_ms  float8,
-	latency_max_ms  float8,
-	lag_mean_ms     float8,
-	skipped         bigint,
-	failures        bigint,
-	latency_min_ms  float8,
-	basis           text)
+RETURNS SETOF chronicle.app_summary_row
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
@@ -899,20 +901,7 @@ END;
 $$;
 
 CREATE FUNCTION chronicle.app_summary(run text)
-RETURNS TABLE (
-	transactions    bigint,
-	seconds         float8,
-	tps             float8,
-	latency_mean_ms float8,
-	latency_p50_ms  float8,
-	latency_p90_ms  float8,
-	latency_p99_ms  float8,
-	latency_max_ms  float8,
-	lag_mean_ms     float8,
-	skipped         bigint,
-	failures        bigint,
-	latency_min_ms  float8,
-	basis           text)
+RETURNS SETOF chronicle.app_summary_row
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$

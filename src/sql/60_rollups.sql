@@ -664,22 +664,7 @@ COMMENT ON FUNCTION chronicle._resolution(text, timestamptz, timestamptz, text, 
 -- from its histogram (within 1 %).
 CREATE FUNCTION chronicle._timeline_rollup(from_ts timestamptz, to_ts timestamptz, res text,
                                            waits boolean, detail boolean)
-RETURNS TABLE (
-	interval_start timestamptz, interval_end timestamptz, seconds float8,
-	commits_per_s float8, rollbacks_per_s float8, hit_ratio float8,
-	reads_per_s float8, writes_per_s float8, extends_per_s float8, fsyncs_per_s float8,
-	read_bytes_per_s float8, write_bytes_per_s float8, extend_bytes_per_s float8,
-	client_write_bytes_per_s float8, checkpointer_write_bytes_per_s float8,
-	bgwriter_write_bytes_per_s float8, autovacuum_write_bytes_per_s float8,
-	io_by_backend jsonb,
-	wal_bytes_per_s float8, wal_fpi_per_s float8, wal_records_per_s float8,
-	checkpoints bigint, checkpoint_buffers_written bigint,
-	buffers_used bigint, buffers_dirty bigint,
-	mem_free_kb bigint, mem_available_kb bigint, mem_dirty_kb bigint, mem_writeback_kb bigint,
-	active_processes float8, active_cpu float8, active_io float8, active_lwlock float8,
-	active_lock float8, active_ipc float8, active_client float8, active_timeout float8,
-	active_other float8, top_waits jsonb, wait_coverage float8,
-	tps float8, latency_p50_ms float8, latency_p99_ms float8, resolution_used text)
+RETURNS SETOF chronicle.timeline_row
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 SET work_mem = '256MB'

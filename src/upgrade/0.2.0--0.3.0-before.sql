@@ -24,12 +24,6 @@ ALTER TABLE chronicle.statements_text ADD COLUMN last_seen timestamptz NOT NULL 
 -- created once, after every step).
 DROP FUNCTION IF EXISTS chronicle.run_end(text);
 
--- app_intervals() gained a column, partial (50_app.sql: an interval the
--- runs were active in part of has no tps).  IF EXISTS: from 0.1.0,
--- 0.1.0--0.2.0-before.sql has dropped both already.
-DROP FUNCTION IF EXISTS chronicle.app_intervals(text);
-DROP FUNCTION IF EXISTS chronicle.app_intervals(timestamptz, timestamptz, text);
-
 -- The analysis engine takes a source's name and describes the source from
 -- its C declaration (30_analysis.sql); the functions that call it are made
 -- from the same declaration by chronicle._analysis_layout()
@@ -40,3 +34,17 @@ DROP FUNCTION IF EXISTS chronicle._deltas(regclass, timestamptz, timestamptz, te
 DROP FUNCTION IF EXISTS chronicle._ends(regclass, timestamptz, timestamptz, text[], text[], text, text[],
 	text, text[], text, text[], text[], text[], boolean, text[], text[], text[], boolean);
 DROP FUNCTION IF EXISTS chronicle._source_columns();
+
+-- The result shapes of timeline(), app_intervals() and app_summary() are
+-- composite types, each said once (34_timeline.sql, 50_app.sql, which
+-- create them in the code of every upgrade); the functions returned
+-- TABLE (...) before, and app_intervals() gained a
+-- column, partial (50_app.sql: an interval the runs were active in part of
+-- has no tps).  IF EXISTS: from 0.1.0, 0.1.0--0.2.0-before.sql has dropped
+-- some already.
+DROP FUNCTION IF EXISTS chronicle.timeline(timestamptz, timestamptz, boolean, boolean, text);
+DROP FUNCTION IF EXISTS chronicle._timeline_rollup(timestamptz, timestamptz, text, boolean, boolean);
+DROP FUNCTION IF EXISTS chronicle.app_intervals(timestamptz, timestamptz, text);
+DROP FUNCTION IF EXISTS chronicle.app_intervals(text);
+DROP FUNCTION IF EXISTS chronicle._app_summary(integer);
+DROP FUNCTION IF EXISTS chronicle.app_summary(text);

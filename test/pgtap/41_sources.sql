@@ -126,11 +126,10 @@ SELECT is((SELECT string_agg(f.fn || '.' || f.column_name, ', ')
           NULL, 'a per-interval function has no column but what its source declares');
 SELECT set_eq($$SELECT metric FROM chronicle.metric$$,
               $$SELECT prefix || '.' || column_name || CASE WHEN kind = 'gauge' THEN '' ELSE '_per_s' END
-                  FROM analysed a WHERE kind IN ('counter', 'time')
-                     OR (kind = 'gauge' AND NOT EXISTS (SELECT FROM analysed k WHERE k.source = a.source AND k.kind = 'key'))
+                  FROM analysed WHERE kind IN ('counter', 'time', 'gauge')
                 UNION ALL
                 SELECT s.prefix || '.' || p FROM chronicle._source_analysis() s, unnest(s.per_op) p$$,
-              'the metric catalog is every counter''s series, every gauge''s of a source without keys, and every ratio');
+              'the metric catalog is every value''s series and every ratio');
 SELECT is((SELECT count(*) FROM analysis_layout l
             WHERE l.acl IS NOT NULL
               AND NOT (l.acl LIKE '%pg_monitor=X%' AND l.acl LIKE '%pg_read_all_stats=X%' AND l.acl NOT LIKE '%{=X%'
