@@ -4,4 +4,4 @@ Records a pgbench run in one command (bench), lists runs (runs), compares two
 (compare) and writes a report with plots (report).  See docs/client.md.
 """
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"

@@ -37,6 +37,7 @@ A Ctrl-C while waiting for the snapshot ends the run without waiting more.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import os
 import pathlib
@@ -57,8 +58,7 @@ from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from pg_chronicle import summary
-from pg_chronicle.db import (EXIT_ERROR, EXIT_INTERRUPTED, ClientError, connect,
-                             query_one, translated)
+from pg_chronicle.db import EXIT_ERROR, EXIT_INTERRUPTED, ClientError, connect, query_one, translated
 from pg_chronicle.text import echo
 
 LOG_PREFIX = "pgbench_log"
@@ -132,7 +132,7 @@ def scale(conn: psycopg.Connection[Any]) -> int | None:
 
 
 def default_label() -> str:
-    return "bench-" + datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M%S")
+    return "bench-" + datetime.datetime.now(datetime.UTC).strftime("%Y%m%d-%H%M%S")
 
 
 def log_files(logdir: pathlib.Path) -> list[pathlib.Path]:
@@ -182,7 +182,7 @@ def load_logs(conn: psycopg.Connection[Any], label: str,
                 if buf:
                     copy.write(b"\n".join(buf) + b"\n")
         cur.execute("SELECT file, log_format, lines FROM chronicle.load_pgbench_lines(%s)", (label,))
-        rows = [dict(zip(("file", "log_format", "lines"), r)) for r in cur.fetchall()]
+        rows = [dict(zip(("file", "log_format", "lines"), r, strict=True)) for r in cur.fetchall()]
         cur.execute("TRUNCATE pg_temp.chronicle_pgbench_lines")
     return rows
 
@@ -281,10 +281,8 @@ class _Interrupt:
         if self.waiting:
             self.cut = True
         if self.proc is not None and self.proc.poll() is None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 self.proc.send_signal(signal.SIGINT)
-            except ProcessLookupError:
-                pass
 
 
 def _pgbench(conn: psycopg.Connection[Any], cmd: list[str], env: dict[str, str],
@@ -426,10 +424,8 @@ def _recorded(conn: psycopg.Connection[Any], label: str, meta: dict[str, Any], p
         loaded = load_logs(conn, label, files)
     except BaseException:
         # never leave the run open (the next run_begin would refuse)
-        try:
+        with contextlib.suppress(psycopg.Error):
             conn.execute("SELECT chronicle.run_end(%s) WHERE EXISTS (SELECT FROM chronicle.run r "
                          "WHERE r.label = %s AND r.ended IS NULL)", (label, label))
-        except psycopg.Error:
-            pass
         raise
     return rc, interrupted, loaded, at_snapshot

@@ -1,37 +1,46 @@
 """The report page: one self-contained index.html (uPlot's JS and CSS inlined,
-the data as inline JSON, no network)."""
+the data as inline JSON, no network).
+
+The page is report_assets/page.html with its @@NAME@@ placeholders filled:
+the title, the data (model.PageData as JSON), uPlot (vendor/) and the
+page's own stylesheet and script (report_assets/report.css, report.js).
+"""
 
 from __future__ import annotations
 
 import html as _html
 import json
+import math
 import re
+from functools import cache
 from importlib import resources
-from typing import Any
+from typing import Any, cast
+
+from pg_chronicle.model import Chart, Meta, PageChart, PageData, PagePanel, Panel, Value
 
 
-def _vendor(name: str) -> str:
-    return resources.files("pg_chronicle").joinpath("vendor", name).read_text("utf-8")
+@cache
+def asset(folder: str, name: str) -> str:
+    """A text file of the package (vendor/ or report_assets/), read once."""
+    return resources.files("pg_chronicle").joinpath(folder, name).read_text("utf-8")
 
 
-def _compact(v):
-    """A value as the page needs it: 5 significant digits, integers as integers."""
-    if v is None or isinstance(v, (bool, str, int)):
+def _compact(v: Value) -> Value:
+    """A value as the page needs it: 5 significant digits, integers as
+    integers, None for what JSON cannot hold (NaN, infinities)."""
+    if v is None or isinstance(v, (bool, int)):
         return v
-    if isinstance(v, float):
-        if v != v or v in (float("inf"), float("-inf")):
-            return None
-        if v.is_integer() and abs(v) < 1e15:
-            return int(v)
-        return float(f"{v:.5g}")
-    return v
+    if math.isnan(v) or math.isinf(v):
+        return None
+    if v.is_integer() and abs(v) < 1e15:
+        return int(v)
+    return float(f"{v:.5g}")
 
 
-def compact_chart(c: dict) -> dict:
-    out = dict(c)
-    out["x"] = [None if v is None else round(v, 3) for v in c["x"]]
-    out["series"] = [dict(s, values=[_compact(v) for v in s["values"]]) for s in c["series"]]
-    return out
+def compact_chart(c: Chart) -> Chart:
+    """c with its x to the millisecond and its values compacted."""
+    return {**c, "x": [round(v, 3) for v in c["x"]],
+            "series": [{**s, "values": [_compact(v) for v in s["values"]]} for s in c["series"]]}
 
 
 # In JSON inside the page, the characters HTML acts on as JSON escapes: "<"
@@ -48,347 +57,42 @@ def json_for_html(obj: Any) -> str:
     return s.translate(_HTML_UNSAFE)
 
 
-def _fill(template: str, values: dict[str, str]) -> str:
+def fill(template: str, values: dict[str, str]) -> str:
     """template with each @@NAME@@ replaced by values[NAME], in one pass:
     a value holding "@@NAME@@" (a run label, a statement) stays as it is."""
     return re.sub(r"@@([A-Z_]+)@@", lambda m: values[m.group(1)], template)
 
 
-def render(meta: dict, panels: list[dict]) -> str:
-    # the time charts of a report share their x values (the window's interval
-    # ends): stored once in "xs", each chart naming its array by index ("xref")
-    xs: list[list] = []
-    index: dict[tuple, int] = {}
-    out = []
+def page_data(meta: Meta, panels: list[Panel]) -> PageData:
+    """What the page embeds: the panels with their values compacted and the
+    time charts' shared x values (the window's interval ends) stored once in
+    "xs", each chart naming its array by index ("xref")."""
+    xs: list[list[float]] = []
+    index: dict[tuple[float, ...], int] = {}
+    out: list[PagePanel] = []
     for p in panels:
-        charts = []
-        for c in p["charts"]:
-            c = compact_chart(c)
+        charts: list[PageChart] = []
+        for c in map(compact_chart, p["charts"]):
             key = tuple(c["x"])
             if key not in index:
                 index[key] = len(xs)
                 xs.append(c["x"])
-            charts.append(dict({k: v for k, v in c.items() if k != "x"}, xref=index[key]))
-        out.append(dict(p, charts=charts))
-    data = {"meta": meta, "xs": xs, "panels": out}
+            # the chart's keys in their order, x replaced by xref
+            pc = cast(PageChart, {k: v for k, v in c.items() if k != "x"})
+            pc["xref"] = index[key]
+            charts.append(pc)
+        out.append({**p, "charts": charts})
+    return {"meta": meta, "xs": xs, "panels": out}
+
+
+def render(meta: Meta, panels: list[Panel]) -> str:
+    """index.html of the report."""
     title = f"pg_chronicle report: {meta['run']}" + (f" vs {meta['vs']}" if meta.get("vs") else "")
-    return _fill(PAGE, {"TITLE": _html.escape(title), "UPLOT_CSS": _vendor("uPlot.min.css"),
-                        "DATA": json_for_html(data), "UPLOT_JS": _vendor("uPlot.iife.min.js"),
-                        "APP_JS": APP_JS})
-
-
-PAGE = """<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>@@TITLE@@</title>
-<style>@@UPLOT_CSS@@</style>
-<style>
-body { font: 14px/1.4 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0; color: #1d2733; background: #f4f6f9; }
-header { background: #1d3557; color: #fff; padding: 14px 24px; }
-header h1 { margin: 0 0 4px; font-size: 20px; font-weight: 600; }
-header .sub { opacity: .85; font-size: 13px; }
-nav { padding: 6px 24px; background: #e6ebf2; font-size: 13px; position: sticky; top: 0; z-index: 5; }
-nav a { margin-right: 14px; color: #1d3557; text-decoration: none; }
-main { padding: 12px 24px 40px; max-width: 1400px; }
-section { background: #fff; border-radius: 6px; box-shadow: 0 1px 3px rgba(0,0,0,.08); margin: 14px 0; padding: 10px 16px 14px; }
-section h2 { margin: 4px 0; font-size: 17px; }
-section .about { color: #5b6776; font-size: 12.5px; margin: 0 0 8px; }
-.empty { color: #8a5a00; background: #fff6e0; padding: 8px 12px; border-radius: 4px; }
-.note { color: #5b6776; font-size: 12.5px; margin: 4px 0; }
-.chart { margin: 8px 0 4px; }
-.chart h3 { font-size: 13.5px; margin: 6px 0 0; font-weight: 600; }
-table.t { border-collapse: collapse; font-size: 12.5px; margin: 6px 0; }
-table.t th, table.t td { border-bottom: 1px solid #e3e7ee; padding: 3px 8px; text-align: right; vertical-align: top; }
-table.t th { background: #f0f3f7; position: sticky; top: 30px; }
-table.t td:first-child, table.t th:first-child { text-align: left; }
-table.t td.txt { text-align: left; font-family: ui-monospace, monospace; font-size: 11.5px; max-width: 700px; }
-table.t tr.marked td { background: #fde2e1; font-weight: 600; }
-table.t tr.slow { cursor: pointer; }
-table.t tr.slow:hover td { background: #eef3fb; }
-details summary { cursor: pointer; font-weight: 600; font-size: 13.5px; margin: 8px 0 4px; }
-.headline { display: flex; flex-wrap: wrap; gap: 10px; margin-top: 8px; }
-.headline div { background: rgba(255,255,255,.12); padding: 4px 10px; border-radius: 4px; font-size: 13px; }
-.headline b { font-size: 15px; }
-.headline .run { font-weight: 600; min-width: 140px; padding: 4px 0; }
-.uplot { font-family: inherit; }
-.u-legend { font-size: 12px; }
-</style>
-</head>
-<body>
-<script type="application/json" id="report-data">@@DATA@@</script>
-<script>@@UPLOT_JS@@</script>
-<script>@@APP_JS@@</script>
-</body>
-</html>
-"""
-
-APP_JS = r"""
-(function () {
-'use strict';
-window.__charts = [];
-window.__errors = [];
-window.addEventListener('error', function (e) { window.__errors.push(String(e.message)); });
-var D = JSON.parse(document.getElementById('report-data').textContent);
-var M = D.meta;
-// each chart's x values: shared arrays, stored once
-D.panels.forEach(function (p) { p.charts.forEach(function (c) { c.x = D.xs[c.xref]; }); });
-var PALETTE = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2',
-               '#7f7f7f', '#bcbd22', '#17becf', '#393b79', '#ad494a', '#637939', '#7b4173'];
-var RUN_COLORS = ['#1f77b4', '#d62728'];
-
-function el(tag, attrs, text) {
-  var e = document.createElement(tag);
-  if (attrs) for (var k in attrs) e.setAttribute(k, attrs[k]);
-  if (text != null) e.textContent = text;
-  return e;
-}
-
-function si(v, unit) {
-  if (v == null || isNaN(v)) return '-';
-  var a = Math.abs(v);
-  if (unit === 'bytes/s' || unit === 'bytes') {
-    var u = ['B', 'kB', 'MB', 'GB', 'TB'], i = 0;
-    while (a >= 1024 && i < u.length - 1) { a /= 1024; v /= 1024; i++; }
-    return (a >= 100 ? v.toFixed(0) : a >= 10 ? v.toFixed(1) : v.toFixed(2)) + ' ' + u[i] + (unit === 'bytes/s' ? '/s' : '');
-  }
-  if (unit === 'fraction') return (v * 100).toFixed(a >= 0.1 ? 1 : 2) + ' %';
-  if (Number.isInteger(v) && a < 1e4) return String(v);
-  if (a >= 1e9) return (v / 1e9).toFixed(2) + 'G';
-  if (a >= 1e6) return (v / 1e6).toFixed(2) + 'M';
-  if (a >= 1e4) return (v / 1e3).toFixed(1) + 'k';
-  if (a >= 100) return v.toFixed(0);
-  if (a >= 10) return v.toFixed(1);
-  if (a >= 1) return v.toFixed(2);
-  if (a === 0) return '0';
-  return v.toPrecision(3);
-}
-
-// time axis ticks in UTC, 24 h (the header's window is UTC too); the date
-// too when the window spans more than a day
-function utcTicks(u, vals) {
-  var span = u.scales.x.max - u.scales.x.min;
-  return vals.map(function (v) {
-    var s = new Date(v * 1000).toISOString();
-    return span > 86400 ? s.slice(5, 10) + ' ' + s.slice(11, 16) : s.slice(11, span > 1800 ? 16 : 19);
-  });
-}
-
-function fmtX(v) {
-  if (M.vs) return v == null ? '-' : v.toFixed(1) + ' s';
-  return v == null ? '-' : new Date(v * 1000).toISOString().replace('T', ' ').slice(0, 23) + ' UTC';
-}
-
-// the slowest intervals, shaded on the time charts (single-run reports)
-var SLOW = [];
-D.panels.forEach(function (p) {
-  p.tables.forEach(function (t) {
-    if (t.id === 'slowest.table' && t.x) t.x.forEach(function (x, i) {
-      SLOW.push({x0: t.x_start[i], x1: x, rank: t.rows[i][0], run: t.run});
-    });
-  });
-});
-
-function marksPlugin(chart) {
-  return { hooks: {
-    drawClear: [function (u) {
-      if (chart.kind !== 'time') return;
-      var ctx = u.ctx, top = u.bbox.top, h = u.bbox.height;
-      ctx.save();
-      SLOW.forEach(function (s) {
-        if (M.vs) return;
-        var a = u.valToPos(s.x0, 'x', true), b = u.valToPos(s.x1, 'x', true);
-        ctx.fillStyle = 'rgba(214,39,40,0.13)';
-        ctx.fillRect(a, top, Math.max(b - a, 2 * devicePixelRatio), h);
-        ctx.fillStyle = 'rgba(170,20,20,0.9)';
-        ctx.font = (10 * devicePixelRatio) + 'px sans-serif';
-        ctx.fillText('#' + s.rank, a + 2, top + 11 * devicePixelRatio);
-      });
-      ctx.restore();
-    }],
-    draw: [function (u) {
-      var rec = window.__charts.find(function (r) { return r.id === chart.id; });
-      if (rec) rec.draws++;
-      if (!chart.marks || !chart.marks.length) return;
-      var ctx = u.ctx, top = u.bbox.top, h = u.bbox.height;
-      ctx.save();
-      ctx.lineWidth = 1 * devicePixelRatio;
-      chart.marks.forEach(function (m) {
-        var x = Math.round(u.valToPos(m.x, 'x', true));
-        if (x < u.bbox.left || x > u.bbox.left + u.bbox.width) return;
-        ctx.strokeStyle = m.kind === 'checkpoint_start' ? 'rgba(90,90,90,0.55)' : 'rgba(30,30,30,0.85)';
-        ctx.setLineDash(m.kind === 'checkpoint_start' ? [4 * devicePixelRatio, 3 * devicePixelRatio] : []);
-        ctx.beginPath(); ctx.moveTo(x, top); ctx.lineTo(x, top + h); ctx.stroke();
-      });
-      ctx.restore();
-    }]
-  } };
-}
-
-function stack(data) {
-  var acc = data[0].map(function () { return 0; }), out = [data[0]], bands = [];
-  for (var i = 1; i < data.length; i++) {
-    out.push(data[i].map(function (v, j) { acc[j] += (v == null ? 0 : v); return acc[j]; }));
-  }
-  for (var k = 1; k < data.length - 1; k++) bands.push({series: [k + 1, k]});
-  return {data: out, bands: bands};
-}
-
-function colorFor(chart, i, s) {
-  if (M.vs) {
-    var runIdx = s.run === M.vs ? 1 : 0;
-    var perRun = chart.series.filter(function (t) { return t.run === s.run; });
-    var j = perRun.indexOf(s);
-    if (perRun.length === 1) return RUN_COLORS[runIdx];
-    return runIdx === 0 ? PALETTE[j % PALETTE.length] : PALETTE[j % PALETTE.length];
-  }
-  return PALETTE[i % PALETTE.length];
-}
-
-function hexA(hex, a) {
-  var n = parseInt(hex.slice(1), 16);
-  return 'rgba(' + (n >> 16) + ',' + ((n >> 8) & 255) + ',' + (n & 255) + ',' + a + ')';
-}
-
-function makeChart(container, chart, width) {
-  var box = el('div', {'class': 'chart', id: 'chart-' + chart.id});
-  box.appendChild(el('h3', null, chart.title + (chart.unit ? ' (' + chart.unit + ')' : '')));
-  container.appendChild(box);
-  var raw = [chart.x].concat(chart.series.map(function (s) { return s.values; }));
-  var data = raw, bands;
-  if (chart.stack) { var st = stack(raw); data = st.data; bands = st.bands; }
-  var series = [{
-    label: chart.kind === 'time' ? (M.vs ? 'since start' : 'time') : 'latency',
-    value: function (u, v) { return chart.kind === 'time' ? fmtX(v) : (v == null ? '-' : si(v) + ' ms'); }
-  }];
-  chart.series.forEach(function (s, i) {
-    var c = colorFor(chart, i, s);
-    var dashed = M.vs && s.run === M.vs && chart.series.filter(function (t) { return t.run === s.run; }).length > 1;
-    series.push({
-      label: s.label, stroke: c, width: 1.25,
-      dash: dashed ? [6, 3] : undefined,
-      fill: chart.stack ? hexA(c, 0.55) : undefined,
-      spanGaps: !!M.vs && chart.kind === 'time',
-      points: {show: false},
-      value: function (u, v, si_, idx) { var r = raw[si_][idx]; return si(r, chart.unit); }
-    });
-  });
-  var opts = {
-    width: width, height: chart.kind === 'time' ? 230 : 260,
-    series: series,
-    bands: bands,
-    plugins: [marksPlugin(chart)],
-    cursor: chart.kind === 'time' ? {sync: {key: 'chronicle-time', setSeries: false}} : {sync: {key: 'chronicle-' + chart.id}},
-    scales: {
-      x: chart.kind === 'time' ? {time: !M.vs} : {time: false, distr: chart.log_x ? 3 : 1},
-      y: chart.log_y ? {distr: 3} : (chart.stack || chart.unit === '%' || chart.unit === 'fraction' ? {range: function (u, mn, mx) { return [0, mx > 0 ? mx * 1.05 : 1]; }} : {})
-    },
-    axes: [
-      {label: chart.kind === 'time' ? (M.vs ? 'seconds since run start' : null) : 'latency (ms, log)',
-       values: chart.kind === 'time' ? (M.vs ? function (u, vals) { return vals.map(function (v) { return v + ' s'; }); } : utcTicks)
-                                     : function (u, vals) { return vals.map(function (v) { return si(v); }); }},
-      {size: 84, values: function (u, vals) { return vals.map(function (v) { return si(v, chart.unit); }); }}
-    ]
-  };
-  if (!M.vs && chart.kind === 'time') opts.tzDate = function (ts) { return uPlot.tzDate(new Date(ts * 1e3), 'Etc/UTC'); };
-  var rec = {id: chart.id, kind: chart.kind, series: chart.series.length, points: chart.x.length,
-             nonnull: chart.series.map(function (s) { return s.values.filter(function (v) { return v != null; }).length; }),
-             draws: 0, width: 0, height: 0};
-  window.__charts.push(rec);
-  var u = new uPlot(opts, data, box);
-  rec.width = u.width; rec.height = u.height;
-  rec.uSeries = u.series.length - 1; rec.uPoints = u.data[0].length;
-  return u;
-}
-
-function makeTable(container, t) {
-  // long tables (every setting) folded: a click opens them
-  if (t.fold && t.rows.length > 25) {
-    var det = el('details');
-    det.appendChild(el('summary', null, t.title + ' (' + t.rows.length + ' rows)'));
-    container.appendChild(det);
-    container = det;
-  } else if (t.title) container.appendChild(el('h3', null, t.title));
-  if (!t.rows.length) {
-    if (t.note) container.appendChild(el('p', {'class': 'note'}, t.note));
-    return;
-  }
-  var tab = el('table', {'class': 't', id: 'table-' + t.id});
-  var tr = el('tr');
-  t.columns.forEach(function (c) { tr.appendChild(el('th', null, c)); });
-  tab.appendChild(tr);
-  t.rows.forEach(function (r, i) {
-    var row = el('tr');
-    if (t.marked && t.marked.indexOf(i) >= 0) row.className = 'marked';
-    r.forEach(function (v, j) {
-      var td = el('td', null, v == null ? '' : (typeof v === 'number' ? si(v) : String(v)));
-      if (typeof v === 'string' && (v.length > 40 || j === r.length - 1) && isNaN(Number(v))) td.className = 'txt';
-      if (typeof v === 'number') td.title = String(v);
-      row.appendChild(td);
-    });
-    if (t.id === 'slowest.table' && t.x && !M.vs) {
-      row.className += ' slow';
-      row.addEventListener('click', function () { focusAt(t.x[i]); });
-    }
-    tab.appendChild(row);
-  });
-  container.appendChild(tab);
-  if (t.note) container.appendChild(el('p', {'class': 'note'}, t.note));
-}
-
-var TIME_PLOTS = [];
-function focusAt(x) {
-  var u = TIME_PLOTS[0];
-  if (!u) return;
-  u.root.scrollIntoView({behavior: 'smooth', block: 'center'});
-  u.setCursor({left: u.valToPos(x, 'x'), top: 10});
-}
-
-// header
-var hdr = el('header');
-hdr.appendChild(el('h1', null, 'pg_chronicle: ' + M.run + (M.vs ? '  vs  ' + M.vs : '')));
-hdr.appendChild(el('div', {'class': 'sub'},
-  'window ' + M.from + ' \u2192 ' + M.to + ' \u00b7 ' + M.intervals + ' intervals \u00b7 server ' +
-  (M.server_version || '?') + (M.vs ? ' \u00b7 B: ' + M.vs_from + ' \u2192 ' + M.vs_to + ', ' +
-  M.vs_intervals + ' intervals, server ' + (M.vs_server_version || '?') : '') +
-  ' \u00b7 generated ' + M.generated));
-function headline(rows, label) {
-  var hl = el('div', {'class': 'headline'});
-  if (label) hl.appendChild(el('span', {'class': 'run'}, label));
-  (rows || []).forEach(function (h) {
-    var d = el('div'); d.appendChild(document.createTextNode(h[0] + ' '));
-    d.appendChild(el('b', null, h[1])); hl.appendChild(d);
-  });
-  hdr.appendChild(hl);
-}
-headline(M.headline, M.vs ? 'A: ' + M.run : null);
-if (M.vs) headline(M.vs_headline, 'B: ' + M.vs);
-document.body.appendChild(hdr);
-var nav = el('nav');
-D.panels.forEach(function (p) { nav.appendChild(el('a', {href: '#panel-' + p.id}, p.title)); });
-document.body.appendChild(nav);
-var main = el('main');
-document.body.appendChild(main);
-var width = Math.max(600, Math.min(1360, window.innerWidth - 90));
-
-D.panels.forEach(function (p) {
-  var sec = el('section', {id: 'panel-' + p.id});
-  sec.appendChild(el('h2', null, p.title));
-  if (p.about) sec.appendChild(el('p', {'class': 'about'}, p.about));
-  main.appendChild(sec);
-  if (p.empty) sec.appendChild(el('p', {'class': 'empty'}, p.empty));
-  if (p.note) sec.appendChild(el('p', {'class': 'note'}, p.note));
-  if (p.picture_error) sec.appendChild(el('p', {'class': 'empty'},
-    'The picture of this panel (' + p.id + '.png, ' + p.id + '.svg) could not be drawn: ' + p.picture_error));
-  p.charts.forEach(function (c) {
-    try {
-      var u = makeChart(sec, c, width);
-      if (c.kind === 'time') TIME_PLOTS.push(u);
-    } catch (e) { window.__errors.push(c.id + ': ' + e); console.error(c.id, e); }
-  });
-  p.tables.forEach(function (t) { makeTable(sec, t); });
-});
-requestAnimationFrame(function () { setTimeout(function () { window.__ready = true; }, 50); });
-})();
-"""
+    return fill(asset("report_assets", "page.html"), {
+        "TITLE": _html.escape(title),
+        "UPLOT_CSS": asset("vendor", "uPlot.min.css"),
+        "REPORT_CSS": asset("report_assets", "report.css"),
+        "DATA": json_for_html(page_data(meta, panels)),
+        "UPLOT_JS": asset("vendor", "uPlot.iife.min.js"),
+        "APP_JS": asset("report_assets", "report.js"),
+    })

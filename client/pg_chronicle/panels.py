@@ -1,31 +1,40 @@
-"""The report's data: one function per panel, each reading the extension's SQL
+"""The report's data: the panels of one window, read from the extension's SQL
 API (never its tables, except pgbench's transactions for the latency
-distribution) over one window.
+distribution).  A panel is one function of a connection and the window, or,
+for those that share series with others (throughput, waits, io, wal), a
+query function (*_rows) and a function of its rows (*_panel) that needs no
+server.
 
 Every time chart has one point per snapshot interval of the window (x is the
 interval's end, epoch seconds); a value the source did not record is None.
 Nothing is averaged: the page and the pictures draw every point (min/max
 envelopes where there are more points than pixels).
 
-A panel is a plain dict, JSON-ready:
-
-    {"id", "title", "about", "charts": [chart], "tables": [table], "empty": str|None}
-    chart = {"id", "title", "unit", "kind": "time"|"distribution", "x": [...],
-             "series": [{"label", "values", "run"}], "stack": bool, "log_y": bool,
-             "log_x": bool, "marks": [{"x", "label", "kind"}]}
-    table = {"id", "title", "columns": [...], "rows": [[...]], "marked": [row index],
-             "note": str|None}
+A panel is a model.Panel (a TypedDict, JSON-ready): its charts
+(model.Chart) and tables (model.Table).  The per-interval numbers several
+panels share (commits/s, hit ratio, active sessions per wait class) are
+read from chronicle.timeline(), not recomputed here.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 import psycopg
 from psycopg.rows import dict_row
+
+from pg_chronicle.model import Cell, Chart, Mark, Panel, Series, Table, Value
+
+Conn = psycopg.Connection[Any]
+Row = dict[str, Any]
+# the per-interval series of chronicle.timeline() the panels share, by column
+Timeline = dict[str, list[Value]]
 
 
 @dataclass
@@ -39,9 +48,9 @@ class Window:
     started: datetime
     ended: datetime | None
     server_version: str | None
-    meta: dict
-    settings: dict
-    environment: dict
+    meta: dict[str, Any]
+    settings: dict[str, Any]
+    environment: dict[str, Any]
     ends: list[datetime] = field(default_factory=list)
     starts: list[datetime] = field(default_factory=list)
 
@@ -50,22 +59,23 @@ class Window:
         return [e.timestamp() for e in self.ends]
 
 
-def _rows(conn: psycopg.Connection, sql: str, params=()) -> list[dict]:
+def _rows(conn: Conn, sql: str, params: Sequence[Any] = ()) -> list[Row]:
     with conn.cursor(row_factory=dict_row) as cur:
         cur.execute(sql, params)
         return cur.fetchall()
 
 
-def _has_function(conn: psycopg.Connection, name: str) -> bool:
+def _has_function(conn: Conn, name: str) -> bool:
     return bool(_rows(conn, "SELECT to_regproc(%s) IS NOT NULL AS ok", (name,))[0]["ok"]) \
         if "(" not in name else bool(
             _rows(conn, "SELECT to_regprocedure(%s) IS NOT NULL AS ok", (name,))[0]["ok"])
 
 
-def _series(w: Window, rows: list[dict], col: str, scale: float = 1.0, fill=None) -> list:
-    """One value per interval of the window from rows keyed by interval_end."""
+def _series(w: Window, rows: Iterable[Row], col: str, scale: float = 1.0) -> list[Value]:
+    """One value per interval of the window from rows keyed by interval_end
+    (None where no row or a NULL)."""
     idx = {e: i for i, e in enumerate(w.ends)}
-    out = [fill] * len(w.ends)
+    out: list[Value] = [None] * len(w.ends)
     for r in rows:
         i = idx.get(r["interval_end"])
         if i is not None:
@@ -74,33 +84,38 @@ def _series(w: Window, rows: list[dict], col: str, scale: float = 1.0, fill=None
     return out
 
 
-def _chart(cid, title, unit, w: Window, series, *, stack=False, log_y=False, marks=None):
+def _chart(cid: str, title: str, unit: str, w: Window, series: Iterable[tuple[str, list[Value]]], *,
+           stack: bool = False, log_y: bool = False, marks: list[Mark] | None = None) -> Chart:
+    """A time chart: one point per interval of the window in every series."""
     return {"id": cid, "title": title, "unit": unit, "kind": "time", "x": w.x,
             "series": [{"label": lab, "values": vals, "run": w.run} for lab, vals in series],
             "stack": stack, "log_y": log_y, "log_x": False, "marks": marks or []}
 
 
-def _has_values(values) -> bool:
+def _has_values(values: Iterable[Value]) -> bool:
     return any(v is not None for v in values)
 
 
-def _nonzero(values) -> bool:
+def _nonzero(values: Iterable[Value]) -> bool:
     return any(v for v in values if v is not None)
 
 
-def _panel(pid, title, about, charts=(), tables=(), empty=None):
-    charts = [c for c in charts if c is not None]
-    tables = [t for t in tables if t is not None]
-    if empty is None and not charts and not tables:
+def _panel(pid: str, title: str, about: str, charts: Iterable[Chart | None] = (),
+           tables: Iterable[Table | None] = (), empty: str | None = None) -> Panel:
+    """A panel of the charts and tables that are not None; empty (why there
+    is nothing to show) is said when there is nothing."""
+    cs = [c for c in charts if c is not None]
+    ts = [t for t in tables if t is not None]
+    if empty is None and not cs and not ts:
         empty = "No data recorded for this panel in the window."
-    return {"id": pid, "title": title, "about": about, "charts": list(charts),
-            "tables": list(tables), "empty": empty}
+    return {"id": pid, "title": title, "about": about, "charts": cs, "tables": ts, "empty": empty}
 
 
 # ---------------------------------------------------------------------------
 # The window
 
-def window(conn: psycopg.Connection, run: str, from_ts=None, to_ts=None) -> Window:
+def window(conn: Conn, run: str, from_ts: datetime | None = None,
+           to_ts: datetime | None = None) -> Window:
     """The run's row and its intervals; from_ts/to_ts narrow (or move) the window.
 
     Raises psycopg errors for an unknown run (chronicle.run_window says which
@@ -113,11 +128,12 @@ def window(conn: psycopg.Connection, run: str, from_ts=None, to_ts=None) -> Wind
          WHERE r.label = %s""", (run, run))[0]
     f = from_ts if from_ts is not None else r["run_from"]
     t = to_ts if to_ts is not None else r["run_to"]
+    env = r["environment"] or {}
+    if isinstance(env, str):
+        env = json.loads(env)
     w = Window(run=run, run_id=r["run_id"], from_ts=f, to_ts=t, started=r["started"],
                ended=r["ended"], server_version=r["server_version"], meta=r["meta"] or {},
-               settings=r["settings"] or {}, environment=r["environment"] or {})
-    if isinstance(w.environment, str):
-        w.environment = json.loads(w.environment)
+               settings=r["settings"] or {}, environment=env)
     for iv in _rows(conn, "SELECT interval_start, interval_end FROM chronicle.intervals(%s, %s)",
                     (w.from_ts, w.to_ts)):
         w.starts.append(iv["interval_start"])
@@ -125,52 +141,44 @@ def window(conn: psycopg.Connection, run: str, from_ts=None, to_ts=None) -> Wind
     return w
 
 
-def headline(conn, w: Window) -> list[dict]:
+def headline(conn: Conn, w: Window) -> list[Row]:
     """chronicle.summary() of the window, with the run's pgbench numbers."""
     return _rows(conn, "SELECT metric, value, unit FROM chronicle.summary(%s, %s, %s)",
                  (w.from_ts, w.to_ts, w.run_id))
 
 
-def server_series(conn, w: Window) -> dict[str, list]:
-    """The per-interval numbers several panels share: commits/s and the hit
-    ratio summed over the databases (chronicle.database_deltas), average active
-    sessions per wait class (chronicle.wait_sampler_deltas), as
-    chronicle.timeline() computes them (NULL in an interval with a reset, and
-    for sampler history recorded before 0.2.0, whose per-class counts included
-    background processes)."""
-    n = len(w.ends)
-    idx = {e: i for i, e in enumerate(w.ends)}
-    out = {"commits_per_s": [None] * n, "hit_ratio": [None] * n}
-    sums = {}
-    for r in _rows(conn, """SELECT interval_end, seconds, reset, xact_commit, blks_hit, blks_read
-                              FROM chronicle.database_deltas(%s, %s)""", (w.from_ts, w.to_ts)):
-        a = sums.setdefault(r["interval_end"], [0, 0, 0, False, r["seconds"]])
-        a[0] += r["xact_commit"] or 0
-        a[1] += r["blks_hit"] or 0
-        a[2] += r["blks_read"] or 0
-        a[3] = a[3] or bool(r["reset"])
-    for end, (c, h, rd, reset, secs) in sums.items():
-        i = idx.get(end)
-        if i is None or reset:
-            continue
-        out["commits_per_s"][i] = c / secs
-        out["hit_ratio"][i] = h / (h + rd) if h + rd else None
-    for _, col in WAIT_CLASSES:
-        out[col] = [None] * n
-    for r in _rows(conn, "SELECT * FROM chronicle.wait_sampler_deltas(%s, %s)", (w.from_ts, w.to_ts)):
-        i = idx.get(r["interval_end"])
-        if i is None or r["background_active"] is None or not r["ticks_taken"] or r["reset"]:
-            continue
-        for _, col in WAIT_CLASSES:
-            out[col][i] = (r[col] or 0) / r["ticks_taken"]
-    return out
+# The columns of chronicle.timeline() the panels share: commits/s and the
+# hit ratio summed over the databases, average active sessions per wait
+# class (database time; NULL in an interval with a reset, and for sampler
+# history recorded before 0.2.0).
+TIMELINE_COLUMNS = ("commits_per_s", "hit_ratio", "active_cpu", "active_io", "active_lwlock",
+                    "active_lock", "active_ipc", "active_client", "active_timeout", "active_other")
 
 
-def checkpoint_marks(conn, w: Window) -> list[dict]:
-    """Checkpoint starts (num_timed/num_requested count when one starts) and ends
-    (num_done, PostgreSQL 18) from chronicle.checkpointer_deltas()."""
-    marks = []
-    for r in _rows(conn, "SELECT * FROM chronicle.checkpointer_deltas(%s, %s)", (w.from_ts, w.to_ts)):
+def timeline_rows(conn: Conn, w: Window) -> list[Row]:
+    """TIMELINE_COLUMNS of chronicle.timeline() over the window, with
+    resolution 'raw': every snapshot interval, never a rollup."""
+    return _rows(conn, f"""
+        SELECT interval_end, {", ".join(TIMELINE_COLUMNS)}
+          FROM chronicle.timeline(%s, %s, waits => true, detail => false, resolution => 'raw', app => false)""",
+                 (w.from_ts, w.to_ts))
+
+
+def timeline_series(w: Window, rows: list[Row]) -> Timeline:
+    """timeline_rows() as one series per column, one value per interval."""
+    return {col: _series(w, rows, col) for col in TIMELINE_COLUMNS}
+
+
+def checkpoint_rows(conn: Conn, w: Window) -> list[Row]:
+    """chronicle.checkpointer_deltas() of the window (for marks_of())."""
+    return _rows(conn, "SELECT * FROM chronicle.checkpointer_deltas(%s, %s)", (w.from_ts, w.to_ts))
+
+
+def marks_of(rows: Iterable[Row]) -> list[Mark]:
+    """The checkpoint marks of checkpointer_deltas() rows: a start where
+    num_timed + num_requested counted one, an end where num_done did (18)."""
+    marks: list[Mark] = []
+    for r in rows:
         started = (r["num_timed"] or 0) + (r["num_requested"] or 0)
         if started > 0:
             marks.append({"x": r["interval_end"].timestamp(), "label": "checkpoint start",
@@ -182,27 +190,33 @@ def checkpoint_marks(conn, w: Window) -> list[dict]:
 
 
 # ---------------------------------------------------------------------------
-# Panels
+# Panels.  Those that use the shared series are a query function (*_rows) and
+# a function of its rows that builds the panel (*_panel), so that the report
+# runs the queries side by side and builds them when the series are there.
 
-def throughput(conn, w: Window, tl: dict[str, list], ckpt: list[dict]) -> dict:
+def app_rows(conn: Conn, w: Window) -> list[Row]:
+    """The run's pgbench numbers per interval (chronicle.app_intervals)."""
+    return _rows(conn, """SELECT interval_end, transactions, tps, latency_p50_ms, latency_p99_ms,
+                                 latency_max_ms, basis
+                            FROM chronicle.app_intervals(%s, %s, %s)""",
+                 (w.from_ts, w.to_ts, w.run))
+
+
+def throughput_panel(w: Window, app: list[Row], tl: Timeline, ckpt: list[Mark]) -> Panel:
     """tps and latency p50/p99/max per interval from the pgbench log
-    (chronicle.app_intervals), commits/s from pg_stat_database (server_series).
+    (app_rows), commits/s from pg_stat_database (timeline).
     tps has no point in an interval pgbench ran only part of (the run's first
     and last: partial), where app_intervals() gives none since 0.3.0: a rate
     over the part would be a spike, over the whole interval a dip, neither
     real."""
-    app = _rows(conn, """SELECT interval_end, transactions, tps, latency_p50_ms, latency_p99_ms,
-                                latency_max_ms, basis
-                           FROM chronicle.app_intervals(%s, %s, %s)""",
-                (w.from_ts, w.to_ts, w.run))
     has_app = any(r["transactions"] for r in app)
     commits = tl["commits_per_s"]
-    series = []
+    series: list[tuple[str, list[Value]]] = []
     if has_app:
         series.append(("tps (pgbench)", _series(w, app, "tps")))
     series.append(("commits/s (pg_stat_database)", commits))
     charts = [_chart("throughput.tps", "Throughput", "1/s", w, series, marks=ckpt)]
-    note = None
+    note: str | None = None
     if has_app:
         charts.append(_chart("throughput.latency", "Latency per interval", "ms", w, [
             ("p50", _series(w, app, "latency_p50_ms")),
@@ -215,7 +229,7 @@ def throughput(conn, w: Window, tl: dict[str, list], ckpt: list[dict]) -> dict:
                "tps and latency percentiles of the transactions that ended in each snapshot "
                "interval (pgbench log, chronicle.app_intervals; no tps in the intervals pgbench "
                "ran only part of, the run's first and last); commits/s from pg_stat_database "
-               "(chronicle.database_deltas). Vertical lines: checkpoint start and end.", charts)
+               "(chronicle.timeline). Vertical lines: checkpoint start and end.", charts)
     p["note"] = note
     return p
 
@@ -225,22 +239,27 @@ WAIT_CLASSES = [("CPU", "active_cpu"), ("IO", "active_io"), ("LWLock", "active_l
                 ("Timeout", "active_timeout"), ("Other", "active_other")]
 
 
-def waits(conn, w: Window, tl: dict[str, list]) -> dict:
-    """Average active sessions by wait class (the sampler's per-class counts,
-    server_series) and the top wait events as a share of DB time (wait_profile)."""
-    series = [(name, tl[col]) for name, col in WAIT_CLASSES]
-    charts = []
-    if any(_has_values(v) for _, v in series):
-        charts.append(_chart("waits.aas", "Average active sessions by wait class", "sessions", w,
-                             series, stack=True))
-    prof = _rows(conn, """
+def wait_profile_rows(conn: Conn, w: Window) -> list[Row]:
+    """chronicle.wait_profile() of the window, each wait event classified
+    (activity: 'database' for database time, 'background', ...)."""
+    return _rows(conn, """
         SELECT p.backend_type, p.wait_event_type, p.wait_event, p.samples, p.avg_processes,
                p.coverage, p.ticks_due, p.ticks_taken,
                chronicle._wait_activity(p.backend_type, 'active', p.wait_event_type, p.wait_event) AS activity
           FROM chronicle.wait_profile(%s, %s) p""", (w.from_ts, w.to_ts))
+
+
+def waits_panel(w: Window, tl: Timeline, prof: list[Row]) -> Panel:
+    """Average active sessions by wait class (timeline) and the top wait
+    events as a share of DB time (wait_profile_rows, in its order)."""
+    series = [(name, tl[col]) for name, col in WAIT_CLASSES]
+    charts: list[Chart] = []
+    if any(_has_values(v) for _, v in series):
+        charts.append(_chart("waits.aas", "Average active sessions by wait class", "sessions", w,
+                             series, stack=True))
     db = [r for r in prof if r["activity"] == "database"]
     total = sum(float(r["samples"]) for r in db)
-    table = None
+    table: Table | None = None
     if db:
         cov = prof[0]["coverage"]
         bg = sum(float(r["avg_processes"] or 0) for r in prof if r["activity"] == "background")
@@ -257,22 +276,32 @@ def waits(conn, w: Window, tl: dict[str, list]) -> dict:
     return _panel("waits", "Wait events",
                   "Average active sessions (database time: client backends and the workers acting "
                   "for them) stacked by wait class, one point per interval (the sampler's per-class "
-                  "counts, chronicle.wait_sampler_deltas); the wait events with the largest share of DB time "
+                  "counts, chronicle.timeline); the wait events with the largest share of DB time "
                   "over the window (chronicle.wait_profile) and how many sampler ticks were taken.",
                   charts, [table])
 
 
-def io(conn, w: Window, tl: dict[str, list], ckpt: list[dict]) -> dict:
-    """pg_stat_io per (backend type, object, context): read/write/extend bytes/s,
-    fsyncs/s (chronicle.io_deltas), and the hit ratio (server_series)."""
-    rows = _rows(conn, """
+def io_rows(conn: Conn, w: Window) -> list[Row]:
+    """pg_stat_io's changed rows per interval (chronicle.io_deltas)."""
+    return _rows(conn, """
         SELECT interval_end, backend_type, object, context, reset, read_bytes_per_s,
                write_bytes_per_s, extend_bytes_per_s, fsyncs_per_s
           FROM chronicle.io_deltas(%s, %s, changed_only => true)""", (w.from_ts, w.to_ts))
+
+
+IO_CHARTS = (("read_bytes_per_s", "Reads by backend type and context", "bytes/s"),
+             ("write_bytes_per_s", "Writes by backend type and context", "bytes/s"),
+             ("extend_bytes_per_s", "Extends by backend type and context", "bytes/s"),
+             ("fsyncs_per_s", "fsyncs by backend type and context", "1/s"))
+
+
+def io_panel(w: Window, rows: list[Row], tl: Timeline, ckpt: list[Mark]) -> Panel:
+    """pg_stat_io per (backend type, object, context): read/write/extend bytes/s,
+    fsyncs/s (io_rows: 0 where a key did not change, nothing in an interval
+    of a reset), and the hit ratio (timeline)."""
     idx = {e: i for i, e in enumerate(w.ends)}
     n = len(w.ends)
-    metrics = {"read_bytes_per_s": {}, "write_bytes_per_s": {}, "extend_bytes_per_s": {},
-               "fsyncs_per_s": {}}
+    metrics: dict[str, dict[str, list[Value]]] = {m: {} for m, _, _ in IO_CHARTS}
     for r in rows:
         i = idx.get(r["interval_end"])
         if i is None:
@@ -285,30 +314,31 @@ def io(conn, w: Window, tl: dict[str, list], ckpt: list[dict]) -> dict:
                 continue
             d.setdefault(key, [0.0] * n)[i] = float(v)
     has_io = bool(rows)
-    charts = []
-    for m, title, unit in (("read_bytes_per_s", "Reads by backend type and context", "bytes/s"),
-                           ("write_bytes_per_s", "Writes by backend type and context", "bytes/s"),
-                           ("extend_bytes_per_s", "Extends by backend type and context", "bytes/s"),
-                           ("fsyncs_per_s", "fsyncs by backend type and context", "1/s")):
+    charts: list[Chart] = []
+    for m, title, unit in IO_CHARTS:
         keys = sorted(k for k, v in metrics[m].items() if _nonzero(v))
         if keys:
             charts.append(_chart(f"io.{m}", title, unit, w, [(k, metrics[m][k]) for k in keys],
                                  marks=ckpt if m == "write_bytes_per_s" else None))
-    hit = [None if v is None else v * 100.0 for v in tl["hit_ratio"]]
+    hit: list[Value] = [None if v is None else v * 100.0 for v in tl["hit_ratio"]]
     if _has_values(hit):
         charts.append(_chart("io.hit_ratio", "Buffer hit ratio (pg_stat_database)", "%", w,
                              [("hit ratio", hit)]))
     return _panel("io", "I/O by backend type and context",
                   "pg_stat_io per interval (chronicle.io_deltas, changed rows): bytes read, written "
                   "and extended per second and fsyncs per second, one series per backend type and "
-                  "context that did any; the hit ratio of pg_stat_database (chronicle.database_deltas).",
+                  "context that did any; the hit ratio of pg_stat_database (chronicle.timeline).",
                   charts, empty=None if has_io or charts else "pg_stat_io was not recorded in this window.")
 
 
-def wal(conn, w: Window, ckpt: list[dict]) -> dict:
-    """WAL bytes, records, FPI and wal_buffers_full per second (wal_deltas)."""
-    rows = _rows(conn, "SELECT * FROM chronicle.wal_deltas(%s, %s)", (w.from_ts, w.to_ts))
-    charts = []
+def wal_rows(conn: Conn, w: Window) -> list[Row]:
+    """chronicle.wal_deltas() of the window."""
+    return _rows(conn, "SELECT * FROM chronicle.wal_deltas(%s, %s)", (w.from_ts, w.to_ts))
+
+
+def wal_panel(w: Window, rows: list[Row], ckpt: list[Mark]) -> Panel:
+    """WAL bytes, records, FPI and wal_buffers_full per second (wal_rows)."""
+    charts: list[Chart] = []
     if rows:
         charts = [
             _chart("wal.bytes", "WAL bytes", "bytes/s", w,
@@ -325,10 +355,10 @@ def wal(conn, w: Window, ckpt: list[dict]) -> dict:
                   "lines mark checkpoint starts and ends (chronicle.checkpointer_deltas).", charts)
 
 
-def buffers(conn, w: Window) -> dict:
+def buffers(conn: Conn, w: Window) -> Panel:
     """The buffer cache summary at the end of each interval (buffers_values)."""
     rows = _rows(conn, "SELECT * FROM chronicle.buffers_values(%s, %s)", (w.from_ts, w.to_ts))
-    charts = []
+    charts: list[Chart] = []
     if rows:
         charts = [
             _chart("buffers.state", "Buffer cache", "buffers", w,
@@ -344,9 +374,9 @@ def buffers(conn, w: Window) -> dict:
                   "(stacked: 0 at the bottom, the first evicted).", charts)
 
 
-def os_panel(conn, w: Window) -> dict:
+def os_panel(conn: Conn, w: Window) -> Panel:
     """/proc/meminfo Dirty/Writeback, pressure (PSI) and disk stats."""
-    charts = []
+    charts: list[Chart] = []
     mem = _rows(conn, "SELECT interval_end, dirty, writeback FROM chronicle.os_memory_deltas(%s, %s)",
                 (w.from_ts, w.to_ts))
     if mem:
@@ -356,7 +386,7 @@ def os_panel(conn, w: Window) -> dict:
     pr = _rows(conn, """SELECT interval_end, resource, reset, some_total_per_s, full_total_per_s
                           FROM chronicle.os_pressure_deltas(%s, %s)""", (w.from_ts, w.to_ts))
     if pr:
-        series = []
+        series: list[tuple[str, list[Value]]] = []
         for res in sorted({r["resource"] for r in pr}):
             rr = [r for r in pr if r["resource"] == res]
             # microseconds stalled per second -> % of the time
@@ -370,7 +400,8 @@ def os_panel(conn, w: Window) -> dict:
                           FROM chronicle.os_disk_deltas(%s, %s)""", (w.from_ts, w.to_ts))
     if dk:
         devs = sorted({(r["device"], r["role"]) for r in dk})
-        thr, util = [], []
+        thr: list[tuple[str, list[Value]]] = []
+        util: list[tuple[str, list[Value]]] = []
         for dev, role in devs:
             rr = [r for r in dk if r["device"] == dev and r["role"] == role]
             name = f"{dev} ({role})" if role else dev
@@ -387,10 +418,10 @@ def os_panel(conn, w: Window) -> dict:
                   charts)
 
 
-def statements(conn, w: Window, n: int = 15) -> dict:
+def statements(conn: Conn, w: Window, n: int = 15) -> Panel:
     """Top statements of the window by total execution time (statements_top)."""
     rows = _rows(conn, "SELECT * FROM chronicle.statements_top(%s, %s, %s)", (w.from_ts, w.to_ts, n))
-    table = None
+    table: Table | None = None
     if rows:
         table = {"id": "statements.top", "title": "Top statements by total execution time",
                  "columns": ["query", "total ms", "calls", "mean ms", "rows", "shared read",
@@ -407,7 +438,8 @@ def statements(conn, w: Window, n: int = 15) -> dict:
                                            "(not installed, or no statement ran).")
 
 
-def _short(q, n=160):
+def _short(q: str | None, n: int = 160) -> str:
+    """A statement in one line of at most n characters."""
     if q is None:
         return "(query text not recorded)"
     q = " ".join(q.split())
@@ -419,7 +451,7 @@ def _short(q, n=160):
 BINS_PER_DECADE = 40
 
 
-def latency_distribution(conn, w: Window) -> dict:
+def latency_distribution(conn: Conn, w: Window) -> Panel:
     """Histogram and CDF of the pgbench transaction latencies of the window,
     log-spaced bins (chronicle.app_transaction)."""
     rows = latency_bins(conn, w)
@@ -436,21 +468,21 @@ LATENCY_ABOUT = ("Every pgbench transaction of the window (chronicle.app_transac
                  "long (histogram) and which share took at most that long (CDF), log latency axis.")
 
 
-def distribution_charts(runs: list[tuple[str, list[dict]]]) -> list[dict]:
-    """Histogram and CDF charts for one or more runs' binned latencies."""
+def distribution_charts(runs: list[tuple[str, list[Row]]]) -> list[Chart]:
+    """Histogram and CDF charts for one or more runs' binned latencies (rows
+    of latency_bins(): b, the bin number, and n, its transactions): every
+    bin from the lowest to the highest of any run, x its upper edge in ms."""
     lo = min(r["b"] for _, rows in runs for r in rows)
     hi = max(r["b"] for _, rows in runs for r in rows)
     bins = list(range(lo, hi + 1))
     x = [10 ** ((b + 1) / BINS_PER_DECADE) / 1000.0 for b in bins]   # upper edge, ms
-    hist, cdf = [], []
+    hist: list[Series] = []
+    cdf: list[Series] = []
     for run, rows in runs:
         counts = {r["b"]: int(r["n"]) for r in rows}
         total = sum(counts.values())
-        h = [counts.get(b, 0) for b in bins]
-        acc, c = 0, []
-        for v in h:
-            acc += v
-            c.append(acc / total)
+        h: list[Value] = [counts.get(b, 0) for b in bins]
+        c: list[Value] = [n / total for n in itertools.accumulate(counts.get(b, 0) for b in bins)]
         hist.append({"label": run, "values": h, "run": run})
         cdf.append({"label": run, "values": c, "run": run})
     return [
@@ -463,7 +495,7 @@ def distribution_charts(runs: list[tuple[str, list[dict]]]) -> list[dict]:
     ]
 
 
-def latency_bins(conn, w: Window) -> list[dict]:
+def latency_bins(conn: Conn, w: Window) -> list[Row]:
     """Transactions of the window per log-spaced latency bin (b: bin number,
     n: count); float8 log, numeric's is 20 times slower."""
     return _rows(conn, """
@@ -473,7 +505,7 @@ def latency_bins(conn, w: Window) -> list[dict]:
          GROUP BY 1 ORDER BY 1""", (BINS_PER_DECADE, w.run_id, w.from_ts, w.to_ts))
 
 
-def slowest(conn, w: Window, n: int = 10) -> dict:
+def slowest(conn: Conn, w: Window, n: int = 10) -> Panel:
     """The slowest intervals and what differed in them (chronicle.slowest_intervals,
     ranked in SQL): by p99 when the run has a pgbench log, else by the lowest tps."""
     about = ("The intervals with the worst p99 latency (lowest throughput when the run has no "
@@ -498,7 +530,7 @@ def slowest(conn, w: Window, n: int = 10) -> dict:
     if not rows:
         return _panel("slowest", "Slowest intervals explained", about,
                       empty="No interval of the window could be ranked.")
-    table = {"id": "slowest.table", "title": f"Slowest intervals (by {by})",
+    table: Table = {"id": "slowest.table", "title": f"Slowest intervals (by {by})",
              "columns": ["rank", "interval end", "tps" if by == "p99" or rows[0]["latency_p99_ms"] is not None
                          else "commits/s", "p50 ms", "p99 ms", "max ms", "what differed"],
              "rows": [[r["rank"], r["interval_end"].isoformat(sep=" ", timespec="seconds"),
@@ -510,20 +542,19 @@ def slowest(conn, w: Window, n: int = 10) -> dict:
     return _panel("slowest", "Slowest intervals explained", about, tables=[table])
 
 
-def _r(v, nd=2):
+def _r(v: Any, nd: int = 2) -> float | None:
     return None if v is None else round(float(v), nd)
 
 
-def settings_env(conn, w: Window) -> dict:
+def settings_env(w: Window) -> Panel:
     """The run's non-default settings (chronicle.run.settings), its environment
     (chronicle.run.environment) and metadata."""
-    tables = [{"id": "settings.run", "title": "Run",
-               "columns": ["", ""],
-               "rows": [["label", w.run], ["started", str(w.started)], ["ended", str(w.ended)],
-                        ["server version", w.server_version]]
-               + [[f"meta: {k}", _fmt(v)] for k, v in sorted(w.meta.items())],
-               "marked": [], "note": None}]
-    key = [[k, _fmt(w.settings[k])] for k in KEY_SETTINGS if k in w.settings]
+    run: list[list[Cell]] = [["label", w.run], ["started", str(w.started)], ["ended", str(w.ended)],
+                             ["server version", w.server_version]]
+    run += [[f"meta: {k}", _fmt(v)] for k, v in sorted(w.meta.items())]
+    tables: list[Table] = [{"id": "settings.run", "title": "Run", "columns": ["", ""], "rows": run,
+                            "marked": [], "note": None}]
+    key: list[list[Cell]] = [[k, _fmt(w.settings[k])] for k in KEY_SETTINGS if k in w.settings]
     if key:
         tables.append({"id": "settings.key", "title": "Key settings for performance",
                        "columns": ["name", "value"], "rows": key, "marked": [], "note": None})
@@ -553,13 +584,14 @@ KEY_SETTINGS = ["server_version", "debug_assertions", "data_checksums", "block_s
                 "track_io_timing", "autovacuum"]
 
 
-def _fmt(v):
+def _fmt(v: Any) -> str:
+    """A jsonb value as text: a string as it is, anything else as JSON."""
     return v if isinstance(v, str) else json.dumps(v)
 
 
-def flatten(obj, prefix="") -> list[tuple[str, str]]:
+def flatten(obj: Any, prefix: str = "") -> list[tuple[str, str]]:
     """A nested jsonb as (dotted name, value) pairs."""
-    out = []
+    out: list[tuple[str, str]] = []
     if isinstance(obj, dict):
         for k in sorted(obj):
             out += flatten(obj[k], f"{prefix}.{k}" if prefix else str(k))
@@ -574,10 +606,10 @@ def flatten(obj, prefix="") -> list[tuple[str, str]]:
 # ---------------------------------------------------------------------------
 # Comparison tables
 
-def compare_tables(conn, a: Window, b: Window) -> dict:
+def compare_tables(conn: Conn, a: Window, b: Window) -> Panel:
     """Load profile (compare_load_profile), differing settings (compare_settings)
     and environment (compare_environment) of two runs."""
-    tables = []
+    tables: list[Table] = []
     if _has_function(conn, "chronicle.compare_load_profile"):
         rows = _rows(conn, "SELECT * FROM chronicle.compare_load_profile(%s, %s)", (a.run, b.run))
         tables.append({
@@ -616,10 +648,11 @@ def compare_tables(conn, a: Window, b: Window) -> dict:
                   "environment (chronicle.compare_environment) that differ.", tables=tables)
 
 
-def _g(v):
+def _g(v: Any) -> float | None:
+    """A number to 4 significant digits (0, inf and NaN as they are)."""
     if v is None:
         return None
-    v = float(v)
-    if v == 0 or not math.isfinite(v):
-        return v
-    return float(f"{v:.4g}")
+    f = float(v)
+    if f == 0 or not math.isfinite(f):
+        return f
+    return float(f"{f:.4g}")

@@ -11,16 +11,21 @@ import math
 import multiprocessing
 import os
 import pathlib
-from datetime import datetime, timezone
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any, TypeVar
 
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.dates as mdates  # noqa: E402
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.ticker import FuncFormatter  # noqa: E402
+import matplotlib.dates as mdates
+import matplotlib.pyplot as plt
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter
 
-from pg_chronicle.text import visible  # noqa: E402
+from pg_chronicle.model import Cell, Chart, Meta, Panel, Value
+from pg_chronicle.text import visible
 
 PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
            "#7f7f7f", "#bcbd22", "#17becf", "#393b79", "#ad494a", "#637939", "#7b4173"]
@@ -44,13 +49,20 @@ def _plain(v: object) -> str:
     return " " + s if s.startswith("_") else s
 
 
-def envelope(x: list[float], y: list, columns: int = ENVELOPE_COLUMNS):
+X = TypeVar("X")
+
+
+def envelope(x: Sequence[X], y: Sequence[Value], columns: int = ENVELOPE_COLUMNS
+             ) -> tuple[list[X], list[float], list[float]] | None:
     """(xs, mins, maxs) per column when there are more points than columns,
-    None values left out; None when the series fits as it is."""
+    None values left out (NaN for a column without any); None when the
+    series fits as it is.  xs: the middle point's x of each column."""
     n = len(x)
     if n <= columns:
         return None
-    xs, lo, hi = [], [], []
+    xs: list[X] = []
+    lo: list[float] = []
+    hi: list[float] = []
     for c in range(columns):
         a, b = c * n // columns, (c + 1) * n // columns
         vals = [v for v in y[a:b] if v is not None]
@@ -64,8 +76,10 @@ def envelope(x: list[float], y: list, columns: int = ENVELOPE_COLUMNS):
     return xs, lo, hi
 
 
-def _fmt(unit: str):
-    def f(v, _pos=None):
+def _fmt(unit: str) -> FuncFormatter:
+    """The y axis' tick labels of a unit: bytes in B/kB/MB (powers of 1024),
+    other numbers with k and M."""
+    def f(v: float, _pos: int | None = None) -> str:
         a = abs(v)
         if unit in ("bytes/s", "bytes"):
             for u in ("B", "kB", "MB", "GB", "TB"):
@@ -82,15 +96,18 @@ def _fmt(unit: str):
     return FuncFormatter(f)
 
 
-def _nan(vals):
+def _nan(vals: Sequence[Value]) -> list[float]:
     return [math.nan if v is None else v for v in vals]
 
 
-def _draw_chart(ax, chart: dict, meta: dict) -> None:
+def _draw_chart(ax: Axes, chart: Chart, meta: Meta) -> None:
     time_chart = chart["kind"] == "time"
     compare = bool(meta.get("vs"))
+    # datetimes on a time axis, else floats: Any, as matplotlib takes
+    # datetimes (its units converter) where its stubs say numbers
+    xs: list[Any]
     if time_chart and not compare:
-        xs = [datetime.fromtimestamp(x, timezone.utc) for x in chart["x"]]
+        xs = [datetime.fromtimestamp(x, UTC) for x in chart["x"]]
     else:
         xs = list(chart["x"])
     series = chart["series"]
@@ -98,7 +115,7 @@ def _draw_chart(ax, chart: dict, meta: dict) -> None:
         acc = [0.0] * len(xs)
         for i, s in enumerate(series):
             lower = list(acc)
-            acc = [a + (v or 0.0) for a, v in zip(acc, s["values"])]
+            acc = [a + (v or 0.0) for a, v in zip(acc, s["values"], strict=True)]
             # every interval drawn; in the SVG as pixels when there are more
             # intervals than pixels (thousands of polygon vertices otherwise)
             ax.fill_between(xs, lower, acc, color=PALETTE[i % len(PALETTE)], alpha=0.8,
@@ -114,8 +131,8 @@ def _draw_chart(ax, chart: dict, meta: dict) -> None:
             if compare and all(len([t for t in series if t["run"] == r]) == 1 for r in runs):
                 color = ("#1f77b4", "#d62728")[runs.index(s["run"]) % 2]
             # in a comparison, each series has values at its own run's points only
-            pts = [(x, v) for x, v in zip(xs, s["values"]) if v is not None] if compare \
-                else list(zip(xs, s["values"]))
+            pts = [(x, v) for x, v in zip(xs, s["values"], strict=True) if v is not None] if compare \
+                else list(zip(xs, s["values"], strict=True))
             px = [p[0] for p in pts]
             py = [p[1] for p in pts]
             env = envelope(px, py) if time_chart else None
@@ -127,12 +144,14 @@ def _draw_chart(ax, chart: dict, meta: dict) -> None:
                 ax.plot(px, _nan(py), style, color=color, linewidth=1.0, label=_plain(s["label"]),
                         drawstyle="default")
     for m in chart.get("marks", []):
-        x = datetime.fromtimestamp(m["x"], timezone.utc) if time_chart and not compare else m["x"]
+        x: Any = datetime.fromtimestamp(m["x"], UTC) if time_chart and not compare else m["x"]
         ax.axvline(x, color="#555" if m["kind"] == "checkpoint_start" else "#111",
                    linestyle="--" if m["kind"] == "checkpoint_start" else "-", linewidth=0.7,
                    alpha=0.6)
-    for s in chart.get("slow", []):
-        ax.axvspan(datetime.fromtimestamp(s[0], timezone.utc), datetime.fromtimestamp(s[1], timezone.utc),
+    for s0, s1 in chart.get("slow", []):
+        t0: Any = datetime.fromtimestamp(s0, UTC)
+        t1: Any = datetime.fromtimestamp(s1, UTC)
+        ax.axvspan(t0, t1,
                    color="#d62728", alpha=0.15, linewidth=0)
     if chart.get("log_y"):
         ax.set_yscale("log")
@@ -142,7 +161,7 @@ def _draw_chart(ax, chart: dict, meta: dict) -> None:
         ax.set_xscale("log")
         ax.set_xlabel(f"latency ({chart.get('x_unit', 'ms')})")
     elif time_chart and not compare:
-        ax.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M:%S", tz=timezone.utc))
+        ax.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M:%S", tz=UTC))
         ax.set_xlabel("time (UTC)")
     elif time_chart:
         ax.set_xlabel("seconds since run start")
@@ -151,13 +170,14 @@ def _draw_chart(ax, chart: dict, meta: dict) -> None:
         ax.legend(loc="upper left", bbox_to_anchor=(1.005, 1.0), frameon=False)
 
 
-def _draw_tables(fig, panel: dict) -> None:
+def _draw_tables(fig: Figure, panel: Panel) -> None:
     tables = [t for t in panel["tables"] if not t.get("fold")]
     axes = fig.subplots(len(tables), 1, squeeze=False)[:, 0]
-    for ax, t in zip(axes, tables):
+    for ax, t in zip(axes, tables, strict=True):
         ax.axis("off")
         ax.set_title(_plain(t["title"]), loc="left")
-        rows = [[_cell(v) for v in r] for r in t["rows"][:30]] or [["(none)"] + [""] * (len(t["columns"]) - 1)]
+        rows = [[_cell(v) for v in r] for r in t["rows"][:30]] \
+            or [["(none)"] + [""] * (len(t["columns"]) - 1)]
         tab = ax.table(cellText=rows, colLabels=[_plain(c) for c in t["columns"]], loc="upper left",
                        cellLoc="left")
         tab.auto_set_font_size(False)
@@ -169,7 +189,9 @@ def _draw_tables(fig, panel: dict) -> None:
                     tab[i + 1, j].set_facecolor("#fde2e1")
 
 
-def _cell(v) -> str:
+def _cell(v: Cell) -> str:
+    """A table cell as a picture shows it: 4 significant digits, text cut
+    at 90 characters."""
     if v is None:
         return ""
     if isinstance(v, float):
@@ -178,7 +200,7 @@ def _cell(v) -> str:
     return s if len(s) <= 90 else s[:89] + "…"
 
 
-def figure(panel: dict, meta: dict):
+def figure(panel: Panel, meta: Meta) -> Figure:
     """The matplotlib figure of one panel."""
     charts = panel["charts"]
     title = f"{panel['title']}: {meta['run']}" + (f" vs {meta['vs']}" if meta.get("vs") else "")
@@ -189,7 +211,7 @@ def figure(panel: dict, meta: dict):
         fig, axes = plt.subplots(len(charts), 1, figsize=(WIDTH_IN, h), dpi=DPI, squeeze=False)
         fig.subplots_adjust(left=0.8 / WIDTH_IN, right=1 - 2.6 / WIDTH_IN, top=1 - 0.75 / h,
                             bottom=0.45 / h, hspace=0.75 / (CHART_IN - 0.75))
-        for ax, c in zip(axes[:, 0], charts):
+        for ax, c in zip(axes[:, 0], charts, strict=True):
             _draw_chart(ax, c, meta)
     elif panel["tables"]:
         rows = sum(min(len(t["rows"]), 30) + 3 for t in panel["tables"] if not t.get("fold"))
@@ -202,7 +224,7 @@ def figure(panel: dict, meta: dict):
     return fig
 
 
-def _write_panel(args) -> tuple[str, str | None]:
+def _write_panel(args: tuple[Panel, Meta, pathlib.Path]) -> tuple[str, str | None]:
     """Draws one panel: (its id, None), or (its id, why it could not be
     drawn, in one line), and then neither of its files is left."""
     p, meta, outdir = args
@@ -214,24 +236,24 @@ def _write_panel(args) -> tuple[str, str | None]:
                 fig.savefig(path, format=path.suffix[1:])
         finally:
             plt.close(fig)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001  whatever it was, the other panels are drawn
         for path in paths:
             path.unlink(missing_ok=True)
         return p["id"], " ".join(f"{type(exc).__name__}: {exc}".split())
     return p["id"], None
 
 
-def write_all(meta: dict, panel_list: list[dict], outdir: pathlib.Path,
+def write_all(meta: Meta, panel_list: list[Panel], outdir: pathlib.Path,
               processes: int | None = None) -> dict[str, str]:
     """<panel id>.png and .svg for every panel; returns the panels that
     could not be drawn, each with why (the others are drawn all the same).
     The panels are drawn by one process per CPU (at most 4): matplotlib
     renders in one thread, and most of a report's time is here."""
     slow = [(s0, s1) for p in panel_list for t in p["tables"] if t["id"] == "slowest.table"
-            and t.get("x") for s0, s1 in zip(t["x_start"], t["x"])] if not meta.get("vs") else []
+            and t.get("x") for s0, s1 in zip(t["x_start"], t["x"], strict=True)] if not meta.get("vs") else []
     if slow:
-        panel_list = [dict(p, charts=[dict(c, slow=slow) if c["kind"] == "time" else c
-                                      for c in p["charts"]]) for p in panel_list]
+        panel_list = [{**p, "charts": [{**c, "slow": slow} if c["kind"] == "time" else c
+                                       for c in p["charts"]]} for p in panel_list]
     # the biggest first, so that the processes finish together
     work = sorted(((p, meta, outdir) for p in panel_list),
                   key=lambda a: -sum(len(c["x"]) * len(c["series"]) for c in a[0]["charts"]))

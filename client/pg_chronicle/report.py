@@ -3,8 +3,9 @@ one PNG and one SVG per panel.
 
     write_report(conn, run, vs, from_ts, to_ts, outdir) -> outdir / "index.html"
 
-The data come from panels.py (one query function per panel, the extension's
-SQL API), the page from html.py, the pictures from plots.py.
+The data come from panels.py (the extension's SQL API, its queries run side
+by side by collect()), the page from html.py, the pictures from plots.py;
+what they pass around is typed in model.py.
 """
 
 from __future__ import annotations
@@ -13,19 +14,27 @@ import pathlib
 import sys
 import threading
 import time
-from datetime import datetime, timezone
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 import psycopg
 
 from pg_chronicle import db, html, panels
 from pg_chronicle.db import ClientError
+from pg_chronicle.model import Chart, Mark, Meta, Panel, Series, Table
+from pg_chronicle.panels import Conn, Row, Window
 from pg_chronicle.text import echo, visible
 
+# the header's numbers: (name, formatted value) pairs
+Headline = list[list[str]]
+Task = Callable[[Conn], None]
 
-def _second_connection(conn: psycopg.Connection) -> psycopg.Connection | None:
+
+def _another_connection(conn: Conn) -> Conn | None:
     """Another session to the same database (the same parameters and
-    password), or None when it cannot be had (then the queries run one after
-    the other)."""
+    password), or None when it cannot be had (then fewer sessions run the
+    queries)."""
     try:
         return db.open_connection(conn.info.dsn, password=conn.info.password,
                                   application_name="pg-chronicle report")
@@ -33,71 +42,118 @@ def _second_connection(conn: psycopg.Connection) -> psycopg.Connection | None:
         return None
 
 
-def _run_tasks(conn: psycopg.Connection, tasks: list) -> list:
-    """Runs tasks (functions of a connection) on conn and, when it can be
-    opened, a second session in a second thread: the pgbench percentiles of a
-    long run take seconds of one server core each.  Results in task order."""
-    conn2 = _second_connection(conn) if len(tasks) > 1 else None
-    if conn2 is None:
-        return [t(conn) for t in tasks]
-    results: list = [None] * len(tasks)
-    pending = list(enumerate(tasks))
+# sessions that run a report's queries side by side: the longest
+# (slowest_intervals(), timeline(), the pgbench percentiles of a long run)
+# take seconds of one server core each
+SESSIONS = 3
+
+
+def _run_tasks(conn: Conn, tasks: Sequence[Task], sessions: int = SESSIONS) -> None:
+    """Runs tasks (functions of a connection, taken in their order) on conn
+    and, in threads, on up to sessions - 1 more sessions, as many as can be
+    opened.  The first error stops them all and is raised here."""
+    extra: list[Conn] = []
+    while len(extra) < min(sessions, len(tasks)) - 1:
+        c = _another_connection(conn)
+        if c is None:
+            break
+        extra.append(c)
+    pending = list(tasks)
     lock = threading.Lock()
     errors: list[BaseException] = []
 
-    def worker(c: psycopg.Connection) -> None:
+    def worker(c: Conn) -> None:
         while True:
             with lock:
                 if not pending or errors:
                     return
-                i, t = pending.pop(0)
+                t = pending.pop(0)
             try:
-                results[i] = t(c)
-            except BaseException as exc:      # re-raised in the caller's thread
+                t(c)
+            except BaseException as exc:  # noqa: BLE001  re-raised in the caller's thread
                 with lock:
                     errors.append(exc)
                 return
 
     try:
-        th = threading.Thread(target=worker, args=(conn2,), daemon=True)
-        th.start()
+        threads = [threading.Thread(target=worker, args=(c,), daemon=True) for c in extra]
+        for th in threads:
+            th.start()
         worker(conn)
-        th.join()
+        for th in threads:
+            th.join()
     finally:
-        conn2.close()
+        for c in extra:
+            c.close()
     if errors:
         raise errors[0]
-    return results
 
 
 PANELS = ["throughput", "slowest", "waits", "io", "wal", "buffers", "os", "statements",
           "latency", "settings"]
 
 
-def collect(conn: psycopg.Connection, w: panels.Window, extra: dict | None = None) -> dict:
-    """Every panel of one window by id (page order: PANELS), and the results
-    of the extra tasks (functions of a connection) under their keys."""
-    tl = panels.server_series(conn, w)
-    ckpt = panels.checkpoint_marks(conn, w)
-    # in the order they start, the longest first: slowest_intervals(), then
-    # the pgbench log's per-interval and whole-run percentiles
-    tasks = {
-        "slowest": lambda c: panels.slowest(c, w),
-        "throughput": lambda c: panels.throughput(c, w, tl, ckpt),
-        **(extra or {}),
-        "latency": lambda c: panels.latency_distribution(c, w),
-        "waits": lambda c: panels.waits(c, w, tl),
-        "io": lambda c: panels.io(c, w, tl, ckpt),
-        "wal": lambda c: panels.wal(c, w, ckpt),
-        "buffers": lambda c: panels.buffers(c, w),
-        "os": lambda c: panels.os_panel(c, w),
-        "statements": lambda c: panels.statements(c, w),
-        "settings": lambda c: panels.settings_env(c, w),
-    }
-    return dict(zip(tasks, _run_tasks(conn, list(tasks.values()))))
+@dataclass
+class Collected:
+    """The panels of one window by id, and its headline numbers."""
+
+    panels: dict[str, Panel] = field(default_factory=dict)
+    headline: Headline = field(default_factory=list)
+
+    def in_order(self) -> list[Panel]:
+        """The panels in page order (PANELS)."""
+        return [self.panels[k] for k in PANELS]
 
 
-def _window(conn, run: str, from_ts, to_ts) -> panels.Window:
+def collect(conn: Conn, w: Window) -> Collected:
+    """Every panel of one window and its headline numbers.  The queries run
+    in SESSIONS sessions (_run_tasks); the panels that use
+    chronicle.timeline()'s series or the checkpoint marks (throughput, waits,
+    io, wal) are built when every query is done."""
+    out = Collected()
+    rows: dict[str, list[Row]] = {}
+
+    def panel(pid: str, make: Callable[[Conn], Panel]) -> Task:
+        def task(c: Conn) -> None:
+            out.panels[pid] = make(c)
+        return task
+
+    def fetch(key: str, query: Callable[[Conn, Window], list[Row]]) -> Task:
+        def task(c: Conn) -> None:
+            rows[key] = query(c, w)
+        return task
+
+    def headline(c: Conn) -> None:
+        out.headline = _headline(c, w)
+
+    # in the order they start, the longest first: slowest_intervals(), the
+    # timeline (its pgbench percentiles of every run), the pgbench log's
+    # per-interval and whole-run percentiles
+    _run_tasks(conn, [
+        panel("slowest", lambda c: panels.slowest(c, w)),
+        fetch("timeline", panels.timeline_rows),
+        fetch("app", panels.app_rows),
+        headline,
+        panel("latency", lambda c: panels.latency_distribution(c, w)),
+        fetch("waits", panels.wait_profile_rows),
+        fetch("io", panels.io_rows),
+        fetch("checkpoints", panels.checkpoint_rows),
+        panel("buffers", lambda c: panels.buffers(c, w)),
+        panel("os", lambda c: panels.os_panel(c, w)),
+        panel("statements", lambda c: panels.statements(c, w)),
+        fetch("wal", panels.wal_rows),
+    ])
+    tl = panels.timeline_series(w, rows["timeline"])
+    ckpt = panels.marks_of(rows["checkpoints"])
+    out.panels["throughput"] = panels.throughput_panel(w, rows["app"], tl, ckpt)
+    out.panels["waits"] = panels.waits_panel(w, tl, rows["waits"])
+    out.panels["io"] = panels.io_panel(w, rows["io"], tl, ckpt)
+    out.panels["wal"] = panels.wal_panel(w, rows["wal"], ckpt)
+    out.panels["settings"] = panels.settings_env(w)
+    return out
+
+
+def _window(conn: Conn, run: str, from_ts: str | None, to_ts: str | None) -> Window:
     f, t = db.run_window(conn, run, from_ts, to_ts)
     with db.translated():
         w = panels.window(conn, run, f, t)
@@ -107,56 +163,62 @@ def _window(conn, run: str, from_ts, to_ts) -> panels.Window:
     return w
 
 
-def _relative(chart: dict, w: panels.Window) -> dict:
+def relative(chart: Chart, w: Window) -> Chart:
+    """chart on seconds since the start of w's window, its marks labelled
+    with the run."""
     t0 = w.from_ts.timestamp()
-    return dict(chart, x=[x - t0 for x in chart["x"]],
-                marks=[dict(m, x=m["x"] - t0, label=f"{w.run}: {m['label']}") for m in chart["marks"]])
+    marks: list[Mark] = [{**m, "x": m["x"] - t0, "label": f"{w.run}: {m['label']}"}
+                         for m in chart["marks"]]
+    return {**chart, "x": [x - t0 for x in chart["x"]], "marks": marks}
 
 
-def _merge_time(ca: dict, cb: dict | None, a: panels.Window, b: panels.Window) -> dict:
+def merge_time(ca: Chart, cb: Chart | None, a: Window, b: Window) -> Chart:
     """A's and B's series of one chart on seconds since their run's start: the
-    union of both x's, each series None at the other run's points."""
-    ra = _relative(ca, a)
-    rb = _relative(cb, b) if cb else None
-    xs = sorted(set(round(x, 3) for x in ra["x"]) | (set(round(x, 3) for x in rb["x"]) if rb else set()))
+    union of both x's (to the millisecond), each series None at the other
+    run's points, labelled "run: label"."""
+    ra = relative(ca, a)
+    rb = relative(cb, b) if cb else None
+    xs = sorted({round(x, 3) for x in ra["x"]} | ({round(x, 3) for x in rb["x"]} if rb else set()))
     pos = {x: i for i, x in enumerate(xs)}
-    series = []
+    series: list[Series] = []
     for rc, w in ((ra, a), (rb, b)):
         if rc is None:
             continue
         for s in rc["series"]:
-            vals = [None] * len(xs)
-            for x, v in zip(rc["x"], s["values"]):
+            vals: list[float | None] = [None] * len(xs)
+            for x, v in zip(rc["x"], s["values"], strict=True):
                 vals[pos[round(x, 3)]] = v
             series.append({"label": f"{w.run}: {s['label']}", "values": vals, "run": w.run})
-    return dict(ca, x=xs, series=series, marks=ra["marks"] + (rb["marks"] if rb else []),
-                stack=False)
+    return {**ca, "x": xs, "series": series, "marks": ra["marks"] + (rb["marks"] if rb else []),
+            "stack": False}
 
 
-def _merge(pa: list[dict], pb: list[dict], a: panels.Window, b: panels.Window, conn) -> list[dict]:
+def _merge(pa: list[Panel], pb: list[Panel], a: Window, b: Window, conn: Conn) -> list[Panel]:
     """The comparison's panels: every time chart with A and B overlaid."""
     bmap = {p["id"]: p for p in pb}
     out = [panels.compare_tables(conn, a, b)]
     for p in pa:
-        q = bmap.get(p["id"], {"charts": [], "tables": [], "empty": None})
+        q: Panel = bmap.get(p["id"]) or {"id": p["id"], "title": p["title"], "about": p["about"],
+                                         "charts": [], "tables": [], "empty": None}
         if p["id"] == "latency":
             bins = [(w.run, panels.latency_bins(conn, w)) for w in (a, b)]
             bins = [(r, rows) for r, rows in bins if rows]
-            out.append(dict(p, charts=panels.distribution_charts(bins) if bins else [],
-                            empty=None if bins else p["empty"]))
+            out.append({**p, "charts": panels.distribution_charts(bins) if bins else [],
+                        "empty": None if bins else p["empty"]})
             continue
         qcharts = {c["id"]: c for c in q["charts"]}
-        charts = [_merge_time(c, qcharts.pop(c["id"], None), a, b) for c in p["charts"]]
+        charts = [merge_time(c, qcharts.pop(c["id"], None), a, b) for c in p["charts"]]
         # a chart only B has (a device, a backend type only B used)
-        charts += [_merge_time(dict(c, x=a.x, series=[], marks=[]), c, a, b)
+        charts += [merge_time({**c, "x": a.x, "series": [], "marks": []}, c, a, b)
                    for c in qcharts.values()]
-        tables = [dict(t, title=f"{a.run}: {t['title']}") for t in p["tables"]] + \
-                 [dict(t, title=f"{b.run}: {t['title']}") for t in q["tables"]]
+        tables: list[Table] = [{**t, "title": f"{a.run}: {t['title']}"} for t in p["tables"]]
+        tables += [{**t, "title": f"{b.run}: {t['title']}"} for t in q["tables"]]
         empty = p["empty"] if (p["empty"] and (q.get("empty") or not q["charts"])) else None
+        merged: Panel = {**p, "charts": charts, "tables": tables, "empty": empty}
         if p.get("note") or q.get("note"):
-            p = dict(p, note=" ".join(f"{w.run}: {x.get('note')}" for w, x in ((a, p), (b, q))
-                                      if x.get("note")))
-        out.append(dict(p, charts=charts, tables=tables, empty=empty))
+            merged["note"] = " ".join(f"{w.run}: {x.get('note')}" for w, x in ((a, p), (b, q))
+                                      if x.get("note"))
+        out.append(merged)
     return out
 
 
@@ -168,44 +230,49 @@ HEADLINE = [("tps", "tps", "{:.0f}"), ("latency_p50_ms", "p50", "{:.2f} ms"),
             ("wait_coverage", "sampler coverage", "{:.1%}")]
 
 
-def _headline(conn, w: panels.Window) -> list[list[str]]:
-    vals = {r["metric"]: r["value"] for r in panels.headline(conn, w)}
-    return [[lab, fmt.format(vals[m])] for m, lab, fmt in HEADLINE if vals.get(m) is not None]
+def headline_rows(values: dict[str, float | None]) -> Headline:
+    """The header's (name, formatted value) pairs of chronicle.summary()'s
+    metrics, in HEADLINE's order, leaving out those without a value."""
+    return [[lab, fmt.format(values[m])] for m, lab, fmt in HEADLINE if values.get(m) is not None]
+
+
+def _headline(conn: Conn, w: Window) -> Headline:
+    return headline_rows({r["metric"]: r["value"] for r in panels.headline(conn, w)})
 
 
 def _ts(t: datetime) -> str:
-    return t.astimezone(timezone.utc).isoformat(sep=" ", timespec="seconds")
+    return t.astimezone(UTC).isoformat(sep=" ", timespec="seconds")
 
 
-def build(conn: psycopg.Connection, run: str, vs: str | None, from_ts, to_ts):
-    """(meta, panels) of the report, without writing anything."""
+def build(conn: Conn, run: str, vs: str | None, from_ts: str | None,
+          to_ts: str | None) -> tuple[Meta, list[Panel], list[Window]]:
+    """(meta, panels, windows) of the report, without writing anything."""
     a = _window(conn, run, from_ts, to_ts)
     with db.translated():
-        ra = collect(conn, a, {"headline": lambda c: _headline(c, a)})
-        pa = [ra[k] for k in PANELS]
-        meta = {"run": run, "vs": vs, "from": _ts(a.from_ts), "to": _ts(a.to_ts),
-                "intervals": len(a.ends), "server_version": a.server_version,
-                "generated": _ts(datetime.now(timezone.utc)), "headline": ra["headline"]}
+        ra = collect(conn, a)
+        meta: Meta = {"run": run, "vs": vs, "from": _ts(a.from_ts), "to": _ts(a.to_ts),
+                      "intervals": len(a.ends), "server_version": a.server_version,
+                      "generated": _ts(datetime.now(UTC)), "headline": ra.headline}
         if vs is None:
-            return meta, pa, [a]
+            return meta, ra.in_order(), [a]
     b = _window(conn, vs, None, None)
     with db.translated():
-        rb = collect(conn, b, {"headline": lambda c: _headline(c, b)})
-        pb = [rb[k] for k in PANELS]
-        meta.update(vs_from=_ts(b.from_ts), vs_to=_ts(b.to_ts), vs_intervals=len(b.ends),
-                    vs_server_version=b.server_version, vs_headline=rb["headline"])
-        return meta, _merge(pa, pb, a, b, conn), [a, b]
+        rb = collect(conn, b)
+        meta["vs_from"], meta["vs_to"] = _ts(b.from_ts), _ts(b.to_ts)
+        meta["vs_intervals"], meta["vs_server_version"] = len(b.ends), b.server_version
+        meta["vs_headline"] = rb.headline
+        return meta, _merge(ra.in_order(), rb.in_order(), a, b, conn), [a, b]
 
 
-def write_report(conn: psycopg.Connection, run: str, vs: str | None, from_ts: str | None,
+def write_report(conn: Conn, run: str, vs: str | None, from_ts: str | None,
                  to_ts: str | None, outdir: pathlib.Path) -> pathlib.Path:
     """Writes outdir/<panel>.png/.svg and outdir/index.html; returns the
     index.html path.  An unknown run or an empty window is a ClientError.
     A panel whose picture cannot be drawn is a warning on stderr, and the
     page says so in that panel: the rest of the report is written."""
-    timings = {}
+    timings: dict[str, float] = {}
     t0 = time.monotonic()
-    meta, panel_list, windows = build(conn, run, vs, from_ts, to_ts)
+    meta, panel_list, _ = build(conn, run, vs, from_ts, to_ts)
     timings["queries"] = time.monotonic() - t0
     outdir = pathlib.Path(outdir)
     try:
@@ -213,12 +280,12 @@ def write_report(conn: psycopg.Connection, run: str, vs: str | None, from_ts: st
     except OSError as exc:
         raise ClientError(f"cannot create the output folder {outdir}: {exc.strerror}") from exc
     t1 = time.monotonic()
-    from pg_chronicle import plots    # matplotlib: imported only when drawing
+    from pg_chronicle import plots  # matplotlib: imported only when drawing
     failed = plots.write_all(meta, panel_list, outdir)
     for pid, why in failed.items():
         echo(f"pg-chronicle: warning: the picture of panel {pid} could not be drawn "
              f"({visible(why)}); the rest of the report is written", file=sys.stderr)
-    panel_list = [dict(p, picture_error=failed[p["id"]]) if p["id"] in failed else p
+    panel_list = [{**p, "picture_error": failed[p["id"]]} if p["id"] in failed else p
                   for p in panel_list]
     timings["pictures"] = time.monotonic() - t1
     t2 = time.monotonic()
@@ -228,7 +295,7 @@ def write_report(conn: psycopg.Connection, run: str, vs: str | None, from_ts: st
     except OSError as exc:
         raise ClientError(f"cannot write {index}: {exc.strerror}") from exc
     timings["html"] = time.monotonic() - t2
-    write_report.timings = timings    # for bench/report.sh
+    write_report.timings = timings  # type: ignore[attr-defined]  # read by bench/report.sh
     return index
 
 

@@ -47,7 +47,7 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]],
 
     def line(vals: Sequence[str]) -> str:
         return "  ".join(v.rjust(w) if right[i] else v.ljust(w)
-                         for i, (v, w) in enumerate(zip(vals, widths))).rstrip()
+                         for i, (v, w) in enumerate(zip(vals, widths, strict=True))).rstrip()
 
     out = [line(list(headers)), "  ".join("-" * w for w in widths)]
     out += [line(r) for r in cells]
@@ -96,6 +96,6 @@ def duration(seconds: float | None) -> str:
     s = float(seconds)
     if s < 120:
         return f"{s:.1f} s"
-    m, s = divmod(int(round(s)), 60)
+    m, s = divmod(round(s), 60)
     h, m = divmod(m, 60)
     return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d} min"

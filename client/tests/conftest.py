@@ -116,7 +116,7 @@ fsync = off
         yield srv
     finally:
         subprocess.run([str(bindir / "pg_ctl"), "-D", str(datadir), "-m", "immediate", "stop"],
-                       capture_output=True)
+                       capture_output=True, check=False)
         if os.environ.get("PG_CHRONICLE_KEEP_TMP"):
             print(f"kept {top}", file=sys.stderr)
         else:
@@ -131,7 +131,7 @@ def cli(srv: Server, *args: str, timeout: float = 300, check: bool = False,
     env = dict(srv.env() if env is None else env)
     env["PYTHONPATH"] = str(CLIENT_DIR) + (":" + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     p = subprocess.run([sys.executable, "-m", "pg_chronicle", *args], env=env, text=True,
-                       capture_output=True, timeout=timeout)
+                       capture_output=True, timeout=timeout, check=False)
     if check and p.returncode != 0:
         pytest.fail(f"pg-chronicle {' '.join(args)} exited {p.returncode}\n"
                     f"stdout:\n{p.stdout}\nstderr:\n{p.stderr}")

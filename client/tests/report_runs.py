@@ -100,11 +100,12 @@ def untrusted(srv: Server, tmp: pathlib.Path) -> UntrustedRuns:
     with srv.connect() as conn:
         # what a role's own settings (ALTER ROLE ... SET) and the server's
         # environment can hold, set here directly
-        conn.execute("UPDATE chronicle.run SET settings = settings || jsonb_build_object('search_path', %s::text),"
+        conn.execute("UPDATE chronicle.run"
+                     "   SET settings = settings || jsonb_build_object('search_path', %s::text),"
                      "       environment = environment || jsonb_build_object('untrusted', %s::text)"
                      " WHERE label = %s", (UNTRUSTED, UNTRUSTED, a))
-        conn.execute("SELECT chronicle.run_label(%s, r.started, r.ended) FROM chronicle.run r WHERE r.label = %s",
-                     (b, a))
+        conn.execute("SELECT chronicle.run_label(%s, r.started, r.ended) FROM chronicle.run r"
+                     " WHERE r.label = %s", (b, a))
     out = {}
     reports = []
     for name, args in (("a", [a]), ("vs", [a, "--vs", b])):

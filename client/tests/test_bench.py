@@ -16,11 +16,11 @@ from typing import Any
 import psycopg
 import pytest
 
-from conftest import CLIENT_DIR, Server, cli, wait_for
-
 from pg_chronicle import summary
 from pg_chronicle.bench import load_logs, log_files
 from pg_chronicle.db import connect
+
+from conftest import CLIENT_DIR, Server, cli, wait_for
 
 
 @dataclasses.dataclass

@@ -13,10 +13,10 @@ import time
 import matplotlib.image
 import pytest
 
+from pg_chronicle import cli as pg_chronicle_cli
+
 import report_runs
 from conftest import Server
-
-from pg_chronicle import cli as pg_chronicle_cli
 
 CHROMIUM = os.environ.get("PG_CHRONICLE_CHROMIUM", "/usr/bin/chromium")
 CHROMEDRIVER = os.environ.get("PG_CHRONICLE_CHROMEDRIVER", "/usr/bin/chromedriver")

@@ -44,8 +44,9 @@ def test_empty_window(server: Server, one_run: str) -> None:
     first = server.psql(f"SELECT min(ts) FROM chronicle.snapshot WHERE ts > '{started}'")
     assert first
     assert_clean_error(cli(server, "report", one_run, "--from", started,
-                           "--to", server.psql(f"SELECT least('{first}'::timestamptz - interval '1 microsecond', "
-                                               f"'{started}'::timestamptz + interval '1 microsecond')")),
+                           "--to", server.psql(
+                               f"SELECT least('{first}'::timestamptz - interval '1 microsecond', "
+                               f"'{started}'::timestamptz + interval '1 microsecond')")),
                        "no snapshot")
     # not a timestamp
     assert_clean_error(cli(server, "report", one_run, "--from", "yesterday-ish"), "timestamp")

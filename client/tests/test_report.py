@@ -10,13 +10,13 @@ import xml.etree.ElementTree as ET
 import matplotlib.image
 import pytest
 
-import report_runs
-from conftest import Server, cli
-from test_bench import read_logs
-
 from pg_chronicle.db import ClientError, connect
 from pg_chronicle.plots import envelope
 from pg_chronicle.report import write_report
+
+import report_runs
+from conftest import Server, cli
+from test_bench import read_logs
 
 PANELS = ["throughput", "slowest", "waits", "io", "wal", "buffers", "os", "statements",
           "latency", "settings"]
@@ -88,7 +88,8 @@ def test_every_panel_has_data(server: Server, runs: report_runs.ReportRuns) -> N
     assert settings["fsync"] == "off" and "shared_preload_libraries" not in settings
     if _has_slowest(server):
         slow = tables["slowest.table"]
-        assert 1 <= len(slow["rows"]) <= 10 and [r[0] for r in slow["rows"]] == list(range(1, len(slow["rows"]) + 1))
+        assert 1 <= len(slow["rows"]) <= 10
+        assert [r[0] for r in slow["rows"]] == list(range(1, len(slow["rows"]) + 1))
 
 
 def test_run_without_pgbench_log(server: Server, runs: report_runs.ReportRuns) -> None:

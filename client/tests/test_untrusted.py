@@ -15,11 +15,11 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from pg_chronicle import cli as pg_chronicle_cli
+
 import report_runs
 from conftest import Server, cli
 from report_runs import UNTRUSTED
-
-from pg_chronicle import cli as pg_chronicle_cli
 
 # UNTRUSTED as the terminal shows it: its control characters escaped
 SHOWN = UNTRUSTED.replace("\x1b", "\\x1b").replace("\x07", "\\x07").replace("\x9b", "\\x9b")
@@ -38,9 +38,9 @@ def runs(server: Server, tmp_path_factory: pytest.TempPathFactory) -> report_run
 
 
 def test_reports_of_untrusted_text(runs: report_runs.UntrustedRuns) -> None:
-    for p, d in zip(runs.reports, (runs.report, runs.report_vs)):
-        assert p.returncode == 0, p.stderr
-        assert p.stderr == "" and p.stdout == f"{d / 'index.html'}\n"
+    for proc, d in zip(runs.reports, (runs.report, runs.report_vs), strict=True):
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stderr == "" and proc.stdout == f"{d / 'index.html'}\n"
         index = d / "index.html"
         page = index.read_text("utf-8")
         assert f"<title>pg_chronicle report: {html.escape(runs.a)}" in page
