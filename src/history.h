@@ -62,7 +62,7 @@ extern void chronicle_rows_key_ids(ChronicleRows *rows);
 
 /*
  * A reader of one source's packed values, for the analysis engine
- * (deltas.c), which reads chronicle.history itself rather than through
+ * (deltas_read.c), which reads chronicle.history itself rather than through
  * the source's view: each value's rows with their key columns filled from
  * the dictionary, in memory that the next value reuses.  Created in the
  * current memory context; SPI connected while it reads.

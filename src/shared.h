@@ -76,7 +76,7 @@ typedef struct ChronicleShared
 	bool		dynamic_lost;
 
 	/*
-	 * Housekeeping by the collector (chronicle._maintain(), collector.c):
+	 * Housekeeping by the collector (chronicle._maintain(), housekeeping.c):
 	 * partitions created, dropped, and skipped (not created or dropped this
 	 * time: a lock not granted within lock_timeout, a view on a partition,
 	 * ...), runs that failed as a whole, and the latest reason.
