@@ -44,6 +44,8 @@
  * over runs).
  */
 #define CHRONICLE_ROLLUP_USECS	(5 * 60 * USECS_PER_SEC)
+/* ... or this soon after a run that found another rollup running */
+#define CHRONICLE_ROLLUP_BUSY_USECS	(10 * USECS_PER_SEC)
 #define CHRONICLE_ROLLUP_MAX_MINUTES	30
 
 /* Each of the intervals above, or chronicle.debug_housekeeping_interval. */
@@ -379,8 +381,22 @@ chronicle_maintain_rollups(TimestampTz now)
 
 	PG_TRY();
 	{
-		housekeeping_query(psprintf("SELECT * FROM chronicle._rollup(%d)",
+		bool		busy = false;
+		bool		isnull;
+
+		housekeeping_query(psprintf("SELECT minutes IS NULL FROM chronicle._rollup(%d)",
 									CHRONICLE_ROLLUP_MAX_MINUTES));
+		if (SPI_processed == 1)
+			busy = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
+											  SPI_tuptable->tupdesc, 1, &isnull));
+
+		/*
+		 * Another rollup held the database's: the previous housekeeper
+		 * finishing its run after a collector restart, or chronicle.rollup()
+		 * from SQL.  Try again soon rather than in five minutes.
+		 */
+		if (busy)
+			next_rollup = now + HOUSEKEEPING_USECS(CHRONICLE_ROLLUP_BUSY_USECS);
 		housekeeping_commit(cxt, oldowner);
 		rollup_logged[0] = '\0';
 	}

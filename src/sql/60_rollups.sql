@@ -423,7 +423,14 @@ SET search_path = pg_catalog, pg_temp
 SET work_mem = '256MB'
 AS $$
 DECLARE
-	complete  timestamptz := date_trunc('minute', now() - interval '10 s');
+	-- The minutes before this are complete: 10 s ago and, while snapshots
+	-- are being recorded (one in the last 10 s), no later than the minute
+	-- of the latest one committed: a snapshot still being written on a
+	-- loaded machine has a time before now() and is not visible yet, so
+	-- its minute is not complete.
+	complete  timestamptz := least(date_trunc('minute', now() - interval '10 s'),
+	                               (SELECT date_trunc('minute', max(sn.ts)) FROM chronicle.snapshot sn
+	                                HAVING max(sn.ts) > now() - interval '10 s'));
 	done      timestamptz;
 	lo        timestamptz;
 	hi        timestamptz;
@@ -443,7 +450,11 @@ BEGIN
 	IF forced THEN
 		PERFORM chronicle._check_range(from_ts, to_ts, 'chronicle.rollup');
 	END IF;
+	-- Another rollup runs: return at once, with NULLs (nothing done, not
+	-- nothing to do), so that the housekeeper tries again soon.
 	IF NOT pg_try_advisory_xact_lock('chronicle._rollup(integer,timestamptz,timestamptz)'::regprocedure::oid::bigint) THEN
+		minutes := NULL;
+		hours := NULL;
 		RETURN;
 	END IF;
 
@@ -545,7 +556,7 @@ AS $$
 $$;
 
 COMMENT ON FUNCTION chronicle.rollup(timestamptz, timestamptz) IS
-	'Rolls up the history into rollup_minute and rollup_hour now (every minute waiting; or the range given, again); returns how many minutes and hours were written';
+	'Rolls up the history into rollup_minute and rollup_hour now (every minute waiting; or the range given, again); returns how many minutes and hours were written, NULL while another rollup runs';
 
 -- pgbench rows loaded or deleted: their range is rolled up again.
 CREATE FUNCTION chronicle._rollup_app_changed()
