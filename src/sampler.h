@@ -14,6 +14,7 @@
 
 #include "datatype/timestamp.h"
 #include "storage/lwlock.h"
+#include "utils/backend_status.h"
 
 /*
  * What one sample is counted under.  Raw numbers only: the sampler does no
@@ -30,6 +31,28 @@ typedef struct ChronicleSampleKey
 								 * bytes */
 	int64		queryid;
 } ChronicleSampleKey;
+
+/*
+ * A session idle in a transaction block (or in a failed one) that is not
+ * in a wait event is between two statements of its client: it has
+ * reported the state before it sends its reply and reads the next
+ * command, and it is in none of ClientRead's wait while it gets there or
+ * back.  On a saturated machine that is most of the round trip to the
+ * client: the reply wakes the client, which takes the CPU from the backend,
+ * and when the backend runs again the next command is already there, so
+ * it never waits in ClientRead.  Such a sample is named wait_event_type
+ * 'Client', wait_event 'IdleInTransaction' (not CPU/CPU, which it is as a
+ * raw sample) and counts in class Client: PostgreSQL counts the same time
+ * in idle_in_transaction_time, not active_time (test/t/046_session_time.pl).
+ */
+static inline bool
+chronicle_state_between_statements(int state)
+{
+	return state == STATE_IDLEINTRANSACTION ||
+		state == STATE_IDLEINTRANSACTION_ABORTED;
+}
+
+#define CHRONICLE_IDLE_IN_XACT_EVENT	"IdleInTransaction"
 
 typedef struct ChronicleSampleEntry
 {

@@ -47,7 +47,11 @@
 	 * client mid-transaction 'idle in transaction' or 'active'					\
 	 */																			\
 	C(W_STATE, "state", TEXTOID, KEY)											\
-	/* 'CPU'/'CPU' when the process runs without a wait event */				\
+	/*																			\
+	 * 'CPU'/'CPU' when the process runs without a wait event;					\
+	 * 'Client'/'IdleInTransaction' for a session idle in						\
+	 * transaction without one (sampler.h)										\
+	 */																			\
 	C(W_WAIT_EVENT_TYPE, "wait_event_type", TEXTOID, KEY)						\
 	C(W_WAIT_EVENT, "wait_event", TEXTOID, KEY)									\
 	C(W_QUERYID, "queryid", INT8OID, KEY)	/* 0 when none is known */			\
@@ -113,6 +117,33 @@ typedef struct WaitRow
 	int64		samples;
 } WaitRow;
 
+/*
+ * The names of a key's wait event: as pg_stat_activity's, CPU/CPU for a
+ * process in none, Client/IdleInTransaction for a session idle in a
+ * transaction in none (sampler.h).  A name PostgreSQL does not know is
+ * "unknown".
+ */
+static void
+wait_names(const ChronicleSampleKey *k, const char **wtype, const char **wevent)
+{
+	if (k->wait_event_info != 0)
+	{
+		*wtype = pgstat_get_wait_event_type(k->wait_event_info);
+		*wevent = pgstat_get_wait_event(k->wait_event_info);
+		if (*wtype == NULL)
+			*wtype = "unknown";
+		if (*wevent == NULL)
+			*wevent = "unknown";
+	}
+	else if (chronicle_state_between_statements(k->state))
+	{
+		*wtype = "Client";
+		*wevent = CHRONICLE_IDLE_IN_XACT_EVENT;
+	}
+	else
+		*wtype = *wevent = "CPU";
+}
+
 static bool
 waits_available(void)
 {
@@ -151,17 +182,7 @@ waits_collect(ChronicleEmitter *emitter)
 
 		bt = chronicle_backend_type_name(k->backend_type);
 		st = chronicle_backend_state_name(k->state);
-		if (k->wait_event_info == 0)
-			wtype = wevent = "CPU";
-		else
-		{
-			wtype = pgstat_get_wait_event_type(k->wait_event_info);
-			wevent = pgstat_get_wait_event(k->wait_event_info);
-			if (wtype == NULL)
-				wtype = "unknown";
-			if (wevent == NULL)
-				wevent = "unknown";
-		}
+		wait_names(k, &wtype, &wevent);
 		snprintf(key, sizeof(key), "%s|%s|%s|%s|" INT64_FORMAT,
 				 bt, st, wtype, wevent, k->queryid);
 
@@ -326,19 +347,15 @@ chronicle_wait_samples(PG_FUNCTION_ARGS)
 		const ChronicleSampleKey *k = &entries[i].key;
 		Datum		values[W_NCOLUMNS];
 		bool		nulls[W_NCOLUMNS] = {0};
-		const char *wtype = "CPU";
-		const char *wevent = "CPU";
+		const char *wtype;
+		const char *wevent;
 
-		if (k->wait_event_info != 0)
-		{
-			wtype = pgstat_get_wait_event_type(k->wait_event_info);
-			wevent = pgstat_get_wait_event(k->wait_event_info);
-		}
+		wait_names(k, &wtype, &wevent);
 		values[W_BACKEND_TYPE] =
 			CStringGetTextDatum(chronicle_backend_type_name(k->backend_type));
 		values[W_STATE] = CStringGetTextDatum(chronicle_backend_state_name(k->state));
-		values[W_WAIT_EVENT_TYPE] = CStringGetTextDatum(wtype ? wtype : "unknown");
-		values[W_WAIT_EVENT] = CStringGetTextDatum(wevent ? wevent : "unknown");
+		values[W_WAIT_EVENT_TYPE] = CStringGetTextDatum(wtype);
+		values[W_WAIT_EVENT] = CStringGetTextDatum(wevent);
 		values[W_QUERYID] = Int64GetDatum(k->queryid);
 		values[W_SAMPLES] = Int64GetDatum((int64) Min(entries[i].samples,
 													  (uint64) PG_INT64_MAX));

@@ -341,3 +341,216 @@ REVOKE ALL ON FUNCTION chronicle.load_profile(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle.compare_load_profile(text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION chronicle.load_profile(text) TO pg_monitor, pg_read_all_stats;
 GRANT EXECUTE ON FUNCTION chronicle.compare_load_profile(text, text) TO pg_monitor, pg_read_all_stats;
+
+-- Where a run's WAL came from.  pg_stat_wal (the wal source) has all the
+-- server's WAL; pg_stat_statements (the statements source) the WAL each
+-- top-level statement wrote while it ran, whatever it was: a SELECT that
+-- sets hint bits or prunes pages writes WAL as surely as an UPDATE.  The
+-- rows, always all five, in this order:
+--
+--   'queries'                  statements whose text is a query: SELECT,
+--                              VALUES, TABLE, SHOW, WITH without INSERT,
+--                              UPDATE, DELETE or MERGE; not SELECT ... INTO
+--                              or FOR UPDATE/SHARE (_statement_is_query).
+--                              Their WAL is what reading writes: hint bits
+--                              (a full-page image, XLOG/FPI_FOR_HINT, at a
+--                              page's first hint after a checkpoint when
+--                              data_checksums or wal_log_hints is on),
+--                              pruning on access (Heap2/PRUNE_ON_ACCESS),
+--                              or a function the query calls that writes
+--   'other statements'         the rest with a known text: INSERT, UPDATE,
+--                              DELETE, MERGE, COPY, DDL, VACUUM run by a
+--                              session ...
+--   'statements without text'  recorded without their text: unclassified
+--   'not from a statement'     the total less the statements (never below
+--                              0): background processes (autovacuum, the
+--                              checkpointer, the pg_chronicle recorder and
+--                              housekeeper, which pg_stat_statements does
+--                              not track), every commit record (written
+--                              when the transaction ends, after its last
+--                              statement: END and COMMIT count none),
+--                              statements not tracked
+--                              (pg_stat_statements.track) or not recorded
+--                              (beyond chronicle.statements_max); all of it
+--                              when pg_stat_statements was not recorded.  No split by process: what
+--                              pg_stat_io counts for object 'wal' (18) is
+--                              WAL written to disk, mostly by whoever
+--                              flushes it, not WAL generated.
+--   'total'                    pg_stat_wal
+--
+-- Window and totals as load_profile()'s, the statements by statements_top()
+-- over the same snapshots; per transaction is per commit.  pg_stat_statements counts a
+-- statement when it ends, pg_stat_wal a backend's WAL when it flushes its
+-- statistics (at most once a second): at a window's edges the two can
+-- differ by a second's WAL.  The settings are the run's (run_begin); NULL
+-- for a run labelled afterwards (run_label keeps none).  explanation says
+-- in words what each row means for this run.
+CREATE FUNCTION chronicle._statement_is_query(query text)
+RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+	SELECT CASE WHEN query IS NULL THEN NULL
+	            ELSE q ~* '^(select|values|table|show|with)\M'
+	                 AND q !~* '\mfor\s+(update|no\s+key\s+update|share|key\s+share)\M'
+	                 AND NOT (q ~* '^select\M' AND q ~* '\minto\M')
+	                 AND NOT (q ~* '^with\M' AND q ~* '\m(insert|update|delete|merge)\M') END
+	  FROM (SELECT regexp_replace(
+	                 regexp_replace(coalesce(query, ''), '(--[^\n]*(\n|$)|/\*([^*]|\*+[^*/])*\*+/)', ' ', 'g'),
+	                 '^[\s(]+', '') AS q) s
+$$;
+
+COMMENT ON FUNCTION chronicle._statement_is_query(text) IS
+	'Whether a statement''s text is a query (SELECT, VALUES, TABLE, SHOW, WITH without INSERT/UPDATE/DELETE/MERGE; not SELECT INTO or FOR UPDATE/SHARE); NULL for no text';
+
+CREATE FUNCTION chronicle.run_wal_sources(run text)
+RETURNS TABLE (source text, statements bigint, calls numeric,
+               wal_records numeric, wal_fpi numeric, wal_bytes numeric, share float8,
+               wal_bytes_per_s float8, wal_fpi_per_s float8, wal_bytes_per_transaction float8,
+               top_queryid bigint, top_query text,
+               data_checksums boolean, wal_log_hints boolean, full_page_writes boolean,
+               explanation text)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+	w_from timestamptz;
+	w_to timestamptz;
+	s_from timestamptz;
+	s_to timestamptz;
+	secs float8;
+	v_settings jsonb;
+	v_sums boolean;
+	v_hints boolean;
+	v_fpw boolean;
+	v_commits float8;
+	v_recorded boolean;
+	v_ckpt numeric;
+	v_autovacuum boolean;
+	v_snapshots bigint;
+	v_hint_text text;
+	v_background text;
+BEGIN
+	PERFORM chronicle._run_id(run_wal_sources.run, 'chronicle.run_wal_sources');
+	SELECT w.run_from, w.run_to INTO w_from, w_to
+	  FROM chronicle.run_window(run_wal_sources.run) w;
+	-- the statements from the snapshot the totals start at (a statement
+	-- created after it, before the run began, counts from zero)
+	SELECT w.seconds, coalesce(w.window_start, w_from), coalesce(w.window_end, w_to)
+	  INTO secs, s_from, s_to
+	  FROM chronicle._window(w_from, w_to) w;
+	SELECT r.settings INTO v_settings FROM chronicle.run r WHERE r.label = run_wal_sources.run;
+	v_sums := CASE WHEN v_settings ? 'data_checksums' THEN (v_settings ->> 'data_checksums')::boolean END;
+	v_hints := CASE WHEN v_settings ? 'wal_log_hints' THEN (v_settings ->> 'wal_log_hints')::boolean END;
+	v_fpw := CASE WHEN v_settings ? 'full_page_writes' THEN (v_settings ->> 'full_page_writes')::boolean END;
+	SELECT sum(d.xact_commit)::float8 INTO v_commits
+	  FROM chronicle.database_run_totals(run_wal_sources.run) d;
+	v_recorded := EXISTS (SELECT FROM chronicle.statements_history h WHERE h.ts > s_from AND h.ts <= s_to);
+	SELECT sum(coalesce(c.num_done, c.num_timed + c.num_requested)) INTO v_ckpt
+	  FROM chronicle.checkpointer_run_totals(run_wal_sources.run) c;
+	SELECT coalesce(sum(coalesce(i.hits, 0) + coalesce(i.reads, 0) + coalesce(i.writes, 0)
+	                    + coalesce(i.extends, 0)), 0) > 0 INTO v_autovacuum
+	  FROM chronicle.io_run_totals(run_wal_sources.run, 'autovacuum worker') i;
+	SELECT count(*) INTO v_snapshots FROM chronicle.snapshot s
+	 WHERE s.ts > s_from AND s.ts <= s_to AND s.collector = 'worker';
+
+	v_hint_text := CASE
+		WHEN v_sums OR v_hints THEN
+			'the first hint bit set on a page after a checkpoint is logged as a full-page image '
+			|| '(XLOG/FPI_FOR_HINT) because '
+			|| CASE WHEN v_sums AND v_hints THEN 'data_checksums and wal_log_hints are on'
+			        WHEN v_sums THEN 'data_checksums is on' ELSE 'wal_log_hints is on' END
+		WHEN NOT v_sums AND NOT v_hints THEN
+			'hint bits are not logged (data_checksums and wal_log_hints are off)'
+		ELSE 'the first hint bit set on a page after a checkpoint is logged as a full-page image '
+			|| '(XLOG/FPI_FOR_HINT) if data_checksums or wal_log_hints is on (the run kept no settings)' END;
+	v_background := concat_ws('; ',
+		CASE WHEN v_autovacuum THEN 'autovacuum worked in the window' END,
+		CASE WHEN v_ckpt > 0 THEN v_ckpt || ' checkpoint(s) ended in it' END,
+		CASE WHEN v_snapshots > 0 THEN 'the pg_chronicle recorder took ' || v_snapshots || ' snapshot(s)' END);
+
+	RETURN QUERY
+	WITH st AS MATERIALIZED (
+		SELECT s.queryid, s.query, s.calls, s.wal_records, s.wal_fpi, s.wal_bytes,
+		       CASE WHEN chronicle._statement_is_query(s.query) THEN 'queries'
+		            WHEN s.query IS NULL THEN 'statements without text'
+		            ELSE 'other statements' END AS src
+		  FROM chronicle.statements_top(s_from, s_to, 2147483647, 'wal_bytes') s
+		 WHERE s.toplevel IS NOT FALSE
+	), g AS (
+		SELECT st.src, count(*) AS n, sum(st.calls) AS calls,
+		       coalesce(sum(st.wal_records), 0) AS rec, coalesce(sum(st.wal_fpi), 0) AS fpi,
+		       coalesce(sum(st.wal_bytes), 0) AS bytes,
+		       (array_agg(st.queryid ORDER BY st.wal_bytes DESC NULLS LAST, st.queryid)
+		          FILTER (WHERE st.wal_bytes > 0))[1] AS top_id,
+		       (array_agg(st.query ORDER BY st.wal_bytes DESC NULLS LAST, st.queryid)
+		          FILTER (WHERE st.wal_bytes > 0))[1] AS top_q
+		  FROM st GROUP BY st.src
+	), tot AS (
+		SELECT sum(x.wal_records) AS rec, sum(x.wal_fpi) AS fpi, sum(x.wal_bytes) AS bytes
+		  FROM chronicle.wal_run_totals(run_wal_sources.run) x
+	), rr AS (
+		SELECT k.ord, k.src, g.n, g.calls,
+		       coalesce(g.rec, 0) AS rec, coalesce(g.fpi, 0) AS fpi, coalesce(g.bytes, 0) AS bytes,
+		       g.top_id, g.top_q
+		  FROM (VALUES (1, 'queries'), (2, 'other statements'), (3, 'statements without text')) k(ord, src)
+		  LEFT JOIN g ON g.src = k.src
+		UNION ALL
+		SELECT 4, 'not from a statement', NULL, NULL,
+		       greatest(tot.rec - (SELECT coalesce(sum(g.rec), 0) FROM g), 0),
+		       greatest(tot.fpi - (SELECT coalesce(sum(g.fpi), 0) FROM g), 0),
+		       greatest(tot.bytes - (SELECT coalesce(sum(g.bytes), 0) FROM g), 0),
+		       NULL, NULL
+		  FROM tot
+		UNION ALL
+		SELECT 5, 'total', NULL, NULL, tot.rec, tot.fpi, tot.bytes, NULL, NULL FROM tot
+	)
+	SELECT r.src, coalesce(r.n, CASE WHEN r.ord <= 3 THEN 0 END), r.calls,
+	       r.rec, r.fpi, r.bytes,
+	       (r.bytes / nullif(tot.bytes, 0))::float8,
+	       (r.bytes / secs)::float8, (r.fpi / secs)::float8,
+	       (r.bytes / nullif(v_commits, 0))::float8,
+	       r.top_id, r.top_q, v_sums, v_hints, v_fpw,
+	       CASE r.src
+	       WHEN 'queries' THEN
+	            CASE WHEN r.bytes > 0
+	                 THEN 'Reading wrote WAL: ' || v_hint_text
+	                      || ', and pages with dead tuples are pruned as they are read (Heap2/PRUNE_ON_ACCESS, '
+	                      || 'a full-page image too at a page''s first change after a checkpoint). Both follow a '
+	                      || 'write load that left tuples unhinted or dead, and stop once the pages are clean; '
+	                      || 'a function a query calls may write too.'
+	                 ELSE 'Queries wrote no WAL.' END
+	       WHEN 'other statements' THEN
+	            'Writes, DDL and utility statements: their changes'
+	            || CASE WHEN v_fpw IS FALSE THEN ' (full_page_writes is off: no full-page images).'
+	                    ELSE ', with a full-page image of each page first changed after a checkpoint.' END
+	       WHEN 'statements without text' THEN
+	            'Statements recorded without their text: not classified.'
+	       WHEN 'not from a statement' THEN
+	            CASE WHEN NOT v_recorded
+	                 THEN 'No pg_stat_statements reading was recorded in the window: none of the WAL is attributed. '
+	                 ELSE '' END
+	            || 'WAL no recorded statement wrote: background processes (autovacuum, the checkpointer, '
+	            || 'the pg_chronicle recorder and housekeeper, other workers'
+	            || CASE WHEN v_background <> '' THEN '; here ' || v_background ELSE '' END
+	            || '), commit records (written after a transaction''s last statement, END or COMMIT '
+	            || 'included, so no statement counts them), statements pg_stat_statements did not track '
+	            || 'or pg_chronicle did not record (beyond chronicle.statements_max).'
+	       ELSE 'All the server''s WAL (pg_stat_wal); data_checksums '
+	            || coalesce(CASE WHEN v_sums THEN 'on' ELSE 'off' END, 'unknown')
+	            || ', wal_log_hints ' || coalesce(CASE WHEN v_hints THEN 'on' ELSE 'off' END, 'unknown')
+	            || ', full_page_writes ' || coalesce(CASE WHEN v_fpw THEN 'on' ELSE 'off' END, 'unknown') || '.'
+	       END
+	  FROM rr r CROSS JOIN tot
+	 ORDER BY r.ord;
+END;
+$$;
+
+COMMENT ON FUNCTION chronicle.run_wal_sources(text) IS
+	'Where a run''s WAL came from: queries (hint bits, pruning on access), other statements, statements without text, WAL no statement wrote (background processes, the recorder), and the total, with data_checksums, wal_log_hints and full_page_writes and an explanation per row';
+
+REVOKE ALL ON FUNCTION chronicle._statement_is_query(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle.run_wal_sources(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION chronicle._statement_is_query(text) TO pg_monitor, pg_read_all_stats;
+GRANT EXECUTE ON FUNCTION chronicle.run_wal_sources(text) TO pg_monitor, pg_read_all_stats;
