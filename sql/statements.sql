@@ -35,6 +35,19 @@ VALUES (1, 1, 'SELECT 1'), (1, 2, 'UPDATE t SET x = $1');
 SELECT queryid, toplevel, calls, total_exec_time, mean_exec_time, rows,
        shared_blks_hit, shared_blks_read, wal_bytes, resets, query
   FROM chronicle.statements_top('2020-02-01 10:00:00+00', '2020-02-01 10:00:05+00');
+-- A window that starts between two snapshots counts its first interval
+-- whole: statement 6, created at 11:00:00.3 (after the snapshot at
+-- 11:00:00, before the window's start at 11:00:00.5) and first recorded
+-- at 11:00:01, counts from zero.
+INSERT INTO chronicle.snapshot (ts, segment, keyframe, collector, duration_ms, rows_written, wal_bytes, errors)
+VALUES ('2020-02-01 11:00:00+00', '2020-02-01 11:00:00+00', true, 'sql', 0, 0, 0, 0),
+       ('2020-02-01 11:00:01+00', '2020-02-01 11:00:00+00', false, 'sql', 0, 0, 0, 0);
+INSERT INTO chronicle.statements_history
+	(ts, userid, dbid, queryid, toplevel, calls, total_exec_time, rows,
+	 shared_blks_hit, shared_blks_read, wal_bytes, stats_since)
+VALUES ('2020-02-01 11:00:01+00', 10, 1, 6, true, 7, 70.0, 7, 7, 0, 700, '2020-02-01 11:00:00.3+00');
+SELECT queryid, calls, wal_bytes
+  FROM chronicle.statements_top('2020-02-01 11:00:00.5+00', '2020-02-01 11:00:02+00');
 -- A shorter range: the baseline is the last row at or before its start.
 SELECT queryid, calls, total_exec_time, resets
   FROM chronicle.statements_top('2020-02-01 10:00:02+00', '2020-02-01 10:00:03+00');

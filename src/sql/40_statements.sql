@@ -51,8 +51,9 @@ REVOKE ALL ON FUNCTION chronicle._redact_statement(text) FROM PUBLIC;
 -- backwards or stats_since changed: the entry was evicted and created
 -- again (or pg_stat_statements was reset), and the later row counts from
 -- zero.  A statement's first row in the range with no row at or before
--- from_ts counts from zero if the entry was created after from_ts
--- (stats_since, PostgreSQL 17+), and is only a baseline otherwise.
+-- from_ts counts from zero if the entry was created after the start of
+-- the window's first interval (the snapshot at or before from_ts;
+-- stats_since, PostgreSQL 17+), and is only a baseline otherwise.
 CREATE FUNCTION chronicle.statements_top(
 	from_ts timestamptz,
 	to_ts timestamptz,
@@ -88,7 +89,14 @@ BEGIN
 	END IF;
 
 	RETURN QUERY EXECUTE pg_catalog.format($q$
-	WITH base AS (
+	WITH s0 AS (
+		-- where the window's first interval starts: the snapshot at or
+		-- before from_ts (the intervals ending in the window are counted
+		-- whole), or from_ts itself for rows loaded without snapshots.  A
+		-- statement created after it counts from zero.
+		SELECT coalesce((SELECT sn.ts FROM chronicle.snapshot sn WHERE sn.ts <= $1
+		                  ORDER BY sn.ts DESC LIMIT 1), $1) AS t
+	), base AS (
 		-- the last reading at or before from_ts, per statement, in the
 		-- segment of from_ts.  Its first snapshot wrote every statement
 		-- (source_statements.c), so the read starts there.  Not at
@@ -124,7 +132,7 @@ BEGIN
 		SELECT k.*,
 		       CASE WHEN k.is_base THEN 'skip'
 		            WHEN k.p_ts IS NULL THEN
-		                 CASE WHEN k.stats_since > $1 THEN 'zero' ELSE 'skip' END
+		                 CASE WHEN k.stats_since > (SELECT s0.t FROM s0) THEN 'zero' ELSE 'skip' END
 		            WHEN k.calls < k.p_calls OR k.total_exec_time < k.p_exec
 		                 OR k.stats_since IS DISTINCT FROM k.p_since THEN 'zero'
 		            ELSE 'diff' END AS how
