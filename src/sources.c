@@ -4,7 +4,7 @@
  *		The list of statistics sources, and their description as SQL reads
  *		it.
  *
- * Adding a source is one C file with a ChronicleSource and one line in the
+ * Adding a source is one C file with a ChronicleSource and two lines in the
  * list below (docs/development.md, "Adding a source").  Everything in SQL
  * is made from what the sources declare, when the extension is installed
  * or updated: the packed column of chronicle.history and the view
@@ -43,6 +43,7 @@ extern const ChronicleSource chronicle_source_os_process_io;
 extern const ChronicleSource chronicle_source_waits;
 extern const ChronicleSource chronicle_source_wait_sampler;
 extern const ChronicleSource chronicle_source_buffers;
+extern const ChronicleSource chronicle_source_os_cpu;
 
 const ChronicleSource *const chronicle_sources[] = {
 	&chronicle_source_io,
@@ -59,6 +60,7 @@ const ChronicleSource *const chronicle_sources[] = {
 	&chronicle_source_waits,
 	&chronicle_source_wait_sampler,
 	&chronicle_source_buffers,
+	&chronicle_source_os_cpu,
 };
 
 const int	chronicle_nsources = lengthof(chronicle_sources);
@@ -156,6 +158,10 @@ chronicle_check_source(const ChronicleSource *src)
 	if (a->bytes && a->bytes[0])
 		check_named(src, a->bytes_unit ? a->bytes_unit : "", "the bytes unit",
 					1 << CHRONICLE_ATTRIBUTE);
+	for (int c = 0; c < src->ncolumns; c++)
+		if (src->columns[c].kind == CHRONICLE_GAUGE && a->gauge_unit == NULL)
+			elog(ERROR, "pg_chronicle: source \"%s\" has gauges and no gauge_unit",
+				 src->name);
 }
 
 PG_FUNCTION_INFO_V1(chronicle_source_columns);

@@ -370,7 +370,8 @@ BEGIN
 		-- The per-interval rows of a single-row source are one per interval
 		-- (the engine's cost): summing them is the exact, reset-aware total,
 		-- and they carry the window's intervals too.
-		items := ARRAY['count(*) FILTER (WHERE d.reset)']
+		items := ARRAY(SELECT format('max(d.%I)', a) FROM unnest(d.attrs) a)
+		         || ARRAY['count(*) FILTER (WHERE d.reset)']
 		         || ARRAY(SELECT x FROM unnest(counters, ckinds) WITH ORDINALITY AS u(v, k, o),
 		                  LATERAL unnest(ARRAY[format('sum(d.%I)%s', v, CASE WHEN k = 'c' THEN '::numeric' ELSE '' END),
 		                                       format('sum(d.%I)::float8 / sum(d.seconds)', v)]) x

@@ -9,6 +9,11 @@
 -- io_deltas(for_object => 'wal')).  Bytes are the 18 byte counters, or
 -- operations * op_bytes on 17.
 --
+-- CPU: cpu_user, cpu_system (with irq and softirq), cpu_iowait, cpu_steal
+-- and cpu_idle are shares of all the CPU time of the interval (/proc/stat,
+-- the os_cpu source; they add up to 1); procs_running is the kernel's
+-- count of runnable tasks at the snapshot, the collector included.
+--
 -- Waits: active_* are the average numbers of active sessions per wait
 -- class (database time: client backends and the walsenders, autovacuum and
 -- parallel workers working for them; not idle sessions, main-loop waits or
@@ -58,6 +63,8 @@ BEGIN
 			checkpoints bigint, checkpoint_buffers_written bigint,
 			buffers_used bigint, buffers_dirty bigint,
 			mem_free_kb bigint, mem_available_kb bigint, mem_dirty_kb bigint, mem_writeback_kb bigint,
+			cpu_user float8, cpu_system float8, cpu_iowait float8, cpu_steal float8, cpu_idle float8,
+			procs_running bigint,
 			active_processes float8, active_cpu float8, active_io float8, active_lwlock float8,
 			active_lock float8, active_ipc float8, active_client float8, active_timeout float8,
 			active_other float8, top_waits jsonb, wait_coverage float8,
@@ -185,6 +192,18 @@ BEGIN
 		          FROM chronicle.wait_sampler_deltas(from_ts, to_ts) s) s
 		 WHERE timeline.waits
 	),
+	-- CPU by mode (/proc/stat): each mode's share of all the CPU time of the
+	-- interval, as top and sar compute it (user with nice, system with irq
+	-- and softirq); NULL at a reset
+	cpu AS (
+		SELECT c.interval_end, c.procs_running,
+		       c.user_ms + c.nice_ms AS usr,
+		       c.system_ms + coalesce(c.irq_ms, 0) + coalesce(c.softirq_ms, 0) AS sys,
+		       c.iowait_ms AS iowait, c.steal_ms AS steal, c.idle_ms AS idle,
+		       nullif(c.user_ms + c.nice_ms + c.system_ms + c.idle_ms + coalesce(c.iowait_ms, 0)
+		              + coalesce(c.irq_ms, 0) + coalesce(c.softirq_ms, 0) + coalesce(c.steal_ms, 0), 0) AS t
+		  FROM chronicle.os_cpu_deltas(from_ts, to_ts) c
+	),
 	-- pgbench: app_intervals() of every run, the same intervals
 	app AS (
 		SELECT a.interval_end, a.tps, a.latency_p50_ms AS p50, a.latency_p99_ms AS p99
@@ -212,6 +231,8 @@ BEGIN
 	       ck.buffers_written,
 	       bu.buffers_used, bu.buffers_dirty,
 	       mem.mem_free, mem.mem_available, mem.dirty, mem.writeback,
+	       cpu.usr / cpu.t, cpu.sys / cpu.t, cpu.iowait / cpu.t, cpu.steal / cpu.t, cpu.idle / cpu.t,
+	       cpu.procs_running,
 	       ws.cpu + ws.io + ws.lwlock + ws.lock + ws.ipc + ws.client + ws.timeout + ws.other,
 	       ws.cpu, ws.io, ws.lwlock, ws.lock, ws.ipc, ws.client, ws.timeout, ws.other,
 	       CASE WHEN has.waits THEN coalesce(tw.top, '[]') END,
@@ -226,6 +247,7 @@ BEGIN
 	  LEFT JOIN chronicle.checkpointer_deltas(from_ts, to_ts) ck ON ck.interval_end = iv.interval_end
 	  LEFT JOIN chronicle.buffers_values(from_ts, to_ts) bu ON bu.interval_end = iv.interval_end
 	  LEFT JOIN chronicle.os_memory_deltas(from_ts, to_ts) mem ON mem.interval_end = iv.interval_end
+	  LEFT JOIN cpu ON cpu.interval_end = iv.interval_end
 	  LEFT JOIN ws ON ws.interval_end = iv.interval_end
 	  LEFT JOIN tw ON tw.interval_end = iv.interval_end
 	  LEFT JOIN app ON app.interval_end = iv.interval_end

@@ -693,7 +693,7 @@ BEGIN
 	-- Where each number read below is in vals: source.column.slot (0-2 of
 	-- a counter, 0-3 of a gauge), NULL for a column the source lacks.
 	SELECT array_agg(l.slot ORDER BY n.o) INTO ix
-	  FROM unnest(ARRAY['database.xact_commit.0', 'database.xact_rollback.0', 'database.blks_hit.0', 'database.blks_read.0', 'io.reads.0', 'io.writes.0', 'io.extends.0', 'io.fsyncs.0', 'io.read_bytes.0', 'io.write_bytes.0', 'io.extend_bytes.0', 'wal.wal_bytes.0', 'wal.wal_fpi.0', 'wal.wal_records.0', 'checkpointer.num_timed.0', 'checkpointer.num_requested.0', 'checkpointer.buffers_written.0', 'buffers.buffers_used.3', 'buffers.buffers_dirty.3', 'os_memory.mem_free.3', 'os_memory.mem_available.3', 'os_memory.dirty.3', 'os_memory.writeback.3', 'wait_sampler.ticks_due.0', 'wait_sampler.ticks_taken.0', 'wait_sampler.active_cpu.0', 'wait_sampler.active_io.0', 'wait_sampler.active_lwlock.0', 'wait_sampler.active_lock.0', 'wait_sampler.active_ipc.0', 'wait_sampler.active_client.0', 'wait_sampler.active_timeout.0', 'wait_sampler.active_other.0', 'wait.samples.0', 'checkpointer.num_done.0', 'wait_sampler.background_active.0']) WITH ORDINALITY AS n(name, o)
+	  FROM unnest(ARRAY['database.xact_commit.0', 'database.xact_rollback.0', 'database.blks_hit.0', 'database.blks_read.0', 'io.reads.0', 'io.writes.0', 'io.extends.0', 'io.fsyncs.0', 'io.read_bytes.0', 'io.write_bytes.0', 'io.extend_bytes.0', 'wal.wal_bytes.0', 'wal.wal_fpi.0', 'wal.wal_records.0', 'checkpointer.num_timed.0', 'checkpointer.num_requested.0', 'checkpointer.buffers_written.0', 'buffers.buffers_used.3', 'buffers.buffers_dirty.3', 'os_memory.mem_free.3', 'os_memory.mem_available.3', 'os_memory.dirty.3', 'os_memory.writeback.3', 'wait_sampler.ticks_due.0', 'wait_sampler.ticks_taken.0', 'wait_sampler.active_cpu.0', 'wait_sampler.active_io.0', 'wait_sampler.active_lwlock.0', 'wait_sampler.active_lock.0', 'wait_sampler.active_ipc.0', 'wait_sampler.active_client.0', 'wait_sampler.active_timeout.0', 'wait_sampler.active_other.0', 'wait.samples.0', 'checkpointer.num_done.0', 'wait_sampler.background_active.0', 'os_cpu.user_ms.0', 'os_cpu.nice_ms.0', 'os_cpu.system_ms.0', 'os_cpu.idle_ms.0', 'os_cpu.iowait_ms.0', 'os_cpu.irq_ms.0', 'os_cpu.softirq_ms.0', 'os_cpu.steal_ms.0', 'os_cpu.procs_running.3']) WITH ORDINALITY AS n(name, o)
 	  LEFT JOIN (SELECT s.source || '.' || c.col || '.' || i.i AS name,
 	                    CASE WHEN c.gauge THEN 3 * cardinality(s.counters) + 4 * (c.o - cardinality(s.counters) - 1) + i.i + 1
 	                         ELSE 3 * (c.o - 1) + i.i + 1 END::integer AS slot
@@ -749,6 +749,13 @@ BEGIN
 		       CASE WHEN x.source = 'wait_sampler' THEN x.vals[ix[32]] END AS active_timeout,
 		       CASE WHEN x.source = 'wait_sampler' THEN x.vals[ix[33]] END AS active_other,
 		       CASE WHEN x.source = 'wait' THEN x.vals[ix[34]] END AS samples,
+		       CASE WHEN x.source = 'os_cpu' THEN x.vals[ix[37]] + x.vals[ix[38]] END AS cpu_usr,
+		       CASE WHEN x.source = 'os_cpu' THEN x.vals[ix[39]] + coalesce(x.vals[ix[42]], 0)
+		                                          + coalesce(x.vals[ix[43]], 0) END AS cpu_sys,
+		       CASE WHEN x.source = 'os_cpu' THEN x.vals[ix[40]] END AS cpu_idle,
+		       CASE WHEN x.source = 'os_cpu' THEN x.vals[ix[41]] END AS cpu_iowait,
+		       CASE WHEN x.source = 'os_cpu' THEN x.vals[ix[44]] END AS cpu_steal,
+		       CASE WHEN x.source = 'os_cpu' THEN x.vals[ix[45]] END AS procs_running,
 		       CASE WHEN x.source = 'app' THEN x.vals[1] END AS transactions,
 		       CASE WHEN x.source = 'app' THEN x.vals[3] END AS lat_min,
 		       CASE WHEN x.source = 'app' THEN x.vals[4] END AS lat_max
@@ -830,8 +837,14 @@ BEGIN
 		       sum(coalesce(r.active_ipc, 0)) FILTER (WHERE r.source = 'wait_sampler') AS a_ipc,
 		       sum(coalesce(r.active_client, 0)) FILTER (WHERE r.source = 'wait_sampler') AS a_client,
 		       sum(coalesce(r.active_timeout, 0)) FILTER (WHERE r.source = 'wait_sampler') AS a_timeout,
-		       sum(coalesce(r.active_other, 0)) FILTER (WHERE r.source = 'wait_sampler') AS a_other
-		  FROM r WHERE r.source IN ('wal', 'checkpointer', 'buffers', 'os_memory', 'wait_sampler')
+		       sum(coalesce(r.active_other, 0)) FILTER (WHERE r.source = 'wait_sampler') AS a_other,
+		       sum(r.cpu_usr) FILTER (WHERE r.source = 'os_cpu') AS cpu_usr,
+		       sum(r.cpu_sys) FILTER (WHERE r.source = 'os_cpu') AS cpu_sys,
+		       sum(r.cpu_idle) FILTER (WHERE r.source = 'os_cpu') AS cpu_idle,
+		       sum(r.cpu_iowait) FILTER (WHERE r.source = 'os_cpu') AS cpu_iowait,
+		       sum(r.cpu_steal) FILTER (WHERE r.source = 'os_cpu') AS cpu_steal,
+		       (array_agg(r.procs_running ORDER BY r.ts DESC) FILTER (WHERE r.source = 'os_cpu'))[1] AS procs_running
+		  FROM r WHERE r.source IN ('wal', 'checkpointer', 'buffers', 'os_memory', 'wait_sampler', 'os_cpu')
 		 GROUP BY r.bucket
 	),
 	wk AS (
@@ -884,6 +897,8 @@ BEGIN
 	       coalesce(one.num_done, one.num_tr)::bigint, one.ck_written::bigint,
 	       one.bu_used::bigint, one.bu_dirty::bigint,
 	       one.mem_free::bigint, one.mem_available::bigint, one.mem_dirty::bigint, one.mem_writeback::bigint,
+	       one.cpu_usr / cpu.t, one.cpu_sys / cpu.t, one.cpu_iowait / cpu.t, one.cpu_steal / cpu.t,
+	       one.cpu_idle / cpu.t, one.procs_running::bigint,
 	       ws.cpu + ws.io + ws.lwlock + ws.lock + ws.ipc + ws.client + ws.timeout + ws.other,
 	       ws.cpu, ws.io, ws.lwlock, ws.lock, ws.ipc, ws.client, ws.timeout, ws.other,
 	       CASE WHEN has.waits THEN coalesce(tw.top, '[]') END,
@@ -899,6 +914,9 @@ BEGIN
 	  LEFT JOIN db ON db.bucket = iv.bucket
 	  LEFT JOIN io ON io.bucket = iv.bucket
 	  LEFT JOIN one ON one.bucket = iv.bucket
+	  LEFT JOIN LATERAL (
+		SELECT nullif(one.cpu_usr + one.cpu_sys + one.cpu_idle + coalesce(one.cpu_iowait, 0)
+		              + coalesce(one.cpu_steal, 0), 0) AS t) cpu ON true
 	  LEFT JOIN LATERAL (
 		SELECT one.a_cpu / t.t AS cpu, one.a_io / t.t AS io, one.a_lwlock / t.t AS lwlock,
 		       one.a_lock / t.t AS lock, one.a_ipc / t.t AS ipc, one.a_client / t.t AS client,

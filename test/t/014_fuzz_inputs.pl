@@ -97,7 +97,7 @@ sub mutate
 
 # --- /proc ---------------------------------------------------------------
 my $root = $node->basedir . '/proc';
-my @procfiles = qw(meminfo vmstat diskstats pressure/cpu pressure/io pressure/memory);
+my @procfiles = qw(meminfo vmstat diskstats stat pressure/cpu pressure/io pressure/memory);
 my %orig = map { $_ => slurp_bytes("$data/proc/$_") } @procfiles;
 my $lost = 0;
 for my $round (1 .. $rounds)
