@@ -57,7 +57,7 @@ import psycopg
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
-from pg_chronicle import summary
+from pg_chronicle import summary, trials
 from pg_chronicle.db import EXIT_ERROR, EXIT_INTERRUPTED, ClientError, connect, query_one, translated
 from pg_chronicle.text import echo
 
@@ -308,13 +308,31 @@ def _whole_lines(files: list[pathlib.Path]) -> int:
     return n
 
 
+def _logdir(keep_logs: pathlib.Path | None) -> tuple[pathlib.Path, tempfile.TemporaryDirectory[str] | None]:
+    """Where pgbench writes its logs: keep_logs (made, and refused when it
+    holds pgbench logs already), else a temporary folder (removed after)."""
+    if keep_logs is None:
+        tmp = tempfile.TemporaryDirectory(prefix="pg-chronicle-")
+        return pathlib.Path(tmp.name), tmp
+    keep_logs.mkdir(parents=True, exist_ok=True)
+    stale = log_files(keep_logs)
+    if stale:
+        raise ClientError(f"{keep_logs} has pgbench logs already ({stale[0].name}...): "
+                          "give --keep-logs an empty folder")
+    return keep_logs, None
+
+
 def main(conninfo: str | None, args: argparse.Namespace, pgbench_args: list[str]) -> int:
     check_args(pgbench_args)
+    n: int | None = getattr(args, "trials", None)
+    if n is not None and n < 1:
+        raise ClientError(f"--trials wants 1 or more, got {n}")
     pgbench = find_pgbench(args.pgbench)
     env = pgbench_env(conninfo)
     label: str = args.label or default_label()
-    conn = connect(conninfo)
-    with conn:
+    labels = [trials.trial_label(label, k) for k in range(1, n + 1)] if n is not None else [label]
+    with connect(conninfo) as conn:
+        trials.check_new_labels(conn, label, trials=n is not None)
         meta: dict[str, Any] = {
             "tool": "pg-chronicle bench",
             "pgbench": shlex.join(["pgbench", *pgbench_args]),
@@ -326,28 +344,53 @@ def main(conninfo: str | None, args: argparse.Namespace, pgbench_args: list[str]
             meta["scale"] = sc
         for k, v in args.meta:
             meta[k] = v
-
-        if args.keep_logs is not None:
-            logdir = args.keep_logs
-            logdir.mkdir(parents=True, exist_ok=True)
-            stale = log_files(logdir)
-            if stale:
-                raise ClientError(f"{logdir} has pgbench logs already ({stale[0].name}...): "
-                                  "give --keep-logs an empty folder")
-            tmp = None
-        else:
-            tmp = tempfile.TemporaryDirectory(prefix="pg-chronicle-")
-            logdir = pathlib.Path(tmp.name)
+    keep: list[pathlib.Path | None] = [None] * len(labels)
+    if args.keep_logs is not None:
+        keep = [args.keep_logs / str(k) for k in range(1, len(labels) + 1)] \
+            if n is not None else [args.keep_logs]
+        for d in keep:          # every folder checked before the first run
+            assert d is not None
+            _logdir(d)
+    rc = 0
+    recorded = 0
+    for i, run_label in enumerate(labels):
+        logdir, tmp = _logdir(keep[i])
         try:
-            return _run(conn, label, meta, pgbench, pgbench_args, env, logdir, args, conninfo)
+            # a session of its own for every run: run_begin reads the
+            # settings the session shows (plpgsql's appear once a function
+            # in PL/pgSQL ran), alike for every trial
+            with connect(conninfo) as conn:
+                rc = _run(conn, run_label, meta, pgbench, pgbench_args, env, logdir)
+        except ClientError as exc:
+            if exc.exit_code != EXIT_INTERRUPTED or recorded == 0:
+                raise
+            # Ctrl-C before a later trial began: the trials recorded stand
+            echo(f"pg-chronicle: {exc.message}: trial {run_label} not recorded", file=sys.stderr)
+            rc = EXIT_INTERRUPTED
+            break
         finally:
             if tmp is not None:
                 tmp.cleanup()
+        recorded += 1
+        if rc != 0:
+            if i + 1 < len(labels):
+                echo(f"pg-chronicle: trials after {run_label} not recorded", file=sys.stderr)
+            break
+    if n is not None:
+        with connect(conninfo) as conn:
+            ts = trials.load(conn, trials.Config(label, labels[:recorded], trials=True))
+            echo("\n" + trials.config_text(ts), flush=True)
+    if args.report is not None:
+        from pg_chronicle.report import write_checked
+        path = write_checked(conninfo, label, args.vs, None, None, args.report)
+        echo(f"report: {path}")
+    return rc
 
 
 def _run(conn: psycopg.Connection[Any], label: str, meta: dict[str, Any], pgbench: str,
-         pgbench_args: list[str], env: dict[str, str], logdir: pathlib.Path,
-         args: argparse.Namespace, conninfo: str | None) -> int:
+         pgbench_args: list[str], env: dict[str, str], logdir: pathlib.Path) -> int:
+    """One run: recorded, summarised; its exit code (130 after a Ctrl-C,
+    pgbench's when it failed)."""
     interval = snapshot_interval(conn)
     handler = _Interrupt()
     old = signal.signal(signal.SIGINT, handler)
@@ -363,11 +406,6 @@ def _run(conn: psycopg.Connection[Any], label: str, meta: dict[str, Any], pgbenc
          + (" (interrupted)" if interrupted else ""),
          file=sys.stderr, flush=True)
     echo("\n" + summary.format_summary(summary.collect(conn, label)), flush=True)
-
-    if args.report is not None:
-        from pg_chronicle.report import write_checked
-        path = write_checked(conninfo, label, args.vs, None, None, args.report)
-        echo(f"report: {path}")
     if interrupted or handler.hit:
         return EXIT_INTERRUPTED
     if rc != 0:

@@ -43,25 +43,31 @@ def _parser() -> argparse.ArgumentParser:
         usage="pg-chronicle bench [options] -- PGBENCH_ARGUMENTS...",
         description="Opens a run (chronicle.run_begin), runs pgbench with a "
                     "per-transaction log, loads the log into the run, ends it and "
-                    "prints a summary.  Everything after -- goes to pgbench.")
-    b.add_argument("--label", "-l", help="run label (default: bench-<UTC timestamp>)")
+                    "prints a summary; with --trials N, N such runs.  Everything after -- "
+                    "goes to pgbench.")
+    b.add_argument("--label", "-l", help="run label (default: bench-<UTC timestamp>); with "
+                                         "--trials, the configuration's name")
+    b.add_argument("--trials", type=int, metavar="N",
+                   help="record N runs of the same pgbench, labelled LABEL#1 .. LABEL#N, one "
+                        "after the other: the trials of configuration LABEL")
     b.add_argument("--meta", action="append", type=_meta_pair, default=[], metavar="KEY=VALUE",
                    help="metadata stored with the run (repeatable)")
     b.add_argument("--report", type=pathlib.Path, metavar="DIR",
                    help="also write the report of the run into DIR")
     b.add_argument("--vs", metavar="RUN",
-                   help="with --report: compare with this earlier run")
+                   help="with --report: compare with this earlier run (or configuration)")
     b.add_argument("--pgbench", metavar="PATH", default=None,
                    help="pgbench to run (default: $PGBENCH, else pgbench in PATH)")
     b.add_argument("--keep-logs", type=pathlib.Path, metavar="DIR",
-                   help="write pgbench's logs into DIR and keep them "
-                        "(default: a temporary folder, removed)")
+                   help="write pgbench's logs into DIR (with --trials: DIR/1, DIR/2, ...) "
+                        "and keep them (default: a temporary folder, removed)")
 
     r = sub.add_parser("report", parents=[common], help="write the report of a run",
                        description="Writes DIR/index.html (self-contained) and a PNG and "
-                                   "an SVG per panel.")
+                                   "an SVG per panel.  RUN (and RUN_B) may name a "
+                                   "configuration, whose trials are the runs RUN#1, RUN#2, ...")
     r.add_argument("run", metavar="RUN")
-    r.add_argument("--vs", metavar="RUN_B", help="compare with this run (overlaid)")
+    r.add_argument("--vs", metavar="RUN_B", help="compare with this run or configuration (overlaid)")
     r.add_argument("--from", dest="from_ts", metavar="TS",
                    help="start of the window (timestamp; default: the run's start)")
     r.add_argument("--to", dest="to_ts", metavar="TS",
@@ -72,7 +78,11 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("runs", parents=[common], help="list the recorded runs")
 
     c = sub.add_parser("compare", parents=[common],
-                       help="load profile, settings and environment of two runs")
+                       help="load profile, settings and environment of two runs",
+                       description="A and B are runs, or configurations whose trials are "
+                                   "the runs A#1, A#2, ... (pg-chronicle bench --trials): then "
+                                   "the medians of the trials, B/A with an interval and a "
+                                   "verdict.")
     c.add_argument("a", metavar="A")
     c.add_argument("b", metavar="B")
     return p

@@ -160,7 +160,8 @@ def timeline_rows(conn: Conn, w: Window) -> list[Row]:
     resolution 'raw': every snapshot interval, never a rollup."""
     return _rows(conn, f"""
         SELECT interval_end, {", ".join(TIMELINE_COLUMNS)}
-          FROM chronicle.timeline(%s, %s, waits => true, detail => false, resolution => 'raw', app => false)""",
+          FROM chronicle.timeline(%s, %s, waits => true, detail => false, resolution => 'raw',
+                                  app => false)""",
                  (w.from_ts, w.to_ts))
 
 
@@ -336,8 +337,48 @@ def wal_rows(conn: Conn, w: Window) -> list[Row]:
     return _rows(conn, "SELECT * FROM chronicle.wal_deltas(%s, %s)", (w.from_ts, w.to_ts))
 
 
-def wal_panel(w: Window, rows: list[Row], ckpt: list[Mark]) -> Panel:
-    """WAL bytes, records, FPI and wal_buffers_full per second (wal_rows)."""
+def wal_sources_rows(conn: Conn, w: Window) -> list[Row]:
+    """chronicle.run_wal_sources() of the run (over the run's own window)."""
+    if not _has_function(conn, "chronicle.run_wal_sources"):
+        return []
+    return _rows(conn, "SELECT * FROM chronicle.run_wal_sources(%s)", (w.run,))
+
+
+def _num(v: Any) -> float | None:
+    """A number of the database (numeric, bigint, double) as a float."""
+    return None if v is None else float(v)
+
+
+def wal_sources_table(rows: list[Row]) -> Table | None:
+    """Where the run's WAL came from (wal_sources_rows): a row per source,
+    the explanation of each as the extension words it."""
+    if not rows:
+        return None
+    total = next((r for r in rows if r["source"] == "total"), None)
+    note = "Over the run's window."
+    if total is not None:
+        flags = [f"{name} {'on' if total[name] else 'off'}"
+                 for name in ("data_checksums", "wal_log_hints", "full_page_writes")
+                 if total[name] is not None]
+        if flags:
+            note += " " + ", ".join(flags) + "."
+    return {"id": "wal.sources", "title": "Where the WAL came from",
+            "columns": ["source", "WAL bytes", "share", "full-page images", "bytes per transaction",
+                        "top statement", "why"],
+            "rows": [[r["source"], _num(r["wal_bytes"]),
+                      None if r["share"] is None else round(100 * float(r["share"]), 1),
+                      _num(r["wal_fpi"]),
+                      None if r["wal_bytes_per_transaction"] is None
+                      else round(float(r["wal_bytes_per_transaction"]), 1),
+                      _short(r["top_query"], 80) if r["top_query"] is not None else "",
+                      r["explanation"] or ""] for r in rows],
+            "marked": [], "note": note}
+
+
+def wal_panel(w: Window, rows: list[Row], ckpt: list[Mark],
+              sources: list[Row] | None = None) -> Panel:
+    """WAL bytes, records, FPI and wal_buffers_full per second (wal_rows),
+    and where the run's WAL came from (wal_sources_rows)."""
     charts: list[Chart] = []
     if rows:
         charts = [
@@ -352,7 +393,11 @@ def wal_panel(w: Window, rows: list[Row], ckpt: list[Mark]) -> Panel:
     return _panel("wal", "WAL",
                   "pg_stat_wal per interval (chronicle.wal_deltas): WAL bytes, records and full-page "
                   "images per second, and how often a backend found the WAL buffers full; vertical "
-                  "lines mark checkpoint starts and ends (chronicle.checkpointer_deltas).", charts)
+                  "lines mark checkpoint starts and ends (chronicle.checkpointer_deltas). The table "
+                  "says where the run's WAL came from (chronicle.run_wal_sources): queries (hint "
+                  "bits with data checksums, pruning as pages are read), other statements, and "
+                  "what no statement wrote (background processes, commit records).", charts,
+                  tables=[wal_sources_table(sources or [])])
 
 
 def buffers(conn: Conn, w: Window) -> Panel:

@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 
 import psycopg
 
-from pg_chronicle import db, html, panels
+from pg_chronicle import db, html, panels, trials
 from pg_chronicle.db import ClientError
 from pg_chronicle.model import Chart, Mark, Meta, Panel, Series, Table
 from pg_chronicle.panels import Conn, Row, Window
@@ -142,13 +142,14 @@ def collect(conn: Conn, w: Window) -> Collected:
         panel("os", lambda c: panels.os_panel(c, w)),
         panel("statements", lambda c: panels.statements(c, w)),
         fetch("wal", panels.wal_rows),
+        fetch("wal_sources", panels.wal_sources_rows),
     ])
     tl = panels.timeline_series(w, rows["timeline"])
     ckpt = panels.marks_of(rows["checkpoints"])
     out.panels["throughput"] = panels.throughput_panel(w, rows["app"], tl, ckpt)
     out.panels["waits"] = panels.waits_panel(w, tl, rows["waits"])
     out.panels["io"] = panels.io_panel(w, rows["io"], tl, ckpt)
-    out.panels["wal"] = panels.wal_panel(w, rows["wal"], ckpt)
+    out.panels["wal"] = panels.wal_panel(w, rows["wal"], ckpt, rows["wal_sources"])
     out.panels["settings"] = panels.settings_env(w)
     return out
 
@@ -245,8 +246,10 @@ def _ts(t: datetime) -> str:
 
 
 def build(conn: Conn, run: str, vs: str | None, from_ts: str | None,
-          to_ts: str | None) -> tuple[Meta, list[Panel], list[Window]]:
-    """(meta, panels, windows) of the report, without writing anything."""
+          to_ts: str | None, first: Panel | None = None) -> tuple[Meta, list[Panel], list[Window]]:
+    """(meta, panels, windows) of the report, without writing anything;
+    first: a panel put before the others (the trials')."""
+    lead = [first] if first is not None else []
     a = _window(conn, run, from_ts, to_ts)
     with db.translated():
         ra = collect(conn, a)
@@ -254,25 +257,27 @@ def build(conn: Conn, run: str, vs: str | None, from_ts: str | None,
                       "intervals": len(a.ends), "server_version": a.server_version,
                       "generated": _ts(datetime.now(UTC)), "headline": ra.headline}
         if vs is None:
-            return meta, ra.in_order(), [a]
+            return meta, lead + ra.in_order(), [a]
     b = _window(conn, vs, None, None)
     with db.translated():
         rb = collect(conn, b)
         meta["vs_from"], meta["vs_to"] = _ts(b.from_ts), _ts(b.to_ts)
         meta["vs_intervals"], meta["vs_server_version"] = len(b.ends), b.server_version
         meta["vs_headline"] = rb.headline
-        return meta, _merge(ra.in_order(), rb.in_order(), a, b, conn), [a, b]
+        return meta, lead + _merge(ra.in_order(), rb.in_order(), a, b, conn), [a, b]
 
 
 def write_report(conn: Conn, run: str, vs: str | None, from_ts: str | None,
-                 to_ts: str | None, outdir: pathlib.Path) -> pathlib.Path:
+                 to_ts: str | None, outdir: pathlib.Path,
+                 first: Panel | None = None) -> pathlib.Path:
     """Writes outdir/<panel>.png/.svg and outdir/index.html; returns the
     index.html path.  An unknown run or an empty window is a ClientError.
     A panel whose picture cannot be drawn is a warning on stderr, and the
-    page says so in that panel: the rest of the report is written."""
+    page says so in that panel: the rest of the report is written.  first:
+    a panel before the others (trials_panel())."""
     timings: dict[str, float] = {}
     t0 = time.monotonic()
-    meta, panel_list, _ = build(conn, run, vs, from_ts, to_ts)
+    meta, panel_list, _ = build(conn, run, vs, from_ts, to_ts, first)
     timings["queries"] = time.monotonic() - t0
     outdir = pathlib.Path(outdir)
     try:
@@ -299,13 +304,36 @@ def write_report(conn: Conn, run: str, vs: str | None, from_ts: str | None,
     return index
 
 
+def trials_panel(conn: Conn, run: str, vs: str | None, from_ts: str | None,
+                 to_ts: str | None) -> tuple[str, str | None, Panel | None]:
+    """What run and vs stand for (trials.resolve), their windows checked:
+    the runs the report's panels show (a configuration's trial with the
+    median tps) and, when either is a configuration of trials, the panel
+    of the trials."""
+    ca = trials.resolve(conn, run)
+    if not ca.trials:
+        db.run_window(conn, run, from_ts, to_ts)
+    cb = trials.resolve(conn, vs) if vs is not None else None
+    if cb is not None and not cb.trials:
+        db.run_window(conn, cb.name)
+    if not ca.trials and (cb is None or not cb.trials):
+        return run, vs, None
+    sa = trials.load(conn, ca)
+    sb = trials.load(conn, cb) if cb is not None else None
+    shown_a = sa.representative()
+    shown_b = sb.representative() if sb is not None else None
+    note = trials.within_note(conn, [ca] if cb is None else [ca, cb])
+    return shown_a, shown_b, trials.report_panel(sa, sb, shown_a, shown_b, note)
+
+
 def write_checked(conninfo: str | None, run: str, vs: str | None, from_ts: str | None,
                   to_ts: str | None, outdir: pathlib.Path) -> pathlib.Path:
     """Checks the runs and the window, then writes the report (for
-    pg-chronicle report and bench --report)."""
+    pg-chronicle report and bench --report).  run and vs may name
+    configurations of trials: the panels show the trial of each with the
+    median tps, a first panel the trials."""
     with db.connect(conninfo) as conn:
+        run, vs, first = trials_panel(conn, run, vs, from_ts, to_ts)
         db.run_window(conn, run, from_ts, to_ts)
-        if vs is not None:
-            db.run_window(conn, vs)
         with db.translated():
-            return write_report(conn, run, vs, from_ts, to_ts, outdir)
+            return write_report(conn, run, vs, from_ts, to_ts, outdir, first)

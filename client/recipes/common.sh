@@ -8,6 +8,8 @@
 #   RECIPE_SCALE      pgbench scale; if set, pgbench -i -s RECIPE_SCALE first
 #                     (default: use the tables there are)
 #   RECIPE_TIME       seconds per run (each recipe has its default)
+#   RECIPE_TRIALS     trials per configuration (default 3), interleaved:
+#                     A#1 B#1 A#2 B#2 ... (see docs/client.md#trials)
 #   RECIPE_CLIENTS    pgbench clients (each recipe has its default)
 #   PG_CHRONICLE      the client command (default: pg-chronicle; from a
 #                     checkout: "python3 -m pg_chronicle" in client/)
@@ -19,6 +21,11 @@ PSQL=${PSQL:-psql}
 PGBENCH=${PGBENCH:-pgbench}
 export PGBENCH
 tag=${RECIPE_TAG:-$(date -u +%Y%m%d-%H%M%S)}
+trials=${RECIPE_TRIALS:-3}
+if ! [[ $trials =~ ^[1-9][0-9]*$ ]]; then
+	echo "recipe: RECIPE_TRIALS wants a number of 1 or more, got '$trials'" >&2
+	exit 2
+fi
 changed=()
 
 say() { printf '\n=== %s\n' "$*" >&2; }
@@ -29,7 +36,7 @@ sql() { "$PSQL" -X -q -At -v ON_ERROR_STOP=1 -c "$1"; }
 set_setting() {
 	say "$1 = $2"
 	sql "ALTER SYSTEM SET $1 = '$2'" && sql "SELECT pg_reload_conf()" >/dev/null
-	changed+=("$1")
+	[[ " ${changed[*]} " == *" $1 "* ]] || changed+=("$1")
 	# a reload is asynchronous: wait until this session's new backends see it
 	for _ in $(seq 1 100); do
 		[ "$(sql "SHOW $1")" = "$2" ] && return 0
@@ -56,7 +63,11 @@ init_pgbench() {
 }
 
 # bench LABEL [PGBENCH_ARGS...]: one recorded run, after a checkpoint so
-# that every run starts with the same full-page-image debt.
+# that every run starts with the same full-page-image debt.  A trial is
+# labelled CONFIGURATION#k: the recipes run the trials of their
+# configurations interleaved (for k: A#k, B#k), so that whatever drifts
+# while they run (table growth, caches, the machine's other load) falls on
+# every configuration alike instead of on whichever ran last.
 bench() {
 	local label=$1
 	shift
@@ -65,7 +76,8 @@ bench() {
 	"${PGC[@]}" bench --label "$label" --meta "recipe=$recipe" -- "$@"
 }
 
-# finish A B: the comparison in the terminal and the report of B against A.
+# finish A B: the comparison in the terminal and the report of B against A
+# (A and B: runs, or configurations of trials).
 finish() {
 	local a=$1 b=$2 out=${RECIPE_OUT:-./$recipe-$tag}
 	say "compare $a $b"

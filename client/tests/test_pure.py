@@ -19,7 +19,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from pg_chronicle import bench, cli, compare, db, html, panels, plots, report, summary, text
+from pg_chronicle import bench, cli, compare, db, html, panels, plots, report, summary, text, trials
 from pg_chronicle.model import Chart, Meta, Panel
 
 T0 = datetime(2026, 11, 24, 4, 11, 4, tzinfo=UTC)
@@ -179,6 +179,197 @@ def test_load_profile_table() -> None:
                               "0.71", "*"]
     assert out[3].split() == ["commits", "transactions", "1,475", "1,270", "-", "-", "0.86", "*"]
     assert out[4].split() == ["rollbacks", "0", "0", "0", "0", "-"]
+
+
+# ---------------------------------------------------------------------------
+# trials: the statistics of a configuration's runs (values computed by hand)
+
+def test_trial_labels() -> None:
+    assert trials.trial_label("off", 3) == "off#3"
+    assert trials.parse_trial("off#3") == ("off", 3)
+    assert trials.parse_trial("wal=lz4 #2#12") == ("wal=lz4 #2", 12)
+    for not_a_trial in ("off", "off#", "#2", "off#0", "off#03", "off#2a", "off#-1"):
+        assert trials.parse_trial(not_a_trial) is None, not_a_trial
+
+
+def test_trial_spread() -> None:
+    assert trials.spread([]) is None
+    s = trials.spread([104.0, 98.0, 100.0])
+    assert s == trials.Spread(n=3, median=100.0, low=98.0, high=104.0)
+    assert s is not None and s.relative == pytest.approx(0.06)       # (104 - 98) / 100
+    # an even count: the mean of the middle two
+    assert trials.spread([4.0, 1.0, 3.0, 2.0]) == trials.Spread(n=4, median=2.5, low=1.0, high=4.0)
+    z = trials.spread([0.0, 0.0])
+    assert z is not None and z.relative is None
+
+
+def test_trial_comparison_beyond_the_spread() -> None:
+    # A 98, 100, 104; B 105, 106, 110: medians 100 and 106, ratio 1.06; the
+    # pairwise ratios b/a range from 105/104 = 1.00962 to 110/98 = 1.12245
+    c = trials.compare_values([100.0, 98.0, 104.0], [106.0, 110.0, 105.0])
+    assert c.ratio == pytest.approx(1.06)
+    assert c.low == pytest.approx(1.009615, abs=1e-6) and c.high == pytest.approx(1.122449, abs=1e-6)
+    assert c.verdict == "beyond"
+    assert trials.verdict_text(c, faster=True) == "B is 6.0 % faster, beyond the trials' spread"
+    assert trials.verdict_text(c) == "B is 6.0 % higher, beyond the trials' spread"
+    # lower: latency 2.0, 2.1, 2.2 against 1.9, 1.8, 1.95: ratio 1.9 / 2.1
+    c = trials.compare_values([2.0, 2.1, 2.2], [1.9, 1.8, 1.95])
+    assert c.ratio == pytest.approx(0.904762, abs=1e-6)
+    assert c.low == pytest.approx(1.8 / 2.2) and c.high == pytest.approx(1.95 / 2.0)
+    assert trials.verdict_text(c) == "B is 9.5 % lower, beyond the trials' spread"
+    assert trials.verdict_text(trials.compare_values([3.0, 2.0], [1.0, 1.5]), faster=True) == \
+        "B is 50.0 % slower, beyond the trials' spread"
+    # twice or more: times A
+    c = trials.compare_values([1.0, 1.1], [3.5, 3.6])
+    assert trials.verdict_text(c) == "B is 3.38 times A, beyond the trials' spread"   # 3.55 / 1.05
+
+
+def test_trial_verdict_boundary() -> None:
+    """The interval must exclude 1: B's lowest trial equal to A's highest
+    (interval 1.000 .. x) is within noise, a hair above is beyond; the same
+    below."""
+    a = [100.0, 98.0, 104.0]
+    c = trials.compare_values(a, [104.0, 110.0, 105.0])
+    assert c.low == 1.0 and c.verdict == "within"
+    assert trials.verdict_text(c, faster=True) == "within noise"
+    c = trials.compare_values(a, [104.01, 110.0, 105.0])
+    assert c.low is not None and c.low > 1.0 and c.verdict == "beyond"
+    c = trials.compare_values(a, [98.0, 90.0, 95.0])
+    assert c.high == 1.0 and c.verdict == "within"
+    c = trials.compare_values(a, [97.99, 90.0, 95.0])
+    assert c.high is not None and c.high < 1.0 and c.verdict == "beyond"
+    assert trials.verdict_text(c, faster=True) == "B is 5.0 % slower, beyond the trials' spread"
+    # the same trials on both sides: ratio exactly 1, within noise
+    c = trials.compare_values(a, a)
+    assert (c.ratio, c.low, c.high, c.verdict) == (1.0, 98 / 104, 104 / 98, "within")
+
+
+def test_trial_comparison_edge_cases() -> None:
+    # one trial each: the ratio of the two, no spread known
+    c = trials.compare_values([100.0], [104.0])
+    assert (c.ratio, c.low, c.high, c.verdict) == (1.04, None, None, "no spread")
+    assert trials.verdict_text(c) == "no spread known (one trial each)"
+    # one against three: B's range against A's one value
+    c = trials.compare_values([100.0], [101.0, 102.0, 103.0])
+    assert (c.low, c.high, c.verdict) == (1.01, 1.03, "beyond")
+    # zeros: no ratio; nothing against nothing is within noise
+    c = trials.compare_values([0.0, 0.0, 0.0], [0.0, 0.0, 0.0])
+    assert (c.ratio, c.low, c.high, c.verdict) == (None, None, None, "within")
+    # an A trial of 0: no interval (no ratio to it), the verdict from the ranges
+    c = trials.compare_values([0.0, 0.0, 1.0], [3.0, 4.0, 5.0])
+    assert (c.ratio, c.low, c.high, c.verdict) == (None, None, None, "beyond")
+    assert trials.verdict_text(c) == "B is higher (A's median is 0), beyond the trials' spread"
+    c = trials.compare_values([0.0, 2.0, 1.0], [0.5, 1.5, 1.0])
+    assert (c.ratio, c.low, c.high, c.verdict) == (1.0, None, None, "within")
+    c = trials.compare_values([], [1.0])
+    assert c.verdict == "no values" and trials.verdict_text(c) == "no values"
+
+
+def test_trial_chance() -> None:
+    """2 / C(n + m, n): the chance that exchangeable trials fall apart."""
+    assert trials.chance(3, 3) == pytest.approx(0.1)           # 2 / 20
+    assert trials.chance(4, 4) == pytest.approx(2 / 70)
+    assert trials.chance(5, 5) == pytest.approx(2 / 252)
+    assert trials.chance(2, 2) == pytest.approx(1 / 3)         # 2 / 6
+    assert trials.chance(1, 3) == pytest.approx(0.5)           # 2 / 4
+    assert trials.chance(1, 1) == 1.0
+
+
+def _profile(tps: float | None, p99: float, wal: float, commits: float = 1000.0) -> list[dict[str, Any]]:
+    """load_profile() rows of one trial, as the server gives them (in its order)."""
+    return [{"metric": "commits", "unit": "transactions", "per_second": commits, "per_transaction": None},
+            {"metric": "rollbacks", "unit": "transactions", "per_second": 0.0, "per_transaction": 0.0},
+            {"metric": "WAL", "unit": "bytes", "per_second": wal * commits, "per_transaction": wal},
+            {"metric": "Lock waits", "unit": "session-seconds", "per_second": None,
+             "per_transaction": None},
+            {"metric": "pgbench tps", "unit": "transactions", "per_second": tps, "per_transaction": None},
+            {"metric": "latency p99", "unit": "ms", "per_second": None, "per_transaction": p99}]
+
+
+def _set(name: str, profiles: list[list[dict[str, Any]]]) -> trials.TrialSet:
+    labels = [f"{name}#{k}" for k in range(1, len(profiles) + 1)]
+    return trials.TrialSet(trials.Config(name, labels, trials=True), profiles)
+
+
+def test_trial_set_metrics_and_representative() -> None:
+    a = _set("a", [_profile(100, 4.0, 2048), _profile(120, 3.0, 2100), _profile(110, 5.0, 2000)])
+    ms = a.metrics()
+    # tps and latency first, then the per-transaction figures; commits (no
+    # per-transaction value) and Lock waits (none recorded) left out
+    assert [(m.metric, m.shown_unit, m.values) for m in ms] == [
+        ("pgbench tps", "transactions/s", [100, 120, 110]),
+        ("latency p99", "ms", [4.0, 3.0, 5.0]),
+        ("rollbacks", "transactions/tx", [0.0, 0.0, 0.0]),
+        ("WAL", "bytes/tx", [2048, 2100, 2000])]
+    assert a.representative() == "a#3"           # tps 100, 120, 110: the median is #3's
+    b = _set("b", [_profile(100, 1, 1), _profile(120, 1, 1), _profile(110, 1, 1), _profile(90, 1, 1)])
+    assert b.representative() == "b#1"           # 90, 100, 110, 120: the lower middle, #1's
+    c = _set("c", [_profile(None, 1, 1, 50), _profile(None, 1, 1, 70), _profile(None, 1, 1, 60)])
+    assert c.representative() == "c#3"           # no pgbench log: by commits per second
+    assert trials.Config("x", ["x"], trials=False).describe() == "x (one run)"
+    assert a.config.describe() == "a (3 trials: a#1, a#2, a#3)"
+    assert _set("d", [_profile(1, 1, 1)] * 6).config.describe() == "d (6 trials: d#1 .. d#6)"
+
+
+def test_trials_table_and_panel() -> None:
+    a = _set("a", [_profile(100, 4.0, 2048), _profile(98, 4.2, 2048), _profile(104, 4.1, 2048)])
+    b = _set("b", [_profile(106, 3.9, 2048), _profile(110, 3.0, 2048), _profile(105, 5.0, 2048)])
+    rows = trials.compare_sets(a, b)
+    assert [(r.metric, r.comparison.verdict, r.zero) for r in rows] == [
+        ("pgbench tps", "beyond", False), ("latency p99", "within", False),
+        ("rollbacks", "within", True), ("WAL", "within", False)]
+    assert trials.zero_note(rows) == "0 in every trial of both (left out): rollbacks."
+    assert trials.zero_note(rows[:2]) is None
+    out = trials.trials_table([r for r in rows if not r.zero]).splitlines()
+    assert out[0].split() == ["metric", "unit", "A", "median", "A", "min", "..", "max", "B", "median",
+                              "B", "min", "..", "max", "B/A", "interval", "verdict"]
+    assert out[2].split() == ["pgbench", "tps", "transactions/s", "100", "98.0", "..", "104", "106",
+                              "105", "..", "110", "1.060", "1.010", "..", "1.122", "B", "is", "6.0",
+                              "%", "faster,", "beyond", "the", "trials'", "spread"]
+    # latency 4.0 .. 4.2 against 3.0 .. 5.0: 3.0 / 4.2 = 0.714, 5.0 / 4.0 = 1.25
+    assert out[3].split() == ["latency", "p99", "ms", "4.10", "4.00", "..", "4.20", "3.90", "3.00",
+                              "..", "5.00", "0.951", "0.714", "..", "1.250", "within", "noise"]
+    assert out[4].split() == ["WAL", "bytes/tx", "2.00", "kB", "2.00", "kB", "..", "2.00", "kB",
+                              "2.00", "kB", "2.00", "kB", "..", "2.00", "kB", "1.000", "1.000", "..",
+                              "1.000", "within", "noise"]
+    note = trials.method_note(a, b)
+    assert "With 3 and 3 trials" in note and "10.0 %" in note
+    one = _set("o", [_profile(1, 1, 1)])
+    assert trials.method_note(one, one).startswith("One trial on each side: no spread is known")
+    text_ = trials.config_text(a).splitlines()
+    assert text_[0] == "configuration a (3 trials: a#1, a#2, a#3): median and range of the trials"
+    assert text_[3].split() == ["pgbench", "tps", "transactions/s", "100", "98.0", "..", "104", "6.0", "%"]
+
+
+def test_trials_report_panel() -> None:
+    a = _set("a", [_profile(100, 4.0, 2048), _profile(98, 4.2, 2048), _profile(104, 4.1, 2048)])
+    b = _set("b<i>", [_profile(106, 3.9, 2048), _profile(110, 3.0, 2048), _profile(105, 5.0, 2048)])
+    p = trials.report_panel(a, b, "a#1", "b<i>#1", note="warning: x")
+    assert p["id"] == "trials" and p["charts"] == [] and p.get("note") == "warning: x"
+    assert [t["id"] for t in p["tables"]] == ["trials.compare", "trials.a", "trials.b"]
+    cmp_, ta, tb = p["tables"]
+    assert cmp_["rows"][0] == ["pgbench tps", "transactions/s", 100.0, "98.0 .. 104", 106.0,
+                               "105 .. 110", 1.06, "1.010 .. 1.122",
+                               "B is 6.0 % faster, beyond the trials' spread"]
+    assert cmp_["marked"] == [0]
+    assert [r[0] for r in cmp_["rows"]] == ["pgbench tps", "latency p99", "WAL"]
+    assert cmp_["note"] is not None and cmp_["note"].endswith(
+        "0 in every trial of both (left out): rollbacks.")
+    assert ta["columns"] == ["trial", "tps", "p99 ms", "WAL bytes/tx", "panels"]
+    assert ta["rows"] == [["a#1", 100.0, 4.0, 2048.0, "shown"], ["a#2", 98.0, 4.2, 2048.0, ""],
+                          ["a#3", 104.0, 4.1, 2048.0, ""]]
+    assert tb["title"] == "B: the trials of b<i>"
+    # the page: the label is data, never markup
+    page = html.render({"run": "a#1", "vs": "b<i>#1", "from": "", "to": "", "intervals": 0,
+                        "server_version": None, "generated": "", "headline": []}, [p])
+    assert "b<i>" not in page and "b\\u003ci\\u003e" in page
+    alone = trials.report_panel(a, None, "a#1", None)
+    assert [t["id"] for t in alone["tables"]] == ["trials.spread", "trials.a"]
+    assert alone["tables"][0]["rows"][0] == ["pgbench tps", "transactions/s", 100.0, "98.0 .. 104", 0.06]
+    assert [r[0] for r in alone["tables"][0]["rows"]] == ["pgbench tps", "latency p99", "WAL"]
+    assert alone["tables"][0]["note"] == "0 in every trial (left out): rollbacks."
+    assert alone["tables"][1]["title"] == "the trials of a"
+    assert "note" not in alone
 
 
 # ---------------------------------------------------------------------------
