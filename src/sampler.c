@@ -758,6 +758,114 @@ sampler_exit(int code, Datum arg)
 }
 
 /*
+ * Ask for the short scheduler slice (request_short_slice()), and say in
+ * the log when it cannot be had.
+ */
+static void
+use_short_slice(void)
+{
+	if (request_short_slice() >= 0)
+		ereport(DEBUG1,
+				(errmsg("pg_chronicle sampler: scheduler slice %d us", SAMPLER_SLICE_NS / 1000)));
+	else if (errno != 0)
+		ereport(LOG,
+				(errmsg("pg_chronicle sampler: could not request a short scheduler slice: %m"),
+				 errdetail("On a machine whose CPUs are saturated its samples may then see sessions idle more often than they are.")));
+	else
+		ereport(LOG,
+				(errmsg("pg_chronicle sampler: this kernel gives no short scheduler slice (Linux 6.12 or later does)"),
+				 errdetail("On a machine whose CPUs are saturated its samples may then see sessions idle more often than they are.")));
+}
+
+/*
+ * Take the sampler's place in shared memory, and the counters a previous
+ * sampler left (they go on from there): the ticks due and its CPU time.
+ * tick_keys lives as long as the process (TopMemoryContext).
+ */
+static void
+claim_sampler(int64 *due_base, int64 *cpu_base)
+{
+	tick_keys = MemoryContextAllocZero(TopMemoryContext,
+									   sizeof(ChronicleSampleKey) *
+									   Max(ProcGlobal->allProcCount, 1));
+
+	before_shmem_exit(sampler_exit, (Datum) 0);
+
+	LWLockAcquire(sampler->lock, LW_EXCLUSIVE);
+	sampler->pid = MyProcPid;
+	sampler->started = GetCurrentTimestamp();
+	*due_base = sampler->ticks_due;
+	*cpu_base = sampler->cpu_us;
+	LWLockRelease(sampler->lock);
+}
+
+/*
+ * Add one tick's samples (the n keys scan_processes() left in tick_keys,
+ * and its per-class counts) to the shared counters, with the ticks due so
+ * far and the sampler's own CPU time (cpu_us, -1: not read this tick).
+ */
+static void
+record_tick(int n, int64 cpu_us, int64 ticks_due)
+{
+	int			last_entry = -1;
+
+	LWLockAcquire(sampler->lock, LW_EXCLUSIVE);
+	if (cpu_us >= 0)
+		sampler->cpu_us = cpu_us;
+	for (int i = 0; i < n; i++)
+	{
+		/*
+		 * Many processes share a key (idle sessions, sleepers): the same
+		 * key as the previous sample skips the hash.
+		 */
+		if (i > 0 && last_entry >= 0 && last_entry < sampler->nentries &&
+			memcmp(&tick_keys[i], &tick_keys[i - 1],
+				   sizeof(ChronicleSampleKey)) == 0)
+		{
+			sampler->entries[last_entry].samples++;
+			continue;
+		}
+		last_entry = count_sample(&tick_keys[i]);
+	}
+	for (int c = 0; c < WAIT_CLASS_COUNT; c++)
+		sampler->active[c] += tick_active[c];
+	sampler->background_active += tick_background;
+	sampler->ticks_due = ticks_due;
+	sampler->ticks_taken++;
+	LWLockRelease(sampler->lock);
+}
+
+/*
+ * Sleep until the instant target_us of the monotonic clock: on the latch
+ * for the whole milliseconds (WaitLatch() counts in them), then the rest,
+ * less than one, without it.
+ */
+static void
+sleep_until(int64 target_us, uint32 wait_event)
+{
+	instr_time	now;
+	int64		remaining_us;
+
+	INSTR_TIME_SET_CURRENT(now);
+	remaining_us = target_us - INSTR_TIME_GET_MICROSEC(now);
+	if (remaining_us <= 0)
+		return;
+	if (remaining_us >= 1000)
+	{
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 (long) (remaining_us / 1000), wait_event);
+		ResetLatch(MyLatch);
+	}
+	else
+	{
+		pgstat_report_wait_start(wait_event);
+		pg_usleep((long) remaining_us);
+		pgstat_report_wait_end();
+	}
+}
+
+
+/*
  * The instant of the tick after tick last_k: uniform in its interval,
  * [epoch + last_k * interval, epoch + (last_k + 1) * interval).
  */
@@ -769,6 +877,11 @@ next_instant(pg_prng_state *prng, int64 epoch_us, int64 last_k, int interval_ms)
 	return epoch_us + last_k * len + (int64) pg_prng_uint64_range(prng, 0, len - 1);
 }
 
+/*
+ * The sampler process.  (One function of about 100 lines: the clock state
+ * of the tick arithmetic, epoch, the ticks due and the next instant, stays
+ * in its locals, read in one place.)
+ */
 void
 chronicle_sampler_main(Datum main_arg)
 {
@@ -798,33 +911,8 @@ chronicle_sampler_main(Datum main_arg)
 #endif
 
 	find_status_array();
-	if (request_short_slice() < 0)
-	{
-		if (errno != 0)
-			ereport(LOG,
-					(errmsg("pg_chronicle sampler: could not request a short scheduler slice: %m"),
-					 errdetail("On a machine whose CPUs are saturated its samples may then see sessions idle more often than they are.")));
-		else
-			ereport(LOG,
-					(errmsg("pg_chronicle sampler: this kernel gives no short scheduler slice (Linux 6.12 or later does)"),
-					 errdetail("On a machine whose CPUs are saturated its samples may then see sessions idle more often than they are.")));
-	}
-	else
-		ereport(DEBUG1,
-				(errmsg("pg_chronicle sampler: scheduler slice %d us", SAMPLER_SLICE_NS / 1000)));
-	tick_keys = MemoryContextAllocZero(TopMemoryContext,
-									   sizeof(ChronicleSampleKey) *
-									   Max(ProcGlobal->allProcCount, 1));
-
-	before_shmem_exit(sampler_exit, (Datum) 0);
-
-	/* Counters go on from where a previous sampler left them. */
-	LWLockAcquire(sampler->lock, LW_EXCLUSIVE);
-	sampler->pid = MyProcPid;
-	sampler->started = GetCurrentTimestamp();
-	due_base = sampler->ticks_due;
-	cpu_base = sampler->cpu_us;
-	LWLockRelease(sampler->lock);
+	use_short_slice();
+	claim_sampler(&due_base, &cpu_base);
 
 	interval_ms = chronicle_wait_sample_interval;
 	INSTR_TIME_SET_CURRENT(now);
@@ -836,7 +924,6 @@ chronicle_sampler_main(Datum main_arg)
 	{
 		int64		now_us;
 		int64		k;
-		int64		remaining_us;
 
 		CHECK_FOR_INTERRUPTS();
 
@@ -871,7 +958,6 @@ chronicle_sampler_main(Datum main_arg)
 		if (now_us >= target_us)
 		{
 			int			n = scan_processes();
-			int			last_entry = -1;
 			int64		cpu = -1;
 			int64		next_us;
 
@@ -893,55 +979,11 @@ chronicle_sampler_main(Datum main_arg)
 				next_cpu_us = now_us + USECS_PER_SEC;
 			}
 
-			LWLockAcquire(sampler->lock, LW_EXCLUSIVE);
-			if (cpu >= 0)
-				sampler->cpu_us = cpu_base + cpu;
-			for (int i = 0; i < n; i++)
-			{
-				/*
-				 * Many processes share a key (idle sessions, sleepers):
-				 * the same key as the previous sample skips the hash.
-				 */
-				if (i > 0 && last_entry >= 0 && last_entry < sampler->nentries &&
-					memcmp(&tick_keys[i], &tick_keys[i - 1],
-						   sizeof(ChronicleSampleKey)) == 0)
-				{
-					sampler->entries[last_entry].samples++;
-					continue;
-				}
-				last_entry = count_sample(&tick_keys[i]);
-			}
-			for (int c = 0; c < WAIT_CLASS_COUNT; c++)
-				sampler->active[c] += tick_active[c];
-			sampler->background_active += tick_background;
-			sampler->ticks_due = due_base + k;
-			sampler->ticks_taken++;
-			LWLockRelease(sampler->lock);
+			record_tick(n, cpu >= 0 ? cpu_base + cpu : -1, due_base + k);
 			last_k = k;
 			target_us = next_us;
 		}
 
-		/*
-		 * Sleep until the next instant: on the latch for the whole
-		 * milliseconds (WaitLatch() counts in them), then the rest, less
-		 * than one, without it.
-		 */
-		INSTR_TIME_SET_CURRENT(now);
-		now_us = INSTR_TIME_GET_MICROSEC(now);
-		remaining_us = target_us - now_us;
-		if (remaining_us <= 0)
-			continue;
-		if (remaining_us >= 1000)
-		{
-			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-							 (long) (remaining_us / 1000), wait_event);
-			ResetLatch(MyLatch);
-		}
-		else
-		{
-			pgstat_report_wait_start(wait_event);
-			pg_usleep((long) remaining_us);
-			pgstat_report_wait_end();
-		}
+		sleep_until(target_us, wait_event);
 	}
 }

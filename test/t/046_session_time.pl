@@ -63,9 +63,10 @@
 # sqrt((1 - p) / (N p)): 20 s of 4 sessions at 100 Hz, p = 0.3, 1.7 %.
 # Other processes on the machine make the states last longer (the sessions
 # are descheduled together), fewer samples independent: 3-5 % was seen
-# with 4 other test suites on the 2 cores.  10 %, with 0.2 s for the
-# test's own sessions (the snapshots, psql) on both sides; the biased
-# sampler read 16-27 % low.  Active plus idle in transaction, TPC-B's
+# with 4 other test suites on the 2 cores, and up to 11 % above with a
+# whole test suite and builds beside it.  10 % below and 15 % above, with
+# 0.2 s for the test's own sessions (the snapshots, psql) on both sides:
+# the biased sampler read 16-27 % low.  Active plus idle in transaction, TPC-B's
 # sessions are one or the other nearly all the time: 3 % (0.0-0.4 % seen).
 # Steady states (a session idle in transaction for 3 s) are counted within
 # a tick or two: 3 % and 0.1 s.
@@ -151,13 +152,16 @@ sub compare
 	return \%r;
 }
 
+# $rel below and $rel_high above $want (the same when not given).
 sub within
 {
-	my ($got, $want, $rel, $abs, $name) = @_;
-	my $ok = abs($got - $want) <= $rel * $want + $abs;
+	my ($got, $want, $rel, $abs, $name, $rel_high) = @_;
+	$rel_high //= $rel;
+	my ($lo, $hi) = ($want * (1 - $rel) - $abs, $want * (1 + $rel_high) + $abs);
+	my $ok = $got >= $lo && $got <= $hi;
 	ok($ok, sprintf('%s: sampler %.2f s, PostgreSQL %.2f s (%s)', $name, $got, $want,
 			$want >= 0.5 ? sprintf('%+.1f %%', 100 * ($got / $want - 1)) : sprintf('%+.2f s', $got - $want)))
-	  or diag(sprintf('allowed %.2f .. %.2f', $want * (1 - $rel) - $abs, $want * (1 + $rel) + $abs));
+	  or diag(sprintf('allowed %.2f .. %.2f', $lo, $hi));
 	return $ok;
 }
 
@@ -206,7 +210,7 @@ SKIP:
 {
 	skip 'the sampler has no short scheduler slice here: on saturated CPUs its samples are biased (src/sampler.c)', 1
 	  unless $unbiased;
-	within($so->{active}, $so->{pg_active}, 0.10, 0.2, 'select-only, active');
+	within($so->{active}, $so->{pg_active}, 0.10, 0.2, 'select-only, active', 0.15);
 }
 within($so->{iit}, $so->{pg_iit}, 0.10, 0.2, 'select-only, idle in transaction (none)');
 
@@ -220,7 +224,7 @@ SKIP:
 {
 	skip 'the sampler has no short scheduler slice here: on saturated CPUs its samples are biased (src/sampler.c)', 3
 	  unless $unbiased;
-	within($tb->{active}, $tb->{pg_active}, 0.10, 0.2, 'TPC-B, active');
+	within($tb->{active}, $tb->{pg_active}, 0.10, 0.2, 'TPC-B, active', 0.15);
 	within($tb->{iit}, $tb->{pg_iit}, 0.10, 0.2, 'TPC-B, idle in transaction');
 	within($tb->{active} + $tb->{iit}, $tb->{pg_active} + $tb->{pg_iit}, 0.03, 0.2,
 		'TPC-B, database time of client backends (active + idle in transaction)');
