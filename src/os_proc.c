@@ -279,3 +279,41 @@ chronicle_proc_read_keyed(const char *relpath, const char *const *names,
 	}
 	return true;
 }
+
+/*
+ * Read <proc_root>/<relpath> whole, as chronicle_proc_read() does, but
+ * without keeping the file open: for the files of the server's processes
+ * (<pid>/stat, <pid>/io, ...).  There are many of them, and they come and
+ * go with their processes: kept, they would take the slots meant for the
+ * machine's few files (meminfo, diskstats, ...) and hold the files of
+ * processes long gone.  False (errno set) if the file could not be opened
+ * (the process exited); a read error ends the text where it happened.  Its
+ * own buffer: the text stays valid until the next call of this function,
+ * whatever chronicle_proc_read() does meanwhile.
+ */
+bool
+chronicle_proc_read_transient(const char *relpath, ChronicleProcText *text)
+{
+	static StringInfoData buf;
+	char		path[MAXPGPATH];
+	int			fd;
+
+	if (buf.data == NULL)
+	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(TopMemoryContext);
+
+		initStringInfo(&buf);
+		MemoryContextSwitchTo(oldcxt);
+	}
+	snprintf(path, sizeof(path), "%s/%s",
+			 chronicle_proc_root ? chronicle_proc_root : "/proc", relpath);
+	fd = OpenTransientFile(path, O_RDONLY | PG_BINARY);
+	if (fd < 0)
+		return false;
+	(void) read_whole(fd, &buf);
+	CloseTransientFile(fd);
+
+	text->next = buf.data;
+	text->end = buf.data + buf.len;
+	return true;
+}

@@ -40,6 +40,15 @@ extern bool chronicle_proc_read(const char *relpath, ChronicleProcText *text);
 extern char *chronicle_proc_line(ChronicleProcText *text);
 
 /*
+ * chronicle_proc_read() for the files of other processes (<pid>/stat,
+ * <pid>/io, ...): opened, read whole and closed at every call, never kept
+ * open nor remembered (os_proc.c says why).  The text stays valid until the
+ * next call of this function.
+ */
+extern bool chronicle_proc_read_transient(const char *relpath,
+										  ChronicleProcText *text);
+
+/*
  * Read a file of "name: value" or "name value" lines and store the values
  * of the wanted names (in the order of names[]) into values[]; found[] says
  * which were present.  Returns false if the file could not be opened.

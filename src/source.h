@@ -28,7 +28,7 @@
 #include "utils/timestamp.h"
 
 #define CHRONICLE_SCHEMA		"chronicle"
-#define CHRONICLE_MAX_SOURCES	16
+#define CHRONICLE_MAX_SOURCES	32
 #define CHRONICLE_MAX_COLUMNS	48
 #define CHRONICLE_KEY_LEN		256
 

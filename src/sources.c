@@ -44,6 +44,7 @@ extern const ChronicleSource chronicle_source_waits;
 extern const ChronicleSource chronicle_source_wait_sampler;
 extern const ChronicleSource chronicle_source_buffers;
 extern const ChronicleSource chronicle_source_os_cpu;
+extern const ChronicleSource chronicle_source_os_process_cpu;
 
 const ChronicleSource *const chronicle_sources[] = {
 	&chronicle_source_io,
@@ -61,6 +62,7 @@ const ChronicleSource *const chronicle_sources[] = {
 	&chronicle_source_wait_sampler,
 	&chronicle_source_buffers,
 	&chronicle_source_os_cpu,
+	&chronicle_source_os_process_cpu,
 };
 
 const int	chronicle_nsources = lengthof(chronicle_sources);

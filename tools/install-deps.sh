@@ -11,7 +11,7 @@ set -euo pipefail
 pkgs=(gcc make bison flex perl libreadline-dev zlib1g-dev liblz4-dev
 	libzstd-dev libipc-run-perl ccache curl bzip2 xz-utils pkg-config
 	libtap-parser-sourcehandler-pgtap-perl apt-utils git pgxnclient faketime
-	python3-venv chromium chromium-driver python3-selenium fonts-dejavu-core "$@")
+	python3-venv chromium chromium-driver python3-selenium fonts-dejavu-core sysstat "$@")
 
 missing=()
 for p in "${pkgs[@]}"; do
