@@ -352,6 +352,56 @@ waiting_for_client(const PgBackendStatus *be)
 }
 
 /*
+ * Carry process old of the current reading into the next one as it was
+ * (matched[] marks it taken); counted: whether it counts as live.
+ */
+static void
+carry(PcpuState *cur, bool *matched, PcpuState *next, const PcpuProc *old,
+	  bool counted)
+{
+	PcpuProc   *p = &next->procs[next->nprocs++];
+
+	matched[old - cur->procs] = true;
+	*p = *old;
+	p->counted = counted;
+}
+
+/*
+ * The counts of process pid besides its CPU time, into v (a file that
+ * cannot be read leaves its counts as they are): the run delay
+ * (schedstat), the bytes read and written (io), the context switches
+ * (status).
+ */
+static void
+read_counts(int pid, int64 *v, bool have_schedstat, bool have_io)
+{
+	ChronicleProcText text;
+
+	if (have_schedstat && read_file(pid, "schedstat", &text))
+	{
+		char	   *end;
+		long long	ns;
+
+		/* "<on cpu ns> <run_delay ns> <timeslices>" */
+		(void) strtoll(text.next, &end, 10);
+		errno = 0;
+		ns = strtoll(end, &end, 10);
+		if (errno == 0 && ns >= 0)
+			v[STAT_RUN_DELAY] = (int64) ns;
+	}
+	if (have_io && read_file(pid, "io", &text))
+	{
+		(void) labelled(text.next, "read_bytes:", &v[STAT_READ_BYTES]);
+		(void) labelled(text.next, "write_bytes:", &v[STAT_WRITE_BYTES]);
+	}
+	if (read_file(pid, "status", &text))
+	{
+		(void) labelled(text.next, "voluntary_ctxt_switches:", &v[STAT_VOLUNTARY]);
+		(void) labelled(text.next, "nonvoluntary_ctxt_switches:", &v[STAT_NONVOLUNTARY]);
+	}
+}
+
+/*
  * Read process pid, of backend type type, into the next reading: its
  * previous entry in cur (matched[] marks it taken) says where it counts
  * from, or it is new and counts from zero.  be is its status entry (NULL
@@ -386,10 +436,7 @@ read_process(PcpuState *cur, bool *matched, PcpuState *next, int pid,
 	{
 		if (now - old->read_at < IDLE_REREAD || idle_rereads >= IDLE_REREADS)
 		{
-			matched[old - cur->procs] = true;
-			p = &next->procs[next->nprocs++];
-			*p = *old;
-			p->counted = true;
+			carry(cur, matched, next, old, true);
 			return;
 		}
 		idle_rereads++;
@@ -405,12 +452,7 @@ read_process(PcpuState *cur, bool *matched, PcpuState *next, int pid,
 		 * it was only unreadable for a moment.
 		 */
 		if (old != NULL)
-		{
-			matched[old - cur->procs] = true;
-			p = &next->procs[next->nprocs++];
-			*p = *old;
-			p->counted = false;
-		}
+			carry(cur, matched, next, old, false);
 		return;
 	}
 
@@ -444,33 +486,133 @@ read_process(PcpuState *cur, bool *matched, PcpuState *next, int pid,
 	memcpy(v, prev, sizeof(v));
 	v[STAT_UTIME] = utime;
 	v[STAT_STIME] = stime;
-	if (have_schedstat && read_file(pid, "schedstat", &text))
-	{
-		char	   *end;
-		long long	ns;
-
-		/* "<on cpu ns> <run_delay ns> <timeslices>" */
-		(void) strtoll(text.next, &end, 10);
-		errno = 0;
-		ns = strtoll(end, &end, 10);
-		if (errno == 0 && ns >= 0)
-			v[STAT_RUN_DELAY] = (int64) ns;
-	}
-	if (have_io && read_file(pid, "io", &text))
-	{
-		(void) labelled(text.next, "read_bytes:", &v[STAT_READ_BYTES]);
-		(void) labelled(text.next, "write_bytes:", &v[STAT_WRITE_BYTES]);
-	}
-	if (read_file(pid, "status", &text))
-	{
-		(void) labelled(text.next, "voluntary_ctxt_switches:", &v[STAT_VOLUNTARY]);
-		(void) labelled(text.next, "nonvoluntary_ctxt_switches:", &v[STAT_NONVOLUNTARY]);
-	}
+	read_counts(pid, v, have_schedstat, have_io);
 
 	/* a process's counts never go back (a file missing carries them) */
 	for (int s = 0; s < NSTATS; s++)
 		p->last[s] = Max(v[s], prev[s]);
 	next->seen[type] = true;
+}
+
+/*
+ * The next reading (next) starts from the current one's totals; its
+ * memory context is emptied, its process list sized for nentries status
+ * entries and the sampler.  Both contexts are children of TopMemoryContext:
+ * the readings outlive the snapshots.
+ */
+static void
+start_reading(PcpuState *cur, PcpuState *next, int nentries, TimestampTz now)
+{
+	if (state_cxt[0] == NULL)
+	{
+		for (int i = 0; i < 2; i++)
+			state_cxt[i] = AllocSetContextCreate(TopMemoryContext,
+												 "pg_chronicle os_process_cpu",
+												 ALLOCSET_SMALL_SIZES);
+		clock_ticks = sysconf(_SC_CLK_TCK);
+		if (clock_ticks <= 0)
+			clock_ticks = 100;
+	}
+
+	idle_rereads = 0;
+	MemoryContextReset(state_cxt[1 - current]);
+	next_pending = false;
+	next->started = cur->started;
+	memcpy(next->seen, cur->seen, sizeof(next->seen));
+	if (next->started == 0)
+	{
+		/* the first reading of this process: the counts start here */
+		next->started = now;
+		for (int t = 0; t < NTYPES; t++)
+			next->seen[t] = type_listed(t);
+	}
+	memcpy(next->gone, cur->gone, sizeof(next->gone));
+	memcpy(next->exited, cur->exited, sizeof(next->exited));
+	next->nprocs = 0;
+	/* at most one entry a status entry, and the sampler's */
+	next->procs = MemoryContextAlloc(state_cxt[1 - current],
+									 sizeof(PcpuProc) * (nentries + 1));
+}
+
+/*
+ * Processes of the current reading not seen again are gone: what they
+ * counted moves to their type's total, so that the total never drops.
+ */
+static void
+count_gone(PcpuState *cur, PcpuState *next, const bool *matched)
+{
+	for (int i = 0; i < cur->nprocs; i++)
+	{
+		PcpuProc   *old = &cur->procs[i];
+
+		if (matched[i])
+			continue;
+		for (int s = 0; s < NSTATS; s++)
+			next->gone[old->type][s] += old->last[s] - old->base[s];
+		next->exited[old->type]++;
+	}
+}
+
+/* Sorted by pid for the next lookup; a pid listed twice counts once. */
+static void
+sort_procs(PcpuState *next)
+{
+	int			n = 1;
+
+	if (next->nprocs <= 1)
+		return;
+	qsort(next->procs, next->nprocs, sizeof(PcpuProc), proc_cmp);
+	for (int i = 1; i < next->nprocs; i++)
+		if (next->procs[i].pid != next->procs[n - 1].pid)
+			next->procs[n++] = next->procs[i];
+	next->nprocs = n;
+}
+
+/*
+ * A row per backend type seen: the totals of the gone processes and of the
+ * live ones' counts since they were first seen, and how many are live.
+ */
+static void
+emit_types(ChronicleEmitter *emitter, PcpuState *next, bool have_schedstat, bool have_io)
+{
+	int64		live[NTYPES][NSTATS];
+	int64		nlive[NTYPES];
+
+	memcpy(live, next->gone, sizeof(live));
+	memset(nlive, 0, sizeof(nlive));
+	for (int i = 0; i < next->nprocs; i++)
+	{
+		PcpuProc   *p = &next->procs[i];
+
+		for (int s = 0; s < NSTATS; s++)
+			live[p->type][s] += p->last[s] - p->base[s];
+		if (p->counted)
+			nlive[p->type]++;
+	}
+
+	for (int t = 0; t < NTYPES; t++)
+	{
+		Datum		values[PCPU_NCOLUMNS] = {0};
+		bool		nulls[PCPU_NCOLUMNS] = {0};
+		int64	   *c = live[t];
+
+		if (!next->seen[t])
+			continue;
+		values[PCPU_BACKEND_TYPE] = CStringGetTextDatum(type_name(t));
+		values[PCPU_USER_MS] = Float8GetDatum((double) c[STAT_UTIME] * 1000.0 / clock_ticks);
+		values[PCPU_SYSTEM_MS] = Float8GetDatum((double) c[STAT_STIME] * 1000.0 / clock_ticks);
+		values[PCPU_RUN_DELAY_MS] = Float8GetDatum((double) c[STAT_RUN_DELAY] / 1000000.0);
+		nulls[PCPU_RUN_DELAY_MS] = !have_schedstat;
+		values[PCPU_READ_BYTES] = Int64GetDatum(c[STAT_READ_BYTES]);
+		values[PCPU_WRITE_BYTES] = Int64GetDatum(c[STAT_WRITE_BYTES]);
+		nulls[PCPU_READ_BYTES] = nulls[PCPU_WRITE_BYTES] = !have_io;
+		values[PCPU_VOLUNTARY] = Int64GetDatum(c[STAT_VOLUNTARY]);
+		values[PCPU_NONVOLUNTARY] = Int64GetDatum(c[STAT_NONVOLUNTARY]);
+		values[PCPU_EXITED] = Int64GetDatum(next->exited[t]);
+		values[PCPU_PROCESSES] = Int64GetDatum(nlive[t]);
+		values[PCPU_COLLECTOR_STARTED] = TimestampTzGetDatum(next->started);
+		chronicle_emit_row(emitter, values, nulls);
+	}
 }
 
 /*
@@ -508,41 +650,10 @@ os_process_cpu_collect(ChronicleEmitter *emitter)
 	bool	   *matched;
 	bool		have_schedstat = chronicle_proc_exists("self/schedstat");
 	bool		have_io = chronicle_proc_exists("self/io");
-	int64		live[NTYPES][NSTATS];
-	int64		nlive[NTYPES];
 	TimestampTz now = GetCurrentTimestamp();
 	ChronicleSamplerCounters sc;
 
-	if (state_cxt[0] == NULL)
-	{
-		for (int i = 0; i < 2; i++)
-			state_cxt[i] = AllocSetContextCreate(TopMemoryContext,
-												 "pg_chronicle os_process_cpu",
-												 ALLOCSET_SMALL_SIZES);
-		clock_ticks = sysconf(_SC_CLK_TCK);
-		if (clock_ticks <= 0)
-			clock_ticks = 100;
-	}
-
-	/* The next reading starts from the current one's totals. */
-	idle_rereads = 0;
-	MemoryContextReset(state_cxt[1 - current]);
-	next_pending = false;
-	next->started = cur->started;
-	memcpy(next->seen, cur->seen, sizeof(next->seen));
-	if (next->started == 0)
-	{
-		/* the first reading of this process: the counts start here */
-		next->started = now;
-		for (int t = 0; t < NTYPES; t++)
-			next->seen[t] = type_listed(t);
-	}
-	memcpy(next->gone, cur->gone, sizeof(next->gone));
-	memcpy(next->exited, cur->exited, sizeof(next->exited));
-	next->nprocs = 0;
-	/* at most one entry a status entry, and the sampler's */
-	next->procs = MemoryContextAlloc(state_cxt[1 - current],
-									 sizeof(PcpuProc) * (nentries + 1));
+	start_reading(cur, next, nentries, now);
 	matched = palloc0(sizeof(bool) * Max(cur->nprocs, 1));
 
 	for (int i = 1; i <= nentries; i++)
@@ -564,65 +675,9 @@ os_process_cpu_collect(ChronicleEmitter *emitter)
 		read_process(cur, matched, next, (int) sc.pid, B_BG_WORKER, NULL, now,
 					 have_schedstat, have_io);
 
-	/* Processes of the current reading not seen again are gone. */
-	for (int i = 0; i < cur->nprocs; i++)
-	{
-		PcpuProc   *old = &cur->procs[i];
-
-		if (matched[i])
-			continue;
-		for (int s = 0; s < NSTATS; s++)
-			next->gone[old->type][s] += old->last[s] - old->base[s];
-		next->exited[old->type]++;
-	}
-
-	/* Sorted by pid for the next lookup; a pid listed twice counts once. */
-	if (next->nprocs > 1)
-	{
-		int			n = 1;
-
-		qsort(next->procs, next->nprocs, sizeof(PcpuProc), proc_cmp);
-		for (int i = 1; i < next->nprocs; i++)
-			if (next->procs[i].pid != next->procs[n - 1].pid)
-				next->procs[n++] = next->procs[i];
-		next->nprocs = n;
-	}
-
-	memcpy(live, next->gone, sizeof(live));
-	memset(nlive, 0, sizeof(nlive));
-	for (int i = 0; i < next->nprocs; i++)
-	{
-		PcpuProc   *p = &next->procs[i];
-
-		for (int s = 0; s < NSTATS; s++)
-			live[p->type][s] += p->last[s] - p->base[s];
-		if (p->counted)
-			nlive[p->type]++;
-	}
-
-	for (int t = 0; t < NTYPES; t++)
-	{
-		Datum		values[PCPU_NCOLUMNS] = {0};
-		bool		nulls[PCPU_NCOLUMNS] = {0};
-		int64	   *c = live[t];
-
-		if (!next->seen[t])
-			continue;
-		values[PCPU_BACKEND_TYPE] = CStringGetTextDatum(type_name(t));
-		values[PCPU_USER_MS] = Float8GetDatum((double) c[STAT_UTIME] * 1000.0 / clock_ticks);
-		values[PCPU_SYSTEM_MS] = Float8GetDatum((double) c[STAT_STIME] * 1000.0 / clock_ticks);
-		values[PCPU_RUN_DELAY_MS] = Float8GetDatum((double) c[STAT_RUN_DELAY] / 1000000.0);
-		nulls[PCPU_RUN_DELAY_MS] = !have_schedstat;
-		values[PCPU_READ_BYTES] = Int64GetDatum(c[STAT_READ_BYTES]);
-		values[PCPU_WRITE_BYTES] = Int64GetDatum(c[STAT_WRITE_BYTES]);
-		nulls[PCPU_READ_BYTES] = nulls[PCPU_WRITE_BYTES] = !have_io;
-		values[PCPU_VOLUNTARY] = Int64GetDatum(c[STAT_VOLUNTARY]);
-		values[PCPU_NONVOLUNTARY] = Int64GetDatum(c[STAT_NONVOLUNTARY]);
-		values[PCPU_EXITED] = Int64GetDatum(next->exited[t]);
-		values[PCPU_PROCESSES] = Int64GetDatum(nlive[t]);
-		values[PCPU_COLLECTOR_STARTED] = TimestampTzGetDatum(next->started);
-		chronicle_emit_row(emitter, values, nulls);
-	}
+	count_gone(cur, next, matched);
+	sort_procs(next);
+	emit_types(emitter, next, have_schedstat, have_io);
 	next_pending = true;
 }
 
