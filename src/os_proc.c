@@ -144,6 +144,25 @@ kept_close(int i)
 }
 
 /*
+ * The path of <proc_root>/<relpath> into path (MAXPGPATH bytes), and the
+ * caller's read buffer made on first use, in TopMemoryContext: it is kept
+ * for the life of the process.
+ */
+static void
+proc_path(const char *relpath, char *path, StringInfo buf)
+{
+	if (buf->data == NULL)
+	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(TopMemoryContext);
+
+		initStringInfo(buf);
+		MemoryContextSwitchTo(oldcxt);
+	}
+	snprintf(path, MAXPGPATH, "%s/%s",
+			 chronicle_proc_root ? chronicle_proc_root : "/proc", relpath);
+}
+
+/*
  * Read <proc_root>/<relpath> whole.  False (errno set) if it could not be
  * opened; a read error ends the text where it happened, as the end of the
  * file would.  The text stays valid until the next call.
@@ -156,15 +175,7 @@ chronicle_proc_read(const char *relpath, ChronicleProcText *text)
 	int			fd;
 	int			i;
 
-	if (buf.data == NULL)
-	{
-		MemoryContext oldcxt = MemoryContextSwitchTo(TopMemoryContext);
-
-		initStringInfo(&buf);
-		MemoryContextSwitchTo(oldcxt);
-	}
-	snprintf(path, sizeof(path), "%s/%s",
-			 chronicle_proc_root ? chronicle_proc_root : "/proc", relpath);
+	proc_path(relpath, path, &buf);
 
 	if (under_real_proc() && strlen(relpath) < sizeof(kept[0].relpath))
 	{
@@ -298,15 +309,7 @@ chronicle_proc_read_transient(const char *relpath, ChronicleProcText *text)
 	char		path[MAXPGPATH];
 	int			fd;
 
-	if (buf.data == NULL)
-	{
-		MemoryContext oldcxt = MemoryContextSwitchTo(TopMemoryContext);
-
-		initStringInfo(&buf);
-		MemoryContextSwitchTo(oldcxt);
-	}
-	snprintf(path, sizeof(path), "%s/%s",
-			 chronicle_proc_root ? chronicle_proc_root : "/proc", relpath);
+	proc_path(relpath, path, &buf);
 	fd = OpenTransientFile(path, O_RDONLY | PG_BINARY);
 	if (fd < 0)
 		return false;
