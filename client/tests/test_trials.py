@@ -159,7 +159,9 @@ def test_trial_statistics_match_an_independent_computation(server: Server, recor
         assert c.verdict == ("beyond" if beyond else "within"), metric
         # the terminal says the same
         row = next(ln for ln in body if ln.startswith(metric + "  "))
-        assert f"  {mb / ma:.3f}  {lo:.3f} .. {hi:.3f}  " in row, row
+        # (columns are padded to the widest cell: any run of blanks between)
+        cells = re.escape(f"{mb / ma:.3f}") + r"\s+" + re.escape(f"{lo:.3f} .. {hi:.3f}")
+        assert re.search(rf"\s{cells}\s", row), row
         if beyond:
             word = (("faster" if mb > ma else "slower") if metric == "pgbench tps"
                     else ("higher" if mb > ma else "lower"))

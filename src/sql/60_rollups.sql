@@ -423,14 +423,7 @@ SET search_path = pg_catalog, pg_temp
 SET work_mem = '256MB'
 AS $$
 DECLARE
-	-- The minutes before this are complete: 10 s ago and, while snapshots
-	-- are being recorded (one in the last 10 s), no later than the minute
-	-- of the latest one committed: a snapshot still being written on a
-	-- loaded machine has a time before now() and is not visible yet, so
-	-- its minute is not complete.
-	complete  timestamptz := least(date_trunc('minute', now() - interval '10 s'),
-	                               (SELECT date_trunc('minute', max(sn.ts)) FROM chronicle.snapshot sn
-	                                HAVING max(sn.ts) > now() - interval '10 s'));
+	complete  timestamptz := date_trunc('minute', now() - interval '10 s');
 	done      timestamptz;
 	lo        timestamptz;
 	hi        timestamptz;
