@@ -467,13 +467,18 @@ BEGIN
 	END IF;
 
 	-- The minutes whose intervals are not those rolled up: new minutes,
-	-- minutes with late snapshots.  None where the snapshots are gone.
+	-- minutes with late snapshots, minutes without any source's rows.
+	-- None where the snapshots are gone.
 	IF lo < hi THEN
 		SELECT array_agg(a.m ORDER BY a.m) INTO cands
 		  FROM (SELECT date_trunc('minute', i.interval_end - interval '1 microsecond') AS m, count(*) AS n
 		          FROM chronicle.intervals(lo, hi) i GROUP BY 1) a
 		  LEFT JOIN chronicle.rollup_minute r ON r.ts = a.m AND r.source = 'intervals' AND r.key = '{}'
-		 WHERE forced OR r.intervals IS DISTINCT FROM a.n;
+		 WHERE forced OR r.intervals IS DISTINCT FROM a.n
+		    -- a minute rolled up with its intervals but no source's rows
+		    -- (seen on a loaded machine after a collector restart): again
+		    OR NOT EXISTS (SELECT FROM chronicle.rollup_minute o
+		                    WHERE o.ts = a.m AND o.source NOT IN ('intervals', 'app'));
 	END IF;
 	withraw := coalesce(cands, '{}');
 	-- pgbench rows changed since: their minutes, and forced, every minute

@@ -73,6 +73,16 @@ while (time() < $deadline)
 }
 my $rolled = query(q{SELECT count(*) FROM chronicle.rollup_minute
                       WHERE source = 'intervals' AND intervals >= 50});
+# A minute rolled up with its intervals but without any source's rows is
+# rolled up again by the next run (10 s here).
+my $whole = q{SELECT NOT EXISTS (
+	SELECT FROM chronicle.rollup_minute i
+	 WHERE i.source = 'intervals'
+	   AND NOT EXISTS (SELECT FROM chronicle.rollup_minute o
+	                    WHERE o.ts = i.ts AND o.source NOT IN ('intervals', 'app')))};
+$deadline = time() + 60;
+sleep 1 while query($whole) ne 't' && time() < $deadline;
+is(query($whole), 't', 'every minute rolled up has its sources\' rows');
 cmp_ok($rolled, '>=', 1, "the collector rolled up complete minutes ($rolled)");
 is(query(q{SELECT done_until IS NOT NULL FROM chronicle.rollup_state}), 't',
 	'rollup_state says how far');
