@@ -18,6 +18,10 @@ from pg_chronicle import cli as pg_chronicle_cli
 import report_runs
 from conftest import Server
 
+# What this checks does not depend on the server's version: tools/test.sh
+# runs it against the newest one only.
+pytestmark = pytest.mark.one_version
+
 CHROMIUM = os.environ.get("PG_CHRONICLE_CHROMIUM", "/usr/bin/chromium")
 CHROMEDRIVER = os.environ.get("PG_CHRONICLE_CHROMEDRIVER", "/usr/bin/chromedriver")
 

@@ -17,6 +17,10 @@ import tomllib
 
 import pytest
 
+# What this checks does not depend on the server's version: tools/test.sh
+# runs it against the newest one only.
+pytestmark = pytest.mark.one_version
+
 CLIENT_DIR = pathlib.Path(__file__).resolve().parent.parent
 ASSETS = CLIENT_DIR / "pg_chronicle" / "report_assets"
 

@@ -13,6 +13,10 @@ import pytest
 
 from conftest import CLIENT_DIR, Server
 
+# What this checks does not depend on the server's version: tools/test.sh
+# runs it against the newest one only.
+pytestmark = pytest.mark.one_version
+
 RECIPES = CLIENT_DIR / "recipes"
 
 # recipe, extra environment, (configuration A, configuration B), the setting

@@ -143,7 +143,7 @@ BEGIN
 
 	RETURN QUERY
 	SELECT date_trunc('minute', i.e - interval '1 microsecond'), 'intervals'::text, '{}'::text[],
-	       sum(i.s), count(*)::integer, 0, NULL::float8[], NULL::jsonb
+	       sum(i.s::numeric)::float8, count(*)::integer, 0, NULL::float8[], NULL::jsonb
 	  FROM unnest(ends, secs) AS i(e, s)
 	 GROUP BY 1;
 
@@ -154,9 +154,12 @@ BEGIN
 		                                   FROM unnest(s.keys) WITH ORDINALITY AS u(k, o)) || ']'
 		               ELSE '''{}''::text[]' END;
 		-- per interval and key: counters summed over what the key leaves
-		-- out (query ids), gauges as they are (one row per interval)
+		-- out (query ids), gauges as they are (one row per interval).
+		-- Every float sum and average here is taken in numeric: a float8
+		-- sum depends on the order of its rows, which depends on the plan
+		-- and the process, and a rollup written again must be the same.
 		SELECT string_agg(x, ', ') INTO aggs
-		  FROM (SELECT format('sum(d0.%I)::float8 AS %I', c, c) FROM unnest(s.counters) c
+		  FROM (SELECT format('sum(d0.%I::numeric)::float8 AS %I', c, c) FROM unnest(s.counters) c
 		        UNION ALL
 		        SELECT format('max(d0.%I)::float8 AS %I', g, g) FROM unnest(s.gauges) g) a(x);
 		-- counters over the intervals of the bucket not reset: [sum, min
@@ -168,7 +171,7 @@ BEGIN
 		  INTO slots
 		  FROM (SELECT c.o, format(
 				'CASE WHEN count(d.%1$I) FILTER (WHERE NOT d.rs) = 0 AND bool_or(NOT d.rs) THEN NULL
-				      ELSE coalesce(sum(d.%1$I) FILTER (WHERE NOT d.rs), 0) END,
+				      ELSE coalesce(sum(d.%1$I::numeric) FILTER (WHERE NOT d.rs), 0)::float8 END,
 				 CASE WHEN count(d.%1$I) FILTER (WHERE NOT d.rs) = 0 AND bool_or(NOT d.rs) THEN NULL
 				      WHEN count(d.%1$I) FILTER (WHERE NOT d.rs) < b.good_n
 				      THEN coalesce(least(min(d.%1$I / d.seconds) FILTER (WHERE NOT d.rs), 0), 0)
@@ -180,7 +183,7 @@ BEGIN
 		          FROM unnest(s.counters) WITH ORDINALITY AS c(c, o)
 		        UNION ALL
 		        SELECT cardinality(s.counters) + g.o, format(
-				'min(d.%1$I), max(d.%1$I), avg(d.%1$I),
+				'min(d.%1$I), max(d.%1$I), avg(d.%1$I::numeric)::float8,
 				 (array_agg(d.%1$I ORDER BY d.interval_end DESC) FILTER (WHERE d.%1$I IS NOT NULL))[1]', g.g)
 		          FROM unnest(s.gauges) WITH ORDINALITY AS g(g, o)) a(o, x);
 		q := format($q$
@@ -198,7 +201,7 @@ BEGIN
 				  LEFT JOIN rs ON rs.interval_end = i.e
 			),
 			b AS (
-				SELECT ivb.m, coalesce(sum(ivb.seconds) FILTER (WHERE NOT ivb.rs), 0) AS good_s,
+				SELECT ivb.m, coalesce(sum(ivb.seconds::numeric) FILTER (WHERE NOT ivb.rs), 0)::float8 AS good_s,
 				       count(*) FILTER (WHERE NOT ivb.rs) AS good_n, count(*) AS n,
 				       count(*) FILTER (WHERE ivb.rs) AS n_rs
 				  FROM ivb GROUP BY ivb.m
@@ -380,7 +383,7 @@ AS $$
 	-- counters, gauges
 	-- (merged as jsonb objects: 0.1 ms a row, ten times less often than
 	-- the minutes are computed)
-	SELECT m.h, m.source, m.key, sum(m.seconds), sum(m.intervals)::integer, sum(m.resets)::integer,
+	SELECT m.h, m.source, m.key, sum(m.seconds::numeric)::float8, sum(m.intervals)::integer, sum(m.resets)::integer,
 	       CASE WHEN count(m.vals) > 0 THEN
 	            chronicle._rollup_encode(
 	                chronicle._rollup_merge(array_agg(chronicle._rollup_decode(m.vals, s.counters, s.gauges) ORDER BY m.ts),

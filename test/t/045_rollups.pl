@@ -99,16 +99,18 @@ unlike(slurp_file($node->logfile), qr/rollup failed/, 'no rollup failed');
 # rollups against database_deltas() summed per minute.
 my $win = q{(SELECT min(ts) FROM chronicle.rollup_minute WHERE source = 'intervals'),
             (SELECT max(ts) + interval '1 minute' FROM chronicle.rollup_minute WHERE source = 'intervals')};
-is(query(qq{
-	SELECT count(*) FROM (
-		(SELECT ts, source, key, seconds, intervals, resets, vals::text FROM chronicle.rollup_minute
-		 EXCEPT
-		 SELECT ts, source, key, seconds, intervals, resets, vals::text FROM chronicle._rollup_compute($win))
-		UNION ALL
-		(SELECT ts, source, key, seconds, intervals, resets, vals::text FROM chronicle._rollup_compute($win)
-		 EXCEPT
-		 SELECT ts, source, key, seconds, intervals, resets, vals::text FROM chronicle.rollup_minute)) d}),
-	'0', 'the rows the collector wrote are those of the raw rows now');
+my $differ = qq{
+	(SELECT 'written' AS side, ts, source, key, seconds, intervals, resets, vals::text FROM chronicle.rollup_minute
+	 EXCEPT
+	 SELECT 'written', ts, source, key, seconds, intervals, resets, vals::text FROM chronicle._rollup_compute($win))
+	UNION ALL
+	(SELECT 'computed', ts, source, key, seconds, intervals, resets, vals::text FROM chronicle._rollup_compute($win)
+	 EXCEPT
+	 SELECT 'computed', ts, source, key, seconds, intervals, resets, vals::text FROM chronicle.rollup_minute)};
+is(query("SELECT count(*) FROM ($differ) d"), '0', 'the rows the collector wrote are those of the raw rows now')
+  or diag(query(qq{SELECT side, ts, source, count(*) FROM ($differ) d GROUP BY 1, 2, 3 ORDER BY 2, 3, 1}) . "\n"
+	  . query(qq{SELECT * FROM (SELECT DISTINCT ON (source, side) * FROM ($differ) d ORDER BY source, side, ts, key) d ORDER BY source, side}) . "\n"
+	  . query(q{SELECT ts, segment, keyframe FROM chronicle.snapshot WHERE keyframe OR ts = segment ORDER BY ts}));
 my $commits = query(qq{
 	SELECT count(*) FILTER (WHERE r.c IS DISTINCT FROM d.c) || ' of ' || count(*)
 	  FROM (SELECT ts, sum(chronicle._rv(chronicle._rollup_vals(source, vals), 'xact_commit')) AS c FROM chronicle.rollup_minute
