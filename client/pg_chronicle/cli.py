@@ -1,4 +1,4 @@
-"""The pg-chronicle command line: bench, report, runs, compare.
+"""The pg-chronicle command line: bench, report, runs, compare, mark.
 
     pg-chronicle [-d CONNINFO] COMMAND ...
 
@@ -85,6 +85,13 @@ def _parser() -> argparse.ArgumentParser:
                                    "verdict.")
     c.add_argument("a", metavar="A")
     c.add_argument("b", metavar="B")
+
+    m = sub.add_parser("mark", parents=[common], help="record an event, drawn on every time chart",
+                       description="Records EVENT (chronicle.mark) now, or at --at; prints the "
+                                   "mark's id and time.  The report draws it on every time chart "
+                                   "of the runs whose window holds it.")
+    m.add_argument("event", metavar="EVENT", help="what happened, e.g. 'COPY started'")
+    m.add_argument("--at", metavar="TS", help="when it happened (timestamp; default: now)")
     return p
 
 
@@ -131,6 +138,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             from pg_chronicle import summary
             with connect(conninfo) as conn:
                 echo(summary.runs_table(conn))
+            return 0
+        if args.command == "mark":
+            from pg_chronicle import db
+            with connect(conninfo) as conn:
+                row = db.query(conn, "SELECT mark_id, ts FROM chronicle.mark(%s, %s::timestamptz)",
+                               (args.event, args.at))[0]
+            echo(f"mark {row['mark_id']} at {row['ts'].isoformat()}")
             return 0
         if args.command == "compare":
             from pg_chronicle import compare

@@ -20,11 +20,13 @@ Cell = str | float | None
 # nothing (a gap, never a zero).
 Value = float | None
 
-MarkKind = Literal["checkpoint_start", "checkpoint_end"]
+# chronicle.marks(): a mark made by a script (chronicle.mark), a
+# checkpoint's start or end, a recording that starts (restart or gap)
+MarkKind = Literal["mark", "checkpoint_start", "checkpoint_end", "recording_start"]
 
 
 class Mark(TypedDict):
-    """A vertical line on a time chart (a checkpoint's start or end)."""
+    """A vertical line on every time chart: an event of the window."""
 
     x: float            # epoch seconds (seconds since the run's start in a comparison)
     label: str

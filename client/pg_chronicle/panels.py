@@ -23,7 +23,7 @@ import json
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
@@ -170,24 +170,40 @@ def timeline_series(w: Window, rows: list[Row]) -> Timeline:
     return {col: _series(w, rows, col) for col in TIMELINE_COLUMNS}
 
 
-def checkpoint_rows(conn: Conn, w: Window) -> list[Row]:
-    """chronicle.checkpointer_deltas() of the window (for marks_of())."""
-    return _rows(conn, "SELECT * FROM chronicle.checkpointer_deltas(%s, %s)", (w.from_ts, w.to_ts))
+def marks_rows(conn: Conn, w: Window) -> list[Row]:
+    """chronicle.marks() of the window: the events drawn on every time chart."""
+    return _rows(conn, "SELECT ts, kind, event FROM chronicle.marks(%s, %s)", (w.from_ts, w.to_ts))
 
 
 def marks_of(rows: Iterable[Row]) -> list[Mark]:
-    """The checkpoint marks of checkpointer_deltas() rows: a start where
-    num_timed + num_requested counted one, an end where num_done did (18)."""
-    marks: list[Mark] = []
-    for r in rows:
-        started = (r["num_timed"] or 0) + (r["num_requested"] or 0)
-        if started > 0:
-            marks.append({"x": r["interval_end"].timestamp(), "label": "checkpoint start",
-                          "kind": "checkpoint_start"})
-        if (r.get("num_done") or 0) > 0:
-            marks.append({"x": r["interval_end"].timestamp(), "label": "checkpoint end",
-                          "kind": "checkpoint_end"})
-    return marks
+    """The marks of chronicle.marks() rows, their text as the label."""
+    return [{"x": r["ts"].timestamp(), "label": r["event"], "kind": r["kind"]} for r in rows]
+
+
+MARK_KINDS = {"mark": "mark", "checkpoint_start": "checkpoint start", "checkpoint_end": "checkpoint end",
+              "recording_start": "recording starts"}
+
+
+def with_marks(ps: Iterable[Panel], marks: list[Mark]) -> None:
+    """Every time chart of the panels gets the window's marks (one list:
+    the events explain every curve, not one)."""
+    for p in ps:
+        for c in p["charts"]:
+            if c["kind"] == "time":
+                c["marks"] = list(marks)
+
+
+def marks_table(w: Window, marks: list[Mark]) -> Table | None:
+    """The window's events as a table: when, seconds into the window, what."""
+    if not marks:
+        return None
+    t0 = w.from_ts.timestamp()
+    return {"id": "throughput.marks", "title": "Events (chronicle.marks)",
+            "columns": ["time (UTC)", "s into the window", "kind", "event"],
+            "rows": [[datetime.fromtimestamp(m["x"], UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3],
+                      round(m["x"] - t0, 3), MARK_KINDS.get(m["kind"], m["kind"]), m["label"]]
+                     for m in marks],
+            "marked": [i for i, m in enumerate(marks) if m["kind"] == "mark"], "note": None}
 
 
 # ---------------------------------------------------------------------------
@@ -203,7 +219,7 @@ def app_rows(conn: Conn, w: Window) -> list[Row]:
                  (w.from_ts, w.to_ts, w.run))
 
 
-def throughput_panel(w: Window, app: list[Row], tl: Timeline, ckpt: list[Mark]) -> Panel:
+def throughput_panel(w: Window, app: list[Row], tl: Timeline) -> Panel:
     """tps and latency p50/p99/max per interval from the pgbench log
     (app_rows), commits/s from pg_stat_database (timeline).
     tps has no point in an interval pgbench ran only part of (the run's first
@@ -216,21 +232,24 @@ def throughput_panel(w: Window, app: list[Row], tl: Timeline, ckpt: list[Mark]) 
     if has_app:
         series.append(("tps (pgbench)", _series(w, app, "tps")))
     series.append(("commits/s (pg_stat_database)", commits))
-    charts = [_chart("throughput.tps", "Throughput", "1/s", w, series, marks=ckpt)]
+    charts = [_chart("throughput.tps", "Throughput", "1/s", w, series)]
     note: str | None = None
     if has_app:
         charts.append(_chart("throughput.latency", "Latency per interval", "ms", w, [
             ("p50", _series(w, app, "latency_p50_ms")),
             ("p99", _series(w, app, "latency_p99_ms")),
             ("max", _series(w, app, "latency_max_ms")),
-        ], log_y=True, marks=ckpt))
+        ], log_y=True))
     else:
         note = "No pgbench log in this run: throughput is commits/s of pg_stat_database, no latency."
     p = _panel("throughput", "Throughput and latency",
                "tps and latency percentiles of the transactions that ended in each snapshot "
                "interval (pgbench log, chronicle.app_intervals; no tps in the intervals pgbench "
                "ran only part of, the run's first and last); commits/s from pg_stat_database "
-               "(chronicle.timeline). Vertical lines: checkpoint start and end.", charts)
+               "(chronicle.timeline). Vertical lines on every time chart: the window's events "
+               "(chronicle.marks, listed below): marks made with chronicle.mark or pg-chronicle "
+               "mark (purple, their text on hover), checkpoint starts (dashed) and ends, "
+               "recordings that start after a restart or a gap (dotted).", charts)
     p["note"] = note
     return p
 
@@ -296,7 +315,7 @@ IO_CHARTS = (("read_bytes_per_s", "Reads by backend type and context", "bytes/s"
              ("fsyncs_per_s", "fsyncs by backend type and context", "1/s"))
 
 
-def io_panel(w: Window, rows: list[Row], tl: Timeline, ckpt: list[Mark]) -> Panel:
+def io_panel(w: Window, rows: list[Row], tl: Timeline) -> Panel:
     """pg_stat_io per (backend type, object, context): read/write/extend bytes/s,
     fsyncs/s (io_rows: 0 where a key did not change, nothing in an interval
     of a reset), and the hit ratio (timeline)."""
@@ -319,8 +338,7 @@ def io_panel(w: Window, rows: list[Row], tl: Timeline, ckpt: list[Mark]) -> Pane
     for m, title, unit in IO_CHARTS:
         keys = sorted(k for k, v in metrics[m].items() if _nonzero(v))
         if keys:
-            charts.append(_chart(f"io.{m}", title, unit, w, [(k, metrics[m][k]) for k in keys],
-                                 marks=ckpt if m == "write_bytes_per_s" else None))
+            charts.append(_chart(f"io.{m}", title, unit, w, [(k, metrics[m][k]) for k in keys]))
     hit: list[Value] = [None if v is None else v * 100.0 for v in tl["hit_ratio"]]
     if _has_values(hit):
         charts.append(_chart("io.hit_ratio", "Buffer hit ratio (pg_stat_database)", "%", w,
@@ -375,25 +393,23 @@ def wal_sources_table(rows: list[Row]) -> Table | None:
             "marked": [], "note": note}
 
 
-def wal_panel(w: Window, rows: list[Row], ckpt: list[Mark],
-              sources: list[Row] | None = None) -> Panel:
+def wal_panel(w: Window, rows: list[Row], sources: list[Row] | None = None) -> Panel:
     """WAL bytes, records, FPI and wal_buffers_full per second (wal_rows),
     and where the run's WAL came from (wal_sources_rows)."""
     charts: list[Chart] = []
     if rows:
         charts = [
             _chart("wal.bytes", "WAL bytes", "bytes/s", w,
-                   [("WAL bytes/s", _series(w, rows, "wal_bytes_per_s"))], marks=ckpt),
+                   [("WAL bytes/s", _series(w, rows, "wal_bytes_per_s"))]),
             _chart("wal.records", "WAL records and full-page images", "1/s", w,
                    [("records/s", _series(w, rows, "wal_records_per_s")),
-                    ("full-page images/s", _series(w, rows, "wal_fpi_per_s"))], marks=ckpt),
+                    ("full-page images/s", _series(w, rows, "wal_fpi_per_s"))]),
             _chart("wal.buffers_full", "wal_buffers_full", "1/s", w,
-                   [("wal_buffers_full/s", _series(w, rows, "wal_buffers_full_per_s"))], marks=ckpt),
+                   [("wal_buffers_full/s", _series(w, rows, "wal_buffers_full_per_s"))]),
         ]
     return _panel("wal", "WAL",
                   "pg_stat_wal per interval (chronicle.wal_deltas): WAL bytes, records and full-page "
-                  "images per second, and how often a backend found the WAL buffers full; vertical "
-                  "lines mark checkpoint starts and ends (chronicle.checkpointer_deltas). The table "
+                  "images per second, and how often a backend found the WAL buffers full. The table "
                   "says where the run's WAL came from (chronicle.run_wal_sources): queries (hint "
                   "bits with data checksums, pruning as pages are read), other statements, and "
                   "what no statement wrote (background processes, commit records).", charts,

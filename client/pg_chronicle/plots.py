@@ -41,6 +41,16 @@ plt.rcParams.update({"font.size": 9, "axes.titlesize": 10, "axes.grid": True, "g
                      "text.parse_math": False, "text.usetex": False})
 
 
+
+# how each kind of mark (chronicle.marks) is drawn: colour, line style, width
+# (as report.js draws them on the page)
+MARK_STYLE: dict[str, tuple[str, str, float]] = {
+    "mark": ("#803caa", "-", 1.1),
+    "checkpoint_start": ("#555555", "--", 0.7),
+    "checkpoint_end": ("#111111", "-", 0.7),
+    "recording_start": ("#aa1414", ":", 0.9),
+}
+
 def _plain(v: object) -> str:
     """A string as a picture shows it, for every text of a picture: control
     characters as escapes (visible()), and a leading "_" kept in the legend
@@ -145,9 +155,12 @@ def _draw_chart(ax: Axes, chart: Chart, meta: Meta) -> None:
                         drawstyle="default")
     for m in chart.get("marks", []):
         x: Any = datetime.fromtimestamp(m["x"], UTC) if time_chart and not compare else m["x"]
-        ax.axvline(x, color="#555" if m["kind"] == "checkpoint_start" else "#111",
-                   linestyle="--" if m["kind"] == "checkpoint_start" else "-", linewidth=0.7,
-                   alpha=0.6)
+        color, linestyle, width = MARK_STYLE.get(m["kind"], MARK_STYLE["checkpoint_end"])
+        ax.axvline(x, color=color, linestyle=linestyle, linewidth=width, alpha=0.7)
+        if m["kind"] == "mark":     # a script's own event: its text beside the line
+            ax.annotate(_plain(m["label"][:40]), xy=(x, 1.0), xycoords=("data", "axes fraction"),
+                        xytext=(2, -2), textcoords="offset points", rotation=90, va="top",
+                        fontsize=6.5, color=color, clip_on=True)
     for s0, s1 in chart.get("slow", []):
         t0: Any = datetime.fromtimestamp(s0, UTC)
         t1: Any = datetime.fromtimestamp(s1, UTC)

@@ -108,8 +108,8 @@ class Collected:
 def collect(conn: Conn, w: Window) -> Collected:
     """Every panel of one window and its headline numbers.  The queries run
     in SESSIONS sessions (_run_tasks); the panels that use
-    chronicle.timeline()'s series or the checkpoint marks (throughput, waits,
-    io, wal) are built when every query is done."""
+    chronicle.timeline()'s series (throughput, waits, io, wal) are built when
+    every query is done; then every time chart gets the window's marks."""
     out = Collected()
     rows: dict[str, list[Row]] = {}
 
@@ -137,7 +137,7 @@ def collect(conn: Conn, w: Window) -> Collected:
         panel("latency", lambda c: panels.latency_distribution(c, w)),
         fetch("waits", panels.wait_profile_rows),
         fetch("io", panels.io_rows),
-        fetch("checkpoints", panels.checkpoint_rows),
+        fetch("marks", panels.marks_rows),
         panel("buffers", lambda c: panels.buffers(c, w)),
         panel("os", lambda c: panels.os_panel(c, w)),
         panel("statements", lambda c: panels.statements(c, w)),
@@ -145,12 +145,16 @@ def collect(conn: Conn, w: Window) -> Collected:
         fetch("wal_sources", panels.wal_sources_rows),
     ])
     tl = panels.timeline_series(w, rows["timeline"])
-    ckpt = panels.marks_of(rows["checkpoints"])
-    out.panels["throughput"] = panels.throughput_panel(w, rows["app"], tl, ckpt)
+    out.panels["throughput"] = panels.throughput_panel(w, rows["app"], tl)
     out.panels["waits"] = panels.waits_panel(w, tl, rows["waits"])
-    out.panels["io"] = panels.io_panel(w, rows["io"], tl, ckpt)
-    out.panels["wal"] = panels.wal_panel(w, rows["wal"], ckpt, rows["wal_sources"])
+    out.panels["io"] = panels.io_panel(w, rows["io"], tl)
+    out.panels["wal"] = panels.wal_panel(w, rows["wal"], rows["wal_sources"])
     out.panels["settings"] = panels.settings_env(w)
+    marks = panels.marks_of(rows["marks"])
+    panels.with_marks(out.panels.values(), marks)
+    table = panels.marks_table(w, marks)
+    if table is not None:
+        out.panels["throughput"]["tables"].append(table)
     return out
 
 

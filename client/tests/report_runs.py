@@ -85,8 +85,8 @@ class UntrustedRuns:
 
 
 def untrusted(srv: Server, tmp: pathlib.Path) -> UntrustedRuns:
-    """Two runs whose label, meta, settings, environment and top statement
-    hold UNTRUSTED, and their reports (alone and --vs)."""
+    """Two runs whose label, meta, settings, environment, top statement and
+    a mark hold UNTRUSTED, and their reports (alone and --vs)."""
     if "untrusted" in _CACHE:
         return _CACHE["untrusted"]
     a, b = "_u-a " + UNTRUSTED, "_u-b " + UNTRUSTED
@@ -106,6 +106,9 @@ def untrusted(srv: Server, tmp: pathlib.Path) -> UntrustedRuns:
                      " WHERE label = %s", (UNTRUSTED, UNTRUSTED, a))
         conn.execute("SELECT chronicle.run_label(%s, r.started, r.ended) FROM chronicle.run r"
                      " WHERE r.label = %s", (b, a))
+        # a mark in the middle of the run, drawn on every time chart
+        conn.execute("SELECT chronicle.mark(%s, r.started + (r.ended - r.started) / 2)"
+                     "  FROM chronicle.run r WHERE r.label = %s", (UNTRUSTED, a))
     out = {}
     reports = []
     for name, args in (("a", [a]), ("vs", [a, "--vs", b])):

@@ -112,6 +112,19 @@ def test_pages_of_untrusted_text(browser, server: Server, tmp_path_factory: pyte
             == len(panels)
         assert browser.execute_script("return document.querySelector('h1').textContent") \
             == f"pg_chronicle: {h1}"
+    # the mark's text shows when the cursor is on its line, as text
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    _open(browser, runs.report / "index.html")
+    data = report_runs.report_data(runs.report / "index.html")
+    mark = next(m for p in data["panels"] for c in p["charts"] if c["id"] == "throughput.tps"
+                for m in c["marks"] if m["kind"] == "mark")
+    over = browser.find_element(By.CSS_SELECTOR, "#chart-throughput\\.tps .u-over")
+    x = browser.execute_script("return window.__xpos['throughput.tps'](arguments[0])", mark["x"])
+    ActionChains(browser).move_to_element_with_offset(over, int(x - over.size["width"] / 2), 0).perform()
+    tip = browser.find_element(By.CSS_SELECTOR, "#chart-throughput\\.tps .mark-tip")
+    assert tip.is_displayed() and tip.get_attribute("textContent") == report_runs.UNTRUSTED
+    assert browser.execute_script("return window.__pwned === undefined")
     # a panel whose picture could not be drawn says so
     with report_runs.failing_picture("waits"):
         assert pg_chronicle_cli.main(["-d", server.conninfo, "report", runs.a,

@@ -488,12 +488,24 @@ def test_timeline_series_and_marks() -> None:
     assert tl["hit_ratio"] == [0.5, None, None]
     assert tl["active_lock"] == [0.25, None, None]
     marks = panels.marks_of([
-        {"interval_end": w.ends[0], "num_timed": 1, "num_requested": 0, "num_done": None},
-        {"interval_end": w.ends[1], "num_timed": 0, "num_requested": 0, "num_done": 1},
-        {"interval_end": w.ends[2], "num_timed": 0, "num_requested": 1},         # 17: no num_done
+        {"ts": w.ends[0], "kind": "checkpoint_start", "event": "checkpoint started (timed)"},
+        {"ts": w.ends[1], "kind": "mark", "event": "COPY <started>"},
+        {"ts": w.ends[2], "kind": "recording_start", "event": "recording starts"},
     ])
-    assert [(m["x"] - T0.timestamp(), m["kind"]) for m in marks] == \
-        [(1.0, "checkpoint_start"), (2.0, "checkpoint_end"), (3.0, "checkpoint_start")]
+    assert [(m["x"] - T0.timestamp(), m["kind"], m["label"]) for m in marks] == \
+        [(1.0, "checkpoint_start", "checkpoint started (timed)"), (2.0, "mark", "COPY <started>"),
+         (3.0, "recording_start", "recording starts")]
+    # every time chart gets them, a distribution chart none; the table lists
+    # them, the script's own marked
+    p = panels.throughput_panel(w, [], _tl(w, [1.0, 2.0, 3.0]))
+    hist, _ = panels.distribution_charts([("a", [{"b": 120, "n": 3}])])
+    panels.with_marks([p, {**p, "charts": [hist]}], marks)
+    assert p["charts"][0]["marks"] == marks and hist["marks"] == []
+    t = panels.marks_table(w, marks)
+    assert t is not None and t["rows"][1] == [
+        datetime.fromtimestamp(marks[1]["x"], UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3], 2.0, "mark",
+        "COPY <started>"]
+    assert t["marked"] == [1] and panels.marks_table(w, []) is None
 
 
 def _tl(w: panels.Window, commits: list[float | None] | None = None) -> panels.Timeline:
@@ -509,14 +521,14 @@ def test_throughput_panel() -> None:
             "latency_p99_ms": 2.0, "latency_max_ms": 3.0},
            {"interval_end": w.ends[1], "transactions": 20, "tps": 20.0, "latency_p50_ms": 1.5,
             "latency_p99_ms": 2.5, "latency_max_ms": 9.0}]
-    p = panels.throughput_panel(w, app, _tl(w, [11.0, 21.0, 1.0]), [])
+    p = panels.throughput_panel(w, app, _tl(w, [11.0, 21.0, 1.0]))
     tps, lat = p["charts"]
     assert [s["label"] for s in tps["series"]] == ["tps (pgbench)", "commits/s (pg_stat_database)"]
     assert tps["series"][0]["values"] == [None, 20.0, None]
     assert tps["series"][1]["values"] == [11.0, 21.0, 1.0]
     assert [s["values"] for s in lat["series"]] == [[1.0, 1.5, None], [2.0, 2.5, None], [3.0, 9.0, None]]
     assert lat["log_y"] and p["note"] is None and p["empty"] is None
-    p = panels.throughput_panel(w, [], _tl(w, [1.0, 2.0, 3.0]), [])
+    p = panels.throughput_panel(w, [], _tl(w, [1.0, 2.0, 3.0]))
     assert [c["id"] for c in p["charts"]] == ["throughput.tps"]
     assert p["note"] is not None and p["note"].startswith("No pgbench log")
 
@@ -562,8 +574,7 @@ def test_io_panel() -> None:
              "extend_bytes_per_s": None, "fsyncs_per_s": 2.0}]
     tl = _tl(w)
     tl["hit_ratio"] = [0.5, None, 0.99]
-    ckpt: list[Any] = [{"x": w.x[1], "label": "checkpoint start", "kind": "checkpoint_start"}]
-    charts = {c["id"]: c for c in panels.io_panel(w, rows, tl, ckpt)["charts"]}
+    charts = {c["id"]: c for c in panels.io_panel(w, rows, tl)["charts"]}
     assert list(charts) == ["io.read_bytes_per_s", "io.write_bytes_per_s", "io.fsyncs_per_s",
                             "io.hit_ratio"]
     # a key without a row in an interval: 0; the interval of a reset: not counted
@@ -571,23 +582,20 @@ def test_io_panel() -> None:
         [("client backend normal", [8192.0, 0.0, 0.0])]
     assert [(s["label"], s["values"]) for s in charts["io.write_bytes_per_s"]["series"]] == \
         [("walwriter wal/normal", [0.0, 4096.0, 0.0])]
-    assert charts["io.write_bytes_per_s"]["marks"] == ckpt and charts["io.read_bytes_per_s"]["marks"] == []
     assert charts["io.hit_ratio"]["series"][0]["values"] == [50.0, None, 99.0]
-    assert panels.io_panel(w, [], _tl(w), [])["empty"] == "pg_stat_io was not recorded in this window."
+    assert panels.io_panel(w, [], _tl(w))["empty"] == "pg_stat_io was not recorded in this window."
 
 
 def test_wal_panel() -> None:
     w = window(n=2)
     rows = [{"interval_end": w.ends[1], "wal_bytes_per_s": 1024.0, "wal_records_per_s": 10.0,
              "wal_fpi_per_s": 2.0, "wal_buffers_full_per_s": 0.0}]
-    ckpt: list[Any] = [{"x": w.x[0], "label": "checkpoint end", "kind": "checkpoint_end"}]
-    p = panels.wal_panel(w, rows, ckpt)
+    p = panels.wal_panel(w, rows)
     assert [c["id"] for c in p["charts"]] == ["wal.bytes", "wal.records", "wal.buffers_full"]
     assert [(s["label"], s["values"]) for c in p["charts"] for s in c["series"]] == [
         ("WAL bytes/s", [None, 1024.0]), ("records/s", [None, 10.0]),
         ("full-page images/s", [None, 2.0]), ("wal_buffers_full/s", [None, 0.0])]
-    assert all(c["marks"] == ckpt for c in p["charts"])
-    assert panels.wal_panel(w, [], [])["empty"] == "No data recorded for this panel in the window."
+    assert panels.wal_panel(w, [])["empty"] == "No data recorded for this panel in the window."
 
 
 def test_distribution_charts() -> None:

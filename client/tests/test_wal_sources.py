@@ -54,6 +54,6 @@ def test_wal_sources_table_without_settings() -> None:
 def test_wal_panel_has_the_table() -> None:
     w = panels.Window(run="r", run_id=1, from_ts=None, to_ts=None, started=None,  # type: ignore[arg-type]
                       ended=None, server_version=None, meta={}, settings={}, environment={})
-    p = panels.wal_panel(w, [], [], ROWS)
+    p = panels.wal_panel(w, [], ROWS)
     assert [t["id"] for t in p["tables"]] == ["wal.sources"] and p["empty"] is None
-    assert panels.wal_panel(w, [], [])["tables"] == []
+    assert panels.wal_panel(w, [])["tables"] == []

@@ -6,7 +6,7 @@
 -- granted to pg_monitor (whoever runs benchmarks watches the server; they
 -- only write chronicle.run, never anything else), not to PUBLIC.  A run
 -- belongs to the role that opened it: only that role (or a member, or a
--- superuser) ends or deletes it (_check_run_owner).  run_begin
+-- superuser) ends or deletes it (_check_owner).  run_begin
 -- is granted the same way but written in C (src/runs.c): it reads the
 -- settings with its caller's rights and writes the run with its owner's.
 -- One run is open at a time: run_begin while a run is open is an error, so
@@ -118,12 +118,13 @@ AS 'MODULE_PATHNAME', 'chronicle_run_begin';
 COMMENT ON FUNCTION chronicle.run_begin(text, jsonb) IS
 	'Opens a labelled benchmark run now, remembering the server version, the settings the caller may read (passwords redacted) and the environment (build, OS, CPU, devices)';
 
--- Who may change a run (end it, delete it): the role that opened it (the
--- session's login role: run_end, run_delete and run_label are SECURITY
--- DEFINER, and inside them only session_user still names the caller), a
--- member of that role, or a superuser.  A run opened before 0.3.0 has no
--- owner: only a superuser may change it.  Reading runs is not affected.
-CREATE FUNCTION chronicle._check_run_owner(caller text, r chronicle.run)
+-- Who may change a run (end it, delete it) or a mark (38_marks.sql): the
+-- role that made it (the session's login role: the functions that change
+-- them are SECURITY DEFINER, and inside them only session_user still names
+-- the caller), a member of that role, or a superuser.  A run opened before
+-- 0.3.0 has no owner: only a superuser may change it.  Reading is not
+-- affected.  what: the thing, as the error names it ('run "x"', 'mark 3').
+CREATE FUNCTION chronicle._check_owner(caller text, what text, owner text)
 RETURNS void
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
@@ -133,14 +134,14 @@ BEGIN
 	            WHERE u.rolname = session_user
 	              AND (u.rolsuper
 	                   OR EXISTS (SELECT FROM pg_roles o
-	                               WHERE o.rolname = r.owner
+	                               WHERE o.rolname = owner
 	                                 AND pg_has_role(u.oid, o.oid, 'MEMBER')))) THEN
 		RETURN;
 	END IF;
-	RAISE EXCEPTION '%: run "%" belongs to %', caller, r.label,
-		coalesce('role ' || quote_ident(r.owner), 'no role (it was recorded before 0.3.0)')
+	RAISE EXCEPTION '%: % belongs to %', caller, what,
+		coalesce('role ' || quote_ident(owner), 'no role (it was recorded before 0.3.0)')
 		USING ERRCODE = 'insufficient_privilege',
-		      HINT = 'Only the role that opened a run, a member of that role or a superuser may end or delete it.';
+		      HINT = 'Only the role that made it, a member of that role or a superuser may change or delete it.';
 END;
 $$;
 
@@ -185,7 +186,7 @@ BEGIN
 				      HINT = 'Only an open run can be ended.';
 		END IF;
 	END IF;
-	PERFORM chronicle._check_run_owner('chronicle.run_end', r);
+	PERFORM chronicle._check_owner('chronicle.run_end', format('run "%s"', r.label), r.owner);
 	IF after IS NOT NULL THEN
 		IF after < r.started THEN
 			RAISE EXCEPTION 'chronicle.run_end: after (%) is before the start of run "%"', after, r.label
@@ -255,7 +256,7 @@ DECLARE
 BEGIN
 	PERFORM chronicle._run_id(run, 'chronicle.run_delete');	-- NULL and unknown-run errors
 	SELECT * INTO r FROM chronicle.run o WHERE o.label = run_delete.run FOR UPDATE;
-	PERFORM chronicle._check_run_owner('chronicle.run_delete', r);
+	PERFORM chronicle._check_owner('chronicle.run_delete', format('run "%s"', r.label), r.owner);
 	DELETE FROM chronicle.run o WHERE o.run_id = r.run_id;
 END;
 $$;
@@ -464,7 +465,7 @@ REVOKE ALL ON FUNCTION chronicle._jsonb_diff(jsonb, jsonb) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION chronicle._jsonb_diff(jsonb, jsonb) TO pg_monitor, pg_read_all_stats;
 REVOKE ALL ON FUNCTION chronicle._run_open(text, jsonb, text[], text[], jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle._check_label(text, text, jsonb) FROM PUBLIC;
-REVOKE ALL ON FUNCTION chronicle._check_run_owner(text, chronicle.run) FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle._check_owner(text, text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle.run_begin(text, jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle.run_end(text, timestamptz) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle.run_label(text, timestamptz, timestamptz, jsonb) FROM PUBLIC;

@@ -48,3 +48,15 @@ DROP FUNCTION IF EXISTS chronicle.app_intervals(timestamptz, timestamptz, text);
 DROP FUNCTION IF EXISTS chronicle.app_intervals(text);
 DROP FUNCTION IF EXISTS chronicle._app_summary(integer);
 DROP FUNCTION IF EXISTS chronicle.app_summary(text);
+
+-- Marks (38_marks.sql): events named by a benchmark script.
+CREATE TABLE chronicle.mark (
+	mark_id integer GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	ts      timestamptz NOT NULL,
+	event   text NOT NULL CHECK (event <> ''),
+	owner   text NOT NULL
+);
+CREATE INDEX mark_ts ON chronicle.mark (ts);
+REVOKE ALL ON chronicle.mark FROM PUBLIC;
+GRANT SELECT ON chronicle.mark TO pg_monitor, pg_read_all_stats;
+GRANT SELECT ON SEQUENCE chronicle.mark_mark_id_seq TO pg_monitor, pg_read_all_stats;

@@ -146,6 +146,11 @@ is(query("SELECT to_regclass('chronicle.rollup_minute_p$d25') IS NULL
 	'rollups of 25 days ago dropped');
 is(query("SELECT count(*) > 0 FROM chronicle.rollup_minute"), 't', 'the recent rollups stay');
 
+# The collector started twice (at the server's start, and again after it
+# was terminated): two recordings start, two marks say so.
+is(query(q{SELECT count(*) FROM chronicle.marks((SELECT min(ts) - interval '1 s' FROM chronicle.snapshot), now()) WHERE kind = 'recording_start'}),
+	'2', 'each start of the collector is a mark');
+
 # Recording went on all along.
 my $n = query('SELECT count(*) FROM chronicle.snapshot');
 ok(poll_true("SELECT count(*) >= $n + 3 FROM chronicle.snapshot"), 'recording goes on');

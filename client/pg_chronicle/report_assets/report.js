@@ -95,14 +95,47 @@ function marksPlugin(chart) {
       chart.marks.forEach(function (m) {
         var x = Math.round(u.valToPos(m.x, 'x', true));
         if (x < u.bbox.left || x > u.bbox.left + u.bbox.width) return;
-        ctx.strokeStyle = m.kind === 'checkpoint_start' ? 'rgba(90,90,90,0.55)' : 'rgba(30,30,30,0.85)';
-        ctx.setLineDash(m.kind === 'checkpoint_start' ? [4 * devicePixelRatio, 3 * devicePixelRatio] : []);
+        var st = MARK_STYLE[m.kind] || MARK_STYLE.checkpoint_end;
+        ctx.strokeStyle = st.color;
+        ctx.lineWidth = st.width * devicePixelRatio;
+        ctx.setLineDash(st.dash.map(function (d) { return d * devicePixelRatio; }));
         ctx.beginPath(); ctx.moveTo(x, top); ctx.lineTo(x, top + h); ctx.stroke();
+        if (m.kind === 'mark') {     // a flag at the top: the script's own events stand out
+          ctx.fillStyle = st.color;
+          ctx.beginPath(); ctx.moveTo(x, top); ctx.lineTo(x + 7 * devicePixelRatio, top + 4 * devicePixelRatio);
+          ctx.lineTo(x, top + 8 * devicePixelRatio); ctx.fill();
+        }
       });
       ctx.restore();
+    }],
+    // the text of the marks under the cursor (within 4 px), as text
+    setCursor: [function (u) {
+      if (!chart.marks || !chart.marks.length) return;
+      var tip = u.over.querySelector('.mark-tip');
+      if (!tip) {
+        tip = el('div', {'class': 'mark-tip'});
+        u.over.appendChild(tip);
+      }
+      var left = u.cursor.left, near = [];
+      if (left != null && left >= 0) {
+        chart.marks.forEach(function (m) {
+          if (Math.abs(u.valToPos(m.x, 'x') - left) <= 4) near.push(m.label);
+        });
+      }
+      tip.textContent = near.join('\n');
+      tip.style.display = near.length ? 'block' : 'none';
+      if (near.length) tip.style.left = Math.min(left + 8, u.over.clientWidth - 220) + 'px';
     }]
   } };
 }
+
+// how each kind of mark is drawn (chronicle.marks)
+var MARK_STYLE = {
+  mark: {color: 'rgba(128,60,170,0.95)', width: 1.5, dash: []},
+  checkpoint_start: {color: 'rgba(90,90,90,0.55)', width: 1, dash: [4, 3]},
+  checkpoint_end: {color: 'rgba(30,30,30,0.85)', width: 1, dash: []},
+  recording_start: {color: 'rgba(170,20,20,0.9)', width: 1, dash: [1, 3]}
+};
 
 function stack(data) {
   var acc = data[0].map(function () { return 0; }), out = [data[0]], bands = [];
@@ -177,6 +210,9 @@ function makeChart(container, chart, width) {
   var u = new uPlot(opts, data, box);
   rec.width = u.width; rec.height = u.height;
   rec.uSeries = u.series.length - 1; rec.uPoints = u.data[0].length;
+  // for the tests: where x is drawn, in CSS pixels from the plot's left
+  window.__xpos = window.__xpos || {};
+  window.__xpos[chart.id] = function (x) { return u.valToPos(x, 'x'); };
   return u;
 }
 

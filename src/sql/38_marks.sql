@@ -1,0 +1,162 @@
+-- Marks: the events of a run, one list for every time chart.
+--
+-- A benchmark script names what it did and when ("COPY started", "index
+-- dropped") with chronicle.mark(); the history already holds the events
+-- that explain a curve without being one (a checkpoint's start and end, a
+-- recording that starts again after a gap).  chronicle.marks() returns
+-- both for a window, in time order; the report draws them on every time
+-- chart with their text (docs/analysis.md, "Marks").
+--
+-- A mark belongs to the login role that made it: only that role, a member
+-- of it or a superuser deletes it (chronicle._check_owner).  Marks are
+-- kept until deleted, as runs are: they are a few rows a run.
+CREATE TABLE chronicle.mark (
+	mark_id integer GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	ts      timestamptz NOT NULL,
+	event   text NOT NULL CHECK (event <> ''),
+	owner   text NOT NULL
+);
+CREATE INDEX mark_ts ON chronicle.mark (ts);
+COMMENT ON TABLE chronicle.mark IS
+	'Events named by a benchmark script (chronicle.mark()), with when and by which role';
+
+-- The longest text a mark takes: a sentence, not a log.
+CREATE FUNCTION chronicle._mark_event_max()
+RETURNS integer
+LANGUAGE sql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT 200 $$;
+
+-- Records a mark now (the clock of the call, not of its transaction), or
+-- at a time the caller knew (an event that a script saw start earlier).
+-- SECURITY DEFINER: the monitoring roles that may open runs may mark, and
+-- neither may write the table itself.
+CREATE FUNCTION chronicle.mark(event text, at timestamptz DEFAULT NULL)
+RETURNS chronicle.mark
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	m chronicle.mark;
+BEGIN
+	IF event IS NULL OR btrim(event) = '' THEN
+		RAISE EXCEPTION 'chronicle.mark: a mark needs an event'
+			USING ERRCODE = 'invalid_parameter_value',
+			      HINT = 'Say what happened, e.g. chronicle.mark(''COPY started'').';
+	END IF;
+	IF length(event) > chronicle._mark_event_max() THEN
+		RAISE EXCEPTION 'chronicle.mark: an event has at most % characters (this one has %)',
+			chronicle._mark_event_max(), length(event)
+			USING ERRCODE = 'string_data_right_truncation',
+			      HINT = 'A mark says what happened in a few words; keep details in the run''s meta.';
+	END IF;
+	IF at IS NOT NULL THEN
+		PERFORM chronicle._check_finite('chronicle.mark', 'at', at);
+	END IF;
+	INSERT INTO chronicle.mark (ts, event, owner)
+	VALUES (coalesce(at, clock_timestamp()), event, session_user)
+	RETURNING * INTO m;
+	RETURN m;
+END;
+$$;
+
+COMMENT ON FUNCTION chronicle.mark(text, timestamptz) IS
+	'Records an event named by a benchmark script (now, or at the time given), drawn on every time chart of the report';
+
+-- Deletes a mark by its id (chronicle.mark's mark_id).
+CREATE FUNCTION chronicle.mark_delete(mark_id integer)
+RETURNS chronicle.mark
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	m chronicle.mark;
+BEGIN
+	SELECT * INTO m FROM chronicle.mark o WHERE o.mark_id = mark_delete.mark_id FOR UPDATE;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'chronicle.mark_delete: no mark %', coalesce(mark_id::text, 'NULL')
+			USING ERRCODE = 'no_data_found',
+			      HINT = 'chronicle.marks(from, to) lists the marks of a window with their ids.';
+	END IF;
+	PERFORM chronicle._check_owner('chronicle.mark_delete', format('mark %s', m.mark_id), m.owner);
+	DELETE FROM chronicle.mark o WHERE o.mark_id = m.mark_id;
+	RETURN m;
+END;
+$$;
+
+COMMENT ON FUNCTION chronicle.mark_delete(integer) IS
+	'Deletes a mark (the role that made it, a member of that role or a superuser)';
+
+-- The events of the window (from, to], oldest first:
+--   mark              chronicle.mark(): its event, the role that made it, its id
+--   checkpoint_start  an interval in which a checkpoint started (timed or
+--                     requested; checkpointer_deltas())
+--   checkpoint_end    an interval in which one ended (PostgreSQL 18 counts
+--                     them: num_done; on 17 there is no such mark)
+--   recording_start   the first snapshot of a recording (a segment): the
+--                     server or the collector started, or recording resumed
+--                     after a gap; nothing is known of the time before it
+-- ts is the mark's time, or the end of the interval the event is counted in.
+CREATE FUNCTION chronicle.marks(from_ts timestamptz, to_ts timestamptz)
+RETURNS TABLE (ts timestamptz, kind text, event text, owner text, mark_id integer)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	PERFORM chronicle._check_range(from_ts, to_ts, 'chronicle.marks');
+	RETURN QUERY
+	WITH c AS MATERIALIZED (
+		SELECT d.interval_end, coalesce(d.num_timed, 0) + coalesce(d.num_requested, 0) AS started,
+		       d.num_requested, d.num_done
+		  FROM chronicle.checkpointer_deltas(from_ts, to_ts) d
+	)
+	SELECT e.ts, e.kind, e.event, e.owner, e.mark_id
+	  FROM (SELECT m.ts, 'mark'::text AS kind, m.event, m.owner, m.mark_id
+	          FROM chronicle.mark m
+	         WHERE m.ts > from_ts AND m.ts <= to_ts
+	        UNION ALL
+	        SELECT c.interval_end, 'checkpoint_start',
+	               CASE WHEN c.started > 1 THEN format('%s checkpoints started', c.started)
+	                    WHEN c.num_requested > 0 THEN 'checkpoint started (requested)'
+	                    ELSE 'checkpoint started (timed)' END,
+	               NULL, NULL
+	          FROM c WHERE c.started > 0
+	        UNION ALL
+	        SELECT c.interval_end, 'checkpoint_end',
+	               CASE WHEN c.num_done > 1 THEN format('%s checkpoints ended', c.num_done)
+	                    ELSE 'checkpoint ended' END,
+	               NULL, NULL
+	          FROM c WHERE c.num_done > 0
+	        UNION ALL
+	        SELECT s.ts, 'recording_start', 'recording starts (after a restart or a gap)', NULL, NULL
+	          FROM chronicle.snapshot s
+	         WHERE s.ts = s.segment AND s.ts > from_ts AND s.ts <= to_ts) e
+	 ORDER BY e.ts, e.kind, e.mark_id;
+END;
+$$;
+
+COMMENT ON FUNCTION chronicle.marks(timestamptz, timestamptz) IS
+	'The events of a window in time order: marks made with chronicle.mark(), checkpoint starts and ends, recordings that start';
+
+CREATE FUNCTION chronicle.run_marks(run text)
+RETURNS TABLE (ts timestamptz, kind text, event text, owner text, mark_id integer)
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+	SELECT m.* FROM chronicle.run_window(run) w, chronicle.marks(w.run_from, w.run_to) m
+$$;
+
+COMMENT ON FUNCTION chronicle.run_marks(text) IS
+	'chronicle.marks() over a run''s window';
+
+REVOKE ALL ON FUNCTION chronicle._mark_event_max() FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle.mark(text, timestamptz) FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle.mark_delete(integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle.marks(timestamptz, timestamptz) FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle.run_marks(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION chronicle.mark(text, timestamptz) TO pg_monitor;
+GRANT EXECUTE ON FUNCTION chronicle.mark_delete(integer) TO pg_monitor;
+GRANT EXECUTE ON FUNCTION chronicle.marks(timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;
+GRANT EXECUTE ON FUNCTION chronicle.run_marks(text) TO pg_monitor, pg_read_all_stats;
