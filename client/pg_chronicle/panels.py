@@ -152,7 +152,8 @@ def headline(conn: Conn, w: Window) -> list[Row]:
 # class (database time; NULL in an interval with a reset, and for sampler
 # history recorded before 0.2.0).
 TIMELINE_COLUMNS = ("commits_per_s", "hit_ratio", "active_cpu", "active_io", "active_lwlock",
-                    "active_lock", "active_ipc", "active_client", "active_timeout", "active_other")
+                    "active_lock", "active_ipc", "active_client", "active_timeout", "active_other",
+                    "cpu_user", "cpu_system", "cpu_iowait", "cpu_steal", "procs_running")
 
 
 def timeline_rows(conn: Conn, w: Window) -> list[Row]:
@@ -433,6 +434,91 @@ def buffers(conn: Conn, w: Window) -> Panel:
                   "pg_buffercache summary at the end of each interval (chronicle.buffers_values): "
                   "buffers used, dirty and pinned, and how many buffers have each usage count "
                   "(stacked: 0 at the bottom, the first evicted).", charts)
+
+
+CPU_MODES = (("user", "cpu_user"), ("system", "cpu_system"), ("iowait", "cpu_iowait"),
+             ("steal", "cpu_steal"))
+
+
+def cpu_rows(conn: Conn, w: Window) -> list[Row]:
+    """chronicle.os_process_cpu_deltas() of the window: CPU and time waiting
+    for a CPU per interval and PostgreSQL process type (changed rows)."""
+    return _rows(conn, """SELECT interval_end, backend_type, reset, user_ms_per_s, system_ms_per_s,
+                                 run_delay_ms_per_s
+                            FROM chronicle.os_process_cpu_deltas(%s, %s, changed_only => true)""",
+                 (w.from_ts, w.to_ts))
+
+
+def cpu_totals_rows(conn: Conn, w: Window) -> list[Row]:
+    """chronicle.os_process_cpu_totals() of the window: per process type."""
+    return _rows(conn, """SELECT backend_type, user_ms, system_ms, run_delay_ms, exited
+                            FROM chronicle.os_process_cpu_totals(%s, %s)""", (w.from_ts, w.to_ts))
+
+
+def _cpu_ms(r: Row) -> float:
+    return float(r["user_ms"] or 0.0) + float(r["system_ms"] or 0.0)
+
+
+def cpu_panel(w: Window, rows: list[Row], totals: list[Row], tl: Timeline) -> Panel:
+    """The machine's CPU by mode (timeline, /proc/stat), the CPU of the
+    server's processes and their time waiting for a CPU by process type
+    (cpu_rows: ms per second / 1000 = CPUs busy, processes waiting), and the
+    window's totals per type (cpu_totals_rows)."""
+    charts: list[Chart] = []
+    modes = [(name, [None if v is None else v * 100.0 for v in tl[col]]) for name, col in CPU_MODES]
+    if any(_has_values(v) for _, v in modes):
+        charts.append(_chart("cpu.modes", "CPU by mode (the machine, /proc/stat)", "%", w, modes,
+                             stack=True))
+    idx = {e: i for i, e in enumerate(w.ends)}
+    n = len(w.ends)
+    busy: dict[str, list[Value]] = {}
+    wait: dict[str, list[Value]] = {}
+    for r in rows:
+        i = idx.get(r["interval_end"])
+        if i is None or r["reset"]:
+            continue
+        u, sy, d = r["user_ms_per_s"], r["system_ms_per_s"], r["run_delay_ms_per_s"]
+        if u is not None or sy is not None:
+            busy.setdefault(r["backend_type"], [0.0] * n)[i] = ((u or 0.0) + (sy or 0.0)) / 1000.0
+        if d is not None:
+            wait.setdefault(r["backend_type"], [0.0] * n)[i] = d / 1000.0
+    keys = sorted(k for k, v in busy.items() if _nonzero(v))
+    if keys:
+        charts.append(_chart("cpu.by_type", "CPU of PostgreSQL processes by type", "CPUs", w,
+                             [(k, busy[k]) for k in keys], stack=True))
+    waiting = [(k, wait[k]) for k in sorted(k for k, v in wait.items() if _nonzero(v))]
+    if _has_values(tl["procs_running"]):
+        waiting.append(("runnable processes (machine)", tl["procs_running"]))
+    if waiting:
+        charts.append(_chart("cpu.waiting", "Waiting for a CPU: processes by type, and the run queue",
+                             "processes", w, waiting))
+    table: Table | None = None
+    server = sum(_cpu_ms(r) for r in totals)
+    if totals and server > 0:
+        ordered = sorted(totals, key=lambda r: -_cpu_ms(r))
+        table = {"id": "cpu.by_type", "title": "CPU of the window by process type",
+                 "columns": ["process type", "CPU s", "share", "user s", "system s",
+                             "waiting for a CPU s", "exited"],
+                 "rows": [[r["backend_type"],
+                           _r(_cpu_ms(r) / 1000.0), round(100.0 * _cpu_ms(r) / server, 1),
+                           _r(None if r["user_ms"] is None else r["user_ms"] / 1000.0),
+                           _r(None if r["system_ms"] is None else r["system_ms"] / 1000.0),
+                           _r(None if r["run_delay_ms"] is None else r["run_delay_ms"] / 1000.0),
+                           r["exited"]]
+                          for r in ordered if _cpu_ms(r) + (r["run_delay_ms"] or 0.0) > 0],
+                 "marked": [], "note": "share: of the CPU of every process of the server in the window."}
+    return _panel("cpu", "CPU",
+                  "The machine's CPU time by mode as % of all CPUs (/proc/stat: chronicle.timeline's "
+                  "cpu_user, cpu_system with irq and softirq, cpu_iowait, cpu_steal; idle is the "
+                  "rest); the CPU of the server's processes by PostgreSQL process type in CPUs busy "
+                  "(user + system ms per second / 1000, chronicle.os_process_cpu_deltas: a process "
+                  "that exits stays in its type's total), the time they spent runnable but waiting "
+                  "for a CPU (schedstat's run delay, in processes waiting on average) beside the "
+                  "machine's runnable processes (procs_running), and the window's totals per type "
+                  "(chronicle.os_process_cpu_totals).", charts, tables=[table],
+                  empty=None if charts or table else
+                  "CPU was not recorded in this window (chronicle.collect_os_cpu and "
+                  "chronicle.collect_os_process_cpu, Linux /proc).")
 
 
 def os_panel(conn: Conn, w: Window) -> Panel:

@@ -89,7 +89,7 @@ def _run_tasks(conn: Conn, tasks: Sequence[Task], sessions: int = SESSIONS) -> N
         raise errors[0]
 
 
-PANELS = ["throughput", "slowest", "waits", "io", "wal", "buffers", "os", "statements",
+PANELS = ["throughput", "slowest", "waits", "cpu", "io", "wal", "buffers", "os", "statements",
           "latency", "settings"]
 
 
@@ -108,7 +108,7 @@ class Collected:
 def collect(conn: Conn, w: Window) -> Collected:
     """Every panel of one window and its headline numbers.  The queries run
     in SESSIONS sessions (_run_tasks); the panels that use
-    chronicle.timeline()'s series (throughput, waits, io, wal) are built when
+    chronicle.timeline()'s series (throughput, waits, cpu, io, wal) are built when
     every query is done; then every time chart gets the window's marks."""
     out = Collected()
     rows: dict[str, list[Row]] = {}
@@ -138,6 +138,8 @@ def collect(conn: Conn, w: Window) -> Collected:
         fetch("waits", panels.wait_profile_rows),
         fetch("io", panels.io_rows),
         fetch("marks", panels.marks_rows),
+        fetch("cpu", panels.cpu_rows),
+        fetch("cpu_totals", panels.cpu_totals_rows),
         panel("buffers", lambda c: panels.buffers(c, w)),
         panel("os", lambda c: panels.os_panel(c, w)),
         panel("statements", lambda c: panels.statements(c, w)),
@@ -147,6 +149,7 @@ def collect(conn: Conn, w: Window) -> Collected:
     tl = panels.timeline_series(w, rows["timeline"])
     out.panels["throughput"] = panels.throughput_panel(w, rows["app"], tl)
     out.panels["waits"] = panels.waits_panel(w, tl, rows["waits"])
+    out.panels["cpu"] = panels.cpu_panel(w, rows["cpu"], rows["cpu_totals"], tl)
     out.panels["io"] = panels.io_panel(w, rows["io"], tl)
     out.panels["wal"] = panels.wal_panel(w, rows["wal"], rows["wal_sources"])
     out.panels["settings"] = panels.settings_env(w)

@@ -586,6 +586,43 @@ def test_io_panel() -> None:
     assert panels.io_panel(w, [], _tl(w))["empty"] == "pg_stat_io was not recorded in this window."
 
 
+def test_cpu_panel() -> None:
+    w = window(n=3)
+    e = w.ends
+    rows = [{"interval_end": e[0], "backend_type": "client backend", "reset": False, "user_ms_per_s": 600.0,
+             "system_ms_per_s": 150.0, "run_delay_ms_per_s": 200.0},
+            {"interval_end": e[1], "backend_type": "checkpointer", "reset": False, "user_ms_per_s": 10.0,
+             "system_ms_per_s": None, "run_delay_ms_per_s": None},
+            {"interval_end": e[2], "backend_type": "client backend", "reset": True, "user_ms_per_s": 9e9,
+             "system_ms_per_s": 9e9, "run_delay_ms_per_s": 9e9}]
+    totals = [{"backend_type": "client backend", "user_ms": 600.0, "system_ms": 150.0, "run_delay_ms": 200.0,
+               "exited": 1},
+              {"backend_type": "checkpointer", "user_ms": 250.0, "system_ms": 0.0, "run_delay_ms": 0.0,
+               "exited": 0},
+              {"backend_type": "walwriter", "user_ms": 0.0, "system_ms": 0.0, "run_delay_ms": 0.0,
+               "exited": 0}]
+    tl = _tl(w)
+    tl["cpu_user"] = [0.5, 0.25, None]
+    tl["cpu_system"] = [0.125, 0.0, None]
+    tl["procs_running"] = [3.0, 1.0, None]
+    p = panels.cpu_panel(w, rows, totals, tl)
+    charts = {c["id"]: c for c in p["charts"]}
+    assert list(charts) == ["cpu.modes", "cpu.by_type", "cpu.waiting"]
+    assert [(s["label"], s["values"]) for s in charts["cpu.modes"]["series"]] == [
+        ("user", [50.0, 25.0, None]), ("system", [12.5, 0.0, None]), ("iowait", [None, None, None]),
+        ("steal", [None, None, None])]
+    # ms per second / 1000: CPUs busy; no row: 0; a reset: not counted
+    assert [(s["label"], s["values"]) for s in charts["cpu.by_type"]["series"]] == [
+        ("checkpointer", [0.0, 0.01, 0.0]), ("client backend", [0.75, 0.0, 0.0])]
+    assert [(s["label"], s["values"]) for s in charts["cpu.waiting"]["series"]] == [
+        ("client backend", [0.2, 0.0, 0.0]), ("runnable processes (machine)", [3.0, 1.0, None])]
+    (t,) = p["tables"]
+    # the busiest first, shares of the server's CPU, a type that did nothing left out
+    assert t["rows"] == [["client backend", 0.75, 75.0, 0.6, 0.15, 0.2, 1],
+                         ["checkpointer", 0.25, 25.0, 0.25, 0.0, 0.0, 0]]
+    assert panels.cpu_panel(w, [], [], _tl(w))["empty"].startswith("CPU was not recorded")
+
+
 def test_wal_panel() -> None:
     w = window(n=2)
     rows = [{"interval_end": w.ends[1], "wal_bytes_per_s": 1024.0, "wal_records_per_s": 10.0,

@@ -18,7 +18,7 @@ import report_runs
 from conftest import Server, cli
 from test_bench import read_logs
 
-PANELS = ["throughput", "slowest", "waits", "io", "wal", "buffers", "os", "statements",
+PANELS = ["throughput", "slowest", "waits", "cpu", "io", "wal", "buffers", "os", "statements",
           "latency", "settings"]
 
 

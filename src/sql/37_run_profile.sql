@@ -254,6 +254,19 @@ BEGIN
 		       sum(s.active_timeout)::float8 AS timeout, sum(s.active_other)::float8 AS other,
 		       nullif(sum(s.ticks_taken), 0)::float8 AS ticks
 		  FROM chronicle.wait_sampler_run_totals(load_profile.run) s
+	), pc AS (
+		-- CPU of the server's processes (os_process_cpu): client backends
+		-- (the talk's "simple vs prepared" finding is this per transaction),
+		-- every process, and their time waiting for a CPU
+		SELECT sum(p.user_ms + p.system_ms) FILTER (WHERE p.backend_type = 'client backend') / 1000 AS backend,
+		       sum(p.user_ms + p.system_ms) / 1000 AS server,
+		       sum(p.run_delay_ms) / 1000 AS delay
+		  FROM chronicle.os_process_cpu_run_totals(load_profile.run) p
+	), oc AS (
+		-- the machine's CPU time not idle nor waiting for I/O (os_cpu)
+		SELECT (sum(c.user_ms) + sum(c.nice_ms) + sum(c.system_ms) + sum(c.irq_ms) + sum(c.softirq_ms)
+		        + sum(c.steal_ms)) / 1000 AS busy
+		  FROM chronicle.os_cpu_run_totals(load_profile.run) c
 	), app AS (
 		SELECT a.tps, a.latency_p50_ms AS p50, a.latency_p99_ms AS p99
 		  FROM chronicle.app_summary(load_profile.run) a
@@ -263,7 +276,7 @@ BEGIN
 	SELECT v.ord, v.metric, v.unit,
 	       CASE WHEN v.per_s THEN v.total / secs END AS per_second,
 	       CASE WHEN v.per_tx THEN v.total / nullif(db.c, 0) END AS per_transaction
-	  FROM db, io, wal, wt,
+	  FROM db, io, wal, wt, pc, oc,
 	       LATERAL (VALUES
 		(1, 'commits', 'transactions', db.c, true, false),
 		(2, 'rollbacks', 'transactions', db.r, true, true),
@@ -293,15 +306,19 @@ BEGIN
 		(45, 'IPC waits', 'session-seconds', wt.ipc / wt.ticks * secs, true, true),
 		(46, 'Client waits', 'session-seconds', wt.client / wt.ticks * secs, true, true),
 		(47, 'Timeout waits', 'session-seconds', wt.timeout / wt.ticks * secs, true, true),
-		(48, 'other waits', 'session-seconds', wt.other / wt.ticks * secs, true, true)
+		(48, 'other waits', 'session-seconds', wt.other / wt.ticks * secs, true, true),
+		(50, 'CPU of client backends', 'CPU-seconds', pc.backend, true, true),
+		(51, 'CPU of server processes', 'CPU-seconds', pc.server, true, true),
+		(52, 'waiting for a CPU', 'seconds', pc.delay, true, true),
+		(53, 'CPU busy (machine)', 'CPU-seconds', oc.busy, true, true)
 	       ) AS v(ord, metric, unit, total, per_s, per_tx)
 	UNION ALL
 	SELECT v.ord, v.metric, v.unit, v.per_s, v.per_tx
 	  FROM app,
 	       LATERAL (VALUES
-		(50, 'pgbench tps', 'transactions', app.tps, NULL::float8),
-		(51, 'latency p50', 'ms', NULL, app.p50),
-		(52, 'latency p99', 'ms', NULL, app.p99)
+		(60, 'pgbench tps', 'transactions', app.tps, NULL::float8),
+		(61, 'latency p50', 'ms', NULL, app.p50),
+		(62, 'latency p99', 'ms', NULL, app.p99)
 	       ) AS v(ord, metric, unit, per_s, per_tx)
 	       ) u
 	 ORDER BY u.ord;
@@ -309,7 +326,7 @@ END;
 $$;
 
 COMMENT ON FUNCTION chronicle.load_profile(text) IS
-	'AWR-style load profile of a run: commits, WAL, I/O, waits by class per second and per transaction (commit), pgbench tps and latency p50/p99';
+	'AWR-style load profile of a run: commits, WAL, I/O, waits by class, CPU per second and per transaction (commit), pgbench tps and latency p50/p99';
 
 -- Two load profiles side by side: ratio = B / A per transaction where both
 -- runs have it, else per second (NULL when A is 0: marked if B is not).

@@ -310,6 +310,19 @@ SKIP:
 }
 $s->quit;
 
+# The same window as a run: load_profile() reads the same CPU, per second
+# over the window's seconds.
+sql(qq{SELECT chronicle.run_label('busy', '$snap_from', '$snap_to')});
+my %lp = map { my @f = split /\|/, $_, -1; $f[0] => \@f }
+  split /\n/, sql(q{SELECT metric, per_second, per_transaction FROM chronicle.load_profile('busy')});
+my $lp_secs = sql(q{SELECT w.seconds FROM chronicle.run_window('busy') r, chronicle._window(r.run_from, r.run_to) w});
+between($lp{'CPU of client backends'}[1] * $lp_secs * 1000, $ref->{cpu}, $ref->{cpu} + $cpu_slack,
+	'load_profile: CPU of client backends, per second x seconds: the reads of /proc, within 8 ticks + 20 ms');
+cmp_ok($lp{'CPU of server processes'}[1], '>=', $lp{'CPU of client backends'}[1],
+	'load_profile: the server\'s processes include the client backends');
+cmp_ok($lp{'CPU busy (machine)'}[1] * $lp_secs * 1000, '>=', $ref->{cpu} - 2 * $tick_ms,
+	'load_profile: the machine was busy at least as long as the busy session');
+
 # --- 2. A backend that works, idles, exits: the total keeps it ---------------
 
 my $e = $node->background_psql('postgres');

@@ -1,0 +1,66 @@
+# CPU per transaction in load_profile() (os_process_cpu): the talk's
+# "additional CPU usage with simple query mode" as one number.  The same
+# select-only pgbench, once with -M simple and once with -M prepared: the
+# simple protocol parses and plans every statement, so a transaction costs
+# the client backends more CPU (the direction, at least 10 %), and
+# compare_load_profile() marks the row.  The CPU itself is checked against
+# /proc and pidstat in 052_process_cpu.pl; here each run's CPU per
+# transaction is also its CPU-seconds over the commits psql counted in
+# pg_stat_database around it (within the collector's own commits).
+use strict;
+use warnings FATAL => 'all';
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use PgChronicle::TestNode qw(pgbench_node poll_until);
+
+plan skip_all => 'no /proc/self/stat: the source reads Linux /proc'
+  unless -r '/proc/self/stat';
+
+my $node = pgbench_node('cpt', '250ms', 1);
+sub sql { return $node->safe_psql('postgres', $_[0]); }
+
+my %commits;
+for my $mode (qw(simple prepared))
+{
+	my $c0 = sql('SELECT sum(xact_commit) FROM pg_stat_database');
+	sql("SELECT chronicle.run_begin('$mode')");
+	$node->command_ok([ 'pgbench', '-n', '-S', '-M', $mode, '-c', '1', '-T', '3', 'postgres' ],
+		"pgbench -S -M $mode");
+	my $after = sql('SELECT clock_timestamp()');
+	poll_until($node, 'postgres', "SELECT count(*) > 0 FROM chronicle.snapshot WHERE ts > '$after'",
+		"a snapshot after the $mode run");
+	sql("SELECT chronicle.run_end('$mode', '$after')");
+	$commits{$mode} = sql('SELECT sum(xact_commit) FROM pg_stat_database') - $c0;
+}
+
+my %cpu = map {
+	my $m = $_;
+	$m => [ split /\|/, sql(qq{SELECT per_second, per_transaction FROM chronicle.load_profile('$m')
+	                           WHERE metric = 'CPU of client backends'}) ]
+} keys %commits;
+my %secs = map {
+	$_ => sql(qq{SELECT w.seconds FROM chronicle.run_window('$_') r, chronicle._window(r.run_from, r.run_to) w})
+} keys %commits;
+note(sprintf('%s: %.1f us of client backend CPU per transaction, %d commits', $_,
+	$cpu{$_}[1] * 1e6, $commits{$_})) for sort keys %cpu;
+
+for my $m (sort keys %cpu)
+{
+	ok($cpu{$m}[0] > 0.3, "$m: the client backends kept a CPU busy ($cpu{$m}[0] CPUs)");
+	# per transaction = the run's CPU-seconds over its commits; psql's count
+	# around the run holds a few more (psql's own, the collector's)
+	my $want = $cpu{$m}[0] * $secs{$m} / $commits{$m};
+	ok(abs($cpu{$m}[1] - $want) <= 0.05 * $want,
+		"$m: CPU per transaction is the run's CPU over the commits psql counted, within 5 % "
+		  . "($cpu{$m}[1] against $want)");
+}
+cmp_ok($cpu{simple}[1], '>', 1.1 * $cpu{prepared}[1],
+	'the simple protocol costs the client backends more CPU per transaction than prepared');
+is(sql(q{SELECT ratio > 1.1 AND marked FROM chronicle.compare_load_profile('prepared', 'simple')
+          WHERE metric = 'CPU of client backends'}),
+	't', 'compare_load_profile marks it');
+
+done_testing();
