@@ -21,8 +21,9 @@ Cell = str | float | None
 Value = float | None
 
 # chronicle.marks(): a mark made by a script (chronicle.mark), a
-# checkpoint's start or end, a recording that starts (restart or gap)
-MarkKind = Literal["mark", "checkpoint_start", "checkpoint_end", "recording_start"]
+# checkpoint's start or end, a recording that starts (restart or gap), an
+# interval twice as long as the window's median (the collector was late)
+MarkKind = Literal["mark", "checkpoint_start", "checkpoint_end", "recording_start", "long_interval"]
 
 
 class Mark(TypedDict):

@@ -182,7 +182,7 @@ def marks_of(rows: Iterable[Row]) -> list[Mark]:
 
 
 MARK_KINDS = {"mark": "mark", "checkpoint_start": "checkpoint start", "checkpoint_end": "checkpoint end",
-              "recording_start": "recording starts"}
+              "recording_start": "recording starts", "long_interval": "long interval"}
 
 
 def with_marks(ps: Iterable[Panel], marks: list[Mark]) -> None:
@@ -250,7 +250,9 @@ def throughput_panel(w: Window, app: list[Row], tl: Timeline) -> Panel:
                "(chronicle.timeline). Vertical lines on every time chart: the window's events "
                "(chronicle.marks, listed below): marks made with chronicle.mark or pg-chronicle "
                "mark (purple, their text on hover), checkpoint starts (dashed) and ends, "
-               "recordings that start after a restart or a gap (dotted).", charts)
+               "recordings that start after a restart or a gap (dotted red), intervals more than "
+               "twice the window's median (the collector was late: dash-dot orange; the chart "
+               "knows nothing finer there).", charts)
     p["note"] = note
     return p
 

@@ -49,6 +49,7 @@ MARK_STYLE: dict[str, tuple[str, str, float]] = {
     "checkpoint_start": ("#555555", "--", 0.7),
     "checkpoint_end": ("#111111", "-", 0.7),
     "recording_start": ("#aa1414", ":", 0.9),
+    "long_interval": ("#e6780a", "-.", 0.9),
 }
 
 def _plain(v: object) -> str:

@@ -98,6 +98,10 @@ COMMENT ON FUNCTION chronicle.mark_delete(integer) IS
 --   recording_start   the first snapshot of a recording (a segment): the
 --                     server or the collector started, or recording resumed
 --                     after a gap; nothing is known of the time before it
+--   long_interval     an interval more than twice as long as the window's
+--                     median: the collector was late (a stall of its own, or
+--                     a machine too busy to run it), and a chart draws it as
+--                     one straight segment where it knows nothing finer
 -- ts is the mark's time, or the end of the interval the event is counted in.
 CREATE FUNCTION chronicle.marks(from_ts timestamptz, to_ts timestamptz)
 RETURNS TABLE (ts timestamptz, kind text, event text, owner text, mark_id integer)
@@ -107,7 +111,11 @@ AS $$
 BEGIN
 	PERFORM chronicle._check_range(from_ts, to_ts, 'chronicle.marks');
 	RETURN QUERY
-	WITH c AS MATERIALIZED (
+	WITH i AS MATERIALIZED (
+		SELECT v.interval_end, v.seconds FROM chronicle.intervals(from_ts, to_ts) v
+	), med AS (
+		SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY i.seconds) AS s FROM i
+	), c AS MATERIALIZED (
 		SELECT d.interval_end, coalesce(d.num_timed, 0) + coalesce(d.num_requested, 0) AS started,
 		       d.num_requested, d.num_done
 		  FROM chronicle.checkpointer_deltas(from_ts, to_ts) d
@@ -130,6 +138,12 @@ BEGIN
 	               NULL, NULL
 	          FROM c WHERE c.num_done > 0
 	        UNION ALL
+	        SELECT i.interval_end, 'long_interval',
+	               format('long interval: %s s (the window''s median is %s s): the collector was late',
+	                      round(i.seconds::numeric, 2), round(med.s::numeric, 2)),
+	               NULL, NULL
+	          FROM i, med WHERE i.seconds > 2 * med.s
+	        UNION ALL
 	        SELECT s.ts, 'recording_start', 'recording starts (after a restart or a gap)', NULL, NULL
 	          FROM chronicle.snapshot s
 	         WHERE s.ts = s.segment AND s.ts > from_ts AND s.ts <= to_ts) e
@@ -138,7 +152,7 @@ END;
 $$;
 
 COMMENT ON FUNCTION chronicle.marks(timestamptz, timestamptz) IS
-	'The events of a window in time order: marks made with chronicle.mark(), checkpoint starts and ends, recordings that start';
+	'The events of a window in time order: marks made with chronicle.mark(), checkpoint starts and ends, recordings that start, intervals twice as long as the median';
 
 CREATE FUNCTION chronicle.run_marks(run text)
 RETURNS TABLE (ts timestamptz, kind text, event text, owner text, mark_id integer)
