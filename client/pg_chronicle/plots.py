@@ -22,7 +22,7 @@ import matplotlib.dates as mdates
 import matplotlib.pyplot as plt
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter
+from matplotlib.ticker import FuncFormatter, MultipleLocator
 
 from pg_chronicle.model import Cell, Chart, Meta, Panel, Value
 from pg_chronicle.text import visible
@@ -51,6 +51,14 @@ MARK_STYLE: dict[str, tuple[str, str, float]] = {
     "recording_start": ("#aa1414", ":", 0.9),
     "long_interval": ("#e6780a", "-.", 0.9),
 }
+
+def byte_step(lo: float, hi: float, ticks: int = 5) -> float:
+    """The tick step of a byte axis from lo to hi: a power of two (so that
+    the labels, in units of 1024, read 4 MB, 8 MB, 16 MB and not 4.77, 9.54,
+    19.1), about `ticks` ticks over the range."""
+    span = max(hi - lo, 1.0)
+    return float(2 ** max(0, math.ceil(math.log2(span / ticks))))
+
 
 def _plain(v: object) -> str:
     """A string as a picture shows it, for every text of a picture: control
@@ -171,6 +179,8 @@ def _draw_chart(ax: Axes, chart: Chart, meta: Meta) -> None:
         ax.set_yscale("log")
     else:
         ax.yaxis.set_major_formatter(_fmt(chart["unit"]))
+        if chart["unit"] in ("bytes/s", "bytes"):
+            ax.yaxis.set_major_locator(MultipleLocator(byte_step(*ax.get_ylim())))
     if chart.get("log_x"):
         ax.set_xscale("log")
         ax.set_xlabel(f"latency ({chart.get('x_unit', 'ms')})")

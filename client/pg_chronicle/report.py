@@ -230,10 +230,13 @@ def _merge(pa: list[Panel], pb: list[Panel], a: Window, b: Window, conn: Conn) -
     return out
 
 
-HEADLINE = [("tps", "tps", "{:.0f}"), ("latency_p50_ms", "p50", "{:.2f} ms"),
-            ("latency_p99_ms", "p99", "{:.2f} ms"), ("commits_per_s", "commits/s", "{:.0f}"),
-            ("wal_bytes_per_commit", "WAL/commit", "{:.0f} B"),
-            ("wal_fpi_per_commit", "FPI/commit", "{:.2f}"), ("hit_ratio", "hit ratio", "{:.2%}"),
+# Latencies are whole microseconds: shown to the microsecond, never rounded
+# (1.555 ms is 1555 us, not 1.55).  WAL per commit is per commit of the
+# server (every database), not per pgbench transaction as bench's summary.
+HEADLINE = [("tps", "tps", "{:.0f}"), ("latency_p50_ms", "p50", "{:.3f} ms"),
+            ("latency_p99_ms", "p99", "{:.3f} ms"), ("commits_per_s", "commits/s", "{:.0f}"),
+            ("wal_bytes_per_commit", "WAL/server commit", "{:.0f} B"),
+            ("wal_fpi_per_commit", "FPI/server commit", "{:.2f}"), ("hit_ratio", "hit ratio", "{:.2%}"),
             ("active_processes", "active sessions", "{:.2f}"), ("checkpoints", "checkpoints", "{:.0f}"),
             ("wait_coverage", "sampler coverage", "{:.1%}")]
 

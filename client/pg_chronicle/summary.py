@@ -123,7 +123,8 @@ def format_summary(s: RunSummary) -> str:
                          "(aggregate log: no percentiles)")
     else:
         lines.append("  pgbench     no log loaded")
-    per = "transaction" if s.transactions > 0 else "commit"
+    # per pgbench transaction with a log, else per commit of the server
+    per = "pgbench transaction" if s.transactions > 0 else "server commit"
     lines.append(f"  server      {text.num(g('commits_per_s'))} commits/s, "
                  f"hit ratio {text.pct(g('hit_ratio'))}, {_count(g('checkpoints'))} checkpoints")
     lines.append(f"  WAL         {text.nbytes(s.wal_bytes_per_transaction)} per {per}, "

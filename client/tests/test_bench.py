@@ -106,7 +106,7 @@ def test_bench_summary_matches_the_logs(server: Server, two_runs: tuple[BenchRun
         assert f"p50 {summary.ms(ref.percentile_ms(0.5))}" in out
         assert f"p99 {summary.ms(ref.percentile_ms(0.99))}" in out
         assert f"max {summary.ms(max(ref.latencies_us) / 1000.0)}" in out
-        assert "WAL " in out and "per transaction" in out
+        assert "WAL " in out and "per pgbench transaction" in out
         assert "top waits" in out
         # meta: the command line, the clients, the scale, --meta
         assert meta["clients"] == (2 if run.label == "t-a" else 4)
@@ -254,7 +254,7 @@ def test_summary_of_a_run_without_a_pgbench_log(server: Server) -> None:
     assert s.wal_bytes_per_transaction == s.server["wal_bytes_per_commit"]
     assert s.wal_bytes_per_transaction is not None and s.wal_bytes_per_transaction > 0
     out = summary.format_summary(s)
-    assert "no log loaded" in out and "per commit" in out
+    assert "no log loaded" in out and "per server commit" in out
 
 
 def test_bench_with_report(server: Server, two_runs: tuple[BenchRun, BenchRun],

@@ -133,7 +133,8 @@ def test_format_summary() -> None:
     assert lines[2] == "  latency     p50 1.34 ms, p99 4.21 ms, max 13.8 ms (mean 1.46 ms)"
     assert lines[3] == "  server      2,735 commits/s, hit ratio 96.1 %, 0 checkpoints"
     # 59,200 / 8,196 = 7.22 B; 7,400 / 8,196 = 0.903 images; 16,000 B/s = 15.6 kB/s
-    assert lines[4] == ("  WAL         7.22 B per transaction, 0.903 full-page images per transaction, "
+    assert lines[4] == ("  WAL         7.22 B per pgbench transaction, 0.903 full-page images per pgbench "
+                        "transaction, "
                         "15.6 kB/s")
     assert lines[5] == ("  I/O         read 20.1 MB/s, write 0 B/s (checkpointer 0 B/s, backends 0 B/s), "
                         "extend 336 kB/s, 0 fsyncs/s")
@@ -147,7 +148,7 @@ def test_format_summary_without_log_aggregates_and_failures() -> None:
     lines = summary.format_summary(run_summary(transactions=0, waits=[], ended=None)).splitlines()
     assert lines[0].endswith(".. (open) (3.7 s)")
     assert lines[1] == "  pgbench     no log loaded"
-    assert "per commit" in lines[3] and lines[-1] == "  top waits   no active session sampled"
+    assert "per server commit" in lines[3] and lines[-1] == "  top waits   no active session sampled"
     lines = summary.format_summary(run_summary(basis="aggregates", failures=3, skipped=1200)).splitlines()
     assert lines[1] == "  pgbench     8,196 transactions, 2,731 tps, 3 failed, 1,200 skipped"
     assert lines[2] == "  latency     mean 1.46 ms, max 13.8 ms (aggregate log: no percentiles)"
@@ -672,12 +673,22 @@ def test_settings_flatten_and_formatting() -> None:
 # ---------------------------------------------------------------------------
 # report: the header, the comparison's merge
 
+def test_byte_axis_ticks_at_powers_of_two() -> None:
+    # 0 .. 20 MB: steps of 4 MB (2^22), labelled 4.0 MB, 8.0 MB, ...; never below a byte
+    assert plots.byte_step(0, 20e6) == 2 ** 22
+    assert plots._fmt("bytes/s")(3 * 2 ** 22) == "12.0 MB/s"
+    assert plots.byte_step(0, 3) == 1.0 and plots.byte_step(5, 5) == 1.0
+
+
 def test_headline_rows() -> None:
     assert report.headline_rows({"hit_ratio": 0.961234, "tps": 2731.4, "latency_p50_ms": None,
                                  "wal_bytes_per_commit": 7925.6, "wait_coverage": 0.9987,
                                  "other": 1.0}) == \
-        [["tps", "2731"], ["WAL/commit", "7926 B"], ["hit ratio", "96.12%"],
+        [["tps", "2731"], ["WAL/server commit", "7926 B"], ["hit ratio", "96.12%"],
          ["sampler coverage", "99.9%"]]
+    # latencies to the microsecond they are measured in: 1555 us is not 1.55 ms
+    assert report.headline_rows({"latency_p99_ms": 1.555, "latency_p50_ms": 0.001}) == \
+        [["p50", "0.001 ms"], ["p99", "1.555 ms"]]
 
 
 def _chart(w: panels.Window, values: list[float | None], label: str = "s") -> Chart:

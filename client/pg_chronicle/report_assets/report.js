@@ -129,6 +129,10 @@ function marksPlugin(chart) {
   } };
 }
 
+// the tick steps of a byte axis: 1, 2, 4, ... bytes up to 2^60
+var BYTE_INCRS = [];
+for (var bi = 0; bi <= 60; bi++) BYTE_INCRS.push(Math.pow(2, bi));
+
 // how each kind of mark is drawn (chronicle.marks)
 var MARK_STYLE = {
   mark: {color: 'rgba(128,60,170,0.95)', width: 1.5, dash: []},
@@ -200,7 +204,9 @@ function makeChart(container, chart, width) {
       {label: chart.kind === 'time' ? (M.vs ? 'seconds since run start' : null) : 'latency (ms, log)',
        values: chart.kind === 'time' ? (M.vs ? function (u, vals) { return vals.map(function (v) { return v + ' s'; }); } : utcTicks)
                                      : function (u, vals) { return vals.map(function (v) { return si(v); }); }},
-      {size: 84, values: function (u, vals) { return vals.map(function (v) { return si(v, chart.unit); }); }}
+      {size: 84, values: function (u, vals) { return vals.map(function (v) { return si(v, chart.unit); }); },
+       // bytes tick at powers of two, as their labels count in units of 1024
+       incrs: chart.unit === 'bytes' || chart.unit === 'bytes/s' ? BYTE_INCRS : undefined}
     ]
   };
   if (!M.vs && chart.kind === 'time') opts.tzDate = function (ts) { return uPlot.tzDate(new Date(ts * 1e3), 'Etc/UTC'); };
