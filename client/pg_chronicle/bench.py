@@ -322,7 +322,11 @@ def _logdir(keep_logs: pathlib.Path | None) -> tuple[pathlib.Path, tempfile.Temp
     return keep_logs, None
 
 
-def main(conninfo: str | None, args: argparse.Namespace, pgbench_args: list[str]) -> int:
+def main(conninfo: str | None, args: argparse.Namespace, pgbench_args: list[str],
+         extra_meta: dict[str, Any] | None = None) -> int:
+    """Records the run (or the trials) args and pgbench_args say; its exit
+    code.  extra_meta: keys put into the run's meta last, over bench's own
+    and --meta's (pg-chronicle sweep's tool, sweep, sweep_var, sweep_value)."""
     check_args(pgbench_args)
     n: int | None = getattr(args, "trials", None)
     if n is not None and n < 1:
@@ -344,6 +348,7 @@ def main(conninfo: str | None, args: argparse.Namespace, pgbench_args: list[str]
             meta["scale"] = sc
         for k, v in args.meta:
             meta[k] = v
+        meta.update(extra_meta or {})
     keep: list[pathlib.Path | None] = [None] * len(labels)
     if args.keep_logs is not None:
         keep = [args.keep_logs / str(k) for k in range(1, len(labels) + 1)] \

@@ -1,4 +1,5 @@
-"""The pg-chronicle command line: bench, report, runs, compare, mark.
+"""The pg-chronicle command line: bench, report, runs, compare, mark, sweep,
+sweep-report.
 
     pg-chronicle [-d CONNINFO] COMMAND ...
 
@@ -86,6 +87,44 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("a", metavar="A")
     c.add_argument("b", metavar="B")
 
+    s = sub.add_parser(
+        "sweep", parents=[common],
+        help="one recorded pgbench run per value of --clients or --rate, and the curve",
+        usage="pg-chronicle sweep --label NAME (--clients LIST | --rate LIST) [options] "
+              "-- PGBENCH_ARGUMENTS...",
+        description="Records one run per value, in the order given, each as bench records "
+                    "one, labelled NAME@clients=V (NAME@rate=V; with --trials N, NAME@clients=V#1 "
+                    ".. #N): pgbench gets -c V (and -j min(V, CPUs) unless the arguments have a "
+                    "-j), or -R V, before the arguments after --.  Then prints tps, latency p50 "
+                    "and p99 and the average active sessions by wait class per value; with -o "
+                    "DIR also draws them (DIR/sweep.png, sweep.svg, index.html).")
+    s.add_argument("--label", "-l", required=True, metavar="NAME",
+                   help="the sweep's name (without '@' or '#')")
+    var = s.add_mutually_exclusive_group(required=True)
+    var.add_argument("--clients", metavar="LIST", help="pgbench's -c of each point, e.g. 1,2,4,8,16")
+    var.add_argument("--rate", metavar="LIST",
+                     help="pgbench's -R (transactions per second) of each point, e.g. 100,200,400")
+    s.add_argument("--trials", type=int, metavar="N",
+                   help="record N runs per point (NAME@clients=V#1 .. #N); its numbers are the "
+                        "medians of its trials")
+    s.add_argument("--meta", action="append", type=_meta_pair, default=[], metavar="KEY=VALUE",
+                   help="metadata stored with every run (repeatable)")
+    s.add_argument("--vs", metavar="OTHER_SWEEP",
+                   help="overlay this earlier sweep (of the same variable) in the pictures")
+    s.add_argument("-o", "--output", type=pathlib.Path, metavar="DIR",
+                   help="also write DIR/sweep.png, DIR/sweep.svg and DIR/index.html")
+    s.add_argument("--pgbench", metavar="PATH", default=None,
+                   help="pgbench to run (default: $PGBENCH, else pgbench in PATH)")
+
+    sr = sub.add_parser("sweep-report", parents=[common],
+                        help="print and draw a recorded sweep (without running anything)",
+                        description="Prints the table of sweep NAME as sweep prints it and writes "
+                                    "DIR/sweep.png, sweep.svg and index.html.")
+    sr.add_argument("name", metavar="NAME")
+    sr.add_argument("--vs", metavar="OTHER_SWEEP", help="overlay this sweep (of the same variable)")
+    sr.add_argument("-o", "--output", type=pathlib.Path, metavar="DIR",
+                    help="output folder (default: ./sweep-NAME)")
+
     m = sub.add_parser("mark", parents=[common], help="record an event, drawn on every time chart",
                        description="Records EVENT (chronicle.mark) now, or at --at; prints the "
                                    "mark's id and time.  The report draws it on every time chart "
@@ -122,13 +161,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     own, pgbench_args = _split_pgbench(sys.argv[1:] if argv is None else argv)
     args = _parser().parse_args(own)
     conninfo: str | None = getattr(args, "dbname", None)
-    if pgbench_args and args.command != "bench":
-        echo("pg-chronicle: '--' and arguments after it belong to bench only", file=sys.stderr)
+    if pgbench_args and args.command not in ("bench", "sweep"):
+        echo("pg-chronicle: '--' and arguments after it belong to bench and sweep only",
+             file=sys.stderr)
         return EXIT_ERROR
     try:
         if args.command == "bench":
             from pg_chronicle import bench
             return bench.main(conninfo, args, pgbench_args)
+        if args.command == "sweep":
+            from pg_chronicle import sweep
+            return sweep.main(conninfo, args, pgbench_args)
+        if args.command == "sweep-report":
+            from pg_chronicle import sweep
+            sweep.show(conninfo, args.name, args.vs, args.output or sweep.default_dir(args.name))
+            return 0
         if args.command == "report":
             out = args.output or _report_dir(args.run)
             path = _report(conninfo, args.run, args.vs, args.from_ts, args.to_ts, out)

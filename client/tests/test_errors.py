@@ -80,7 +80,7 @@ def test_bench_bad_input(server: Server, one_run: str) -> None:
     assert_clean_error(cli(server, "bench", "--", "-i"), "pgbench -i")
     assert_clean_error(cli(server, "bench", "--pgbench", "/nonexistent/pgbench", "--", "-T", "1"),
                        "not an executable")
-    assert_clean_error(cli(server, "runs", "--", "-T", "1"), "bench only")
+    assert_clean_error(cli(server, "runs", "--", "-T", "1"), "bench and sweep only")
     assert no_open_run(server)
 
 

@@ -404,7 +404,8 @@ def test_split_pgbench_and_meta() -> None:
 
 def test_cli_refuses_pgbench_arguments_elsewhere(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["runs", "--", "-c", "4"]) == 2
-    assert capsys.readouterr().err == "pg-chronicle: '--' and arguments after it belong to bench only\n"
+    assert capsys.readouterr().err == \
+        "pg-chronicle: '--' and arguments after it belong to bench and sweep only\n"
 
 
 def test_cli_version(capsys: pytest.CaptureFixture[str]) -> None:
