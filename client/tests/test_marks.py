@@ -7,8 +7,15 @@ from __future__ import annotations
 import pathlib
 from datetime import timedelta
 
+import pytest
+
 from conftest import Server, cli
 from report_runs import UNTRUSTED, page_json, report_data
+
+# What this checks does not depend on the server's version (chronicle.mark()
+# is tested on every version by the regression test marks): tools/test.sh
+# runs it against the newest one only.
+pytestmark = pytest.mark.one_version
 
 EVENT = "COPY started " + UNTRUSTED
 

@@ -27,6 +27,10 @@ from pg_chronicle.db import ClientError
 
 from conftest import Server, cli
 
+# What this checks does not depend on the server's version: tools/test.sh
+# runs it against the newest one only.
+pytestmark = pytest.mark.one_version
+
 PGBENCH = ["-T", "2", "-S", "-n"]
 CPUS = os.cpu_count() or 1
 
