@@ -22,8 +22,10 @@ Value = float | None
 
 # chronicle.marks(): a mark made by a script (chronicle.mark), a
 # checkpoint's start or end, a recording that starts (restart or gap), an
-# interval twice as long as the window's median (the collector was late)
-MarkKind = Literal["mark", "checkpoint_start", "checkpoint_end", "recording_start", "long_interval"]
+# interval twice as long as the window's median (the collector was late), a
+# stall (no pgbench transaction ended while the run was active)
+MarkKind = Literal["mark", "checkpoint_start", "checkpoint_end", "recording_start", "long_interval",
+                   "stall"]
 
 
 class Mark(TypedDict):

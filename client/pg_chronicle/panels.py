@@ -182,7 +182,7 @@ def marks_of(rows: Iterable[Row]) -> list[Mark]:
 
 
 MARK_KINDS = {"mark": "mark", "checkpoint_start": "checkpoint start", "checkpoint_end": "checkpoint end",
-              "recording_start": "recording starts", "long_interval": "long interval"}
+              "recording_start": "recording starts", "long_interval": "long interval", "stall": "stall"}
 
 
 def with_marks(ps: Iterable[Panel], marks: list[Mark]) -> None:
@@ -254,7 +254,8 @@ def throughput_panel(w: Window, app: list[Row], tl: Timeline) -> Panel:
                "mark (purple, their text on hover), checkpoint starts (dashed) and ends, "
                "recordings that start after a restart or a gap (dotted red), intervals more than "
                "twice the window's median (the collector was late: dash-dot orange; the chart "
-               "knows nothing finer there).", charts)
+               "knows nothing finer there), stalls: intervals in which no pgbench transaction "
+               "ended while the run was active (thick red).", charts)
     p["note"] = note
     return p
 

@@ -50,6 +50,7 @@ MARK_STYLE: dict[str, tuple[str, str, float]] = {
     "checkpoint_end": ("#111111", "-", 0.7),
     "recording_start": ("#aa1414", ":", 0.9),
     "long_interval": ("#e6780a", "-.", 0.9),
+    "stall": ("#d62728", "-", 2.0),
 }
 
 def byte_step(lo: float, hi: float, ticks: int = 5) -> float:

@@ -89,6 +89,56 @@ $$;
 COMMENT ON FUNCTION chronicle.mark_delete(integer) IS
 	'Deletes a mark (the role that made it, a member of that role or a superuser)';
 
+-- The stalls of the window: snapshot intervals in which no pgbench
+-- transaction of a run ended while that run was active (it had
+-- transactions ending at or before the interval's start and after its
+-- end), one row per run and interval.  From per-transaction logs only (an
+-- aggregate log says too little).  A stall is the benchmark standing still:
+-- a lock, a checkpoint's fsync, a client that could not send.
+CREATE FUNCTION chronicle.app_stalls(from_ts timestamptz, to_ts timestamptz)
+RETURNS TABLE (interval_start timestamptz, interval_end timestamptz, seconds float8, run_label text)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	PERFORM chronicle._check_range(from_ts, to_ts, 'chronicle.app_stalls');
+	RETURN QUERY
+	WITH r AS MATERIALIZED (
+		-- the runs with transactions in the window: their first and last
+		-- (two probes of the index on (run_id, ts) a run)
+		SELECT ru.run_id, ru.label, f.ts AS t_first, l.ts AS t_last
+		  FROM chronicle.run ru
+		 CROSS JOIN LATERAL (SELECT a.ts FROM chronicle.app_transaction a
+		                      WHERE a.run_id = ru.run_id ORDER BY a.ts LIMIT 1) f
+		 CROSS JOIN LATERAL (SELECT a.ts FROM chronicle.app_transaction a
+		                      WHERE a.run_id = ru.run_id ORDER BY a.ts DESC LIMIT 1) l
+		 WHERE f.ts < to_ts AND l.ts > from_ts
+	)
+	SELECT i.interval_start, i.interval_end, i.seconds, r.label
+	  FROM chronicle.intervals(from_ts, to_ts) i
+	  JOIN r ON r.t_first <= i.interval_start AND r.t_last > i.interval_end
+	 WHERE NOT EXISTS (SELECT FROM chronicle.app_transaction a
+	                    WHERE a.run_id = r.run_id AND a.ts > i.interval_start AND a.ts <= i.interval_end)
+	 ORDER BY i.interval_end, r.label;
+END;
+$$;
+
+COMMENT ON FUNCTION chronicle.app_stalls(timestamptz, timestamptz) IS
+	'Snapshot intervals in which no pgbench transaction of a run ended while the run was active';
+
+CREATE FUNCTION chronicle.run_stalls(run text)
+RETURNS TABLE (interval_start timestamptz, interval_end timestamptz, seconds float8, run_label text)
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+	SELECT s.* FROM chronicle.run_window(run_stalls.run) w,
+	       chronicle.app_stalls(w.run_from, w.run_to) s
+	 WHERE s.run_label = run_stalls.run
+$$;
+
+COMMENT ON FUNCTION chronicle.run_stalls(text) IS
+	'chronicle.app_stalls() of a run''s window and of that run';
+
 -- The events of the window (from, to], oldest first:
 --   mark              chronicle.mark(): its event, the role that made it, its id
 --   checkpoint_start  an interval in which a checkpoint started (timed or
@@ -98,6 +148,8 @@ COMMENT ON FUNCTION chronicle.mark_delete(integer) IS
 --   recording_start   the first snapshot of a recording (a segment): the
 --                     server or the collector started, or recording resumed
 --                     after a gap; nothing is known of the time before it
+--   stall             an interval in which no pgbench transaction of a run
+--                     ended while the run was active (app_stalls())
 --   long_interval     an interval more than twice as long as the window's
 --                     median: the collector was late (a stall of its own, or
 --                     a machine too busy to run it), and a chart draws it as
@@ -144,6 +196,12 @@ BEGIN
 	               NULL, NULL
 	          FROM i, med WHERE i.seconds > 2 * med.s
 	        UNION ALL
+	        SELECT st.interval_end, 'stall',
+	               format('stall: no pgbench transaction of run "%s" ended in %s s', st.run_label,
+	                      round(st.seconds::numeric, 2)),
+	               NULL, NULL
+	          FROM chronicle.app_stalls(from_ts, to_ts) st
+	        UNION ALL
 	        SELECT s.ts, 'recording_start', 'recording starts (after a restart or a gap)', NULL, NULL
 	          FROM chronicle.snapshot s
 	         WHERE s.ts = s.segment AND s.ts > from_ts AND s.ts <= to_ts) e
@@ -170,6 +228,10 @@ REVOKE ALL ON FUNCTION chronicle.mark(text, timestamptz) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle.mark_delete(integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle.marks(timestamptz, timestamptz) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle.run_marks(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle.app_stalls(timestamptz, timestamptz) FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle.run_stalls(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION chronicle.app_stalls(timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;
+GRANT EXECUTE ON FUNCTION chronicle.run_stalls(text) TO pg_monitor, pg_read_all_stats;
 GRANT EXECUTE ON FUNCTION chronicle.mark(text, timestamptz) TO pg_monitor;
 GRANT EXECUTE ON FUNCTION chronicle.mark_delete(integer) TO pg_monitor;
 GRANT EXECUTE ON FUNCTION chronicle.marks(timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;

@@ -139,7 +139,8 @@ var MARK_STYLE = {
   checkpoint_start: {color: 'rgba(90,90,90,0.55)', width: 1, dash: [4, 3]},
   checkpoint_end: {color: 'rgba(30,30,30,0.85)', width: 1, dash: []},
   recording_start: {color: 'rgba(170,20,20,0.9)', width: 1, dash: [1, 3]},
-  long_interval: {color: 'rgba(230,120,10,0.9)', width: 1, dash: [6, 2, 1, 2]}
+  long_interval: {color: 'rgba(230,120,10,0.9)', width: 1, dash: [6, 2, 1, 2]},
+  stall: {color: 'rgba(214,39,40,0.85)', width: 3, dash: []}
 };
 
 function stack(data) {
