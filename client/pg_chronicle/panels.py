@@ -758,6 +758,36 @@ def flatten(obj: Any, prefix: str = "") -> list[tuple[str, str]]:
 # ---------------------------------------------------------------------------
 # Comparison tables
 
+def profile(conn: Conn, w: Window) -> Panel:
+    """The run's load profile (chronicle.load_profile): every metric per
+    second and per transaction (commit), the cost of one transaction in WAL,
+    I/O, waits and CPU.  Over the run's whole window, which the note says
+    when the report's window is narrower."""
+    if not _has_function(conn, "chronicle.load_profile"):
+        return _panel("profile", "Load profile", "",
+                      empty="This server's pg_chronicle has no load_profile().")
+    rows = _rows(conn, "SELECT metric, unit, per_second, per_transaction FROM chronicle.load_profile(%s)",
+                 (w.run,))
+    bounds = _rows(conn, "SELECT run_from, run_to FROM chronicle.run_window(%s)", (w.run,))
+    note = None
+    if bounds and (bounds[0]["run_from"], bounds[0]["run_to"]) != (w.from_ts, w.to_ts):
+        note = "Over the run's whole window, not the report's narrower one (--from/--to)."
+    table: Table = {"id": "profile.load", "title": "Per second and per transaction",
+                    "columns": ["metric", "unit", "per second", "per transaction"],
+                    "rows": [[r["metric"], r["unit"], _g(r["per_second"]), _g(r["per_transaction"])]
+                             for r in rows
+                             if r["per_second"] is not None or r["per_transaction"] is not None],
+                    "marked": [], "note": note}
+    return _panel("profile", "Load profile",
+                  "What the run did per second and what one transaction cost "
+                  "(chronicle.load_profile: per transaction is per commit of pg_stat_database, so "
+                  "that runs without a pgbench log compare too): WAL bytes, records and full-page "
+                  "images, reads, writes, extends and fsyncs, buffer hits, session-seconds by wait "
+                  "class, CPU of the client backends and of every server process; pgbench's tps "
+                  "and latency. A comparison (--vs) shows both runs side by side with B/A.",
+                  tables=[table])
+
+
 def compare_tables(conn: Conn, a: Window, b: Window) -> Panel:
     """Load profile (compare_load_profile), differing settings (compare_settings)
     and environment (compare_environment) of two runs."""

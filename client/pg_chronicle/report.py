@@ -89,8 +89,8 @@ def _run_tasks(conn: Conn, tasks: Sequence[Task], sessions: int = SESSIONS) -> N
         raise errors[0]
 
 
-PANELS = ["throughput", "slowest", "waits", "cpu", "io", "wal", "buffers", "os", "statements",
-          "latency", "settings"]
+PANELS = ["throughput", "slowest", "profile", "waits", "cpu", "io", "wal", "buffers", "os",
+          "statements", "latency", "settings"]
 
 
 @dataclass
@@ -141,6 +141,7 @@ def collect(conn: Conn, w: Window) -> Collected:
         fetch("cpu", panels.cpu_rows),
         fetch("cpu_totals", panels.cpu_totals_rows),
         panel("buffers", lambda c: panels.buffers(c, w)),
+        panel("profile", lambda c: panels.profile(c, w)),
         panel("os", lambda c: panels.os_panel(c, w)),
         panel("statements", lambda c: panels.statements(c, w)),
         fetch("wal", panels.wal_rows),
@@ -206,6 +207,8 @@ def _merge(pa: list[Panel], pb: list[Panel], a: Window, b: Window, conn: Conn) -
     bmap = {p["id"]: p for p in pb}
     out = [panels.compare_tables(conn, a, b)]
     for p in pa:
+        if p["id"] == "profile":
+            continue            # the comparison's first panel has both, side by side
         q: Panel = bmap.get(p["id"]) or {"id": p["id"], "title": p["title"], "about": p["about"],
                                          "charts": [], "tables": [], "empty": None}
         if p["id"] == "latency":

@@ -18,7 +18,7 @@ import report_runs
 from conftest import Server, cli
 from test_bench import read_logs
 
-PANELS = ["throughput", "slowest", "waits", "cpu", "io", "wal", "buffers", "os", "statements",
+PANELS = ["throughput", "slowest", "profile", "waits", "cpu", "io", "wal", "buffers", "os", "statements",
           "latency", "settings"]
 
 
@@ -29,6 +29,17 @@ def runs(server: Server, tmp_path_factory: pytest.TempPathFactory) -> report_run
 
 def _has_slowest(server: Server) -> bool:
     return server.psql("SELECT to_regproc('chronicle.slowest_intervals') IS NOT NULL") == "t"
+
+
+def test_profile_panel_is_the_load_profile(server: Server, runs: report_runs.ReportRuns) -> None:
+    data = report_runs.report_data(runs.report_a / "index.html")
+    (t,) = [t for p in data["panels"] if p["id"] == "profile" for t in p["tables"]]
+    want = server.psql(f"SELECT string_agg(metric, '|' ORDER BY ord) FROM chronicle.load_profile('{runs.a}')"
+                       " WITH ORDINALITY AS l(metric, unit, s, t, ord) WHERE s IS NOT NULL OR t IS NOT NULL")
+    assert [r[0] for r in t["rows"]] == want.split("|")
+    assert t["note"] is None        # the report's window is the run's
+    row = {r[0]: r for r in t["rows"]}["CPU of client backends"]
+    assert row[2] is not None and row[2] > 0 and row[3] is not None and row[3] > 0
 
 
 def test_every_panel_has_data(server: Server, runs: report_runs.ReportRuns) -> None:
