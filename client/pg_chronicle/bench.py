@@ -322,6 +322,15 @@ def _logdir(keep_logs: pathlib.Path | None) -> tuple[pathlib.Path, tempfile.Temp
     return keep_logs, None
 
 
+def connection(conn: psycopg.Connection[Any]) -> dict[str, Any]:
+    """How the client reached the server (pgbench connects the same way):
+    host or socket folder, port, TLS in use.  Two runs that differ only in
+    the network path differ here, where no setting does."""
+    host = conn.info.host
+    return {"host": host, "port": conn.info.port, "unix_socket": host.startswith("/"),
+            "tls": bool(conn.pgconn.ssl_in_use)}
+
+
 def main(conninfo: str | None, args: argparse.Namespace, pgbench_args: list[str],
          extra_meta: dict[str, Any] | None = None) -> int:
     """Records the run (or the trials) args and pgbench_args say; its exit
@@ -346,6 +355,7 @@ def main(conninfo: str | None, args: argparse.Namespace, pgbench_args: list[str]
         sc = scale(conn)
         if sc is not None:
             meta["scale"] = sc
+        meta["connection"] = connection(conn)
         for k, v in args.meta:
             meta[k] = v
         meta.update(extra_meta or {})

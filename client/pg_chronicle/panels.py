@@ -824,10 +824,23 @@ def compare_tables(conn: Conn, a: Window, b: Window) -> Panel:
                        "columns": ["name", "A", "B"],
                        "rows": [[r["name"], _fmt(r["value_a"]), _fmt(r["value_b"])] for r in rows],
                        "marked": [], "note": None if rows else "No difference in the environment."})
+    tables.append(meta_table(a.meta, b.meta))
     return _panel("compare", "A/B comparison",
                   "Per second and per transaction numbers of both runs with the ratio B/A "
-                  "(chronicle.compare_load_profile), the settings (chronicle.compare_settings) and "
-                  "environment (chronicle.compare_environment) that differ.", tables=tables)
+                  "(chronicle.compare_load_profile), the settings (chronicle.compare_settings), "
+                  "environment (chronicle.compare_environment) and run metadata (pgbench's "
+                  "command line, how the client connected: host, port, TLS) that differ.",
+                  tables=tables)
+
+
+def meta_table(a: dict[str, Any], b: dict[str, Any]) -> Table:
+    """The run metadata of A and B that differ, by dotted name (argv left
+    out: the pgbench command line says it)."""
+    fa, fb = dict(flatten(a)), dict(flatten(b))
+    keys = sorted(k for k in set(fa) | set(fb) if fa.get(k) != fb.get(k) and not k.startswith("argv"))
+    return {"id": "compare.meta", "title": "Run metadata that differs", "columns": ["name", "A", "B"],
+            "rows": [[k, fa.get(k), fb.get(k)] for k in keys], "marked": [],
+            "note": None if keys else "No difference in the runs' metadata."}
 
 
 def _g(v: Any) -> float | None:

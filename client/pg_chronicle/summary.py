@@ -148,7 +148,7 @@ def format_summary(s: RunSummary) -> str:
 
 
 _META_LAST = ("clients", "scale", "pgbench")   # bench's own keys, after the user's
-_META_HIDDEN = ("tool", "argv")
+_META_HIDDEN = ("tool", "argv", "connection")   # the comparison shows how runs connected
 
 
 def _meta_text(meta: dict[str, Any], width: int = 80) -> str:

@@ -113,6 +113,9 @@ def test_bench_summary_matches_the_logs(server: Server, two_runs: tuple[BenchRun
         assert meta["scale"] == 1
         assert meta["purpose"] == "test"
         assert meta["pgbench"].startswith("pgbench -c ")
+        # how it connected: the test server's socket folder, no TLS
+        assert meta["connection"] == {"host": str(server.sockdir), "port": server.port,
+                                      "unix_socket": True, "tls": False}
 
 
 def test_bench_wal_per_transaction(server: Server, two_runs: tuple[BenchRun, BenchRun]) -> None:

@@ -681,6 +681,16 @@ def test_byte_axis_ticks_at_powers_of_two() -> None:
     assert plots.byte_step(0, 3) == 1.0 and plots.byte_step(5, 5) == 1.0
 
 
+def test_meta_table() -> None:
+    a = {"clients": 4, "argv": ["-c", "4"], "connection": {"host": "/tmp", "port": 5432, "tls": False}}
+    b = {"clients": 4, "argv": ["-c", "8"], "connection": {"host": "db1", "port": 5432, "tls": True},
+         "note": "<b>x</b>"}
+    t = panels.meta_table(a, b)
+    assert t["rows"] == [["connection.host", "/tmp", "db1"], ["connection.tls", "false", "true"],
+                         ["note", None, "<b>x</b>"]]
+    assert panels.meta_table(a, a)["rows"] == [] and panels.meta_table(a, a)["note"] is not None
+
+
 def test_headline_rows() -> None:
     assert report.headline_rows({"hit_ratio": 0.961234, "tps": 2731.4, "latency_p50_ms": None,
                                  "wal_bytes_per_commit": 7925.6, "wait_coverage": 0.9987,

@@ -145,6 +145,9 @@ def test_comparison(server: Server, runs: report_runs.ReportRuns) -> None:
         if r[ratio] is not None and abs(r[ratio] - 1) > 0.11:
             assert i in lp["marked"], r
     assert "compare.settings" in tables
+    # the runs' metadata that differ: the clients (2 and 4), not how they connected
+    meta = {r[0]: r[1:] for r in tables["compare.meta"]["rows"]}
+    assert meta["clients"] == ["2", "4"] and not any(k.startswith("connection.") for k in meta)
     # every time chart: A's and B's series on seconds since their start, each
     # with one point per interval of its own run (pgbench's tps: but for the
     # intervals it ran only part of, app_intervals' partial ones)
