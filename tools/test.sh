@@ -4,7 +4,8 @@
 #      (tools/check-docs.py), tools/provision-pg.sh's choice of version,
 #   1. pg_regress (sql/, expected/) on a temporary instance,
 #   2. pgTAP suites (test/pgtap/) with pg_prove on a temporary instance,
-#   3. Perl TAP tests (test/t/) with PostgreSQL::Test::Cluster,
+#   3. Perl TAP tests (test/t/) with PostgreSQL::Test::Cluster (those marked
+#      "# one_version:" against the last server only),
 #   4. the Python client (client/) with pytest against a server it starts,
 #      in a venv under ~/.cache/pg_chronicle/venv-client (pip from PyPI);
 #      the tests marked one_version against the last server only.
@@ -191,7 +192,13 @@ for cfg in "${configs[@]}"; do
 				cat "$out"
 				;;
 			tap)
-				make PG_CONFIG="$cfg" tapcheck ${PROVE_TESTS:+PROVE_TESTS="$PROVE_TESTS"} \
+				# the files marked "# one_version:" (what they check does not
+				# depend on the server's version) against the last server only
+				tests=${PROVE_TESTS:-}
+				if [ -z "$tests" ] && [ "$cfg" != "${configs[-1]}" ]; then
+					tests=$(grep -L '^# one_version:' test/t/*.pl | tr '\n' ' ')
+				fi
+				make PG_CONFIG="$cfg" tapcheck ${tests:+PROVE_TESTS="$tests"} \
 					PROVE_FLAGS="-v" >"$out" 2>&1
 				rc=$?
 				cat "$out"

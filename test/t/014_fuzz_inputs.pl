@@ -7,6 +7,9 @@
 # a SQLSTATE other than XX000, never in a crash, and must lose nothing:
 # the other sources still record, earlier loads stay.  The seed is printed;
 # PG_CHRONICLE_FUZZ_SEED and PG_CHRONICLE_FUZZ_ROUNDS repeat or extend a run.
+#
+# one_version: the parsers fuzzed are the extension's own, alike on every version:
+# tools/test.sh runs this file against the last server only.
 use strict;
 use warnings FATAL => 'all';
 use PostgreSQL::Test::Cluster;

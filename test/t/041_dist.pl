@@ -11,6 +11,9 @@
 #
 # Skips (skip_all, with the reason) where there is no git checkout (make
 # dist archives a commit) or the installation cannot be copied.
+#
+# one_version: the zip and its installation do not depend on the server's version:
+# tools/test.sh runs this file against the last server only.
 use strict;
 use warnings FATAL => 'all';
 use Cwd qw(getcwd);

@@ -22,6 +22,9 @@
 #
 # Skips (skip_all, with the reason) without make or the server's compiler,
 # or where the installation cannot be copied as one directory.
+#
+# one_version: the recipe for a source is the same on every version:
+# tools/test.sh runs this file against the last server only.
 use strict;
 use warnings FATAL => 'all';
 use Cwd qw(getcwd);
