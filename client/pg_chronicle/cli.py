@@ -10,6 +10,7 @@ environment variables.  Errors are one line on stderr and exit code 2.
 from __future__ import annotations
 
 import argparse
+import math
 import pathlib
 import sys
 from collections.abc import Sequence
@@ -75,6 +76,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="end of the window (timestamp; default: the run's end)")
     r.add_argument("-o", "--output", type=pathlib.Path, metavar="DIR",
                    help="output folder (default: ./report-RUN)")
+    r.add_argument("--latency-threshold", type=_threshold, metavar="MS", default=None,
+                   help="count the transactions slower than MS milliseconds per interval "
+                        "(default: the run's pgbench --latency-limit, if any)")
 
     sub.add_parser("runs", parents=[common], help="list the recorded runs")
 
@@ -148,13 +152,24 @@ def _report_dir(run: str) -> pathlib.Path:
     return pathlib.Path(f"report-{safe}")
 
 
+def _threshold(text: str) -> float:
+    """A latency threshold in ms: a positive finite number."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of milliseconds: {text!r}") from None
+    if not (v > 0 and math.isfinite(v)):
+        raise argparse.ArgumentTypeError(f"a threshold is a positive number of milliseconds, not {text}")
+    return v
+
+
 def _report(conninfo: str | None, run: str, vs: str | None, from_ts: str | None,
-            to_ts: str | None, outdir: pathlib.Path) -> pathlib.Path:
+            to_ts: str | None, outdir: pathlib.Path, threshold_ms: float | None = None) -> pathlib.Path:
     try:
         from pg_chronicle.report import write_checked
     except ImportError as exc:
         raise ClientError(f"the report module is not available: {exc}") from exc
-    return write_checked(conninfo, run, vs, from_ts, to_ts, outdir)
+    return write_checked(conninfo, run, vs, from_ts, to_ts, outdir, threshold_ms)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -178,7 +193,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if args.command == "report":
             out = args.output or _report_dir(args.run)
-            path = _report(conninfo, args.run, args.vs, args.from_ts, args.to_ts, out)
+            path = _report(conninfo, args.run, args.vs, args.from_ts, args.to_ts, out,
+                           args.latency_threshold)
             echo(str(path))
             return 0
         if args.command == "runs":

@@ -23,15 +23,17 @@ Value = float | None
 # chronicle.marks(): a mark made by a script (chronicle.mark), a
 # checkpoint's start or end, a recording that starts (restart or gap), an
 # interval twice as long as the window's median (the collector was late), a
-# stall (no pgbench transaction ended while the run was active)
+# stall (no pgbench transaction ended while the run was active); on the
+# latency distribution, a run's p50 and p99
 MarkKind = Literal["mark", "checkpoint_start", "checkpoint_end", "recording_start", "long_interval",
-                   "stall"]
+                   "stall", "p50", "p99"]
 
 
 class Mark(TypedDict):
     """A vertical line on every time chart: an event of the window."""
 
-    x: float            # epoch seconds (seconds since the run's start in a comparison)
+    x: float            # epoch seconds (seconds since the run's start in a comparison; ms
+                        # on a latency distribution)
     label: str
     kind: MarkKind
 
@@ -53,6 +55,8 @@ class _ChartBase(TypedDict):
     log_x: bool
     marks: list[Mark]
     x_unit: NotRequired[str]    # distribution charts: "ms"
+    x_min: NotRequired[float]   # distribution charts: the lowest bin's lower edge
+    y_max: NotRequired[float]   # a comparison's pair of stacked charts: one y scale for both
 
 
 class Chart(_ChartBase):

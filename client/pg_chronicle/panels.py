@@ -21,6 +21,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -53,13 +54,16 @@ class Window:
     environment: dict[str, Any]
     ends: list[datetime] = field(default_factory=list)
     starts: list[datetime] = field(default_factory=list)
+    # transactions slower than this are counted per interval (report
+    # --latency-threshold, else pgbench's --latency-limit of the run)
+    latency_threshold_ms: float | None = None
 
     @property
     def x(self) -> list[float]:
         return [e.timestamp() for e in self.ends]
 
 
-def _rows(conn: Conn, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+def _rows(conn: Conn, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[Row]:
     with conn.cursor(row_factory=dict_row) as cur:
         cur.execute(sql, params)
         return cur.fetchall()
@@ -220,7 +224,7 @@ def app_rows(conn: Conn, w: Window) -> list[Row]:
                  (w.from_ts, w.to_ts, w.run))
 
 
-def throughput_panel(w: Window, app: list[Row], tl: Timeline) -> Panel:
+def throughput_panel(w: Window, app: list[Row], tl: Timeline, over: list[Row] | None = None) -> Panel:
     """tps and latency p50/p99/max per interval from the pgbench log
     (app_rows), commits/s from pg_stat_database (timeline).
     tps has no point in an interval pgbench ran only part of (the run's first
@@ -241,6 +245,9 @@ def throughput_panel(w: Window, app: list[Row], tl: Timeline) -> Panel:
             ("p99", _series(w, app, "latency_p99_ms")),
             ("max", _series(w, app, "latency_max_ms")),
         ], log_y=True))
+        oc = over_chart(w, over or [])
+        if oc is not None:
+            charts.append(oc)
     else:
         note = "No pgbench log in this run: throughput is commits/s of pg_stat_database, no latency."
     p = _panel("throughput", "Throughput and latency",
@@ -249,7 +256,10 @@ def throughput_panel(w: Window, app: list[Row], tl: Timeline) -> Panel:
                "ran only part of, the run's first and last); commits/s from pg_stat_database "
                "(chronicle.timeline): backends report their commits to pg_stat_database at most "
                "once a second, so commits/s lags tps by up to a second at the run's start and end "
-               "and wobbles around it in between. Vertical lines on every time chart: the window's events "
+               "and wobbles around it in between. Transactions over the latency threshold (report "
+               "--latency-threshold, else the run's pgbench --latency-limit) and those pgbench "
+               "skipped, per interval, when there is a threshold or a skip. Vertical lines on "
+               "every time chart: the window's events "
                "(chronicle.marks, listed below): marks made with chronicle.mark or pg-chronicle "
                "mark (purple, their text on hover), checkpoint starts (dashed) and ends, "
                "recordings that start after a restart or a gap (dotted red), intervals more than "
@@ -258,6 +268,22 @@ def throughput_panel(w: Window, app: list[Row], tl: Timeline) -> Panel:
                "ended while the run was active (thick red).", charts)
     p["note"] = note
     return p
+
+
+def over_chart(w: Window, over: list[Row]) -> Chart | None:
+    """Transactions per interval slower than the window's threshold, and
+    those pgbench skipped; None when there is no threshold and nothing was
+    skipped."""
+    series: list[tuple[str, list[Value]]] = []
+    if w.latency_threshold_ms is not None:
+        series.append((f"over {w.latency_threshold_ms:g} ms", _series(w, over, "over")))
+    skipped = _series(w, over, "skipped")
+    if _nonzero(skipped):
+        series.append(("skipped (pgbench --latency-limit)", skipped))
+    if not series:
+        return None
+    return _chart("throughput.over", "Transactions over the latency threshold", "transactions", w,
+                  series)
 
 
 WAIT_CLASSES = [("CPU", "active_cpu"), ("IO", "active_io"), ("LWLock", "active_lwlock"),
@@ -605,45 +631,60 @@ BINS_PER_DECADE = 40
 
 def latency_distribution(conn: Conn, w: Window) -> Panel:
     """Histogram and CDF of the pgbench transaction latencies of the window,
-    log-spaced bins (chronicle.app_transaction)."""
+    log-spaced bins (chronicle.app_transaction), p50 and p99 marked."""
     rows = latency_bins(conn, w)
     if not rows:
         return _panel("latency", "Latency distribution",
                       "Histogram and CDF of the pgbench transaction latencies.",
                       empty="No pgbench per-transaction log in this run: no latency distribution.")
     return _panel("latency", "Latency distribution", LATENCY_ABOUT,
-                  distribution_charts([(w.run, rows)]))
+                  distribution_charts([(w.run, rows, latency_percentiles(conn, w))]))
 
 
 LATENCY_ABOUT = ("Every pgbench transaction of the window (chronicle.app_transaction), in "
-                 f"{BINS_PER_DECADE} log-spaced bins per decade: how many transactions took that "
-                 "long (histogram) and which share took at most that long (CDF), log latency axis.")
+                 f"{BINS_PER_DECADE} log-spaced bins per decade: which share of the transactions "
+                 "took that long (histogram; a share, so that two runs of different lengths "
+                 "compare) and which share took at most that long (CDF), on a log latency axis "
+                 "from the fastest bin to the slowest. Vertical lines: each run's p50 (dashed) and "
+                 "p99 (solid), the nearest-rank percentiles of the window's transactions.")
+
+# (run, bins, (p50 ms, p99 ms)) of one run
+Distribution = tuple[str, list[Row], tuple[float | None, float | None]]
 
 
-def distribution_charts(runs: list[tuple[str, list[Row]]]) -> list[Chart]:
+def distribution_charts(runs: list[Distribution]) -> list[Chart]:
     """Histogram and CDF charts for one or more runs' binned latencies (rows
     of latency_bins(): b, the bin number, and n, its transactions): every
-    bin from the lowest to the highest of any run, x its upper edge in ms."""
-    lo = min(r["b"] for _, rows in runs for r in rows)
-    hi = max(r["b"] for _, rows in runs for r in rows)
+    bin from the lowest to the highest of any run, x its upper edge in ms,
+    each run's counts as shares of its transactions; each run's p50 and p99
+    as marks."""
+    lo = min(r["b"] for _, rows, _ in runs for r in rows)
+    hi = max(r["b"] for _, rows, _ in runs for r in rows)
     bins = list(range(lo, hi + 1))
     x = [10 ** ((b + 1) / BINS_PER_DECADE) / 1000.0 for b in bins]   # upper edge, ms
+    x_min = 10 ** (lo / BINS_PER_DECADE) / 1000.0
     hist: list[Series] = []
     cdf: list[Series] = []
-    for run, rows in runs:
+    marks: list[Mark] = []
+    for run, rows, (p50, p99) in runs:
         counts = {r["b"]: int(r["n"]) for r in rows}
         total = sum(counts.values())
-        h: list[Value] = [counts.get(b, 0) for b in bins]
+        h: list[Value] = [counts.get(b, 0) / total for b in bins]
         c: list[Value] = [n / total for n in itertools.accumulate(counts.get(b, 0) for b in bins)]
         hist.append({"label": run, "values": h, "run": run})
         cdf.append({"label": run, "values": c, "run": run})
+        prefix = f"{run}: " if len(runs) > 1 else ""
+        if p50 is not None:
+            marks.append({"x": p50, "kind": "p50", "label": f"{prefix}p50 {p50:.3f} ms"})
+        if p99 is not None:
+            marks.append({"x": p99, "kind": "p99", "label": f"{prefix}p99 {p99:.3f} ms"})
     return [
-        {"id": "latency.histogram", "title": "Latency histogram", "unit": "transactions",
+        {"id": "latency.histogram", "title": "Latency histogram", "unit": "fraction",
          "kind": "distribution", "x": x, "series": hist, "stack": False, "log_y": False,
-         "log_x": True, "marks": [], "x_unit": "ms"},
+         "log_x": True, "marks": marks, "x_unit": "ms", "x_min": x_min},
         {"id": "latency.cdf", "title": "Latency CDF", "unit": "fraction", "kind": "distribution",
-         "x": x, "series": cdf, "stack": False, "log_y": False, "log_x": True, "marks": [],
-         "x_unit": "ms"},
+         "x": x, "series": cdf, "stack": False, "log_y": False, "log_x": True, "marks": list(marks),
+         "x_unit": "ms", "x_min": x_min},
     ]
 
 
@@ -655,6 +696,58 @@ def latency_bins(conn: Conn, w: Window) -> list[Row]:
           FROM chronicle.app_transaction t
          WHERE t.run_id = %s AND t.ts > %s AND t.ts <= %s AND t.latency_us IS NOT NULL
          GROUP BY 1 ORDER BY 1""", (BINS_PER_DECADE, w.run_id, w.from_ts, w.to_ts))
+
+
+def latency_percentiles(conn: Conn, w: Window) -> tuple[float | None, float | None]:
+    """p50 and p99 (ms) of the window's completed pgbench transactions:
+    nearest rank, as chronicle.app_summary() and app_intervals() take them."""
+    r = _rows(conn, """
+        SELECT percentile_disc(ARRAY[0.5, 0.99]::float8[]) WITHIN GROUP (ORDER BY t.latency_us) AS p
+          FROM chronicle.app_transaction t
+         WHERE t.run_id = %s AND t.ts > %s AND t.ts <= %s AND t.status = 'ok'""",
+              (w.run_id, w.from_ts, w.to_ts))[0]["p"]
+    if not r:
+        return None, None
+    return (None if r[0] is None else r[0] / 1000.0), (None if r[1] is None else r[1] / 1000.0)
+
+
+# pgbench's --latency-limit (-L), in ms, as its arguments give it
+_LATENCY_LIMIT = re.compile(r"^(?:-L|--latency-limit)(?:=?(.+))?$")
+
+
+def latency_limit_ms(meta: dict[str, Any]) -> float | None:
+    """pgbench's --latency-limit of a run recorded by pg-chronicle bench
+    (its arguments in meta["argv"]), else None."""
+    argv = meta.get("argv")
+    if not isinstance(argv, list):
+        return None
+    for i, a in enumerate(argv):
+        m = _LATENCY_LIMIT.match(str(a))
+        if m:
+            val = m.group(1) if m.group(1) is not None else (argv[i + 1] if i + 1 < len(argv) else None)
+            try:
+                v = float(str(val))
+            except ValueError:
+                return None
+            return v if v > 0 and math.isfinite(v) else None
+    return None
+
+
+def over_rows(conn: Conn, w: Window) -> list[Row]:
+    """Per interval of the window, the run's completed transactions slower
+    than the threshold (over; NULL without a threshold) and those pgbench
+    skipped (--latency-limit with --rate: late before they started)."""
+    thr_us = None if w.latency_threshold_ms is None else w.latency_threshold_ms * 1000.0
+    return _rows(conn, """
+        SELECT i.interval_end,
+               CASE WHEN %(thr)s::float8 IS NOT NULL THEN
+                    count(t.ts) FILTER (WHERE t.status = 'ok' AND t.latency_us > %(thr)s::float8) END AS over,
+               count(t.ts) FILTER (WHERE t.status = 'skipped') AS skipped
+          FROM chronicle.intervals(%(f)s, %(t)s) i
+          LEFT JOIN chronicle.app_transaction t
+            ON t.run_id = %(run)s AND t.ts > i.interval_start AND t.ts <= i.interval_end
+         GROUP BY i.interval_end""",
+                 {"thr": thr_us, "f": w.from_ts, "t": w.to_ts, "run": w.run_id})
 
 
 def slowest(conn: Conn, w: Window, n: int = 10) -> Panel:

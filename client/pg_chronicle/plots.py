@@ -51,6 +51,8 @@ MARK_STYLE: dict[str, tuple[str, str, float]] = {
     "recording_start": ("#aa1414", ":", 0.9),
     "long_interval": ("#e6780a", "-.", 0.9),
     "stall": ("#d62728", "-", 2.0),
+    "p50": ("#282828", "--", 0.8),
+    "p99": ("#282828", "-", 1.1),
 }
 
 def byte_step(lo: float, hi: float, ticks: int = 5) -> float:
@@ -141,7 +143,7 @@ def _draw_chart(ax: Axes, chart: Chart, meta: Meta) -> None:
             ax.fill_between(xs, lower, acc, color=PALETTE[i % len(PALETTE)], alpha=0.8,
                             linewidth=0, label=_plain(s["label"]),
                             rasterized=len(xs) > ENVELOPE_COLUMNS)
-        ax.set_ylim(bottom=0)
+        ax.set_ylim(bottom=0, top=chart["y_max"] * 1.05 if chart.get("y_max") else None)
     else:
         runs = list(dict.fromkeys(s["run"] for s in series))
         for i, s in enumerate(series):
@@ -184,6 +186,8 @@ def _draw_chart(ax: Axes, chart: Chart, meta: Meta) -> None:
             ax.yaxis.set_major_locator(MultipleLocator(byte_step(*ax.get_ylim())))
     if chart.get("log_x"):
         ax.set_xscale("log")
+        if "x_min" in chart and chart["x"]:
+            ax.set_xlim(chart["x_min"], chart["x"][-1])
         ax.set_xlabel(f"latency ({chart.get('x_unit', 'ms')})")
     elif time_chart and not compare:
         ax.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M:%S", tz=UTC))

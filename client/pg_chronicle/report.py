@@ -133,6 +133,7 @@ def collect(conn: Conn, w: Window) -> Collected:
         panel("slowest", lambda c: panels.slowest(c, w)),
         fetch("timeline", panels.timeline_rows),
         fetch("app", panels.app_rows),
+        fetch("over", panels.over_rows),
         headline,
         panel("latency", lambda c: panels.latency_distribution(c, w)),
         fetch("waits", panels.wait_profile_rows),
@@ -148,7 +149,7 @@ def collect(conn: Conn, w: Window) -> Collected:
         fetch("wal_sources", panels.wal_sources_rows),
     ])
     tl = panels.timeline_series(w, rows["timeline"])
-    out.panels["throughput"] = panels.throughput_panel(w, rows["app"], tl)
+    out.panels["throughput"] = panels.throughput_panel(w, rows["app"], tl, rows["over"])
     out.panels["waits"] = panels.waits_panel(w, tl, rows["waits"])
     out.panels["cpu"] = panels.cpu_panel(w, rows["cpu"], rows["cpu_totals"], tl)
     out.panels["io"] = panels.io_panel(w, rows["io"], tl)
@@ -162,10 +163,12 @@ def collect(conn: Conn, w: Window) -> Collected:
     return out
 
 
-def _window(conn: Conn, run: str, from_ts: str | None, to_ts: str | None) -> Window:
+def _window(conn: Conn, run: str, from_ts: str | None, to_ts: str | None,
+            threshold_ms: float | None = None) -> Window:
     f, t = db.run_window(conn, run, from_ts, to_ts)
     with db.translated():
         w = panels.window(conn, run, f, t)
+    w.latency_threshold_ms = threshold_ms if threshold_ms is not None else panels.latency_limit_ms(w.meta)
     if not w.ends:
         raise ClientError(f'the window ({f}, {t}] of run "{run}" holds no snapshot interval '
                           "(it needs two snapshots of one recording): nothing to show")
@@ -202,6 +205,27 @@ def merge_time(ca: Chart, cb: Chart | None, a: Window, b: Window) -> Chart:
             "stack": False}
 
 
+def split_pair(ca: Chart, cb: Chart | None, a: Window, b: Window) -> list[Chart]:
+    """A stacked chart in a comparison: A's and B's as two stacked charts one
+    under the other (ids X and X.vs), on seconds since their run's start,
+    with one y scale (the higher of the two stacks) and B's series in A's
+    order (a label has one colour in both).  Overlaid, two stacks would be
+    a dozen unstacked lines."""
+    out: list[Chart] = []
+    order = {s["label"]: i for i, s in enumerate(ca["series"])}
+    top = 0.0
+    for c, w, suffix in ((ca, a, ""), (cb, b, ".vs")):
+        if c is None:
+            continue
+        rc = relative(c, w)
+        series = sorted(rc["series"], key=lambda s: order.get(s["label"], len(order)))
+        sums = [sum(v or 0.0 for v in col) for col in zip(*(s["values"] for s in series), strict=True)]
+        top = max([top, *sums])
+        out.append({**rc, "id": c["id"] + suffix, "title": f"{c['title']}: {w.run}",
+                    "series": series})
+    return [{**c, "y_max": top} if top > 0 else c for c in out]
+
+
 def _merge(pa: list[Panel], pb: list[Panel], a: Window, b: Window, conn: Conn) -> list[Panel]:
     """The comparison's panels: every time chart with A and B overlaid."""
     bmap = {p["id"]: p for p in pb}
@@ -212,16 +236,21 @@ def _merge(pa: list[Panel], pb: list[Panel], a: Window, b: Window, conn: Conn) -
         q: Panel = bmap.get(p["id"]) or {"id": p["id"], "title": p["title"], "about": p["about"],
                                          "charts": [], "tables": [], "empty": None}
         if p["id"] == "latency":
-            bins = [(w.run, panels.latency_bins(conn, w)) for w in (a, b)]
-            bins = [(r, rows) for r, rows in bins if rows]
+            bins = [(w.run, panels.latency_bins(conn, w), panels.latency_percentiles(conn, w))
+                    for w in (a, b)]
+            bins = [d for d in bins if d[1]]
             out.append({**p, "charts": panels.distribution_charts(bins) if bins else [],
                         "empty": None if bins else p["empty"]})
             continue
         qcharts = {c["id"]: c for c in q["charts"]}
-        charts = [merge_time(c, qcharts.pop(c["id"], None), a, b) for c in p["charts"]]
+        charts: list[Chart] = []
+        for c in p["charts"]:
+            cb = qcharts.pop(c["id"], None)
+            charts += split_pair(c, cb, a, b) if c["stack"] else [merge_time(c, cb, a, b)]
         # a chart only B has (a device, a backend type only B used)
-        charts += [merge_time({**c, "x": a.x, "series": [], "marks": []}, c, a, b)
-                   for c in qcharts.values()]
+        for c in qcharts.values():
+            none_a: Chart = {**c, "x": a.x, "series": [], "marks": []}
+            charts += split_pair(none_a, c, a, b) if c["stack"] else [merge_time(none_a, c, a, b)]
         tables: list[Table] = [{**t, "title": f"{a.run}: {t['title']}"} for t in p["tables"]]
         tables += [{**t, "title": f"{b.run}: {t['title']}"} for t in q["tables"]]
         empty = p["empty"] if (p["empty"] and (q.get("empty") or not q["charts"])) else None
@@ -259,11 +288,14 @@ def _ts(t: datetime) -> str:
 
 
 def build(conn: Conn, run: str, vs: str | None, from_ts: str | None,
-          to_ts: str | None, first: Panel | None = None) -> tuple[Meta, list[Panel], list[Window]]:
+          to_ts: str | None, first: Panel | None = None,
+          threshold_ms: float | None = None) -> tuple[Meta, list[Panel], list[Window]]:
     """(meta, panels, windows) of the report, without writing anything;
-    first: a panel put before the others (the trials')."""
+    first: a panel put before the others (the trials'); threshold_ms: the
+    latency over which transactions are counted per interval (default:
+    each run's pgbench --latency-limit)."""
     lead = [first] if first is not None else []
-    a = _window(conn, run, from_ts, to_ts)
+    a = _window(conn, run, from_ts, to_ts, threshold_ms)
     with db.translated():
         ra = collect(conn, a)
         meta: Meta = {"run": run, "vs": vs, "from": _ts(a.from_ts), "to": _ts(a.to_ts),
@@ -271,7 +303,7 @@ def build(conn: Conn, run: str, vs: str | None, from_ts: str | None,
                       "generated": _ts(datetime.now(UTC)), "headline": ra.headline}
         if vs is None:
             return meta, lead + ra.in_order(), [a]
-    b = _window(conn, vs, None, None)
+    b = _window(conn, vs, None, None, threshold_ms)
     with db.translated():
         rb = collect(conn, b)
         meta["vs_from"], meta["vs_to"] = _ts(b.from_ts), _ts(b.to_ts)
@@ -282,7 +314,7 @@ def build(conn: Conn, run: str, vs: str | None, from_ts: str | None,
 
 def write_report(conn: Conn, run: str, vs: str | None, from_ts: str | None,
                  to_ts: str | None, outdir: pathlib.Path,
-                 first: Panel | None = None) -> pathlib.Path:
+                 first: Panel | None = None, threshold_ms: float | None = None) -> pathlib.Path:
     """Writes outdir/<panel>.png/.svg and outdir/index.html; returns the
     index.html path.  An unknown run or an empty window is a ClientError.
     A panel whose picture cannot be drawn is a warning on stderr, and the
@@ -290,7 +322,7 @@ def write_report(conn: Conn, run: str, vs: str | None, from_ts: str | None,
     a panel before the others (trials_panel())."""
     timings: dict[str, float] = {}
     t0 = time.monotonic()
-    meta, panel_list, _ = build(conn, run, vs, from_ts, to_ts, first)
+    meta, panel_list, _ = build(conn, run, vs, from_ts, to_ts, first, threshold_ms)
     timings["queries"] = time.monotonic() - t0
     outdir = pathlib.Path(outdir)
     try:
@@ -340,7 +372,8 @@ def trials_panel(conn: Conn, run: str, vs: str | None, from_ts: str | None,
 
 
 def write_checked(conninfo: str | None, run: str, vs: str | None, from_ts: str | None,
-                  to_ts: str | None, outdir: pathlib.Path) -> pathlib.Path:
+                  to_ts: str | None, outdir: pathlib.Path,
+                  threshold_ms: float | None = None) -> pathlib.Path:
     """Checks the runs and the window, then writes the report (for
     pg-chronicle report and bench --report).  run and vs may name
     configurations of trials: the panels show the trial of each with the
@@ -349,4 +382,4 @@ def write_checked(conninfo: str | None, run: str, vs: str | None, from_ts: str |
         run, vs, first = trials_panel(conn, run, vs, from_ts, to_ts)
         db.run_window(conn, run, from_ts, to_ts)
         with db.translated():
-            return write_report(conn, run, vs, from_ts, to_ts, outdir, first)
+            return write_report(conn, run, vs, from_ts, to_ts, outdir, first, threshold_ms)

@@ -500,7 +500,7 @@ def test_timeline_series_and_marks() -> None:
     # every time chart gets them, a distribution chart none; the table lists
     # them, the script's own marked
     p = panels.throughput_panel(w, [], _tl(w, [1.0, 2.0, 3.0]))
-    hist, _ = panels.distribution_charts([("a", [{"b": 120, "n": 3}])])
+    hist, _ = panels.distribution_charts([("a", [{"b": 120, "n": 3}], (None, None))])
     panels.with_marks([p, {**p, "charts": [hist]}], marks)
     assert p["charts"][0]["marks"] == marks and hist["marks"] == []
     t = panels.marks_table(w, marks)
@@ -641,13 +641,45 @@ def test_distribution_charts() -> None:
     # bins of 40 per decade of microseconds: bin b holds [10^(b/40), 10^((b+1)/40)) us
     a = [{"b": 120, "n": 3}, {"b": 122, "n": 1}]       # 1 ms .. about 1.2 ms
     b = [{"b": 121, "n": 2}]
-    hist, cdf = panels.distribution_charts([("a", a), ("b", b)])
+    hist, cdf = panels.distribution_charts([("a", a, (1.01, 1.2)), ("b", b, (None, None))])
     assert hist["x"] == pytest.approx([10 ** (121 / 40) / 1000, 10 ** (122 / 40) / 1000,
                                        10 ** (123 / 40) / 1000])
     assert hist["x"][0] == pytest.approx(1.0592537, rel=1e-6)
-    assert [s["values"] for s in hist["series"]] == [[3, 0, 1], [0, 2, 0]]
+    assert hist["x_min"] == pytest.approx(1.0)
+    # shares of each run's transactions, comparable across runs of any length
+    assert [s["values"] for s in hist["series"]] == [[0.75, 0, 0.25], [0, 1.0, 0]]
+    assert [(m["kind"], m["x"], m["label"]) for m in hist["marks"]] == \
+        [("p50", 1.01, "a: p50 1.010 ms"), ("p99", 1.2, "a: p99 1.200 ms")]
+    assert cdf["marks"] == hist["marks"]
     assert [s["values"] for s in cdf["series"]] == [[0.75, 0.75, 1.0], [0.0, 1.0, 1.0]]
     assert hist["log_x"] and cdf["unit"] == "fraction" and hist["kind"] == "distribution"
+
+
+def test_latency_limit_from_the_pgbench_arguments() -> None:
+    for argv, want in ((["-c", "4", "-L", "20"], 20.0), (["-L5.5"], 5.5), (["--latency-limit=7"], 7.0),
+                       (["--latency-limit", "3"], 3.0), (["-c", "4"], None), (["-L"], None),
+                       (["-L", "x"], None), (["-L", "0"], None), (["-L", "inf"], None)):
+        assert panels.latency_limit_ms({"argv": argv}) == want, argv
+    assert panels.latency_limit_ms({}) is None and panels.latency_limit_ms({"argv": "-L 5"}) is None
+
+
+def test_split_pair_keeps_stacks() -> None:
+    a, b = window(n=3), window(run="s", n=3)
+    ca = panels._chart("waits.aas", "Active sessions", "sessions", a,
+                       [("CPU", [1.0, 2.0, 3.0]), ("IO", [1.0, None, 0.5])], stack=True)
+    cb = panels._chart("waits.aas", "Active sessions", "sessions", b,
+                       [("IO", [4.0, 1.0, 0.0]), ("CPU", [1.0, 1.0, 1.0])], stack=True)
+    pa, pb = report.split_pair(ca, cb, a, b)
+    assert (pa["id"], pb["id"]) == ("waits.aas", "waits.aas.vs")
+    assert pa["stack"] and pb["stack"] and pa["y_max"] == pb["y_max"] == 5.0
+    # B's series in A's order: a label has one colour in both
+    assert [s["label"] for s in pb["series"]] == ["CPU", "IO"]
+    assert pb["series"][1]["values"] == [4.0, 1.0, 0.0] and pa["x"][0] >= 0
+    # a stack only B has: A's chart empty, on B's scale; nothing stacked, no scale
+    ea, eb = report.split_pair({**cb, "series": []}, cb, a, b)
+    assert ea["series"] == [] and ea["y_max"] == eb["y_max"] == 5.0
+    (nothing,) = report.split_pair({**ca, "series": []}, None, a, b)
+    assert "y_max" not in nothing
 
 
 def test_settings_flatten_and_formatting() -> None:

@@ -4,6 +4,8 @@ still reports; the --vs comparison; the pictures; bad input."""
 
 from __future__ import annotations
 
+import collections
+import math
 import pathlib
 import xml.etree.ElementTree as ET
 
@@ -73,13 +75,28 @@ def test_every_panel_has_data(server: Server, runs: report_runs.ReportRuns) -> N
     assert {"io.read_bytes_per_s", "io.extend_bytes_per_s"} & set(charts)
     assert [s["label"] for s in charts["throughput.latency"]["series"]] == ["p50", "p99", "max"]
     assert len(charts["waits.aas"]["series"]) == 8 and charts["waits.aas"]["stack"]
-    # the distribution counts every transaction of pgbench's own log
+    # the distribution: shares of every transaction of pgbench's own log,
+    # each bin's share that of the log's latencies in it (40 bins a decade
+    # of microseconds, counted here from the log)
     ref = read_logs(runs.logdir_a)
-    assert sum(charts["latency.histogram"]["series"][0]["values"]) == ref.n
+    hist = charts["latency.histogram"]
+    # (the page keeps 5 significant digits)
+    assert sum(hist["series"][0]["values"]) == pytest.approx(1.0, rel=1e-4)
+    bins = collections.Counter(math.floor(math.log10(max(us, 1)) * 40) for us in ref.latencies_us)
+    lo, hi = min(bins), max(bins)
+    assert len(hist["x"]) == hi - lo + 1
+    for b, share in zip(range(lo, hi + 1), hist["series"][0]["values"], strict=True):
+        assert share == pytest.approx(bins[b] / ref.n, rel=1e-4, abs=1e-9), b
     cdf = charts["latency.cdf"]["series"][0]["values"]
     assert cdf == sorted(cdf) and cdf[-1] == pytest.approx(1.0)
-    # the slowest latency is in the histogram's last bin: its upper edge is above it
-    assert charts["latency.histogram"]["x"][-1] >= max(ref.latencies_us) / 1000.0
+    # the axis runs from the fastest bin to the slowest, not to the decades around them
+    assert hist["x_min"] <= min(ref.latencies_us) / 1000.0 < hist["x"][0]
+    assert hist["x"][-2] <= max(ref.latencies_us) / 1000.0 <= hist["x"][-1]
+    # p50 and p99 marked: the nearest-rank percentiles of the log's latencies
+    lat = sorted(ref.latencies_us)
+    want = {k: lat[max(0, -(-len(lat) * q // 100) - 1)] / 1000.0 for k, q in (("p50", 50), ("p99", 99))}
+    for c in (hist, charts["latency.cdf"]):
+        assert {m["kind"]: m["x"] for m in c["marks"]} == pytest.approx(want)
     # the per-interval max latency never exceeds the run's max from the log
     worst = max(v for v in charts["throughput.latency"]["series"][2]["values"] if v is not None)
     assert worst == pytest.approx(max(ref.latencies_us) / 1000.0, rel=1e-4)
@@ -163,7 +180,19 @@ def test_comparison(server: Server, runs: report_runs.ReportRuns) -> None:
             # keyed charts (I/O per backend type, devices) have the keys each run used
             keyed = c["id"].startswith(("io.", "os.")) and c["id"] != "io.hit_ratio"
             assert {s["run"] for s in c["series"]} <= {runs.a, runs.b}, c["id"]
-            if not keyed:
+            if c["stack"]:
+                # a stack is one run's: A's chart X, B's X.vs under it, one y scale
+                own = runs.b if c["id"].endswith(".vs") else runs.a
+                assert {s["run"] for s in c["series"]} == {own}, c["id"]
+                pair = {x["id"]: x for x in p["charts"]}
+                other = pair[c["id"][:-3] if c["id"].endswith(".vs") else c["id"] + ".vs"]
+                assert c["y_max"] == other["y_max"] > 0, c["id"]
+                assert c["y_max"] == pytest.approx(max(
+                    sum(v or 0 for v in col) for x in (c, other)
+                    for col in zip(*(t["values"] for t in x["series"]), strict=True)), rel=1e-3)
+                assert [t["label"] for t in c["series"]] == [t["label"] for t in other["series"]] \
+                    or keyed or c["id"].startswith("cpu."), c["id"]
+            elif not keyed:
                 assert {s["run"] for s in c["series"]} == {runs.a, runs.b}, c["id"]
             assert c["x"][0] >= 0 and c["x"] == sorted(c["x"])
             for s in c["series"]:
@@ -180,6 +209,32 @@ def test_comparison(server: Server, runs: report_runs.ReportRuns) -> None:
     assert [s["label"] for s in tps["series"]][:1] == [f"{runs.a}: tps (pgbench)"]
     hist = next(c for c in panels["latency"]["charts"] if c["id"] == "latency.histogram")
     assert [s["run"] for s in hist["series"]] == [runs.a, runs.b]
+    # each run's histogram is shares of its own transactions, its p50 and p99 marked
+    assert [sum(s["values"]) for s in hist["series"]] == pytest.approx([1.0, 1.0], rel=1e-4)
+    assert sorted(m["label"].split(":")[0] for m in hist["marks"]) == sorted([runs.a] * 2 + [runs.b] * 2)
+    assert "waits.aas" in {c["id"] for c in panels["waits"]["charts"]} and \
+        "waits.aas.vs" in {c["id"] for c in panels["waits"]["charts"]}
+
+
+def test_latency_threshold(server: Server, runs: report_runs.ReportRuns, tmp_path: pathlib.Path) -> None:
+    """--latency-threshold: per interval, the transactions slower than it;
+    over the window, as many as the pgbench log has (counted here)."""
+    ref = read_logs(runs.logdir_a)
+    thr = sorted(ref.latencies_us)[len(ref.latencies_us) * 9 // 10] / 1000.0   # about 10 % over
+    cli(server, "report", runs.a, "--latency-threshold", f"{thr}", "-o", str(tmp_path), check=True)
+    data = report_runs.report_data(tmp_path / "index.html")
+    charts = {c["id"]: c for p in data["panels"] for c in p["charts"]}
+    over = charts["throughput.over"]
+    assert [s["label"] for s in over["series"]] == [f"over {thr:g} ms"]
+    want = sum(1 for us in ref.latencies_us if us / 1000.0 > thr)
+    assert want > 0 and sum(v or 0 for v in over["series"][0]["values"]) == want
+    assert len(over["series"][0]["values"]) == len(over["x"]) == report_runs.intervals_of(server, runs.a)
+    # without a threshold (run a's pgbench had no --latency-limit) and with nothing skipped: no chart
+    plain = report_runs.report_data(runs.report_a / "index.html")
+    assert "throughput.over" not in {c["id"] for p in plain["panels"] for c in p["charts"]}
+    for bad in ("0", "-1", "nan", "fast"):
+        p = cli(server, "report", runs.a, "--latency-threshold", bad, "-o", str(tmp_path / "x"))
+        assert p.returncode == 2 and "--latency-threshold" in p.stderr and "Traceback" not in p.stderr
 
 
 def test_pictures(runs: report_runs.ReportRuns) -> None:

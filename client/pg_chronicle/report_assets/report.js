@@ -140,7 +140,10 @@ var MARK_STYLE = {
   checkpoint_end: {color: 'rgba(30,30,30,0.85)', width: 1, dash: []},
   recording_start: {color: 'rgba(170,20,20,0.9)', width: 1, dash: [1, 3]},
   long_interval: {color: 'rgba(230,120,10,0.9)', width: 1, dash: [6, 2, 1, 2]},
-  stall: {color: 'rgba(214,39,40,0.85)', width: 3, dash: []}
+  stall: {color: 'rgba(214,39,40,0.85)', width: 3, dash: []},
+  // a run's percentiles on the latency distribution
+  p50: {color: 'rgba(40,40,40,0.8)', width: 1, dash: [5, 3]},
+  p99: {color: 'rgba(40,40,40,0.9)', width: 1.5, dash: []}
 };
 
 function stack(data) {
@@ -181,7 +184,8 @@ function makeChart(container, chart, width) {
   }];
   chart.series.forEach(function (s, i) {
     var c = colorFor(chart, i, s);
-    var dashed = M.vs && s.run === M.vs && chart.series.filter(function (t) { return t.run === s.run; }).length > 1;
+    var dashed = M.vs && !chart.stack && s.run === M.vs &&
+      chart.series.filter(function (t) { return t.run === s.run; }).length > 1;
     series.push({
       label: s.label, stroke: c, width: 1.25,
       dash: dashed ? [6, 3] : undefined,
@@ -198,14 +202,21 @@ function makeChart(container, chart, width) {
     plugins: [marksPlugin(chart)],
     cursor: chart.kind === 'time' ? {sync: {key: 'chronicle-time', setSeries: false}} : {sync: {key: 'chronicle-' + chart.id}},
     scales: {
-      x: chart.kind === 'time' ? {time: !M.vs} : {time: false, distr: chart.log_x ? 3 : 1},
-      y: chart.log_y ? {distr: 3} : (chart.stack || chart.unit === '%' || chart.unit === 'fraction' ? {range: function (u, mn, mx) { return [0, mx > 0 ? mx * 1.05 : 1]; }} : {})
+      // a distribution from its fastest bin's lower edge to its slowest
+      // bin's upper one (not to the decades around them)
+      x: chart.kind === 'time' ? {time: !M.vs} : {time: false, distr: chart.log_x ? 3 : 1,
+         range: function () { return [chart.x_min, chart.x[chart.x.length - 1]]; }},
+      // y_max: the pair of stacked charts of a comparison share one scale
+      y: chart.log_y ? {distr: 3} : (chart.stack || chart.unit === '%' || chart.unit === 'fraction' ? {range: function (u, mn, mx) {
+        var top = chart.y_max != null ? Math.max(chart.y_max, mx) : mx;
+        return [0, top > 0 ? top * 1.05 : 1]; }} : {})
     },
     axes: [
       {label: chart.kind === 'time' ? (M.vs ? 'seconds since run start' : null) : 'latency (ms, log)',
        values: chart.kind === 'time' ? (M.vs ? function (u, vals) { return vals.map(function (v) { return v + ' s'; }); } : utcTicks)
-                                     : function (u, vals) { return vals.map(function (v) { return si(v); }); }},
-      {size: 84, values: function (u, vals) { return vals.map(function (v) { return si(v, chart.unit); }); },
+                                     // a log axis' unlabelled ticks come as null
+                                     : function (u, vals) { return vals.map(function (v) { return v == null ? '' : si(v); }); }},
+      {size: 84, values: function (u, vals) { return vals.map(function (v) { return v == null ? '' : si(v, chart.unit); }); },
        // bytes tick at powers of two, as their labels count in units of 1024
        incrs: chart.unit === 'bytes' || chart.unit === 'bytes/s' ? BYTE_INCRS : undefined}
     ]
