@@ -750,13 +750,51 @@ def over_rows(conn: Conn, w: Window) -> list[Row]:
                  {"thr": thr_us, "f": w.from_ts, "t": w.to_ts, "run": w.run_id})
 
 
+# fewer intervals than this standing out: the next ones are shown, unmarked
+SLOWEST_MIN_ROWS = 3
+
+
+def slowest_reference(conn: Conn, w: Window, by: str) -> float | None:
+    """What an interval is measured against: by p99, the p99 of every
+    transaction of the window (an interval whose p99 is above it had more
+    than its share of slow transactions); by tps, the median of the
+    intervals' tps (commits/s without a pgbench log)."""
+    if by == "p99":
+        return latency_percentiles(conn, w)[1]
+    r = _rows(conn, """
+        SELECT coalesce((SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY a.tps)
+                           FROM chronicle.app_intervals(%(f)s, %(t)s, %(run)s) a WHERE a.tps IS NOT NULL),
+                        (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY t.commits_per_s)
+                           FROM chronicle.timeline(%(f)s, %(t)s, resolution => 'raw', app => false) t
+                          WHERE t.commits_per_s IS NOT NULL)) AS m""",
+              {"f": w.from_ts, "t": w.to_ts, "run": w.run})
+    return None if r[0]["m"] is None else float(r[0]["m"])
+
+
+def stands_out(r: Row, by: str, ref: float | None) -> tuple[bool, float | None]:
+    """Whether a ranked interval stands out from the window, and its scale:
+    by p99, its p99 over the window's (above 1); by tps, its tps over the
+    median interval's (below 0.9)."""
+    if ref is None or ref <= 0:
+        return True, None
+    if by == "p99":
+        v = r["latency_p99_ms"]
+        return (v is not None and v > ref), (None if v is None else v / ref)
+    v = r["tps"]
+    return (v is not None and v < 0.9 * ref), (None if v is None else v / ref)
+
+
 def slowest(conn: Conn, w: Window, n: int = 10) -> Panel:
-    """The slowest intervals and what differed in them (chronicle.slowest_intervals,
-    ranked in SQL): by p99 when the run has a pgbench log, else by the lowest tps."""
+    """The slowest intervals and what rose in them (chronicle.slowest_intervals,
+    ranked in SQL): by p99 when the run has a pgbench log, else by the lowest
+    tps; only those that stand out from the window (stands_out), at least
+    SLOWEST_MIN_ROWS."""
     about = ("The intervals with the worst p99 latency (lowest throughput when the run has no "
-             "pgbench log), each with the recorded metrics that differ most from the run's "
-             "median (chronicle.slowest_intervals). Shaded on the time charts; click a row to "
-             "put the cursor there.")
+             "pgbench log) that stand out from the window: a p99 above the p99 of all the "
+             "window's transactions (an interval with more than its share of slow ones), or a "
+             "tps below 0.9 times the median interval's; each with the recorded metrics that "
+             "rose most above the run's median (chronicle.slowest_intervals). Shaded on the time "
+             "charts; click a row to put the cursor there.")
     if not _has_function(conn, "chronicle.slowest_intervals"):
         return _panel("slowest", "Slowest intervals explained", about,
                       empty="chronicle.slowest_intervals() is not installed in this database "
@@ -775,15 +813,33 @@ def slowest(conn: Conn, w: Window, n: int = 10) -> Panel:
     if not rows:
         return _panel("slowest", "Slowest intervals explained", about,
                       empty="No interval of the window could be ranked.")
+    ref = slowest_reference(conn, w, by)
+    judged = [(r, *stands_out(r, by, ref)) for r in rows]
+    k = sum(1 for _, out, _ in judged if out)
+    shown = [j for j in judged if j[1]] if k >= SLOWEST_MIN_ROWS else judged[:SLOWEST_MIN_ROWS]
+    tps_col = "tps" if by == "p99" or rows[0]["latency_p99_ms"] is not None else "commits/s"
+    scale_col = "p99 / window p99" if by == "p99" else f"{tps_col} / median"
+    if ref is None:
+        note = None
+    elif by == "p99":
+        note = (f"{k} of the {len(rows)} worst intervals have a p99 above the window's "
+                f"{ref:.3f} ms" + ("; the others are shown for reference, unmarked."
+                                   if k < SLOWEST_MIN_ROWS else "."))
+    else:
+        note = (f"{k} of the {len(rows)} slowest intervals are below 0.9 times the median "
+                f"interval's {ref:.1f} {tps_col}" + ("; the others are shown for reference, unmarked."
+                                                      if k < SLOWEST_MIN_ROWS else "."))
     table: Table = {"id": "slowest.table", "title": f"Slowest intervals (by {by})",
-             "columns": ["rank", "interval end", "tps" if by == "p99" or rows[0]["latency_p99_ms"] is not None
-                         else "commits/s", "p50 ms", "p99 ms", "max ms", "what differed"],
-             "rows": [[r["rank"], r["interval_end"].isoformat(sep=" ", timespec="seconds"),
-                       _r(r["tps"]), _r(r["latency_p50_ms"]), _r(r["latency_p99_ms"]),
-                       _r(r["latency_max_ms"]), r["explanation"]] for r in rows],
-             "marked": [], "note": None,
-             "x": [r["interval_end"].timestamp() for r in rows],
-             "x_start": [r["interval_start"].timestamp() for r in rows]}
+                    "columns": ["rank", "interval end", tps_col, "p50 ms", "p99 ms", "max ms", scale_col,
+                                "what rose"],
+                    "rows": [[r["rank"], r["interval_end"].isoformat(sep=" ", timespec="seconds"),
+                              _r(r["tps"]), _r(r["latency_p50_ms"], 3), _r(r["latency_p99_ms"], 3),
+                              _r(r["latency_max_ms"], 3), _r(scale), r["explanation"]]
+                             for r, _, scale in shown],
+                    "marked": [i for i, (_, out, _) in enumerate(shown) if out] if ref is not None else [],
+                    "note": note,
+                    "x": [r["interval_end"].timestamp() for r, _, _ in shown],
+                    "x_start": [r["interval_start"].timestamp() for r, _, _ in shown]}
     return _panel("slowest", "Slowest intervals explained", about, tables=[table])
 
 

@@ -118,6 +118,16 @@ def test_every_panel_has_data(server: Server, runs: report_runs.ReportRuns) -> N
         slow = tables["slowest.table"]
         assert 1 <= len(slow["rows"]) <= 10
         assert [r[0] for r in slow["rows"]] == list(range(1, len(slow["rows"]) + 1))
+        # the intervals that stand out are marked: a p99 above that of every
+        # transaction of the log (nearest rank), the scale their ratio; fewer
+        # than 3 standing out, 3 rows shown
+        p99 = want["p99"]
+        cols = slow["columns"]
+        for i, r in enumerate(slow["rows"]):
+            assert r[cols.index("p99 / window p99")] == pytest.approx(r[cols.index("p99 ms")] / p99, abs=0.01)
+            assert (i in slow["marked"]) == (r[cols.index("p99 ms")] > p99), r
+        assert len(slow["marked"]) == len(slow["rows"]) or len(slow["rows"]) == 3
+        assert f"above the window's {p99:.3f} ms" in slow["note"]
 
 
 def test_run_without_pgbench_log(server: Server, runs: report_runs.ReportRuns) -> None:

@@ -10,7 +10,11 @@
 -- floor per metric (below it a change means nothing: 1 MB/s, 0.1 active
 -- session, ...), so that a metric flat at zero in most intervals (the
 -- checkpointer's writes, Lock waits) scores its value over its floor when
--- it moves.  Metrics within 2 of the median (score < 2) are not reported.
+-- it moves.  Metrics within 2 of the median (score < 2) are not reported,
+-- nor those below it: every metric here costs the run more as it rises
+-- (more writes, more waits, more pressure), so a drop explains no slow
+-- interval ("bgwriter writes 0, median 3.3" is the bgwriter resting while
+-- something else held the run up).
 
 -- The metrics: position in the values array built by slowest_intervals(),
 -- timeline column (or source), label, unit, floor (in the unit).
@@ -170,7 +174,7 @@ BEGIN
 	), best AS (
 		SELECT s.*
 		  FROM (SELECT sc.*, row_number() OVER (PARTITION BY sc.rk ORDER BY sc.score DESC, sc.i) AS k
-		          FROM sc WHERE sc.score >= 2) s
+		          FROM sc WHERE sc.score >= 2 AND sc.value > sc.median) s
 		 WHERE s.k <= 5
 	), ex AS (
 		SELECT b.rk,
@@ -183,7 +187,7 @@ BEGIN
 		 GROUP BY b.rk
 	)
 	SELECT top.rk::integer, top.interval_start, top.interval_end, top.tps, top.p50, top.p99, top.lmax,
-	       coalesce(ex.text, 'no recorded metric stands out (all within 2 robust deviations of the run''s median)'),
+	       coalesce(ex.text, 'no recorded metric stands out (none above the run''s median by 2 robust deviations)'),
 	       coalesce(ex.details, '[]'::jsonb)
 	  FROM top
 	  LEFT JOIN ex ON ex.rk = top.rk

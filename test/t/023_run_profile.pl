@@ -159,6 +159,11 @@ is($node->safe_psql('postgres', q{
 	                AND explanation <> '' AND (details -> 0 ->> 'score')::float8 >= 2)
 	  FROM chronicle.slowest_intervals('stall', 1000, 'tps') WHERE details <> '[]'}), 't',
 	'details: up to 5 metrics, each 2 or more robust deviations off');
+is($node->safe_psql('postgres', q{
+	SELECT count(*) FROM chronicle.slowest_intervals('stall', 1000, 'tps') s,
+	       jsonb_array_elements(s.details) d
+	 WHERE (d ->> 'value')::float8 <= (d ->> 'median')::float8}), '0',
+	'no metric below its median explains an interval (a drop is a consequence)');
 
 # --- a run without a pgbench log: by tps is commits/s -----------------------------
 
