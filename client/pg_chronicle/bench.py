@@ -375,7 +375,8 @@ def main(conninfo: str | None, args: argparse.Namespace, pgbench_args: list[str]
             # settings the session shows (plpgsql's appear once a function
             # in PL/pgSQL ran), alike for every trial
             with connect(conninfo) as conn:
-                rc = _run(conn, run_label, meta, pgbench, pgbench_args, env, logdir)
+                rc = _run(conn, run_label, meta, pgbench, pgbench_args, env, logdir,
+                          getattr(args, "warmup", None))
         except ClientError as exc:
             if exc.exit_code != EXIT_INTERRUPTED or recorded == 0:
                 raise
@@ -402,9 +403,18 @@ def main(conninfo: str | None, args: argparse.Namespace, pgbench_args: list[str]
     return rc
 
 
+def set_warmup(conn: psycopg.Connection[Any], label: str, seconds: float) -> None:
+    """Leaves the first seconds of the run out of every analysis of it
+    (chronicle.run_set_warmup); a warm-up as long as the run is a ClientError."""
+    with translated():
+        conn.execute("SELECT chronicle.run_set_warmup(%s, make_interval(secs => %s))", (label, seconds))
+
+
 def _run(conn: psycopg.Connection[Any], label: str, meta: dict[str, Any], pgbench: str,
-         pgbench_args: list[str], env: dict[str, str], logdir: pathlib.Path) -> int:
-    """One run: recorded, summarised; its exit code (130 after a Ctrl-C,
+         pgbench_args: list[str], env: dict[str, str], logdir: pathlib.Path,
+         warmup_s: float | None = None) -> int:
+    """One run: recorded, its warm-up set (warmup_s seconds left out of
+    every analysis of it), summarised; its exit code (130 after a Ctrl-C,
     pgbench's when it failed)."""
     interval = snapshot_interval(conn)
     handler = _Interrupt()
@@ -420,6 +430,8 @@ def _run(conn: psycopg.Connection[Any], label: str, meta: dict[str, Any], pgbenc
          + f"; {nlines:,} pgbench log lines loaded from {len(loaded)} file(s)"
          + (" (interrupted)" if interrupted else ""),
          file=sys.stderr, flush=True)
+    if warmup_s:
+        set_warmup(conn, label, warmup_s)
     echo("\n" + summary.format_summary(summary.collect(conn, label)), flush=True)
     if interrupted or handler.hit:
         return EXIT_INTERRUPTED

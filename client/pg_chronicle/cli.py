@@ -60,6 +60,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="with --report: compare with this earlier run (or configuration)")
     b.add_argument("--pgbench", metavar="PATH", default=None,
                    help="pgbench to run (default: $PGBENCH, else pgbench in PATH)")
+    b.add_argument("--warmup", type=_seconds, metavar="SECONDS", default=None,
+                   help="leave the run's first SECONDS out of every analysis of it (the "
+                        "summary, report and comparisons; the charts show them shaded)")
     b.add_argument("--keep-logs", type=pathlib.Path, metavar="DIR",
                    help="write pgbench's logs into DIR (with --trials: DIR/1, DIR/2, ...) "
                         "and keep them (default: a temporary folder, removed)")
@@ -119,6 +122,17 @@ def _parser() -> argparse.ArgumentParser:
                    help="also write DIR/sweep.png, DIR/sweep.svg and DIR/index.html")
     s.add_argument("--pgbench", metavar="PATH", default=None,
                    help="pgbench to run (default: $PGBENCH, else pgbench in PATH)")
+    s.add_argument("--warmup", type=_seconds, metavar="SECONDS", default=None,
+                   help="leave every run's first SECONDS out of its numbers")
+
+    wu = sub.add_parser("warmup", parents=[common],
+                        help="set how much of a run's start every analysis leaves out",
+                        description="Sets the warm-up of RUN (chronicle.run_set_warmup; the "
+                                    "role that recorded the run): its first SECONDS are left out "
+                                    "of its summary, report and comparisons, and drawn shaded. "
+                                    "0 takes the warm-up away.")
+    wu.add_argument("run", metavar="RUN")
+    wu.add_argument("seconds", type=_seconds, metavar="SECONDS")
 
     sr = sub.add_parser("sweep-report", parents=[common],
                         help="print and draw a recorded sweep (without running anything)",
@@ -150,6 +164,17 @@ def _split_pgbench(argv: Sequence[str]) -> tuple[list[str], list[str]]:
 def _report_dir(run: str) -> pathlib.Path:
     safe = "".join(ch if ch.isalnum() or ch in "-_.=" else "_" for ch in run)
     return pathlib.Path(f"report-{safe}")
+
+
+def _seconds(text: str) -> float:
+    """A number of seconds: 0 or more, finite."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not (v >= 0 and math.isfinite(v)):
+        raise argparse.ArgumentTypeError(f"a number of seconds is 0 or more, not {text}")
+    return v
 
 
 def _threshold(text: str) -> float:
@@ -208,6 +233,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 row = db.query(conn, "SELECT mark_id, ts FROM chronicle.mark(%s, %s::timestamptz)",
                                (args.event, args.at))[0]
             echo(f"mark {row['mark_id']} at {row['ts'].isoformat()}")
+            return 0
+        if args.command == "warmup":
+            from pg_chronicle import bench
+            with connect(conninfo) as conn:
+                bench.set_warmup(conn, args.run, args.seconds)
+            echo(f"run {args.run}: warm-up {args.seconds:g} s")
             return 0
         if args.command == "compare":
             from pg_chronicle import compare

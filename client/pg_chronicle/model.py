@@ -116,6 +116,10 @@ Meta = TypedDict("Meta", {
     "vs_intervals": NotRequired[int],
     "vs_server_version": NotRequired[str | None],
     "vs_headline": NotRequired[list[list[str]]],
+    # the warm-up the time charts shade: (start, end), epoch seconds (seconds
+    # since the run's start in a comparison); B's
+    "warmup": NotRequired[list[float]],
+    "vs_warmup": NotRequired[list[float]],
 })
 
 

@@ -57,6 +57,15 @@ class Window:
     # transactions slower than this are counted per interval (report
     # --latency-threshold, else pgbench's --latency-limit of the run)
     latency_threshold_ms: float | None = None
+    # where the summaries start: after the run's warm-up
+    # (chronicle.run_set_warmup), which the time charts show shaded from
+    # from_ts; from_ts when there is none
+    steady_from: datetime | None = None
+
+    @property
+    def summary_from(self) -> datetime:
+        """The start of every summary of the window (after the warm-up)."""
+        return self.steady_from if self.steady_from is not None else self.from_ts
 
     @property
     def x(self) -> list[float]:
@@ -127,7 +136,8 @@ def window(conn: Conn, run: str, from_ts: datetime | None = None,
     r = _rows(conn, """
         SELECT r.run_id, r.label, r.started, r.ended, r.server_version, r.meta, r.settings,
                w.run_from, w.run_to,
-               to_jsonb(r) -> 'environment' AS environment
+               to_jsonb(r) -> 'environment' AS environment,
+               coalesce(to_jsonb(r) ->> 'warmup', '0')::interval AS warmup
           FROM chronicle.run_window(%s) w, chronicle.run r
          WHERE r.label = %s""", (run, run))[0]
     f = from_ts if from_ts is not None else r["run_from"]
@@ -135,9 +145,14 @@ def window(conn: Conn, run: str, from_ts: datetime | None = None,
     env = r["environment"] or {}
     if isinstance(env, str):
         env = json.loads(env)
+    # a warm-up (before 0.3.0 none): the charts start where the run did and
+    # shade it, the summaries start after it (where run_window() does)
+    steady: datetime | None = None
+    if r["warmup"] and f <= r["run_from"]:
+        steady, f = r["run_from"], r["run_from"] - r["warmup"]
     w = Window(run=run, run_id=r["run_id"], from_ts=f, to_ts=t, started=r["started"],
                ended=r["ended"], server_version=r["server_version"], meta=r["meta"] or {},
-               settings=r["settings"] or {}, environment=env)
+               settings=r["settings"] or {}, environment=env, steady_from=steady)
     for iv in _rows(conn, "SELECT interval_start, interval_end FROM chronicle.intervals(%s, %s)",
                     (w.from_ts, w.to_ts)):
         w.starts.append(iv["interval_start"])
@@ -148,7 +163,7 @@ def window(conn: Conn, run: str, from_ts: datetime | None = None,
 def headline(conn: Conn, w: Window) -> list[Row]:
     """chronicle.summary() of the window, with the run's pgbench numbers."""
     return _rows(conn, "SELECT metric, value, unit FROM chronicle.summary(%s, %s, %s)",
-                 (w.from_ts, w.to_ts, w.run_id))
+                 (w.summary_from, w.to_ts, w.run_id))
 
 
 # The columns of chronicle.timeline() the panels share: commits/s and the
@@ -250,6 +265,9 @@ def throughput_panel(w: Window, app: list[Row], tl: Timeline, over: list[Row] | 
             charts.append(oc)
     else:
         note = "No pgbench log in this run: throughput is commits/s of pg_stat_database, no latency."
+    flag = unsteady(w, app, tl)
+    if flag is not None:
+        note = f"{note} {flag[0].upper()}{flag[1:]}." if note else f"{flag[0].upper()}{flag[1:]}."
     p = _panel("throughput", "Throughput and latency",
                "tps and latency percentiles of the transactions that ended in each snapshot "
                "interval (pgbench log, chronicle.app_intervals; no tps in the intervals pgbench "
@@ -268,6 +286,50 @@ def throughput_panel(w: Window, app: list[Row], tl: Timeline, over: list[Row] | 
                "ended while the run was active (thick red).", charts)
     p["note"] = note
     return p
+
+
+# A run is not steady when its throughput's trend over the second half of
+# the window (after the warm-up) moves it by more than STEADY_CHANGE of its
+# mean, and the trend is clear of the noise (|t| of the slope > STEADY_T).
+STEADY_CHANGE = 0.05
+STEADY_T = 3.0
+
+
+def trend(w: Window, values: list[Value]) -> tuple[float, float] | None:
+    """The least-squares trend of one value per interval over the second
+    half of the window's intervals after summary_from: (its change from
+    the half's first interval to its last, relative to the half's mean;
+    the slope's t statistic).  None with fewer than 8 points or a mean of 0."""
+    start = w.summary_from
+    pts = [(e.timestamp(), v) for e, v in zip(w.ends, values, strict=True)
+           if v is not None and e > start]
+    pts = pts[len(pts) // 2:]
+    n = len(pts)
+    if n < 8:
+        return None
+    mx = sum(x for x, _ in pts) / n
+    my = sum(y for _, y in pts) / n
+    sxx = sum((x - mx) ** 2 for x, _ in pts)
+    if my == 0 or sxx == 0:
+        return None
+    slope = sum((x - mx) * (y - my) for x, y in pts) / sxx
+    resid = sum((y - my - slope * (x - mx)) ** 2 for x, y in pts)
+    se = math.sqrt(resid / (n - 2) / sxx)
+    t = math.inf if se == 0 else slope / se
+    return slope * (pts[-1][0] - pts[0][0]) / my, t
+
+
+def unsteady(w: Window, app: list[Row], tl: Timeline) -> str | None:
+    """What the report says of a run whose throughput never settles (tps
+    of the pgbench log, else commits/s), or None."""
+    has_app = any(r["transactions"] for r in app)
+    what = "tps" if has_app else "commits/s"
+    tr = trend(w, _series(w, app, "tps") if has_app else tl["commits_per_s"])
+    if tr is None or abs(tr[0]) <= STEADY_CHANGE or abs(tr[1]) <= STEADY_T:
+        return None
+    return (f"{what} is not steady: its trend moved it by {tr[0]:+.1%} over the second half of the "
+            f"window{' after the warm-up' if w.steady_from is not None else ''} (t = {tr[1]:.1f}); "
+            "a longer run, or a warm-up, measures the steady state")
 
 
 def over_chart(w: Window, over: list[Row]) -> Chart | None:
@@ -298,7 +360,7 @@ def wait_profile_rows(conn: Conn, w: Window) -> list[Row]:
         SELECT p.backend_type, p.wait_event_type, p.wait_event, p.samples, p.avg_processes,
                p.coverage, p.ticks_due, p.ticks_taken,
                chronicle._wait_activity(p.backend_type, 'active', p.wait_event_type, p.wait_event) AS activity
-          FROM chronicle.wait_profile(%s, %s) p""", (w.from_ts, w.to_ts))
+          FROM chronicle.wait_profile(%s, %s) p""", (w.summary_from, w.to_ts))
 
 
 def waits_panel(w: Window, tl: Timeline, prof: list[Row]) -> Panel:
@@ -483,7 +545,7 @@ def cpu_rows(conn: Conn, w: Window) -> list[Row]:
 def cpu_totals_rows(conn: Conn, w: Window) -> list[Row]:
     """chronicle.os_process_cpu_totals() of the window: per process type."""
     return _rows(conn, """SELECT backend_type, user_ms, system_ms, run_delay_ms, exited
-                            FROM chronicle.os_process_cpu_totals(%s, %s)""", (w.from_ts, w.to_ts))
+                            FROM chronicle.os_process_cpu_totals(%s, %s)""", (w.summary_from, w.to_ts))
 
 
 def _cpu_ms(r: Row) -> float:
@@ -598,7 +660,7 @@ def os_panel(conn: Conn, w: Window) -> Panel:
 
 def statements(conn: Conn, w: Window, n: int = 15) -> Panel:
     """Top statements of the window by total execution time (statements_top)."""
-    rows = _rows(conn, "SELECT * FROM chronicle.statements_top(%s, %s, %s)", (w.from_ts, w.to_ts, n))
+    rows = _rows(conn, "SELECT * FROM chronicle.statements_top(%s, %s, %s)", (w.summary_from, w.to_ts, n))
     table: Table | None = None
     if rows:
         table = {"id": "statements.top", "title": "Top statements by total execution time",
@@ -695,7 +757,7 @@ def latency_bins(conn: Conn, w: Window) -> list[Row]:
         SELECT floor(log(greatest(t.latency_us, 1)::float8) * %s)::int AS b, count(*) AS n
           FROM chronicle.app_transaction t
          WHERE t.run_id = %s AND t.ts > %s AND t.ts <= %s AND t.latency_us IS NOT NULL
-         GROUP BY 1 ORDER BY 1""", (BINS_PER_DECADE, w.run_id, w.from_ts, w.to_ts))
+         GROUP BY 1 ORDER BY 1""", (BINS_PER_DECADE, w.run_id, w.summary_from, w.to_ts))
 
 
 def latency_percentiles(conn: Conn, w: Window) -> tuple[float | None, float | None]:
@@ -705,7 +767,7 @@ def latency_percentiles(conn: Conn, w: Window) -> tuple[float | None, float | No
         SELECT percentile_disc(ARRAY[0.5, 0.99]::float8[]) WITHIN GROUP (ORDER BY t.latency_us) AS p
           FROM chronicle.app_transaction t
          WHERE t.run_id = %s AND t.ts > %s AND t.ts <= %s AND t.status = 'ok'""",
-              (w.run_id, w.from_ts, w.to_ts))[0]["p"]
+              (w.run_id, w.summary_from, w.to_ts))[0]["p"]
     if not r:
         return None, None
     return (None if r[0] is None else r[0] / 1000.0), (None if r[1] is None else r[1] / 1000.0)
@@ -767,7 +829,7 @@ def slowest_reference(conn: Conn, w: Window, by: str) -> float | None:
                         (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY t.commits_per_s)
                            FROM chronicle.timeline(%(f)s, %(t)s, resolution => 'raw', app => false) t
                           WHERE t.commits_per_s IS NOT NULL)) AS m""",
-              {"f": w.from_ts, "t": w.to_ts, "run": w.run})
+              {"f": w.summary_from, "t": w.to_ts, "run": w.run})
     return None if r[0]["m"] is None else float(r[0]["m"])
 
 
@@ -919,7 +981,7 @@ def profile(conn: Conn, w: Window) -> Panel:
                  (w.run,))
     bounds = _rows(conn, "SELECT run_from, run_to FROM chronicle.run_window(%s)", (w.run,))
     note = None
-    if bounds and (bounds[0]["run_from"], bounds[0]["run_to"]) != (w.from_ts, w.to_ts):
+    if bounds and (bounds[0]["run_from"], bounds[0]["run_to"]) != (w.summary_from, w.to_ts):
         note = "Over the run's whole window, not the report's narrower one (--from/--to)."
     table: Table = {"id": "profile.load", "title": "Per second and per transaction",
                     "columns": ["metric", "unit", "per second", "per transaction"],

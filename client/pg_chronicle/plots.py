@@ -173,6 +173,13 @@ def _draw_chart(ax: Axes, chart: Chart, meta: Meta) -> None:
             ax.annotate(_plain(m["label"][:40]), xy=(x, 1.0), xycoords=("data", "axes fraction"),
                         xytext=(2, -2), textcoords="offset points", rotation=90, va="top",
                         fontsize=6.5, color=color, clip_on=True)
+    if time_chart:
+        for key in ("warmup", "vs_warmup"):
+            wu = meta.get(key)
+            if isinstance(wu, list) and len(wu) == 2:
+                w0: Any = datetime.fromtimestamp(wu[0], UTC) if not compare else wu[0]
+                w1: Any = datetime.fromtimestamp(wu[1], UTC) if not compare else wu[1]
+                ax.axvspan(w0, w1, color="#777777", alpha=0.14, linewidth=0)
     for s0, s1 in chart.get("slow", []):
         t0: Any = datetime.fromtimestamp(s0, UTC)
         t1: Any = datetime.fromtimestamp(s1, UTC)

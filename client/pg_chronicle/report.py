@@ -150,6 +150,8 @@ def collect(conn: Conn, w: Window) -> Collected:
     ])
     tl = panels.timeline_series(w, rows["timeline"])
     out.panels["throughput"] = panels.throughput_panel(w, rows["app"], tl, rows["over"])
+    if panels.unsteady(w, rows["app"], tl) is not None:
+        out.headline.append(["steady", "no (see Throughput)"])
     out.panels["waits"] = panels.waits_panel(w, tl, rows["waits"])
     out.panels["cpu"] = panels.cpu_panel(w, rows["cpu"], rows["cpu_totals"], tl)
     out.panels["io"] = panels.io_panel(w, rows["io"], tl)
@@ -283,6 +285,14 @@ def _headline(conn: Conn, w: Window) -> Headline:
     return headline_rows({r["metric"]: r["value"] for r in panels.headline(conn, w)})
 
 
+def _warmup(w: Window, relative: bool) -> list[float]:
+    """The warm-up the time charts shade: (start, end) in epoch seconds, or
+    in seconds since the run's start in a comparison."""
+    assert w.steady_from is not None
+    t0 = w.from_ts.timestamp() if relative else 0.0
+    return [w.from_ts.timestamp() - t0, w.steady_from.timestamp() - t0]
+
+
 def _ts(t: datetime) -> str:
     return t.astimezone(UTC).isoformat(sep=" ", timespec="seconds")
 
@@ -301,6 +311,8 @@ def build(conn: Conn, run: str, vs: str | None, from_ts: str | None,
         meta: Meta = {"run": run, "vs": vs, "from": _ts(a.from_ts), "to": _ts(a.to_ts),
                       "intervals": len(a.ends), "server_version": a.server_version,
                       "generated": _ts(datetime.now(UTC)), "headline": ra.headline}
+        if a.steady_from is not None:
+            meta["warmup"] = _warmup(a, relative=vs is not None)
         if vs is None:
             return meta, lead + ra.in_order(), [a]
     b = _window(conn, vs, None, None, threshold_ms)
@@ -309,6 +321,8 @@ def build(conn: Conn, run: str, vs: str | None, from_ts: str | None,
         meta["vs_from"], meta["vs_to"] = _ts(b.from_ts), _ts(b.to_ts)
         meta["vs_intervals"], meta["vs_server_version"] = len(b.ends), b.server_version
         meta["vs_headline"] = rb.headline
+        if b.steady_from is not None:
+            meta["vs_warmup"] = _warmup(b, relative=True)
         return meta, lead + _merge(ra.in_order(), rb.in_order(), a, b, conn), [a, b]
 
 

@@ -31,7 +31,7 @@ class RunSummary:
     label: str
     started: Any
     ended: Any
-    seconds: float | None            # of the run's window
+    seconds: float | None            # of the run's window (after the warm-up)
     meta: dict[str, Any]
     transactions: int                # pgbench's, from its log (0 without one)
     basis: str | None                # 'transactions', 'aggregates' or None
@@ -45,6 +45,7 @@ class RunSummary:
     server: dict[str, float | None]  # chronicle.run_summary(): metric -> value
     waits: list[Wait]
     wait_coverage: float | None
+    warmup_s: float = 0.0            # left out of every number (run_set_warmup)
 
     @property
     def wal_bytes_total(self) -> float | None:
@@ -71,7 +72,9 @@ class RunSummary:
 def collect(conn: psycopg.Connection[Any], run: str, top_waits: int = 5) -> RunSummary:
     r = query_one(conn,
                   "SELECT r.label, r.started, r.ended, r.meta, "
-                  "       extract(epoch FROM w.run_to - w.run_from)::float8 AS seconds "
+                  "       extract(epoch FROM w.run_to - w.run_from)::float8 AS seconds, "
+                  "       extract(epoch FROM coalesce(to_jsonb(r) ->> 'warmup', '0')::interval)::float8"
+                  "         AS warmup_s "
                   "  FROM chronicle.run_window(%(run)s) w, chronicle.run r WHERE r.label = %(run)s",
                   {"run": run})
     assert r is not None
@@ -93,7 +96,8 @@ def collect(conn: psycopg.Connection[Any], run: str, top_waits: int = 5) -> RunS
         tps=app["tps"], latency_mean_ms=app["latency_mean_ms"],
         latency_p50_ms=app["latency_p50_ms"], latency_p99_ms=app["latency_p99_ms"],
         latency_max_ms=app["latency_max_ms"], failures=app["failures"] or 0,
-        skipped=app["skipped"] or 0, server=server, waits=waits, wait_coverage=coverage)
+        skipped=app["skipped"] or 0, server=server, waits=waits, wait_coverage=coverage,
+        warmup_s=r["warmup_s"] or 0.0)
 
 
 def ms(value: float | None) -> str:
@@ -109,7 +113,8 @@ def format_summary(s: RunSummary) -> str:
     g = s.server.get
     lines = [f"run {text.visible(s.label)}: {text.when(s.started, '%Y-%m-%d %H:%M:%S%z')} .. "
              + (text.when(s.ended, "%H:%M:%S") if s.ended is not None else "(open)")
-             + f" ({text.duration(s.seconds)})"]
+             + f" ({text.duration(s.seconds)}"
+             + (f" after a warm-up of {text.duration(s.warmup_s)}" if s.warmup_s else "") + ")"]
     if s.transactions > 0:
         lines.append(
             f"  pgbench     {s.transactions:,} transactions, {text.num(s.tps)} tps"

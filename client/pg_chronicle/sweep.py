@@ -596,7 +596,8 @@ def main(conninfo: str | None, args: argparse.Namespace, pgbench_args: list[str]
         text.echo(f"pg-chronicle: sweep {name}: point {i + 1} of {len(values)}, {var} = {value_text(v)}",
                   file=sys.stderr, flush=True)
         ns = argparse.Namespace(label=label, trials=n, meta=args.meta, pgbench=args.pgbench,
-                                keep_logs=None, report=None, vs=None)
+                                keep_logs=None, report=None, vs=None,
+                                warmup=getattr(args, "warmup", None))
         extra = {"tool": "pg-chronicle sweep", "sweep": name, "sweep_var": var,
                  "sweep_value": int(v) if v.is_integer() else v}
         try:

@@ -11,6 +11,8 @@ CREATE TABLE chronicle.run (
 	server_version text,
 	environment    jsonb NOT NULL DEFAULT '{}',   -- build, OS, CPU, devices (src/environment.c)
 	owner          text,                   -- the login role that opened it; NULL before 0.3.0
+	-- the start left out of every analysis of the run (run_window()); 0.3.0
+	warmup         interval NOT NULL DEFAULT '0' CHECK (warmup >= interval '0'),
 	CHECK (ended IS NULL OR ended >= started)
 );
 COMMENT ON TABLE chronicle.run IS

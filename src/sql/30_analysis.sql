@@ -300,8 +300,10 @@ BEGIN
 END;
 $$;
 
--- A run's window by label: (started, ended], or (started, now()] while open.
--- A run created from its pgbench log (load_pgbench_lines(create_run =>
+-- A run's window by label: (started, ended], or (started, now()] while open;
+-- with a warm-up (chronicle.run_set_warmup()), (started + warmup, ...]:
+-- every analysis of a run reads its window here, so the warm-up is left out
+-- of all of them alike.  A run created from its pgbench log (load_pgbench_lines(create_run =>
 -- true)) ends at the log's last transaction, within a snapshot interval:
 -- its window reaches the first snapshot at or after it, in the same
 -- recording, once there is one, so that the interval holding its last
@@ -316,10 +318,12 @@ DECLARE
 	v_run integer := chronicle._run_id(run, 'chronicle.run_window');
 	v_from_log boolean;
 	v_next timestamptz;
+	v_warmup interval;
 BEGIN
 	SELECT r.started, coalesce(r.ended, now()),
-	       r.ended IS NOT NULL AND r.meta ->> 'created_by' = 'chronicle.load_pgbench_lines'
-	  INTO run_from, run_to, v_from_log
+	       r.ended IS NOT NULL AND r.meta ->> 'created_by' = 'chronicle.load_pgbench_lines',
+	       r.warmup
+	  INTO run_from, run_to, v_from_log, v_warmup
 	  FROM chronicle.run r WHERE r.run_id = v_run;
 	IF v_from_log THEN
 		SELECT n.ts INTO v_next
@@ -334,11 +338,20 @@ BEGIN
 			USING ERRCODE = 'data_exception',
 			      HINT = 'A run needs run_end() after at least one snapshot.';
 	END IF;
+	IF v_warmup > interval '0' THEN
+		IF run_to <= run_from + v_warmup THEN
+			RAISE EXCEPTION 'chronicle.run_window: run "%" has nothing after its warm-up of %', run, v_warmup
+				USING ERRCODE = 'data_exception',
+				      DETAIL = format('The run lasted %s.', run_to - run_from),
+				      HINT = 'Shorten the warm-up with chronicle.run_set_warmup(run, warmup).';
+		END IF;
+		run_from := run_from + v_warmup;
+	END IF;
 END;
 $$;
 
 COMMENT ON FUNCTION chronicle.run_window(text) IS
-	'The (from, to] window of a run by label (to = now() while the run is open; a run created from its pgbench log reaches the snapshot after its last transaction)';
+	'The (from, to] window of a run by label, after its warm-up (to = now() while the run is open; a run created from its pgbench log reaches the snapshot after its last transaction)';
 
 REVOKE ALL ON FUNCTION chronicle._deltas(text, timestamptz, timestamptz, text[], boolean, text[], text[], text[], regclass) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle._ends(text, timestamptz, timestamptz, regclass) FROM PUBLIC;

@@ -264,6 +264,43 @@ $$;
 COMMENT ON FUNCTION chronicle.run_delete(text) IS
 	'Forgets a run (and its application metrics); the history itself stays';
 
+-- A run's warm-up: how much of its start every analysis leaves out
+-- (run_window() starts after it; the pgbench numbers count the
+-- transactions that end after it).  The run's owner sets it, at any time:
+-- it is how the run is read, not what was recorded.  0 takes it away.
+CREATE FUNCTION chronicle.run_set_warmup(run text, warmup interval)
+RETURNS chronicle.run
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	r chronicle.run;
+BEGIN
+	PERFORM chronicle._run_id(run, 'chronicle.run_set_warmup');	-- NULL and unknown-run errors
+	IF warmup IS NULL OR warmup < interval '0' OR isfinite(warmup) IS NOT TRUE THEN
+		RAISE EXCEPTION 'chronicle.run_set_warmup: a warm-up is a finite interval of 0 or more, not %',
+			coalesce(warmup::text, 'NULL')
+			USING ERRCODE = 'invalid_parameter_value',
+			      HINT = 'For example interval ''30 seconds''; 0 leaves nothing out.';
+	END IF;
+	SELECT * INTO r FROM chronicle.run o WHERE o.label = run_set_warmup.run FOR UPDATE;
+	PERFORM chronicle._check_owner('chronicle.run_set_warmup', format('run "%s"', r.label), r.owner);
+	IF r.ended IS NOT NULL AND r.started + warmup >= r.ended THEN
+		RAISE EXCEPTION 'chronicle.run_set_warmup: a warm-up of % leaves nothing of run "%"', warmup, r.label
+			USING ERRCODE = 'invalid_parameter_value',
+			      DETAIL = format('The run lasted %s.', r.ended - r.started),
+			      HINT = 'A warm-up is the start of the run that is left out: shorter than the run.';
+	END IF;
+	UPDATE chronicle.run o SET warmup = run_set_warmup.warmup WHERE o.run_id = r.run_id
+	RETURNING * INTO r;
+	RETURN r;
+END;
+$$;
+
+COMMENT ON FUNCTION chronicle.run_set_warmup(text, interval) IS
+	'Sets how much of a run''s start every analysis leaves out (the run''s owner, a member of that role or a superuser)';
+
 -- The headline numbers of a window, one row per metric.
 CREATE FUNCTION chronicle.summary(from_ts timestamptz, to_ts timestamptz, run_id integer DEFAULT NULL)
 RETURNS TABLE (metric text, value float8, unit text)
@@ -480,6 +517,8 @@ GRANT EXECUTE ON FUNCTION chronicle.run_begin(text, jsonb) TO pg_monitor;
 GRANT EXECUTE ON FUNCTION chronicle.run_end(text, timestamptz) TO pg_monitor;
 GRANT EXECUTE ON FUNCTION chronicle.run_label(text, timestamptz, timestamptz, jsonb) TO pg_monitor;
 GRANT EXECUTE ON FUNCTION chronicle.run_delete(text) TO pg_monitor;
+REVOKE ALL ON FUNCTION chronicle.run_set_warmup(text, interval) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION chronicle.run_set_warmup(text, interval) TO pg_monitor;
 GRANT EXECUTE ON FUNCTION chronicle.summary(timestamptz, timestamptz, integer) TO pg_monitor, pg_read_all_stats;
 GRANT EXECUTE ON FUNCTION chronicle.run_summary(text) TO pg_monitor, pg_read_all_stats;
 GRANT EXECUTE ON FUNCTION chronicle.compare_runs(text, text) TO pg_monitor, pg_read_all_stats;

@@ -811,9 +811,13 @@ DECLARE
 	v_first timestamptz;
 	v_last timestamptz;
 	v_thr timestamptz[];
+	v_from timestamptz;		-- the warm-up's end: transactions ending after it count
 BEGIN
+	SELECT CASE WHEN r.warmup > interval '0' THEN r.started + r.warmup END INTO v_from
+	  FROM chronicle.run r WHERE r.run_id = p_run;
 	SELECT min(t.ts), max(t.ts) INTO v_first, v_last
-	  FROM chronicle.app_transaction t WHERE t.run_id = p_run;
+	  FROM chronicle.app_transaction t
+	 WHERE t.run_id = p_run AND (v_from IS NULL OR t.ts > v_from);
 	IF v_first IS NOT NULL THEN
 		-- The recordings around the transactions: each segment's first and
 		-- (just after) last snapshot, so that width_bucket() numbers the
@@ -836,9 +840,10 @@ BEGIN
 			-- collector's first snapshot): no pgbench process outlives a
 			-- stop (its connections end), so in a gap each log file's
 			-- transactions are a piece of their own.
-			SELECT min(t.ts - coalesce(t.latency_us, 0) * interval '1 microsecond') AS s, max(t.ts) AS e
+			SELECT greatest(min(t.ts - coalesce(t.latency_us, 0) * interval '1 microsecond'), v_from) AS s,
+			       max(t.ts) AS e
 			  FROM chronicle.app_transaction t
-			 WHERE t.run_id = p_run
+			 WHERE t.run_id = p_run AND (v_from IS NULL OR t.ts > v_from)
 			 GROUP BY width_bucket(t.ts, v_thr),
 			          CASE WHEN width_bucket(t.ts, v_thr) % 2 = 0 THEN t.source END
 		), span AS (
@@ -858,7 +863,7 @@ BEGIN
 			       count(*) FILTER (WHERE t.status = 'skipped') AS n_skipped,
 			       count(*) FILTER (WHERE t.status NOT IN ('ok', 'skipped')) AS n_failed
 			  FROM chronicle.app_transaction t
-			 WHERE t.run_id = p_run
+			 WHERE t.run_id = p_run AND (v_from IS NULL OR t.ts > v_from)
 		)
 		SELECT st.n, span.secs, st.n / nullif(span.secs, 0),
 		       st.lat_mean / 1000.0,
@@ -869,7 +874,10 @@ BEGIN
 		RETURN;
 	END IF;
 
-	IF EXISTS (SELECT FROM chronicle.app_interval a WHERE a.run_id = p_run) THEN
+	IF v_first IS NULL
+	   AND EXISTS (SELECT FROM chronicle.app_transaction t WHERE t.run_id = p_run) THEN
+		NULL;		-- every transaction is in the warm-up: none counts
+	ELSIF EXISTS (SELECT FROM chronicle.app_interval a WHERE a.run_id = p_run) THEN
 		RETURN QUERY
 		WITH a AS (
 			SELECT a1.*,
@@ -878,6 +886,8 @@ BEGIN
 			                  AND p.interval_start = a1.interval_start - a1.interval_secs * interval '1 second') AS complete
 			  FROM chronicle.app_interval a1
 			 WHERE a1.run_id = p_run
+			   -- after a warm-up: the aggregates that start at or after its end
+			   AND (v_from IS NULL OR a1.interval_start >= v_from)
 		)
 		SELECT sum(a.num_transactions)::bigint,
 		       (sum(a.interval_secs) FILTER (WHERE a.complete))::float8,
@@ -908,7 +918,7 @@ AS $$
 	SELECT * FROM chronicle._app_summary(chronicle._run_id(run, 'chronicle.app_summary'));
 $$;
 COMMENT ON FUNCTION chronicle.app_summary(text) IS
-	'Transactions, seconds (from the first transaction''s start, not across gaps), TPS, latency mean/min/max and nearest-rank percentiles of a whole run, from its per-transaction log, else its aggregate log';
+	'Transactions, seconds (from the first transaction''s start, not across gaps), TPS, latency mean/min/max and nearest-rank percentiles of a whole run after its warm-up, from its per-transaction log, else its aggregate log';
 
 -- Generic metrics.
 CREATE FUNCTION chronicle.add_metric(name text, value float8,

@@ -13,6 +13,7 @@
 -- A run belongs to the role that opened it (36_runs.sql,
 -- _check_run_owner); runs recorded before 0.3.0 have no owner.
 ALTER TABLE chronicle.run ADD COLUMN owner text;
+ALTER TABLE chronicle.run ADD COLUMN warmup interval NOT NULL DEFAULT '0' CHECK (warmup >= interval '0');
 
 -- A statement's text is kept as long as the history that refers to it
 -- (40_statements.sql); texts stored before 0.3.0 count as seen now.

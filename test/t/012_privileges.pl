@@ -23,7 +23,7 @@ my %super = map { $_ => 1 } qw(
   _rollup_app_changed _pack _history_load _history_write _history_layout
   _check_owner _mark_event_max _redact_statement _analysis_layout _analysis_make _analysis_source
   _analysis_create _analysis_checks _analysis_delta);
-my %writer = map { $_ => 1 } qw(run_begin run_end run_label run_delete _check_label mark mark_delete);
+my %writer = map { $_ => 1 } qw(run_begin run_end run_label run_delete run_set_warmup _check_label mark mark_delete);
 
 # The roles, and which classes each may use.
 my %roles = (
@@ -174,6 +174,11 @@ is($node->safe_psql('postgres', "SELECT owner FROM chronicle.run WHERE label = '
 is(as_role('r_monitor2', "SELECT chronicle.run_end('owned')"), '42501', 'another role may not end it by name');
 is(as_role('r_monitor2', 'SELECT chronicle.run_end()'), '42501', 'nor as the open run');
 is(as_role('r_monitor2', "SELECT chronicle.run_delete('owned')"), '42501', 'nor delete it');
+is(as_role('r_monitor2', "SELECT chronicle.run_set_warmup('owned', '1 s')"), '42501',
+	'nor set how it is read (its warm-up)');
+is(as_role('r_stats', "SELECT chronicle.run_set_warmup('owned', '1 s')"), '42501',
+	'a reader may not either');
+is(as_role('r_monitor', "SELECT chronicle.run_set_warmup('owned', '0 s')"), 'ok', 'its owner may');
 is(as_role('r_stats', "SELECT count(*) FROM chronicle.run WHERE label = 'owned' AND ended IS NULL"), 'ok',
 	'a reader still reads it');
 is($node->safe_psql('postgres', "SELECT ended IS NULL FROM chronicle.run WHERE label = 'owned'"), 't',

@@ -74,6 +74,16 @@ function marksPlugin(chart) {
       if (chart.kind !== 'time') return;
       var ctx = u.ctx, top = u.bbox.top, h = u.bbox.height;
       ctx.save();
+      // the warm-up: left out of every summary, shown shaded
+      [M.warmup, M.vs_warmup].forEach(function (wu) {
+        if (!wu) return;
+        var a = u.valToPos(wu[0], 'x', true), b = u.valToPos(wu[1], 'x', true);
+        ctx.fillStyle = 'rgba(120,120,120,0.14)';
+        ctx.fillRect(a, top, Math.max(b - a, 1), h);
+        ctx.fillStyle = 'rgba(80,80,80,0.9)';
+        ctx.font = (10 * devicePixelRatio) + 'px sans-serif';
+        ctx.fillText('warm-up', a + 2, top + h - 4 * devicePixelRatio);
+      });
       SLOW.forEach(function (s) {
         if (M.vs) return;
         var a = u.valToPos(s.x0, 'x', true), b = u.valToPos(s.x1, 'x', true);
