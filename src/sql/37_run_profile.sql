@@ -48,7 +48,11 @@ AS $$
 		(22, 'active_other', 'other waits', 'sessions', 0.1),
 		(23, 'pressure_cpu_some', 'CPU pressure', '% stalled', 1.0),
 		(24, 'pressure_io_some', 'IO pressure', '% stalled', 1.0),
-		(25, 'pressure_memory_some', 'memory pressure', '% stalled', 1.0)
+		(25, 'pressure_memory_some', 'memory pressure', '% stalled', 1.0),
+		(26, 'cpu_busy', 'CPU busy (machine)', '%', 5.0),
+		(27, 'cpu_iowait', 'CPU iowait', '%', 5.0),
+		(28, 'cpu_steal', 'CPU steal', '%', 2.0),
+		(29, 'procs_running', 'run queue', 'tasks', 1.0)
 	) AS m(i, metric, label, unit, floor)
 $$;
 
@@ -139,7 +143,10 @@ BEGIN
 		             tl.mem_dirty_kb * 1024 / 1e6, tl.mem_writeback_kb * 1024 / 1e6,
 		             tl.active_cpu, tl.active_io, tl.active_lwlock, tl.active_lock, tl.active_ipc,
 		             tl.active_client, tl.active_timeout, tl.active_other,
-		             pr.cpu, pr.io, pr.memory]::float8[] AS vals
+		             pr.cpu, pr.io, pr.memory,
+		             -- the machine's CPU (os_cpu): shares of its time, in %
+		             (tl.cpu_user + tl.cpu_system) * 100, tl.cpu_iowait * 100, tl.cpu_steal * 100,
+		             tl.procs_running::float8]::float8[] AS vals
 		  FROM tl
 		  LEFT JOIN app ON app.interval_end = tl.interval_end
 		  LEFT JOIN wal ON wal.interval_end = tl.interval_end

@@ -177,6 +177,49 @@ is($node->safe_psql('postgres',
 	"SELECT string_agg(interval_end::text, ',' ORDER BY rank) FROM chronicle.slowest_intervals('nolog', 5, 'tps')"),
 	$ref_c, 'without a log, by tps ranks the lowest commits/s of the timeline');
 
+# --- the machine's CPU taken: explained by the run queue --------------------------
+
+# One unthrottled select-only client; sixteen processes spin in the middle
+# of the run, each runnable all the time (the reference: we started them),
+# so the kernel's run queue at the snapshots in their time is 16 longer
+# (clear of what else runs on a shared machine), and the client's
+# throughput falls.
+$node->safe_psql('postgres', "SELECT chronicle.run_begin('burn')");
+my $burn_pg = IPC::Run::start(
+	[ 'pgbench', '-n', '-S', '-c', '1', '-T', '9', $node->connstr('postgres') ], '>', \$out, '2>', \$err);
+sleep 3;
+my $b0 = $node->safe_psql('postgres', 'SELECT clock_timestamp()');
+my @burners;
+for (1 .. 16)
+{
+	my $pid = fork() // die "fork: $!";
+	if ($pid == 0)
+	{
+		my $until = time() + 3;
+		my $x = 0;
+		while (time() < $until) { $x++ }
+		POSIX::_exit(0);
+	}
+	push @burners, $pid;
+}
+waitpid($_, 0) for @burners;
+my $b1 = $node->safe_psql('postgres', 'SELECT clock_timestamp()');
+$burn_pg->finish or die "pgbench failed: $err";
+snapshots_after_now(2);
+$node->safe_psql('postgres', "SELECT chronicle.run_end()");
+my $rq = $node->safe_psql('postgres', qq{
+	SELECT count(*) FROM chronicle.slowest_intervals('burn', 1000, 'tps') s,
+	       jsonb_array_elements(s.details) d
+	 WHERE s.interval_start >= '$b0' AND s.interval_end <= '$b1'
+	   AND d ->> 'column' = 'procs_running'
+	   AND (d ->> 'value')::float8 - (d ->> 'median')::float8 >= 8});
+cmp_ok($rq, '>=', 1, "intervals while 16 processes spun are explained by the run queue ($rq)")
+  or diag $node->safe_psql('postgres', qq{
+	SELECT t.interval_end, t.procs_running, round(t.cpu_user::numeric, 2), s.tps, s.explanation
+	  FROM chronicle.run_window('burn') w, chronicle.timeline(w.run_from, w.run_to) t
+	  LEFT JOIN chronicle.slowest_intervals('burn', 1000, 'tps') s ON s.interval_end = t.interval_end
+	 ORDER BY t.interval_end}) . "\nburn: $b0 .. $b1";
+
 # --- errors -------------------------------------------------------------------------
 
 sub err
