@@ -174,7 +174,11 @@ def _draw_chart(ax: Axes, chart: Chart, meta: Meta) -> None:
                         xytext=(2, -2), textcoords="offset points", rotation=90, va="top",
                         fontsize=6.5, color=color, clip_on=True)
     if time_chart:
-        for key in ("warmup", "vs_warmup"):
+        # a comparison's split stacks (X, X.vs): each its own run's warm-up
+        split_b = compare and chart.get("stack") and chart["id"].endswith(".vs")
+        keys = ("warmup", "vs_warmup") if not (compare and chart.get("stack")) else \
+            (("vs_warmup",) if split_b else ("warmup",))
+        for key in keys:
             wu = meta.get(key)
             if isinstance(wu, list) and len(wu) == 2:
                 w0: Any = datetime.fromtimestamp(wu[0], UTC) if not compare else wu[0]

@@ -74,8 +74,10 @@ function marksPlugin(chart) {
       if (chart.kind !== 'time') return;
       var ctx = u.ctx, top = u.bbox.top, h = u.bbox.height;
       ctx.save();
-      // the warm-up: left out of every summary, shown shaded
-      [M.warmup, M.vs_warmup].forEach(function (wu) {
+      // the warm-up: left out of every summary, shown shaded; of a
+      // comparison's split stacks (X, X.vs), each its own run's
+      var split = M.vs && chart.stack, isB = /\.vs$/.test(chart.id);
+      [split && isB ? null : M.warmup, split && !isB ? null : M.vs_warmup].forEach(function (wu) {
         if (!wu) return;
         var a = u.valToPos(wu[0], 'x', true), b = u.valToPos(wu[1], 'x', true);
         ctx.fillStyle = 'rgba(120,120,120,0.14)';
