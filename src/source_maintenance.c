@@ -32,7 +32,10 @@
  * manual VACUUM of one table), and at most a snapshot interval late for
  * the later ones; when an activity's first runs were all shorter than an
  * interval and missed, the first run seen gets the activity's start,
- * too early.  ended is at most one interval after the true end.
+ * too early.  The final row says between which two readings the run
+ * ended: last_seen, the last that saw it, and ended, the first that did
+ * not; those of two consecutive snapshots, unless the source skipped some
+ * (turned off, or backing off after an error).
  *
  * What is missed: a run that starts and ends between two snapshots (the
  * relations source's vacuum counts see it); runs while the collector is
@@ -108,7 +111,11 @@
 	/* time slept in cost-based delays, ms (the views' delay_time, 18 with */	\
 	/* track_cost_delay_timing); NULL before 18 */								\
 	C(MAINT_DELAY_MS, "delay_ms", FLOAT8OID, RECORDED)							\
-	/* NULL while running; the final row's snapshot time: it ended before */	\
+	/* NULL while running; in the final row, the last reading that saw it */	\
+	/* running: it ended after that */											\
+	C(MAINT_LAST_SEEN, "last_seen", TIMESTAMPTZOID, RECORDED)					\
+	/* NULL while running; in the final row, the first reading that no */		\
+	/* longer saw it: it ended before that */									\
 	C(MAINT_ENDED, "ended", TIMESTAMPTZOID, RECORDED)
 
 CHRONICLE_COLUMNS(MAINT_COLUMNS, maintenance_columns, MAINT_NCOLUMNS, MAINT_NKEYS);
@@ -304,8 +311,13 @@ new_run(MaintRun *r, const PgBackendStatus *be, MaintState *cur,
 		r->started = now;
 }
 
+/*
+ * A row of run r; a final one when ended is set (last_seen: the reading
+ * before, which saw it running).
+ */
 static void
-emit_run(ChronicleEmitter *emitter, const MaintRun *r, TimestampTz ended)
+emit_run(ChronicleEmitter *emitter, const MaintRun *r, TimestampTz last_seen,
+		 TimestampTz ended)
 {
 	Datum		values[MAINT_NCOLUMNS] = {0};
 	bool		nulls[MAINT_NCOLUMNS] = {0};
@@ -350,6 +362,7 @@ emit_run(ChronicleEmitter *emitter, const MaintRun *r, TimestampTz ended)
 #else
 	nulls[MAINT_DELAY_MS] = true;
 #endif
+	chronicle_set_timestamp(values, nulls, MAINT_LAST_SEEN, last_seen);
 	chronicle_set_timestamp(values, nulls, MAINT_ENDED, ended);
 	chronicle_emit_row(emitter, values, nulls);
 }
@@ -427,13 +440,18 @@ maintenance_collect(ChronicleEmitter *emitter)
 		}
 		memcpy(r->param, be->st_progress_param, sizeof(r->param));
 		next->nruns++;
-		emit_run(emitter, r, 0);
+		emit_run(emitter, r, 0, 0);
 	}
 
-	/* the runs of the current reading not seen again have ended */
+	/*
+	 * The runs of the current reading not seen again have ended, since that
+	 * reading: the one of the previous snapshot, or older if this source
+	 * did not read in between (turned off, or backing off after an error),
+	 * which last_seen says.
+	 */
 	for (int i = 0; i < cur->nruns; i++)
 		if (!matched[i])
-			emit_run(emitter, &cur->runs[i], now);
+			emit_run(emitter, &cur->runs[i], cur->taken, now);
 
 	next_pending = true;
 }

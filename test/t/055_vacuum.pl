@@ -150,7 +150,8 @@ sub check_run
 SELECT count(*), count(DISTINCT relid), max(relid), count(DISTINCT datname), max(datname),
        max(relation), bool_and(autovacuum = $a{autovacuum}), bool_and(NOT wraparound),
        max($total_col), bool_and($done_col <= $total_col),
-       string_agg(DISTINCT phase, ','), count(ended), count(*) FILTER (WHERE ended IS NULL)
+       string_agg(DISTINCT phase, ','), count(ended), count(*) FILTER (WHERE ended IS NULL),
+       count(last_seen), extract(epoch FROM max(last_seen)), extract(epoch FROM max(ended))
   FROM chronicle.maintenance_history
  WHERE pid = $pid AND command = '$a{command}' AND relid = $relid});
 	my @r = split /\|/, $rows;
@@ -164,6 +165,16 @@ SELECT count(*), count(DISTINCT relid), max(relid), count(DISTINCT datname), max
 	my @unknown = grep { !$phases->{$_} } split /,/, $r[10];
 	is("@unknown", '', "$name: phases as the view names them ($r[10])");
 	is($r[11], 1, "$name: one final row with ended");
+	is($r[13], 1, "$name: and last_seen");
+	cmp_ok($r[14], '<', $last[0], "$name: last_seen before psql last saw it")
+	  if $a{last_seen_before_psql};
+	if (defined $a{ended_at})
+	{
+		# (a reading between the statistics' report and the progress's end
+		# could see it running after last_autovacuum: 50 ms of slack)
+		cmp_ok($r[14], '<', $a{ended_at} + 0.05, "$name: last_seen before $a{ended_by}");
+		cmp_ok($r[15], '>=', $a{ended_at}, "$name: ended after $a{ended_by}");
+	}
 
 	# the time slept in cost delays (18): it grows, and stays below the
 	# run's length
@@ -255,6 +266,54 @@ SELECT count(*) = 1 FROM chronicle.marks(now() - interval '1 hour', now())
 check_run(name => 'ANALYZE', samples => $ma, marks => marks_of($what),
 	command => 'ANALYZE', autovacuum => 'false', datname => 'postgres',
 	relation => 'public.a', ended_at => $last_an, ended_by => 'last_analyze');
+
+###
+### 2b. The source turned off while a VACUUM runs, on again after it ended:
+###     its final row says it ended between the last reading that saw it
+###     (before the source was turned off) and the first after.
+###
+sql(q{
+CREATE TABLE o (i int, j int, k int) WITH (autovacuum_enabled = false);
+INSERT INTO o SELECT i, i, i FROM generate_series(1, 120000) i;
+DELETE FROM o WHERE i % 2 = 0;
+});
+$worker->query_safe('SET vacuum_cost_limit = 1; SET vacuum_cost_delay = 10');
+$worker->query_until(qr/started/, "\\echo started\nVACUUM o;\n\\echo vacuumed\n");
+poll_until($node, 'postgres', q{
+SELECT count(*) > 0 FROM chronicle.maintenance_history WHERE relation = 'public.o'},
+	'the collector records the VACUUM of o');
+sql('ALTER SYSTEM SET chronicle.collect_maintenance = off');
+sql('SELECT pg_reload_conf()');
+# off once the worker's count of the source's snapshots stands still for
+# three intervals
+my $collected = sub {
+	sql(q{SELECT snapshots FROM chronicle.source_status() WHERE source = 'maintenance'});
+};
+my ($before, $after) = ($collected->(), -1);
+for (1 .. 100)
+{
+	usleep(750_000);
+	$after = $collected->();
+	last if $after == $before;
+	$before = $after;
+}
+is($after, $before, 'the worker stopped reading the source');
+my $off_at = sql('SELECT extract(epoch FROM clock_timestamp())');
+$worker->query_safe('SELECT 1');	# the VACUUM is done
+my $last_o = sql(q{SELECT extract(epoch FROM last_vacuum) FROM pg_stat_all_tables
+                    WHERE relid = 'o'::regclass});
+sleep(1);
+sql('ALTER SYSTEM RESET chronicle.collect_maintenance');
+sql('SELECT pg_reload_conf()');
+poll_until($node, 'postgres', q{
+SELECT count(*) = 1 FROM chronicle.maintenance_history WHERE relation = 'public.o' AND ended IS NOT NULL},
+	'turned on again, the source writes the final row of the VACUUM of o');
+my ($o_seen, $o_ended) = split /\|/, sql(q{
+SELECT extract(epoch FROM last_seen), extract(epoch FROM ended) FROM chronicle.maintenance_history
+ WHERE relation = 'public.o' AND ended IS NOT NULL});
+cmp_ok($o_seen, '<', $off_at, 'source off: last_seen is a reading from before it was turned off');
+cmp_ok($o_seen, '<', $last_o, 'source off: last_seen before last_vacuum');
+cmp_ok($o_ended, '>', $last_o + 1, 'source off: ended after last_vacuum and the second off');
 
 ###
 ### 3. A backend terminated in the middle of its VACUUM.
