@@ -23,16 +23,22 @@
  * the other (VACUUM of a database, of a table then of its TOAST table,
  * autovacuum's VACUUM then ANALYZE of one table), each a run of its own.
  *
- * started is the activity's start when the previous reading did not see
- * that activity (it began since, or the collector just started), and
- * otherwise the time of the reading that first saw the run (it began in
- * the interval before; the run before it in the same activity then ends
- * at that same time).  So started is exact for an activity's first run,
- * the common case (an autovacuum's VACUUM or ANALYZE-only of a table, a
- * manual VACUUM of one table), and at most a snapshot interval late for
- * the later ones; when an activity's first runs were all shorter than an
- * interval and missed, the first run seen gets the activity's start,
- * too early.  The final row says between which two readings the run
+ * started is
+ * - the activity's start when the previous reading did not see that
+ *   activity (it began since, or the collector just started): exact for
+ *   an activity's first run, the common case (an autovacuum's VACUUM or
+ *   ANALYZE-only of a table, a manual VACUUM of one table); when an
+ *   activity's first runs were all shorter than an interval and missed,
+ *   the first run seen gets the activity's start, too early;
+ * - the time of the reading that first saw the run when the previous
+ *   reading saw the activity running another one (it began in between,
+ *   and the run before ends at that same time): at most an interval late;
+ * - the previous reading's time when that reading saw the activity not
+ *   running any (yet: a VACUUM waiting for its lock, or caught between
+ *   autovacuum's report of its table and the start of the command): at
+ *   most an interval early.
+ * (Without track_activities there is no activity start: the time of the
+ * reading that first saw the run.)  The final row says between which two readings the run
  * ended: last_seen, the last that saw it, and ended, the first that did
  * not; those of two consecutive snapshots, unless the source skipped some
  * (turned off, or backing off after an error).
@@ -148,6 +154,7 @@ typedef struct MaintActivity
 {
 	int			pid;
 	TimestampTz activity_start;
+	bool		running;		/* running a VACUUM or ANALYZE then */
 } MaintActivity;
 
 /* One reading: the runs in progress and every activity of the array. */
@@ -216,13 +223,13 @@ find_run(MaintState *st, int pid, TimestampTz activity_start, Oid relid,
 	return NULL;
 }
 
-static bool
-activity_seen(MaintState *st, int pid, TimestampTz activity_start)
+static MaintActivity *
+find_activity(MaintState *st, int pid, TimestampTz activity_start)
 {
 	for (int i = 0; i < st->nacts; i++)
 		if (st->acts[i].pid == pid && st->acts[i].activity_start == activity_start)
-			return true;
-	return false;
+			return &st->acts[i];
+	return NULL;
 }
 
 /*
@@ -290,6 +297,7 @@ new_run(MaintRun *r, const PgBackendStatus *be, MaintState *cur,
 		TimestampTz now)
 {
 	char	   *activity_relation = NULL;
+	MaintActivity *act;
 
 	r->autovacuum = (be->st_backendType == B_AUTOVAC_WORKER);
 	r->wraparound = false;
@@ -305,10 +313,16 @@ new_run(MaintRun *r, const PgBackendStatus *be, MaintState *cur,
 		r->relation = activity_relation;
 
 	/* see the head of the file */
-	if (r->activity_start != 0 && !activity_seen(cur, r->pid, r->activity_start))
-		r->started = r->activity_start;
-	else
+	act = r->activity_start != 0 ?
+		find_activity(cur, r->pid, r->activity_start) : NULL;
+	if (r->activity_start == 0)
 		r->started = now;
+	else if (act == NULL)
+		r->started = r->activity_start;
+	else if (act->running)
+		r->started = now;
+	else
+		r->started = Max(cur->taken, r->activity_start);
 }
 
 /*
@@ -406,13 +420,16 @@ maintenance_collect(ChronicleEmitter *emitter)
 		be = &local->backendStatus;
 		if (be->st_procpid <= 0)
 			continue;
+		command = be->st_progress_command;
 		if (be->st_activity_start_timestamp != 0)
 		{
-			next->acts[next->nacts].pid = be->st_procpid;
-			next->acts[next->nacts].activity_start = be->st_activity_start_timestamp;
-			next->nacts++;
+			MaintActivity *act = &next->acts[next->nacts++];
+
+			act->pid = be->st_procpid;
+			act->activity_start = be->st_activity_start_timestamp;
+			act->running = (command == PROGRESS_COMMAND_VACUUM ||
+							command == PROGRESS_COMMAND_ANALYZE);
 		}
-		command = be->st_progress_command;
 		if (command != PROGRESS_COMMAND_VACUUM && command != PROGRESS_COMMAND_ANALYZE)
 			continue;
 
