@@ -94,3 +94,60 @@ SELECT count(*) AS left_behind FROM chronicle.mark WHERE event = 'marker''s mark
 SELECT chronicle.run_delete('marked run') IS NOT NULL AS deleted;
 DELETE FROM chronicle.mark;
 DROP ROLE regress_chronicle_marker, regress_chronicle_other;
+
+-- VACUUM and ANALYZE runs (the maintenance source; test/t/055_vacuum.pl
+-- records real ones) on rows written here, on a day of their own:
+--   pid 101, an autovacuum VACUUM of pgbench_accounts from 10:00:00.5
+--     (its activity's start), gone at the 10:00:03 snapshot, then the
+--     ANALYZE of the same activity, first seen at 10:00:03.001 and gone at
+--     10:00:05 (that row written in another time zone: the same key);
+--   pid 202, a manual VACUUM of a relation whose name is markup, in a
+--     database since dropped (datname NULL), from 10:00:03.5, never seen
+--     ending;
+--   pid 303, an autovacuum to prevent wraparound of a relation whose name
+--     is unknown, which started before the window read below.
+SELECT chronicle.ensure_partitions('2024-05-07', '2024-05-07') >= 0 AS partitions;
+INSERT INTO chronicle.snapshot (ts, segment, keyframe, collector, duration_ms, rows_written, wal_bytes, errors)
+SELECT t, '2024-05-07 09:59:59+00', false, 'sql', 0, 0, 0, 0
+  FROM generate_series(timestamptz '2024-05-07 09:59:59+00', '2024-05-07 10:00:06+00', interval '1 s') t;
+SET timezone = 'UTC';
+INSERT INTO chronicle.maintenance_history (ts, pid, activity_start, relid, command, datname, relation,
+                                           autovacuum, wraparound, started, phase, heap_blks_total,
+                                           heap_blks_scanned, ended) VALUES
+ ('2024-05-07 09:59:59', 303, '2024-05-07 09:59:58', 16999, 'VACUUM', 'bench', NULL, true, true,
+  '2024-05-07 09:59:58', 'scanning heap', 10, 1, NULL),
+ ('2024-05-07 10:00:01', 101, '2024-05-07 10:00:00.5', 16384, 'VACUUM', 'bench', 'public.pgbench_accounts',
+  true, false, '2024-05-07 10:00:00.5', 'scanning heap', 100, 10, NULL),
+ ('2024-05-07 10:00:02', 101, '2024-05-07 10:00:00.5', 16384, 'VACUUM', 'bench', 'public.pgbench_accounts',
+  true, false, '2024-05-07 10:00:00.5', 'vacuuming heap', 100, 100, NULL),
+ ('2024-05-07 10:00:02', 303, '2024-05-07 09:59:58', 16999, 'VACUUM', 'bench', NULL, true, true,
+  '2024-05-07 09:59:58', 'scanning heap', 10, 10, '2024-05-07 10:00:02.001'),
+ ('2024-05-07 10:00:03', 101, '2024-05-07 10:00:00.5', 16384, 'VACUUM', 'bench', 'public.pgbench_accounts',
+  true, false, '2024-05-07 10:00:00.5', 'vacuuming heap', 100, 100, '2024-05-07 10:00:03.001'),
+ ('2024-05-07 10:00:03', 101, '2024-05-07 10:00:00.5', 16384, 'ANALYZE', 'bench', 'public.pgbench_accounts',
+  true, false, '2024-05-07 10:00:03.001', 'acquiring sample rows', NULL, NULL, NULL),
+ ('2024-05-07 10:00:04', 202, '2024-05-07 10:00:03.5', 16400, 'VACUUM', NULL, '<b>s</b>."t&amp;"',
+  false, false, '2024-05-07 10:00:03.5', 'scanning heap', 5, 1, NULL);
+SET timezone = 'America/New_York';
+INSERT INTO chronicle.maintenance_history (ts, pid, activity_start, relid, command, datname, relation,
+                                           autovacuum, wraparound, started, phase, ended) VALUES
+ ('2024-05-07 10:00:05+00', 101, '2024-05-07 10:00:00.5+00', 16384, 'ANALYZE', 'bench', 'public.pgbench_accounts',
+  true, false, '2024-05-07 10:00:03.001+00', 'computing statistics', '2024-05-07 10:00:05.002+00');
+SET timezone = 'UTC';
+-- One key a run, whatever the time zone its rows were written in.
+SELECT count(*) AS maintenance_keys FROM chronicle.history_key WHERE source = 'maintenance';
+SELECT pid, activity_start, command, count(*) AS nrows
+  FROM chronicle.maintenance_history WHERE ts::date = '2024-05-07' GROUP BY 1, 2, 3 ORDER BY 1, 3;
+-- The marks: a start at started, an end at the snapshot that wrote ended;
+-- the text names the relation as recorded (markup is data: the report
+-- escapes it), or its relid.
+SELECT ts, kind, event FROM chronicle.marks('2024-05-07 10:00:00', '2024-05-07 10:00:10')
+ WHERE kind ~ '^(vacuum|analyze)_' ORDER BY ts, kind;
+-- (from, to]: the vacuum's start at 10:00:00.5 is left out, its end kept;
+-- pid 202's start at 10:00:03.5, first seen by the 10:00:04 snapshot after
+-- the window, is kept: the rows are read up to the first snapshot after it.
+SELECT ts, kind FROM chronicle.marks('2024-05-07 10:00:00.5', '2024-05-07 10:00:03.7')
+ WHERE kind ~ '^(vacuum|analyze)_' ORDER BY ts, kind;
+DELETE FROM chronicle.history WHERE ts::date = '2024-05-07';
+DELETE FROM chronicle.snapshot WHERE ts::date = '2024-05-07';
+RESET timezone;

@@ -26,8 +26,10 @@
 #include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/datetime.h"
 #include "utils/hsearch.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -82,6 +84,32 @@ types_of(int si)
 }
 
 /*
+ * A timestamptz key column's text: ISO, in UTC, with its offset
+ * ("2026-11-26 18:58:36.123456+00").  Not timestamptz_out's, which follows
+ * the session's DateStyle and TimeZone: the same key would have another
+ * text in another session (the worker and chronicle.snapshot()), and so
+ * another entry in chronicle.history_key.  timestamptz_in reads it back in
+ * any session.
+ */
+static void
+append_timestamptz_key(StringInfo buf, TimestampTz ts)
+{
+	struct pg_tm tm;
+	fsec_t		fsec;
+	char		text[MAXDATELEN + 1];
+
+	if (TIMESTAMP_NOT_FINITE(ts))
+		EncodeSpecialTimestamp(ts, text);
+	else if (timestamp2tm(ts, NULL, &tm, &fsec, NULL, NULL) == 0)
+		EncodeDateTime(&tm, fsec, true, 0, NULL, USE_ISO_DATES, text);
+	else
+		ereport(ERROR,
+				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+				 errmsg("timestamp out of range")));
+	appendStringInfoString(buf, text);
+}
+
+/*
  * The key string of a row (history.h): its key columns' text, joined by
  * \x1f, \x1e for a NULL; what the collector's cache and the emitter's
  * previous readings are keyed by.
@@ -131,6 +159,9 @@ chronicle_key_string(const ChronicleSource *src, const Datum *values,
 			case BOOLOID:
 				appendStringInfoChar(buf, DatumGetBool(values[c]) ? 't' : 'f');
 				break;
+			case TIMESTAMPTZOID:
+				append_timestamptz_key(buf, DatumGetTimestampTz(values[c]));
+				break;
 			default:
 				elog(ERROR, "unsupported key column type %u in source \"%s\"",
 					 src->columns[c].type, src->name);
@@ -155,8 +186,19 @@ chronicle_key_array(int si, const Datum *values, const bool *nulls)
 	for (int c = 0; c < src->nkeys; c++)
 	{
 		enulls[c] = nulls[c];
-		elems[c] = nulls[c] ? (Datum) 0 :
-			CStringGetTextDatum(OutputFunctionCall(&t->outfunc[c], values[c]));
+		if (nulls[c])
+			elems[c] = (Datum) 0;
+		else if (src->columns[c].type == TIMESTAMPTZOID)
+		{
+			/* the key string's text, whatever the session's settings */
+			StringInfoData ts;
+
+			initStringInfo(&ts);
+			append_timestamptz_key(&ts, DatumGetTimestampTz(values[c]));
+			elems[c] = CStringGetTextDatum(ts.data);
+		}
+		else
+			elems[c] = CStringGetTextDatum(OutputFunctionCall(&t->outfunc[c], values[c]));
 	}
 	return PointerGetDatum(construct_md_array(elems, enulls, 1, dims, lbs,
 											  TEXTOID, -1, false, TYPALIGN_INT));

@@ -69,7 +69,8 @@ typedef struct ChronicleColumn
 {
 	const char *name;
 	Oid			type;			/* INT8OID, INT4OID, OIDOID, FLOAT8OID, TEXTOID,
-								 * BOOLOID, TIMESTAMPTZOID */
+								 * BOOLOID, TIMESTAMPTZOID (all of them but
+								 * FLOAT8OID for a key) */
 	ChronicleKind kind;
 } ChronicleColumn;
 

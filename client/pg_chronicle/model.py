@@ -23,10 +23,11 @@ Value = float | None
 # chronicle.marks(): a mark made by a script (chronicle.mark), a
 # checkpoint's start or end, a recording that starts (restart or gap), an
 # interval twice as long as the window's median (the collector was late), a
-# stall (no pgbench transaction ended while the run was active); on the
+# stall (no pgbench transaction ended while the run was active), a VACUUM's
+# or an ANALYZE's start or end (manual or autovacuum, any database); on the
 # latency distribution, a run's p50 and p99
 MarkKind = Literal["mark", "checkpoint_start", "checkpoint_end", "recording_start", "long_interval",
-                   "stall", "p50", "p99"]
+                   "stall", "vacuum_start", "vacuum_end", "analyze_start", "analyze_end", "p50", "p99"]
 
 
 class Mark(TypedDict):

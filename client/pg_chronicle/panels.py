@@ -201,7 +201,9 @@ def marks_of(rows: Iterable[Row]) -> list[Mark]:
 
 
 MARK_KINDS = {"mark": "mark", "checkpoint_start": "checkpoint start", "checkpoint_end": "checkpoint end",
-              "recording_start": "recording starts", "long_interval": "long interval", "stall": "stall"}
+              "recording_start": "recording starts", "long_interval": "long interval", "stall": "stall",
+              "vacuum_start": "vacuum start", "vacuum_end": "vacuum end",
+              "analyze_start": "analyze start", "analyze_end": "analyze end"}
 
 
 def with_marks(ps: Iterable[Panel], marks: list[Mark]) -> None:

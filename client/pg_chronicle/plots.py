@@ -51,6 +51,10 @@ MARK_STYLE: dict[str, tuple[str, str, float]] = {
     "recording_start": ("#aa1414", ":", 0.9),
     "long_interval": ("#e6780a", "-.", 0.9),
     "stall": ("#d62728", "-", 2.0),
+    "vacuum_start": ("#2ca02c", "--", 0.9),
+    "vacuum_end": ("#1a6e1a", "-", 0.9),
+    "analyze_start": ("#1f9bb4", "--", 0.9),
+    "analyze_end": ("#12687a", "-", 0.9),
     "p50": ("#282828", "--", 0.8),
     "p99": ("#282828", "-", 1.1),
 }

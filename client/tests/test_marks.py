@@ -5,12 +5,17 @@ text, and lists it; bad input is a clear error that records nothing."""
 from __future__ import annotations
 
 import pathlib
+import re
 from datetime import timedelta
+from typing import get_args
 
 import pytest
 
-from conftest import Server, cli
-from report_runs import UNTRUSTED, page_json, report_data
+from pg_chronicle import panels, plots
+from pg_chronicle.model import MarkKind
+
+from conftest import Server, cli, wait_for
+from report_runs import MARKUP, UNTRUSTED, page_json, report_data
 
 # What this checks does not depend on the server's version (chronicle.mark()
 # is tested on every version by the regression test marks): tools/test.sh
@@ -78,3 +83,63 @@ def test_mark_bad_input(server: Server) -> None:
         assert p.returncode == 2, (args, p)
         assert message in p.stderr and "Traceback" not in p.stderr, (args, p.stderr)
     assert _marks(server) == before
+
+
+def test_every_kind_is_drawn_and_named() -> None:
+    """Each kind chronicle.marks() returns has a style in the page and in the
+    pictures, and a name in the Events table."""
+    js = (pathlib.Path(plots.__file__).parent / "report_assets" / "report.js").read_text("utf-8")
+    (block,) = re.findall(r"var MARK_STYLE = \{(.*?)\n\};", js, re.S)
+    in_js = set(re.findall(r"^\s*(\w+):", block, re.M))
+    kinds = set(get_args(MarkKind))
+    assert in_js == kinds
+    assert set(plots.MARK_STYLE) == kinds
+    assert set(panels.MARK_KINDS) == kinds
+
+
+def test_vacuum_marks(server: Server, tmp_path: pathlib.Path) -> None:
+    """A slow manual VACUUM of a table whose name is markup: its start and end
+    are marks on every time chart of a run around it and rows of the Events
+    table, the name as text."""
+    ident = '"' + MARKUP.replace('"', '""') + '"'
+    event = f"VACUUM public.{MARKUP} (database postgres)"
+    with server.connect() as conn:
+        conn.execute(f"CREATE TABLE {ident} (i int, j int) WITH (autovacuum_enabled = false)")
+        conn.execute(f"INSERT INTO {ident} SELECT i, i FROM generate_series(1, 60000) i")
+        conn.execute(f"DELETE FROM {ident} WHERE i % 2 = 0")
+        (t0,) = conn.execute("SELECT clock_timestamp()").fetchone()
+        conn.execute("SET vacuum_cost_limit = 1")
+        conn.execute("SET vacuum_cost_delay = 10")
+        conn.execute(f"VACUUM {ident}")
+
+    def ended() -> bool:
+        with server.connect() as conn:
+            return bool(conn.execute("SELECT count(*) FROM chronicle.marks(%s, now())"
+                                     " WHERE kind = 'vacuum_end' AND event LIKE %s",
+                                     (t0, event + "%")).fetchone()[0])
+    wait_for(ended, "the VACUUM's end mark")
+    try:
+        with server.connect() as conn:
+            conn.execute("SELECT chronicle.run_label('vacuum-marks', %s, now())", (t0,))
+        out = tmp_path / "report"
+        r = cli(server, "report", "vacuum-marks", "-o", str(out))
+        assert r.returncode == 0, r.stderr
+        data = report_data(out / "index.html")
+        time_charts = [c for p in data["panels"] for c in p["charts"] if c["kind"] == "time"]
+        assert time_charts
+        for c in time_charts:
+            mine = sorted((m["kind"], m["label"]) for m in c["marks"] if m["kind"].startswith("vacuum")
+                          and MARKUP in m["label"])
+            assert [k for k, _ in mine] == ["vacuum_end", "vacuum_start"], c["id"]
+            assert mine[1][1] == event
+            assert re.fullmatch(re.escape(event) + r" ended after \d+\.\d s", mine[0][1])
+        (table,) = [t for p in data["panels"] for t in p["tables"] if t["id"] == "throughput.marks"]
+        assert {r[2] for r in table["rows"] if MARKUP in r[3]} == {"vacuum start", "vacuum end"}
+        # the name is data in the page: never markup
+        html = (out / "index.html").read_text("utf-8")
+        assert MARKUP not in html
+        assert all("</script" not in j.lower() for j in page_json(out / "index.html"))
+    finally:
+        server.psql("SELECT chronicle.run_delete('vacuum-marks')")
+        with server.connect() as conn:
+            conn.execute(f"DROP TABLE {ident}")

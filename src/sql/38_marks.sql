@@ -154,6 +154,11 @@ COMMENT ON FUNCTION chronicle.run_stalls(text) IS
 --                     median: the collector was late (a stall of its own, or
 --                     a machine too busy to run it), and a chart draws it as
 --                     one straight segment where it knows nothing finer
+--   vacuum_start, vacuum_end, analyze_start, analyze_end
+--                     a VACUUM or ANALYZE of a relation (manual or
+--                     autovacuum, any database; the maintenance source):
+--                     its start, and the first snapshot that no longer saw
+--                     it; a run shorter than an interval may be missed
 -- ts is the mark's time, or the end of the interval the event is counted in.
 CREATE FUNCTION chronicle.marks(from_ts timestamptz, to_ts timestamptz)
 RETURNS TABLE (ts timestamptz, kind text, event text, owner text, mark_id integer)
@@ -171,6 +176,23 @@ BEGIN
 		SELECT d.interval_end, coalesce(d.num_timed, 0) + coalesce(d.num_requested, 0) AS started,
 		       d.num_requested, d.num_done
 		  FROM chronicle.checkpointer_deltas(from_ts, to_ts) d
+	), v AS MATERIALIZED (
+		-- the maintenance runs with rows in the window, read up to the first
+		-- snapshot after it (which first sees a run that started in its
+		-- last interval); a run's earliest start and end, should
+		-- chronicle.snapshot() in another backend have written its own
+		SELECT lower(h.command) AS cmd,
+		       format('%s%s %s%s (database %s)',
+		              CASE WHEN bool_or(h.autovacuum) THEN 'autovacuum ' ELSE '' END, h.command,
+		              coalesce(max(h.relation), format('relation %s', h.relid)),
+		              CASE WHEN bool_or(h.wraparound) THEN ' (to prevent wraparound)' ELSE '' END,
+		              coalesce(max(h.datname), 'dropped')) AS what,
+		       min(h.started) AS started,
+		       min(h.ts) FILTER (WHERE h.ended IS NOT NULL) AS ended
+		  FROM chronicle.maintenance_history h
+		 WHERE h.ts > from_ts
+		   AND h.ts <= coalesce((SELECT min(s.ts) FROM chronicle.snapshot s WHERE s.ts > to_ts), to_ts)
+		 GROUP BY h.pid, h.activity_start, h.relid, h.command
 	)
 	SELECT e.ts, e.kind, e.event, e.owner, e.mark_id
 	  FROM (SELECT m.ts, 'mark'::text AS kind, m.event, m.owner, m.mark_id
@@ -202,6 +224,15 @@ BEGIN
 	               NULL, NULL
 	          FROM chronicle.app_stalls(from_ts, to_ts) st
 	        UNION ALL
+	        SELECT v.started, v.cmd || '_start', v.what, NULL, NULL
+	          FROM v WHERE v.started > from_ts AND v.started <= to_ts
+	        UNION ALL
+	        SELECT v.ended, v.cmd || '_end',
+	               format('%s ended after %s s', v.what,
+	                      round(extract(epoch FROM v.ended - v.started)::numeric, 1)),
+	               NULL, NULL
+	          FROM v WHERE v.ended > from_ts AND v.ended <= to_ts
+	        UNION ALL
 	        SELECT s.ts, 'recording_start', 'recording starts (after a restart or a gap)', NULL, NULL
 	          FROM chronicle.snapshot s
 	         WHERE s.ts = s.segment AND s.ts > from_ts AND s.ts <= to_ts) e
@@ -210,7 +241,7 @@ END;
 $$;
 
 COMMENT ON FUNCTION chronicle.marks(timestamptz, timestamptz) IS
-	'The events of a window in time order: marks made with chronicle.mark(), checkpoint starts and ends, recordings that start, intervals twice as long as the median';
+	'The events of a window in time order: marks made with chronicle.mark(), checkpoint starts and ends, VACUUM and ANALYZE starts and ends, recordings that start, intervals twice as long as the median';
 
 CREATE FUNCTION chronicle.run_marks(run text)
 RETURNS TABLE (ts timestamptz, kind text, event text, owner text, mark_id integer)

@@ -153,6 +153,10 @@ var MARK_STYLE = {
   recording_start: {color: 'rgba(170,20,20,0.9)', width: 1, dash: [1, 3]},
   long_interval: {color: 'rgba(230,120,10,0.9)', width: 1, dash: [6, 2, 1, 2]},
   stall: {color: 'rgba(214,39,40,0.85)', width: 3, dash: []},
+  vacuum_start: {color: 'rgba(44,160,44,0.8)', width: 1, dash: [5, 3]},
+  vacuum_end: {color: 'rgba(26,110,26,0.9)', width: 1, dash: []},
+  analyze_start: {color: 'rgba(31,155,180,0.8)', width: 1, dash: [5, 3]},
+  analyze_end: {color: 'rgba(18,104,122,0.9)', width: 1, dash: []},
   // a run's percentiles on the latency distribution
   p50: {color: 'rgba(40,40,40,0.8)', width: 1, dash: [5, 3]},
   p99: {color: 'rgba(40,40,40,0.9)', width: 1.5, dash: []}
