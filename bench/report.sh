@@ -12,6 +12,11 @@
 # (Python start, queries, index.html, every PNG and SVG), the split of the
 # last one, and the sizes of index.html and of the folder.  $PYTHON (default
 # python3) must have psycopg and matplotlib.
+#
+# BENCH_TRIALS=N: two configurations of N trials each instead, every trial an
+# hour generated as above (on days $day, $day + 1, ..., interleaved A#1 B#1
+# A#2 ...), and the command timed is `pg-chronicle report A --vs B` (the
+# trials panel, then the comparison of the two median trials).
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 . "$src/tools/lib.sh"
@@ -30,12 +35,29 @@ max_parallel_workers_per_gather = 0" "$src/bench/report_gen.sql" "$day" \
 	"one hour of 1 s history and its pgbench log"
 psql() { "$LIB_BINDIR/psql" -X -q -v ON_ERROR_STOP=1 "$@"; }
 
-echo "== pg-chronicle report bench-1h, $reps times (seconds, wall clock)"
+trials=${BENCH_TRIALS:-0}
+args=(bench-1h)
+if [ "$trials" -gt 0 ] && [ -z "${BENCH_REUSE:-}" ]; then
+	# the hour generated above is A#1; each next one, a day later, is renamed
+	# as it comes
+	psql -c "UPDATE chronicle.run SET label = 'A#1' WHERE label = 'bench-1h'"
+	for k in $(seq 2 $((2 * trials))); do
+		cfg=$([ $((k % 2)) -eq 1 ] && echo A || echo B)
+		label="$cfg#$(( (k + 1) / 2 ))"
+		d=$(date -u -d "$day + $((k - 1)) days" +%F)
+		echo "== generating $label on $d"
+		psql -v day="$d" -f "$src/bench/report_gen.sql" >/dev/null
+		psql -c "UPDATE chronicle.run SET label = '$label' WHERE label = 'bench-1h'"
+	done
+fi
+[ "$trials" -gt 0 ] && args=(A --vs B)
+
+echo "== pg-chronicle report ${args[*]}, $reps times (seconds, wall clock)"
 times=()
 for i in $(seq "$reps"); do
 	rm -rf "$out/r"
 	s=$(date +%s.%N)
-	PYTHONPATH="$src/client" "$py" -m pg_chronicle report bench-1h -o "$out/r" >/dev/null
+	PYTHONPATH="$src/client" "$py" -m pg_chronicle report "${args[@]}" -o "$out/r" >/dev/null
 	e=$(date +%s.%N)
 	t=$(echo "$e - $s" | bc)
 	times+=("$t")
@@ -43,7 +65,7 @@ for i in $(seq "$reps"); do
 done
 printf 'best %.2f s, median %.2f s\n' "$(printf '%s\n' "${times[@]}" | sort -n | head -1)" \
 	"$(printf '%s\n' "${times[@]}" | sort -n | sed -n "$(( (reps + 1) / 2 ))p")"
-PYTHONPATH="$src/client" "$py" - "$out/s" <<'PY'
+[ "$trials" -eq 0 ] && PYTHONPATH="$src/client" "$py" - "$out/s" <<'PY'
 import pathlib, sys, time
 t0 = time.monotonic()
 from pg_chronicle import db

@@ -241,37 +241,31 @@ CREATE TABLE a (i int, j int, k int) WITH (autovacuum_enabled = false);
 INSERT INTO a SELECT i, i, i FROM generate_series(1, 40000) i;
 });
 my $worker = $node->background_psql('postgres');
-$worker->query_safe('SET vacuum_cost_limit = 1; SET vacuum_cost_delay = 10');
-$worker->query_until(qr/started/, "\\echo started\nVACUUM m;\n\\echo vacuumed\n");
-my $mv = sample_progress('vacuum', q{p.relid = 'm'::regclass},
-	sub { my ($s) = @_; @$s && $s->[-1][0] < time() - 0.5 });
-$worker->query_safe('SELECT 1');	# the VACUUM is done
-ok(@$mv >= 5, 'psql saw the manual VACUUM (' . scalar(@$mv) . ' samples)');
-my $last_v = sql(q{SELECT extract(epoch FROM last_vacuum) FROM pg_stat_all_tables
-                    WHERE relid = 'm'::regclass});
-$what = 'VACUUM public.m (database postgres)';
-poll_until($node, 'postgres', qq{
-SELECT count(*) = 1 FROM chronicle.marks(now() - interval '1 hour', now())
- WHERE kind = 'vacuum_end' AND event LIKE '$what%'}, 'the manual VACUUM has an end mark');
-check_run(name => 'manual VACUUM', samples => $mv, marks => marks_of($what),
-	command => 'VACUUM', autovacuum => 'false', datname => 'postgres',
-	relation => 'public.m', ended_at => $last_v, ended_by => 'last_vacuum');
-
-$worker->query_safe('SET vacuum_cost_limit = 1; SET vacuum_cost_delay = 10');
-$worker->query_until(qr/started/, "\\echo started\nANALYZE a;\n\\echo analyzed\n");
-my $ma = sample_progress('analyze', q{p.relid = 'a'::regclass},
-	sub { my ($s) = @_; @$s && $s->[-1][0] < time() - 0.5 });
-$worker->query_safe('SELECT 1');
-ok(@$ma >= 5, 'psql saw the ANALYZE (' . scalar(@$ma) . ' samples)');
-my $last_an = sql(q{SELECT extract(epoch FROM last_analyze) FROM pg_stat_all_tables
-                     WHERE relid = 'a'::regclass});
-$what = 'ANALYZE public.a (database postgres)';
-poll_until($node, 'postgres', qq{
-SELECT count(*) = 1 FROM chronicle.marks(now() - interval '1 hour', now())
- WHERE kind = 'analyze_end' AND event LIKE '$what%'}, 'the ANALYZE has an end mark');
-check_run(name => 'ANALYZE', samples => $ma, marks => marks_of($what),
-	command => 'ANALYZE', autovacuum => 'false', datname => 'postgres',
-	relation => 'public.a', ended_at => $last_an, ended_by => 'last_analyze');
+# A slow manual VACUUM or ANALYZE in the recording database: psql samples
+# its progress view while it runs; its marks and rows agree with the samples
+# and with pg_stat_all_tables' last_<what>.
+sub manual_run
+{
+	my ($command, $table, $last) = @_;
+	my $view = lc $command;
+	$worker->query_safe('SET vacuum_cost_limit = 1; SET vacuum_cost_delay = 10');
+	$worker->query_until(qr/started/, "\\echo started\n$command $table;\n\\echo done\n");
+	my $samples = sample_progress($view, qq{p.relid = '$table'::regclass},
+		sub { my ($s) = @_; @$s && $s->[-1][0] < time() - 0.5 });
+	$worker->query_safe('SELECT 1');	# it is done
+	ok(@$samples >= 5, "psql saw the manual $command (" . scalar(@$samples) . ' samples)');
+	my $last_at = sql(qq{SELECT extract(epoch FROM $last) FROM pg_stat_all_tables
+	                      WHERE relid = '$table'::regclass});
+	my $what = "$command public.$table (database postgres)";
+	poll_until($node, 'postgres', qq{
+	SELECT count(*) = 1 FROM chronicle.marks(now() - interval '1 hour', now())
+	 WHERE kind = '${view}_end' AND event LIKE '$what%'}, "the $command has an end mark");
+	check_run(name => "manual $command", samples => $samples, marks => marks_of($what),
+		command => $command, autovacuum => 'false', datname => 'postgres',
+		relation => "public.$table", ended_at => $last_at, ended_by => $last);
+}
+manual_run('VACUUM', 'm', 'last_vacuum');
+manual_run('ANALYZE', 'a', 'last_analyze');
 
 ###
 ### 2b. The source turned off while a VACUUM runs, on again after it ended:
