@@ -616,6 +616,181 @@ def cpu_panel(w: Window, rows: list[Row], totals: list[Row], tl: Timeline) -> Pa
                   "chronicle.collect_os_process_cpu, Linux /proc).")
 
 
+# ---------------------------------------------------------------------------
+# Relations: sizes and table activity (the relations source, read every
+# chronicle.relations_interval by a reader per database)
+
+# relations drawn per chart: the largest (sizes), the busiest (activity)
+TOP_RELATIONS = 8
+RELATION_COUNTERS = ("n_tup_ins", "n_tup_upd", "n_tup_hot_upd", "n_tup_del", "seq_scan", "idx_scan",
+                     "heap_blks_read", "heap_blks_hit", "autovacuum_count", "vacuum_count",
+                     "autoanalyze_count", "analyze_count")
+
+
+def relation_rows(conn: Conn, w: Window) -> list[Row]:
+    """chronicle.relation_deltas() of the window, every relation in every
+    interval (its sizes and tuple counts are gauges, carried between
+    readings); [] where the server has no relations source."""
+    if not _has_function(conn, "chronicle.relation_deltas"):
+        return []
+    return _rows(conn, f"""
+        SELECT interval_end, seconds, datname, relation, reset, total_bytes, main_bytes, index_bytes,
+               toast_bytes, n_live_tup, n_dead_tup, {", ".join(RELATION_COUNTERS)}
+          FROM chronicle.relation_deltas(%s, %s)""", (w.from_ts, w.to_ts))
+
+
+def _relation_name(r: Row) -> str:
+    return f"{r['datname']}: {r['relation']}"
+
+
+def _by_relation(w: Window, rows: list[Row], col: str) -> dict[str, list[Value]]:
+    """One series of col per relation ("datname: schema.name"), one value
+    per interval of the window."""
+    idx = {e: i for i, e in enumerate(w.ends)}
+    out: dict[str, list[Value]] = {}
+    for r in rows:
+        i = idx.get(r["interval_end"])
+        if i is not None:
+            vals = out.setdefault(_relation_name(r), [None] * len(w.ends))
+            vals[i] = None if r[col] is None else float(r[col])
+    return out
+
+
+def per_reading(w: Window, deltas: list[Value]) -> list[Value]:
+    """A counter of a source read every few snapshots as a rate per second:
+    its deltas are 0 between two readings and the whole period's count in
+    the interval of the next reading, so each period's count is spread
+    over the period's intervals (from after the previous reading to this
+    one).  Intervals after the last reading, or with a reset: None."""
+    out: list[Value] = [None] * len(deltas)
+    start, acc = 0, 0.0
+    secs = [(e - s).total_seconds() for s, e in zip(w.starts, w.ends, strict=True)]
+    for i, d in enumerate(deltas):
+        if d is None:
+            start, acc = i + 1, 0.0
+            continue
+        acc += d
+        if d != 0:
+            span = sum(secs[start:i + 1])
+            rate = acc / span if span > 0 else None
+            for j in range(start, i + 1):
+                out[j] = rate
+            start, acc = i + 1, 0.0
+    return out
+
+
+def _top(series: dict[str, list[Value]], n: int = TOP_RELATIONS) -> list[str]:
+    """The n names whose series reach highest (None counted as 0), then by name."""
+    return sorted(series, key=lambda k: (-max((v or 0.0) for v in series[k]), k))[:n]
+
+
+def relations_panel(w: Window, rows: list[Row]) -> Panel:
+    """The size of the largest relations over the window, their growth, and
+    the window's table of sizes (relation_rows)."""
+    about = ("The largest tables and materialized views of every database (the relations source: "
+             "pg_total_relation_size() and its parts, read every chronicle.relations_interval, 10 s "
+             "by default, by a short-lived reader per database; chronicle.relation_deltas). Sizes "
+             "are carried between two readings: they move in steps. Growth per second is over each "
+             "reading's period.")
+    if not rows:
+        return _panel("relations", "Relation sizes", about,
+                      empty="No relation sizes recorded in this window (chronicle.collect_relations; "
+                            "0.3.0 or later).")
+    total = _by_relation(w, rows, "total_bytes")
+    top = [k for k in _top(total) if _nonzero(total[k])]
+    growth = {k: per_reading(w, [None if b is None or a is None else b - a
+                                 for a, b in zip([v[0], *v[:-1]], v, strict=True)])
+              for k, v in ((k, total[k]) for k in top)}
+    charts = [_chart("relations.size", "Size of the largest relations (table, indexes, TOAST)", "bytes", w,
+                     [(k, total[k]) for k in top])]
+    grown = [k for k in top if _nonzero(growth[k])]
+    if grown:
+        charts.append(_chart("relations.growth", "Growth of the largest relations", "bytes/s", w,
+                             [(k, growth[k]) for k in grown]))
+    last: dict[str, Row] = {}
+    first: dict[str, Row] = {}
+    for r in rows:
+        name = _relation_name(r)
+        if r["total_bytes"] is not None:
+            first.setdefault(name, r)
+            last[name] = r
+    secs = (w.to_ts - w.summary_from).total_seconds()
+    in_summary = {_relation_name(r): r for r in rows if r["interval_end"] <= w.summary_from}
+    table: Table = {
+        "id": "relations.sizes", "title": "Sizes at the window's end",
+        "columns": ["relation", "total", "table", "indexes", "TOAST", "growth over the window",
+                    "growth per s"],
+        "rows": [], "marked": [], "note": None}
+    for name in sorted(last, key=lambda k: -(last[k]["total_bytes"] or 0))[:20]:
+        e = last[name]
+        b = in_summary.get(name, first[name])
+        g = None if e["total_bytes"] is None or b["total_bytes"] is None else e["total_bytes"] - b["total_bytes"]
+        table["rows"].append([name, e["total_bytes"], e["main_bytes"], e["index_bytes"], e["toast_bytes"],
+                              g, None if g is None or secs <= 0 else _r(g / secs)])
+    p = _panel("relations", "Relation sizes", about, charts, tables=[table])
+    p["note"] = "Sizes in bytes (the table: its main fork)."
+    return p
+
+
+def tables_panel(w: Window, rows: list[Row], totals: list[Row]) -> Panel:
+    """Table activity: rows written and scans per second over each
+    reading's period, dead tuples, and the window's totals per relation
+    (relation_totals_rows)."""
+    about = ("What the busiest tables did (the relations source: pg_stat_all_tables and "
+             "pg_statio_all_tables of the largest relations of every database, read every "
+             "chronicle.relations_interval): rows inserted, updated and deleted per second and the "
+             "dead tuples, over each reading's period; the window's totals per relation "
+             "(chronicle.relation_totals), with the vacuums and analyzes that ended in it (the "
+             "maintenance source marks those it saw running on every time chart).")
+    if not rows:
+        return _panel("tables", "Table activity", about,
+                      empty="No table activity recorded in this window (chronicle.collect_relations; "
+                            "0.3.0 or later).")
+    written: dict[str, list[Value]] = {}
+    for col in ("n_tup_ins", "n_tup_upd", "n_tup_del"):
+        for k, v in _by_relation(w, rows, col).items():
+            acc = written.setdefault(k, [0.0] * len(v))
+            written[k] = [None if a is None or b is None else a + b for a, b in zip(acc, v, strict=True)]
+    rates = {k: per_reading(w, v) for k, v in written.items()}
+    busy = [k for k in _top(rates) if _nonzero(rates[k])]
+    dead = _by_relation(w, rows, "n_dead_tup")
+    dead_top = [k for k in _top(dead) if _nonzero(dead[k])]
+    charts: list[Chart | None] = [
+        _chart("tables.written", "Rows inserted, updated and deleted per second", "1/s", w,
+               [(k, rates[k]) for k in busy]) if busy else None,
+        _chart("tables.dead", "Dead tuples", "tuples", w, [(k, dead[k]) for k in dead_top]) if dead_top else None,
+    ]
+    secs = (w.to_ts - w.summary_from).total_seconds()
+
+    def per_s(v: Any) -> float | None:
+        return None if v is None or secs <= 0 else _r(float(v) / secs)
+
+    ordered = sorted(totals, key=lambda r: -sum(float(r[c] or 0) for c in ("n_tup_ins", "n_tup_upd", "n_tup_del")))
+    table: Table = {
+        "id": "tables.totals", "title": "Per relation over the window (per second)",
+        "columns": ["relation", "inserted", "updated", "HOT", "deleted", "seq scans", "index scans",
+                    "blocks read", "hit ratio", "vacuums", "analyzes"],
+        "rows": [[_relation_name(r), per_s(r["n_tup_ins"]), per_s(r["n_tup_upd"]),
+                  per_s(r["n_tup_hot_upd"]), per_s(r["n_tup_del"]), per_s(r["seq_scan"]), per_s(r["idx_scan"]),
+                  per_s(r["heap_blks_read"]),
+                  None if not (r["heap_blks_hit"] or 0) + (r["heap_blks_read"] or 0) else
+                  _r(float(r["heap_blks_hit"] or 0) / float((r["heap_blks_hit"] or 0) + (r["heap_blks_read"] or 0)), 4),
+                  int(r["vacuum_count"] or 0) + int(r["autovacuum_count"] or 0),
+                  int(r["analyze_count"] or 0) + int(r["autoanalyze_count"] or 0)]
+                 for r in ordered[:20]],
+        "marked": [], "note": "vacuums and analyzes: manual and autovacuum, counted in the window."}
+    return _panel("tables", "Table activity", about, charts, tables=[table])
+
+
+def relation_totals_rows(conn: Conn, w: Window) -> list[Row]:
+    """chronicle.relation_totals() of the window after its warm-up: per
+    relation, the counters' sums."""
+    if not _has_function(conn, "chronicle.relation_totals"):
+        return []
+    return _rows(conn, f"""SELECT datname, relation, {", ".join(RELATION_COUNTERS)}
+                             FROM chronicle.relation_totals(%s, %s)""", (w.summary_from, w.to_ts))
+
+
 def os_panel(conn: Conn, w: Window) -> Panel:
     """/proc/meminfo Dirty/Writeback, pressure (PSI) and disk stats."""
     charts: list[Chart] = []

@@ -89,8 +89,8 @@ def _run_tasks(conn: Conn, tasks: Sequence[Task], sessions: int = SESSIONS) -> N
         raise errors[0]
 
 
-PANELS = ["throughput", "slowest", "profile", "waits", "cpu", "io", "wal", "buffers", "os",
-          "statements", "latency", "settings"]
+PANELS = ["throughput", "slowest", "profile", "waits", "cpu", "io", "wal", "buffers", "relations", "tables",
+          "os", "statements", "latency", "settings"]
 
 
 @dataclass
@@ -147,6 +147,8 @@ def collect(conn: Conn, w: Window) -> Collected:
         panel("statements", lambda c: panels.statements(c, w)),
         fetch("wal", panels.wal_rows),
         fetch("wal_sources", panels.wal_sources_rows),
+        fetch("relations", panels.relation_rows),
+        fetch("relation_totals", panels.relation_totals_rows),
     ])
     tl = panels.timeline_series(w, rows["timeline"])
     out.panels["throughput"] = panels.throughput_panel(w, rows["app"], tl, rows["over"])
@@ -156,6 +158,8 @@ def collect(conn: Conn, w: Window) -> Collected:
     out.panels["cpu"] = panels.cpu_panel(w, rows["cpu"], rows["cpu_totals"], tl)
     out.panels["io"] = panels.io_panel(w, rows["io"], tl)
     out.panels["wal"] = panels.wal_panel(w, rows["wal"], rows["wal_sources"])
+    out.panels["relations"] = panels.relations_panel(w, rows["relations"])
+    out.panels["tables"] = panels.tables_panel(w, rows["relations"], rows["relation_totals"])
     out.panels["settings"] = panels.settings_env(w)
     marks = panels.marks_of(rows["marks"])
     panels.with_marks(out.panels.values(), marks)

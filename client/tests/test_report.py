@@ -20,8 +20,8 @@ import report_runs
 from conftest import Server, cli
 from test_bench import read_logs
 
-PANELS = ["throughput", "slowest", "profile", "waits", "cpu", "io", "wal", "buffers", "os", "statements",
-          "latency", "settings"]
+PANELS = ["throughput", "slowest", "profile", "waits", "cpu", "io", "wal", "buffers", "relations", "tables",
+          "os", "statements", "latency", "settings"]
 
 
 @pytest.fixture(scope="module")
@@ -188,7 +188,7 @@ def test_comparison(server: Server, runs: report_runs.ReportRuns) -> None:
             if c["kind"] != "time":
                 continue
             # keyed charts (I/O per backend type, devices) have the keys each run used
-            keyed = c["id"].startswith(("io.", "os.")) and c["id"] != "io.hit_ratio"
+            keyed = c["id"].startswith(("io.", "os.", "relations.", "tables.")) and c["id"] != "io.hit_ratio"
             assert {s["run"] for s in c["series"]} <= {runs.a, runs.b}, c["id"]
             if c["stack"]:
                 # a stack is one run's: A's chart X, B's X.vs under it, one y scale

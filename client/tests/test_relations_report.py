@@ -1,0 +1,101 @@
+"""The report's relation sizes and table activity against what psql saw: a
+table grows by one INSERT of a known number of rows in the middle of a
+recorded run (the relations source reading every second); its size before
+and after comes from pg_total_relation_size(), its rows from the INSERT."""
+
+from __future__ import annotations
+
+import pathlib
+import threading
+import time
+
+import pytest
+
+from pg_chronicle import panels
+
+from conftest import Server, cli, wait_for
+from report_runs import report_data
+
+# What this checks does not depend on the server's version: tools/test.sh
+# runs it against the newest one only.
+pytestmark = pytest.mark.one_version
+
+ROWS = 50_000
+
+
+def test_sizes_and_activity_of_a_growing_table(server: Server, tmp_path: pathlib.Path) -> None:
+    server.psql("ALTER SYSTEM SET chronicle.relations_interval = '1s'")
+    server.psql("SELECT pg_reload_conf()")
+    server.psql("DROP TABLE IF EXISTS grow; CREATE TABLE grow (i int, pad text)")
+    # the reader has seen the new table before the run starts
+    wait_for(lambda: server.psql("SELECT count(*) FROM chronicle.relations_history "
+                                 "WHERE relation = 'public.grow'") != "0", "a reading of the new table")
+    sizes: dict[str, int] = {}
+
+    def grow() -> None:
+        time.sleep(3)
+        sizes["before"] = int(server.psql("SELECT pg_total_relation_size('grow')"))
+        server.psql(f"INSERT INTO grow SELECT i, repeat('x', 100) FROM generate_series(1, {ROWS}) i")
+        sizes["after"] = int(server.psql("SELECT pg_total_relation_size('grow')"))
+
+    t = threading.Thread(target=grow)
+    t.start()
+    try:
+        cli(server, "bench", "--label", "rel-run", "--", "-n", "-S", "-c", "1", "-T", "9", check=True)
+    finally:
+        t.join()
+        server.psql("ALTER SYSTEM RESET chronicle.relations_interval")
+        server.psql("SELECT pg_reload_conf()")
+    assert sizes["after"] > sizes["before"]
+    out = tmp_path / "report"
+    cli(server, "report", "rel-run", "-o", str(out), check=True)
+    data = report_data(out / "index.html")
+    by_id = {p["id"]: p for p in data["panels"]}
+    name = "postgres: public.grow"
+
+    rel = by_id["relations"]
+    charts = {c["id"]: c for c in rel["charts"]}
+    size = next(s for s in charts["relations.size"]["series"] if s["label"] == name)["values"]
+    known = [v for v in size if v is not None]
+    # the size steps from what psql saw before the INSERT to what it saw after
+    assert known[0] == sizes["before"] and known[-1] == sizes["after"], known
+    assert known == sorted(known)
+    # the growth per second, over the intervals, adds up to that step
+    growth = next(s for s in charts["relations.growth"]["series"] if s["label"] == name)["values"]
+    x = charts["relations.growth"]["x"]
+    secs = [b - a for a, b in zip([x[0] - (x[1] - x[0]), *x[:-1]], x, strict=True)]
+    assert sum((g or 0.0) * s for g, s in zip(growth, secs, strict=True)) == \
+        pytest.approx(sizes["after"] - sizes["before"], rel=0.02)
+    row = next(r for r in rel["tables"][0]["rows"] if r[0] == name)
+    assert row[1] == sizes["after"] and row[5] == sizes["after"] - sizes["before"]
+
+    # the rows the INSERT wrote, per second of the window in the table,
+    # and as a rate over the reading's period in the chart
+    tab = by_id["tables"]
+    seconds = report_runs_seconds(data)
+    trow = next(r for r in tab["tables"][0]["rows"] if r[0] == name)
+    assert trow[1] * seconds == pytest.approx(ROWS, rel=0.01)
+    written = next(s for s in {c["id"]: c for c in tab["charts"]}["tables.written"]["series"]
+                   if s["label"] == name)["values"]
+    assert sum((v or 0.0) * s for v, s in zip(written, secs, strict=True)) == pytest.approx(ROWS, rel=0.02)
+
+
+def report_runs_seconds(data: dict) -> float:
+    """The report's window after its warm-up, in seconds (the header's)."""
+    from datetime import datetime
+    f = datetime.fromisoformat(data["meta"]["from"])
+    t = datetime.fromisoformat(data["meta"]["to"])
+    return (t - f).total_seconds()
+
+
+def test_per_reading_spreads_a_periods_count() -> None:
+    from datetime import UTC, datetime, timedelta
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    ends = [t0 + timedelta(seconds=i + 1) for i in range(6)]
+    w = panels.Window(run="r", run_id=1, from_ts=t0, to_ts=ends[-1], started=t0, ended=ends[-1],
+                      server_version="17", meta={}, settings={}, environment={}, ends=ends,
+                      starts=[e - timedelta(seconds=1) for e in ends])
+    # readings at intervals 2 and 5: 30 over the first three seconds, 6 over the next three
+    assert panels.per_reading(w, [0.0, 0.0, 30.0, 0.0, 0.0, 6.0]) == [10.0, 10.0, 10.0, 2.0, 2.0, 2.0]
+    # after the last reading: not known yet; a reset starts a new period
+    assert panels.per_reading(w, [4.0, 0.0, None, 0.0, 3.0, 0.0]) == [4.0, None, None, 1.5, 1.5, None]
