@@ -701,8 +701,8 @@ def relations_panel(w: Window, rows: list[Row]) -> Panel:
     growth = {k: per_reading(w, [None if b is None or a is None else b - a
                                  for a, b in zip([v[0], *v[:-1]], v, strict=True)])
               for k, v in ((k, total[k]) for k in top)}
-    charts = [_chart("relations.size", "Size of the largest relations (table, indexes, TOAST)", "bytes", w,
-                     [(k, total[k]) for k in top])]
+    charts = [_chart("relations.size", "Size of the largest relations (table, indexes, TOAST)", "bytes",
+                     w, [(k, total[k]) for k in top])]
     grown = [k for k in top if _nonzero(growth[k])]
     if grown:
         charts.append(_chart("relations.growth", "Growth of the largest relations", "bytes/s", w,
@@ -724,7 +724,8 @@ def relations_panel(w: Window, rows: list[Row]) -> Panel:
     for name in sorted(last, key=lambda k: -(last[k]["total_bytes"] or 0))[:20]:
         e = last[name]
         b = in_summary.get(name, first[name])
-        g = None if e["total_bytes"] is None or b["total_bytes"] is None else e["total_bytes"] - b["total_bytes"]
+        g = None if e["total_bytes"] is None or b["total_bytes"] is None \
+            else e["total_bytes"] - b["total_bytes"]
         table["rows"].append([name, e["total_bytes"], e["main_bytes"], e["index_bytes"], e["toast_bytes"],
                               g, None if g is None or secs <= 0 else _r(g / secs)])
     p = _panel("relations", "Relation sizes", about, charts, tables=[table])
@@ -758,28 +759,36 @@ def tables_panel(w: Window, rows: list[Row], totals: list[Row]) -> Panel:
     charts: list[Chart | None] = [
         _chart("tables.written", "Rows inserted, updated and deleted per second", "1/s", w,
                [(k, rates[k]) for k in busy]) if busy else None,
-        _chart("tables.dead", "Dead tuples", "tuples", w, [(k, dead[k]) for k in dead_top]) if dead_top else None,
+        _chart("tables.dead", "Dead tuples", "tuples", w, [(k, dead[k]) for k in dead_top])
+        if dead_top else None,
     ]
-    secs = (w.to_ts - w.summary_from).total_seconds()
-
-    def per_s(v: Any) -> float | None:
-        return None if v is None or secs <= 0 else _r(float(v) / secs)
-
-    ordered = sorted(totals, key=lambda r: -sum(float(r[c] or 0) for c in ("n_tup_ins", "n_tup_upd", "n_tup_del")))
     table: Table = {
         "id": "tables.totals", "title": "Per relation over the window (per second)",
         "columns": ["relation", "inserted", "updated", "HOT", "deleted", "seq scans", "index scans",
                     "blocks read", "hit ratio", "vacuums", "analyzes"],
-        "rows": [[_relation_name(r), per_s(r["n_tup_ins"]), per_s(r["n_tup_upd"]),
-                  per_s(r["n_tup_hot_upd"]), per_s(r["n_tup_del"]), per_s(r["seq_scan"]), per_s(r["idx_scan"]),
-                  per_s(r["heap_blks_read"]),
-                  None if not (r["heap_blks_hit"] or 0) + (r["heap_blks_read"] or 0) else
-                  _r(float(r["heap_blks_hit"] or 0) / float((r["heap_blks_hit"] or 0) + (r["heap_blks_read"] or 0)), 4),
-                  int(r["vacuum_count"] or 0) + int(r["autovacuum_count"] or 0),
-                  int(r["analyze_count"] or 0) + int(r["autoanalyze_count"] or 0)]
-                 for r in ordered[:20]],
+        "rows": [_table_row(r, (w.to_ts - w.summary_from).total_seconds())
+                 for r in sorted(totals, key=lambda r: -_written(r))[:20]],
         "marked": [], "note": "vacuums and analyzes: manual and autovacuum, counted in the window."}
     return _panel("tables", "Table activity", about, charts, tables=[table])
+
+
+def _written(r: Row) -> float:
+    """Rows a relation's totals say were inserted, updated and deleted."""
+    return sum(float(r[c] or 0) for c in ("n_tup_ins", "n_tup_upd", "n_tup_del"))
+
+
+def _table_row(r: Row, secs: float) -> list[Cell]:
+    """A relation's row of the table activity's totals: counts per second
+    of the window, the heap's hit ratio, vacuums and analyzes."""
+    def per_s(col: str) -> Cell:
+        return None if r[col] is None or secs <= 0 else _r(float(r[col]) / secs)
+
+    hit, read = float(r["heap_blks_hit"] or 0), float(r["heap_blks_read"] or 0)
+    return [_relation_name(r), per_s("n_tup_ins"), per_s("n_tup_upd"), per_s("n_tup_hot_upd"),
+            per_s("n_tup_del"), per_s("seq_scan"), per_s("idx_scan"), per_s("heap_blks_read"),
+            _r(hit / (hit + read), 4) if hit + read > 0 else None,
+            int(r["vacuum_count"] or 0) + int(r["autovacuum_count"] or 0),
+            int(r["analyze_count"] or 0) + int(r["autoanalyze_count"] or 0)]
 
 
 def relation_totals_rows(conn: Conn, w: Window) -> list[Row]:
