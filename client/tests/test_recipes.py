@@ -6,9 +6,13 @@ recipe varies, and the server's settings are as before afterwards."""
 from __future__ import annotations
 
 import pathlib
+import socket
+import statistics
 import subprocess
 import sys
+import time
 
+import psycopg
 import pytest
 
 from conftest import CLIENT_DIR, Server
@@ -33,6 +37,20 @@ CASES = {
 }
 
 
+def run_recipe(server: Server, recipe: str, tmp_path: pathlib.Path, extra: dict[str, str],
+               **env_vars: str) -> subprocess.CompletedProcess[str]:
+    """Runs client/recipes/<recipe>.sh against server, its report into
+    tmp_path/report; checks that it succeeded."""
+    env = server.env()
+    env.update(extra, RECIPE_OUT=str(tmp_path / "report"), PG_CHRONICLE=f"{sys.executable} -m pg_chronicle",
+               PYTHONPATH=str(CLIENT_DIR), PYTHON=sys.executable, **env_vars)
+    p = subprocess.run([str(RECIPES / f"{recipe}.sh")], env=env, capture_output=True, text=True,
+                       timeout=600, check=False)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "Traceback" not in p.stderr
+    return p
+
+
 @pytest.mark.parametrize("recipe", sorted(CASES))
 def test_recipe(server: Server, recipe: str, tmp_path: pathlib.Path) -> None:
     extra, (a, b), differs = CASES[recipe]
@@ -44,14 +62,7 @@ def test_recipe(server: Server, recipe: str, tmp_path: pathlib.Path) -> None:
     before = server.psql("SELECT string_agg(name || '=' || setting, ',' ORDER BY name) FROM pg_settings "
                          "WHERE name IN ('wal_compression', 'checkpoint_completion_target', "
                          "'checkpoint_timeout')")
-    env = server.env()
-    env.update(extra, RECIPE_TAG=tag, RECIPE_OUT=str(tmp_path / "report"), RECIPE_TRIALS="2",
-               PG_CHRONICLE=f"{sys.executable} -m pg_chronicle",
-               PYTHONPATH=str(CLIENT_DIR))
-    p = subprocess.run([str(RECIPES / f"{recipe}.sh")], env=env, capture_output=True, text=True,
-                       timeout=600, check=False)
-    assert p.returncode == 0, p.stdout + p.stderr
-    assert "Traceback" not in p.stderr
+    p = run_recipe(server, recipe, tmp_path, extra, RECIPE_TAG=tag, RECIPE_TRIALS="2")
     # ends in the comparison of the configurations: the terminal table and
     # the report of B against A
     assert f"trials: A = {a} (2 trials: {a}#1, {a}#2), B = {b} (2 trials: {b}#1, {b}#2)" in p.stdout
@@ -78,3 +89,95 @@ def test_recipe(server: Server, recipe: str, tmp_path: pathlib.Path) -> None:
     assert server.psql("SELECT string_agg(name || '=' || setting, ',' ORDER BY name) FROM pg_settings "
                        "WHERE name IN ('wal_compression', 'checkpoint_completion_target', "
                        "'checkpoint_timeout')") == before
+
+
+def profile(server: Server, run: str, metric: str, column: str = "per_second") -> float:
+    """chronicle.load_profile(run)'s metric (per second or per transaction)."""
+    v = server.psql(f"SELECT {column} FROM chronicle.load_profile('{run}') WHERE metric = '{metric}'")
+    assert v != "", f"{run}: no {metric}"
+    return float(v)
+
+
+def _select1_ms(conninfo: str, n: int = 40) -> float:
+    """The median time of SELECT 1 on one connection, in ms."""
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        for _ in range(5):
+            conn.execute("SELECT 1")
+        times = []
+        for _ in range(n):
+            t = time.perf_counter()
+            conn.execute("SELECT 1").fetchone()
+            times.append(time.perf_counter() - t)
+    return statistics.median(times) * 1000.0
+
+
+def test_delay_proxy(server: Server) -> None:
+    """delay_proxy.py forwards everything in order (a 1 MB answer, through
+    the server's Unix socket) and adds 2 D to a round trip: measured with
+    SELECT 1 through a proxy adding D = 5 ms each way, against one adding
+    none (the proxy's own cost) and directly; at least 2 D, and less than
+    a second delay of each chunk would give."""
+    delay = 5.0
+    procs = []
+    ports = []
+    try:
+        for d in (0.0, delay):
+            pr = subprocess.Popen([sys.executable, str(RECIPES / "delay_proxy.py"), "--delay-ms", str(d),
+                                   "--target", f"{server.sockdir}/.s.PGSQL.{server.port}"],
+                                  stdout=subprocess.PIPE, text=True)
+            procs.append(pr)
+            assert pr.stdout is not None
+            ports.append(int(pr.stdout.readline()))
+        through = [f"host=127.0.0.1 port={port} user=postgres dbname=postgres" for port in ports]
+        with psycopg.connect(through[1], autocommit=True) as conn:
+            row = conn.execute("SELECT string_agg(i::text, ',' ORDER BY i) "
+                               "FROM generate_series(1, 200000) i").fetchone()
+            assert row is not None and row[0] == ",".join(str(i) for i in range(1, 200001))
+        direct = _select1_ms(server.conninfo)
+        none, delayed = _select1_ms(through[0]), _select1_ms(through[1])
+        added = delayed - none
+        assert 2 * delay <= added < 3 * 2 * delay, (direct, none, delayed)
+        assert none - direct < 2 * delay, (direct, none, delayed)
+    finally:
+        for pr in procs:
+            pr.terminate()
+            pr.wait(timeout=10)
+            assert pr.stdout is not None
+            pr.stdout.close()
+
+
+def test_network_latency(server: Server, tmp_path: pathlib.Path) -> None:
+    """network-latency.sh: with the delay each TPC-B transaction takes at
+    least its 7 round trips' added delay longer, tps falls, and a larger
+    share of the client backends' time is Client:ClientRead (idle in
+    transaction, the next statement on its way); the comparison's Client
+    waits per transaction rise.  The proxies are gone afterwards."""
+    delay = 3
+    tag = "rnetl"
+    a, b = f"netlat-0ms-{tag}", f"netlat-{delay}ms-{tag}"
+    p = run_recipe(server, "network-latency", tmp_path,
+                   {"RECIPE_TIME": "3", "RECIPE_CLIENTS": "2", "RECIPE_DELAY_MS": str(delay)},
+                   RECIPE_TAG=tag, RECIPE_TRIALS="1")
+    assert f"trials: A = {a} (1 trial: {a}#1), B = {b} (1 trial: {b}#1)" in p.stdout
+    assert p.stdout.strip().splitlines()[-1] == str(tmp_path / "report" / "index.html")
+    assert "ClientRead" in (tmp_path / "report" / "index.html").read_text()
+    ra, rb = f"{a}#1", f"{b}#1"
+    assert server.psql(f"SELECT meta->>'proxy_delay_ms' FROM chronicle.run WHERE label = '{rb}'") \
+        == str(delay)
+    mean = {r: float(server.psql(f"SELECT latency_mean_ms FROM chronicle.app_summary('{r}')"))
+            for r in (ra, rb)}
+    assert mean[rb] - mean[ra] >= 7 * 2 * delay, mean
+    assert profile(server, rb, "pgbench tps") < profile(server, ra, "pgbench tps")
+
+    def client_read(run: str) -> float:
+        return float(server.psql(f"SELECT coalesce(sum(share), 0) FROM chronicle.run_wait_profile("
+                                 f"'{run}', 'client backend') WHERE wait_event = 'ClientRead'"))
+    assert client_read(rb) > client_read(ra) > 0
+    row = next(line for line in p.stdout.splitlines() if line.startswith("Client waits "))
+    _, _, unit, _, _, _, _, ratio, *_ = row.split()   # metric, unit, A, range, B, range, B/A
+    assert unit == "session-seconds/tx" and float(ratio) > 1, row
+    for r in (ra, rb):
+        port = server.psql(f"SELECT meta->'argv'->>1 FROM chronicle.run WHERE label = '{r}'")
+        with pytest.raises(OSError), socket.create_connection(("127.0.0.1", int(port)), timeout=5):
+            pass
+
