@@ -5,6 +5,7 @@ recipe varies, and the server's settings are as before afterwards."""
 
 from __future__ import annotations
 
+import os
 import pathlib
 import socket
 import statistics
@@ -180,4 +181,26 @@ def test_network_latency(server: Server, tmp_path: pathlib.Path) -> None:
         port = server.psql(f"SELECT meta->'argv'->>1 FROM chronicle.run WHERE label = '{r}'")
         with pytest.raises(OSError), socket.create_connection(("127.0.0.1", int(port)), timeout=5):
             pass
+
+
+def test_client_scaling(server: Server, tmp_path: pathlib.Path) -> None:
+    """client-scaling.sh: a -S sweep over 1, the cores and 8 times the
+    cores: from the cores to 8 times as many clients tps grows by much less
+    than the clients (under half their ratio) while the average active
+    sessions rise."""
+    cores = os.cpu_count() or 1
+    tag = "rscal"
+    p = run_recipe(server, "client-scaling", tmp_path,
+                   {"RECIPE_TIME": "3", "RECIPE_CLIENT_COUNTS": f"1 {cores} {8 * cores}"},
+                   RECIPE_TAG=tag, RECIPE_TRIALS="1")
+    assert f"sweep scaling-{tag}: 3 point(s) of clients (3 runs)" in p.stdout
+    assert p.stdout.strip().splitlines()[-1] == f"report: {tmp_path / 'report' / 'index.html'}"
+    run = {c: f"scaling-{tag}@clients={c}#1" for c in (cores, 8 * cores)}
+    assert server.psql(f"SELECT meta->>'recipe' || ' ' || (meta->>'clients') FROM chronicle.run "
+                       f"WHERE label = '{run[8 * cores]}'") == f"client-scaling {8 * cores}"
+    assert " -S " in server.psql(f"SELECT meta->>'pgbench' FROM chronicle.run WHERE label = '{run[cores]}'")
+    tps = {c: profile(server, r, "pgbench tps") for c, r in run.items()}
+    sessions = {c: profile(server, r, "DB time") for c, r in run.items()}
+    assert tps[8 * cores] / tps[cores] < 8 / 2, tps
+    assert sessions[8 * cores] > sessions[cores], sessions
 
