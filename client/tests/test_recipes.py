@@ -12,11 +12,12 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 
 import psycopg
 import pytest
 
-from conftest import CLIENT_DIR, Server
+from conftest import CLIENT_DIR, Server, running_server
 
 # What this checks does not depend on the server's version: tools/test.sh
 # runs it against the newest one only.
@@ -204,3 +205,46 @@ def test_client_scaling(server: Server, tmp_path: pathlib.Path) -> None:
     assert tps[8 * cores] / tps[cores] < 8 / 2, tps
     assert sessions[8 * cores] > sessions[cores], sessions
 
+
+@pytest.fixture(scope="module")
+def small_server() -> Iterator[Server]:
+    """A server whose shared_buffers (16MB) a small table can outgrow."""
+    with running_server("shared_buffers = 16MB\n") as srv:
+        yield srv
+
+
+def test_brin(small_server: Server, tmp_path: pathlib.Path) -> None:
+    """brin.sh on a table twice shared_buffers: B-tree runs an index scan,
+    BRIN a bitmap heap scan; BRIN reads more bytes per query, in
+    pg_stat_io's normal context as B-tree does (no bulkread ring); on 18+
+    (reads counted as operations, read_bytes as bytes) BRIN's reads are
+    several blocks long, B-tree's one block.  The table is dropped
+    afterwards."""
+    srv = small_server
+    tag = "rbrin"
+    a, b = f"brin-btree-{tag}#1", f"brin-brin-{tag}#1"
+    p = run_recipe(srv, "brin", tmp_path, {"RECIPE_TIME": "3", "RECIPE_CLIENTS": "2"},
+                   RECIPE_TAG=tag, RECIPE_TRIALS="1")
+    assert p.stdout.strip().splitlines()[-1] == str(tmp_path / "report" / "index.html")
+    plans = p.stderr.split("=== index: brin")
+    assert "Index Scan using recipe_brin_ts" in plans[0] and "Bitmap Heap Scan" not in plans[0], p.stderr
+    assert "Bitmap Heap Scan on recipe_brin" in plans[1], p.stderr
+    assert srv.psql("SELECT to_regclass('recipe_brin') IS NULL") == "t"
+    assert srv.psql(f"SELECT meta->>'index' FROM chronicle.run WHERE label = '{b}'") == "brin"
+
+    def reads(run: str) -> tuple[float, float, float]:
+        """The client backends' relation reads: operations and bytes per
+        transaction, and the normal context's share of the bytes."""
+        ops, nbytes, normal = srv.psql(
+            "SELECT sum(reads), sum(read_bytes), sum(read_bytes) FILTER (WHERE context = 'normal') "
+            f"FROM chronicle.io_run_totals('{run}', 'client backend', 'relation')").split("|")
+        n = float(srv.psql(f"SELECT transactions FROM chronicle.app_summary('{run}')"))
+        return float(ops) / n, float(nbytes) / n, float(normal) / float(nbytes)
+
+    ops_a, bytes_a, normal_a = reads(a)
+    ops_b, bytes_b, normal_b = reads(b)
+    assert bytes_b > 2 * bytes_a, (bytes_a, bytes_b)
+    assert normal_a > 0.9 and normal_b > 0.9, (normal_a, normal_b)
+    if int(srv.psql("SHOW server_version_num")) >= 180000:
+        block = int(srv.psql("SHOW block_size"))
+        assert bytes_a / ops_a < 1.5 * block < 2 * block < bytes_b / ops_b, (bytes_a / ops_a, bytes_b / ops_b)
