@@ -8,12 +8,15 @@
 # RECIPE_TRIALS trials of each point (default 3; the sweep records a
 # point's trials one after the other), then the sweep's table and its
 # page (tps, latency and the average active sessions by wait class against
-# the clients).  Expect tps to grow up to about the number of CPU cores
-# (nproc) and then stay flat, latency to grow with the clients from there
-# on, and the average active sessions to keep rising past the core count,
-# the added ones in CPU (active, waiting for a core).  pgbench runs on the
-# same machine and takes its share of the cores.  Settings, connection and
-# scale: see common.sh.
+# the clients).  Expect tps to be highest at about the number of CPU cores
+# (nproc) and no higher beyond, latency to grow with the clients from
+# there on, the average active sessions to rise with the clients (CPU)
+# towards the core count, and the time the server's processes wait for a
+# CPU (load profile) to rise far past it: a -S backend in the run queue
+# shows idle in Client:ClientRead until it runs and reads its statement,
+# so the sampler does not count it.  pgbench runs on the same machine and
+# takes its share of the cores.  Settings, connection and scale: see
+# common.sh.
 recipe=client-scaling
 . "$(dirname "$0")/common.sh"
 
