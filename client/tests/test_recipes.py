@@ -1,7 +1,10 @@
-"""The recipes end to end at tiny scale, two trials of each configuration:
-each ends in a comparison of the configurations and their report, the
-trials interleaved (A#1 B#1 A#2 B#2), the runs differ in the setting the
-recipe varies, and the server's settings are as before afterwards."""
+"""The recipes end to end at tiny scale.  wal-compression, checkpoint-spread
+and hot-spot with two trials of each configuration: each ends in a
+comparison of the configurations and their report, the trials interleaved
+(A#1 B#1 A#2 B#2), the runs differ in the setting the recipe varies, and
+the server's settings are as before afterwards.  network-latency (and its
+delay proxy alone), client-scaling and brin with one trial of a few
+seconds: the direction of each one's finding, from what was recorded."""
 
 from __future__ import annotations
 
