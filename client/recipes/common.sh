@@ -53,7 +53,53 @@ restore_settings() {
 	done
 	[ ${#changed[@]} -eq 0 ] || sql "SELECT pg_reload_conf()" >/dev/null || true
 }
-trap restore_settings EXIT
+
+# at_exit COMMAND: run COMMAND (eval'd) when the recipe ends, also on failure
+# or Ctrl-C, latest first, before the settings are reset.
+exit_commands=()
+at_exit() { exit_commands=("$1" "${exit_commands[@]}"); }
+on_exit() {
+	local c
+	for c in "${exit_commands[@]}"; do
+		eval "$c" || true
+	done
+	restore_settings
+}
+trap on_exit EXIT
+
+# start_proxy VAR DELAY_MS: a delay_proxy.py in front of the server (stopped
+# when the recipe ends); sets VAR to the port it listens on (127.0.0.1),
+# after checking that a query goes through it.  The server:
+# PGHOST:PGPORT when PGHOST is a host name, else its Unix socket (PGHOST or
+# the server's first unix_socket_directories).
+start_proxy() {
+	local target dir port ready pid
+	port=$(sql "SHOW port")
+	if [ -n "${PGHOST:-}" ] && [[ $PGHOST != /* ]]; then
+		target="$PGHOST:$port"
+	else
+		dir=${PGHOST:-$(sql "SELECT split_part(current_setting('unix_socket_directories'), ',', 1)")}
+		target="$dir/.s.PGSQL.$port"
+	fi
+	ready=$(mktemp)
+	rm -f "$ready"
+	"${PYTHON:-python3}" "$(dirname "${BASH_SOURCE[0]}")/delay_proxy.py" \
+		--delay-ms "$2" --target "$target" --ready-file "$ready" >/dev/null &
+	pid=$!
+	at_exit "kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -f '$ready'"
+	for _ in $(seq 1 100); do
+		if [ -s "$ready" ]; then
+			printf -v "$1" '%s' "$(cat "$ready")"
+			say "proxy to $target, one-way delay $2 ms: 127.0.0.1:${!1}"
+			PGHOST=127.0.0.1 PGPORT=${!1} sql "SELECT 1" >/dev/null
+			return 0
+		fi
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	echo "recipe: the delay proxy did not start" >&2
+	return 1
+}
 
 init_pgbench() {
 	if [ -n "${RECIPE_SCALE:-}" ]; then
@@ -68,12 +114,15 @@ init_pgbench() {
 # configurations interleaved (for k: A#k, B#k), so that whatever drifts
 # while they run (table growth, caches, the machine's other load) falls on
 # every configuration alike instead of on whichever ran last.
+# bench_meta: more --meta KEY=VALUE options of the runs that follow (what
+# the configuration is when no setting says it).
+bench_meta=()
 bench() {
 	local label=$1
 	shift
 	sql "CHECKPOINT"
 	say "run $label: pgbench $*"
-	"${PGC[@]}" bench --label "$label" --meta "recipe=$recipe" -- "$@"
+	"${PGC[@]}" bench --label "$label" --meta "recipe=$recipe" "${bench_meta[@]}" -- "$@"
 }
 
 # finish A B: the comparison in the terminal and the report of B against A

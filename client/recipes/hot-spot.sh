@@ -17,7 +17,7 @@ recipe=hot-spot
 
 init_pgbench
 script=$(mktemp --suffix=.sql)
-trap 'rm -f "$script"; restore_settings' EXIT
+at_exit "rm -f '$script'"
 cat >"$script" <<'SQL'
 \set delta random(-5000, 5000)
 UPDATE pgbench_branches SET bbalance = bbalance + :delta WHERE bid = 1;

@@ -5,10 +5,13 @@ installed into it (tools/test.sh builds and installs it before its layers
 run).  One server per test session: initdb into a temporary folder, the
 collector preloaded with pg_stat_statements, both extensions created in
 the database "postgres" (chronicle.database's default), pgbench -i -s 1.
+running_server() starts another such server with more settings
+(test_recipes.py's small shared_buffers).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import pathlib
@@ -81,8 +84,10 @@ def wait_for(predicate, what: str, timeout: float = 60.0) -> None:  # type: igno
         time.sleep(0.1)
 
 
-@pytest.fixture(scope="session")
-def server() -> Iterator[Server]:
+@contextlib.contextmanager
+def running_server(conf: str = "") -> Iterator[Server]:
+    """A server as the module says (conf: more lines of postgresql.conf),
+    stopped and removed when the block ends."""
     bindir = _bindir()
     top = pathlib.Path(tempfile.mkdtemp(prefix="pgc-"))
     datadir, sockdir, logfile = top / "data", top, top / "server.log"
@@ -97,7 +102,7 @@ unix_socket_directories = '{sockdir}'
 shared_preload_libraries = 'pg_chronicle,pg_stat_statements'
 chronicle.database = 'postgres'
 fsync = off
-""")
+{conf}""")
     subprocess.run([str(bindir / "pg_ctl"), "-D", str(datadir), "-l", str(logfile), "-w", "start"],
                    check=True, capture_output=True)
     srv = Server(bindir=bindir, datadir=datadir, sockdir=sockdir, port=port,
@@ -121,6 +126,12 @@ fsync = off
             print(f"kept {top}", file=sys.stderr)
         else:
             shutil.rmtree(top, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def server() -> Iterator[Server]:
+    with running_server() as srv:
+        yield srv
 
 
 def cli(srv: Server, *args: str, timeout: float = 300, check: bool = False,

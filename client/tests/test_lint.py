@@ -1,6 +1,7 @@
 """The client's code checked without a server: the type checker (mypy,
-strict, pyproject's [tool.mypy]) over the package, the linter (ruff,
-pyproject's [tool.ruff]) over the package and the tests, and the report
+strict, pyproject's [tool.mypy]) over the package and the recipes' proxy,
+the linter (ruff, pyproject's [tool.ruff]) over the package, the tests
+and the recipes' Python, and the report
 page's own script and stylesheet (report_assets/): the script parses
 (node --check), neither can end the element it is inlined into, the
 stylesheet is well-formed, and pip installs them (package-data)."""
@@ -39,7 +40,8 @@ def test_mypy() -> None:
 
 def test_ruff() -> None:
     _tool("ruff")
-    p = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "pg_chronicle", "tests"],
+    p = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "pg_chronicle", "tests",
+                        "recipes"],
                        cwd=CLIENT_DIR, capture_output=True, text=True, check=False)
     assert p.returncode == 0, p.stdout + p.stderr
 

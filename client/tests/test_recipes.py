@@ -1,17 +1,26 @@
-"""The recipes end to end at tiny scale, two trials of each configuration:
-each ends in a comparison of the configurations and their report, the
-trials interleaved (A#1 B#1 A#2 B#2), the runs differ in the setting the
-recipe varies, and the server's settings are as before afterwards."""
+"""The recipes end to end at tiny scale.  wal-compression, checkpoint-spread
+and hot-spot with two trials of each configuration: each ends in a
+comparison of the configurations and their report, the trials interleaved
+(A#1 B#1 A#2 B#2), the runs differ in the setting the recipe varies, and
+the server's settings are as before afterwards.  network-latency (and its
+delay proxy alone), client-scaling and brin with one trial of a few
+seconds: the direction of each one's finding, from what was recorded."""
 
 from __future__ import annotations
 
+import os
 import pathlib
+import socket
+import statistics
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
 
+import psycopg
 import pytest
 
-from conftest import CLIENT_DIR, Server
+from conftest import CLIENT_DIR, Server, running_server
 
 # What this checks does not depend on the server's version: tools/test.sh
 # runs it against the newest one only.
@@ -33,6 +42,20 @@ CASES = {
 }
 
 
+def run_recipe(server: Server, recipe: str, tmp_path: pathlib.Path, extra: dict[str, str],
+               **env_vars: str) -> subprocess.CompletedProcess[str]:
+    """Runs client/recipes/<recipe>.sh against server, its report into
+    tmp_path/report; checks that it succeeded."""
+    env = server.env()
+    env.update(extra, RECIPE_OUT=str(tmp_path / "report"), PG_CHRONICLE=f"{sys.executable} -m pg_chronicle",
+               PYTHONPATH=str(CLIENT_DIR), PYTHON=sys.executable, **env_vars)
+    p = subprocess.run([str(RECIPES / f"{recipe}.sh")], env=env, capture_output=True, text=True,
+                       timeout=600, check=False)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "Traceback" not in p.stderr
+    return p
+
+
 @pytest.mark.parametrize("recipe", sorted(CASES))
 def test_recipe(server: Server, recipe: str, tmp_path: pathlib.Path) -> None:
     extra, (a, b), differs = CASES[recipe]
@@ -44,14 +67,7 @@ def test_recipe(server: Server, recipe: str, tmp_path: pathlib.Path) -> None:
     before = server.psql("SELECT string_agg(name || '=' || setting, ',' ORDER BY name) FROM pg_settings "
                          "WHERE name IN ('wal_compression', 'checkpoint_completion_target', "
                          "'checkpoint_timeout')")
-    env = server.env()
-    env.update(extra, RECIPE_TAG=tag, RECIPE_OUT=str(tmp_path / "report"), RECIPE_TRIALS="2",
-               PG_CHRONICLE=f"{sys.executable} -m pg_chronicle",
-               PYTHONPATH=str(CLIENT_DIR))
-    p = subprocess.run([str(RECIPES / f"{recipe}.sh")], env=env, capture_output=True, text=True,
-                       timeout=600, check=False)
-    assert p.returncode == 0, p.stdout + p.stderr
-    assert "Traceback" not in p.stderr
+    p = run_recipe(server, recipe, tmp_path, extra, RECIPE_TAG=tag, RECIPE_TRIALS="2")
     # ends in the comparison of the configurations: the terminal table and
     # the report of B against A
     assert f"trials: A = {a} (2 trials: {a}#1, {a}#2), B = {b} (2 trials: {b}#1, {b}#2)" in p.stdout
@@ -78,3 +94,160 @@ def test_recipe(server: Server, recipe: str, tmp_path: pathlib.Path) -> None:
     assert server.psql("SELECT string_agg(name || '=' || setting, ',' ORDER BY name) FROM pg_settings "
                        "WHERE name IN ('wal_compression', 'checkpoint_completion_target', "
                        "'checkpoint_timeout')") == before
+
+
+def profile(server: Server, run: str, metric: str, column: str = "per_second") -> float:
+    """chronicle.load_profile(run)'s metric (per second or per transaction)."""
+    v = server.psql(f"SELECT {column} FROM chronicle.load_profile('{run}') WHERE metric = '{metric}'")
+    assert v != "", f"{run}: no {metric}"
+    return float(v)
+
+
+def _select1_ms(conninfo: str, n: int = 40) -> float:
+    """The median time of SELECT 1 on one connection, in ms."""
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        for _ in range(5):
+            conn.execute("SELECT 1")
+        times = []
+        for _ in range(n):
+            t = time.perf_counter()
+            conn.execute("SELECT 1").fetchone()
+            times.append(time.perf_counter() - t)
+    return statistics.median(times) * 1000.0
+
+
+def test_delay_proxy(server: Server) -> None:
+    """delay_proxy.py forwards everything in order (a 1 MB answer, through
+    the server's Unix socket) and adds 2 D to a round trip: measured with
+    SELECT 1 through a proxy adding D = 5 ms each way, against one adding
+    none (the proxy's own cost) and directly; at least 2 D, and less than
+    a second delay of each chunk would give."""
+    delay = 5.0
+    procs = []
+    ports = []
+    try:
+        for d in (0.0, delay):
+            pr = subprocess.Popen([sys.executable, str(RECIPES / "delay_proxy.py"), "--delay-ms", str(d),
+                                   "--target", f"{server.sockdir}/.s.PGSQL.{server.port}"],
+                                  stdout=subprocess.PIPE, text=True)
+            procs.append(pr)
+            assert pr.stdout is not None
+            ports.append(int(pr.stdout.readline()))
+        through = [f"host=127.0.0.1 port={port} user=postgres dbname=postgres" for port in ports]
+        with psycopg.connect(through[1], autocommit=True) as conn:
+            row = conn.execute("SELECT string_agg(i::text, ',' ORDER BY i) "
+                               "FROM generate_series(1, 200000) i").fetchone()
+            assert row is not None and row[0] == ",".join(str(i) for i in range(1, 200001))
+        direct = _select1_ms(server.conninfo)
+        none, delayed = _select1_ms(through[0]), _select1_ms(through[1])
+        added = delayed - none
+        assert 2 * delay <= added < 3 * 2 * delay, (direct, none, delayed)
+        assert none - direct < 2 * delay, (direct, none, delayed)
+    finally:
+        for pr in procs:
+            pr.terminate()
+            pr.wait(timeout=10)
+            assert pr.stdout is not None
+            pr.stdout.close()
+
+
+def test_network_latency(server: Server, tmp_path: pathlib.Path) -> None:
+    """network-latency.sh: with the delay each TPC-B transaction takes at
+    least its 7 round trips' added delay longer, tps falls, and a larger
+    share of the client backends' time is Client:ClientRead (idle in
+    transaction, the next statement on its way); the comparison's Client
+    waits per transaction rise.  The proxies are gone afterwards."""
+    delay = 3
+    tag = "rnetl"
+    a, b = f"netlat-0ms-{tag}", f"netlat-{delay}ms-{tag}"
+    p = run_recipe(server, "network-latency", tmp_path,
+                   {"RECIPE_TIME": "3", "RECIPE_CLIENTS": "2", "RECIPE_DELAY_MS": str(delay)},
+                   RECIPE_TAG=tag, RECIPE_TRIALS="1")
+    assert f"trials: A = {a} (1 trial: {a}#1), B = {b} (1 trial: {b}#1)" in p.stdout
+    assert p.stdout.strip().splitlines()[-1] == str(tmp_path / "report" / "index.html")
+    assert "ClientRead" in (tmp_path / "report" / "index.html").read_text()
+    ra, rb = f"{a}#1", f"{b}#1"
+    assert server.psql(f"SELECT meta->>'proxy_delay_ms' FROM chronicle.run WHERE label = '{rb}'") \
+        == str(delay)
+    mean = {r: float(server.psql(f"SELECT latency_mean_ms FROM chronicle.app_summary('{r}')"))
+            for r in (ra, rb)}
+    assert mean[rb] - mean[ra] >= 7 * 2 * delay, mean
+    assert profile(server, rb, "pgbench tps") < profile(server, ra, "pgbench tps")
+
+    def client_read(run: str) -> float:
+        return float(server.psql(f"SELECT coalesce(sum(share), 0) FROM chronicle.run_wait_profile("
+                                 f"'{run}', 'client backend') WHERE wait_event = 'ClientRead'"))
+    assert client_read(rb) > client_read(ra) > 0
+    row = next(line for line in p.stdout.splitlines() if line.startswith("Client waits "))
+    _, _, unit, _, _, _, _, ratio, *_ = row.split()   # metric, unit, A, range, B, range, B/A
+    assert unit == "session-seconds/tx" and float(ratio) > 1, row
+    for r in (ra, rb):
+        port = server.psql(f"SELECT meta->'argv'->>1 FROM chronicle.run WHERE label = '{r}'")
+        with pytest.raises(OSError), socket.create_connection(("127.0.0.1", int(port)), timeout=5):
+            pass
+
+
+def test_client_scaling(server: Server, tmp_path: pathlib.Path) -> None:
+    """client-scaling.sh: a -S sweep over 1, the cores and 8 times the
+    cores: from the cores to 8 times as many clients tps grows by much less
+    than the clients (under half their ratio) while the average active
+    sessions rise."""
+    cores = os.cpu_count() or 1
+    tag = "rscal"
+    p = run_recipe(server, "client-scaling", tmp_path,
+                   {"RECIPE_TIME": "3", "RECIPE_CLIENT_COUNTS": f"1 {cores} {8 * cores}"},
+                   RECIPE_TAG=tag, RECIPE_TRIALS="1")
+    assert f"sweep scaling-{tag}: 3 point(s) of clients (3 runs)" in p.stdout
+    assert p.stdout.strip().splitlines()[-1] == f"report: {tmp_path / 'report' / 'index.html'}"
+    run = {c: f"scaling-{tag}@clients={c}#1" for c in (cores, 8 * cores)}
+    assert server.psql(f"SELECT meta->>'recipe' || ' ' || (meta->>'clients') FROM chronicle.run "
+                       f"WHERE label = '{run[8 * cores]}'") == f"client-scaling {8 * cores}"
+    assert " -S " in server.psql(f"SELECT meta->>'pgbench' FROM chronicle.run WHERE label = '{run[cores]}'")
+    tps = {c: profile(server, r, "pgbench tps") for c, r in run.items()}
+    sessions = {c: profile(server, r, "DB time") for c, r in run.items()}
+    assert tps[8 * cores] / tps[cores] < 8 / 2, tps
+    assert sessions[8 * cores] > sessions[cores], sessions
+
+
+@pytest.fixture(scope="module")
+def small_server() -> Iterator[Server]:
+    """A server whose shared_buffers (16MB) a small table can outgrow."""
+    with running_server("shared_buffers = 16MB\n") as srv:
+        yield srv
+
+
+def test_brin(small_server: Server, tmp_path: pathlib.Path) -> None:
+    """brin.sh on a table twice shared_buffers: B-tree runs an index scan,
+    BRIN a bitmap heap scan; BRIN reads more bytes per query, in
+    pg_stat_io's normal context as B-tree does (no bulkread ring); on 18+
+    (reads counted as operations, read_bytes as bytes) BRIN's reads are
+    several blocks long, B-tree's one block.  The table is dropped
+    afterwards."""
+    srv = small_server
+    tag = "rbrin"
+    a, b = f"brin-btree-{tag}#1", f"brin-brin-{tag}#1"
+    p = run_recipe(srv, "brin", tmp_path, {"RECIPE_TIME": "3", "RECIPE_CLIENTS": "2"},
+                   RECIPE_TAG=tag, RECIPE_TRIALS="1")
+    assert p.stdout.strip().splitlines()[-1] == str(tmp_path / "report" / "index.html")
+    plans = p.stderr.split("=== index: brin")
+    assert "Index Scan using recipe_brin_ts" in plans[0] and "Bitmap Heap Scan" not in plans[0], p.stderr
+    assert "Bitmap Heap Scan on recipe_brin" in plans[1], p.stderr
+    assert srv.psql("SELECT to_regclass('recipe_brin') IS NULL") == "t"
+    assert srv.psql(f"SELECT meta->>'index' FROM chronicle.run WHERE label = '{b}'") == "brin"
+
+    def reads(run: str) -> tuple[float, float, float]:
+        """The client backends' relation reads: operations and bytes per
+        transaction, and the normal context's share of the bytes."""
+        ops, nbytes, normal = srv.psql(
+            "SELECT sum(reads), sum(read_bytes), sum(read_bytes) FILTER (WHERE context = 'normal') "
+            f"FROM chronicle.io_run_totals('{run}', 'client backend', 'relation')").split("|")
+        n = float(srv.psql(f"SELECT transactions FROM chronicle.app_summary('{run}')"))
+        return float(ops) / n, float(nbytes) / n, float(normal) / float(nbytes)
+
+    ops_a, bytes_a, normal_a = reads(a)
+    ops_b, bytes_b, normal_b = reads(b)
+    assert bytes_b > 2 * bytes_a, (bytes_a, bytes_b)
+    assert normal_a > 0.9 and normal_b > 0.9, (normal_a, normal_b)
+    if int(srv.psql("SHOW server_version_num")) >= 180000:
+        block = int(srv.psql("SHOW block_size"))
+        assert bytes_a / ops_a < 1.5 * block < 2 * block < bytes_b / ops_b, (bytes_a / ops_a, bytes_b / ops_b)
