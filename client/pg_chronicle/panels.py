@@ -1192,7 +1192,7 @@ def compare_tables(conn: Conn, a: Window, b: Window) -> Panel:
     if _has_function(conn, "chronicle.compare_load_profile"):
         rows = _rows(conn, "SELECT * FROM chronicle.compare_load_profile(%s, %s)", (a.run, b.run))
         tables.append({
-            "id": "compare.load_profile", "title": f"Load profile: B = {b.run} vs A = {a.run}",
+            "id": "compare.load_profile", "title": f"Load profile: A = {a.run}, B = {b.run}",
             "columns": ["metric", "unit", "A per second", "B per second", "A per transaction",
                         "B per transaction", "ratio B/A"],
             "rows": [[r["metric"], r["unit"], _g(r["a_per_second"]), _g(r["b_per_second"]),
@@ -1203,7 +1203,7 @@ def compare_tables(conn: Conn, a: Window, b: Window) -> Panel:
     else:
         rows = _rows(conn, "SELECT * FROM chronicle.compare_runs(%s, %s)", (a.run, b.run))
         tables.append({
-            "id": "compare.load_profile", "title": f"Headline numbers: B = {b.run} vs A = {a.run}",
+            "id": "compare.load_profile", "title": f"Headline numbers: A = {a.run}, B = {b.run}",
             "columns": ["metric", "unit", "A", "B", "ratio B/A"],
             "rows": [[r["metric"], r["unit"], _g(r["value_a"]), _g(r["value_b"]), _g(r["ratio"])]
                      for r in rows],

@@ -22,7 +22,7 @@ import matplotlib.dates as mdates
 import matplotlib.pyplot as plt
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, MultipleLocator
+from matplotlib.ticker import FuncFormatter, LogLocator, MultipleLocator, NullFormatter
 
 from pg_chronicle.model import Cell, Chart, Meta, Panel, Value
 from pg_chronicle.text import visible
@@ -195,6 +195,11 @@ def _draw_chart(ax: Axes, chart: Chart, meta: Meta) -> None:
                    color="#d62728", alpha=0.15, linewidth=0)
     if chart.get("log_y"):
         ax.set_yscale("log")
+        # the log axis' own labels are mathtext ("10^2"), which parse_math
+        # off would print raw: numbers, as on a linear axis
+        ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+        ax.yaxis.set_major_formatter(_fmt(chart["unit"]))
+        ax.yaxis.set_minor_formatter(NullFormatter())
     else:
         ax.yaxis.set_major_formatter(_fmt(chart["unit"]))
         if chart["unit"] in ("bytes/s", "bytes"):
@@ -203,6 +208,11 @@ def _draw_chart(ax: Axes, chart: Chart, meta: Meta) -> None:
         ax.set_xscale("log")
         if "x_min" in chart and chart["x"]:
             ax.set_xlim(chart["x_min"], chart["x"][-1])
+        # 1, 2, 5 of each decade as plain numbers (a narrow range may hold
+        # no power of ten; mathtext labels would print raw)
+        ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+        ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_xlabel(f"latency ({chart.get('x_unit', 'ms')})")
     elif time_chart and not compare:
         ax.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M:%S", tz=UTC))
@@ -216,7 +226,10 @@ def _draw_chart(ax: Axes, chart: Chart, meta: Meta) -> None:
 
 def _draw_tables(fig: Figure, panel: Panel) -> None:
     tables = [t for t in panel["tables"] if not t.get("fold")]
-    axes = fig.subplots(len(tables), 1, squeeze=False)[:, 0]
+    # each table's share of the height: its rows (at most 30), its header
+    # and title; equal shares let a long table run over the next one
+    heights = [min(len(t["rows"]), 30) + 3 for t in tables]
+    axes = fig.subplots(len(tables), 1, squeeze=False, height_ratios=heights)[:, 0]
     for ax, t in zip(axes, tables, strict=True):
         ax.axis("off")
         ax.set_title(_plain(t["title"]), loc="left")

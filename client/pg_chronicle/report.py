@@ -105,7 +105,7 @@ class Collected:
         return [self.panels[k] for k in PANELS]
 
 
-def collect(conn: Conn, w: Window) -> Collected:
+def collect(conn: Conn, w: Window, comparison: bool = False) -> Collected:
     """Every panel of one window and its headline numbers.  The queries run
     in SESSIONS sessions (_run_tasks); the panels that use
     chronicle.timeline()'s series (throughput, waits, cpu, io, wal) are built when
@@ -142,7 +142,10 @@ def collect(conn: Conn, w: Window) -> Collected:
         fetch("cpu", panels.cpu_rows),
         fetch("cpu_totals", panels.cpu_totals_rows),
         panel("buffers", lambda c: panels.buffers(c, w)),
-        panel("profile", lambda c: panels.profile(c, w)),
+        # a comparison shows both profiles side by side instead (compare_tables)
+        panel("profile", lambda c: panels.profile(c, w) if not comparison else
+              {"id": "profile", "title": "Load profile", "about": "", "charts": [], "tables": [],
+               "empty": "In the A/B comparison."}),
         panel("os", lambda c: panels.os_panel(c, w)),
         panel("statements", lambda c: panels.statements(c, w)),
         fetch("wal", panels.wal_rows),
@@ -311,7 +314,7 @@ def build(conn: Conn, run: str, vs: str | None, from_ts: str | None,
     lead = [first] if first is not None else []
     a = _window(conn, run, from_ts, to_ts, threshold_ms)
     with db.translated():
-        ra = collect(conn, a)
+        ra = collect(conn, a, comparison=vs is not None)
         meta: Meta = {"run": run, "vs": vs, "from": _ts(a.from_ts), "to": _ts(a.to_ts),
                       "intervals": len(a.ends), "server_version": a.server_version,
                       "generated": _ts(datetime.now(UTC)), "headline": ra.headline}
@@ -321,7 +324,7 @@ def build(conn: Conn, run: str, vs: str | None, from_ts: str | None,
             return meta, lead + ra.in_order(), [a]
     b = _window(conn, vs, None, None, threshold_ms)
     with db.translated():
-        rb = collect(conn, b)
+        rb = collect(conn, b, comparison=True)
         meta["vs_from"], meta["vs_to"] = _ts(b.from_ts), _ts(b.to_ts)
         meta["vs_intervals"], meta["vs_server_version"] = len(b.ends), b.server_version
         meta["vs_headline"] = rb.headline
