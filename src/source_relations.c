@@ -53,7 +53,9 @@
  *   a skip (read_skips) and goes on with the next database.
  * - A relation dropped, rewritten or locked: the query skips relations an
  *   AccessExclusiveLock is held or awaited on (TRUNCATE, VACUUM FULL,
- *   CLUSTER, DROP in a transaction), reporting them as busy: their previous
+ *   CLUSTER, DROP in a transaction; REINDEX on an index of theirs), so
+ *   that a table's owner cannot hold the database's readings up with
+ *   one, reporting them as busy: their previous
  *   values are carried, since waiting would hold the reader behind the
  *   rewrite.  The race with a lock taken after that check ends in
  *   lock_timeout, which the reader catches: a counted skip, never an error
@@ -743,8 +745,10 @@ relations_collect(ChronicleEmitter *emitter)
  * is the recording's), each with its sizes and the columns of
  * pg_stat_all_tables and pg_statio_all_tables computed as those views do
  * (PostgreSQL 17 and 18), for the selected relations only.  A relation
- * with an AccessExclusiveLock held or awaited is busy: no size is read
- * (pg_relation_size would wait for it), it ranks by relpages.
+ * with an AccessExclusiveLock held or awaited on it, its TOAST table or one
+ * of their indexes (REINDEX holds one on the index alone) is busy: no size
+ * is read (the size functions would wait for the lock), it ranks by
+ * relpages.
  */
 static const char *const reader_query =
 "WITH locked AS MATERIALIZED ("
@@ -754,10 +758,13 @@ static const char *const reader_query =
 " c AS ("
 "  SELECT c.oid, c.relkind, c.reltoastrelid,"
 "         pg_catalog.format('%I.%I', n.nspname, c.relname) AS relation,"
-"         k.relation IS NOT NULL AS busy, c.relpages"
+"         EXISTS (SELECT FROM locked k"
+"                  WHERE k.relation IN (c.oid, c.reltoastrelid)"
+"                     OR k.relation IN (SELECT ix.indexrelid FROM pg_catalog.pg_index ix"
+"                                        WHERE ix.indrelid IN (c.oid, c.reltoastrelid)))"
+"           AS busy, c.relpages"
 "    FROM pg_catalog.pg_class c"
 "    JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace"
-"    LEFT JOIN locked k ON k.relation = c.oid"
 "   WHERE c.relkind IN ('r', 'm') AND c.relpersistence <> 't'"
 "     AND n.nspname NOT IN ('pg_catalog', 'information_schema')"
 "     AND n.nspname !~ '^pg_toast'"

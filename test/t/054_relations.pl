@@ -19,8 +19,9 @@
 #    oid: no reset, no negative delta, sizes as psql reads them), a table
 #    dropped (its history stays, its rows stop), dropped and created again
 #    under the same name (another oid: that interval is a reset, never a
-#    negative delta), a table locked in ACCESS EXCLUSIVE mode for longer
-#    than a round (its values carried, the database's other tables read),
+#    negative delta), a table locked in ACCESS EXCLUSIVE mode and another's
+#    index being reindexed, for longer than a round (their values carried,
+#    the database's other tables read),
 #    and a second database dropped while recorded (its rows stop).  No
 #    ERROR or FATAL in the server log, and the recording goes on.
 use strict;
@@ -238,9 +239,12 @@ is(sql(qq{SELECT count(*) >= $dropped_rows FROM chronicle.relations_history WHER
 
 # A lock held longer than two rounds: its values are carried, the other tables read.
 my $holder = $node->background_psql('bench');
-$holder->query_safe('BEGIN; LOCK TABLE grow IN ACCESS EXCLUSIVE MODE');
 my $grow_before = sql(q{SELECT total_bytes FROM chronicle.relations_history
 	WHERE datname = 'bench' AND relation = 'public.grow' ORDER BY ts DESC LIMIT 1});
+my $branches_before = sql(q{SELECT index_bytes FROM chronicle.relations_history
+	WHERE datname = 'bench' AND relation = 'public.pgbench_branches' ORDER BY ts DESC LIMIT 1});
+# REINDEX holds an ACCESS EXCLUSIVE lock on the index alone
+$holder->query_safe('BEGIN; LOCK TABLE grow IN ACCESS EXCLUSIVE MODE; REINDEX INDEX pgbench_branches_pkey');
 my $lock_from = time();
 bsql(q{INSERT INTO pgbench_history (tid, bid, aid, delta) SELECT 1, 1, g, 1 FROM generate_series(1, 50) g;
 	SELECT pg_stat_force_next_flush()});
@@ -253,6 +257,10 @@ is(sql(q{SELECT total_bytes || '|' || (read_at < now() - interval '2 s')::int
 	FROM chronicle.relations_history WHERE datname = 'bench' AND relation = 'public.grow'
 	ORDER BY ts DESC LIMIT 1}),
 	"$grow_before|1", 'the locked table: its last values carried, not read again');
+is(sql(q{SELECT index_bytes || '|' || (read_at < now() - interval '2 s')::int
+	FROM chronicle.relations_history WHERE datname = 'bench' AND relation = 'public.pgbench_branches'
+	ORDER BY ts DESC LIMIT 1}),
+	"$branches_before|1", 'the table whose index is locked (REINDEX): carried too');
 $holder->query_safe('ROLLBACK');
 $holder->quit;
 
