@@ -161,8 +161,13 @@ my $ins_from = bsql(q{SELECT n_tup_ins FROM pg_stat_all_tables WHERE relid = 'gr
 
 my $copies = join('', map { "COPY grow (id) FROM PROGRAM 'seq 1 5000'; SELECT pg_stat_force_next_flush(); SELECT pg_sleep(0.15);\n" } 1 .. 40);
 my ($lout, $lerr) = ('', '');
+# from a file, so that each statement is a query of its own and the
+# session flushes its statistics after each COPY (one -c string would be
+# one query, its counts visible only at the end)
+my $copies_file = PostgreSQL::Test::Utils::tempdir() . '/copies.sql';
+PostgreSQL::Test::Utils::append_to_file($copies_file, $copies);
 my $loader = IPC::Run::start(
-	[ 'psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr('bench'), '-c', $copies ],
+	[ 'psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr('bench'), '-f', $copies_file ],
 	'>', \$lout, '2>', \$lerr);
 my $sampler = $node->background_psql('bench');
 my @samples;
@@ -189,7 +194,9 @@ for my $r (@readings)
 {
 	my ($at, $size, $ins) = @$r;
 	my @before = grep { $_->[3] < $at } @samples;
-	my @after = grep { $_->[0] > $at + 0.2 } @samples;
+	# the reader reads the size some milliseconds after read_at (its query's
+	# start): a second is ample on a loaded machine
+	my @after = grep { $_->[0] > $at + 1 } @samples;
 	next unless @before && @after;
 	$inside++;
 	my ($lo_size, $lo_ins) = @{ $before[-1] }[ 1, 2 ];
@@ -199,6 +206,8 @@ for my $r (@readings)
 	diag("reading at $at: total_bytes $size, n_tup_ins $ins; samples before: $lo_size, $lo_ins; after: $hi_size, $hi_ins");
 }
 note(scalar(@samples) . ' samples, ' . scalar(@readings) . " readings, $inside within the samples");
+cmp_ok(scalar(keys %{ { map { $_->[2] => 1 } @samples } }), '>=', 3,
+	'psql saw n_tup_ins grow during the load (the loader\'s statistics flushed after each COPY)');
 cmp_ok($inside, '>=', 3, 'the readings follow the growth (at least 3 within the load)');
 is($bad, 0, 'every reading lies between the psql samples before and after its read_at (size and n_tup_ins)');
 quiescent_compare('after the load', 'public.grow');
