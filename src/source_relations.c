@@ -36,12 +36,20 @@
  * a write barrier; the collector reads the rows after reading DONE and a
  * read barrier.
  *
- * Cost: a database whose statistics did not move since its last reading
- * (the sum of its pg_stat_database counters the reader itself left behind)
- * is not read again, so an idle database costs one look-up in the
- * cumulative statistics a round.  The reader's own transaction counts in
- * the database's xact_commit and blks_hit (a commit every interval of a
- * database under load).
+ * Cost: an idle database is not read again, so it costs one look-up in
+ * the cumulative statistics a round.  Idle: the sum of its
+ * pg_stat_database counters (database_signature()) is what the last reader
+ * left behind, its own counts flushed ("after").  The reader's own counts
+ * are in that sum, and another session's flushed while the reader ran
+ * would be too, without being in its rows: so the reader also takes the
+ * sum before its reading ("before"), and the database counts as idle only
+ * if the last two readings added the same to it (after - before: a
+ * reader's own counts are the same from one reading of an unchanged
+ * database to the next, being a new process with cold caches each time).
+ * Anything else is read again: an idle database is read twice after its
+ * last change, then no more.  The reader's own transactions (its
+ * connection's and its query's) count in the database's xact_commit and
+ * blks_hit (two commits every interval of a database under load).
  *
  * Bad input:
  * - A database dropped: the collector's list of databases (read from
@@ -198,7 +206,8 @@ typedef struct RelReading
 	int			max;			/* room for this many entries */
 	int			n;
 	TimestampTz read_at;
-	uint64		signature;		/* the database's statistics after it */
+	uint64		before;			/* the database's statistics before it */
+	uint64		after;			/* and after it, its own counts flushed */
 	bool		have_signature;
 	RelEntry	entries[FLEXIBLE_ARRAY_MEMBER];
 } RelReading;
@@ -215,7 +224,10 @@ typedef struct RelDatabase
 	NameData	name;			/* in pg_database now */
 	NameData	read_name;		/* when its rows were read */
 	bool		have_signature;
-	uint64		signature;
+	uint64		signature;		/* "after" of its last reading */
+	uint64		own;			/* after - before of its last reading */
+	uint64		own_prev;		/* and of the reading before */
+	bool		have_own_prev;
 	int64		skips;
 	int			nrows;
 	RelEntry   *rows;			/* in rel_cxt */
@@ -467,10 +479,13 @@ take_reading(RelDatabase *db, RelReading *r)
 	db->rows = rows;
 	db->nrows = n;
 	db->read_name = db->name;
+	db->have_own_prev = db->have_signature && r->have_signature;
+	db->own_prev = db->own;
+	db->have_signature = r->have_signature;
 	if (r->have_signature)
 	{
-		db->signature = r->signature;
-		db->have_signature = true;
+		db->signature = r->after;
+		db->own = r->after - r->before;
 	}
 }
 
@@ -640,8 +655,9 @@ round_advance(TimestampTz now)
 			continue;
 		}
 		e = pgstat_fetch_stat_dbentry(oid);
-		if (db->have_signature && e != NULL &&
+		if (db->have_signature && db->have_own_prev && e != NULL &&
 			database_signature(e) == db->signature &&
+			db->own == db->own_prev &&
 			strcmp(NameStr(db->name), NameStr(db->read_name)) == 0)
 		{
 			round_next++;		/* idle since: its rows stand */
@@ -896,6 +912,7 @@ chronicle_relation_reader_main(Datum main_arg)
 	Oid			dboid;
 	char	   *log_level;
 	bool		recording_database;
+	bool		have_before;
 	MemoryContext cxt;
 
 	pqsignal(SIGTERM, die);
@@ -923,6 +940,20 @@ chronicle_relation_reader_main(Datum main_arg)
 	/* never wait behind a rewrite: a lock not granted at once is a skip */
 	SetConfigOption("lock_timeout", "200ms", PGC_SUSET, PGC_S_OVERRIDE);
 	SetConfigOption("statement_timeout", "30s", PGC_SUSET, PGC_S_OVERRIDE);
+
+	/*
+	 * The database's statistics before the reading: nothing of this process
+	 * is flushed yet (see the idle check, relations_collect).
+	 */
+	pgstat_clear_snapshot();
+	{
+		PgStat_StatDBEntry *e = pgstat_fetch_stat_dbentry(MyDatabaseId);
+
+		have_before = (e != NULL);
+		if (e != NULL)
+			r->before = database_signature(e);
+	}
+	pgstat_clear_snapshot();
 
 	cxt = CurrentMemoryContext;
 	SetCurrentStatementStartTimestamp();
@@ -964,8 +995,8 @@ chronicle_relation_reader_main(Datum main_arg)
 
 		if (e != NULL)
 		{
-			r->signature = database_signature(e);
-			r->have_signature = true;
+			r->after = database_signature(e);
+			r->have_signature = have_before;
 		}
 	}
 	pgstat_clear_snapshot();
