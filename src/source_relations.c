@@ -47,7 +47,8 @@
  * reader's own counts are the same from one reading of an unchanged
  * database to the next, being a new process with cold caches each time).
  * Anything else is read again: an idle database is read twice after its
- * last change, then no more.  The reader's own transactions (its
+ * last change (a few times more after DDL: the dead catalog rows a reader
+ * meets change its own counts until they are pruned), then no more.  The reader's own transactions (its
  * connection's and its query's) count in the database's xact_commit and
  * blks_hit (two commits every interval of a database under load).
  *

@@ -17,13 +17,18 @@
 #    difference of psql's n_tup_ins (no jump, no reset).
 # 3. Between two readings: TRUNCATE, VACUUM FULL (a new file each, the same
 #    oid: no reset, no negative delta, sizes as psql reads them), a table
-#    dropped (its history stays, its rows stop), dropped and created again
+#    dropped (its history stays, its rows stop), renamed (a new key, the
+#    old one keeps its history), dropped and created again
 #    under the same name (another oid: that interval is a reset, never a
 #    negative delta), a table locked in ACCESS EXCLUSIVE mode and another's
 #    index being reindexed, for longer than a round (their values carried,
 #    the database's other tables read),
 #    and a second database dropped while recorded (its rows stop).  No
 #    ERROR or FATAL in the server log, and the recording goes on.
+# 4. No background worker slot free: the reading is a counted skip, said
+#    once in the log, and the same collector reads again once one is.
+# 5. An idle database is not read again (no reader commits in it), and is
+#    read once it changes.
 use strict;
 use warnings FATAL => 'all';
 use FindBin;
@@ -246,6 +251,25 @@ my $t5 = more_worker_snapshots($node, 20, 'the worker goes on after DROP TABLE')
 is(sql(qq{SELECT count(*) >= $dropped_rows FROM chronicle.relations_history WHERE relation = 'public.dropped' AND ts <= '$t5'}),
 	't', 'a dropped table keeps its history');
 
+# A rename: a new key with the same relid, from a baseline; the old name
+# keeps its history.
+my $tellers_relid = bsql(q{SELECT 'pgbench_tellers'::regclass::oid});
+my $tellers_rows = sql(q{SELECT count(*) FROM chronicle.relations_history
+	WHERE datname = 'bench' AND relation = 'public.pgbench_tellers'});
+my $t6 = sql('SELECT max(ts) FROM chronicle.snapshot');
+bsql('ALTER TABLE pgbench_tellers RENAME TO tellers_renamed');
+quiescent_compare('a table renamed', 'public.tellers_renamed');
+is(sql(q{SELECT DISTINCT relid FROM chronicle.relations_history
+	WHERE datname = 'bench' AND relation = 'public.tellers_renamed'}),
+	$tellers_relid, 'the renamed table: recorded under its new name, with its oid');
+is(sql(q{SELECT count(*) FROM chronicle.relations_history
+	WHERE datname = 'bench' AND relation = 'public.pgbench_tellers'}),
+	$tellers_rows, 'its old name keeps its history (no row since)');
+is(sql(qq{SELECT count(*) FROM chronicle.relation_deltas('$t6', now(), for_datname => 'bench',
+	                                                   for_relation => 'public.tellers_renamed')
+	  WHERE n_tup_upd <> 0 OR n_tup_ins <> 0 OR reset}),
+	'0', 'the new name starts from a baseline: no jump of the counts the table had before');
+
 # A lock held longer than two rounds: its values are carried, the other tables read.
 my $holder = $node->background_psql('bench');
 my $grow_before = sql(q{SELECT total_bytes FROM chronicle.relations_history
@@ -331,6 +355,32 @@ poll_until($node, 'postgres', qq{
 	'the same collector reads again once a slot is free');
 like(slurp_file($node->logfile, $log_start), qr/could not start a relation reader: no free background worker slot/,
 	'the missing slot is said in the log (once, at LOG level)');
+
+# --- 5. An idle database is not read again -------------------------------------
+
+# Each reading commits in the database it reads: without any other
+# activity in bench, its xact_commit must come to a stop (read from
+# postgres, which does not touch bench) for four rounds and more.  It may
+# take a few readings: the readers' own counts must be seen equal twice
+# (a reader that rebuilt the relation cache's init file counts more).
+my ($idle, $c1, $c2) = (0, -1, -2);
+my $idle_deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
+while (!$idle && time() < $idle_deadline)
+{
+	$c1 = sql(q{SELECT xact_commit FROM pg_stat_database WHERE datname = 'bench'});
+	sleep 4;
+	$c2 = sql(q{SELECT xact_commit FROM pg_stat_database WHERE datname = 'bench'});
+	$idle = $c1 == $c2;
+}
+ok($idle, 'an idle database is not read again (no reader commits in it over four rounds)')
+  or diag("xact_commit $c1 -> $c2");
+bsql(q{INSERT INTO pgbench_history (tid, bid, aid, delta) VALUES (1, 1, 1, 1);
+	SELECT pg_stat_force_next_flush()});
+my $hist_ins = bsql(q{SELECT n_tup_ins FROM pg_stat_all_tables WHERE relname = 'pgbench_history'});
+poll_until($node, 'postgres', qq{
+	SELECT n_tup_ins = $hist_ins FROM chronicle.relations_history
+	 WHERE datname = 'bench' AND relation = 'public.pgbench_history' ORDER BY ts DESC LIMIT 1},
+	'once it changes, it is read again');
 
 # The recording goes on, with the relations source error-free.
 more_worker_snapshots($node, 10);
