@@ -46,6 +46,7 @@ extern const ChronicleSource chronicle_source_buffers;
 extern const ChronicleSource chronicle_source_os_cpu;
 extern const ChronicleSource chronicle_source_os_process_cpu;
 extern const ChronicleSource chronicle_source_maintenance;
+extern const ChronicleSource chronicle_source_relations;
 
 const ChronicleSource *const chronicle_sources[] = {
 	&chronicle_source_io,
@@ -65,6 +66,7 @@ const ChronicleSource *const chronicle_sources[] = {
 	&chronicle_source_os_cpu,
 	&chronicle_source_os_process_cpu,
 	&chronicle_source_maintenance,
+	&chronicle_source_relations,
 };
 
 const int	chronicle_nsources = lengthof(chronicle_sources);
