@@ -147,7 +147,14 @@ is(query("SELECT to_regclass('chronicle.rollup_minute_p$d25') IS NULL
 is(query("SELECT count(*) > 0 FROM chronicle.rollup_minute"), 't', 'the recent rollups stay');
 
 # The collector started twice (at the server's start, and again after it
-# was terminated): two recordings start, two marks say so.
+# was terminated): two recordings start, two marks say so.  (The minute
+# waited for above may have been rolled up by the first collector's
+# housekeeper, every 10 s here, before the second one started: wait for
+# the second one's first snapshot.)
+poll_true(qq{SELECT count(*) > 0 FROM chronicle.snapshot s, chronicle.status() st
+              WHERE st.pid <> $pid AND s.ts = s.segment
+                AND s.ts > (SELECT min(ts) FROM chronicle.snapshot)})
+  or diag 'the collector did not start again';
 is(query(q{SELECT count(*) FROM chronicle.marks((SELECT min(ts) - interval '1 s' FROM chronicle.snapshot), now()) WHERE kind = 'recording_start'}),
 	'2', 'each start of the collector is a mark');
 
