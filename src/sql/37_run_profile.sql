@@ -52,7 +52,8 @@ AS $$
 		(26, 'cpu_busy', 'CPU busy (machine)', '%', 5.0),
 		(27, 'cpu_iowait', 'CPU iowait', '%', 5.0),
 		(28, 'cpu_steal', 'CPU steal', '%', 2.0),
-		(29, 'procs_running', 'run queue', 'tasks', 1.0)
+		(29, 'procs_running', 'run queue', 'tasks', 1.0),
+		(30, 'maintenance_runs', 'VACUUM or ANALYZE running', 'runs', 0.5)
 	) AS m(i, metric, label, unit, floor)
 $$;
 
@@ -126,6 +127,15 @@ BEGIN
 		  FROM chronicle.os_pressure_deltas(w_from, w_to) p
 		 WHERE NOT p.reset
 		 GROUP BY p.interval_end
+	), mruns AS MATERIALIZED (
+		-- the VACUUM and ANALYZE runs the maintenance source saw in the
+		-- window (as chronicle.marks() reads them): start, and end (NULL:
+		-- still running at the window's end)
+		SELECT min(h.started) AS started, min(h.ts) FILTER (WHERE h.ended IS NOT NULL) AS ended
+		  FROM chronicle.maintenance_history h
+		 WHERE h.ts > w_from
+		   AND h.ts <= coalesce((SELECT min(s.ts) FROM chronicle.snapshot s WHERE s.ts > w_to), w_to)
+		 GROUP BY h.pid, h.activity_start, h.relid, h.command
 	), iv AS MATERIALIZED (
 		SELECT tl.interval_start, tl.interval_end,
 		       CASE WHEN has_app THEN app.tps ELSE tl.commits_per_s END AS tps,
@@ -146,7 +156,11 @@ BEGIN
 		             pr.cpu, pr.io, pr.memory,
 		             -- the machine's CPU (os_cpu): shares of its time, in %
 		             (tl.cpu_user + tl.cpu_system) * 100, tl.cpu_iowait * 100, tl.cpu_steal * 100,
-		             tl.procs_running::float8]::float8[] AS vals
+		             tl.procs_running::float8,
+		             -- runs that overlap the interval
+		             (SELECT count(*) FROM mruns r
+		               WHERE r.started < tl.interval_end
+		                 AND coalesce(r.ended, 'infinity') > tl.interval_start)::float8]::float8[] AS vals
 		  FROM tl
 		  LEFT JOIN app ON app.interval_end = tl.interval_end
 		  LEFT JOIN wal ON wal.interval_end = tl.interval_end

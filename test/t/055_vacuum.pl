@@ -265,6 +265,26 @@ sub manual_run
 		relation => "public.$table", ended_at => $last_at, ended_by => $last);
 }
 manual_run('VACUUM', 'm', 'last_vacuum');
+
+# The manual VACUUM explains the intervals it ran in: a run labelled from
+# 3 s before its start mark to 3 s after its end mark (most of it without
+# a VACUUM), ranked whole by chronicle.slowest_intervals(); the intervals
+# that name "VACUUM or ANALYZE running" are those the marks span.
+my ($vs, $ve) = split /\|/, sql(q{
+	SELECT min(ts) FILTER (WHERE kind = 'vacuum_start'), max(ts) FILTER (WHERE kind = 'vacuum_end')
+	  FROM chronicle.marks(now() - interval '1 hour', now()) WHERE event LIKE 'VACUUM public.m %'});
+poll_until($node, 'postgres', qq{SELECT now() > '$ve'::timestamptz + interval '3.5 s'}, 'after the VACUUM');
+sql(qq{SELECT chronicle.run_label('around-vacuum', '$vs'::timestamptz - interval '3 s',
+                                  '$ve'::timestamptz + interval '3 s')});
+my ($named, $outside) = split /\|/, sql(qq{
+	SELECT count(*) FILTER (WHERE s.interval_end > '$vs' AND s.interval_start < '$ve'),
+	       count(*) FILTER (WHERE NOT (s.interval_end > '$vs' AND s.interval_start < '$ve'))
+	  FROM chronicle.slowest_intervals('around-vacuum', 1000, 'tps') s,
+	       jsonb_array_elements(s.details) d
+	 WHERE d ->> 'column' = 'maintenance_runs' AND (d ->> 'value')::float8 >= 1});
+cmp_ok($named, '>=', 1, "slowest_intervals names the VACUUM in intervals it ran in ($named)");
+is($outside, '0', 'and in none outside it');
+
 manual_run('ANALYZE', 'a', 'last_analyze');
 
 ###
