@@ -2,6 +2,9 @@
 # worker cannot connect (FATAL), and waits longer before each new attempt
 # instead of failing every 10 s; a reload that fixes the setting ends the
 # wait and recording starts.
+#
+# one_version: the worker's retries are its own, alike on every version:
+# tools/test.sh runs this file against the last server only.
 use strict;
 use warnings FATAL => 'all';
 use PostgreSQL::Test::Cluster;

@@ -5,6 +5,9 @@
 # day partition is missing lands in the default partition; and
 # chronicle.retention is read with the setting's units by maintain() in a
 # session that has not loaded the library.
+#
+# one_version: housekeeping is the extension's own, alike on every version:
+# tools/test.sh runs this file against the last server only.
 use strict;
 use warnings FATAL => 'all';
 use PostgreSQL::Test::Cluster;

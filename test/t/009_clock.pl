@@ -7,6 +7,9 @@
 # The server runs under libfaketime (Debian package faketime) with the
 # monotonic clock left alone; the test steps the wall clock by rewriting
 # the file libfaketime reads.
+#
+# one_version: the worker's clocks are its own, alike on every version:
+# tools/test.sh runs this file against the last server only.
 use strict;
 use warnings FATAL => 'all';
 use PostgreSQL::Test::Cluster;

@@ -11,6 +11,9 @@
 #
 # The arguments come from a seeded generator: PG_CHRONICLE_FUZZ_SEED=<n>
 # repeats a run, PG_CHRONICLE_FUZZ_CALLS=<n> sets the calls per role and kind.
+#
+# one_version: the engine fuzzed is the extension's own, alike on every version:
+# tools/test.sh runs this file against the last server only.
 use strict;
 use warnings FATAL => 'all';
 use utf8;

@@ -5,6 +5,9 @@
 # and mount (/proc/self/mountinfo).  A key the machine does not have must be
 # absent, not empty.  The settings a run keeps, those at their default
 # included, against psql's SHOW.  compare_environment() and its errors.
+#
+# one_version: the environment is read from the OS, alike on every version:
+# tools/test.sh runs this file against the last server only.
 use strict;
 use warnings FATAL => 'all';
 use Cwd qw(realpath);

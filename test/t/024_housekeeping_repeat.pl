@@ -11,6 +11,9 @@
 # (log_min_messages = warning) must hold no crash, each distinct problem's
 # WARNING once while it repeats, and the worker must be the same process
 # from start to end.
+#
+# one_version: housekeeping and its error paths are the extension's own, alike
+# on every version: tools/test.sh runs this file against the last server only.
 use strict;
 use warnings FATAL => 'all';
 use PostgreSQL::Test::Cluster;

@@ -5,6 +5,10 @@
 # over the same minutes (an independent reference); the raw rows follow
 # chronicle.retention and the rollups chronicle.rollup_retention; a run
 # again changes nothing.
+#
+# one_version: the rollups are the extension's own SQL over every source's
+# history, alike on every version: tools/test.sh runs this file against the
+# last server only.
 use strict;
 use warnings FATAL => 'all';
 use PostgreSQL::Test::Cluster;

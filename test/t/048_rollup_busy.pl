@@ -3,6 +3,9 @@
 # returns NULLs at once, and the housekeeper tries again within seconds,
 # not at its next five-minute run.  Without a debug interval: the real
 # schedule.
+#
+# one_version: the rollup's lock is the extension's own, alike on every version:
+# tools/test.sh runs this file against the last server only.
 use strict;
 use warnings FATAL => 'all';
 use PostgreSQL::Test::Cluster;

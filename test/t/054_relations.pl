@@ -29,6 +29,9 @@
 #    once in the log, and the same collector reads again once one is.
 # 5. An idle database is not read again (no reader commits in it), and is
 #    read once it changes.
+#
+# one_version: the reader's query and the source have no version-specific part:
+# tools/test.sh runs this file against the last server only.
 use strict;
 use warnings FATAL => 'all';
 use FindBin;
