@@ -190,8 +190,10 @@ def test_network_latency(server: Server, tmp_path: pathlib.Path) -> None:
 def test_client_scaling(server: Server, tmp_path: pathlib.Path) -> None:
     """client-scaling.sh: a -S sweep over 1, the cores and 8 times the
     cores: from the cores to 8 times as many clients tps grows by much less
-    than the clients (under half their ratio) while the average active
-    sessions rise."""
+    than the clients (under half their ratio) while the time processes
+    spend waiting for a CPU rises (not the average active sessions: a -S
+    backend woken by its next query shows idle until it gets a core, so the
+    sampler does not count the queue; docs/client.md says so)."""
     cores = os.cpu_count() or 1
     tag = "rscal"
     p = run_recipe(server, "client-scaling", tmp_path,
@@ -204,9 +206,9 @@ def test_client_scaling(server: Server, tmp_path: pathlib.Path) -> None:
                        f"WHERE label = '{run[8 * cores]}'") == f"client-scaling {8 * cores}"
     assert " -S " in server.psql(f"SELECT meta->>'pgbench' FROM chronicle.run WHERE label = '{run[cores]}'")
     tps = {c: profile(server, r, "pgbench tps") for c, r in run.items()}
-    sessions = {c: profile(server, r, "DB time") for c, r in run.items()}
+    waiting = {c: profile(server, r, "waiting for a CPU") for c, r in run.items()}
     assert tps[8 * cores] / tps[cores] < 8 / 2, tps
-    assert sessions[8 * cores] > sessions[cores], sessions
+    assert waiting[8 * cores] > 2 * waiting[cores], waiting
 
 
 @pytest.fixture(scope="module")
