@@ -194,6 +194,31 @@ typedef struct ChronicleSource
 	void		(*define_settings) (void);
 } ChronicleSource;
 
+/*
+ * A source file ends with its ChronicleSource, made by
+ *
+ *	CHRONICLE_SOURCE(bgwriter, BGW, "pg_stat_bgwriter",
+ *					 .analysis = &bgwriter_analysis);
+ *
+ * which defines chronicle_source_bgwriter (the global src/sources.c lists),
+ * named "bgwriter", with the columns CHRONICLE_COLUMNS() made as
+ * bgwriter_columns with BGW_NCOLUMNS and BGW_NKEYS, and bgwriter_collect
+ * as its collect.  What follows the description are the other fields, as
+ * designated initializers (at least one, as C99 wants of a variadic
+ * macro).  The name is written once, so that the global, the name, the
+ * columns and the callback cannot disagree.
+ */
+#define CHRONICLE_SOURCE(name_, prefix_, description_, ...) \
+	const ChronicleSource chronicle_source_##name_ = { \
+		.name = #name_, \
+		.description = description_, \
+		.columns = name_##_columns, \
+		.ncolumns = prefix_##_NCOLUMNS, \
+		.nkeys = prefix_##_NKEYS, \
+		.collect = name_##_collect, \
+		__VA_ARGS__ \
+	}
+
 /* Every source, in the order they are collected (sources.c). */
 extern const ChronicleSource *const chronicle_sources[];
 extern const int chronicle_nsources;

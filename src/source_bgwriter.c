@@ -41,12 +41,6 @@ static const ChronicleAnalysis bgwriter_analysis = {
 	.prefix = "bgwriter",
 };
 
-const ChronicleSource chronicle_source_bgwriter = {
-	.name = "bgwriter",
-	.description = "pg_stat_bgwriter",
-	.columns = bgwriter_columns,
-	.ncolumns = BGW_NCOLUMNS,
-	.nkeys = BGW_NKEYS,
-	.analysis = &bgwriter_analysis,
-	.collect = bgwriter_collect,
-};
+CHRONICLE_SOURCE(bgwriter, BGW,
+				 "pg_stat_bgwriter",
+				 .analysis = &bgwriter_analysis);

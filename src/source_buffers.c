@@ -210,16 +210,10 @@ static const ChronicleAnalysis buffers_analysis = {
 	.gauge_unit = "buffers",
 };
 
-const ChronicleSource chronicle_source_buffers = {
-	.name = "buffers",
-	.description = "the buffer cache summary (gauges): used, unused, dirty, pinned, usage-count histogram",
-	.columns = buffers_columns,
-	.ncolumns = B_NCOLUMNS,
-	.nkeys = B_NKEYS,
-	.analysis = &buffers_analysis,
-	.collect = buffers_collect,
-	.define_settings = buffers_define_settings,
-};
+CHRONICLE_SOURCE(buffers, B,
+				 "the buffer cache summary (gauges): used, unused, dirty, pinned, usage-count histogram",
+				 .analysis = &buffers_analysis,
+				 .define_settings = buffers_define_settings);
 
 /*
  * chronicle.buffers_summary(): a scan now, with the same columns as

@@ -63,12 +63,6 @@ static const ChronicleAnalysis checkpointer_analysis = {
 	.prefix = "checkpointer",
 };
 
-const ChronicleSource chronicle_source_checkpointer = {
-	.name = "checkpointer",
-	.description = "pg_stat_checkpointer",
-	.columns = checkpointer_columns,
-	.ncolumns = CKPT_NCOLUMNS,
-	.nkeys = CKPT_NKEYS,
-	.analysis = &checkpointer_analysis,
-	.collect = checkpointer_collect,
-};
+CHRONICLE_SOURCE(checkpointer, CKPT,
+				 "pg_stat_checkpointer",
+				 .analysis = &checkpointer_analysis);

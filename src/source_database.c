@@ -228,12 +228,6 @@ static const ChronicleAnalysis database_analysis = {
 	.born_at_zero = true,
 };
 
-const ChronicleSource chronicle_source_database = {
-	.name = "database",
-	.description = "pg_stat_database per database, and datid 0 for shared objects",
-	.columns = database_columns,
-	.ncolumns = DB_NCOLUMNS,
-	.nkeys = DB_NKEYS,
-	.analysis = &database_analysis,
-	.collect = database_collect,
-};
+CHRONICLE_SOURCE(database, DB,
+				 "pg_stat_database per database, and datid 0 for shared objects",
+				 .analysis = &database_analysis);

@@ -179,12 +179,6 @@ static const ChronicleAnalysis io_analysis = {
 	.bytes_unit = "op_bytes",
 };
 
-const ChronicleSource chronicle_source_io = {
-	.name = "io",
-	.description = "pg_stat_io, every (backend_type, object, context) row and column",
-	.columns = io_columns,
-	.ncolumns = IO_NCOLUMNS,
-	.nkeys = IO_NKEYS,
-	.analysis = &io_analysis,
-	.collect = io_collect,
-};
+CHRONICLE_SOURCE(io, IO,
+				 "pg_stat_io, every (backend_type, object, context) row and column",
+				 .analysis = &io_analysis);

@@ -483,14 +483,8 @@ maintenance_written(void)
 	next_pending = false;
 }
 
-const ChronicleSource chronicle_source_maintenance = {
-	.name = "maintenance",
-	.description = "VACUUM and ANALYZE in progress, manual and autovacuum, with their start and end "
-	"(the backend status array: pg_stat_progress_vacuum, pg_stat_progress_analyze)",
-	.columns = maintenance_columns,
-	.ncolumns = MAINT_NCOLUMNS,
-	.nkeys = MAINT_NKEYS,
-	.analysis = NULL,
-	.collect = maintenance_collect,
-	.written = maintenance_written,
-};
+CHRONICLE_SOURCE(maintenance, MAINT,
+				 "VACUUM and ANALYZE in progress, manual and autovacuum, with their start and end "
+				 "(the backend status array: pg_stat_progress_vacuum, pg_stat_progress_analyze)",
+				 .analysis = NULL,
+				 .written = maintenance_written);

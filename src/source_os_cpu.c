@@ -263,13 +263,7 @@ static const ChronicleAnalysis os_cpu_analysis = {
 	.gauge_unit = "count",		/* processes (procs_*), CPUs (cpus) */
 };
 
-const ChronicleSource chronicle_source_os_cpu = {
-	.name = "os_cpu",
-	.description = "/proc/stat CPU time by mode (ms), context switches and processes created, running and blocked",
-	.columns = os_cpu_columns,
-	.ncolumns = CPU_NCOLUMNS,
-	.nkeys = CPU_NKEYS,
-	.analysis = &os_cpu_analysis,
-	.collect = os_cpu_collect,
-	.available = os_cpu_available,
-};
+CHRONICLE_SOURCE(os_cpu, CPU,
+				 "/proc/stat CPU time by mode (ms), context switches and processes created, running and blocked",
+				 .analysis = &os_cpu_analysis,
+				 .available = os_cpu_available);

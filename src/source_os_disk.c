@@ -235,13 +235,7 @@ static const ChronicleAnalysis os_disk_analysis = {
 	},
 };
 
-const ChronicleSource chronicle_source_os_disk = {
-	.name = "os_disk",
-	.description = "/proc/diskstats of the devices under the data directory and pg_wal",
-	.columns = os_disk_columns,
-	.ncolumns = DISK_NCOLUMNS,
-	.nkeys = DISK_NKEYS,
-	.analysis = &os_disk_analysis,
-	.collect = os_disk_collect,
-	.available = os_disk_available,
-};
+CHRONICLE_SOURCE(os_disk, DISK,
+				 "/proc/diskstats of the devices under the data directory and pg_wal",
+				 .analysis = &os_disk_analysis,
+				 .available = os_disk_available);

@@ -89,15 +89,9 @@ static const ChronicleAnalysis os_memory_analysis = {
 	.gauge_unit = "kB",
 };
 
-const ChronicleSource chronicle_source_os_memory = {
-	.name = "os_memory",
-	.description = "/proc/meminfo (kB, gauges) and /proc/vmstat page and swap counters",
-	.columns = os_memory_columns,
-	.ncolumns = MEM_NCOLUMNS,
-	.nkeys = MEM_NKEYS,
-	.analysis = &os_memory_analysis,
-	.collect = os_memory_collect,
-	.available = os_memory_available,
-	/* chronicle.proc_root and .os_disks, used by every OS source */
-	.define_settings = chronicle_os_define_settings,
-};
+CHRONICLE_SOURCE(os_memory, MEM,
+				 "/proc/meminfo (kB, gauges) and /proc/vmstat page and swap counters",
+				 .analysis = &os_memory_analysis,
+				 .available = os_memory_available,
+				 /* chronicle.proc_root and .os_disks, used by every OS source */
+				 .define_settings = chronicle_os_define_settings);

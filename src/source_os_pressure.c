@@ -84,13 +84,7 @@ static const ChronicleAnalysis os_pressure_analysis = {
 	.filters = (const char *const[]) {"resource", NULL},
 };
 
-const ChronicleSource chronicle_source_os_pressure = {
-	.name = "os_pressure",
-	.description = "/proc/pressure cpu, io and memory stall totals (microseconds)",
-	.columns = os_pressure_columns,
-	.ncolumns = PSI_NCOLUMNS,
-	.nkeys = PSI_NKEYS,
-	.analysis = &os_pressure_analysis,
-	.collect = os_pressure_collect,
-	.available = os_pressure_available,
-};
+CHRONICLE_SOURCE(os_pressure, PSI,
+				 "/proc/pressure cpu, io and memory stall totals (microseconds)",
+				 .analysis = &os_pressure_analysis,
+				 .available = os_pressure_available);

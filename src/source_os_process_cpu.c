@@ -704,15 +704,9 @@ static const ChronicleAnalysis os_process_cpu_analysis = {
 	.gauge_unit = "processes",
 };
 
-const ChronicleSource chronicle_source_os_process_cpu = {
-	.name = "os_process_cpu",
-	.description = "CPU, run delay, block I/O and context switches of the server's processes "
-	"by backend type (/proc/<pid>/stat, schedstat, io, status)",
-	.columns = os_process_cpu_columns,
-	.ncolumns = PCPU_NCOLUMNS,
-	.nkeys = PCPU_NKEYS,
-	.analysis = &os_process_cpu_analysis,
-	.collect = os_process_cpu_collect,
-	.available = os_process_cpu_available,
-	.written = os_process_cpu_written,
-};
+CHRONICLE_SOURCE(os_process_cpu, PCPU,
+				 "CPU, run delay, block I/O and context switches of the server's processes "
+				 "by backend type (/proc/<pid>/stat, schedstat, io, status)",
+				 .analysis = &os_process_cpu_analysis,
+				 .available = os_process_cpu_available,
+				 .written = os_process_cpu_written);

@@ -96,12 +96,6 @@ os_process_io_collect(ChronicleEmitter *emitter)
 	}
 }
 
-const ChronicleSource chronicle_source_os_process_io = {
-	.name = "os_process_io",
-	.description = "/proc/<pid>/io of the checkpointer, WAL writer and background writer",
-	.columns = os_process_io_columns,
-	.ncolumns = PIO_NCOLUMNS,
-	.nkeys = PIO_NKEYS,
-	.collect = os_process_io_collect,
-	.available = os_process_io_available,
-};
+CHRONICLE_SOURCE(os_process_io, PIO,
+				 "/proc/<pid>/io of the checkpointer, WAL writer and background writer",
+				 .available = os_process_io_available);

@@ -1020,14 +1020,8 @@ static const ChronicleAnalysis relations_analysis = {
 	.gauge_unit = "bytes or tuples",
 };
 
-const ChronicleSource chronicle_source_relations = {
-	.name = "relations",
-	.description = "sizes (forks, indexes, TOAST) and pg_stat_all_tables / pg_statio_all_tables "
-	"counters of the largest relations of each database, read every chronicle.relations_interval",
-	.columns = relations_columns,
-	.ncolumns = REL_NCOLUMNS,
-	.nkeys = REL_NKEYS,
-	.analysis = &relations_analysis,
-	.collect = relations_collect,
-	.define_settings = relations_define_settings,
-};
+CHRONICLE_SOURCE(relations, REL,
+				 "sizes (forks, indexes, TOAST) and pg_stat_all_tables / pg_statio_all_tables "
+				 "counters of the largest relations of each database, read every chronicle.relations_interval",
+				 .analysis = &relations_analysis,
+				 .define_settings = relations_define_settings);

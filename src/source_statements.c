@@ -920,14 +920,8 @@ statements_written(void)
 		applied_subid = GetCurrentSubTransactionId();
 }
 
-const ChronicleSource chronicle_source_statements = {
-	.name = "statements",
-	.description = "pg_stat_statements counters of the statements that changed (top N by total time)",
-	.columns = statements_columns,
-	.ncolumns = ST_NCOLUMNS,
-	.nkeys = ST_NKEYS,
-	.collect = statements_collect,
-	.available = statements_available,
-	.written = statements_written,
-	.define_settings = statements_define_settings,
-};
+CHRONICLE_SOURCE(statements, ST,
+				 "pg_stat_statements counters of the statements that changed (top N by total time)",
+				 .available = statements_available,
+				 .written = statements_written,
+				 .define_settings = statements_define_settings);

@@ -88,7 +88,7 @@ CHRONICLE_COLUMNS(W_COLUMNS, waits_columns, W_NCOLUMNS, W_NKEYS);
 	 */																								\
 	C(S_BACKGROUND_ACTIVE, "background_active", INT8OID, COUNTER)
 
-CHRONICLE_COLUMNS(S_COLUMNS, sampler_columns, S_NCOLUMNS, S_NKEYS);
+CHRONICLE_COLUMNS(S_COLUMNS, wait_sampler_columns, S_NCOLUMNS, S_NKEYS);
 
 /* collect writes values[S_ACTIVE_CPU + class] */
 StaticAssertDecl(S_ACTIVE_IO == S_ACTIVE_CPU + WAIT_CLASS_IO &&
@@ -249,31 +249,19 @@ static const ChronicleAnalysis waits_analysis = {
 	.born_at_zero = true,
 };
 
-const ChronicleSource chronicle_source_waits = {
-	.name = "waits",
-	.description = "wait event samples per (backend_type, state, wait_event_type, wait_event, queryid), cumulative",
-	.columns = waits_columns,
-	.ncolumns = W_NCOLUMNS,
-	.nkeys = W_NKEYS,
-	.analysis = &waits_analysis,
-	.collect = waits_collect,
-	.available = waits_available,
-};
+CHRONICLE_SOURCE(waits, W,
+				 "wait event samples per (backend_type, state, wait_event_type, wait_event, queryid), cumulative",
+				 .analysis = &waits_analysis,
+				 .available = waits_available);
 
 static const ChronicleAnalysis wait_sampler_analysis = {
 	.prefix = "wait_sampler",
 };
 
-const ChronicleSource chronicle_source_wait_sampler = {
-	.name = "wait_sampler",
-	.description = "the wait sampler's ticks due and taken, samples dropped, samples of active sessions (database time) by wait class and of background processes at work",
-	.columns = sampler_columns,
-	.ncolumns = S_NCOLUMNS,
-	.nkeys = S_NKEYS,
-	.analysis = &wait_sampler_analysis,
-	.collect = wait_sampler_collect,
-	.available = waits_available,
-};
+CHRONICLE_SOURCE(wait_sampler, S,
+				 "the wait sampler's ticks due and taken, samples dropped, samples of active sessions (database time) by wait class and of background processes at work",
+				 .analysis = &wait_sampler_analysis,
+				 .available = waits_available);
 
 /*
  * chronicle.wait_sampler_status(): whether the sampler runs and its

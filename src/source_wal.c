@@ -75,12 +75,6 @@ static const ChronicleAnalysis wal_analysis = {
 	},
 };
 
-const ChronicleSource chronicle_source_wal = {
-	.name = "wal",
-	.description = "pg_stat_wal",
-	.columns = wal_columns,
-	.ncolumns = WAL_NCOLUMNS,
-	.nkeys = WAL_NKEYS,
-	.analysis = &wal_analysis,
-	.collect = wal_collect,
-};
+CHRONICLE_SOURCE(wal, WAL,
+				 "pg_stat_wal",
+				 .analysis = &wal_analysis);

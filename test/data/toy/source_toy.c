@@ -99,13 +99,7 @@ static const ChronicleAnalysis toy_analysis = {
 	.gauge_unit = "items",
 };
 
-const ChronicleSource chronicle_source_toy = {
-	.name = "toy",
-	.description = "a toy source of known numbers (test/t/050_toy_source.pl)",
-	.columns = toy_columns,
-	.ncolumns = TOY_NCOLUMNS,
-	.nkeys = TOY_NKEYS,
-	.analysis = &toy_analysis,
-	.collect = toy_collect,
-	.written = toy_written_callback,
-};
+CHRONICLE_SOURCE(toy, TOY,
+				 "a toy source of known numbers (test/t/050_toy_source.pl)",
+				 .analysis = &toy_analysis,
+				 .written = toy_written_callback);
