@@ -9,7 +9,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use FindBin;
 use lib "$FindBin::RealBin/../perl";
-use PgChronicle::TestNode qw(chronicle_node lock_wait poll_until);
+use PgChronicle::TestNode qw(chronicle_node lock_wait poll_until wait_class_sql);
 use Time::HiRes qw(usleep);
 
 my $node = chronicle_node('waits', conf => q{
@@ -118,9 +118,7 @@ is($node->safe_psql('postgres', qq{
 # keyed counts: between two snapshots each grows by exactly the samples of
 # its keys, as chronicle._wait_activity() classifies them (the SQL and the
 # C classification agree).
-my $class_sql = q{CASE wait_event_type WHEN 'CPU' THEN 'cpu' WHEN 'IO' THEN 'io'
-	WHEN 'LWLock' THEN 'lwlock' WHEN 'Lock' THEN 'lock' WHEN 'IPC' THEN 'ipc'
-	WHEN 'Client' THEN 'client' WHEN 'Timeout' THEN 'timeout' ELSE 'other' END};
+my $class_sql = wait_class_sql();
 my $by_keys = $node->safe_psql('postgres', qq{
 	SELECT string_agg(c || '=' || n, ',' ORDER BY c) FROM (
 		SELECT c, sum(n) AS n FROM (

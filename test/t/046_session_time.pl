@@ -77,7 +77,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use FindBin;
 use lib "$FindBin::RealBin/../perl";
-use PgChronicle::TestNode qw(chronicle_node poll_until);
+use PgChronicle::TestNode qw(chronicle_node poll_until wait_class_sql);
 use Time::HiRes qw(usleep);
 use POSIX ();
 
@@ -235,9 +235,7 @@ is($tb->{'key:idle in transaction/CPU/CPU'} // 0, 0,
 
 # The sampler's counts by class against its keys so classified (as 010),
 # in the TPC-B window: Client/IdleInTransaction counts in class Client.
-my $class_sql = q{CASE wait_event_type WHEN 'CPU' THEN 'cpu' WHEN 'IO' THEN 'io'
-	WHEN 'LWLock' THEN 'lwlock' WHEN 'Lock' THEN 'lock' WHEN 'IPC' THEN 'ipc'
-	WHEN 'Client' THEN 'client' WHEN 'Timeout' THEN 'timeout' ELSE 'other' END};
+my $class_sql = wait_class_sql();
 my $by_keys = $node->safe_psql('postgres', qq{
 	SELECT string_agg(c || '=' || n, ',' ORDER BY c) FROM (
 		SELECT c, sum(n) AS n FROM (

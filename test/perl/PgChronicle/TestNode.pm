@@ -23,7 +23,7 @@ use Test::More;
 use Time::HiRes qw(usleep);
 
 our @EXPORT_OK = qw(chronicle_node chronicle_status pgbench_node poll_ok poll_until
-  worker_snapshots more_worker_snapshots lock_wait);
+  worker_snapshots more_worker_snapshots lock_wait wait_class_sql);
 
 # A new node $name (of the installation install_path, default the one on
 # PATH): init (with the options of init => {...}), then in
@@ -159,6 +159,18 @@ sub lock_wait
 		$poll // "SELECT count(*) = 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock'",
 		$name // 'a lock wait');
 	return ($holder, $waiter);
+}
+
+
+# A SQL expression of a row's wait_event_type: its wait class as the
+# sampler counts active sessions by class (wait_sampler_history's
+# active_cpu, active_io, ...), written independently of the C that
+# classifies, for the tests that hold the one against the other.
+sub wait_class_sql
+{
+	return q{CASE wait_event_type WHEN 'CPU' THEN 'cpu' WHEN 'IO' THEN 'io'
+	WHEN 'LWLock' THEN 'lwlock' WHEN 'Lock' THEN 'lock' WHEN 'IPC' THEN 'ipc'
+	WHEN 'Client' THEN 'client' WHEN 'Timeout' THEN 'timeout' ELSE 'other' END};
 }
 
 1;
