@@ -9,14 +9,15 @@
 # of BENCH_BASE_PG_CONFIG: two installations of the same server version.
 # Each gets a cluster set up as bench/storage.sh sets its own (shared_buffers
 # 128MB, pg_stat_statements loaded and created, BENCH_IDLE idle sessions,
-# every chronicle source at its default, BENCH_CONF added), and both run
-# all along.  The load of bench/storage.sh (pgbench TPC-B -R BENCH_RATE -c
-# BENCH_CLIENTS, lib_bench_load) runs on one cluster at a time: BENCH_WARMUP
-# seconds on each first, then BENCH_PAIRS pairs of BENCH_PAIR_SECONDS
-# windows, which of the two goes first alternating, so that the machine's
-# other work (noise, drift) falls on both.  Prints, per window, p50 / p99 of
-# the worker's chronicle.snapshot.duration_ms; per pair, this / base of
-# each; and the medians.
+# every chronicle source at its default, BENCH_CONF added, and to the base's
+# alone BENCH_BASE_CONF: with BENCH_BASE=HEAD, what a setting costs), and
+# both run all along.  The load of bench/storage.sh (pgbench TPC-B
+# -R BENCH_RATE -c BENCH_CLIENTS, lib_bench_load) runs on one cluster at a
+# time: BENCH_WARMUP seconds on each first, then BENCH_PAIRS pairs of
+# BENCH_PAIR_SECONDS windows, which of the two goes first alternating, so
+# that the machine's other work (noise, drift) falls on both.  Prints, per
+# window, p50 / p99 of the worker's chronicle.snapshot.duration_ms; per
+# pair, this / base of each; and the medians.
 set -euo pipefail
 . "$(dirname "$0")/../tools/lib.sh"
 lib_as_pgchronicle bench/snapshot_ab.sh "$@"
@@ -59,7 +60,9 @@ declare -A port bin
 for s in this base; do
 	if [ "$s" = this ]; then bin[$s]=$bindir; else bin[$s]=$("$base_config" --bindir); fi
 	port[$s]=$(lib_free_port)
-	lib_cluster_start "$tmp/$s" "${bin[$s]}" "${port[$s]}" "$conf"
+	c=$conf
+	[ "$s" = base ] && c+=$'\n'${BENCH_BASE_CONF:-}
+	lib_cluster_start "$tmp/$s" "${bin[$s]}" "${port[$s]}" "$c"
 	"$LIB_BINDIR/psql" -X -q -v ON_ERROR_STOP=1 -c 'CREATE EXTENSION pg_stat_statements' \
 		-c 'CREATE EXTENSION pg_chronicle'
 	"$LIB_BINDIR/pgbench" -i -q -s "$scale" >/dev/null 2>&1
@@ -77,6 +80,7 @@ echo "this: $(git -C "$LIB_ROOT" rev-parse --short HEAD)$(git -C "$LIB_ROOT" dif
 echo "base: $base_ref $base_commit ($base_config)"
 echo "load: pgbench TPC-B -s $scale -R $rate -c $clients -j 2 on one cluster at a time, $idle idle sessions on each, shared_buffers 128MB, pg_stat_statements loaded"
 [ -n "${BENCH_CONF:-}" ] && echo "extra settings: $BENCH_CONF"
+[ -n "${BENCH_BASE_CONF:-}" ] && echo "base only: $BENCH_BASE_CONF"
 
 # window NAME SECONDS: the load on NAME for SECONDS; prints "p50 p99 n" of
 # its worker's snapshots in that time.
