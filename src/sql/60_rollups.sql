@@ -135,10 +135,13 @@ DECLARE
 	q      text;
 	ends   timestamptz[];
 	secs   float8[];
+	segs   timestamptz[];
+	hcol   text;
 BEGIN
 	PERFORM chronicle._check_range(from_ts, to_ts, 'chronicle._rollup_compute');
-	SELECT array_agg(i.interval_end ORDER BY i.interval_end), array_agg(i.seconds ORDER BY i.interval_end)
-	  INTO ends, secs
+	SELECT array_agg(i.interval_end ORDER BY i.interval_end), array_agg(i.seconds ORDER BY i.interval_end),
+	       array_agg(i.segment ORDER BY i.interval_end)
+	  INTO ends, secs, segs
 	  FROM chronicle.intervals(from_ts, to_ts) i;
 
 	RETURN QUERY
@@ -149,6 +152,8 @@ BEGIN
 
 	FOR s IN SELECT * FROM chronicle._rollup_sources() LOOP
 		keyed := cardinality(s.keys) > 0;
+		-- the source's column of chronicle.history (its C name)
+		SELECT a.source INTO hcol FROM chronicle._source_analysis() a WHERE a.prefix = s.source;
 		keyexp := CASE WHEN keyed
 		               THEN 'ARRAY[' || (SELECT string_agg(format('d0.%I::text', k), ', ' ORDER BY o)
 		                                   FROM unnest(s.keys) WITH ORDINALITY AS u(k, o)) || ']'
@@ -194,11 +199,18 @@ BEGIN
 				SELECT DISTINCT d0.interval_end FROM d0 WHERE %3$s
 			),
 			ivb AS (
-				SELECT i.e AS interval_end, i.s AS seconds,
+				SELECT i.e AS interval_end, i.s AS seconds, i.g AS segment,
 				       date_trunc('minute', i.e - interval '1 microsecond') AS m,
 				       rs.interval_end IS NOT NULL AS rs
-				  FROM unnest($3::timestamptz[], $4::float8[]) AS i(e, s)
+				  FROM unnest($3::timestamptz[], $4::float8[], $5::timestamptz[]) AS i(e, s, g)
 				  LEFT JOIN rs ON rs.interval_end = i.e
+			),
+			rec AS (
+				-- per segment, the source's first stored row (the marker below)
+				SELECT g.segment,
+				       (SELECT min(h.ts) FROM chronicle.history h
+				         WHERE h.ts >= g.segment AND h.ts <= $2 AND h.%9$I IS NOT NULL) AS first
+				  FROM (SELECT DISTINCT ivb.segment FROM ivb) g
 			),
 			b AS (
 				SELECT ivb.m, coalesce(sum(ivb.seconds::numeric) FILTER (WHERE NOT ivb.rs), 0)::float8 AS good_s,
@@ -223,12 +235,21 @@ BEGIN
 			CASE WHEN s.has_reset THEN 'd0.reset' ELSE 'false' END,
 			keyexp, aggs, s.source, slots,
 			-- a keyed source: one row more per bucket, key '{}', saying
-			-- it was recorded and what its seconds are
+			-- it was recorded and what its seconds are.  Recorded: the
+			-- bucket has an interval ending at or after the source's
+			-- first stored row in the interval's segment (a source starts
+			-- later than its segment: the relations' first reading).  A
+			-- fact of the bucket's own history, so that a minute computed
+			-- alone and within a longer window gives the same row (whether
+			-- the window held a changed row of the source is not).
 			CASE WHEN keyed THEN format($k$
 			UNION ALL
 			SELECT b.m, %L::text, '{}'::text[], b.good_s, b.n::integer, b.n_rs::integer, NULL::float8[], NULL::jsonb
-			  FROM b WHERE EXISTS (SELECT FROM d0)$k$, s.source) ELSE '' END);
-		RETURN QUERY EXECUTE q USING from_ts, to_ts, ends, secs;
+			  FROM b
+			 WHERE EXISTS (SELECT FROM ivb JOIN rec ON rec.segment = ivb.segment
+			                WHERE ivb.m = b.m AND ivb.interval_end >= rec.first)$k$, s.source) ELSE '' END,
+			hcol);
+		RETURN QUERY EXECUTE q USING from_ts, to_ts, ends, secs, segs;
 	END LOOP;
 
 	-- pgbench transactions: count, latency sum/min/max and histogram
