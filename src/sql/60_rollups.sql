@@ -692,7 +692,9 @@ COMMENT ON FUNCTION chronicle._resolution(text, timestamptz, timestamptz, text, 
 -- call in ix, not through _rollup_vals(): decoding every row would cost
 -- more than the rest.)  Rates are the bucket's deltas over its seconds (intervals in
 -- which a source was reset left out); gauges (buffers, memory) are the
--- last value of the bucket; active_* the average over the bucket; tps the
+-- last value of the bucket; active_* the average over the bucket; the CPU
+-- of the server's processes (os_process_cpu) the bucket's CPU time of each
+-- backend type over its seconds; tps the
 -- bucket's pgbench transactions over its seconds, latency percentiles
 -- from its histogram (within 1 %).
 CREATE FUNCTION chronicle._timeline_rollup(from_ts timestamptz, to_ts timestamptz, res text,
@@ -715,7 +717,7 @@ BEGIN
 	-- Where each number read below is in vals: source.column.slot (0-2 of
 	-- a counter, 0-3 of a gauge), NULL for a column the source lacks.
 	SELECT array_agg(l.slot ORDER BY n.o) INTO ix
-	  FROM unnest(ARRAY['database.xact_commit.0', 'database.xact_rollback.0', 'database.blks_hit.0', 'database.blks_read.0', 'io.reads.0', 'io.writes.0', 'io.extends.0', 'io.fsyncs.0', 'io.read_bytes.0', 'io.write_bytes.0', 'io.extend_bytes.0', 'wal.wal_bytes.0', 'wal.wal_fpi.0', 'wal.wal_records.0', 'checkpointer.num_timed.0', 'checkpointer.num_requested.0', 'checkpointer.buffers_written.0', 'buffers.buffers_used.3', 'buffers.buffers_dirty.3', 'os_memory.mem_free.3', 'os_memory.mem_available.3', 'os_memory.dirty.3', 'os_memory.writeback.3', 'wait_sampler.ticks_due.0', 'wait_sampler.ticks_taken.0', 'wait_sampler.active_cpu.0', 'wait_sampler.active_io.0', 'wait_sampler.active_lwlock.0', 'wait_sampler.active_lock.0', 'wait_sampler.active_ipc.0', 'wait_sampler.active_client.0', 'wait_sampler.active_timeout.0', 'wait_sampler.active_other.0', 'wait.samples.0', 'checkpointer.num_done.0', 'wait_sampler.background_active.0', 'os_cpu.user_ms.0', 'os_cpu.nice_ms.0', 'os_cpu.system_ms.0', 'os_cpu.idle_ms.0', 'os_cpu.iowait_ms.0', 'os_cpu.irq_ms.0', 'os_cpu.softirq_ms.0', 'os_cpu.steal_ms.0', 'os_cpu.procs_running.3']) WITH ORDINALITY AS n(name, o)
+	  FROM unnest(ARRAY['database.xact_commit.0', 'database.xact_rollback.0', 'database.blks_hit.0', 'database.blks_read.0', 'io.reads.0', 'io.writes.0', 'io.extends.0', 'io.fsyncs.0', 'io.read_bytes.0', 'io.write_bytes.0', 'io.extend_bytes.0', 'wal.wal_bytes.0', 'wal.wal_fpi.0', 'wal.wal_records.0', 'checkpointer.num_timed.0', 'checkpointer.num_requested.0', 'checkpointer.buffers_written.0', 'buffers.buffers_used.3', 'buffers.buffers_dirty.3', 'os_memory.mem_free.3', 'os_memory.mem_available.3', 'os_memory.dirty.3', 'os_memory.writeback.3', 'wait_sampler.ticks_due.0', 'wait_sampler.ticks_taken.0', 'wait_sampler.active_cpu.0', 'wait_sampler.active_io.0', 'wait_sampler.active_lwlock.0', 'wait_sampler.active_lock.0', 'wait_sampler.active_ipc.0', 'wait_sampler.active_client.0', 'wait_sampler.active_timeout.0', 'wait_sampler.active_other.0', 'wait.samples.0', 'checkpointer.num_done.0', 'wait_sampler.background_active.0', 'os_cpu.user_ms.0', 'os_cpu.nice_ms.0', 'os_cpu.system_ms.0', 'os_cpu.idle_ms.0', 'os_cpu.iowait_ms.0', 'os_cpu.irq_ms.0', 'os_cpu.softirq_ms.0', 'os_cpu.steal_ms.0', 'os_cpu.procs_running.3', 'os_process_cpu.user_ms.0', 'os_process_cpu.system_ms.0', 'os_process_cpu.run_delay_ms.0']) WITH ORDINALITY AS n(name, o)
 	  LEFT JOIN (SELECT s.source || '.' || c.col || '.' || i.i AS name,
 	                    CASE WHEN c.gauge THEN 3 * cardinality(s.counters) + 4 * (c.o - cardinality(s.counters) - 1) + i.i + 1
 	                         ELSE 3 * (c.o - 1) + i.i + 1 END::integer AS slot
@@ -778,6 +780,9 @@ BEGIN
 		       CASE WHEN x.source = 'os_cpu' THEN x.vals[ix[41]] END AS cpu_iowait,
 		       CASE WHEN x.source = 'os_cpu' THEN x.vals[ix[44]] END AS cpu_steal,
 		       CASE WHEN x.source = 'os_cpu' THEN x.vals[ix[45]] END AS procs_running,
+		       CASE WHEN x.source = 'os_process_cpu' THEN x.vals[ix[46]] END AS pc_user,
+		       CASE WHEN x.source = 'os_process_cpu' THEN x.vals[ix[47]] END AS pc_system,
+		       CASE WHEN x.source = 'os_process_cpu' THEN x.vals[ix[48]] END AS pc_delay,
 		       CASE WHEN x.source = 'app' THEN x.vals[1] END AS transactions,
 		       CASE WHEN x.source = 'app' THEN x.vals[3] END AS lat_min,
 		       CASE WHEN x.source = 'app' THEN x.vals[4] END AS lat_max
@@ -830,6 +835,29 @@ BEGIN
 		           FILTER (WHERE coalesce(k.reads, 0) + coalesce(k.writes, 0) + coalesce(k.extends, 0)
 		                         + coalesce(k.fsyncs, 0) > 0 AND s.s > 0) END AS by_backend
 		  FROM iok k JOIN sec s ON s.bucket = k.bucket AND s.source = 'io'
+		 GROUP BY k.bucket
+	),
+	pck AS (
+		SELECT r.bucket, r.key[1] AS grp, sum(r.pc_user) AS u, sum(r.pc_system) AS sy, sum(r.pc_delay) AS d
+		  FROM r WHERE r.source = 'os_process_cpu' AND r.key <> '{}'
+		 GROUP BY r.bucket, r.key[1]
+	),
+	pc AS (
+		-- the CPU of the server's processes, as the raw timeline's pcpu
+		SELECT k.bucket, coalesce(sum(k.u + k.sy), 0) AS cpu,
+		       coalesce(sum(k.u + k.sy) FILTER (WHERE k.grp = 'client backend'), 0) AS cpu_client,
+		       coalesce(sum(k.u + k.sy) FILTER (WHERE k.grp = 'autovacuum worker'), 0) AS cpu_av,
+		       coalesce(sum(k.u + k.sy) FILTER (WHERE k.grp = 'checkpointer'), 0) AS cpu_ckpt,
+		       coalesce(sum(k.u + k.sy) FILTER (WHERE k.grp = 'background writer'), 0) AS cpu_bgw,
+		       coalesce(sum(k.u + k.sy) FILTER (WHERE k.grp = 'walwriter'), 0) AS cpu_walw,
+		       sum(k.d) AS wait,
+		       CASE WHEN count(k.d) > 0
+		            THEN coalesce(sum(k.d) FILTER (WHERE k.grp = 'client backend'), 0) END AS wait_client,
+		       CASE WHEN _timeline_rollup.detail THEN jsonb_object_agg(k.grp, jsonb_build_object(
+		           'cpu', (k.u + k.sy) / 1000 / s.s, 'user', k.u / 1000 / s.s,
+		           'system', k.sy / 1000 / s.s, 'cpu_wait', k.d / 1000 / s.s))
+		           FILTER (WHERE (k.u + k.sy > 0 OR k.d > 0) AND s.s > 0) END AS by_backend
+		  FROM pck k JOIN sec s ON s.bucket = k.bucket AND s.source = 'os_process_cpu'
 		 GROUP BY k.bucket
 	),
 	one AS (
@@ -921,6 +949,11 @@ BEGIN
 	       one.mem_free::bigint, one.mem_available::bigint, one.mem_dirty::bigint, one.mem_writeback::bigint,
 	       one.cpu_usr / cpu.t, one.cpu_sys / cpu.t, one.cpu_iowait / cpu.t, one.cpu_steal / cpu.t,
 	       one.cpu_idle / cpu.t, one.procs_running::bigint,
+	       coalesce(pc.cpu, 0) / 1000 / nullif(sp.s, 0), coalesce(pc.cpu_client, 0) / 1000 / nullif(sp.s, 0),
+	       coalesce(pc.cpu_av, 0) / 1000 / nullif(sp.s, 0), coalesce(pc.cpu_ckpt, 0) / 1000 / nullif(sp.s, 0),
+	       coalesce(pc.cpu_bgw, 0) / 1000 / nullif(sp.s, 0), coalesce(pc.cpu_walw, 0) / 1000 / nullif(sp.s, 0),
+	       pc.wait / 1000 / nullif(sp.s, 0), pc.wait_client / 1000 / nullif(sp.s, 0),
+	       CASE WHEN sp.s > 0 AND _timeline_rollup.detail THEN coalesce(pc.by_backend, '{}') END,
 	       ws.cpu + ws.io + ws.lwlock + ws.lock + ws.ipc + ws.client + ws.timeout + ws.other,
 	       ws.cpu, ws.io, ws.lwlock, ws.lock, ws.ipc, ws.client, ws.timeout, ws.other,
 	       CASE WHEN has.waits THEN coalesce(tw.top, '[]') END,
@@ -933,8 +966,10 @@ BEGIN
 	  LEFT JOIN sec sd ON sd.bucket = iv.bucket AND sd.source = 'database'
 	  LEFT JOIN sec si ON si.bucket = iv.bucket AND si.source = 'io'
 	  LEFT JOIN sec sw ON sw.bucket = iv.bucket AND sw.source = 'wal'
+	  LEFT JOIN sec sp ON sp.bucket = iv.bucket AND sp.source = 'os_process_cpu'
 	  LEFT JOIN db ON db.bucket = iv.bucket
 	  LEFT JOIN io ON io.bucket = iv.bucket
+	  LEFT JOIN pc ON pc.bucket = iv.bucket
 	  LEFT JOIN one ON one.bucket = iv.bucket
 	  LEFT JOIN LATERAL (
 		SELECT nullif(one.cpu_usr + one.cpu_sys + one.cpu_idle + coalesce(one.cpu_iowait, 0)
