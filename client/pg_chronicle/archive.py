@@ -54,7 +54,8 @@ _MEMBERS: dict[str, str] = {
     "mark": "SELECT ts, event, owner FROM chronicle.mark"
             " WHERE origin = chronicle._origin() AND ts > %(lo)s AND ts <= %(hi)s ORDER BY ts, mark_id",
     "statements_text": "SELECT t.dbid, t.queryid, t.query FROM chronicle._statements_text t"
-                       " WHERE (t.dbid, t.queryid) IN (SELECT h.dbid, h.queryid FROM chronicle.statements_history h"
+                       " WHERE (t.dbid, t.queryid) IN (SELECT h.dbid, h.queryid"
+                       "  FROM chronicle.statements_history h"
                        "  WHERE h.ts >= %(lo)s AND h.ts <= %(hi)s) ORDER BY 1, 2",
 }
 
@@ -75,7 +76,6 @@ def _session(conn: psycopg.Connection[Any]) -> None:
     with translated():
         conn.execute("SET TimeZone = 'UTC'")
         conn.execute("SET DateStyle = 'ISO, YMD'")
-        conn.execute("SET IntervalStyle = 'iso_8601'")
         conn.execute("SET extra_float_digits = 3")
 
 
@@ -83,8 +83,9 @@ def _copy_out(conn: psycopg.Connection[Any], select: str, params: dict[str, Any]
     """A query's rows as CSV with a header, and its columns."""
     buf = io.BytesIO()
     with translated(), conn.cursor() as cur:
-        q = sql.SQL("COPY ({}) TO STDOUT WITH (FORMAT csv, HEADER true)").format(
-            sql.SQL(cur.mogrify(select, params)))  # type: ignore[arg-type]
+        # COPY takes no parameters: the query with its values as literals
+        bound = psycopg.ClientCursor(conn).mogrify(select, params)
+        q = sql.SQL("COPY ({}) TO STDOUT WITH (FORMAT csv, HEADER true)").format(sql.SQL(bound))
         with cur.copy(q) as cp:
             for chunk in cp:
                 buf.write(chunk)
@@ -191,7 +192,7 @@ def read_archive(path: pathlib.Path) -> tuple[dict[str, Any], dict[str, bytes]]:
     if not isinstance(version, int) or version > FORMAT_VERSION:
         raise ClientError(f"{path}: archive format version {version} is newer than this client reads "
                           f"({FORMAT_VERSION}); upgrade pg-chronicle")
-    for name, m in manifest["members"].items():
+    for m in manifest["members"].values():
         data = files.get(m["file"])
         if data is None:
             raise ClientError(f"{path}: member {m['file']} is missing (truncated archive?)")

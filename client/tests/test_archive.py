@@ -13,6 +13,7 @@ import threading
 from collections.abc import Iterator
 
 import pytest
+
 from conftest import Server, cli, running_server
 
 pytestmark = pytest.mark.one_version
@@ -164,6 +165,7 @@ def test_bad_archives(server: Server, second: Server, runs: pathlib.Path) -> Non
         server.psql("SELECT chronicle.run_end()")
 
     # a role that may not write runs may not import
+    before = repository_state(server)
     server.psql("CREATE ROLE reader LOGIN IN ROLE pg_read_all_stats")
     env = server.env() | {"PGUSER": "reader"}
     p = cli(server, "import", str(a), "--rename", "by-reader", env=env)
