@@ -143,6 +143,24 @@ def _parser() -> argparse.ArgumentParser:
     sr.add_argument("-o", "--output", type=pathlib.Path, metavar="DIR",
                     help="output folder (default: ./sweep-NAME)")
 
+    ex = sub.add_parser("export", parents=[common], help="write a run's archive (a file)",
+                        description="Writes everything the analysis and report of RUN read (its "
+                                    "window of every source's history, snapshots, pgbench rows, "
+                                    "metrics, marks, statement texts, settings, environment and the "
+                                    "server's identity) into FILE, a compressed, versioned archive "
+                                    "that pg-chronicle import reads into any database with the "
+                                    "extension.")
+    ex.add_argument("run", metavar="RUN")
+    ex.add_argument("-o", "--output", type=pathlib.Path, metavar="FILE", required=True)
+
+    im = sub.add_parser("import", parents=[common], help="import run archives",
+                        description="Imports each FILE (pg-chronicle export) in a transaction of "
+                                    "its own: the run keeps the server it was recorded on.  The "
+                                    "same archive twice is one run.")
+    im.add_argument("files", metavar="FILE", nargs="+", type=pathlib.Path)
+    im.add_argument("--rename", metavar="LABEL",
+                    help="import the run under this label (one FILE only)")
+
     m = sub.add_parser("mark", parents=[common], help="record an event, drawn on every time chart",
                        description="Records EVENT (chronicle.mark) now, or at --at; prints the "
                                    "mark's id and time.  The report draws it on every time chart "
@@ -233,6 +251,21 @@ def main(argv: Sequence[str] | None = None) -> int:
                 row = db.query(conn, "SELECT mark_id, ts FROM chronicle.mark(%s, %s::timestamptz)",
                                (args.event, args.at))[0]
             echo(f"mark {row['mark_id']} at {row['ts'].isoformat()}")
+            return 0
+        if args.command == "export":
+            from pg_chronicle import archive
+            with connect(conninfo) as conn:
+                man = archive.export_run(conn, args.run, args.output)
+            echo(f"{args.output}: run {args.run}, archive {man['archive_id']}")
+            return 0
+        if args.command == "import":
+            from pg_chronicle import archive
+            if args.rename is not None and len(args.files) != 1:
+                raise ClientError("--rename renames one run: give one FILE")
+            with connect(conninfo) as conn:
+                for f in args.files:
+                    label, new = archive.import_archive(conn, f, args.rename)
+                    echo(f"{f}: run {label}" + ("" if new else " (imported already: nothing done)"))
             return 0
         if args.command == "warmup":
             from pg_chronicle import bench

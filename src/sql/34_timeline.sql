@@ -122,9 +122,11 @@ BEGIN
 		  FROM chronicle._timeline_rollup(from_ts, to_ts, res, waits, detail) r;
 		RETURN;
 	END IF;
-	has_app := timeline.app AND EXISTS (SELECT FROM chronicle.app_transaction t WHERE t.ts > from_ts AND t.ts <= to_ts)
+	has_app := timeline.app AND EXISTS (SELECT FROM chronicle.app_transaction t WHERE t.ts > from_ts AND t.ts <= to_ts
+	                                                       AND t.run_id IN (SELECT o.run_id FROM chronicle.run o WHERE o.origin = chronicle._origin()))
 	           OR timeline.app AND EXISTS (SELECT FROM chronicle.app_interval a
 	                       WHERE a.interval_start < to_ts
+	                         AND a.run_id IN (SELECT o.run_id FROM chronicle.run o WHERE o.origin = chronicle._origin())
 	                         AND a.interval_start + a.interval_secs * interval '1 second' > from_ts);
 	RETURN QUERY
 	WITH iv AS MATERIALIZED (SELECT * FROM chronicle.intervals(from_ts, to_ts)),

@@ -398,6 +398,8 @@ CREATE FUNCTION chronicle.run_summary(run text)
 RETURNS TABLE (metric text, value float8, unit text)
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
+-- the run's origin, set by run_window(), for this call only (05_origin.sql)
+SET chronicle.origin = 0
 AS $$
 	SELECT s.* FROM chronicle.run_window(run) w,
 	       chronicle.summary(w.run_from, w.run_to,
@@ -454,6 +456,8 @@ CREATE FUNCTION chronicle.compare_settings(a text, b text)
 RETURNS TABLE (name text, value_a text, value_b text)
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
+-- the run's origin, set by run_window(), for this call only (05_origin.sql)
+SET chronicle.origin = 0
 AS $$
 	WITH ra AS (SELECT r.* FROM chronicle.run_window(a) w, chronicle.run r WHERE r.label = a),
 	     rb AS (SELECT r.* FROM chronicle.run_window(b) w, chronicle.run r WHERE r.label = b)

@@ -122,6 +122,8 @@ RETURNS TABLE (ts timestamptz, source text, key text[], seconds float8, interval
                resets integer, vals float8[], hist jsonb)
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
+-- this server's history only (05_origin.sql): imported runs are not rolled up
+SET chronicle.origin = 0
 SET work_mem = '256MB'
 SET plan_cache_mode = force_custom_plan
 AS $$
@@ -262,6 +264,7 @@ BEGIN
 	               sum(t.latency_us) AS lat_sum, min(t.latency_us) AS lat_min, max(t.latency_us) AS lat_max
 	          FROM chronicle.app_transaction t
 	         WHERE t.ts > from_ts AND t.ts <= to_ts AND t.status = 'ok' AND t.latency_us IS NOT NULL
+	           AND t.run_id IN (SELECT o.run_id FROM chronicle.run o WHERE o.origin = 0)
 	         GROUP BY 1, 2, 3) h
 	 GROUP BY h.m, h.run_id;
 END;
@@ -444,6 +447,8 @@ CREATE FUNCTION chronicle._rollup(max_minutes integer DEFAULT NULL,
 RETURNS record
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
+-- this server's history only (05_origin.sql): imported runs are not rolled up
+SET chronicle.origin = 0
 SET work_mem = '256MB'
 AS $$
 DECLARE
@@ -511,6 +516,7 @@ BEGIN
 	  FROM (SELECT date_trunc('minute', t.ts - interval '1 microsecond') AS m
 	          FROM chronicle.rollup_dirty d
 	          JOIN chronicle.app_transaction t ON t.ts > d.lo - interval '1 microsecond' AND t.ts <= d.hi
+	                                          AND t.run_id IN (SELECT o.run_id FROM chronicle.run o WHERE o.origin = 0)
 	        UNION
 	        SELECT r.ts FROM chronicle.rollup_dirty d
 	          JOIN chronicle.rollup_minute r ON r.source = 'app'
@@ -519,7 +525,8 @@ BEGIN
 	        UNION
 	        SELECT date_trunc('minute', t.ts - interval '1 microsecond')
 	          FROM chronicle.app_transaction t
-	         WHERE forced AND t.ts > lo AND t.ts <= hi) x
+	         WHERE forced AND t.ts > lo AND t.ts <= hi
+	           AND t.run_id IN (SELECT o.run_id FROM chronicle.run o WHERE o.origin = 0)) x
 	 WHERE x.m < complete;
 	DELETE FROM chronicle.rollup_dirty;
 	cands := ARRAY(SELECT DISTINCT u FROM unnest(coalesce(cands, '{}') || coalesce(dirty, '{}')) u ORDER BY u);
@@ -588,8 +595,11 @@ SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
+	-- this server's runs only: imported runs are not rolled up (05_origin.sql)
 	INSERT INTO chronicle.rollup_dirty (lo, hi)
-	SELECT min(c.ts), max(c.ts) FROM changed c HAVING count(*) > 0;
+	SELECT min(c.ts), max(c.ts) FROM changed c
+	 WHERE c.run_id IN (SELECT o.run_id FROM chronicle.run o WHERE o.origin = 0)
+	HAVING count(*) > 0;
 	RETURN NULL;
 END;
 $$;
@@ -664,10 +674,20 @@ BEGIN
 			USING ERRCODE = 'invalid_parameter_value',
 			      HINT = 'Pass ''auto'' (the default), ''raw'' (every snapshot interval), ''minute'' or ''hour''.';
 	END IF;
+	-- The rollups are this server's (05_origin.sql): an imported run's
+	-- history is read raw.
+	IF chronicle._origin() <> 0 THEN
+		IF resolution IN ('minute', 'hour') THEN
+			RAISE EXCEPTION '%: no % rollups of origin %: imported history is read raw', caller, resolution, chronicle._origin()
+				USING ERRCODE = 'invalid_parameter_value',
+				      HINT = 'Pass ''auto'' or ''raw''.';
+		END IF;
+		RETURN 'raw';
+	END IF;
 	IF resolution <> 'auto' THEN
 		RETURN resolution;
 	END IF;
-	oldest := (SELECT min(s.ts) FROM chronicle.snapshot s);
+	oldest := (SELECT min(s.ts) FROM chronicle._snapshot s);
 	IF oldest IS NULL OR oldest <= from_ts
 	   OR NOT EXISTS (SELECT FROM chronicle.rollup_minute r
 	                   WHERE r.source = 'intervals' AND r.ts >= date_trunc('minute', from_ts)
