@@ -8,19 +8,21 @@
 -- run.  Two servers' timestamps may collide and their windows overlap:
 -- every read of the history reads one origin, chronicle._origin().
 
--- The imported servers, one row per (system identifier, name); 0 is never
--- an id here: it is this server.
+-- The imported recordings, one row per archive imported, with the server
+-- that recorded it; 0 is never an id here: it is this server.  Not one row
+-- per server: each import's snapshots and history are its own, so that an
+-- archive can neither add rows to another import's window (whoever imported
+-- it) nor disagree with it, and deleting a run deletes its rows.
 CREATE TABLE chronicle.origin (
 	origin_id         integer GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
 	system_identifier bigint,
 	server_name       text,
 	server_version    text,           -- of its latest imported run
 	extension_version text,           -- pg_chronicle that recorded it
-	first_imported    timestamptz NOT NULL DEFAULT now(),
-	UNIQUE NULLS NOT DISTINCT (system_identifier, server_name)
+	first_imported    timestamptz NOT NULL DEFAULT now()
 );
 COMMENT ON TABLE chronicle.origin IS
-	'The servers whose runs were imported into this database (origin 0, not listed, is this server)';
+	'The recordings imported into this database, one per archive, with their server (origin 0, not listed, is this server)';
 
 -- The origin the history reads come from: the setting chronicle.origin,
 -- which a function that takes a run sets to its run's (run_window()).

@@ -45,20 +45,12 @@ BEGIN
 	END IF;
 	PERFORM chronicle._check_label('chronicle._import_run', label, coalesce(m -> 'meta', '{}'));
 
-	-- the origin: one per (system identifier, name)
-	SELECT o.origin_id INTO v_origin FROM chronicle.origin o
-	 WHERE o.system_identifier IS NOT DISTINCT FROM (srv ->> 'system_identifier')::bigint
-	   AND o.server_name IS NOT DISTINCT FROM srv ->> 'server_name';
-	IF v_origin IS NULL THEN
-		INSERT INTO chronicle.origin (system_identifier, server_name, server_version, extension_version)
-		VALUES ((srv ->> 'system_identifier')::bigint, srv ->> 'server_name',
-		        srv ->> 'server_version', srv ->> 'extension_version')
-		RETURNING origin_id INTO v_origin;
-	ELSE
-		UPDATE chronicle.origin o SET server_version = srv ->> 'server_version',
-		       extension_version = srv ->> 'extension_version'
-		 WHERE o.origin_id = v_origin;
-	END IF;
+	-- the origin: one per archive imported (05_origin.sql says why), with
+	-- the server that recorded it
+	INSERT INTO chronicle.origin (system_identifier, server_name, server_version, extension_version)
+	VALUES ((srv ->> 'system_identifier')::bigint, srv ->> 'server_name',
+	        srv ->> 'server_version', srv ->> 'extension_version')
+	RETURNING origin_id INTO v_origin;
 
 	INSERT INTO chronicle.run (label, started, ended, meta, settings, server_version, environment,
 	                           owner, warmup, origin)
@@ -69,16 +61,13 @@ BEGIN
 	        session_user, coalesce((m ->> 'warmup')::interval, '0'), v_origin)
 	RETURNING * INTO r;
 
-	-- Snapshots and history: runs of one origin may overlap, and share
-	-- their snapshots (the same rows).
+	-- Snapshots and history, the origin's own
 	INSERT INTO chronicle.archive_snapshot
 	SELECT v_origin, s.ts, s.segment, s.keyframe, s.collector, s.duration_ms, s.rows_written,
 	       s.wal_bytes, s.errors, s.system_identifier, s.server_name
-	  FROM pg_temp.import_snapshot s
-	ON CONFLICT (origin, ts) DO NOTHING;
+	  FROM pg_temp.import_snapshot s;
 	INSERT INTO chronicle.archive_history (origin, ts, system_identifier, server_name)
-	SELECT v_origin, s.ts, s.system_identifier, s.server_name FROM pg_temp.import_snapshot s
-	ON CONFLICT (origin, ts) DO NOTHING;
+	SELECT v_origin, s.ts, s.system_identifier, s.server_name FROM pg_temp.import_snapshot s;
 	FOR src IN SELECT DISTINCT c.source FROM chronicle._source_columns() c ORDER BY 1 LOOP
 		CONTINUE WHEN to_regclass('pg_temp.import_' || src) IS NULL;
 		-- each snapshot's rows packed as the collector packs them, a

@@ -72,8 +72,7 @@ CREATE TABLE chronicle.origin (
 	server_name       text,
 	server_version    text,
 	extension_version text,
-	first_imported    timestamptz NOT NULL DEFAULT now(),
-	UNIQUE NULLS NOT DISTINCT (system_identifier, server_name)
+	first_imported    timestamptz NOT NULL DEFAULT now()
 );
 CREATE TABLE chronicle.archive_snapshot (
 	origin        integer     NOT NULL REFERENCES chronicle.origin,
