@@ -11,8 +11,12 @@ import pathlib
 import tarfile
 import threading
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
+
+from pg_chronicle.db import connect
+from pg_chronicle.report import build
 
 from conftest import Server, cli, running_server
 
@@ -110,6 +114,62 @@ def test_round_trip_and_overlapping_origins(server: Server, second: Server, runs
     cli(second, "export", "b-copy", "-o", str(runs / "b2.pgca"), check=True)
     cli(server, "import", str(runs / "b2.pgca"), check=True)
     assert analyses(server, "b-copy") == b_here
+
+
+def report_data(conninfo: str, run: str, vs: str | None = None) -> tuple[Any, Any]:
+    """The data behind every panel of pg-chronicle report RUN [--vs VS]
+    (report.build(): what the page and the pictures draw), and its header
+    without the time it was made; without the table of the import, which
+    only an imported run has (checked here)."""
+    with connect(conninfo) as conn:
+        meta, panel_list, _ = build(conn, run, vs, None, None)
+        imported = conn.execute("SELECT label, meta -> 'archive' ->> 'id' FROM chronicle.run"
+                                " WHERE origin <> 0 AND label IN (%s, %s)", (run, vs)).fetchall()
+    assert meta.pop("generated")
+    (settings,) = [p for p in panel_list if p["id"] == "settings"]
+    tables = [t for t in settings["tables"] if t["id"] == "settings.imported"]
+    assert [t["rows"][0][1] for t in tables] == [i for _, i in sorted(imported, key=lambda r: r[0] != run)]
+    settings["tables"] = [t for t in settings["tables"] if t["id"] != "settings.imported"]
+    return meta, panel_list
+
+
+def test_reports_and_comparisons_across_servers(server: Server, second: Server, runs: pathlib.Path) -> None:
+    """The report of a run, its --vs comparison with a run of another server
+    whose window overlaps it, and compare A B read each run from its own
+    server: the same data wherever the runs are, local or imported (a
+    repository that records nothing holds both)."""
+    # a: recorded on server, imported on second; b the other way; a
+    # database of server that records nothing imports both
+    server.psql("CREATE DATABASE repo")
+    server.psql("CREATE EXTENSION pg_chronicle", dbname="repo")
+    repo = server.conninfo.replace("dbname=postgres", "dbname=repo")
+    cli(second, "import", str(runs / "a.pgca"), check=True)
+    cli(server, "import", str(runs / "b.pgca"), check=True)
+    cli(server, "-d", repo, "import", str(runs / "a.pgca"), str(runs / "b.pgca"), check=True)
+    assert server.psql("SELECT count(*) FROM chronicle.snapshot", dbname="repo") == "0"
+    assert server.psql("SELECT count(DISTINCT origin) FROM chronicle.run WHERE label IN ('a', 'b')",
+                       dbname="repo") == "2"
+
+    # each run's report as on its origin, panel by panel
+    for run, origin, there in (("a", server.conninfo, second.conninfo), ("b", second.conninfo, repo)):
+        meta, want = report_data(origin, run)
+        assert meta["intervals"] >= 4 and len(want) == 14
+        assert any(c["series"] for p in want for c in p["charts"])
+        for where in (there, repo):
+            got_meta, got = report_data(where, run)
+            assert got_meta == meta, (run, where)
+            for p, q in zip(got, want, strict=True):
+                assert p == q, (run, where, p["id"])
+
+    # a --vs of the two: the same on each server and in the repository;
+    # reading either run's time window in the other's server would not be
+    vs = report_data(server.conninfo, "a", "b")
+    assert report_data(second.conninfo, "a", "b") == vs
+    assert report_data(repo, "a", "b") == vs
+    compared = cli(server, "compare", "a", "b", check=True).stdout
+    assert "load profile: A = a, B = b" in compared
+    assert cli(second, "compare", "a", "b", check=True).stdout == compared
+    assert cli(server, "-d", repo, "compare", "a", "b", check=True).stdout == compared
 
 
 def _retar(src: pathlib.Path, dst: pathlib.Path, manifest_edit=None, member_edit=None) -> None:  # type: ignore[no-untyped-def]
