@@ -194,7 +194,8 @@ def test_delete_imported_runs(server: Server, runs: pathlib.Path) -> None:
     server.psql("CREATE DATABASE repo2")
     server.psql("CREATE EXTENSION pg_chronicle", dbname="repo2")
     repo = server.conninfo.replace("dbname=postgres", "dbname=repo2")
-    cli(server, "-d", repo, "import", *(str(runs / f) for f in ("a.pgca", "a-early.pgca", "b.pgca")), check=True)
+    cli(server, "-d", repo, "import", *(str(runs / f) for f in ("a.pgca", "a-early.pgca", "b.pgca")),
+        check=True)
 
     def q(sql: str) -> str:
         return server.psql(sql, dbname="repo2")
@@ -244,6 +245,31 @@ def test_delete_imported_runs(server: Server, runs: pathlib.Path) -> None:
     # the same archive imports again, as before
     cli(server, "-d", repo, "import", str(runs / "a.pgca"), check=True)
     assert report_data(repo, "a") == report_data(server.conninfo, "a")
+
+
+def test_bench_archive(server: Server, second: Server, tmp_path: pathlib.Path) -> None:
+    """bench --archive DIR writes the run's archive when it ends (trials and
+    sweep points each theirs: the same code, bench.main's loop), which
+    imports elsewhere as the run; $PG_CHRONICLE_ARCHIVE_DIR is the default;
+    an archive is never overwritten."""
+    d = tmp_path / "archives"
+    p = cli(server, "bench", "--label", "arch me", "--archive", str(d),
+            "--", "-T", "1", "-c", "1", "-n", check=True)
+    assert [f.name for f in d.iterdir()] == ["arch_me.pgca"]
+    assert f"archived: {d / 'arch_me.pgca'}" in p.stderr
+    with tarfile.open(d / "arch_me.pgca", "r:xz") as tar:
+        man = json.loads(tar.extractfile("manifest.json").read())  # type: ignore[union-attr]
+    assert man["run"]["label"] == "arch me" and man["run"]["ended"]
+    cli(second, "import", str(d / "arch_me.pgca"), check=True)
+    assert analyses(second, "arch me") == analyses(server, "arch me")
+
+    # the environment's folder; a file there already: refused before any run
+    env = server.env() | {"PG_CHRONICLE_ARCHIVE_DIR": str(d)}
+    (d / "taken.pgca").write_text("an earlier run's\n")
+    p = cli(server, "bench", "--label", "taken", "--", "-T", "1", "-c", "1", "-n", env=env)
+    assert p.returncode == 2 and "taken.pgca exists already" in p.stderr, p.stderr
+    assert server.psql("SELECT count(*) FROM chronicle.run WHERE label = 'taken'") == "0"
+    assert (d / "taken.pgca").read_text() == "an earlier run's\n"
 
 
 def _retar(src: pathlib.Path, dst: pathlib.Path, manifest_edit=None, member_edit=None) -> None:  # type: ignore[no-untyped-def]

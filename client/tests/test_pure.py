@@ -874,3 +874,10 @@ def test_write_all_draws_and_reports_failures(tmp_path: pathlib.Path) -> None:
         assert (tmp_path / f"{pid}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert (tmp_path / f"{pid}.svg").read_text("utf-8").lstrip().startswith("<?xml")
     assert not (tmp_path / "bad.png").exists() and not (tmp_path / "bad.svg").exists()
+
+
+def test_archive_path() -> None:
+    d = pathlib.Path("/x")
+    assert bench.archive_path(d, "tr#1") == d / "tr_1.pgca"
+    assert bench.archive_path(d, "s@clients=4#2") == d / "s_clients=4_2.pgca"
+    assert bench.archive_path(d, "../up") == d / ".._up.pgca"
