@@ -66,8 +66,8 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _bindir() -> pathlib.Path:
-    pg_config = os.environ.get("PG_CONFIG") or shutil.which("pg_config")
+def _bindir(pg_config: str | None = None) -> pathlib.Path:
+    pg_config = pg_config or os.environ.get("PG_CONFIG") or shutil.which("pg_config")
     if not pg_config:
         pytest.exit("PG_CONFIG is not set and no pg_config in PATH", returncode=2)
     out = subprocess.run([pg_config, "--bindir"], check=True, capture_output=True, text=True)
@@ -85,10 +85,11 @@ def wait_for(predicate, what: str, timeout: float = 60.0) -> None:  # type: igno
 
 
 @contextlib.contextmanager
-def running_server(conf: str = "") -> Iterator[Server]:
-    """A server as the module says (conf: more lines of postgresql.conf),
-    stopped and removed when the block ends."""
-    bindir = _bindir()
+def running_server(conf: str = "", pg_config: str | None = None) -> Iterator[Server]:
+    """A server as the module says (conf: more lines of postgresql.conf;
+    pg_config: another installation's, with pg_chronicle installed, than
+    PG_CONFIG's), stopped and removed when the block ends."""
+    bindir = _bindir(pg_config)
     top = pathlib.Path(tempfile.mkdtemp(prefix="pgc-"))
     datadir, sockdir, logfile = top / "data", top, top / "server.log"
     port = _free_port()

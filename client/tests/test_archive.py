@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import pathlib
+import subprocess
 import tarfile
 import threading
 from collections.abc import Iterator
@@ -43,8 +45,8 @@ def analyses(srv: Server, run: str) -> dict[str, list[str]]:
     return {name: srv.psql(q.format(run=run)).splitlines() for name, q in ANALYSES.items()}
 
 
-def bench(srv: Server, label: str) -> None:
-    cli(srv, "bench", "--label", label, "--", "-T", "5", "-c", "2", "-n", check=True)
+def bench(srv: Server, label: str, seconds: int = 5) -> None:
+    cli(srv, "bench", "--label", label, "--", "-T", str(seconds), "-c", "2", "-n", check=True)
 
 
 @pytest.fixture(scope="module")
@@ -270,6 +272,41 @@ def test_bench_archive(server: Server, second: Server, tmp_path: pathlib.Path) -
     assert p.returncode == 2 and "taken.pgca exists already" in p.stderr, p.stderr
     assert server.psql("SELECT count(*) FROM chronicle.run WHERE label = 'taken'") == "0"
     assert (d / "taken.pgca").read_text() == "an earlier run's\n"
+
+
+def _other_version() -> str:
+    """The pg_config of the other PostgreSQL version, with pg_chronicle
+    installed (tools/test.sh sets PG_CHRONICLE_OTHER_PG_CONFIG when it
+    tests two); the test is skipped without one."""
+    cfg = os.environ.get("PG_CHRONICLE_OTHER_PG_CONFIG", "")
+    if not cfg:
+        pytest.skip("PG_CHRONICLE_OTHER_PG_CONFIG is not set: no other PostgreSQL version to cross "
+                    "(tools/test.sh sets it when it tests both 17 and 18)")
+    share = subprocess.run([cfg, "--sharedir"], capture_output=True, text=True, check=False)
+    if share.returncode != 0 or not (pathlib.Path(share.stdout.strip()) / "extension"
+                                     / "pg_chronicle.control").exists():
+        pytest.skip(f"PG_CHRONICLE_OTHER_PG_CONFIG={cfg}: not a pg_config with pg_chronicle installed")
+    return cfg
+
+
+def test_archives_cross_versions(server: Server, tmp_path: pathlib.Path) -> None:
+    """An archive written on one major version imports on the other, and the
+    other way round, with every analysis and the report's data equal."""
+    with running_server(pg_config=_other_version()) as other:
+        here, there = (srv.psql("SHOW server_version_num")[:2] for srv in (server, other))
+        assert here != there, "the other installation is the same major version"
+        t = threading.Thread(target=bench, args=(other, f"v{there}", 3))
+        t.start()
+        bench(server, f"v{here}", 3)
+        t.join()
+        for src, dst, label in ((server, other, f"v{here}"), (other, server, f"v{there}")):
+            f = tmp_path / f"{label}.pgca"
+            cli(src, "export", label, "-o", str(f), check=True)
+            cli(dst, "import", str(f), check=True)
+            assert dst.psql(f"SELECT server_version FROM chronicle.run WHERE label = '{label}'") \
+                == src.psql("SHOW server_version")
+            assert analyses(dst, label) == analyses(src, label), label
+            assert report_data(dst.conninfo, label) == report_data(src.conninfo, label), label
 
 
 def _retar(src: pathlib.Path, dst: pathlib.Path, manifest_edit=None, member_edit=None) -> None:  # type: ignore[no-untyped-def]
