@@ -74,6 +74,21 @@ def _bindir(pg_config: str | None = None) -> pathlib.Path:
     return pathlib.Path(out.stdout.strip())
 
 
+def other_pg_config() -> str:
+    """The pg_config of the other PostgreSQL version, with pg_chronicle
+    installed (tools/test.sh sets PG_CHRONICLE_OTHER_PG_CONFIG when it
+    tests two); the test is skipped without one."""
+    cfg = os.environ.get("PG_CHRONICLE_OTHER_PG_CONFIG", "")
+    if not cfg:
+        pytest.skip("PG_CHRONICLE_OTHER_PG_CONFIG is not set: no other PostgreSQL version to cross "
+                    "(tools/test.sh sets it when it tests both 17 and 18)")
+    share = subprocess.run([cfg, "--sharedir"], capture_output=True, text=True, check=False)
+    if share.returncode != 0 or not (pathlib.Path(share.stdout.strip()) / "extension"
+                                     / "pg_chronicle.control").exists():
+        pytest.skip(f"PG_CHRONICLE_OTHER_PG_CONFIG={cfg}: not a pg_config with pg_chronicle installed")
+    return cfg
+
+
 def wait_for(predicate, what: str, timeout: float = 60.0) -> None:  # type: ignore[no-untyped-def]
     """Polls predicate() until true; fails the test after timeout seconds
     (a bound on a hang, not a timed assertion)."""

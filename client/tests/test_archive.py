@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import pathlib
-import subprocess
 import tarfile
 import threading
 from collections.abc import Iterator
@@ -20,7 +18,7 @@ import pytest
 from pg_chronicle.db import connect
 from pg_chronicle.report import build
 
-from conftest import Server, cli, running_server
+from conftest import Server, cli, other_pg_config, running_server
 
 pytestmark = pytest.mark.one_version
 
@@ -274,25 +272,10 @@ def test_bench_archive(server: Server, second: Server, tmp_path: pathlib.Path) -
     assert (d / "taken.pgca").read_text() == "an earlier run's\n"
 
 
-def _other_version() -> str:
-    """The pg_config of the other PostgreSQL version, with pg_chronicle
-    installed (tools/test.sh sets PG_CHRONICLE_OTHER_PG_CONFIG when it
-    tests two); the test is skipped without one."""
-    cfg = os.environ.get("PG_CHRONICLE_OTHER_PG_CONFIG", "")
-    if not cfg:
-        pytest.skip("PG_CHRONICLE_OTHER_PG_CONFIG is not set: no other PostgreSQL version to cross "
-                    "(tools/test.sh sets it when it tests both 17 and 18)")
-    share = subprocess.run([cfg, "--sharedir"], capture_output=True, text=True, check=False)
-    if share.returncode != 0 or not (pathlib.Path(share.stdout.strip()) / "extension"
-                                     / "pg_chronicle.control").exists():
-        pytest.skip(f"PG_CHRONICLE_OTHER_PG_CONFIG={cfg}: not a pg_config with pg_chronicle installed")
-    return cfg
-
-
 def test_archives_cross_versions(server: Server, tmp_path: pathlib.Path) -> None:
     """An archive written on one major version imports on the other, and the
     other way round, with every analysis and the report's data equal."""
-    with running_server(pg_config=_other_version()) as other:
+    with running_server(pg_config=other_pg_config()) as other:
         here, there = (srv.psql("SHOW server_version_num")[:2] for srv in (server, other))
         assert here != there, "the other installation is the same major version"
         t = threading.Thread(target=bench, args=(other, f"v{there}", 3))
