@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import pathlib
 import sys
 from collections.abc import Sequence
@@ -63,6 +64,9 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--warmup", type=_seconds, metavar="SECONDS", default=None,
                    help="leave the run's first SECONDS out of every analysis of it (the "
                         "summary, report and comparisons; the charts show them shaded)")
+    b.add_argument("--archive", type=pathlib.Path, metavar="DIR", default=_archive_default(),
+                   help="write each run's archive (pg-chronicle export) into DIR/LABEL.pgca when "
+                        "it ends (default: $PG_CHRONICLE_ARCHIVE_DIR, else none)")
     b.add_argument("--keep-logs", type=pathlib.Path, metavar="DIR",
                    help="write pgbench's logs into DIR (with --trials: DIR/1, DIR/2, ...) "
                         "and keep them (default: a temporary folder, removed)")
@@ -124,6 +128,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="pgbench to run (default: $PGBENCH, else pgbench in PATH)")
     s.add_argument("--warmup", type=_seconds, metavar="SECONDS", default=None,
                    help="leave every run's first SECONDS out of its numbers")
+    s.add_argument("--archive", type=pathlib.Path, metavar="DIR", default=_archive_default(),
+                   help="write each run's archive into DIR/LABEL.pgca when it ends (default: "
+                        "$PG_CHRONICLE_ARCHIVE_DIR, else none)")
 
     wu = sub.add_parser("warmup", parents=[common],
                         help="set how much of a run's start every analysis leaves out",
@@ -168,6 +175,13 @@ def _parser() -> argparse.ArgumentParser:
     m.add_argument("event", metavar="EVENT", help="what happened, e.g. 'COPY started'")
     m.add_argument("--at", metavar="TS", help="when it happened (timestamp; default: now)")
     return p
+
+
+def _archive_default() -> pathlib.Path | None:
+    """Where bench and sweep write each run's archive unless --archive says:
+    $PG_CHRONICLE_ARCHIVE_DIR (empty or unset: nowhere)."""
+    d = os.environ.get("PG_CHRONICLE_ARCHIVE_DIR")
+    return pathlib.Path(d) if d else None
 
 
 def _split_pgbench(argv: Sequence[str]) -> tuple[list[str], list[str]]:

@@ -30,6 +30,7 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
+from pg_chronicle import db
 from pg_chronicle.model import Cell, Chart, Mark, Panel, Series, Table, Value
 
 Conn = psycopg.Connection[Any]
@@ -61,6 +62,13 @@ class Window:
     # (chronicle.run_set_warmup), which the time charts show shaded from
     # from_ts; from_ts when there is none
     steady_from: datetime | None = None
+    # the server the run was recorded on (chronicle.run.origin): 0, this
+    # one, or an imported one; every query of the window reads its history
+    # (use())
+    origin: int = 0
+    # its name and system identifier (chronicle.server(), or the origin's)
+    server_name: str | None = None
+    system_identifier: int | None = None
 
     @property
     def summary_from(self) -> datetime:
@@ -137,7 +145,8 @@ def window(conn: Conn, run: str, from_ts: datetime | None = None,
         SELECT r.run_id, r.label, r.started, r.ended, r.server_version, r.meta, r.settings,
                w.run_from, w.run_to,
                to_jsonb(r) -> 'environment' AS environment,
-               coalesce(to_jsonb(r) ->> 'warmup', '0')::interval AS warmup
+               coalesce(to_jsonb(r) ->> 'warmup', '0')::interval AS warmup,
+               coalesce((to_jsonb(r) ->> 'origin')::int, 0) AS origin
           FROM chronicle.run_window(%s) w, chronicle.run r
          WHERE r.label = %s""", (run, run))[0]
     f = from_ts if from_ts is not None else r["run_from"]
@@ -152,12 +161,26 @@ def window(conn: Conn, run: str, from_ts: datetime | None = None,
         steady, f = r["run_from"], r["run_from"] - r["warmup"]
     w = Window(run=run, run_id=r["run_id"], from_ts=f, to_ts=t, started=r["started"],
                ended=r["ended"], server_version=r["server_version"], meta=r["meta"] or {},
-               settings=r["settings"] or {}, environment=env, steady_from=steady)
+               settings=r["settings"] or {}, environment=env, steady_from=steady, origin=r["origin"])
+    ident = (_rows(conn, "SELECT o.server_name AS name, o.system_identifier FROM chronicle.origin o"
+                         " WHERE o.origin_id = %s", (w.origin,)) if w.origin != 0 else
+             _rows(conn, "SELECT s.name, s.system_identifier FROM chronicle.server() s")
+             if _has_function(conn, "chronicle.server") else [])
+    if ident:
+        w.server_name, w.system_identifier = ident[0]["name"], ident[0]["system_identifier"]
+    use(conn, w)
     for iv in _rows(conn, "SELECT interval_start, interval_end FROM chronicle.intervals(%s, %s)",
                     (w.from_ts, w.to_ts)):
         w.starts.append(iv["interval_start"])
         w.ends.append(iv["interval_end"])
     return w
+
+
+def use(conn: Conn, w: Window) -> None:
+    """Makes conn read the history of w's server (db.read_origin): before
+    any query of the window on a session, since another window's (report
+    --vs of runs from two servers) may have been read on it before."""
+    db.read_origin(conn, w.origin)
 
 
 def headline(conn: Conn, w: Window) -> list[Row]:
@@ -1099,10 +1122,19 @@ def settings_env(w: Window) -> Panel:
     """The run's non-default settings (chronicle.run.settings), its environment
     (chronicle.run.environment) and metadata."""
     run: list[list[Cell]] = [["label", w.run], ["started", str(w.started)], ["ended", str(w.ended)],
-                             ["server version", w.server_version]]
-    run += [[f"meta: {k}", _fmt(v)] for k, v in sorted(w.meta.items())]
+                             ["server", _server(w)], ["server version", w.server_version]]
+    run += [[f"meta: {k}", _fmt(v)] for k, v in sorted(w.meta.items()) if k != "archive"]
     tables: list[Table] = [{"id": "settings.run", "title": "Run", "columns": ["", ""], "rows": run,
                             "marked": [], "note": None}]
+    # an imported run's report is its report on the server that recorded
+    # it, and this table more: the import (chronicle._import_run)
+    imported = w.meta.get("archive")
+    if isinstance(imported, dict):
+        tables.append({"id": "settings.imported", "title": "Imported from a run archive",
+                       "columns": ["", ""], "marked": [], "note": None,
+                       "rows": [["archive", _fmt(imported.get("id"))],
+                                ["label on its server", _fmt(imported.get("label"))],
+                                ["imported", _fmt(imported.get("imported"))]]})
     key: list[list[Cell]] = [[k, _fmt(w.settings[k])] for k in KEY_SETTINGS if k in w.settings]
     if key:
         tables.append({"id": "settings.key", "title": "Key settings for performance",
@@ -1120,6 +1152,13 @@ def settings_env(w: Window) -> Panel:
     return _panel("settings", "Settings and environment",
                   "What the server looked like when the run began (chronicle.run_begin): its "
                   "non-default settings, server version, build, machine and storage.", tables=tables)
+
+
+def _server(w: Window) -> str | None:
+    """The server that recorded the run: its name and system identifier."""
+    if w.server_name is None and w.system_identifier is None:
+        return None
+    return f"{w.server_name or '?'} (system identifier {w.system_identifier})"
 
 
 # the settings a performance engineer looks at first (all are in the folded
@@ -1232,9 +1271,11 @@ def compare_tables(conn: Conn, a: Window, b: Window) -> Panel:
 
 def meta_table(a: dict[str, Any], b: dict[str, Any]) -> Table:
     """The run metadata of A and B that differ, by dotted name (argv left
-    out: the pgbench command line says it)."""
+    out: the pgbench command line says it; so is the import of an imported
+    run, which the settings panel shows)."""
     fa, fb = dict(flatten(a)), dict(flatten(b))
-    keys = sorted(k for k in set(fa) | set(fb) if fa.get(k) != fb.get(k) and not k.startswith("argv"))
+    keys = sorted(k for k in set(fa) | set(fb)
+                  if fa.get(k) != fb.get(k) and not k.startswith(("argv", "archive.")))
     return {"id": "compare.meta", "title": "Run metadata that differs", "columns": ["name", "A", "B"],
             "rows": [[k, fa.get(k), fb.get(k)] for k in keys], "marked": [],
             "note": None if keys else "No difference in the runs' metadata."}

@@ -113,17 +113,22 @@ def collect(conn: Conn, w: Window, comparison: bool = False) -> Collected:
     out = Collected()
     rows: dict[str, list[Row]] = {}
 
+    # each task reads the history of the run's server on its session
+    # (panels.use): the sessions may have read another run's before
     def panel(pid: str, make: Callable[[Conn], Panel]) -> Task:
         def task(c: Conn) -> None:
+            panels.use(c, w)
             out.panels[pid] = make(c)
         return task
 
     def fetch(key: str, query: Callable[[Conn, Window], list[Row]]) -> Task:
         def task(c: Conn) -> None:
+            panels.use(c, w)
             rows[key] = query(c, w)
         return task
 
     def headline(c: Conn) -> None:
+        panels.use(c, w)
         out.headline = _headline(c, w)
 
     # in the order they start, the longest first: slowest_intervals(), the

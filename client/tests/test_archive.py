@@ -11,10 +11,14 @@ import pathlib
 import tarfile
 import threading
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
-from conftest import Server, cli, running_server
+from pg_chronicle.db import connect
+from pg_chronicle.report import build
+
+from conftest import Server, cli, other_pg_config, running_server
 
 pytestmark = pytest.mark.one_version
 
@@ -39,8 +43,8 @@ def analyses(srv: Server, run: str) -> dict[str, list[str]]:
     return {name: srv.psql(q.format(run=run)).splitlines() for name, q in ANALYSES.items()}
 
 
-def bench(srv: Server, label: str) -> None:
-    cli(srv, "bench", "--label", label, "--", "-T", "5", "-c", "2", "-n", check=True)
+def bench(srv: Server, label: str, seconds: int = 5) -> None:
+    cli(srv, "bench", "--label", label, "--", "-T", str(seconds), "-c", "2", "-n", check=True)
 
 
 @pytest.fixture(scope="module")
@@ -110,6 +114,182 @@ def test_round_trip_and_overlapping_origins(server: Server, second: Server, runs
     cli(second, "export", "b-copy", "-o", str(runs / "b2.pgca"), check=True)
     cli(server, "import", str(runs / "b2.pgca"), check=True)
     assert analyses(server, "b-copy") == b_here
+
+
+def report_data(conninfo: str, run: str, vs: str | None = None) -> tuple[Any, Any]:
+    """The data behind every panel of pg-chronicle report RUN [--vs VS]
+    (report.build(): what the page and the pictures draw), and its header
+    without the time it was made; without the table of the import, which
+    only an imported run has (checked here)."""
+    with connect(conninfo) as conn:
+        meta, panel_list, _ = build(conn, run, vs, None, None)
+        imported = conn.execute("SELECT label, meta -> 'archive' ->> 'id' FROM chronicle.run"
+                                " WHERE origin <> 0 AND label IN (%s, %s)", (run, vs)).fetchall()
+    assert meta.pop("generated")
+    (settings,) = [p for p in panel_list if p["id"] == "settings"]
+    tables = [t for t in settings["tables"] if t["id"] == "settings.imported"]
+    assert [t["rows"][0][1] for t in tables] == [i for _, i in sorted(imported, key=lambda r: r[0] != run)]
+    settings["tables"] = [t for t in settings["tables"] if t["id"] != "settings.imported"]
+    return meta, panel_list
+
+
+def test_reports_and_comparisons_across_servers(server: Server, second: Server, runs: pathlib.Path) -> None:
+    """The report of a run, its --vs comparison with a run of another server
+    whose window overlaps it, and compare A B read each run from its own
+    server: the same data wherever the runs are, local or imported (a
+    repository that records nothing holds both)."""
+    # a: recorded on server, imported on second; b the other way; a
+    # database of server that records nothing imports both
+    server.psql("CREATE DATABASE repo")
+    server.psql("CREATE EXTENSION pg_chronicle", dbname="repo")
+    repo = server.conninfo.replace("dbname=postgres", "dbname=repo")
+    cli(second, "import", str(runs / "a.pgca"), check=True)
+    cli(server, "import", str(runs / "b.pgca"), check=True)
+    cli(server, "-d", repo, "import", str(runs / "a.pgca"), str(runs / "b.pgca"), check=True)
+    assert server.psql("SELECT count(*) FROM chronicle.snapshot", dbname="repo") == "0"
+    assert server.psql("SELECT count(DISTINCT origin) FROM chronicle.run WHERE label IN ('a', 'b')",
+                       dbname="repo") == "2"
+
+    # each run's report as on its origin, panel by panel
+    for run, origin, there in (("a", server.conninfo, second.conninfo), ("b", second.conninfo, repo)):
+        meta, want = report_data(origin, run)
+        assert meta["intervals"] >= 4 and len(want) == 14
+        assert any(c["series"] for p in want for c in p["charts"])
+        for where in (there, repo):
+            got_meta, got = report_data(where, run)
+            assert got_meta == meta, (run, where)
+            for p, q in zip(got, want, strict=True):
+                assert p == q, (run, where, p["id"])
+
+    # a --vs of the two: the same on each server and in the repository;
+    # reading either run's time window in the other's server would not be
+    vs = report_data(server.conninfo, "a", "b")
+    assert report_data(second.conninfo, "a", "b") == vs
+    assert report_data(repo, "a", "b") == vs
+    compared = cli(server, "compare", "a", "b", check=True).stdout
+    assert "load profile: A = a, B = b" in compared
+    assert cli(second, "compare", "a", "b", check=True).stdout == compared
+    assert cli(server, "-d", repo, "compare", "a", "b", check=True).stdout == compared
+
+
+def _csv_ts(archive: pathlib.Path, member: str) -> list[str]:
+    """The ts column of an archive's member, as written."""
+    with tarfile.open(archive, "r:xz") as tar:
+        f = tar.extractfile(member)
+        assert f is not None
+        lines = f.read().decode().splitlines()
+    col = lines[0].split(",").index("ts")
+    return [line.split(",")[col] for line in lines[1:]]
+
+
+def test_delete_imported_runs(server: Server, runs: pathlib.Path) -> None:
+    """Deleting an imported run deletes its server's history that no other
+    run of that server covers, and the server once none of its runs is
+    left; another server's runs are untouched."""
+    # "a-early": the first 2.5 s of a, a run of a's server whose data
+    # window ends before a's
+    server.psql("SELECT chronicle.run_label('a-early', started, started + interval '2.5 s')"
+                " FROM chronicle.run WHERE label = 'a' AND origin = 0")
+    cli(server, "export", "a-early", "-o", str(runs / "a-early.pgca"), check=True)
+    server.psql("CREATE DATABASE repo2")
+    server.psql("CREATE EXTENSION pg_chronicle", dbname="repo2")
+    repo = server.conninfo.replace("dbname=postgres", "dbname=repo2")
+    cli(server, "-d", repo, "import", *(str(runs / f) for f in ("a.pgca", "a-early.pgca", "b.pgca")),
+        check=True)
+
+    def q(sql: str) -> str:
+        return server.psql(sql, dbname="repo2")
+
+    def rows_of(label: str) -> str:
+        """snapshots, history rows, marks and statement texts of the run's origin"""
+        return q(f"""SELECT (SELECT count(*) FROM chronicle.archive_snapshot WHERE origin = r.origin),
+                            (SELECT count(*) FROM chronicle.archive_history WHERE origin = r.origin),
+                            (SELECT count(*) FROM chronicle.mark WHERE origin = r.origin),
+                            (SELECT count(*) FROM chronicle.archive_statements_text WHERE origin = r.origin)
+                       FROM chronicle.run r WHERE r.label = '{label}'""")
+
+    origin_a = q("SELECT origin FROM chronicle.run WHERE label = 'a'")
+    assert q("SELECT origin FROM chronicle.run WHERE label = 'a-early'") == origin_a
+    early = report_data(repo, "a-early")
+    b_rows, b_report = rows_of("b"), report_data(repo, "b")
+    before = [int(x) for x in rows_of("a-early").split("|")]
+
+    q("SELECT chronicle.run_delete('a')")
+    after = [int(x) for x in rows_of("a-early").split("|")]
+    # every snapshot a-early was imported with stays, none after its window
+    imported = "ARRAY[" + ", ".join(f"'{t}'" for t in _csv_ts(runs / "a-early.pgca", "snapshot.csv")) + \
+        "]::timestamptz[]"
+    assert q(f"SELECT count(*) FROM unnest({imported}) t WHERE NOT EXISTS"
+             f" (SELECT FROM chronicle.archive_snapshot s WHERE s.origin = {origin_a} AND s.ts = t)") == "0"
+    assert q(f"SELECT count(*) FROM chronicle.archive_snapshot s WHERE s.origin = {origin_a}"
+             f" AND s.ts > (SELECT max(t) FROM unnest({imported}) t)") == "0"
+    assert after[0] < before[0] and after[1] < before[1], (before, after)
+    assert after[2] == len(_csv_ts(runs / "a-early.pgca", "mark.csv")) >= 1   # "in a" stays
+    # no statement text without its history, none of its history without text
+    assert q(f"""SET chronicle.origin = {origin_a};
+                 SELECT count(*) FROM chronicle.archive_statements_text t WHERE t.origin = {origin_a}
+                    AND NOT EXISTS (SELECT FROM chronicle.statements_history h
+                                     WHERE (h.dbid, h.queryid) = (t.dbid, t.queryid))""") == "0"
+    # a-early reads as before, b as before
+    assert report_data(repo, "a-early") == early
+    assert rows_of("b") == b_rows and report_data(repo, "b") == b_report
+
+    q("SELECT chronicle.run_delete('a-early')")
+    assert q(f"""SELECT (SELECT count(*) FROM chronicle.origin WHERE origin_id = {origin_a}),
+                        (SELECT count(*) FROM chronicle.archive_snapshot WHERE origin = {origin_a}),
+                        (SELECT count(*) FROM chronicle.archive_history WHERE origin = {origin_a}),
+                        (SELECT count(*) FROM chronicle.mark WHERE origin = {origin_a}),
+                        (SELECT count(*) FROM chronicle.archive_statements_text
+                          WHERE origin = {origin_a})""") == "0|0|0|0|0"
+    assert rows_of("b") == b_rows and report_data(repo, "b") == b_report
+    # the same archive imports again, as before
+    cli(server, "-d", repo, "import", str(runs / "a.pgca"), check=True)
+    assert report_data(repo, "a") == report_data(server.conninfo, "a")
+
+
+def test_bench_archive(server: Server, second: Server, tmp_path: pathlib.Path) -> None:
+    """bench --archive DIR writes the run's archive when it ends (trials and
+    sweep points each theirs: the same code, bench.main's loop), which
+    imports elsewhere as the run; $PG_CHRONICLE_ARCHIVE_DIR is the default;
+    an archive is never overwritten."""
+    d = tmp_path / "archives"
+    p = cli(server, "bench", "--label", "arch me", "--archive", str(d),
+            "--", "-T", "1", "-c", "1", "-n", check=True)
+    assert [f.name for f in d.iterdir()] == ["arch_me.pgca"]
+    assert f"archived: {d / 'arch_me.pgca'}" in p.stderr
+    with tarfile.open(d / "arch_me.pgca", "r:xz") as tar:
+        man = json.loads(tar.extractfile("manifest.json").read())  # type: ignore[union-attr]
+    assert man["run"]["label"] == "arch me" and man["run"]["ended"]
+    cli(second, "import", str(d / "arch_me.pgca"), check=True)
+    assert analyses(second, "arch me") == analyses(server, "arch me")
+
+    # the environment's folder; a file there already: refused before any run
+    env = server.env() | {"PG_CHRONICLE_ARCHIVE_DIR": str(d)}
+    (d / "taken.pgca").write_text("an earlier run's\n")
+    p = cli(server, "bench", "--label", "taken", "--", "-T", "1", "-c", "1", "-n", env=env)
+    assert p.returncode == 2 and "taken.pgca exists already" in p.stderr, p.stderr
+    assert server.psql("SELECT count(*) FROM chronicle.run WHERE label = 'taken'") == "0"
+    assert (d / "taken.pgca").read_text() == "an earlier run's\n"
+
+
+def test_archives_cross_versions(server: Server, tmp_path: pathlib.Path) -> None:
+    """An archive written on one major version imports on the other, and the
+    other way round, with every analysis and the report's data equal."""
+    with running_server(pg_config=other_pg_config()) as other:
+        here, there = (srv.psql("SHOW server_version_num")[:2] for srv in (server, other))
+        assert here != there, "the other installation is the same major version"
+        t = threading.Thread(target=bench, args=(other, f"v{there}", 3))
+        t.start()
+        bench(server, f"v{here}", 3)
+        t.join()
+        for src, dst, label in ((server, other, f"v{here}"), (other, server, f"v{there}")):
+            f = tmp_path / f"{label}.pgca"
+            cli(src, "export", label, "-o", str(f), check=True)
+            cli(dst, "import", str(f), check=True)
+            assert dst.psql(f"SELECT server_version FROM chronicle.run WHERE label = '{label}'") \
+                == src.psql("SHOW server_version")
+            assert analyses(dst, label) == analyses(src, label), label
+            assert report_data(dst.conninfo, label) == report_data(src.conninfo, label), label
 
 
 def _retar(src: pathlib.Path, dst: pathlib.Path, manifest_edit=None, member_edit=None) -> None:  # type: ignore[no-untyped-def]
