@@ -246,8 +246,9 @@ COMMENT ON FUNCTION chronicle.run_label(text, timestamptz, timestamptz, jsonb) I
 	'Labels a past time range as a run (settings unknown: stored as {})';
 
 -- Forgets a run.  This server's history stays (retention drops it); an
--- imported run's is kept only for its runs (05_origin.sql), so what no
--- other run of its origin covers goes with it (_forget_archive()).
+-- imported run's goes with it: each archive imported is an origin of its
+-- own, with this one run (05_origin.sql), so its snapshots, history,
+-- marks, statement texts and the origin itself are the run's alone.
 CREATE FUNCTION chronicle.run_delete(run text)
 RETURNS void
 LANGUAGE plpgsql
@@ -262,67 +263,17 @@ BEGIN
 	PERFORM chronicle._check_owner('chronicle.run_delete', format('run "%s"', r.label), r.owner);
 	DELETE FROM chronicle.run o WHERE o.run_id = r.run_id;
 	IF r.origin <> 0 THEN
-		PERFORM chronicle._forget_archive(r.origin);
+		DELETE FROM chronicle.archive_history h WHERE h.origin = r.origin;
+		DELETE FROM chronicle.archive_snapshot s WHERE s.origin = r.origin;
+		DELETE FROM chronicle.mark m WHERE m.origin = r.origin;
+		DELETE FROM chronicle.archive_statements_text t WHERE t.origin = r.origin;
+		DELETE FROM chronicle.origin o WHERE o.origin_id = r.origin;
 	END IF;
 END;
 $$;
 
 COMMENT ON FUNCTION chronicle.run_delete(text) IS
-	'Forgets a run (and its application metrics); this server''s history stays, an imported run''s goes unless another run of its server covers it';
-
--- The rows of an imported origin that none of its runs covers any more,
--- deleted: its snapshots, history and marks outside every run's data
--- window, the texts of statements its history no longer names, and the
--- origin itself once it has no run.  A run's data window is the export's
--- (client/pg_chronicle/archive.py): from the keyframe at or before its
--- start (each key's baseline) to the first snapshot after its end; taken
--- wider when unsure (no keyframe before the start: from the origin's first
--- snapshot), never narrower, so a run keeps every row it was imported with.
--- Runs of one origin share the rows where they overlap
--- (chronicle._import_run()), which therefore stay with the other run.
-CREATE FUNCTION chronicle._forget_archive(v_origin integer)
-RETURNS void
-LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
--- the origin's statements are read below, for this call only
-SET chronicle.origin = 0
-AS $$
-BEGIN
-	WITH w AS MATERIALIZED (
-		SELECT coalesce((SELECT max(s.ts) FROM chronicle.archive_snapshot s
-		                  WHERE s.origin = v_origin AND s.keyframe AND s.ts <= r.started),
-		                (SELECT min(s.ts) FROM chronicle.archive_snapshot s WHERE s.origin = v_origin)) AS lo,
-		       coalesce((SELECT min(s.ts) FROM chronicle.archive_snapshot s
-		                  WHERE s.origin = v_origin AND s.ts > r.ended),
-		                coalesce(r.ended, 'infinity')) AS hi
-		  FROM chronicle.run r WHERE r.origin = v_origin
-	), h AS (
-		DELETE FROM chronicle.archive_history h
-		 WHERE h.origin = v_origin
-		   AND NOT EXISTS (SELECT FROM w WHERE h.ts >= w.lo AND h.ts <= w.hi)
-	), s AS (
-		DELETE FROM chronicle.archive_snapshot s
-		 WHERE s.origin = v_origin
-		   AND NOT EXISTS (SELECT FROM w WHERE s.ts >= w.lo AND s.ts <= w.hi)
-	)
-	DELETE FROM chronicle.mark m
-	 WHERE m.origin = v_origin
-	   AND NOT EXISTS (SELECT FROM w WHERE m.ts > w.lo AND m.ts <= w.hi);
-	-- the texts of the statements the origin's remaining history names
-	-- (the statement above deleted the rest: read by the next one)
-	PERFORM set_config('chronicle.origin', v_origin::text, true);
-	WITH named AS MATERIALIZED (SELECT DISTINCT h.dbid, h.queryid FROM chronicle.statements_history h)
-	DELETE FROM chronicle.archive_statements_text t
-	 WHERE t.origin = v_origin
-	   AND NOT EXISTS (SELECT FROM named n WHERE n.dbid = t.dbid AND n.queryid = t.queryid);
-	DELETE FROM chronicle.origin o
-	 WHERE o.origin_id = v_origin
-	   AND NOT EXISTS (SELECT FROM chronicle.run r WHERE r.origin = v_origin);
-END;
-$$;
-
-COMMENT ON FUNCTION chronicle._forget_archive(integer) IS
-	'Deletes the imported history, marks and statement texts of an origin that none of its runs covers, and the origin once it has no run (run_delete())';
+	'Forgets a run (and its application metrics); this server''s history stays, an imported run''s goes with it';
 
 -- A run's warm-up: how much of its start every analysis leaves out
 -- (run_window() starts after it; the pgbench numbers count the
@@ -571,7 +522,6 @@ REVOKE ALL ON FUNCTION chronicle.run_begin(text, jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle.run_end(text, timestamptz) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle.run_label(text, timestamptz, timestamptz, jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle.run_delete(text) FROM PUBLIC;
-REVOKE ALL ON FUNCTION chronicle._forget_archive(integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle.summary(timestamptz, timestamptz, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle.run_summary(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle.compare_runs(text, text) FROM PUBLIC;
