@@ -997,15 +997,34 @@ def over_rows(conn: Conn, w: Window) -> list[Row]:
     than the threshold (over; NULL without a threshold) and those pgbench
     skipped (--latency-limit with --rate: late before they started)."""
     thr_us = None if w.latency_threshold_ms is None else w.latency_threshold_ms * 1000.0
+    # one pass over the window's transactions, those counted put in the
+    # interval they end in: with x the end less 1 us, the number b of the
+    # intervals' bounds (start 1, end 1, start 2, ...) at or before x is
+    # odd, 2k - 1, in interval k (start k <= x < end k); even in a gap
+    # between recordings
     return _rows(conn, """
+        WITH i AS MATERIALIZED (
+            SELECT i.interval_start, i.interval_end,
+                   row_number() OVER (ORDER BY i.interval_end) AS k
+              FROM chronicle.intervals(%(f)s, %(t)s) i
+        ), e AS MATERIALIZED (
+            SELECT array_agg(b.x ORDER BY i.k, b.j) AS bounds,
+                   min(i.interval_start) AS lo, max(i.interval_end) AS hi
+              FROM i, LATERAL (VALUES (1, i.interval_start), (2, i.interval_end)) b(j, x)
+        ), n AS (
+            SELECT width_bucket(t.ts - interval '1 microsecond', e.bounds) AS b,
+                   count(*) FILTER (WHERE t.status = 'ok' AND t.latency_us > %(thr)s::float8) AS over,
+                   count(*) FILTER (WHERE t.status = 'skipped') AS skipped
+              FROM e, chronicle.app_transaction t
+             WHERE t.run_id = %(run)s AND t.ts > e.lo AND t.ts <= e.hi
+               AND (t.status = 'skipped' OR t.status = 'ok' AND t.latency_us > %(thr)s::float8)
+             GROUP BY 1
+        )
         SELECT i.interval_end,
-               CASE WHEN %(thr)s::float8 IS NOT NULL THEN
-                    count(t.ts) FILTER (WHERE t.status = 'ok' AND t.latency_us > %(thr)s::float8) END AS over,
-               count(t.ts) FILTER (WHERE t.status = 'skipped') AS skipped
-          FROM chronicle.intervals(%(f)s, %(t)s) i
-          LEFT JOIN chronicle.app_transaction t
-            ON t.run_id = %(run)s AND t.ts > i.interval_start AND t.ts <= i.interval_end
-         GROUP BY i.interval_end""",
+               CASE WHEN %(thr)s::float8 IS NOT NULL THEN coalesce(n.over, 0) END AS over,
+               coalesce(n.skipped, 0) AS skipped
+          FROM i
+          LEFT JOIN n ON n.b = 2 * i.k - 1""",
                  {"thr": thr_us, "f": w.from_ts, "t": w.to_ts, "run": w.run_id})
 
 
