@@ -876,6 +876,9 @@ def _short(q: str | None, n: int = 160) -> str:
 # two runs' histograms share their bins)
 BINS_PER_DECADE = 40
 
+# (run, bins, (p50 ms, p99 ms)) of one run
+Distribution = tuple[str, list[Row], tuple[float | None, float | None]]
+
 
 def latency_panel(w: Window, data: Distribution) -> Panel:
     """Histogram and CDF of the pgbench transaction latencies of the window
@@ -893,10 +896,6 @@ LATENCY_ABOUT = ("Every pgbench transaction of the window (chronicle.app_transac
                  "compare) and which share took at most that long (CDF), on a log latency axis "
                  "from the fastest bin to the slowest. Vertical lines: each run's p50 (dashed) and "
                  "p99 (solid), the nearest-rank percentiles of the window's transactions.")
-
-# (run, bins, (p50 ms, p99 ms)) of one run
-Distribution = tuple[str, list[Row], tuple[float | None, float | None]]
-
 
 def distribution_charts(runs: list[Distribution]) -> list[Chart]:
     """Histogram and CDF charts for one or more runs' binned latencies (rows

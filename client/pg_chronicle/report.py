@@ -23,7 +23,7 @@ import psycopg
 from pg_chronicle import db, html, panels, trials
 from pg_chronicle.db import ClientError
 from pg_chronicle.model import Chart, Mark, Meta, Panel, Series, Table
-from pg_chronicle.panels import Conn, Row, Window
+from pg_chronicle.panels import Conn, Distribution, Row, Window
 from pg_chronicle.text import echo, visible
 
 # the header's numbers: (name, formatted value) pairs
@@ -101,7 +101,7 @@ class Collected:
     headline: Headline = field(default_factory=list)
     # the latency distribution of the window (panels.latency_data), for the
     # comparison's panel
-    latency: panels.Distribution | None = None
+    latency: Distribution | None = None
 
     def in_order(self) -> list[Panel]:
         """The panels in page order (PANELS)."""
