@@ -398,8 +398,17 @@ def trials_panel(conn: Conn, run: str, vs: str | None, from_ts: str | None,
         db.run_window(conn, cb.name)
     if not ca.trials and (cb is None or not cb.trials):
         return run, vs, None
-    sa = trials.load(conn, ca)
-    sb = trials.load(conn, cb) if cb is not None else None
+    # each configuration's trials in a session of its own, side by side
+    loaded: dict[str, trials.TrialSet] = {}
+
+    def load(key: str, config: trials.Config) -> Task:
+        def task(c: Conn) -> None:
+            loaded[key] = trials.load(c, config)
+        return task
+
+    _run_tasks(conn, [load("a", ca)] + ([load("b", cb)] if cb is not None else []))
+    sa = loaded["a"]
+    sb = loaded.get("b")
     shown_a = sa.representative()
     shown_b = sb.representative() if sb is not None else None
     note = trials.within_note(conn, [ca] if cb is None else [ca, cb])
