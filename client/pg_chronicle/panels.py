@@ -899,7 +899,7 @@ LATENCY_ABOUT = ("Every pgbench transaction of the window (chronicle.app_transac
 
 def distribution_charts(runs: list[Distribution]) -> list[Chart]:
     """Histogram and CDF charts for one or more runs' binned latencies (rows
-    of latency_bins(): b, the bin number, and n, its transactions): every
+    of latency_data(): b, the bin number, and n, its transactions): every
     bin from the lowest to the highest of any run, x its upper edge in ms,
     each run's counts as shares of its transactions; each run's p50 and p99
     as marks."""
