@@ -115,7 +115,9 @@ BEGIN
 
 	RETURN QUERY
 	WITH tl AS MATERIALIZED (
-		SELECT * FROM chronicle.timeline(w_from, w_to)
+		-- app => false: the run's pgbench numbers are app's below, not
+		-- timeline()'s (every run's, a second pass over the transactions)
+		SELECT * FROM chronicle.timeline(w_from, w_to, app => false)
 	), app AS MATERIALIZED (
 		SELECT a.* FROM chronicle.app_intervals(w_from, w_to, slowest_intervals.run) a WHERE has_app
 	), wal AS (

@@ -844,7 +844,23 @@ BEGIN
 		         GROUP BY sn.segment) g,
 		       LATERAL (VALUES (g.f), (g.l + interval '1 microsecond')) AS b(ts);
 		RETURN QUERY
-		WITH piece AS (
+		WITH g AS MATERIALIZED (
+			-- One pass over the transactions (a hash of a few thousand
+			-- groups, not a sort of every transaction): per piece (below),
+			-- status (0 ok, 1 skipped, 2 failed) and distinct latency, the
+			-- transactions and their lags, first start (the first end less
+			-- the group's one latency) and last end.
+			SELECT x.*, x.first_e - coalesce(x.l, 0) * interval '1 microsecond' AS s
+			  FROM (SELECT width_bucket(t.ts, v_thr) AS wb,
+			               CASE WHEN width_bucket(t.ts, v_thr) % 2 = 0 THEN t.source END AS src,
+			               CASE t.status WHEN 'ok' THEN 0 WHEN 'skipped' THEN 1 ELSE 2 END AS cls,
+			               t.latency_us AS l, count(*) AS n,
+			               sum(t.lag_us) AS lag_sum, count(t.lag_us) AS lag_n,
+			               min(t.ts) AS first_e, max(t.ts) AS e
+			          FROM chronicle.app_transaction t
+			         WHERE t.run_id = p_run AND (v_from IS NULL OR t.ts > v_from)
+			         GROUP BY 1, 2, 3, 4) x
+		), piece AS (
 			-- Bucket 2k - 1 is the k-th recording, an even bucket the gap
 			-- before or after one.  A gap may hold a server stop between
 			-- two pgbench processes (the first one's last transactions
@@ -852,37 +868,45 @@ BEGIN
 			-- collector's first snapshot): no pgbench process outlives a
 			-- stop (its connections end), so in a gap each log file's
 			-- transactions are a piece of their own.
-			SELECT greatest(min(t.ts - coalesce(t.latency_us, 0) * interval '1 microsecond'), v_from) AS s,
-			       max(t.ts) AS e
-			  FROM chronicle.app_transaction t
-			 WHERE t.run_id = p_run AND (v_from IS NULL OR t.ts > v_from)
-			 GROUP BY width_bucket(t.ts, v_thr),
-			          CASE WHEN width_bucket(t.ts, v_thr) % 2 = 0 THEN t.source END
+			SELECT greatest(min(g.s), v_from) AS s, max(g.e) AS e
+			  FROM g
+			 GROUP BY g.wb, g.src
 		), span AS (
 			-- the length of the union of the pieces
 			SELECT sum(greatest(extract(epoch FROM p.e - greatest(p.s, p.prev_e)), 0))::float8 AS secs
 			  FROM (SELECT p1.*, max(p1.e) OVER (ORDER BY p1.s, p1.e
 			                                     ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_e
 			          FROM piece p1) p
+		), cum AS (
+			-- the completed transactions' latencies, each with how many
+			-- took at most that long
+			SELECT x.l, (sum(x.n) OVER (ORDER BY x.l))::float8 AS c, (sum(x.n) OVER ())::float8 AS total
+			  FROM (SELECT g.l, sum(g.n) AS n FROM g WHERE g.cls = 0 AND g.l IS NOT NULL GROUP BY g.l) x
+		), pct AS (
+			-- nearest rank, as percentile_disc(): the least latency whose
+			-- count reaches ceil(p * transactions)
+			SELECT min(cum.l) FILTER (WHERE cum.c >= greatest(ceil(0.5::float8 * cum.total), 1)) AS p50,
+			       min(cum.l) FILTER (WHERE cum.c >= greatest(ceil(0.9::float8 * cum.total), 1)) AS p90,
+			       min(cum.l) FILTER (WHERE cum.c >= greatest(ceil(0.99::float8 * cum.total), 1)) AS p99
+			  FROM cum
 		), st AS (
-			SELECT count(*) FILTER (WHERE t.status = 'ok') AS n,
-			       avg(t.latency_us) FILTER (WHERE t.status = 'ok')::float8 AS lat_mean,
-			       min(t.latency_us) FILTER (WHERE t.status = 'ok')::float8 AS lat_min,
-			       max(t.latency_us) FILTER (WHERE t.status = 'ok')::float8 AS lat_max,
-			       percentile_disc(ARRAY[0.5, 0.9, 0.99]::float8[]) WITHIN GROUP (ORDER BY t.latency_us)
-			           FILTER (WHERE t.status = 'ok') AS lat_p,
-			       avg(t.lag_us) FILTER (WHERE t.status = 'ok')::float8 AS lag_mean,
-			       count(*) FILTER (WHERE t.status = 'skipped') AS n_skipped,
-			       count(*) FILTER (WHERE t.status NOT IN ('ok', 'skipped')) AS n_failed
-			  FROM chronicle.app_transaction t
-			 WHERE t.run_id = p_run AND (v_from IS NULL OR t.ts > v_from)
+			-- the means as avg() takes them: the numeric sum over the count
+			SELECT coalesce(sum(g.n) FILTER (WHERE g.cls = 0), 0)::bigint AS n,
+			       (sum(g.l * g.n) FILTER (WHERE g.cls = 0)
+			        / sum(g.n) FILTER (WHERE g.cls = 0 AND g.l IS NOT NULL))::float8 AS lat_mean,
+			       min(g.l) FILTER (WHERE g.cls = 0)::float8 AS lat_min,
+			       max(g.l) FILTER (WHERE g.cls = 0)::float8 AS lat_max,
+			       (sum(g.lag_sum) FILTER (WHERE g.cls = 0) / sum(g.lag_n) FILTER (WHERE g.cls = 0))::float8 AS lag_mean,
+			       coalesce(sum(g.n) FILTER (WHERE g.cls = 1), 0)::bigint AS n_skipped,
+			       coalesce(sum(g.n) FILTER (WHERE g.cls = 2), 0)::bigint AS n_failed
+			  FROM g
 		)
 		SELECT st.n, span.secs, st.n / nullif(span.secs, 0),
 		       st.lat_mean / 1000.0,
-		       st.lat_p[1]::float8 / 1000.0, st.lat_p[2]::float8 / 1000.0, st.lat_p[3]::float8 / 1000.0,
+		       pct.p50::float8 / 1000.0, pct.p90::float8 / 1000.0, pct.p99::float8 / 1000.0,
 		       st.lat_max / 1000.0, st.lag_mean / 1000.0,
 		       st.n_skipped, st.n_failed, st.lat_min / 1000.0, 'transactions'::text
-		  FROM st, span;
+		  FROM st, span, pct;
 		RETURN;
 	END IF;
 
