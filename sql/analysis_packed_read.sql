@@ -181,9 +181,9 @@ END;
 $$;
 CREATE ROLE packed_read_viewer;
 GRANT USAGE ON SCHEMA chronicle TO packed_read_viewer;
-GRANT SELECT ON chronicle.io_history, chronicle.snapshot, chronicle.history_key TO packed_read_viewer;
+GRANT SELECT ON chronicle.io_history, chronicle._snapshot, chronicle.history_key TO packed_read_viewer;
 GRANT EXECUTE ON FUNCTION chronicle._unpack(text, timestamptz, bytea),
-	chronicle._keyframe(regclass, timestamptz, timestamptz),
+	chronicle._keyframe(regclass, timestamptz, timestamptz), chronicle._origin(),
 	chronicle._deltas(text, timestamptz, timestamptz, text[], boolean, text[], text[], text[], regclass)
 	TO packed_read_viewer;
 GRANT SELECT ON pg_temp.io_copy TO packed_read_viewer;

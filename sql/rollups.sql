@@ -89,6 +89,20 @@ INSERT INTO chronicle.buffers_history (ts, buffers_total, buffers_used, buffers_
 SELECT t, 16384, 10000 + n * 3, 6384 - n * 3, (n * 53) % 1000, n % 4, 1.5 + (n % 10) / 10.0, 1, 2, 3, 4, 5, 6
   FROM snap;
 
+-- CPU of the server's processes by type: client backends every second,
+-- the checkpointer every 10 s, walwriter without run delay (NULL); each
+-- collector start counts from zero (segment B; and a collector restarted
+-- at 10:01:30, n 180: a reset).
+INSERT INTO chronicle.os_process_cpu_history (ts, backend_type, user_ms, system_ms, run_delay_ms, read_bytes,
+                                              write_bytes, voluntary_ctxt_switches, nonvoluntary_ctxt_switches,
+                                              exited, processes, collector_started)
+SELECT t, b, r * u, r * sy, CASE WHEN b = 'walwriter' THEN NULL ELSE r * d END, 0, 0, r, 0, 0, 1,
+       CASE WHEN n < 180 THEN seg ELSE timestamptz '2021-02-03 10:01:30+00' END
+  FROM snap, (VALUES ('client backend', 37, 11, 5), ('checkpointer', 20, 30, 1), ('walwriter', 0, 10, 0)) v(b, u, sy, d),
+       LATERAL (SELECT CASE WHEN n < 130 THEN n WHEN n < 180 THEN n - 123 ELSE n - 177 END AS r0) x,
+       LATERAL (SELECT CASE WHEN b = 'checkpointer' THEN r0 / 10 ELSE r0 END AS r) y
+ WHERE b <> 'checkpointer' OR n % 10 = 0 OR t = seg OR n = 180;
+
 -- pgbench transactions: 12000 over 09:58:31 .. 10:01:30, latencies from
 -- 200 us to about 200 ms.
 INSERT INTO chronicle.run (label, started, ended) VALUES ('rollup run', '2021-02-03 09:58:30+00', '2021-02-03 10:02:30+00');
@@ -297,7 +311,15 @@ WITH raw AS (
 	       sum(checkpoints) AS checkpoints,
 	       (array_agg(buffers_dirty ORDER BY interval_end DESC))[1] AS buffers_dirty,
 	       (array_agg(mem_free_kb ORDER BY interval_end DESC))[1] AS mem_free_kb,
-	       sum(active_io * seconds) / sum(seconds) FILTER (WHERE active_io IS NOT NULL) AS active_io
+	       sum(active_io * seconds) / sum(seconds) FILTER (WHERE active_io IS NOT NULL) AS active_io,
+	       sum(postgres_cpu * seconds) / sum(seconds) FILTER (WHERE postgres_cpu IS NOT NULL) AS postgres_cpu,
+	       sum(client_cpu * seconds) / sum(seconds) FILTER (WHERE client_cpu IS NOT NULL) AS client_cpu,
+	       sum(checkpointer_cpu * seconds) / sum(seconds) FILTER (WHERE checkpointer_cpu IS NOT NULL) AS ckpt_cpu,
+	       sum(walwriter_cpu * seconds) / sum(seconds) FILTER (WHERE walwriter_cpu IS NOT NULL) AS walw_cpu,
+	       sum(postgres_cpu_wait * seconds) / sum(seconds) FILTER (WHERE postgres_cpu_wait IS NOT NULL) AS cpu_wait,
+	       sum(client_cpu_wait * seconds) / sum(seconds) FILTER (WHERE client_cpu_wait IS NOT NULL) AS client_wait,
+	       sum((cpu_by_backend -> 'client backend' ->> 'user')::float8 * seconds) / sum(seconds)
+	           FILTER (WHERE cpu_by_backend IS NOT NULL) AS client_user
 	  FROM raw GROUP BY m
 )
 SELECT to_char(t.interval_start, 'HH24:MI') AS minute, t.seconds = a.seconds AS seconds,
@@ -307,10 +329,36 @@ SELECT to_char(t.interval_start, 'HH24:MI') AS minute, t.seconds = a.seconds AS 
        round(t.wal_bytes_per_s::numeric, 6) = round(a.wal_bytes_per_s::numeric, 6) AS wal,
        t.checkpoints = a.checkpoints AS checkpoints, t.buffers_dirty = a.buffers_dirty AS buffers,
        t.mem_free_kb = a.mem_free_kb AS memory,
-       round(t.active_io::numeric, 6) = round(a.active_io::numeric, 6) AS active_io, t.top_waits, t.tps
+       round(t.active_io::numeric, 6) = round(a.active_io::numeric, 6) AS active_io,
+       round(t.postgres_cpu::numeric, 9) = round(a.postgres_cpu::numeric, 9)
+       AND round(t.client_cpu::numeric, 9) = round(a.client_cpu::numeric, 9)
+       AND round(t.checkpointer_cpu::numeric, 9) = round(a.ckpt_cpu::numeric, 9)
+       AND round(t.walwriter_cpu::numeric, 9) = round(a.walw_cpu::numeric, 9)
+       AND round(t.postgres_cpu_wait::numeric, 9) = round(a.cpu_wait::numeric, 9)
+       AND round(t.client_cpu_wait::numeric, 9) = round(a.client_wait::numeric, 9)
+       AND round((t.cpu_by_backend -> 'client backend' ->> 'user')::numeric, 9) = round(a.client_user::numeric, 9)
+       AS process_cpu, t.top_waits, t.tps
   FROM chronicle.timeline('2021-02-03 09:58', '2021-02-03 10:03', detail => true, resolution => 'minute') t
   JOIN agg a ON a.m = t.interval_start
  ORDER BY 1;
+-- The CPU of the server's processes over the window (CPU seconds, the raw
+-- rows) against the history's own differences: client backends 48 ms a
+-- step, 110 steps in segment A, 49 in B before the collector's restart
+-- and 60 after it (the interval of the restart is a reset, NULL, left
+-- out): 10.512 s, 1.095 s of it waiting (5 ms a step); the checkpointer 50
+-- ms every 10 steps, 11 + 4 + 6 times: 1.05 s, waiting 0.021 s; walwriter
+-- 10 ms a step, 219 steps: 2.19 s, no run delay (NULL: not in the
+-- waits).  All of them: 13.752 s, waiting 1.116 s.  (The minutes agree
+-- with these rows above.)
+SELECT round(sum(postgres_cpu * seconds)::numeric, 6) AS postgres,
+       round(sum(client_cpu * seconds)::numeric, 6) AS client,
+       round(sum(checkpointer_cpu * seconds)::numeric, 6) AS checkpointer,
+       round(sum(walwriter_cpu * seconds)::numeric, 6) AS walwriter,
+       round(sum(bgwriter_cpu * seconds + autovacuum_cpu * seconds)::numeric, 6) AS others,
+       round(sum(postgres_cpu_wait * seconds)::numeric, 6) AS postgres_wait,
+       round(sum(client_cpu_wait * seconds)::numeric, 6) AS client_wait,
+       count(*) FILTER (WHERE postgres_cpu IS NULL) AS resets
+  FROM chronicle.timeline('2021-02-03 09:58', '2021-02-03 10:03', resolution => 'raw');
 -- The raw timeline of the same window is the one without the argument.
 SELECT count(*) AS differences FROM (
 	(SELECT * FROM chronicle.timeline('2021-02-03 09:58', '2021-02-03 10:03', detail => true)

@@ -32,6 +32,7 @@
 
 #include "deltas_int.h"
 #include "history.h"
+#include "pg_chronicle.h"
 #include "source.h"
 
 #define ROWS_PER_FETCH	10000
@@ -184,7 +185,8 @@ packed_read(Engine *e, const ReadSpec *rs)
 	}
 	if (src == NULL)
 		return NULL;
-	history = get_relname_relid("history", nsp);
+	/* an imported origin's history is archive_history's (05_origin.sql) */
+	history = get_relname_relid(chronicle_origin == 0 ? "history" : "archive_history", nsp);
 	if (!OidIsValid(history) ||
 		pg_class_aclcheck(history, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
 		return NULL;
@@ -312,9 +314,9 @@ read_snapshots(TimestampTz from_ts, TimestampTz to_ts, int *nsnaps)
 	Snap	   *snaps;
 	int			ret;
 
-	ret = SPI_execute_with_args("SELECT sn.ts, sn.segment FROM chronicle.snapshot sn"
+	ret = SPI_execute_with_args("SELECT sn.ts, sn.segment FROM chronicle._snapshot sn"
 								" WHERE sn.ts <= $2 AND sn.ts >= coalesce("
-								"   (SELECT max(s2.ts) FROM chronicle.snapshot s2 WHERE s2.ts <= $1), $1)"
+								"   (SELECT max(s2.ts) FROM chronicle._snapshot s2 WHERE s2.ts <= $1), $1)"
 								" ORDER BY sn.ts",
 								2, types, args, NULL, true, 0);
 	if (ret != SPI_OK_SELECT)
@@ -382,7 +384,7 @@ find_born_after(Snap *snaps, int nsnaps, const char *tq, TimestampTz to_ts)
 
 	initStringInfo(&q);
 	appendStringInfo(&q,
-					 "SELECT sn.ts FROM chronicle.snapshot sn"
+					 "SELECT sn.ts FROM chronicle._snapshot sn"
 					 " WHERE sn.segment = $1 AND sn.ts >= $1 AND sn.ts <= $2 AND sn.keyframe"
 					 " AND EXISTS (SELECT FROM %s h WHERE h.ts = sn.ts)"
 					 " ORDER BY sn.ts LIMIT 1", tq);
@@ -542,7 +544,7 @@ ends_keyframes(EndsWindow *w, Oid tbl)
 	w->nk = 0;
 	w->kts = palloc(sizeof(TimestampTz) * maxk);
 	w->kseg = palloc(sizeof(int) * maxk);
-	plan = SPI_prepare("SELECT sn.ts FROM chronicle.snapshot sn"
+	plan = SPI_prepare("SELECT sn.ts FROM chronicle._snapshot sn"
 					   " WHERE sn.segment = $1 AND sn.keyframe AND sn.ts >= $2 AND sn.ts <= $3"
 					   " ORDER BY sn.ts", 3, types);
 	if (plan == NULL)
@@ -779,9 +781,19 @@ rows_query(StringInfo q, Engine *e, const ReadSpec *rs, PackedRead *pk,
 	{
 		const char *col = quote_identifier(pk->src->name);
 
-		appendStringInfo(q, "SELECT h.ts, h.%s FROM %s.history h"
-						 " WHERE h.ts >= $1 AND h.ts <= $2 AND h.%s IS NOT NULL ORDER BY h.ts",
-						 col, quote_identifier(rs->nspname), col);
+		/*
+		 * The origin read (05_origin.sql): this server's partitioned history
+		 * by its primary key on ts, or an imported origin's by (origin, ts).
+		 */
+		if (chronicle_origin == 0)
+			appendStringInfo(q, "SELECT h.ts, h.%s FROM %s.history h"
+							 " WHERE h.ts >= $1 AND h.ts <= $2 AND h.%s IS NOT NULL ORDER BY h.ts",
+							 col, quote_identifier(rs->nspname), col);
+		else
+			appendStringInfo(q, "SELECT h.ts, h.%s FROM %s.archive_history h"
+							 " WHERE h.origin = %d AND h.ts >= $1 AND h.ts <= $2 AND h.%s IS NOT NULL"
+							 " ORDER BY h.ts",
+							 col, quote_identifier(rs->nspname), chronicle_origin, col);
 		qa->nargs = 2;			/* the filters are applied to decoded rows */
 		qa->nulls[qa->nargs] = '\0';
 	}

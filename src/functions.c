@@ -45,6 +45,7 @@ PG_FUNCTION_INFO_V1(chronicle_stop);
 PG_FUNCTION_INFO_V1(chronicle_retention_interval);
 PG_FUNCTION_INFO_V1(chronicle_rollup_retention_interval);
 PG_FUNCTION_INFO_V1(chronicle_server);
+PG_FUNCTION_INFO_V1(chronicle_origin_now);
 
 /*
  * chronicle.snapshot(): one snapshot from SQL, through the same code path
@@ -149,6 +150,18 @@ chronicle_server(PG_FUNCTION_ARGS)
 	values[0] = Int64GetDatum((int64) GetSystemIdentifier());
 	values[1] = CStringGetTextDatum(chronicle_server_name_now());
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}
+
+/*
+ * chronicle._origin(): the origin the analysis reads now, chronicle.origin
+ * (docs/storage.md, "Origins").  A function, not current_setting(), so that
+ * the library that defines the setting is loaded and the value is an
+ * integer whatever a session wrote before loading it.
+ */
+Datum
+chronicle_origin_now(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT32(chronicle_origin);
 }
 
 static int

@@ -46,6 +46,7 @@ char	   *chronicle_server_name = NULL;
 int			chronicle_retention = 7 * 24 * 60;	/* minutes */
 int			chronicle_rollup_retention = 90 * 24 * 60;	/* minutes */
 int			chronicle_keyframe_interval = 3600; /* seconds */
+int			chronicle_origin = 0;	/* the origin the analysis reads; 0: local */
 bool		chronicle_source_enabled[CHRONICLE_MAX_SOURCES];
 char	   *chronicle_debug_fail_source = NULL;
 int			chronicle_debug_housekeeping_ms = 0;
@@ -284,6 +285,15 @@ define_settings(void)
 							   "",
 							   PGC_SIGHUP, 0,
 							   NULL, NULL, NULL);
+	DefineCustomIntVariable("chronicle.origin",
+							"The origin whose history the analysis functions read: 0 is this server.",
+							"Imported runs (pg-chronicle import) keep the server they were "
+							"recorded on, an id of chronicle.origin.  The functions that take "
+							"a run read its origin whatever this says.",
+							&chronicle_origin,
+							0, 0, INT_MAX,
+							PGC_USERSET, 0,
+							NULL, NULL, NULL);
 	DefineCustomIntVariable("chronicle.retention",
 							"How long history is kept; older daily partitions are dropped.",
 							"0 keeps history forever.",

@@ -24,6 +24,7 @@ extern char *chronicle_server_name;
 extern int	chronicle_retention;
 extern int	chronicle_rollup_retention;
 extern int	chronicle_keyframe_interval;
+extern int	chronicle_origin;
 extern bool chronicle_source_enabled[CHRONICLE_MAX_SOURCES];
 extern char *chronicle_debug_fail_source;
 extern int	chronicle_debug_housekeeping_ms;

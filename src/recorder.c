@@ -68,6 +68,12 @@ static const struct
 	/* the recorder's queries take one process, never the workload's cores */
 	{"max_parallel_workers_per_gather", "0"},
 	{"jit", "off"},
+	/*
+	 * this server's history: a database's or role's chronicle.origin
+	 * (ALTER DATABASE ... SET) must not turn the recorder's reads of the
+	 * history (rollups, run_end) to an imported origin (05_origin.sql)
+	 */
+	{"chronicle.origin", "0"},
 
 	/*
 	 * The recorder's own statements (its INSERTs, catalog look-ups and the

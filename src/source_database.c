@@ -5,13 +5,8 @@
  *		(datid 0) the view also shows.
  *
  * TPS comes from here (xact_commit, xact_rollback).  The databases are
- * listed from pg_database, as the view does, but not on every snapshot:
- * scanning pg_database is itself counted in the shared-objects row (blks_hit,
- * tup_returned of datid 0), so a scan a second made the collector write
- * that row every second, on an idle server too.  The list is kept and read
- * again only when a syscache invalidation says pg_database changed
- * (CREATE/DROP/ALTER DATABASE), which the worker receives at the start of
- * each snapshot's transaction.  numbackends is a gauge of
+ * listed from pg_database, as the view does, but not on every snapshot
+ * (databases.c says why).  numbackends is a gauge of
  * backend status, not a counter: the wait sampler records sessions, so it
  * is left out.  parallel_workers_* exist since PostgreSQL 18.
  *
@@ -21,20 +16,13 @@
  */
 #include "postgres.h"
 
-#include "access/genam.h"
-#include "access/htup_details.h"
-#include "access/table.h"
 #include "access/xlog.h"
-#include "catalog/pg_database.h"
 #include "catalog/pg_type.h"
 #include "pgstat.h"
 #include "utils/builtins.h"
-#include "utils/inval.h"
-#include "utils/memutils.h"
-#include "utils/rel.h"
-#include "utils/syscache.h"
 #include "utils/timestamp.h"
 
+#include "databases.h"
 #include "source.h"
 
 #define DB_COLUMNS(C) \
@@ -130,92 +118,18 @@ emit_database(ChronicleEmitter *emitter, Oid datid, const char *datname)
 	chronicle_emit_row(emitter, values, nulls);
 }
 
-/* The databases, as last read from pg_database. */
-typedef struct DatabaseEntry
-{
-	Oid			oid;
-	NameData	name;
-} DatabaseEntry;
-
-static DatabaseEntry *databases = NULL;
-static int	ndatabases = 0;
-static bool databases_valid = false;
-static bool callback_registered = false;
-
-/* Bumped by every invalidation of pg_database, whenever it arrives. */
-static uint64 databases_invalidations = 0;
-
-static void
-databases_invalidate(Datum arg, int cacheid, uint32 hashvalue)
-{
-	databases_valid = false;
-	databases_invalidations++;
-}
-
-/*
- * Read the list again.  It becomes valid only once the scan finished
- * without an invalidation arriving meanwhile: a scan that fails (a cancel,
- * an error) leaves it invalid, so the next snapshot reads it again rather
- * than trusting an old or empty list until pg_database changes next.
- */
-static void
-databases_read(void)
-{
-	Relation	rel;
-	SysScanDesc scan;
-	HeapTuple	tup;
-	int			max = 16;
-	DatabaseEntry *list;
-	int			n = 0;
-	uint64		invalidations;
-
-	if (!callback_registered)
-	{
-		CacheRegisterSyscacheCallback(DATABASEOID, databases_invalidate, (Datum) 0);
-		callback_registered = true;
-	}
-
-	/* Built in the snapshot's memory, kept only when complete. */
-	list = palloc(sizeof(DatabaseEntry) * max);
-	rel = table_open(DatabaseRelationId, AccessShareLock);
-	invalidations = databases_invalidations;
-	scan = systable_beginscan(rel, InvalidOid, false, NULL, 0, NULL);
-	while (HeapTupleIsValid(tup = systable_getnext(scan)))
-	{
-		Form_pg_database db = (Form_pg_database) GETSTRUCT(tup);
-
-		if (n == max)
-		{
-			max *= 2;
-			list = repalloc(list, sizeof(DatabaseEntry) * max);
-		}
-		list[n].oid = db->oid;
-		list[n].name = db->datname;
-		n++;
-	}
-	systable_endscan(scan);
-	table_close(rel, AccessShareLock);
-
-	if (databases)
-		pfree(databases);
-	databases = MemoryContextAlloc(TopMemoryContext,
-								   sizeof(DatabaseEntry) * Max(n, 1));
-	memcpy(databases, list, sizeof(DatabaseEntry) * n);
-	ndatabases = n;
-	pfree(list);
-	databases_valid = (databases_invalidations == invalidations);
-}
-
 static void
 database_collect(ChronicleEmitter *emitter)
 {
+	const ChronicleDatabase *dbs;
+	int			n;
+
 	/* Shared objects, as the view's row with datid 0. */
 	emit_database(emitter, InvalidOid, NULL);
 
-	if (!databases_valid)
-		databases_read();
-	for (int i = 0; i < ndatabases; i++)
-		emit_database(emitter, databases[i].oid, NameStr(databases[i].name));
+	dbs = chronicle_databases(&n, NULL);
+	for (int i = 0; i < n; i++)
+		emit_database(emitter, dbs[i].oid, NameStr(dbs[i].name));
 }
 
 static const ChronicleAnalysis database_analysis = {

@@ -96,7 +96,6 @@
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "access/xact.h"
-#include "catalog/pg_database.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
@@ -108,14 +107,13 @@
 #include "tcop/tcopprot.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
-#include "utils/inval.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
-#include "utils/syscache.h"
 #include "utils/timestamp.h"
 #include "utils/varlena.h"
 
 #include "bgworker.h"
+#include "databases.h"
 #include "recorder.h"
 #include "shared.h"
 #include "source.h"
@@ -242,9 +240,7 @@ typedef struct RelDatabase
 static MemoryContext rel_cxt = NULL;
 static RelDatabase *databases = NULL;
 static int	ndatabases = 0;
-static bool databases_valid = false;
-static bool callback_registered = false;
-static uint64 databases_invalidations = 0;
+static uint64 databases_gen = 0;	/* of databases.c's list matched up */
 
 /* The round: databases still to read, in order, and when it started. */
 static Oid *round_oids = NULL;
@@ -296,13 +292,6 @@ relations_define_settings(void)
  * ----------------------------------------------------------------
  */
 
-static void
-databases_invalidate(Datum arg, int cacheid, uint32 hashvalue)
-{
-	databases_valid = false;
-	databases_invalidations++;
-}
-
 /* The state of database oid, or NULL. */
 static RelDatabase *
 find_database(Oid oid)
@@ -314,63 +303,37 @@ find_database(Oid oid)
 }
 
 /*
- * Read the databases that allow connections (templates and databases
- * half-dropped aside) from pg_database again, keeping what is known of
- * those still there.  Valid once a scan finished without an invalidation
- * meanwhile (as source_database.c).
+ * Match what is kept of each database up with the list of databases.c
+ * after it was read again: the connectable ones (templates and databases
+ * half-dropped aside), keeping the state and rows of those still there;
+ * the rows of those gone go with them.  No catalog access here: nothing
+ * between building the new list and swapping it in can fail but memory.
  */
 static void
-databases_read(void)
+databases_sync(const ChronicleDatabase *dbs, int ndbs)
 {
-	Relation	rel;
-	SysScanDesc scan;
-	HeapTuple	tup;
-	int			max = 16;
-	int			n = 0;
 	RelDatabase *list;
-	uint64		invalidations;
+	int			n = 0;
 
-	if (!callback_registered)
+	list = MemoryContextAllocZero(rel_cxt, sizeof(RelDatabase) * Max(ndbs, 1));
+	for (int i = 0; i < ndbs; i++)
 	{
-		CacheRegisterSyscacheCallback(DATABASEOID, databases_invalidate, (Datum) 0);
-		callback_registered = true;
-	}
-
-	list = MemoryContextAllocZero(rel_cxt, sizeof(RelDatabase) * max);
-	invalidations = databases_invalidations;
-	rel = table_open(DatabaseRelationId, AccessShareLock);
-	scan = systable_beginscan(rel, InvalidOid, false, NULL, 0, NULL);
-	while (HeapTupleIsValid(tup = systable_getnext(scan)))
-	{
-		Form_pg_database db = (Form_pg_database) GETSTRUCT(tup);
 		RelDatabase *old;
 
-		if (!db->datallowconn || db->datistemplate ||
-			db->datconnlimit == DATCONNLIMIT_INVALID_DB)
+		if (!dbs[i].connectable)
 			continue;
-		if (n == max)
-		{
-			max *= 2;
-			list = repalloc(list, sizeof(RelDatabase) * max);
-		}
-		old = find_database(db->oid);
+		old = find_database(dbs[i].oid);
 		if (old != NULL)
 		{
 			list[n] = *old;
 			old->rows = NULL;	/* moved */
 		}
 		else
-		{
-			memset(&list[n], 0, sizeof(RelDatabase));
-			list[n].oid = db->oid;
-		}
-		list[n].name = db->datname;
+			list[n].oid = dbs[i].oid;
+		list[n].name = dbs[i].name;
 		n++;
 	}
-	systable_endscan(scan);
-	table_close(rel, AccessShareLock);
 
-	/* the databases gone: their rows go with them */
 	for (int i = 0; i < ndatabases; i++)
 		if (databases[i].rows != NULL)
 			pfree(databases[i].rows);
@@ -378,7 +341,6 @@ databases_read(void)
 		pfree(databases);
 	databases = list;
 	ndatabases = n;
-	databases_valid = (databases_invalidations == invalidations);
 }
 
 /* Is database name one of chronicle.relations_databases? */
@@ -719,6 +681,9 @@ static void
 relations_collect(ChronicleEmitter *emitter)
 {
 	TimestampTz now = GetCurrentTimestamp();
+	const ChronicleDatabase *dbs;
+	int			ndbs;
+	uint64		gen;
 
 	if (!is_collector())
 		return;
@@ -726,8 +691,12 @@ relations_collect(ChronicleEmitter *emitter)
 		rel_cxt = AllocSetContextCreate(TopMemoryContext,
 										"pg_chronicle relations",
 										ALLOCSET_SMALL_SIZES);
-	if (!databases_valid)
-		databases_read();
+	dbs = chronicle_databases(&ndbs, &gen);
+	if (databases == NULL || gen != databases_gen)
+	{
+		databases_sync(dbs, ndbs);
+		databases_gen = gen;
+	}
 
 	if (!reader_poll(now))
 	{

@@ -8,7 +8,9 @@
 #      "# one_version:" against the last server only),
 #   4. the Python client (client/) with pytest against a server it starts,
 #      in a venv under ~/.cache/pg_chronicle/venv-client (pip from PyPI);
-#      the tests marked one_version against the last server only.
+#      the tests marked one_version against the last server only, with
+#      PG_CHRONICLE_OTHER_PG_CONFIG naming the other server's pg_config
+#      (run archives across versions; skipped with one server).
 # Ends with "N passed, N failed, N skipped" and exits non-zero on any failure.
 #
 #   tools/test.sh                       PostgreSQL 17 and 18, provisioned
@@ -212,8 +214,12 @@ for cfg in "${configs[@]}"; do
 				# the tests whose checks do not depend on the server's version
 				# (one_version: lint, recipes, pages in a browser) against
 				# the last server only
+				# (PG_CHRONICLE_OTHER_PG_CONFIG: the other version, built and
+				# installed above, for what crosses versions: run archives)
 				if [ "$cfg" = "${configs[-1]}" ]; then
-					run_client "$cfg" >"$out" 2>&1
+					PG_CHRONICLE_OTHER_PG_CONFIG=${PG_CHRONICLE_OTHER_PG_CONFIG:-$(
+						[ ${#configs[@]} -gt 1 ] && echo "${configs[0]}")} \
+						run_client "$cfg" >"$out" 2>&1
 				else
 					run_client "$cfg" -m "not one_version" >"$out" 2>&1
 				fi

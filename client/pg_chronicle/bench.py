@@ -359,6 +359,10 @@ def main(conninfo: str | None, args: argparse.Namespace, pgbench_args: list[str]
         for k, v in args.meta:
             meta[k] = v
         meta.update(extra_meta or {})
+    archive_dir: pathlib.Path | None = getattr(args, "archive", None)
+    archives = [archive_path(archive_dir, lab) for lab in labels] if archive_dir is not None else []
+    for a in archives:           # every archive's place checked before the first run
+        _archive_place(a)
     keep: list[pathlib.Path | None] = [None] * len(labels)
     if args.keep_logs is not None:
         keep = [args.keep_logs / str(k) for k in range(1, len(labels) + 1)] \
@@ -377,6 +381,10 @@ def main(conninfo: str | None, args: argparse.Namespace, pgbench_args: list[str]
             with connect(conninfo) as conn:
                 rc = _run(conn, run_label, meta, pgbench, pgbench_args, env, logdir,
                           getattr(args, "warmup", None))
+            # the run has ended (also after a Ctrl-C or a failed pgbench):
+            # its archive, so that the cluster can be thrown away
+            if archives:
+                write_archive(conninfo, run_label, archives[i])
         except ClientError as exc:
             if exc.exit_code != EXIT_INTERRUPTED or recorded == 0:
                 raise
@@ -401,6 +409,36 @@ def main(conninfo: str | None, args: argparse.Namespace, pgbench_args: list[str]
         path = write_checked(conninfo, label, args.vs, None, None, args.report)
         echo(f"report: {path}")
     return rc
+
+
+def archive_path(folder: pathlib.Path, label: str) -> pathlib.Path:
+    """Where bench --archive writes a run's archive: FOLDER/LABEL.pgca, the
+    characters of LABEL other than letters, digits and -_.= as _."""
+    safe = "".join(ch if ch.isalnum() or ch in "-_.=" else "_" for ch in label)
+    return folder / f"{safe}.pgca"
+
+
+def _archive_place(path: pathlib.Path) -> None:
+    """The folder of an archive made (with its parents) and writable, the
+    file not there yet: never an earlier run's archive overwritten."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ClientError(f"cannot create the archive folder {path.parent}: {exc.strerror}") from exc
+    if not os.access(path.parent, os.W_OK):
+        raise ClientError(f"the archive folder {path.parent} is not writable")
+    if path.exists():
+        raise ClientError(f"{path} exists already: choose another label or --archive folder")
+
+
+def write_archive(conninfo: str | None, label: str, path: pathlib.Path) -> None:
+    """The ended run's archive (pg-chronicle export), from a session of its
+    own (the export sets the session's TimeZone and DateStyle)."""
+    from pg_chronicle import archive
+    with connect(conninfo) as conn:
+        man = archive.export_run(conn, label, path)
+    echo(f"pg-chronicle: run {label} archived: {path} (archive {man['archive_id']})",
+         file=sys.stderr, flush=True)
 
 
 def set_warmup(conn: psycopg.Connection[Any], label: str, seconds: float) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import pathlib
 import sys
 from collections.abc import Sequence
@@ -63,6 +64,9 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--warmup", type=_seconds, metavar="SECONDS", default=None,
                    help="leave the run's first SECONDS out of every analysis of it (the "
                         "summary, report and comparisons; the charts show them shaded)")
+    b.add_argument("--archive", type=pathlib.Path, metavar="DIR", default=_archive_default(),
+                   help="write each run's archive (pg-chronicle export) into DIR/LABEL.pgca when "
+                        "it ends (default: $PG_CHRONICLE_ARCHIVE_DIR, else none)")
     b.add_argument("--keep-logs", type=pathlib.Path, metavar="DIR",
                    help="write pgbench's logs into DIR (with --trials: DIR/1, DIR/2, ...) "
                         "and keep them (default: a temporary folder, removed)")
@@ -124,6 +128,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="pgbench to run (default: $PGBENCH, else pgbench in PATH)")
     s.add_argument("--warmup", type=_seconds, metavar="SECONDS", default=None,
                    help="leave every run's first SECONDS out of its numbers")
+    s.add_argument("--archive", type=pathlib.Path, metavar="DIR", default=_archive_default(),
+                   help="write each run's archive into DIR/LABEL.pgca when it ends (default: "
+                        "$PG_CHRONICLE_ARCHIVE_DIR, else none)")
 
     wu = sub.add_parser("warmup", parents=[common],
                         help="set how much of a run's start every analysis leaves out",
@@ -143,6 +150,24 @@ def _parser() -> argparse.ArgumentParser:
     sr.add_argument("-o", "--output", type=pathlib.Path, metavar="DIR",
                     help="output folder (default: ./sweep-NAME)")
 
+    ex = sub.add_parser("export", parents=[common], help="write a run's archive (a file)",
+                        description="Writes everything the analysis and report of RUN read (its "
+                                    "window of every source's history, snapshots, pgbench rows, "
+                                    "metrics, marks, statement texts, settings, environment and the "
+                                    "server's identity) into FILE, a compressed, versioned archive "
+                                    "that pg-chronicle import reads into any database with the "
+                                    "extension.")
+    ex.add_argument("run", metavar="RUN")
+    ex.add_argument("-o", "--output", type=pathlib.Path, metavar="FILE", required=True)
+
+    im = sub.add_parser("import", parents=[common], help="import run archives",
+                        description="Imports each FILE (pg-chronicle export) in a transaction of "
+                                    "its own: the run keeps the server it was recorded on.  The "
+                                    "same archive twice is one run.")
+    im.add_argument("files", metavar="FILE", nargs="+", type=pathlib.Path)
+    im.add_argument("--rename", metavar="LABEL",
+                    help="import the run under this label (one FILE only)")
+
     m = sub.add_parser("mark", parents=[common], help="record an event, drawn on every time chart",
                        description="Records EVENT (chronicle.mark) now, or at --at; prints the "
                                    "mark's id and time.  The report draws it on every time chart "
@@ -150,6 +175,13 @@ def _parser() -> argparse.ArgumentParser:
     m.add_argument("event", metavar="EVENT", help="what happened, e.g. 'COPY started'")
     m.add_argument("--at", metavar="TS", help="when it happened (timestamp; default: now)")
     return p
+
+
+def _archive_default() -> pathlib.Path | None:
+    """Where bench and sweep write each run's archive unless --archive says:
+    $PG_CHRONICLE_ARCHIVE_DIR (empty or unset: nowhere)."""
+    d = os.environ.get("PG_CHRONICLE_ARCHIVE_DIR")
+    return pathlib.Path(d) if d else None
 
 
 def _split_pgbench(argv: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -233,6 +265,21 @@ def main(argv: Sequence[str] | None = None) -> int:
                 row = db.query(conn, "SELECT mark_id, ts FROM chronicle.mark(%s, %s::timestamptz)",
                                (args.event, args.at))[0]
             echo(f"mark {row['mark_id']} at {row['ts'].isoformat()}")
+            return 0
+        if args.command == "export":
+            from pg_chronicle import archive
+            with connect(conninfo) as conn:
+                man = archive.export_run(conn, args.run, args.output)
+            echo(f"{args.output}: run {args.run}, archive {man['archive_id']}")
+            return 0
+        if args.command == "import":
+            from pg_chronicle import archive
+            if args.rename is not None and len(args.files) != 1:
+                raise ClientError("--rename renames one run: give one FILE")
+            with connect(conninfo) as conn:
+                for f in args.files:
+                    label, new = archive.import_archive(conn, f, args.rename)
+                    echo(f"{f}: run {label}" + ("" if new else " (imported already: nothing done)"))
             return 0
         if args.command == "warmup":
             from pg_chronicle import bench

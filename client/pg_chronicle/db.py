@@ -155,7 +155,9 @@ def run_window(conn: psycopg.Connection[Any], run: str,
         conn,
         "SELECT w.run_from, w.run_to, "
         "       greatest(w.run_from, coalesce(%(f)s::timestamptz, w.run_from)) AS f, "
-        "       least(w.run_to, coalesce(%(t)s::timestamptz, w.run_to)) AS t "
+        "       least(w.run_to, coalesce(%(t)s::timestamptz, w.run_to)) AS t, "
+        "       (SELECT coalesce((to_jsonb(r) ->> 'origin')::int, 0) FROM chronicle.run r "
+        "         WHERE r.label = %(run)s) AS origin "
         "  FROM chronicle.run_window(%(run)s) w",
         {"run": run, "f": from_ts, "t": to_ts})
     assert row is not None
@@ -169,11 +171,28 @@ def run_window(conn: psycopg.Connection[Any], run: str,
         raise ClientError(
             f'the window ({f}, {t}] is empty: run "{run}" spans '
             f"({row['run_from']}, {row['run_to']}]")
+    # the snapshots of the run's server: this one's, or those imported with it
     n = query_one(conn,
-                  "SELECT count(*) AS n FROM chronicle.snapshot s WHERE s.ts > %s AND s.ts <= %s",
-                  (f, t))
+                  "SELECT count(*) AS n FROM chronicle.snapshot s WHERE s.ts > %s AND s.ts <= %s"
+                  if row["origin"] == 0 else
+                  "SELECT count(*) AS n FROM chronicle.archive_snapshot s"
+                  " WHERE s.origin = %s AND s.ts > %s AND s.ts <= %s",
+                  (f, t) if row["origin"] == 0 else (row["origin"], f, t))
     if n is None or n["n"] == 0:
         raise ClientError(
             f'no snapshot was recorded in the window ({f}, {t}] of run "{run}": nothing to show'
             " (is the collector running? see chronicle.status())")
     return f, t
+
+
+def read_origin(conn: psycopg.Connection[Any], origin: int) -> None:
+    """Makes conn's session read the history of origin (the setting
+    chronicle.origin; docs/storage.md, "Origins") until it is set again:
+    the functions of a time window (timeline(), io_deltas(), marks(), ...)
+    read the server that chronicle.origin names, this one (0) unless set,
+    whereas those of a run read the run's.  Nothing is sent when the session
+    reads origin already, so an extension older than origins, which has no
+    such setting, is never asked about this server's (0)."""
+    query(conn, "SELECT set_config('chronicle.origin', %(o)s, false)"
+                " WHERE coalesce(current_setting('chronicle.origin', true), '0') <> %(o)s",
+          {"o": str(origin)})

@@ -30,6 +30,7 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
+from pg_chronicle import db
 from pg_chronicle.model import Cell, Chart, Mark, Panel, Series, Table, Value
 
 Conn = psycopg.Connection[Any]
@@ -61,6 +62,13 @@ class Window:
     # (chronicle.run_set_warmup), which the time charts show shaded from
     # from_ts; from_ts when there is none
     steady_from: datetime | None = None
+    # the server the run was recorded on (chronicle.run.origin): 0, this
+    # one, or an imported one; every query of the window reads its history
+    # (use())
+    origin: int = 0
+    # its name and system identifier (chronicle.server(), or the origin's)
+    server_name: str | None = None
+    system_identifier: int | None = None
 
     @property
     def summary_from(self) -> datetime:
@@ -137,7 +145,8 @@ def window(conn: Conn, run: str, from_ts: datetime | None = None,
         SELECT r.run_id, r.label, r.started, r.ended, r.server_version, r.meta, r.settings,
                w.run_from, w.run_to,
                to_jsonb(r) -> 'environment' AS environment,
-               coalesce(to_jsonb(r) ->> 'warmup', '0')::interval AS warmup
+               coalesce(to_jsonb(r) ->> 'warmup', '0')::interval AS warmup,
+               coalesce((to_jsonb(r) ->> 'origin')::int, 0) AS origin
           FROM chronicle.run_window(%s) w, chronicle.run r
          WHERE r.label = %s""", (run, run))[0]
     f = from_ts if from_ts is not None else r["run_from"]
@@ -152,12 +161,26 @@ def window(conn: Conn, run: str, from_ts: datetime | None = None,
         steady, f = r["run_from"], r["run_from"] - r["warmup"]
     w = Window(run=run, run_id=r["run_id"], from_ts=f, to_ts=t, started=r["started"],
                ended=r["ended"], server_version=r["server_version"], meta=r["meta"] or {},
-               settings=r["settings"] or {}, environment=env, steady_from=steady)
+               settings=r["settings"] or {}, environment=env, steady_from=steady, origin=r["origin"])
+    ident = (_rows(conn, "SELECT o.server_name AS name, o.system_identifier FROM chronicle.origin o"
+                         " WHERE o.origin_id = %s", (w.origin,)) if w.origin != 0 else
+             _rows(conn, "SELECT s.name, s.system_identifier FROM chronicle.server() s")
+             if _has_function(conn, "chronicle.server") else [])
+    if ident:
+        w.server_name, w.system_identifier = ident[0]["name"], ident[0]["system_identifier"]
+    use(conn, w)
     for iv in _rows(conn, "SELECT interval_start, interval_end FROM chronicle.intervals(%s, %s)",
                     (w.from_ts, w.to_ts)):
         w.starts.append(iv["interval_start"])
         w.ends.append(iv["interval_end"])
     return w
+
+
+def use(conn: Conn, w: Window) -> None:
+    """Makes conn read the history of w's server (db.read_origin): before
+    any query of the window on a session, since another window's (report
+    --vs of runs from two servers) may have been read on it before."""
+    db.read_origin(conn, w.origin)
 
 
 def headline(conn: Conn, w: Window) -> list[Row]:
@@ -876,17 +899,18 @@ def _short(q: str | None, n: int = 160) -> str:
 # two runs' histograms share their bins)
 BINS_PER_DECADE = 40
 
+# (run, bins, (p50 ms, p99 ms)) of one run
+Distribution = tuple[str, list[Row], tuple[float | None, float | None]]
 
-def latency_distribution(conn: Conn, w: Window) -> Panel:
-    """Histogram and CDF of the pgbench transaction latencies of the window,
-    log-spaced bins (chronicle.app_transaction), p50 and p99 marked."""
-    rows = latency_bins(conn, w)
-    if not rows:
+
+def latency_panel(w: Window, data: Distribution) -> Panel:
+    """Histogram and CDF of the pgbench transaction latencies of the window
+    (latency_data()), log-spaced bins, p50 and p99 marked."""
+    if not data[1]:
         return _panel("latency", "Latency distribution",
                       "Histogram and CDF of the pgbench transaction latencies.",
                       empty="No pgbench per-transaction log in this run: no latency distribution.")
-    return _panel("latency", "Latency distribution", LATENCY_ABOUT,
-                  distribution_charts([(w.run, rows, latency_percentiles(conn, w))]))
+    return _panel("latency", "Latency distribution", LATENCY_ABOUT, distribution_charts([data]))
 
 
 LATENCY_ABOUT = ("Every pgbench transaction of the window (chronicle.app_transaction), in "
@@ -896,13 +920,9 @@ LATENCY_ABOUT = ("Every pgbench transaction of the window (chronicle.app_transac
                  "from the fastest bin to the slowest. Vertical lines: each run's p50 (dashed) and "
                  "p99 (solid), the nearest-rank percentiles of the window's transactions.")
 
-# (run, bins, (p50 ms, p99 ms)) of one run
-Distribution = tuple[str, list[Row], tuple[float | None, float | None]]
-
-
 def distribution_charts(runs: list[Distribution]) -> list[Chart]:
     """Histogram and CDF charts for one or more runs' binned latencies (rows
-    of latency_bins(): b, the bin number, and n, its transactions): every
+    of latency_data(): b, the bin number, and n, its transactions): every
     bin from the lowest to the highest of any run, x its upper edge in ms,
     each run's counts as shares of its transactions; each run's p50 and p99
     as marks."""
@@ -936,27 +956,40 @@ def distribution_charts(runs: list[Distribution]) -> list[Chart]:
     ]
 
 
-def latency_bins(conn: Conn, w: Window) -> list[Row]:
-    """Transactions of the window per log-spaced latency bin (b: bin number,
-    n: count); float8 log, numeric's is 20 times slower."""
-    return _rows(conn, """
-        SELECT floor(log(greatest(t.latency_us, 1)::float8) * %s)::int AS b, count(*) AS n
-          FROM chronicle.app_transaction t
-         WHERE t.run_id = %s AND t.ts > %s AND t.ts <= %s AND t.latency_us IS NOT NULL
-         GROUP BY 1 ORDER BY 1""", (BINS_PER_DECADE, w.run_id, w.summary_from, w.to_ts))
-
-
-def latency_percentiles(conn: Conn, w: Window) -> tuple[float | None, float | None]:
-    """p50 and p99 (ms) of the window's completed pgbench transactions:
-    nearest rank, as chronicle.app_summary() and app_intervals() take them."""
-    r = _rows(conn, """
-        SELECT percentile_disc(ARRAY[0.5, 0.99]::float8[]) WITHIN GROUP (ORDER BY t.latency_us) AS p
-          FROM chronicle.app_transaction t
-         WHERE t.run_id = %s AND t.ts > %s AND t.ts <= %s AND t.status = 'ok'""",
-              (w.run_id, w.summary_from, w.to_ts))[0]["p"]
-    if not r:
-        return None, None
-    return (None if r[0] is None else r[0] / 1000.0), (None if r[1] is None else r[1] / 1000.0)
+def latency_data(conn: Conn, w: Window) -> Distribution:
+    """(run, bins, (p50 ms, p99 ms)) of the window's pgbench transactions, in
+    one pass over them: the transactions per log-spaced latency bin (b: bin
+    number, n: count; float8 log, numeric's is 20 times slower), and p50
+    and p99 of the completed ones, nearest rank as chronicle.app_summary()
+    and app_intervals() take them (percentile_disc: the least latency whose
+    cumulative count reaches ceil(p * count)), from their counts per
+    distinct latency (a hash of a few thousand values, not a sort of every
+    transaction)."""
+    rows = _rows(conn, """
+        WITH v AS MATERIALIZED (
+            SELECT t.latency_us AS l, count(*) AS n, count(*) FILTER (WHERE t.status = 'ok') AS n_ok
+              FROM chronicle.app_transaction t
+             WHERE t.run_id = %(run)s AND t.ts > %(f)s AND t.ts <= %(t)s AND t.latency_us IS NOT NULL
+             GROUP BY 1
+        ), bins AS (
+            SELECT floor(log(greatest(v.l, 1)::float8) * %(bins)s)::int AS b, sum(v.n)::bigint AS n
+              FROM v GROUP BY 1
+        ), ok AS (
+            SELECT v.l, (sum(v.n_ok) OVER (ORDER BY v.l))::float8 AS cum,
+                   (sum(v.n_ok) OVER ())::float8 AS total
+              FROM v WHERE v.n_ok > 0
+        ), p AS (
+            SELECT min(ok.l) FILTER (WHERE ok.cum >= greatest(ceil(0.5::float8 * ok.total), 1)) AS p50,
+                   min(ok.l) FILTER (WHERE ok.cum >= greatest(ceil(0.99::float8 * ok.total), 1)) AS p99
+              FROM ok
+        )
+        SELECT bins.b, bins.n, p.p50, p.p99 FROM bins CROSS JOIN p ORDER BY bins.b""",
+                 {"run": w.run_id, "f": w.summary_from, "t": w.to_ts, "bins": BINS_PER_DECADE})
+    if not rows:
+        return w.run, [], (None, None)
+    p50, p99 = rows[0]["p50"], rows[0]["p99"]
+    return (w.run, [{"b": r["b"], "n": r["n"]} for r in rows],
+            (None if p50 is None else p50 / 1000.0, None if p99 is None else p99 / 1000.0))
 
 
 # pgbench's --latency-limit (-L), in ms, as its arguments give it
@@ -986,15 +1019,34 @@ def over_rows(conn: Conn, w: Window) -> list[Row]:
     than the threshold (over; NULL without a threshold) and those pgbench
     skipped (--latency-limit with --rate: late before they started)."""
     thr_us = None if w.latency_threshold_ms is None else w.latency_threshold_ms * 1000.0
+    # one pass over the window's transactions, those counted put in the
+    # interval they end in: with x the end less 1 us, the number b of the
+    # intervals' bounds (start 1, end 1, start 2, ...) at or before x is
+    # odd, 2k - 1, in interval k (start k <= x < end k); even in a gap
+    # between recordings
     return _rows(conn, """
+        WITH i AS MATERIALIZED (
+            SELECT i.interval_start, i.interval_end,
+                   row_number() OVER (ORDER BY i.interval_end) AS k
+              FROM chronicle.intervals(%(f)s, %(t)s) i
+        ), e AS MATERIALIZED (
+            SELECT array_agg(b.x ORDER BY i.k, b.j) AS bounds,
+                   min(i.interval_start) AS lo, max(i.interval_end) AS hi
+              FROM i, LATERAL (VALUES (1, i.interval_start), (2, i.interval_end)) b(j, x)
+        ), n AS (
+            SELECT width_bucket(t.ts - interval '1 microsecond', e.bounds) AS b,
+                   count(*) FILTER (WHERE t.status = 'ok' AND t.latency_us > %(thr)s::float8) AS over,
+                   count(*) FILTER (WHERE t.status = 'skipped') AS skipped
+              FROM e, chronicle.app_transaction t
+             WHERE t.run_id = %(run)s AND t.ts > e.lo AND t.ts <= e.hi
+               AND (t.status = 'skipped' OR t.status = 'ok' AND t.latency_us > %(thr)s::float8)
+             GROUP BY 1
+        )
         SELECT i.interval_end,
-               CASE WHEN %(thr)s::float8 IS NOT NULL THEN
-                    count(t.ts) FILTER (WHERE t.status = 'ok' AND t.latency_us > %(thr)s::float8) END AS over,
-               count(t.ts) FILTER (WHERE t.status = 'skipped') AS skipped
-          FROM chronicle.intervals(%(f)s, %(t)s) i
-          LEFT JOIN chronicle.app_transaction t
-            ON t.run_id = %(run)s AND t.ts > i.interval_start AND t.ts <= i.interval_end
-         GROUP BY i.interval_end""",
+               CASE WHEN %(thr)s::float8 IS NOT NULL THEN coalesce(n.over, 0) END AS over,
+               coalesce(n.skipped, 0) AS skipped
+          FROM i
+          LEFT JOIN n ON n.b = 2 * i.k - 1""",
                  {"thr": thr_us, "f": w.from_ts, "t": w.to_ts, "run": w.run_id})
 
 
@@ -1002,13 +1054,13 @@ def over_rows(conn: Conn, w: Window) -> list[Row]:
 SLOWEST_MIN_ROWS = 3
 
 
-def slowest_reference(conn: Conn, w: Window, by: str) -> float | None:
+def slowest_reference(conn: Conn, w: Window, by: str, p99: float | None) -> float | None:
     """What an interval is measured against: by p99, the p99 of every
-    transaction of the window (an interval whose p99 is above it had more
-    than its share of slow transactions); by tps, the median of the
-    intervals' tps (commits/s without a pgbench log)."""
+    transaction of the window, p99 (latency_data()'s: an interval whose p99
+    is above it had more than its share of slow transactions); by tps, the
+    median of the intervals' tps (commits/s without a pgbench log)."""
     if by == "p99":
-        return latency_percentiles(conn, w)[1]
+        return p99
     r = _rows(conn, """
         SELECT coalesce((SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY a.tps)
                            FROM chronicle.app_intervals(%(f)s, %(t)s, %(run)s) a WHERE a.tps IS NOT NULL),
@@ -1032,21 +1084,20 @@ def stands_out(r: Row, by: str, ref: float | None) -> tuple[bool, float | None]:
     return (v is not None and v < 0.9 * ref), (None if v is None else v / ref)
 
 
-def slowest(conn: Conn, w: Window, n: int = 10) -> Panel:
-    """The slowest intervals and what rose in them (chronicle.slowest_intervals,
-    ranked in SQL): by p99 when the run has a pgbench log, else by the lowest
-    tps; only those that stand out from the window (stands_out), at least
-    SLOWEST_MIN_ROWS."""
-    about = ("The intervals with the worst p99 latency (lowest throughput when the run has no "
-             "pgbench log) that stand out from the window: a p99 above the p99 of all the "
-             "window's transactions (an interval with more than its share of slow ones), or a "
-             "tps below 0.9 times the median interval's; each with the recorded metrics that "
-             "rose most above the run's median (chronicle.slowest_intervals). Shaded on the time "
-             "charts; click a row to put the cursor there.")
+SLOWEST_ABOUT = ("The intervals with the worst p99 latency (lowest throughput when the run has no "
+                 "pgbench log) that stand out from the window: a p99 above the p99 of all the "
+                 "window's transactions (an interval with more than its share of slow ones), or a "
+                 "tps below 0.9 times the median interval's; each with the recorded metrics that "
+                 "rose most above the run's median (chronicle.slowest_intervals). Shaded on the time "
+                 "charts; click a row to put the cursor there.")
+
+
+def slowest_rows(conn: Conn, w: Window, n: int = 10) -> tuple[str, list[Row]] | None:
+    """(ranking, rows) of chronicle.slowest_intervals() over the window: by p99
+    when the run has a pgbench log, else by the lowest tps; None when the
+    function is not installed."""
     if not _has_function(conn, "chronicle.slowest_intervals"):
-        return _panel("slowest", "Slowest intervals explained", about,
-                      empty="chronicle.slowest_intervals() is not installed in this database "
-                            "(extension older than 0.2.0).")
+        return None
     by = "p99"
     try:
         rows = _rows(conn, """SELECT * FROM chronicle.slowest_intervals(%s, %s, %s)
@@ -1058,10 +1109,24 @@ def slowest(conn: Conn, w: Window, n: int = 10) -> Panel:
         rows = _rows(conn, """SELECT * FROM chronicle.slowest_intervals(%s, %s, %s)
                                WHERE interval_end > %s AND interval_end <= %s""",
                      (w.run, n, by, w.from_ts, w.to_ts))
+    return by, rows
+
+
+def slowest(conn: Conn, w: Window, ranked: tuple[str, list[Row]] | None, p99: float | None) -> Panel:
+    """The slowest intervals and what rose in them (slowest_rows(), ranked in
+    SQL); only those that stand out from the window (stands_out, against
+    slowest_reference(); p99: the window's, latency_data()'s), at least
+    SLOWEST_MIN_ROWS."""
+    about = SLOWEST_ABOUT
+    if ranked is None:
+        return _panel("slowest", "Slowest intervals explained", about,
+                      empty="chronicle.slowest_intervals() is not installed in this database "
+                            "(extension older than 0.2.0).")
+    by, rows = ranked
     if not rows:
         return _panel("slowest", "Slowest intervals explained", about,
                       empty="No interval of the window could be ranked.")
-    ref = slowest_reference(conn, w, by)
+    ref = slowest_reference(conn, w, by, p99)
     judged = [(r, *stands_out(r, by, ref)) for r in rows]
     k = sum(1 for _, out, _ in judged if out)
     shown = [j for j in judged if j[1]] if k >= SLOWEST_MIN_ROWS else judged[:SLOWEST_MIN_ROWS]
@@ -1099,10 +1164,19 @@ def settings_env(w: Window) -> Panel:
     """The run's non-default settings (chronicle.run.settings), its environment
     (chronicle.run.environment) and metadata."""
     run: list[list[Cell]] = [["label", w.run], ["started", str(w.started)], ["ended", str(w.ended)],
-                             ["server version", w.server_version]]
-    run += [[f"meta: {k}", _fmt(v)] for k, v in sorted(w.meta.items())]
+                             ["server", _server(w)], ["server version", w.server_version]]
+    run += [[f"meta: {k}", _fmt(v)] for k, v in sorted(w.meta.items()) if k != "archive"]
     tables: list[Table] = [{"id": "settings.run", "title": "Run", "columns": ["", ""], "rows": run,
                             "marked": [], "note": None}]
+    # an imported run's report is its report on the server that recorded
+    # it, and this table more: the import (chronicle._import_run)
+    imported = w.meta.get("archive")
+    if isinstance(imported, dict):
+        tables.append({"id": "settings.imported", "title": "Imported from a run archive",
+                       "columns": ["", ""], "marked": [], "note": None,
+                       "rows": [["archive", _fmt(imported.get("id"))],
+                                ["label on its server", _fmt(imported.get("label"))],
+                                ["imported", _fmt(imported.get("imported"))]]})
     key: list[list[Cell]] = [[k, _fmt(w.settings[k])] for k in KEY_SETTINGS if k in w.settings]
     if key:
         tables.append({"id": "settings.key", "title": "Key settings for performance",
@@ -1120,6 +1194,13 @@ def settings_env(w: Window) -> Panel:
     return _panel("settings", "Settings and environment",
                   "What the server looked like when the run began (chronicle.run_begin): its "
                   "non-default settings, server version, build, machine and storage.", tables=tables)
+
+
+def _server(w: Window) -> str | None:
+    """The server that recorded the run: its name and system identifier."""
+    if w.server_name is None and w.system_identifier is None:
+        return None
+    return f"{w.server_name or '?'} (system identifier {w.system_identifier})"
 
 
 # the settings a performance engineer looks at first (all are in the folded
@@ -1232,9 +1313,11 @@ def compare_tables(conn: Conn, a: Window, b: Window) -> Panel:
 
 def meta_table(a: dict[str, Any], b: dict[str, Any]) -> Table:
     """The run metadata of A and B that differ, by dotted name (argv left
-    out: the pgbench command line says it)."""
+    out: the pgbench command line says it; so is the import of an imported
+    run, which the settings panel shows)."""
     fa, fb = dict(flatten(a)), dict(flatten(b))
-    keys = sorted(k for k in set(fa) | set(fb) if fa.get(k) != fb.get(k) and not k.startswith("argv"))
+    keys = sorted(k for k in set(fa) | set(fb)
+                  if fa.get(k) != fb.get(k) and not k.startswith(("argv", "archive.")))
     return {"id": "compare.meta", "title": "Run metadata that differs", "columns": ["name", "A", "B"],
             "rows": [[k, fa.get(k), fb.get(k)] for k in keys], "marked": [],
             "note": None if keys else "No difference in the runs' metadata."}

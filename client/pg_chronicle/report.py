@@ -23,7 +23,7 @@ import psycopg
 from pg_chronicle import db, html, panels, trials
 from pg_chronicle.db import ClientError
 from pg_chronicle.model import Chart, Mark, Meta, Panel, Series, Table
-from pg_chronicle.panels import Conn, Row, Window
+from pg_chronicle.panels import Conn, Distribution, Row, Window
 from pg_chronicle.text import echo, visible
 
 # the header's numbers: (name, formatted value) pairs
@@ -99,6 +99,9 @@ class Collected:
 
     panels: dict[str, Panel] = field(default_factory=dict)
     headline: Headline = field(default_factory=list)
+    # the latency distribution of the window (panels.latency_data), for the
+    # comparison's panel
+    latency: Distribution | None = None
 
     def in_order(self) -> list[Panel]:
         """The panels in page order (PANELS)."""
@@ -108,34 +111,48 @@ class Collected:
 def collect(conn: Conn, w: Window, comparison: bool = False) -> Collected:
     """Every panel of one window and its headline numbers.  The queries run
     in SESSIONS sessions (_run_tasks); the panels that use
-    chronicle.timeline()'s series (throughput, waits, cpu, io, wal) are built when
+    chronicle.timeline()'s series (throughput, waits, cpu, io, wal), the slowest
+    intervals and the latency distribution (one p99 for both) are built when
     every query is done; then every time chart gets the window's marks."""
     out = Collected()
     rows: dict[str, list[Row]] = {}
+    ranked: list[tuple[str, list[Row]] | None] = []
 
+    # each task reads the history of the run's server on its session
+    # (panels.use): the sessions may have read another run's before
     def panel(pid: str, make: Callable[[Conn], Panel]) -> Task:
         def task(c: Conn) -> None:
+            panels.use(c, w)
             out.panels[pid] = make(c)
         return task
 
     def fetch(key: str, query: Callable[[Conn, Window], list[Row]]) -> Task:
         def task(c: Conn) -> None:
+            panels.use(c, w)
             rows[key] = query(c, w)
         return task
 
     def headline(c: Conn) -> None:
+        panels.use(c, w)
         out.headline = _headline(c, w)
 
+    def slowest(c: Conn) -> None:
+        ranked.append(panels.slowest_rows(c, w))
+
+    def latency(c: Conn) -> None:
+        out.latency = panels.latency_data(c, w)
+
     # in the order they start, the longest first: slowest_intervals(), the
-    # timeline (its pgbench percentiles of every run), the pgbench log's
-    # per-interval and whole-run percentiles
+    # timeline, the pgbench log's per-interval and whole-run percentiles (the
+    # latency distribution's p99 is also what the slowest intervals are
+    # measured against)
     _run_tasks(conn, [
-        panel("slowest", lambda c: panels.slowest(c, w)),
+        slowest,
         fetch("timeline", panels.timeline_rows),
         fetch("app", panels.app_rows),
         fetch("over", panels.over_rows),
         headline,
-        panel("latency", lambda c: panels.latency_distribution(c, w)),
+        latency,
         fetch("waits", panels.wait_profile_rows),
         fetch("io", panels.io_rows),
         fetch("marks", panels.marks_rows),
@@ -153,6 +170,9 @@ def collect(conn: Conn, w: Window, comparison: bool = False) -> Collected:
         fetch("relations", panels.relation_rows),
         fetch("relation_totals", panels.relation_totals_rows),
     ])
+    assert out.latency is not None
+    out.panels["latency"] = panels.latency_panel(w, out.latency)
+    out.panels["slowest"] = panels.slowest(conn, w, ranked[0], out.latency[2][1])
     tl = panels.timeline_series(w, rows["timeline"])
     out.panels["throughput"] = panels.throughput_panel(w, rows["app"], tl, rows["over"])
     if panels.unsteady(w, rows["app"], tl) is not None:
@@ -235,8 +255,9 @@ def split_pair(ca: Chart, cb: Chart | None, a: Window, b: Window) -> list[Chart]
     return [{**c, "y_max": top} if top > 0 else c for c in out]
 
 
-def _merge(pa: list[Panel], pb: list[Panel], a: Window, b: Window, conn: Conn) -> list[Panel]:
+def _merge(ra: Collected, rb: Collected, a: Window, b: Window, conn: Conn) -> list[Panel]:
     """The comparison's panels: every time chart with A and B overlaid."""
+    pa, pb = ra.in_order(), rb.in_order()
     bmap = {p["id"]: p for p in pb}
     out = [panels.compare_tables(conn, a, b)]
     for p in pa:
@@ -245,9 +266,7 @@ def _merge(pa: list[Panel], pb: list[Panel], a: Window, b: Window, conn: Conn) -
         q: Panel = bmap.get(p["id"]) or {"id": p["id"], "title": p["title"], "about": p["about"],
                                          "charts": [], "tables": [], "empty": None}
         if p["id"] == "latency":
-            bins = [(w.run, panels.latency_bins(conn, w), panels.latency_percentiles(conn, w))
-                    for w in (a, b)]
-            bins = [d for d in bins if d[1]]
+            bins = [d for d in (ra.latency, rb.latency) if d is not None and d[1]]
             out.append({**p, "charts": panels.distribution_charts(bins) if bins else [],
                         "empty": None if bins else p["empty"]})
             continue
@@ -330,7 +349,7 @@ def build(conn: Conn, run: str, vs: str | None, from_ts: str | None,
         meta["vs_headline"] = rb.headline
         if b.steady_from is not None:
             meta["vs_warmup"] = _warmup(b, relative=True)
-        return meta, lead + _merge(ra.in_order(), rb.in_order(), a, b, conn), [a, b]
+        return meta, lead + _merge(ra, rb, a, b, conn), [a, b]
 
 
 def write_report(conn: Conn, run: str, vs: str | None, from_ts: str | None,
@@ -384,8 +403,17 @@ def trials_panel(conn: Conn, run: str, vs: str | None, from_ts: str | None,
         db.run_window(conn, cb.name)
     if not ca.trials and (cb is None or not cb.trials):
         return run, vs, None
-    sa = trials.load(conn, ca)
-    sb = trials.load(conn, cb) if cb is not None else None
+    # each configuration's trials in a session of its own, side by side
+    loaded: dict[str, trials.TrialSet] = {}
+
+    def load(key: str, config: trials.Config) -> Task:
+        def task(c: Conn) -> None:
+            loaded[key] = trials.load(c, config)
+        return task
+
+    _run_tasks(conn, [load("a", ca)] + ([load("b", cb)] if cb is not None else []))
+    sa = loaded["a"]
+    sb = loaded.get("b")
     shown_a = sa.representative()
     shown_b = sb.representative() if sb is not None else None
     note = trials.within_note(conn, [ca] if cb is None else [ca, cb])

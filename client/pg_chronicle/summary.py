@@ -171,13 +171,17 @@ def runs_table(conn: psycopg.Connection[Any]) -> str:
                  "       CASE WHEN isfinite(r.started) AND isfinite(coalesce(r.ended, now())) "
                  "            THEN extract(epoch FROM coalesce(r.ended, now()) - r.started)::float8 "
                  "       END AS seconds, "
-                 "       r.meta "
-                 "  FROM chronicle.run r ORDER BY r.started, r.run_id")
+                 "       r.meta - 'archive' AS meta, "
+                 "       CASE WHEN r.origin = 0 THEN (SELECT s.name FROM chronicle.server() s) "
+                 "            ELSE o.server_name END AS server, "
+                 "       coalesce(r.server_version, o.server_version) AS version "
+                 "  FROM chronicle.run r LEFT JOIN chronicle.origin o ON o.origin_id = r.origin "
+                 " ORDER BY r.started, r.run_id")
     if not rows:
         return "no run recorded yet (pg-chronicle bench, or chronicle.run_begin())"
     return text.table(
-        ["label", "started", "ended", "duration", "meta"],
-        [[r["label"], text.when(r["started"]),
+        ["label", "server", "version", "started", "ended", "duration", "meta"],
+        [[r["label"], r["server"] or "", r["version"] or "", text.when(r["started"]),
           text.when(r["ended"]) if r["ended"] is not None else "(open)",
           text.duration(r["seconds"]), _meta_text(r["meta"] or {})] for r in rows],
-        right=[False, False, False, True, False])
+        right=[False, False, False, False, False, True, False])

@@ -597,7 +597,8 @@ def main(conninfo: str | None, args: argparse.Namespace, pgbench_args: list[str]
                   file=sys.stderr, flush=True)
         ns = argparse.Namespace(label=label, trials=n, meta=args.meta, pgbench=args.pgbench,
                                 keep_logs=None, report=None, vs=None,
-                                warmup=getattr(args, "warmup", None))
+                                warmup=getattr(args, "warmup", None),
+                                archive=getattr(args, "archive", None))
         extra = {"tool": "pg-chronicle sweep", "sweep": name, "sweep_var": var,
                  "sweep_value": int(v) if v.is_integer() else v}
         try:

@@ -66,12 +66,27 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _bindir() -> pathlib.Path:
-    pg_config = os.environ.get("PG_CONFIG") or shutil.which("pg_config")
+def _bindir(pg_config: str | None = None) -> pathlib.Path:
+    pg_config = pg_config or os.environ.get("PG_CONFIG") or shutil.which("pg_config")
     if not pg_config:
         pytest.exit("PG_CONFIG is not set and no pg_config in PATH", returncode=2)
     out = subprocess.run([pg_config, "--bindir"], check=True, capture_output=True, text=True)
     return pathlib.Path(out.stdout.strip())
+
+
+def other_pg_config() -> str:
+    """The pg_config of the other PostgreSQL version, with pg_chronicle
+    installed (tools/test.sh sets PG_CHRONICLE_OTHER_PG_CONFIG when it
+    tests two); the test is skipped without one."""
+    cfg = os.environ.get("PG_CHRONICLE_OTHER_PG_CONFIG", "")
+    if not cfg:
+        pytest.skip("PG_CHRONICLE_OTHER_PG_CONFIG is not set: no other PostgreSQL version to cross "
+                    "(tools/test.sh sets it when it tests both 17 and 18)")
+    share = subprocess.run([cfg, "--sharedir"], capture_output=True, text=True, check=False)
+    if share.returncode != 0 or not (pathlib.Path(share.stdout.strip()) / "extension"
+                                     / "pg_chronicle.control").exists():
+        pytest.skip(f"PG_CHRONICLE_OTHER_PG_CONFIG={cfg}: not a pg_config with pg_chronicle installed")
+    return cfg
 
 
 def wait_for(predicate, what: str, timeout: float = 60.0) -> None:  # type: ignore[no-untyped-def]
@@ -85,10 +100,11 @@ def wait_for(predicate, what: str, timeout: float = 60.0) -> None:  # type: igno
 
 
 @contextlib.contextmanager
-def running_server(conf: str = "") -> Iterator[Server]:
-    """A server as the module says (conf: more lines of postgresql.conf),
-    stopped and removed when the block ends."""
-    bindir = _bindir()
+def running_server(conf: str = "", pg_config: str | None = None) -> Iterator[Server]:
+    """A server as the module says (conf: more lines of postgresql.conf;
+    pg_config: another installation's, with pg_chronicle installed, than
+    PG_CONFIG's), stopped and removed when the block ends."""
+    bindir = _bindir(pg_config)
     top = pathlib.Path(tempfile.mkdtemp(prefix="pgc-"))
     datadir, sockdir, logfile = top / "data", top, top / "server.log"
     port = _free_port()

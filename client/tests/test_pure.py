@@ -696,6 +696,16 @@ def test_settings_flatten_and_formatting() -> None:
     assert tables["settings.key"]["rows"] == [["work_mem", "4MB"], ["fsync", "off"]]
     assert tables["settings.settings"]["rows"] == [["fsync", "off"], ["work_mem", "4MB"], ["zz", "1"]]
     assert tables["settings.settings"].get("fold") and tables["settings.environment"].get("fold")
+    run = dict(tables["settings.run"]["rows"])
+    assert run["server"] is None and "settings.imported" not in tables
+    # an imported run: its server's identity, and the import in a table of its own
+    w = window(meta={"note": "x", "archive": {"id": "u-1", "label": "orig", "imported": "2025-01-01"}},
+               origin=2, server_name="db1", system_identifier=7)
+    tables = {t["id"]: t for t in panels.settings_env(w)["tables"]}
+    run = dict(tables["settings.run"]["rows"])
+    assert run["server"] == "db1 (system identifier 7)" and "meta: archive" not in run
+    assert tables["settings.imported"]["rows"] == [["archive", "u-1"], ["label on its server", "orig"],
+                                                  ["imported", "2025-01-01"]]
     assert panels._g(1234567) == 1235000.0 and panels._g(0.000123456) == 0.0001235
     assert panels._g(None) is None and panels._g(0) == 0.0 and math.isinf(panels._g(math.inf) or 0)
     assert panels._r(2.345678) == 2.35 and panels._r(None) is None
@@ -721,6 +731,8 @@ def test_meta_table() -> None:
     assert t["rows"] == [["connection.host", "/tmp", "db1"], ["connection.tls", "false", "true"],
                          ["note", None, "<b>x</b>"]]
     assert panels.meta_table(a, a)["rows"] == [] and panels.meta_table(a, a)["note"] is not None
+    # the import of an imported run is no difference of the runs
+    assert panels.meta_table({**a, "archive": {"id": "1"}}, {**a, "archive": {"id": "2"}})["rows"] == []
 
 
 def test_headline_rows() -> None:
@@ -862,3 +874,10 @@ def test_write_all_draws_and_reports_failures(tmp_path: pathlib.Path) -> None:
         assert (tmp_path / f"{pid}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert (tmp_path / f"{pid}.svg").read_text("utf-8").lstrip().startswith("<?xml")
     assert not (tmp_path / "bad.png").exists() and not (tmp_path / "bad.svg").exists()
+
+
+def test_archive_path() -> None:
+    d = pathlib.Path("/x")
+    assert bench.archive_path(d, "tr#1") == d / "tr_1.pgca"
+    assert bench.archive_path(d, "s@clients=4#2") == d / "s_clients=4_2.pgca"
+    assert bench.archive_path(d, "../up") == d / ".._up.pgca"

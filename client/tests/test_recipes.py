@@ -4,7 +4,8 @@ comparison of the configurations and their report, the trials interleaved
 (A#1 B#1 A#2 B#2), the runs differ in the setting the recipe varies, and
 the server's settings are as before afterwards.  network-latency (and its
 delay proxy alone), client-scaling and brin with one trial of a few
-seconds: the direction of each one's finding, from what was recorded."""
+seconds: the direction of each one's finding, from what was recorded.
+versions with the other PostgreSQL version when tools/test.sh gives it."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from collections.abc import Iterator
 import psycopg
 import pytest
 
-from conftest import CLIENT_DIR, Server, running_server
+from conftest import CLIENT_DIR, Server, _bindir, other_pg_config, running_server
 
 # What this checks does not depend on the server's version: tools/test.sh
 # runs it against the newest one only.
@@ -253,3 +254,38 @@ def test_brin(small_server: Server, tmp_path: pathlib.Path) -> None:
     if int(srv.psql("SHOW server_version_num")) >= 180000:
         block = int(srv.psql("SHOW block_size"))
         assert bytes_a / ops_a < 1.5 * block < 2 * block < bytes_b / ops_b, (bytes_a / ops_a, bytes_b / ops_b)
+
+
+def test_versions(server: Server, tmp_path: pathlib.Path) -> None:
+    """versions.sh at tiny scale: this build and the other version's, each in
+    a fresh initdb, one trial each, the archives imported into the test
+    server (a repository here), the comparison and the report --vs; the
+    settings that differ hold the server version and a default that
+    changed between 17 and 18 (effective_io_concurrency 1 -> 16)."""
+    other = other_pg_config()
+    this = str(_bindir() / "pg_config")
+    versions = {cfg: subprocess.run([cfg, "--version"], capture_output=True, text=True,
+                                    check=True).stdout.split()[1].split(".")[0] for cfg in (this, other)}
+    a, b = sorted(versions, key=lambda c: int(versions[c]))      # the older first
+    assert versions[a] == "17" and versions[b] == "18", versions
+    p = run_recipe(server, "versions", tmp_path,
+                   {"RECIPE_TIME": "2", "RECIPE_CLIENTS": "2", "RECIPE_SCALE": "1"},
+                   RECIPE_TAG="rv", RECIPE_TRIALS="1", RECIPE_PG_CONFIG_A=a, RECIPE_PG_CONFIG_B=b,
+                   RECIPE_ARCHIVES=str(tmp_path / "archives"))
+    assert sorted(f.name for f in (tmp_path / "archives").iterdir()) == ["pg17-rv_1.pgca", "pg18-rv_1.pgca"]
+    # both runs imported, each from its own server, none recorded here
+    assert server.psql("SELECT string_agg(r.label || ':' || o.server_version, ' ' ORDER BY r.label)"
+                       " FROM chronicle.run r JOIN chronicle.origin o ON o.origin_id = r.origin"
+                       " WHERE r.label LIKE 'pg1_-rv#1'").startswith("pg17-rv#1:17.")
+    assert server.psql("SELECT count(DISTINCT origin) FROM chronicle.run WHERE label LIKE 'pg1_-rv#1'") == "2"
+    settings = dict(line.split("|", 1) for line in server.psql(
+        "SELECT name, coalesce(value_a, '-') || '|' || coalesce(value_b, '-')"
+        " FROM chronicle.compare_settings('pg17-rv#1', 'pg18-rv#1')"
+        " WHERE name IN ('server_version', 'effective_io_concurrency', 'io_method')").splitlines())
+    assert settings["server_version"].startswith("17.") and "|18." in settings["server_version"]
+    assert settings["effective_io_concurrency"] == "1|16" and settings["io_method"].startswith("-|")
+    assert "effective_io_concurrency" in p.stdout and "server_version" in p.stdout
+    assert p.stdout.strip().splitlines()[-1] == str(tmp_path / "report" / "index.html")
+    html = (tmp_path / "report" / "index.html").read_text()
+    assert "pg17-rv#1" in html and "pg18-rv#1" in html
+

@@ -23,6 +23,20 @@ CREATE TABLE chronicle.history (
 COMMENT ON TABLE chronicle.history IS
 	'One row per snapshot: every source''s changed rows, packed (read them through the <source>_history views)';
 
+-- The history of the imported origins (05_origin.sql): chronicle.history's
+-- columns, keyed by (origin, ts), packed with this database's key ids (an
+-- import packs the archive's rows again), the same packed column per
+-- source (chronicle._history_layout()).
+CREATE TABLE chronicle.archive_history (
+	origin            integer NOT NULL REFERENCES chronicle.origin,
+	ts                timestamptz NOT NULL,
+	system_identifier bigint,
+	server_name       text,
+	PRIMARY KEY (origin, ts)
+);
+COMMENT ON TABLE chronicle.archive_history IS
+	'The history of imported runs, by origin (chronicle.history''s columns)';
+
 CREATE SEQUENCE chronicle.history_key_id_seq AS integer;
 CREATE TABLE chronicle.history_key (
 	key_id integer NOT NULL DEFAULT nextval('chronicle.history_key_id_seq') PRIMARY KEY,
@@ -144,12 +158,18 @@ BEGIN
 	LOOP
 		v := s.source || '_history';
 		EXECUTE format('ALTER TABLE chronicle.history ADD COLUMN IF NOT EXISTS %I bytea', s.source);
+		EXECUTE format('ALTER TABLE chronicle.archive_history ADD COLUMN IF NOT EXISTS %I bytea', s.source);
+		-- the origin read now, as chronicle._snapshot reads it
+		-- (05_origin.sql): this server's by chronicle.history's primary key
+		-- as before, an imported one's by (origin, ts)
 		EXECUTE format($q$CREATE OR REPLACE VIEW chronicle.%I AS
 SELECT h.ts, u.*
-  FROM chronicle.history h
- CROSS JOIN LATERAL chronicle._unpack(%L, h.ts, h.%I) AS u(%s)
- WHERE h.%I IS NOT NULL$q$,
-		               v, s.source, s.source, s.columns, s.source);
+  FROM (SELECT 0 AS origin, l.ts, l.%I AS v FROM chronicle.history l
+        UNION ALL
+        SELECT a.origin, a.ts, a.%I FROM chronicle.archive_history a) h
+ CROSS JOIN LATERAL chronicle._unpack(%L, h.ts, h.v) AS u(%s)
+ WHERE h.v IS NOT NULL AND h.origin = chronicle._origin()$q$,
+		               v, s.source, s.source, s.source, s.columns);
 		EXECUTE format('CREATE OR REPLACE TRIGGER write INSTEAD OF INSERT OR UPDATE OR DELETE ON chronicle.%I '
 		               'FOR EACH ROW EXECUTE FUNCTION chronicle._history_write(%L)', v, s.source);
 		EXECUTE format('COMMENT ON VIEW chronicle.%I IS %L', v, s.description);

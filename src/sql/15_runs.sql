@@ -13,6 +13,9 @@ CREATE TABLE chronicle.run (
 	owner          text,                   -- the login role that opened it; NULL before 0.3.0
 	-- the start left out of every analysis of the run (run_window()); 0.3.0
 	warmup         interval NOT NULL DEFAULT '0' CHECK (warmup >= interval '0'),
+	-- the server that recorded it: 0 this one, else chronicle.origin's
+	-- (an imported run, 05_origin.sql); 0.3.0
+	origin         integer NOT NULL DEFAULT 0,
 	CHECK (ended IS NULL OR ended >= started)
 );
 COMMENT ON TABLE chronicle.run IS

@@ -34,7 +34,7 @@ BEGIN
 		RETURN segment;
 	END IF;
 	FOR kf IN
-		SELECT sn.ts FROM chronicle.snapshot sn
+		SELECT sn.ts FROM chronicle._snapshot sn
 		 WHERE sn.ts >= _keyframe.segment AND sn.ts <= _keyframe.t
 		   AND sn.segment = _keyframe.segment AND sn.keyframe
 		 ORDER BY sn.ts DESC
@@ -143,7 +143,7 @@ BEGIN
 		RETURN;
 	END IF;
 	SELECT chronicle._keyframe('chronicle.database_history', sn.segment, from_ts) INTO lower_ts
-	  FROM chronicle.snapshot sn WHERE sn.ts <= from_ts ORDER BY sn.ts DESC LIMIT 1;
+	  FROM chronicle._snapshot sn WHERE sn.ts <= from_ts ORDER BY sn.ts DESC LIMIT 1;
 	IF NOT EXISTS (SELECT FROM chronicle.database_history h
 	                WHERE h.ts >= coalesce(lower_ts, from_ts) AND h.ts <= to_ts AND h.datname = value) THEN
 		RAISE EXCEPTION '%: unknown database "%"', caller, value
@@ -200,9 +200,9 @@ BEGIN
 	SELECT s.prev_ts, s.ts, extract(epoch FROM s.ts - s.prev_ts)::float8, s.segment
 	  FROM (SELECT sn.ts, sn.segment,
 	               lag(sn.ts) OVER (PARTITION BY sn.segment ORDER BY sn.ts) AS prev_ts
-	          FROM chronicle.snapshot sn
+	          FROM chronicle._snapshot sn
 	         WHERE sn.ts <= to_ts
-	           AND sn.ts >= coalesce((SELECT max(s2.ts) FROM chronicle.snapshot s2 WHERE s2.ts <= from_ts),
+	           AND sn.ts >= coalesce((SELECT max(s2.ts) FROM chronicle._snapshot s2 WHERE s2.ts <= from_ts),
 	                                 from_ts)) s
 	 WHERE s.ts > from_ts AND s.prev_ts IS NOT NULL
 	 ORDER BY s.ts;
@@ -224,9 +224,9 @@ AS $$
 	SELECT sum(extract(epoch FROM g.last_ts - g.first_ts))::float8, coalesce(sum(g.n - 1), 0)::bigint,
 	       min(g.first_ts), max(g.last_ts)
 	  FROM (SELECT sn.segment, min(sn.ts) AS first_ts, max(sn.ts) AS last_ts, count(*) AS n
-	          FROM chronicle.snapshot sn
+	          FROM chronicle._snapshot sn
 	         WHERE sn.ts <= to_ts
-	           AND sn.ts >= coalesce((SELECT max(s2.ts) FROM chronicle.snapshot s2 WHERE s2.ts <= from_ts),
+	           AND sn.ts >= coalesce((SELECT max(s2.ts) FROM chronicle._snapshot s2 WHERE s2.ts <= from_ts),
 	                                 from_ts)
 	         GROUP BY sn.segment) g
 	 WHERE g.n > 1
@@ -245,7 +245,7 @@ BEGIN
 	SELECT g.segment, g.first_ts, g.last_ts, g.n,
 	       g.first_ts - lag(g.last_ts) OVER (ORDER BY g.first_ts)
 	  FROM (SELECT sn.segment, min(sn.ts) AS first_ts, max(sn.ts) AS last_ts, count(*) AS n
-	          FROM chronicle.snapshot sn
+	          FROM chronicle._snapshot sn
 	         WHERE sn.ts > from_ts AND sn.ts <= to_ts
 	         GROUP BY sn.segment) g
 	 ORDER BY g.first_ts;
@@ -300,6 +300,20 @@ BEGIN
 END;
 $$;
 
+-- Makes a run's origin (05_origin.sql) the one the history is read from,
+-- until the end of the calling function that pins chronicle.origin with
+-- SET (every function that takes a run), or of the transaction; returns it.
+CREATE FUNCTION chronicle._run_origin(v_run integer)
+RETURNS integer
+LANGUAGE sql
+SET search_path = pg_catalog, pg_temp
+AS $$
+	SELECT set_config('chronicle.origin', r.origin::text, true)::integer
+	  FROM chronicle.run r WHERE r.run_id = v_run
+$$;
+REVOKE ALL ON FUNCTION chronicle._run_origin(integer) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION chronicle._run_origin(integer) TO pg_monitor, pg_read_all_stats;
+
 -- A run's window by label: (started, ended], or (started, now()] while open;
 -- with a warm-up (chronicle.run_set_warmup()), (started + warmup, ...]:
 -- every analysis of a run reads its window here, so the warm-up is left out
@@ -325,11 +339,12 @@ BEGIN
 	       r.warmup
 	  INTO run_from, run_to, v_from_log, v_warmup
 	  FROM chronicle.run r WHERE r.run_id = v_run;
+	PERFORM chronicle._run_origin(v_run);
 	IF v_from_log THEN
 		SELECT n.ts INTO v_next
-		  FROM (SELECT s.ts, s.segment FROM chronicle.snapshot s
+		  FROM (SELECT s.ts, s.segment FROM chronicle._snapshot s
 		         WHERE s.ts >= run_to ORDER BY s.ts LIMIT 1) n
-		 WHERE n.segment = (SELECT s.segment FROM chronicle.snapshot s
+		 WHERE n.segment = (SELECT s.segment FROM chronicle._snapshot s
 		                     WHERE s.ts < run_to ORDER BY s.ts DESC LIMIT 1);
 		run_to := coalesce(v_next, run_to);
 	END IF;

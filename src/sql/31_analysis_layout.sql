@@ -88,11 +88,14 @@ BEGIN
 	SELECT coalesce(string_agg(split_part(regexp_replace(p, '^\S+\s+', ''), ' DEFAULT ', 1), ', ' ORDER BY o), '')
 	  INTO sig FROM unnest(params) WITH ORDINALITY AS x(p, o);
 	ddl := format(E'CREATE OR REPLACE FUNCTION chronicle.%I(%s)\nRETURNS TABLE (%s)\nLANGUAGE %s STABLE\n%s'
-	              'SET search_path = pg_catalog, pg_temp\n%s%sAS %L',
+	              'SET search_path = pg_catalog, pg_temp\n%s%s%sAS %L',
 	              name, array_to_string(params, ', '), array_to_string(result, ', '), lang,
 	              -- chronicle._deltas() is granted to no role (see above)
 	              CASE WHEN engine THEN E'SECURITY DEFINER\n' ELSE '' END,
 	              CASE WHEN lang = 'plpgsql' THEN E'SET plan_cache_mode = force_custom_plan\n' ELSE '' END,
+	              -- a function of a run reads its origin, which run_window()
+	              -- sets for the call only (05_origin.sql)
+	              CASE WHEN params[1] = 'run text' THEN E'SET chronicle.origin = 0\n' ELSE '' END,
 	              -- the result is materialized twice (by _deltas and by RETURN
 	              -- QUERY): a day of rows stays in memory instead of going to disk
 	              CASE WHEN engine THEN E'SET work_mem = ''256MB''\n' ELSE '' END,

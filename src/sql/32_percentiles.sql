@@ -207,6 +207,8 @@ CREATE FUNCTION chronicle.run_percentiles(
 RETURNS TABLE (percentile float8, value float8, intervals bigint)
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
+-- the run's origin, set by run_window(), for this call only (05_origin.sql)
+SET chronicle.origin = 0
 AS $$
 	SELECT p.* FROM chronicle.run_window(run) r,
 	       chronicle.percentiles(metric, r.run_from, r.run_to, percentiles, for_backend_type,

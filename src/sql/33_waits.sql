@@ -164,6 +164,8 @@ RETURNS TABLE (backend_type text, wait_event_type text, wait_event text,
                ticks_due numeric, ticks_taken numeric, coverage float8)
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
+-- the run's origin, set by run_window(), for this call only (05_origin.sql)
+SET chronicle.origin = 0
 AS $$
 	SELECT p.* FROM chronicle.run_window(run) r,
 	       chronicle.wait_profile(r.run_from, r.run_to, for_backend_type, include_idle) p

@@ -14,6 +14,15 @@
 -- the os_cpu source; they add up to 1); procs_running is the kernel's
 -- count of runnable tasks at the snapshot, the collector included.
 --
+-- CPU of the server's processes (/proc/<pid>/stat and schedstat, the
+-- os_process_cpu source, summed by backend type): postgres_cpu is the CPU
+-- (user + system) of all of them in CPUs busy (CPU seconds per second),
+-- client_, autovacuum_ (workers), checkpointer_, bgwriter_ and
+-- walwriter_cpu that of one type; postgres_cpu_wait and client_cpu_wait
+-- the time spent runnable but waiting for a CPU, in processes waiting on
+-- average (NULL without schedstat).  detail => true adds cpu_by_backend,
+-- every type with CPU or waiting: its cpu, user, system and cpu_wait.
+--
 -- Waits: active_* are the average numbers of active sessions per wait
 -- class (database time: client backends and the walsenders, autovacuum and
 -- parallel workers working for them; not idle sessions, main-loop waits or
@@ -22,8 +31,8 @@
 -- included background processes (background_active NULL); top_waits is of
 -- the same samples.  waits => false leaves them out.
 --
--- detail => true adds the two jsonb breakdowns: io_by_backend (the I/O
--- rates of every backend type) and top_waits (the three wait events with
+-- detail => true adds the three jsonb breakdowns: io_by_backend (the I/O
+-- rates of every backend type), cpu_by_backend (above) and top_waits (the three wait events with
 -- the most samples, from the keyed counts of every process).  They are off
 -- by default: building a jsonb per interval costs more than the rest of a
 -- long timeline, and top_waits differences every wait key, the one part
@@ -39,8 +48,8 @@
 -- last column, resolution_used, says which answered.  See docs/rollups.md.
 --
 -- Each source is read once by the delta engine (src/deltas.c); keyed
--- sources are summed per interval by it (_io_sums by backend type,
--- _database_sums), so the rows joined here are one per interval.
+-- sources are summed per interval by it (_io_sums and _os_process_cpu_sums
+-- by backend type, _database_sums), so the rows joined here are one per interval.
 
 -- One row of the timeline, from the raw history or from the rollups
 -- (chronicle._timeline_rollup(), 60_rollups.sql): the one definition of
@@ -65,6 +74,9 @@ BEGIN
 			mem_free_kb bigint, mem_available_kb bigint, mem_dirty_kb bigint, mem_writeback_kb bigint,
 			cpu_user float8, cpu_system float8, cpu_iowait float8, cpu_steal float8, cpu_idle float8,
 			procs_running bigint,
+			postgres_cpu float8, client_cpu float8, autovacuum_cpu float8, checkpointer_cpu float8,
+			bgwriter_cpu float8, walwriter_cpu float8, postgres_cpu_wait float8, client_cpu_wait float8,
+			cpu_by_backend jsonb,
 			active_processes float8, active_cpu float8, active_io float8, active_lwlock float8,
 			active_lock float8, active_ipc float8, active_client float8, active_timeout float8,
 			active_other float8, top_waits jsonb, wait_coverage float8,
@@ -110,15 +122,18 @@ BEGIN
 		  FROM chronicle._timeline_rollup(from_ts, to_ts, res, waits, detail) r;
 		RETURN;
 	END IF;
-	has_app := timeline.app AND EXISTS (SELECT FROM chronicle.app_transaction t WHERE t.ts > from_ts AND t.ts <= to_ts)
+	has_app := timeline.app AND EXISTS (SELECT FROM chronicle.app_transaction t WHERE t.ts > from_ts AND t.ts <= to_ts
+	                                                       AND t.run_id IN (SELECT o.run_id FROM chronicle.run o WHERE o.origin = chronicle._origin()))
 	           OR timeline.app AND EXISTS (SELECT FROM chronicle.app_interval a
 	                       WHERE a.interval_start < to_ts
+	                         AND a.run_id IN (SELECT o.run_id FROM chronicle.run o WHERE o.origin = chronicle._origin())
 	                         AND a.interval_start + a.interval_secs * interval '1 second' > from_ts);
 	RETURN QUERY
 	WITH iv AS MATERIALIZED (SELECT * FROM chronicle.intervals(from_ts, to_ts)),
 	has AS MATERIALIZED (
 		SELECT EXISTS (SELECT FROM chronicle.database_history) AS db,
 		       EXISTS (SELECT FROM chronicle.io_history) AS io,
+		       EXISTS (SELECT FROM chronicle.os_process_cpu_history) AS pcpu,
 		       timeline.detail AND EXISTS (SELECT FROM chronicle.waits_history) AS waits
 	),
 	db AS (
@@ -204,6 +219,27 @@ BEGIN
 		              + coalesce(c.irq_ms, 0) + coalesce(c.softirq_ms, 0) + coalesce(c.steal_ms, 0), 0) AS t
 		  FROM chronicle.os_cpu_deltas(from_ts, to_ts) c
 	),
+	-- CPU of the server's processes by backend type (ms of the interval);
+	-- the run delay NULL when every changed type's is (no schedstat), 0 in
+	-- an interval without a change (no row), as the rollups count it
+	pcpu AS (
+		SELECT p.interval_end, bool_or(p.reset) AS rs,
+		       coalesce(sum(p.user_ms + p.system_ms), 0) AS cpu,
+		       coalesce(sum(p.user_ms + p.system_ms) FILTER (WHERE p.grp = 'client backend'), 0) AS cpu_client,
+		       coalesce(sum(p.user_ms + p.system_ms) FILTER (WHERE p.grp = 'autovacuum worker'), 0) AS cpu_av,
+		       coalesce(sum(p.user_ms + p.system_ms) FILTER (WHERE p.grp = 'checkpointer'), 0) AS cpu_ckpt,
+		       coalesce(sum(p.user_ms + p.system_ms) FILTER (WHERE p.grp = 'background writer'), 0) AS cpu_bgw,
+		       coalesce(sum(p.user_ms + p.system_ms) FILTER (WHERE p.grp = 'walwriter'), 0) AS cpu_walw,
+		       sum(p.run_delay_ms) AS wait,
+		       CASE WHEN count(p.run_delay_ms) > 0
+		            THEN coalesce(sum(p.run_delay_ms) FILTER (WHERE p.grp = 'client backend'), 0) END AS wait_client,
+		       CASE WHEN timeline.detail THEN jsonb_object_agg(p.grp, jsonb_build_object(
+		           'cpu', (p.user_ms + p.system_ms) / 1000 / p.seconds, 'user', p.user_ms / 1000 / p.seconds,
+		           'system', p.system_ms / 1000 / p.seconds, 'cpu_wait', p.run_delay_ms / 1000 / p.seconds))
+		           FILTER (WHERE p.user_ms + p.system_ms > 0 OR p.run_delay_ms > 0) END AS by_backend
+		  FROM chronicle._os_process_cpu_sums(from_ts, to_ts, by => 'backend_type') p
+		 GROUP BY p.interval_end
+	),
 	-- pgbench: app_intervals() of every run, the same intervals
 	app AS (
 		SELECT a.interval_end, a.tps, a.latency_p50_ms AS p50, a.latency_p99_ms AS p99
@@ -233,6 +269,18 @@ BEGIN
 	       mem.mem_free, mem.mem_available, mem.dirty, mem.writeback,
 	       cpu.usr / cpu.t, cpu.sys / cpu.t, cpu.iowait / cpu.t, cpu.steal / cpu.t, cpu.idle / cpu.t,
 	       cpu.procs_running,
+	       CASE WHEN NOT has.pcpu OR pcpu.rs THEN NULL ELSE coalesce(pcpu.cpu, 0) / 1000 / iv.seconds END,
+	       CASE WHEN NOT has.pcpu OR pcpu.rs THEN NULL ELSE coalesce(pcpu.cpu_client, 0) / 1000 / iv.seconds END,
+	       CASE WHEN NOT has.pcpu OR pcpu.rs THEN NULL ELSE coalesce(pcpu.cpu_av, 0) / 1000 / iv.seconds END,
+	       CASE WHEN NOT has.pcpu OR pcpu.rs THEN NULL ELSE coalesce(pcpu.cpu_ckpt, 0) / 1000 / iv.seconds END,
+	       CASE WHEN NOT has.pcpu OR pcpu.rs THEN NULL ELSE coalesce(pcpu.cpu_bgw, 0) / 1000 / iv.seconds END,
+	       CASE WHEN NOT has.pcpu OR pcpu.rs THEN NULL ELSE coalesce(pcpu.cpu_walw, 0) / 1000 / iv.seconds END,
+	       CASE WHEN NOT has.pcpu OR pcpu.rs THEN NULL WHEN pcpu.interval_end IS NULL THEN 0
+	            ELSE pcpu.wait / 1000 / iv.seconds END,
+	       CASE WHEN NOT has.pcpu OR pcpu.rs THEN NULL WHEN pcpu.interval_end IS NULL THEN 0
+	            ELSE pcpu.wait_client / 1000 / iv.seconds END,
+	       CASE WHEN NOT has.pcpu OR pcpu.rs OR NOT timeline.detail THEN NULL
+	            ELSE coalesce(pcpu.by_backend, '{}') END,
 	       ws.cpu + ws.io + ws.lwlock + ws.lock + ws.ipc + ws.client + ws.timeout + ws.other,
 	       ws.cpu, ws.io, ws.lwlock, ws.lock, ws.ipc, ws.client, ws.timeout, ws.other,
 	       CASE WHEN has.waits THEN coalesce(tw.top, '[]') END,
@@ -248,6 +296,7 @@ BEGIN
 	  LEFT JOIN chronicle.buffers_values(from_ts, to_ts) bu ON bu.interval_end = iv.interval_end
 	  LEFT JOIN chronicle.os_memory_deltas(from_ts, to_ts) mem ON mem.interval_end = iv.interval_end
 	  LEFT JOIN cpu ON cpu.interval_end = iv.interval_end
+	  LEFT JOIN pcpu ON pcpu.interval_end = iv.interval_end
 	  LEFT JOIN ws ON ws.interval_end = iv.interval_end
 	  LEFT JOIN tw ON tw.interval_end = iv.interval_end
 	  LEFT JOIN app ON app.interval_end = iv.interval_end
@@ -256,7 +305,7 @@ END;
 $$;
 
 COMMENT ON FUNCTION chronicle.timeline(timestamptz, timestamptz, boolean, boolean, text, boolean) IS
-	'One row per snapshot interval with the headline numbers: commits, I/O by backend type, WAL, checkpoints, buffers, memory, active processes by wait class (jsonb breakdowns by backend type and wait event on request), pgbench tps and latency';
+	'One row per snapshot interval with the headline numbers: commits, I/O by backend type, WAL, checkpoints, buffers, memory, CPU by mode and by PostgreSQL process type, active processes by wait class (jsonb breakdowns by backend type and wait event on request), pgbench tps and latency';
 
 REVOKE ALL ON FUNCTION chronicle.timeline(timestamptz, timestamptz, boolean, boolean, text, boolean) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION chronicle.timeline(timestamptz, timestamptz, boolean, boolean, text, boolean) TO pg_monitor, pg_read_all_stats;

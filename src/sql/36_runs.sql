@@ -245,6 +245,10 @@ $$;
 COMMENT ON FUNCTION chronicle.run_label(text, timestamptz, timestamptz, jsonb) IS
 	'Labels a past time range as a run (settings unknown: stored as {})';
 
+-- Forgets a run.  This server's history stays (retention drops it); an
+-- imported run's goes with it: each archive imported is an origin of its
+-- own, with this one run (05_origin.sql), so its snapshots, history,
+-- marks, statement texts and the origin itself are the run's alone.
 CREATE FUNCTION chronicle.run_delete(run text)
 RETURNS void
 LANGUAGE plpgsql
@@ -258,11 +262,18 @@ BEGIN
 	SELECT * INTO r FROM chronicle.run o WHERE o.label = run_delete.run FOR UPDATE;
 	PERFORM chronicle._check_owner('chronicle.run_delete', format('run "%s"', r.label), r.owner);
 	DELETE FROM chronicle.run o WHERE o.run_id = r.run_id;
+	IF r.origin <> 0 THEN
+		DELETE FROM chronicle.archive_history h WHERE h.origin = r.origin;
+		DELETE FROM chronicle.archive_snapshot s WHERE s.origin = r.origin;
+		DELETE FROM chronicle.mark m WHERE m.origin = r.origin;
+		DELETE FROM chronicle.archive_statements_text t WHERE t.origin = r.origin;
+		DELETE FROM chronicle.origin o WHERE o.origin_id = r.origin;
+	END IF;
 END;
 $$;
 
 COMMENT ON FUNCTION chronicle.run_delete(text) IS
-	'Forgets a run (and its application metrics); the history itself stays';
+	'Forgets a run (and its application metrics); this server''s history stays, an imported run''s goes with it';
 
 -- A run's warm-up: how much of its start every analysis leaves out
 -- (run_window() starts after it; the pgbench numbers count the
@@ -398,6 +409,8 @@ CREATE FUNCTION chronicle.run_summary(run text)
 RETURNS TABLE (metric text, value float8, unit text)
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
+-- the run's origin, set by run_window(), for this call only (05_origin.sql)
+SET chronicle.origin = 0
 AS $$
 	SELECT s.* FROM chronicle.run_window(run) w,
 	       chronicle.summary(w.run_from, w.run_to,
@@ -454,6 +467,8 @@ CREATE FUNCTION chronicle.compare_settings(a text, b text)
 RETURNS TABLE (name text, value_a text, value_b text)
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
+-- the run's origin, set by run_window(), for this call only (05_origin.sql)
+SET chronicle.origin = 0
 AS $$
 	WITH ra AS (SELECT r.* FROM chronicle.run_window(a) w, chronicle.run r WHERE r.label = a),
 	     rb AS (SELECT r.* FROM chronicle.run_window(b) w, chronicle.run r WHERE r.label = b)

@@ -76,6 +76,8 @@ RETURNS TABLE (rank integer, interval_start timestamptz, interval_end timestampt
                explanation text, details jsonb)
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
+-- the run's origin, set by run_window(), for this call only (05_origin.sql)
+SET chronicle.origin = 0
 SET plan_cache_mode = force_custom_plan
 AS $$
 #variable_conflict use_column
@@ -113,7 +115,9 @@ BEGIN
 
 	RETURN QUERY
 	WITH tl AS MATERIALIZED (
-		SELECT * FROM chronicle.timeline(w_from, w_to)
+		-- app => false: the run's pgbench numbers are app's below, not
+		-- timeline()'s (every run's, a second pass over the transactions)
+		SELECT * FROM chronicle.timeline(w_from, w_to, app => false)
 	), app AS MATERIALIZED (
 		SELECT a.* FROM chronicle.app_intervals(w_from, w_to, slowest_intervals.run) a WHERE has_app
 	), wal AS (
@@ -134,7 +138,7 @@ BEGIN
 		SELECT min(h.started) AS started, min(h.ts) FILTER (WHERE h.ended IS NOT NULL) AS ended
 		  FROM chronicle.maintenance_history h
 		 WHERE h.ts > w_from
-		   AND h.ts <= coalesce((SELECT min(s.ts) FROM chronicle.snapshot s WHERE s.ts > w_to), w_to)
+		   AND h.ts <= coalesce((SELECT min(s.ts) FROM chronicle._snapshot s WHERE s.ts > w_to), w_to)
 		 GROUP BY h.pid, h.activity_start, h.relid, h.command
 	), iv AS MATERIALIZED (
 		SELECT tl.interval_start, tl.interval_end,
@@ -241,6 +245,8 @@ CREATE FUNCTION chronicle.load_profile(run text)
 RETURNS TABLE (metric text, unit text, per_second float8, per_transaction float8)
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
+-- the run's origin, set by run_window(), for this call only (05_origin.sql)
+SET chronicle.origin = 0
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -454,6 +460,8 @@ RETURNS TABLE (source text, statements bigint, calls numeric,
                explanation text)
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
+-- the run's origin, set by run_window(), for this call only (05_origin.sql)
+SET chronicle.origin = 0
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -494,7 +502,7 @@ BEGIN
 	SELECT coalesce(sum(coalesce(i.hits, 0) + coalesce(i.reads, 0) + coalesce(i.writes, 0)
 	                    + coalesce(i.extends, 0)), 0) > 0 INTO v_autovacuum
 	  FROM chronicle.io_run_totals(run_wal_sources.run, 'autovacuum worker') i;
-	SELECT count(*) INTO v_snapshots FROM chronicle.snapshot s
+	SELECT count(*) INTO v_snapshots FROM chronicle._snapshot s
 	 WHERE s.ts > s_from AND s.ts <= s_to AND s.collector = 'worker';
 
 	v_hint_text := CASE

@@ -14,7 +14,8 @@ CREATE TABLE chronicle.mark (
 	mark_id integer GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
 	ts      timestamptz NOT NULL,
 	event   text NOT NULL CHECK (event <> ''),
-	owner   text NOT NULL
+	owner   text NOT NULL,
+	origin  integer NOT NULL DEFAULT 0	-- 0: this server; else an imported run's (05_origin.sql)
 );
 CREATE INDEX mark_ts ON chronicle.mark (ts);
 COMMENT ON TABLE chronicle.mark IS
@@ -113,6 +114,7 @@ BEGIN
 		 CROSS JOIN LATERAL (SELECT a.ts FROM chronicle.app_transaction a
 		                      WHERE a.run_id = ru.run_id ORDER BY a.ts DESC LIMIT 1) l
 		 WHERE f.ts < to_ts AND l.ts > from_ts
+		   AND ru.origin = chronicle._origin()
 	)
 	SELECT i.interval_start, i.interval_end, i.seconds, r.label
 	  FROM chronicle.intervals(from_ts, to_ts) i
@@ -130,6 +132,8 @@ CREATE FUNCTION chronicle.run_stalls(run text)
 RETURNS TABLE (interval_start timestamptz, interval_end timestamptz, seconds float8, run_label text)
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
+-- the run's origin, set by run_window(), for this call only (05_origin.sql)
+SET chronicle.origin = 0
 AS $$
 	SELECT s.* FROM chronicle.run_window(run_stalls.run) w,
 	       chronicle.app_stalls(w.run_from, w.run_to) s
@@ -191,13 +195,13 @@ BEGIN
 		       min(h.ts) FILTER (WHERE h.ended IS NOT NULL) AS ended
 		  FROM chronicle.maintenance_history h
 		 WHERE h.ts > from_ts
-		   AND h.ts <= coalesce((SELECT min(s.ts) FROM chronicle.snapshot s WHERE s.ts > to_ts), to_ts)
+		   AND h.ts <= coalesce((SELECT min(s.ts) FROM chronicle._snapshot s WHERE s.ts > to_ts), to_ts)
 		 GROUP BY h.pid, h.activity_start, h.relid, h.command
 	)
 	SELECT e.ts, e.kind, e.event, e.owner, e.mark_id
 	  FROM (SELECT m.ts, 'mark'::text AS kind, m.event, m.owner, m.mark_id
 	          FROM chronicle.mark m
-	         WHERE m.ts > from_ts AND m.ts <= to_ts
+	         WHERE m.ts > from_ts AND m.ts <= to_ts AND m.origin = chronicle._origin()
 	        UNION ALL
 	        SELECT c.interval_end, 'checkpoint_start',
 	               CASE WHEN c.started > 1 THEN format('%s checkpoints started', c.started)
@@ -234,7 +238,7 @@ BEGIN
 	          FROM v WHERE v.ended > from_ts AND v.ended <= to_ts
 	        UNION ALL
 	        SELECT s.ts, 'recording_start', 'recording starts (after a restart or a gap)', NULL, NULL
-	          FROM chronicle.snapshot s
+	          FROM chronicle._snapshot s
 	         WHERE s.ts = s.segment AND s.ts > from_ts AND s.ts <= to_ts) e
 	 ORDER BY e.ts, e.kind, e.mark_id;
 END;
@@ -247,6 +251,8 @@ CREATE FUNCTION chronicle.run_marks(run text)
 RETURNS TABLE (ts timestamptz, kind text, event text, owner text, mark_id integer)
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
+-- the run's origin, set by run_window(), for this call only (05_origin.sql)
+SET chronicle.origin = 0
 AS $$
 	SELECT m.* FROM chronicle.run_window(run) w, chronicle.marks(w.run_from, w.run_to) m
 $$;

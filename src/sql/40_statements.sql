@@ -19,6 +19,27 @@ CREATE TABLE chronicle.statements_text (
 );
 COMMENT ON TABLE chronicle.statements_text IS 'Query text of recorded statements, once per (dbid, queryid), kept as long as the history that refers to it';
 
+-- The texts of the imported runs' statements (05_origin.sql): another
+-- server's dbid and queryid name other statements.
+CREATE TABLE chronicle.archive_statements_text (
+	origin  integer NOT NULL REFERENCES chronicle.origin,
+	dbid    oid NOT NULL,
+	queryid bigint NOT NULL,
+	query   text NOT NULL,
+	PRIMARY KEY (origin, dbid, queryid)
+);
+COMMENT ON TABLE chronicle.archive_statements_text IS 'Query text of the statements of imported runs, by origin';
+
+-- The texts of the origin read now.
+CREATE VIEW chronicle._statements_text AS
+SELECT t.dbid, t.queryid, t.query
+  FROM (SELECT 0 AS origin, l.dbid, l.queryid, l.query FROM chronicle.statements_text l
+        UNION ALL
+        SELECT a.origin, a.dbid, a.queryid, a.query FROM chronicle.archive_statements_text a) t
+ WHERE t.origin = chronicle._origin();
+COMMENT ON VIEW chronicle._statements_text IS
+	'The statement texts of the origin the analysis reads (chronicle.origin): chronicle.statements_text for this server';
+
 -- A statement's text as the history keeps it: never a password.
 -- pg_stat_statements replaces the constants of planned statements by $n,
 -- not those of utility statements, which it keeps as they were run.
@@ -94,7 +115,7 @@ BEGIN
 		-- before from_ts (the intervals ending in the window are counted
 		-- whole), or from_ts itself for rows loaded without snapshots.  A
 		-- statement created after it counts from zero.
-		SELECT coalesce((SELECT sn.ts FROM chronicle.snapshot sn WHERE sn.ts <= $1
+		SELECT coalesce((SELECT sn.ts FROM chronicle._snapshot sn WHERE sn.ts <= $1
 		                  ORDER BY sn.ts DESC LIMIT 1), $1) AS t
 	), base AS (
 		-- the last reading at or before from_ts, per statement, in the
@@ -106,7 +127,7 @@ BEGIN
 		SELECT DISTINCT ON (h.userid, h.dbid, h.queryid, h.toplevel) h.*, true AS is_base
 		  FROM chronicle.statements_history h
 		 WHERE h.ts <= $1
-		   AND h.ts >= coalesce((SELECT sn.segment FROM chronicle.snapshot sn WHERE sn.ts <= $1
+		   AND h.ts >= coalesce((SELECT sn.segment FROM chronicle._snapshot sn WHERE sn.ts <= $1
 		                          ORDER BY sn.ts DESC LIMIT 1), '-infinity')
 		 ORDER BY h.userid, h.dbid, h.queryid, h.toplevel, h.ts DESC
 	), r AS (
@@ -164,7 +185,7 @@ BEGIN
 	       g.rows, g.shared_blks_hit, g.shared_blks_read, g.shared_blks_dirtied, g.shared_blks_written,
 	       g.temp_blks_read, g.temp_blks_written, g.blk_read_time, g.blk_write_time,
 	       g.wal_records, g.wal_fpi, g.wal_bytes, g.resets, t.query
-	  FROM g LEFT JOIN chronicle.statements_text t ON t.dbid = g.dbid AND t.queryid = g.queryid
+	  FROM g LEFT JOIN chronicle._statements_text t ON t.dbid = g.dbid AND t.queryid = g.queryid
 	 WHERE g.calls > 0 OR g.plans > 0
 	 ORDER BY g.%I DESC NULLS LAST, g.queryid
 	 LIMIT $3

@@ -532,12 +532,18 @@ BEGIN
 	PERFORM chronicle._check_range(from_ts, to_ts, 'chronicle.app_intervals');
 	IF run IS NOT NULL THEN
 		v_run := chronicle._run_id(run, 'chronicle.app_intervals');
+		IF (SELECT r.origin FROM chronicle.run r WHERE r.run_id = v_run) <> chronicle._origin() THEN
+			RAISE EXCEPTION 'chronicle.app_intervals: run "%" was recorded by origin %, the history read is origin''s %',
+				run, (SELECT r.origin FROM chronicle.run r WHERE r.run_id = v_run), chronicle._origin()
+				USING ERRCODE = 'invalid_parameter_value',
+				      HINT = 'Call chronicle.app_intervals(run) or SET chronicle.origin to the run''s origin (docs/storage.md, "Origins").';
+		END IF;
 	END IF;
 
 	-- The snapshots bounding the intervals whose end lies in (from, to].
 	SELECT array_agg(s.ts ORDER BY s.ts) INTO v_bounds
-	  FROM chronicle.snapshot s
-	 WHERE s.ts >= coalesce((SELECT max(s2.ts) FROM chronicle.snapshot s2 WHERE s2.ts <= from_ts), from_ts)
+	  FROM chronicle._snapshot s
+	 WHERE s.ts >= coalesce((SELECT max(s2.ts) FROM chronicle._snapshot s2 WHERE s2.ts <= from_ts), from_ts)
 	   AND s.ts <= to_ts;
 	IF coalesce(cardinality(v_bounds), 0) < 2 THEN
 		RETURN;
@@ -553,7 +559,7 @@ BEGIN
 		SELECT b.i, b.ts AS s_ts, lead(b.ts) OVER (ORDER BY b.i) AS e_ts,
 		       sn.segment AS seg, lead(sn.segment) OVER (ORDER BY b.i) AS next_seg
 		  FROM unnest(v_bounds) WITH ORDINALITY AS b(ts, i)
-		  JOIN chronicle.snapshot sn ON sn.ts = b.ts
+		  JOIN chronicle._snapshot sn ON sn.ts = b.ts
 	), iv AS MATERIALIZED (
 		SELECT bp.i, bp.s_ts, bp.e_ts, bp.seg
 		  FROM bp
@@ -575,7 +581,7 @@ BEGIN
 		       max(t.ts) AS e
 		  FROM chronicle.app_transaction t
 		 WHERE t.ts > v_lo AND t.ts <= v_hi
-		   AND (v_run IS NULL OR t.run_id = v_run)
+		   AND (v_run IS NULL AND t.run_id IN (SELECT o.run_id FROM chronicle.run o WHERE o.origin = chronicle._origin()) OR t.run_id = v_run)
 		 GROUP BY 1
 	), txr AS (
 		-- per run and interval: the first start and the last end (one
@@ -586,6 +592,7 @@ BEGIN
 		       min(t.ts - coalesce(t.latency_us, 0) * interval '1 microsecond'), max(t.ts)
 		  FROM chronicle.app_transaction t
 		 WHERE v_run IS NULL AND t.ts > v_lo AND t.ts <= v_hi
+		   AND t.run_id IN (SELECT o.run_id FROM chronicle.run o WHERE o.origin = chronicle._origin())
 		 GROUP BY 1, 2
 	), seg AS (
 		SELECT iv.seg, min(iv.s_ts) AS first_s, max(iv.e_ts) AS last_e
@@ -599,7 +606,7 @@ BEGIN
 		       CASE WHEN EXISTS (SELECT FROM chronicle.app_transaction t
 		                          WHERE t.run_id = g.run_id AND t.ts >= g.seg AND t.ts <= seg.first_s)
 		            THEN '-infinity'::timestamptz ELSE g.s END AS s,
-		       CASE WHEN (SELECT sn.segment FROM chronicle.snapshot sn
+		       CASE WHEN (SELECT sn.segment FROM chronicle._snapshot sn
 		                   WHERE sn.ts >= (SELECT min(t.ts) FROM chronicle.app_transaction t
 		                                    WHERE t.run_id = g.run_id AND t.ts > seg.last_e)
 		                   ORDER BY sn.ts LIMIT 1) = g.seg
@@ -632,7 +639,7 @@ BEGIN
 		                         AND p.interval_start = a.interval_start - a.interval_secs * interval '1 second') AS complete) x
 		 WHERE x.a_end > v_lo
 		   AND a.interval_start < v_hi
-		   AND (v_run IS NULL OR a.run_id = v_run)
+		   AND (v_run IS NULL AND r.origin = chronicle._origin() OR a.run_id = v_run)
 		   AND NOT EXISTS (SELECT FROM chronicle.app_transaction t WHERE t.run_id = a.run_id)
 	), c0 AS (
 		-- per run, the counts spread before the window: its rows ended
@@ -787,6 +794,8 @@ CREATE FUNCTION chronicle.app_intervals(run text)
 RETURNS SETOF chronicle.app_interval_row
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
+-- the run's origin, set by run_window(), for this call only (05_origin.sql)
+SET chronicle.origin = 0
 AS $$
 BEGIN
 	PERFORM chronicle._run_id(run, 'chronicle.app_intervals');
@@ -805,6 +814,8 @@ CREATE FUNCTION chronicle._app_summary(p_run integer)
 RETURNS SETOF chronicle.app_summary_row
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
+-- the run's origin, set by run_window(), for this call only (05_origin.sql)
+SET chronicle.origin = 0
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -813,6 +824,7 @@ DECLARE
 	v_thr timestamptz[];
 	v_from timestamptz;		-- the warm-up's end: transactions ending after it count
 BEGIN
+	PERFORM chronicle._run_origin(p_run);
 	SELECT CASE WHEN r.warmup > interval '0' THEN r.started + r.warmup END INTO v_from
 	  FROM chronicle.run r WHERE r.run_id = p_run;
 	SELECT min(t.ts), max(t.ts) INTO v_first, v_last
@@ -824,15 +836,31 @@ BEGIN
 		-- segments and the gaps between them.
 		SELECT array_agg(b.ts ORDER BY b.ts) INTO v_thr
 		  FROM (SELECT min(sn.ts) AS f, max(sn.ts) AS l
-		          FROM chronicle.snapshot sn
-		         WHERE sn.ts >= coalesce((SELECT s2.segment FROM chronicle.snapshot s2
+		          FROM chronicle._snapshot sn
+		         WHERE sn.ts >= coalesce((SELECT s2.segment FROM chronicle._snapshot s2
 		                                   WHERE s2.ts <= v_first ORDER BY s2.ts DESC LIMIT 1), v_first)
-		           AND sn.ts <= coalesce((SELECT s3.ts FROM chronicle.snapshot s3
+		           AND sn.ts <= coalesce((SELECT s3.ts FROM chronicle._snapshot s3
 		                                   WHERE s3.ts >= v_last ORDER BY s3.ts LIMIT 1), v_last)
 		         GROUP BY sn.segment) g,
 		       LATERAL (VALUES (g.f), (g.l + interval '1 microsecond')) AS b(ts);
 		RETURN QUERY
-		WITH piece AS (
+		WITH g AS MATERIALIZED (
+			-- One pass over the transactions (a hash of a few thousand
+			-- groups, not a sort of every transaction): per piece (below),
+			-- status (0 ok, 1 skipped, 2 failed) and distinct latency, the
+			-- transactions and their lags, first start (the first end less
+			-- the group's one latency) and last end.
+			SELECT x.*, x.first_e - coalesce(x.l, 0) * interval '1 microsecond' AS s
+			  FROM (SELECT width_bucket(t.ts, v_thr) AS wb,
+			               CASE WHEN width_bucket(t.ts, v_thr) % 2 = 0 THEN t.source END AS src,
+			               CASE t.status WHEN 'ok' THEN 0 WHEN 'skipped' THEN 1 ELSE 2 END AS cls,
+			               t.latency_us AS l, count(*) AS n,
+			               sum(t.lag_us) AS lag_sum, count(t.lag_us) AS lag_n,
+			               min(t.ts) AS first_e, max(t.ts) AS e
+			          FROM chronicle.app_transaction t
+			         WHERE t.run_id = p_run AND (v_from IS NULL OR t.ts > v_from)
+			         GROUP BY 1, 2, 3, 4) x
+		), piece AS (
 			-- Bucket 2k - 1 is the k-th recording, an even bucket the gap
 			-- before or after one.  A gap may hold a server stop between
 			-- two pgbench processes (the first one's last transactions
@@ -840,37 +868,45 @@ BEGIN
 			-- collector's first snapshot): no pgbench process outlives a
 			-- stop (its connections end), so in a gap each log file's
 			-- transactions are a piece of their own.
-			SELECT greatest(min(t.ts - coalesce(t.latency_us, 0) * interval '1 microsecond'), v_from) AS s,
-			       max(t.ts) AS e
-			  FROM chronicle.app_transaction t
-			 WHERE t.run_id = p_run AND (v_from IS NULL OR t.ts > v_from)
-			 GROUP BY width_bucket(t.ts, v_thr),
-			          CASE WHEN width_bucket(t.ts, v_thr) % 2 = 0 THEN t.source END
+			SELECT greatest(min(g.s), v_from) AS s, max(g.e) AS e
+			  FROM g
+			 GROUP BY g.wb, g.src
 		), span AS (
 			-- the length of the union of the pieces
 			SELECT sum(greatest(extract(epoch FROM p.e - greatest(p.s, p.prev_e)), 0))::float8 AS secs
 			  FROM (SELECT p1.*, max(p1.e) OVER (ORDER BY p1.s, p1.e
 			                                     ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_e
 			          FROM piece p1) p
+		), cum AS (
+			-- the completed transactions' latencies, each with how many
+			-- took at most that long
+			SELECT x.l, (sum(x.n) OVER (ORDER BY x.l))::float8 AS c, (sum(x.n) OVER ())::float8 AS total
+			  FROM (SELECT g.l, sum(g.n) AS n FROM g WHERE g.cls = 0 AND g.l IS NOT NULL GROUP BY g.l) x
+		), pct AS (
+			-- nearest rank, as percentile_disc(): the least latency whose
+			-- count reaches ceil(p * transactions)
+			SELECT min(cum.l) FILTER (WHERE cum.c >= greatest(ceil(0.5::float8 * cum.total), 1)) AS p50,
+			       min(cum.l) FILTER (WHERE cum.c >= greatest(ceil(0.9::float8 * cum.total), 1)) AS p90,
+			       min(cum.l) FILTER (WHERE cum.c >= greatest(ceil(0.99::float8 * cum.total), 1)) AS p99
+			  FROM cum
 		), st AS (
-			SELECT count(*) FILTER (WHERE t.status = 'ok') AS n,
-			       avg(t.latency_us) FILTER (WHERE t.status = 'ok')::float8 AS lat_mean,
-			       min(t.latency_us) FILTER (WHERE t.status = 'ok')::float8 AS lat_min,
-			       max(t.latency_us) FILTER (WHERE t.status = 'ok')::float8 AS lat_max,
-			       percentile_disc(ARRAY[0.5, 0.9, 0.99]::float8[]) WITHIN GROUP (ORDER BY t.latency_us)
-			           FILTER (WHERE t.status = 'ok') AS lat_p,
-			       avg(t.lag_us) FILTER (WHERE t.status = 'ok')::float8 AS lag_mean,
-			       count(*) FILTER (WHERE t.status = 'skipped') AS n_skipped,
-			       count(*) FILTER (WHERE t.status NOT IN ('ok', 'skipped')) AS n_failed
-			  FROM chronicle.app_transaction t
-			 WHERE t.run_id = p_run AND (v_from IS NULL OR t.ts > v_from)
+			-- the means as avg() takes them: the numeric sum over the count
+			SELECT coalesce(sum(g.n) FILTER (WHERE g.cls = 0), 0)::bigint AS n,
+			       (sum(g.l * g.n) FILTER (WHERE g.cls = 0)
+			        / sum(g.n) FILTER (WHERE g.cls = 0 AND g.l IS NOT NULL))::float8 AS lat_mean,
+			       min(g.l) FILTER (WHERE g.cls = 0)::float8 AS lat_min,
+			       max(g.l) FILTER (WHERE g.cls = 0)::float8 AS lat_max,
+			       (sum(g.lag_sum) FILTER (WHERE g.cls = 0) / sum(g.lag_n) FILTER (WHERE g.cls = 0))::float8 AS lag_mean,
+			       coalesce(sum(g.n) FILTER (WHERE g.cls = 1), 0)::bigint AS n_skipped,
+			       coalesce(sum(g.n) FILTER (WHERE g.cls = 2), 0)::bigint AS n_failed
+			  FROM g
 		)
 		SELECT st.n, span.secs, st.n / nullif(span.secs, 0),
 		       st.lat_mean / 1000.0,
-		       st.lat_p[1]::float8 / 1000.0, st.lat_p[2]::float8 / 1000.0, st.lat_p[3]::float8 / 1000.0,
+		       pct.p50::float8 / 1000.0, pct.p90::float8 / 1000.0, pct.p99::float8 / 1000.0,
 		       st.lat_max / 1000.0, st.lag_mean / 1000.0,
 		       st.n_skipped, st.n_failed, st.lat_min / 1000.0, 'transactions'::text
-		  FROM st, span;
+		  FROM st, span, pct;
 		RETURN;
 	END IF;
 

@@ -122,6 +122,8 @@ RETURNS TABLE (ts timestamptz, source text, key text[], seconds float8, interval
                resets integer, vals float8[], hist jsonb)
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
+-- this server's history only (05_origin.sql): imported runs are not rolled up
+SET chronicle.origin = 0
 SET work_mem = '256MB'
 SET plan_cache_mode = force_custom_plan
 AS $$
@@ -135,10 +137,13 @@ DECLARE
 	q      text;
 	ends   timestamptz[];
 	secs   float8[];
+	segs   timestamptz[];
+	hcol   text;
 BEGIN
 	PERFORM chronicle._check_range(from_ts, to_ts, 'chronicle._rollup_compute');
-	SELECT array_agg(i.interval_end ORDER BY i.interval_end), array_agg(i.seconds ORDER BY i.interval_end)
-	  INTO ends, secs
+	SELECT array_agg(i.interval_end ORDER BY i.interval_end), array_agg(i.seconds ORDER BY i.interval_end),
+	       array_agg(i.segment ORDER BY i.interval_end)
+	  INTO ends, secs, segs
 	  FROM chronicle.intervals(from_ts, to_ts) i;
 
 	RETURN QUERY
@@ -149,6 +154,8 @@ BEGIN
 
 	FOR s IN SELECT * FROM chronicle._rollup_sources() LOOP
 		keyed := cardinality(s.keys) > 0;
+		-- the source's column of chronicle.history (its C name)
+		SELECT a.source INTO hcol FROM chronicle._source_analysis() a WHERE a.prefix = s.source;
 		keyexp := CASE WHEN keyed
 		               THEN 'ARRAY[' || (SELECT string_agg(format('d0.%I::text', k), ', ' ORDER BY o)
 		                                   FROM unnest(s.keys) WITH ORDINALITY AS u(k, o)) || ']'
@@ -194,11 +201,18 @@ BEGIN
 				SELECT DISTINCT d0.interval_end FROM d0 WHERE %3$s
 			),
 			ivb AS (
-				SELECT i.e AS interval_end, i.s AS seconds,
+				SELECT i.e AS interval_end, i.s AS seconds, i.g AS segment,
 				       date_trunc('minute', i.e - interval '1 microsecond') AS m,
 				       rs.interval_end IS NOT NULL AS rs
-				  FROM unnest($3::timestamptz[], $4::float8[]) AS i(e, s)
+				  FROM unnest($3::timestamptz[], $4::float8[], $5::timestamptz[]) AS i(e, s, g)
 				  LEFT JOIN rs ON rs.interval_end = i.e
+			),
+			rec AS (
+				-- per segment, the source's first stored row (the marker below)
+				SELECT g.segment,
+				       (SELECT min(h.ts) FROM chronicle.history h
+				         WHERE h.ts >= g.segment AND h.ts <= $2 AND h.%9$I IS NOT NULL) AS first
+				  FROM (SELECT DISTINCT ivb.segment FROM ivb) g
 			),
 			b AS (
 				SELECT ivb.m, coalesce(sum(ivb.seconds::numeric) FILTER (WHERE NOT ivb.rs), 0)::float8 AS good_s,
@@ -223,12 +237,21 @@ BEGIN
 			CASE WHEN s.has_reset THEN 'd0.reset' ELSE 'false' END,
 			keyexp, aggs, s.source, slots,
 			-- a keyed source: one row more per bucket, key '{}', saying
-			-- it was recorded and what its seconds are
+			-- it was recorded and what its seconds are.  Recorded: the
+			-- bucket has an interval ending at or after the source's
+			-- first stored row in the interval's segment (a source starts
+			-- later than its segment: the relations' first reading).  A
+			-- fact of the bucket's own history, so that a minute computed
+			-- alone and within a longer window gives the same row (whether
+			-- the window held a changed row of the source is not).
 			CASE WHEN keyed THEN format($k$
 			UNION ALL
 			SELECT b.m, %L::text, '{}'::text[], b.good_s, b.n::integer, b.n_rs::integer, NULL::float8[], NULL::jsonb
-			  FROM b WHERE EXISTS (SELECT FROM d0)$k$, s.source) ELSE '' END);
-		RETURN QUERY EXECUTE q USING from_ts, to_ts, ends, secs;
+			  FROM b
+			 WHERE EXISTS (SELECT FROM ivb JOIN rec ON rec.segment = ivb.segment
+			                WHERE ivb.m = b.m AND ivb.interval_end >= rec.first)$k$, s.source) ELSE '' END,
+			hcol);
+		RETURN QUERY EXECUTE q USING from_ts, to_ts, ends, secs, segs;
 	END LOOP;
 
 	-- pgbench transactions: count, latency sum/min/max and histogram
@@ -241,6 +264,7 @@ BEGIN
 	               sum(t.latency_us) AS lat_sum, min(t.latency_us) AS lat_min, max(t.latency_us) AS lat_max
 	          FROM chronicle.app_transaction t
 	         WHERE t.ts > from_ts AND t.ts <= to_ts AND t.status = 'ok' AND t.latency_us IS NOT NULL
+	           AND t.run_id IN (SELECT o.run_id FROM chronicle.run o WHERE o.origin = 0)
 	         GROUP BY 1, 2, 3) h
 	 GROUP BY h.m, h.run_id;
 END;
@@ -423,6 +447,8 @@ CREATE FUNCTION chronicle._rollup(max_minutes integer DEFAULT NULL,
 RETURNS record
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
+-- this server's history only (05_origin.sql): imported runs are not rolled up
+SET chronicle.origin = 0
 SET work_mem = '256MB'
 AS $$
 DECLARE
@@ -490,6 +516,7 @@ BEGIN
 	  FROM (SELECT date_trunc('minute', t.ts - interval '1 microsecond') AS m
 	          FROM chronicle.rollup_dirty d
 	          JOIN chronicle.app_transaction t ON t.ts > d.lo - interval '1 microsecond' AND t.ts <= d.hi
+	                                          AND t.run_id IN (SELECT o.run_id FROM chronicle.run o WHERE o.origin = 0)
 	        UNION
 	        SELECT r.ts FROM chronicle.rollup_dirty d
 	          JOIN chronicle.rollup_minute r ON r.source = 'app'
@@ -498,7 +525,8 @@ BEGIN
 	        UNION
 	        SELECT date_trunc('minute', t.ts - interval '1 microsecond')
 	          FROM chronicle.app_transaction t
-	         WHERE forced AND t.ts > lo AND t.ts <= hi) x
+	         WHERE forced AND t.ts > lo AND t.ts <= hi
+	           AND t.run_id IN (SELECT o.run_id FROM chronicle.run o WHERE o.origin = 0)) x
 	 WHERE x.m < complete;
 	DELETE FROM chronicle.rollup_dirty;
 	cands := ARRAY(SELECT DISTINCT u FROM unnest(coalesce(cands, '{}') || coalesce(dirty, '{}')) u ORDER BY u);
@@ -567,8 +595,11 @@ SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
+	-- this server's runs only: imported runs are not rolled up (05_origin.sql)
 	INSERT INTO chronicle.rollup_dirty (lo, hi)
-	SELECT min(c.ts), max(c.ts) FROM changed c HAVING count(*) > 0;
+	SELECT min(c.ts), max(c.ts) FROM changed c
+	 WHERE c.run_id IN (SELECT o.run_id FROM chronicle.run o WHERE o.origin = 0)
+	HAVING count(*) > 0;
 	RETURN NULL;
 END;
 $$;
@@ -643,10 +674,20 @@ BEGIN
 			USING ERRCODE = 'invalid_parameter_value',
 			      HINT = 'Pass ''auto'' (the default), ''raw'' (every snapshot interval), ''minute'' or ''hour''.';
 	END IF;
+	-- The rollups are this server's (05_origin.sql): an imported run's
+	-- history is read raw.
+	IF chronicle._origin() <> 0 THEN
+		IF resolution IN ('minute', 'hour') THEN
+			RAISE EXCEPTION '%: no % rollups of origin %: imported history is read raw', caller, resolution, chronicle._origin()
+				USING ERRCODE = 'invalid_parameter_value',
+				      HINT = 'Pass ''auto'' or ''raw''.';
+		END IF;
+		RETURN 'raw';
+	END IF;
 	IF resolution <> 'auto' THEN
 		RETURN resolution;
 	END IF;
-	oldest := (SELECT min(s.ts) FROM chronicle.snapshot s);
+	oldest := (SELECT min(s.ts) FROM chronicle._snapshot s);
 	IF oldest IS NULL OR oldest <= from_ts
 	   OR NOT EXISTS (SELECT FROM chronicle.rollup_minute r
 	                   WHERE r.source = 'intervals' AND r.ts >= date_trunc('minute', from_ts)
@@ -671,7 +712,9 @@ COMMENT ON FUNCTION chronicle._resolution(text, timestamptz, timestamptz, text, 
 -- call in ix, not through _rollup_vals(): decoding every row would cost
 -- more than the rest.)  Rates are the bucket's deltas over its seconds (intervals in
 -- which a source was reset left out); gauges (buffers, memory) are the
--- last value of the bucket; active_* the average over the bucket; tps the
+-- last value of the bucket; active_* the average over the bucket; the CPU
+-- of the server's processes (os_process_cpu) the bucket's CPU time of each
+-- backend type over its seconds; tps the
 -- bucket's pgbench transactions over its seconds, latency percentiles
 -- from its histogram (within 1 %).
 CREATE FUNCTION chronicle._timeline_rollup(from_ts timestamptz, to_ts timestamptz, res text,
@@ -694,7 +737,7 @@ BEGIN
 	-- Where each number read below is in vals: source.column.slot (0-2 of
 	-- a counter, 0-3 of a gauge), NULL for a column the source lacks.
 	SELECT array_agg(l.slot ORDER BY n.o) INTO ix
-	  FROM unnest(ARRAY['database.xact_commit.0', 'database.xact_rollback.0', 'database.blks_hit.0', 'database.blks_read.0', 'io.reads.0', 'io.writes.0', 'io.extends.0', 'io.fsyncs.0', 'io.read_bytes.0', 'io.write_bytes.0', 'io.extend_bytes.0', 'wal.wal_bytes.0', 'wal.wal_fpi.0', 'wal.wal_records.0', 'checkpointer.num_timed.0', 'checkpointer.num_requested.0', 'checkpointer.buffers_written.0', 'buffers.buffers_used.3', 'buffers.buffers_dirty.3', 'os_memory.mem_free.3', 'os_memory.mem_available.3', 'os_memory.dirty.3', 'os_memory.writeback.3', 'wait_sampler.ticks_due.0', 'wait_sampler.ticks_taken.0', 'wait_sampler.active_cpu.0', 'wait_sampler.active_io.0', 'wait_sampler.active_lwlock.0', 'wait_sampler.active_lock.0', 'wait_sampler.active_ipc.0', 'wait_sampler.active_client.0', 'wait_sampler.active_timeout.0', 'wait_sampler.active_other.0', 'wait.samples.0', 'checkpointer.num_done.0', 'wait_sampler.background_active.0', 'os_cpu.user_ms.0', 'os_cpu.nice_ms.0', 'os_cpu.system_ms.0', 'os_cpu.idle_ms.0', 'os_cpu.iowait_ms.0', 'os_cpu.irq_ms.0', 'os_cpu.softirq_ms.0', 'os_cpu.steal_ms.0', 'os_cpu.procs_running.3']) WITH ORDINALITY AS n(name, o)
+	  FROM unnest(ARRAY['database.xact_commit.0', 'database.xact_rollback.0', 'database.blks_hit.0', 'database.blks_read.0', 'io.reads.0', 'io.writes.0', 'io.extends.0', 'io.fsyncs.0', 'io.read_bytes.0', 'io.write_bytes.0', 'io.extend_bytes.0', 'wal.wal_bytes.0', 'wal.wal_fpi.0', 'wal.wal_records.0', 'checkpointer.num_timed.0', 'checkpointer.num_requested.0', 'checkpointer.buffers_written.0', 'buffers.buffers_used.3', 'buffers.buffers_dirty.3', 'os_memory.mem_free.3', 'os_memory.mem_available.3', 'os_memory.dirty.3', 'os_memory.writeback.3', 'wait_sampler.ticks_due.0', 'wait_sampler.ticks_taken.0', 'wait_sampler.active_cpu.0', 'wait_sampler.active_io.0', 'wait_sampler.active_lwlock.0', 'wait_sampler.active_lock.0', 'wait_sampler.active_ipc.0', 'wait_sampler.active_client.0', 'wait_sampler.active_timeout.0', 'wait_sampler.active_other.0', 'wait.samples.0', 'checkpointer.num_done.0', 'wait_sampler.background_active.0', 'os_cpu.user_ms.0', 'os_cpu.nice_ms.0', 'os_cpu.system_ms.0', 'os_cpu.idle_ms.0', 'os_cpu.iowait_ms.0', 'os_cpu.irq_ms.0', 'os_cpu.softirq_ms.0', 'os_cpu.steal_ms.0', 'os_cpu.procs_running.3', 'os_process_cpu.user_ms.0', 'os_process_cpu.system_ms.0', 'os_process_cpu.run_delay_ms.0']) WITH ORDINALITY AS n(name, o)
 	  LEFT JOIN (SELECT s.source || '.' || c.col || '.' || i.i AS name,
 	                    CASE WHEN c.gauge THEN 3 * cardinality(s.counters) + 4 * (c.o - cardinality(s.counters) - 1) + i.i + 1
 	                         ELSE 3 * (c.o - 1) + i.i + 1 END::integer AS slot
@@ -757,6 +800,9 @@ BEGIN
 		       CASE WHEN x.source = 'os_cpu' THEN x.vals[ix[41]] END AS cpu_iowait,
 		       CASE WHEN x.source = 'os_cpu' THEN x.vals[ix[44]] END AS cpu_steal,
 		       CASE WHEN x.source = 'os_cpu' THEN x.vals[ix[45]] END AS procs_running,
+		       CASE WHEN x.source = 'os_process_cpu' THEN x.vals[ix[46]] END AS pc_user,
+		       CASE WHEN x.source = 'os_process_cpu' THEN x.vals[ix[47]] END AS pc_system,
+		       CASE WHEN x.source = 'os_process_cpu' THEN x.vals[ix[48]] END AS pc_delay,
 		       CASE WHEN x.source = 'app' THEN x.vals[1] END AS transactions,
 		       CASE WHEN x.source = 'app' THEN x.vals[3] END AS lat_min,
 		       CASE WHEN x.source = 'app' THEN x.vals[4] END AS lat_max
@@ -809,6 +855,29 @@ BEGIN
 		           FILTER (WHERE coalesce(k.reads, 0) + coalesce(k.writes, 0) + coalesce(k.extends, 0)
 		                         + coalesce(k.fsyncs, 0) > 0 AND s.s > 0) END AS by_backend
 		  FROM iok k JOIN sec s ON s.bucket = k.bucket AND s.source = 'io'
+		 GROUP BY k.bucket
+	),
+	pck AS (
+		SELECT r.bucket, r.key[1] AS grp, sum(r.pc_user) AS u, sum(r.pc_system) AS sy, sum(r.pc_delay) AS d
+		  FROM r WHERE r.source = 'os_process_cpu' AND r.key <> '{}'
+		 GROUP BY r.bucket, r.key[1]
+	),
+	pc AS (
+		-- the CPU of the server's processes, as the raw timeline's pcpu
+		SELECT k.bucket, coalesce(sum(k.u + k.sy), 0) AS cpu,
+		       coalesce(sum(k.u + k.sy) FILTER (WHERE k.grp = 'client backend'), 0) AS cpu_client,
+		       coalesce(sum(k.u + k.sy) FILTER (WHERE k.grp = 'autovacuum worker'), 0) AS cpu_av,
+		       coalesce(sum(k.u + k.sy) FILTER (WHERE k.grp = 'checkpointer'), 0) AS cpu_ckpt,
+		       coalesce(sum(k.u + k.sy) FILTER (WHERE k.grp = 'background writer'), 0) AS cpu_bgw,
+		       coalesce(sum(k.u + k.sy) FILTER (WHERE k.grp = 'walwriter'), 0) AS cpu_walw,
+		       sum(k.d) AS wait,
+		       CASE WHEN count(k.d) > 0
+		            THEN coalesce(sum(k.d) FILTER (WHERE k.grp = 'client backend'), 0) END AS wait_client,
+		       CASE WHEN _timeline_rollup.detail THEN jsonb_object_agg(k.grp, jsonb_build_object(
+		           'cpu', (k.u + k.sy) / 1000 / s.s, 'user', k.u / 1000 / s.s,
+		           'system', k.sy / 1000 / s.s, 'cpu_wait', k.d / 1000 / s.s))
+		           FILTER (WHERE (k.u + k.sy > 0 OR k.d > 0) AND s.s > 0) END AS by_backend
+		  FROM pck k JOIN sec s ON s.bucket = k.bucket AND s.source = 'os_process_cpu'
 		 GROUP BY k.bucket
 	),
 	one AS (
@@ -900,6 +969,11 @@ BEGIN
 	       one.mem_free::bigint, one.mem_available::bigint, one.mem_dirty::bigint, one.mem_writeback::bigint,
 	       one.cpu_usr / cpu.t, one.cpu_sys / cpu.t, one.cpu_iowait / cpu.t, one.cpu_steal / cpu.t,
 	       one.cpu_idle / cpu.t, one.procs_running::bigint,
+	       coalesce(pc.cpu, 0) / 1000 / nullif(sp.s, 0), coalesce(pc.cpu_client, 0) / 1000 / nullif(sp.s, 0),
+	       coalesce(pc.cpu_av, 0) / 1000 / nullif(sp.s, 0), coalesce(pc.cpu_ckpt, 0) / 1000 / nullif(sp.s, 0),
+	       coalesce(pc.cpu_bgw, 0) / 1000 / nullif(sp.s, 0), coalesce(pc.cpu_walw, 0) / 1000 / nullif(sp.s, 0),
+	       pc.wait / 1000 / nullif(sp.s, 0), pc.wait_client / 1000 / nullif(sp.s, 0),
+	       CASE WHEN sp.s > 0 AND _timeline_rollup.detail THEN coalesce(pc.by_backend, '{}') END,
 	       ws.cpu + ws.io + ws.lwlock + ws.lock + ws.ipc + ws.client + ws.timeout + ws.other,
 	       ws.cpu, ws.io, ws.lwlock, ws.lock, ws.ipc, ws.client, ws.timeout, ws.other,
 	       CASE WHEN has.waits THEN coalesce(tw.top, '[]') END,
@@ -912,8 +986,10 @@ BEGIN
 	  LEFT JOIN sec sd ON sd.bucket = iv.bucket AND sd.source = 'database'
 	  LEFT JOIN sec si ON si.bucket = iv.bucket AND si.source = 'io'
 	  LEFT JOIN sec sw ON sw.bucket = iv.bucket AND sw.source = 'wal'
+	  LEFT JOIN sec sp ON sp.bucket = iv.bucket AND sp.source = 'os_process_cpu'
 	  LEFT JOIN db ON db.bucket = iv.bucket
 	  LEFT JOIN io ON io.bucket = iv.bucket
+	  LEFT JOIN pc ON pc.bucket = iv.bucket
 	  LEFT JOIN one ON one.bucket = iv.bucket
 	  LEFT JOIN LATERAL (
 		SELECT nullif(one.cpu_usr + one.cpu_sys + one.cpu_idle + coalesce(one.cpu_iowait, 0)

@@ -61,3 +61,52 @@ CREATE INDEX mark_ts ON chronicle.mark (ts);
 REVOKE ALL ON chronicle.mark FROM PUBLIC;
 GRANT SELECT ON chronicle.mark TO pg_monitor, pg_read_all_stats;
 GRANT SELECT ON SEQUENCE chronicle.mark_mark_id_seq TO pg_monitor, pg_read_all_stats;
+
+-- Origins (05_origin.sql): the servers whose runs were imported, their
+-- snapshots, history and statement texts apart from this server's, and
+-- the origin of every run and mark (0: this server, as every row recorded
+-- before).  This server's partitioned tables do not change.
+CREATE TABLE chronicle.origin (
+	origin_id         integer GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	system_identifier bigint,
+	server_name       text,
+	server_version    text,
+	extension_version text,
+	first_imported    timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE chronicle.archive_snapshot (
+	origin        integer     NOT NULL REFERENCES chronicle.origin,
+	ts            timestamptz NOT NULL,
+	segment       timestamptz NOT NULL,
+	keyframe      boolean     NOT NULL,
+	collector     text        NOT NULL,
+	duration_ms   float8      NOT NULL,
+	rows_written  bigint      NOT NULL,
+	wal_bytes     bigint      NOT NULL,
+	errors        integer     NOT NULL,
+	system_identifier bigint,
+	server_name   text,
+	PRIMARY KEY (origin, ts)
+);
+-- its packed columns are added by chronicle._history_layout(), in the code
+CREATE TABLE chronicle.archive_history (
+	origin            integer NOT NULL REFERENCES chronicle.origin,
+	ts                timestamptz NOT NULL,
+	system_identifier bigint,
+	server_name       text,
+	PRIMARY KEY (origin, ts)
+);
+CREATE TABLE chronicle.archive_statements_text (
+	origin  integer NOT NULL REFERENCES chronicle.origin,
+	dbid    oid NOT NULL,
+	queryid bigint NOT NULL,
+	query   text NOT NULL,
+	PRIMARY KEY (origin, dbid, queryid)
+);
+ALTER TABLE chronicle.run ADD COLUMN origin integer NOT NULL DEFAULT 0;
+ALTER TABLE chronicle.mark ADD COLUMN origin integer NOT NULL DEFAULT 0;
+REVOKE ALL ON chronicle.origin, chronicle.archive_snapshot, chronicle.archive_history,
+	chronicle.archive_statements_text FROM PUBLIC;
+GRANT SELECT ON chronicle.origin, chronicle.archive_snapshot, chronicle.archive_history,
+	chronicle.archive_statements_text TO pg_monitor, pg_read_all_stats;
+GRANT SELECT ON SEQUENCE chronicle.origin_origin_id_seq TO pg_monitor, pg_read_all_stats;

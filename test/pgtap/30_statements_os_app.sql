@@ -66,7 +66,7 @@ SELECT is((SELECT latency_us FROM chronicle.app_transaction t JOIN chronicle.run
 SELECT is((SELECT string_agg(p.proname, ',' ORDER BY p.proname) FROM pg_proc p
             WHERE p.pronamespace = 'chronicle'::regnamespace
               AND pg_get_function_arguments(p.oid) ~ '(^|, )(run_label|label) '),
-          '_check_label,_run_open,run_begin,run_label',
+          '_check_label,_import_run,_run_open,run_begin,run_label',
           'only the functions creating a run call their parameter label');
 SELECT lives_ok($$SELECT chronicle.add_metric('pgtap.metric', 1, run => 'pgtap run')$$,
                 'add_metric takes the run by name: run =>');

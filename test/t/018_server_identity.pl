@@ -48,9 +48,10 @@ $node->poll_query_until('postgres', qq{
 	SELECT count(*) >= 3 FROM chronicle.snapshot
 	 WHERE collector = 'worker' AND server_name = 'bench-primary' AND system_identifier = $sysid})
   or die 'the worker does not take the new name';
-$node->safe_psql('postgres', 'SELECT chronicle.snapshot()');
-is($node->safe_psql('postgres', q{
-	SELECT collector || '|' || server_name FROM chronicle.snapshot ORDER BY ts DESC LIMIT 1}),
+# (that snapshot by its ts: the worker's next one may come after it)
+my $sql_ts = $node->safe_psql('postgres', 'SELECT chronicle.snapshot()');
+is($node->safe_psql('postgres', qq{
+	SELECT collector || '|' || server_name FROM chronicle.snapshot WHERE ts = '$sql_ts'}),
 	'sql|bench-primary', 'a snapshot from SQL carries the new name too');
 is($node->safe_psql('postgres', qq{
 	SELECT count(*) FROM chronicle.snapshot

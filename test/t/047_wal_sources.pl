@@ -251,7 +251,7 @@ is($node->safe_psql('postgres', q{
 	  FROM pg_proc p WHERE p.pronamespace = 'chronicle'::regnamespace
 	   AND p.proname IN ('run_wal_sources', '_statement_is_query')}),
 	'_statement_is_query:search_path=pg_catalog, pg_temp:true:false '
-	  . 'run_wal_sources:search_path=pg_catalog, pg_temp:true:false',
+	  . 'run_wal_sources:search_path=pg_catalog, pg_temp,chronicle.origin=0:true:false',
 	'search_path set, EXECUTE for pg_monitor, not PUBLIC');
 is($node->safe_psql('postgres', q{
 	SELECT string_agg(coalesce(q, 'NULL') || '=' || coalesce(chronicle._statement_is_query(q)::text, 'NULL'),

@@ -52,7 +52,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time usleep);
-use PgChronicle::TestNode qw(chronicle_node poll_until);
+use PgChronicle::TestNode qw(chronicle_node poll_until session_poll);
 
 plan skip_all => 'no /proc/self/stat: the source reads Linux /proc'
   unless -r '/proc/self/stat';
@@ -117,17 +117,7 @@ my $q_pid = $q->query_safe('SELECT pg_backend_pid()');
 sub qq_ { return $q->query_safe($_[0]); }
 
 # Poll through $q (no new connection) until $query is true.
-sub q_poll
-{
-	my ($query, $name) = @_;
-	my $deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
-	while (time() < $deadline)
-	{
-		return 1 if qq_($query) eq 't';
-		usleep(20_000);
-	}
-	die "stopping: $name did not happen\n";
-}
+sub q_poll { return session_poll($q, @_); }
 
 my $snapshots = q{(SELECT count(*) FROM chronicle.snapshot WHERE collector = 'worker')};
 

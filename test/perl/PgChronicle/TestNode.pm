@@ -23,7 +23,7 @@ use Test::More;
 use Time::HiRes qw(usleep);
 
 our @EXPORT_OK = qw(chronicle_node chronicle_status pgbench_node poll_ok poll_until
-  worker_snapshots more_worker_snapshots lock_wait wait_class_sql);
+  session_poll worker_snapshots more_worker_snapshots lock_wait wait_class_sql);
 
 # A new node $name (of the installation install_path, default the one on
 # PATH): init (with the options of init => {...}), then in
@@ -108,6 +108,21 @@ sub poll_until
 	poll_ok($node, $db, $query, $name, $expected)
 	  or die "stopping: $name did not happen\n";
 	return 1;
+}
+
+# poll_until through an open session ($session, a background psql: no new
+# connection, so no client backend comes and goes) every 20 ms until
+# $query returns 't'; dies when it did not within timeout_default.
+sub session_poll
+{
+	my ($session, $query, $name) = @_;
+	my $deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
+	while (time() < $deadline)
+	{
+		return 1 if $session->query_safe($query) eq 't';
+		usleep(20_000);
+	}
+	die "stopping: $name did not happen\n";
 }
 
 # A column of chronicle.status(), by name.

@@ -1,0 +1,255 @@
+"""Run archives: a run that outlives its server (pg-chronicle export / import).
+
+An archive is a tar file compressed with xz (docs/runs.md, "Run archives"):
+
+    manifest.json       format, format_version, archive_id, the run, the server,
+                        the data window, and per member: columns, rows, sha256
+    snapshot.csv        the snapshots of the window
+    history/SOURCE.csv  each source's rows of the window, as its view
+                        chronicle.SOURCE_history shows them (keys as text)
+    app_transaction.csv, app_interval.csv, app_metric.csv, mark.csv,
+    statements_text.csv
+
+Members are CSV with a header, written by COPY in UTC with ISO dates: text,
+so an archive does not depend on the server's major version or CPU.  The
+window starts at the keyframe at or before the run's start (every key's
+baseline) and ends at the first snapshot after its end.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import lzma
+import pathlib
+import tarfile
+import uuid
+import zlib
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from pg_chronicle.db import ClientError, query, query_one, translated
+
+FORMAT = "pg_chronicle run archive"
+FORMAT_VERSION = 1
+
+# The members besides the sources' history: name -> the query of its rows
+# (%(run)s the run's id, %(lo)s and %(hi)s the data window, read in the
+# run's origin).
+_MEMBERS: dict[str, str] = {
+    "snapshot": "SELECT ts, segment, keyframe, collector, duration_ms, rows_written, wal_bytes, errors,"
+                " system_identifier, server_name FROM chronicle._snapshot"
+                " WHERE ts >= %(lo)s AND ts <= %(hi)s ORDER BY ts",
+    "app_transaction": "SELECT ts, client_id, tx_no, script_no, latency_us, lag_us, retries, status, source"
+                       " FROM chronicle.app_transaction WHERE run_id = %(run)s ORDER BY ts, client_id, tx_no",
+    "app_interval": "SELECT interval_start, num_transactions, sum_latency_us, sum_latency_2, min_latency_us,"
+                    " max_latency_us, sum_lag_us, sum_lag_2, min_lag_us, max_lag_us, skipped, retried,"
+                    " retries, serialization_failures, deadlock_failures, interval_secs"
+                    " FROM chronicle.app_interval WHERE run_id = %(run)s ORDER BY interval_start",
+    "app_metric": "SELECT ts, name, value FROM chronicle.app_metric WHERE run_id = %(run)s"
+                  " ORDER BY ts, name",
+    "mark": "SELECT ts, event, owner FROM chronicle.mark"
+            " WHERE origin = chronicle._origin() AND ts > %(lo)s AND ts <= %(hi)s ORDER BY ts, mark_id",
+    "statements_text": "SELECT t.dbid, t.queryid, t.query FROM chronicle._statements_text t"
+                       " WHERE (t.dbid, t.queryid) IN (SELECT h.dbid, h.queryid"
+                       "  FROM chronicle.statements_history h"
+                       "  WHERE h.ts >= %(lo)s AND h.ts <= %(hi)s) ORDER BY 1, 2",
+}
+
+# The table each member is copied into on import (its columns: the
+# member's, by name).
+_TARGETS: dict[str, str] = {
+    "snapshot": "chronicle._snapshot",
+    "app_transaction": "chronicle.app_transaction",
+    "app_interval": "chronicle.app_interval",
+    "app_metric": "chronicle.app_metric",
+    "mark": "chronicle.mark",
+    "statements_text": "chronicle._statements_text",
+}
+
+
+def _session(conn: psycopg.Connection[Any]) -> None:
+    """The text forms an archive holds, whatever the session's settings."""
+    with translated():
+        conn.execute("SET TimeZone = 'UTC'")
+        conn.execute("SET DateStyle = 'ISO, YMD'")
+        conn.execute("SET extra_float_digits = 3")
+
+
+def _copy_out(conn: psycopg.Connection[Any], select: str, params: dict[str, Any]) -> tuple[bytes, list[str]]:
+    """A query's rows as CSV with a header, and its columns."""
+    buf = io.BytesIO()
+    with translated(), conn.cursor() as cur:
+        # COPY takes no parameters: the query with its values as literals
+        bound = psycopg.ClientCursor(conn).mogrify(select, params)
+        q = sql.SQL("COPY ({}) TO STDOUT WITH (FORMAT csv, HEADER true)").format(sql.SQL(bound))
+        with cur.copy(q) as cp:
+            for chunk in cp:
+                buf.write(chunk)
+    data = buf.getvalue()
+    header = data.split(b"\n", 1)[0].decode()
+    return data, [c.strip('"') for c in header.split(",")] if header else []
+
+
+def export_run(conn: psycopg.Connection[Any], run: str, path: pathlib.Path) -> dict[str, Any]:
+    """Writes the archive of an ended run into path; returns its manifest."""
+    _session(conn)
+    r = query_one(conn, "SELECT r.*, chronicle._run_id(r.label, 'pg-chronicle export') AS id"
+                        " FROM chronicle.run r WHERE r.label = %s", (run,))
+    if r is None:
+        query(conn, "SELECT chronicle._run_id(%s, 'pg-chronicle export')", (run,))  # the error
+        raise AssertionError("unreachable")
+    if r["ended"] is None:
+        raise ClientError(f'run "{run}" is still open: end it (chronicle.run_end()) before exporting it')
+    # read in the run's origin: an imported run exports as it was imported
+    query(conn, "SELECT set_config('chronicle.origin', %s, false)", (str(r["origin"]),))
+    if r["origin"] == 0:
+        srv = query_one(conn, "SELECT s.system_identifier, s.name AS server_name,"
+                              " current_setting('server_version') AS server_version,"
+                              " (SELECT extversion FROM pg_extension WHERE extname = 'pg_chronicle')"
+                              "   AS extension_version FROM chronicle.server() s")
+    else:
+        srv = query_one(conn, "SELECT system_identifier, server_name, server_version, extension_version"
+                              " FROM chronicle.origin WHERE origin_id = %s", (r["origin"],))
+    assert srv is not None
+    win = query_one(conn, """
+        SELECT coalesce((SELECT max(s.ts) FROM chronicle._snapshot s
+                          WHERE s.keyframe AND s.ts <= %(f)s), %(f)s) AS lo,
+               coalesce((SELECT min(s.ts) FROM chronicle._snapshot s WHERE s.ts > %(t)s), %(t)s) AS hi""",
+                    {"f": r["started"], "t": r["ended"]})
+    assert win is not None
+    params = {"run": r["id"], "lo": win["lo"], "hi": win["hi"]}
+    sources = [row["source"] for row in query(
+        conn, "SELECT c.source FROM chronicle._source_columns() c GROUP BY c.source ORDER BY c.source")]
+    members: dict[str, bytes] = {}
+    manifest_members: dict[str, Any] = {}
+    for name, select in list(_MEMBERS.items()) + [
+            (f"history/{s}", f"SELECT * FROM chronicle.{s}_history"
+                             " WHERE ts >= %(lo)s AND ts <= %(hi)s ORDER BY ts") for s in sources]:
+        data, cols = _copy_out(conn, select, params)
+        members[name + ".csv"] = data
+        manifest_members[name] = {"file": name + ".csv", "columns": cols,
+                                  "rows": _rows(conn, select, params),
+                                  "sha256": hashlib.sha256(data).hexdigest()}
+    query(conn, "RESET chronicle.origin")
+    run_meta = {k: r[k] for k in ("label", "meta", "settings", "server_version", "environment")}
+    run_meta["started"] = r["started"].isoformat()
+    run_meta["ended"] = r["ended"].isoformat()
+    run_meta["warmup"] = str(r["warmup"].total_seconds()) + " seconds"
+    manifest = {
+        "format": FORMAT, "format_version": FORMAT_VERSION,
+        "archive_id": str(uuid.uuid4()),
+        "run": run_meta,
+        "server": {k: srv[k] for k in ("system_identifier", "server_name", "server_version",
+                                       "extension_version")},
+        "window": {"from": win["lo"].isoformat(), "to": win["hi"].isoformat()},
+        "members": manifest_members,
+    }
+    tmp = path.with_name(path.name + ".part")
+    with tarfile.open(tmp, "w:xz", preset=6) as tar:
+        _add(tar, "manifest.json", json.dumps(manifest, indent=1, default=str).encode())
+        for name, data in members.items():
+            _add(tar, name, data)
+    tmp.replace(path)
+    return manifest
+
+
+def _rows(conn: psycopg.Connection[Any], select: str, params: dict[str, Any]) -> int:
+    row = query_one(conn, f"SELECT count(*) AS n FROM ({select}) x", params)
+    return int(row["n"]) if row else 0
+
+
+def _add(tar: tarfile.TarFile, name: str, data: bytes) -> None:
+    info = tarfile.TarInfo(name)
+    info.size = len(data)
+    info.mode = 0o644
+    tar.addfile(info, io.BytesIO(data))
+
+
+def read_archive(path: pathlib.Path) -> tuple[dict[str, Any], dict[str, bytes]]:
+    """The manifest and members of an archive, checked: a file that is not
+    an archive, truncated, of a newer format or whose checksums do not
+    match is a ClientError."""
+    try:
+        with tarfile.open(path, "r:xz") as tar:
+            files: dict[str, bytes] = {}
+            for m in tar.getmembers():
+                f = tar.extractfile(m)
+                if f is not None:
+                    files[m.name] = f.read()
+    except (tarfile.ReadError, lzma.LZMAError, EOFError, zlib.error) as exc:
+        raise ClientError(f"{path}: not a pg_chronicle run archive, or truncated ({exc})") from exc
+    try:
+        manifest = json.loads(files["manifest.json"])
+    except (KeyError, ValueError) as exc:
+        raise ClientError(f"{path}: not a pg_chronicle run archive (no readable manifest.json)") from exc
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise ClientError(f"{path}: not a pg_chronicle run archive (manifest format is not {FORMAT!r})")
+    version = manifest.get("format_version")
+    if not isinstance(version, int) or version > FORMAT_VERSION:
+        raise ClientError(f"{path}: archive format version {version} is newer than this client reads "
+                          f"({FORMAT_VERSION}); upgrade pg-chronicle")
+    for m in manifest["members"].values():
+        data = files.get(m["file"])
+        if data is None:
+            raise ClientError(f"{path}: member {m['file']} is missing (truncated archive?)")
+        if hashlib.sha256(data).hexdigest() != m["sha256"]:
+            raise ClientError(f"{path}: checksum of {m['file']} does not match the manifest "
+                              "(damaged archive)")
+    return manifest, files
+
+
+def import_archive(conn: psycopg.Connection[Any], path: pathlib.Path,
+                   rename: str | None = None) -> tuple[str, bool]:
+    """Imports one archive in one transaction; returns the run's label and
+    whether it was imported now (False: the same archive was already)."""
+    manifest, files = read_archive(path)
+    label = rename or manifest["run"]["label"]
+    notices: list[str] = []
+
+    def keep(diag: psycopg.errors.Diagnostic) -> None:
+        if diag.message_primary:
+            notices.append(diag.message_primary)
+
+    _session(conn)
+    conn.add_notice_handler(keep)
+    try:
+        with translated(), conn.transaction():
+            existing = query_one(conn, "SELECT meta -> 'archive' ->> 'id' AS id FROM chronicle.run"
+                                       " WHERE label = %s", (label,))
+            if existing is not None and existing["id"] != manifest["archive_id"]:
+                raise ClientError(f'{path}: a run labelled "{label}" exists already with other content'
+                                  " (hint: import it under another label with --rename NEW_LABEL)")
+            for name, m in manifest["members"].items():
+                _copy_in(conn, name, m, files[m["file"]], path)
+            run = query_one(conn, "SELECT label FROM chronicle._import_run(%s::jsonb, %s)",
+                            (json.dumps(manifest), label))
+    finally:
+        conn.remove_notice_handler(keep)
+    assert run is not None
+    return run["label"], not any("imported already" in n for n in notices)
+
+
+def _copy_in(conn: psycopg.Connection[Any], name: str, m: dict[str, Any], data: bytes,
+             path: pathlib.Path) -> None:
+    """A member into pg_temp.import_<name>, a table with the columns of the
+    member's target here, dropped at commit."""
+    src = name.removeprefix("history/")
+    target = f"chronicle.{src}_history" if name.startswith("history/") else _TARGETS.get(name)
+    if target is None:
+        raise ClientError(f"{path}: unknown member {name} (an archive of a newer pg_chronicle?)")
+    table = sql.Identifier("import_" + src)
+    if name.startswith("history/") and query_one(conn, "SELECT to_regclass(%s) AS t", (target,))["t"] is None:  # type: ignore[index]
+        raise ClientError(f"{path}: source {src} is not known to this pg_chronicle (a newer one wrote it)")
+    cols = [sql.Identifier(c) for c in m["columns"]]
+    with conn.cursor() as cur:
+        cur.execute(sql.SQL("CREATE TEMP TABLE {} ON COMMIT DROP AS SELECT * FROM {} LIMIT 0").format(
+            table, sql.SQL(target)))
+        with cur.copy(sql.SQL("COPY {} ({}) FROM STDIN WITH (FORMAT csv, HEADER true)").format(
+                table, sql.SQL(", ").join(cols))) as cp:
+            cp.write(data)
+        if cur.rowcount != m["rows"]:
+            raise ClientError(f"{path}: {m['file']} holds {cur.rowcount} rows, the manifest says {m['rows']}")

@@ -1,0 +1,330 @@
+"""Run archives (pg-chronicle export / import, docs/runs.md "Run archives"):
+a run recorded on one server, imported into another that recorded a run of
+its own at the same time, reads there as on its origin, row by row; the same
+archive twice is one run; bad archives are refused and change nothing."""
+
+from __future__ import annotations
+
+import io
+import json
+import pathlib
+import tarfile
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from pg_chronicle.db import connect
+from pg_chronicle.report import build
+
+from conftest import Server, cli, other_pg_config, running_server
+
+pytestmark = pytest.mark.one_version
+
+# What the analyses of a run give, each as the rows psql prints (every value
+# as the server writes it): the reference an import must reproduce.
+ANALYSES = {
+    "run_summary": "SELECT * FROM chronicle.run_summary('{run}')",
+    "load_profile": "SELECT * FROM chronicle.load_profile('{run}')",
+    "slowest_intervals": "SELECT * FROM chronicle.slowest_intervals('{run}', 5)",
+    "app_summary": "SELECT * FROM chronicle.app_summary('{run}')",
+    "app_intervals": "SELECT * FROM chronicle.app_intervals('{run}')",
+    # a time-based function over the run: run_window() makes the run's
+    # origin the one read for the rest of the statement
+    "timeline": "SELECT t.* FROM chronicle.run_window('{run}') w,"
+                " chronicle.timeline(w.run_from, w.run_to, detail => true) t",
+    "io_run_totals": "SELECT * FROM chronicle.io_run_totals('{run}') ORDER BY 1, 2, 3",
+    "run_marks": "SELECT ts, kind, event FROM chronicle.run_marks('{run}')",
+}
+
+
+def analyses(srv: Server, run: str) -> dict[str, list[str]]:
+    return {name: srv.psql(q.format(run=run)).splitlines() for name, q in ANALYSES.items()}
+
+
+def bench(srv: Server, label: str, seconds: int = 5) -> None:
+    cli(srv, "bench", "--label", label, "--", "-T", str(seconds), "-c", "2", "-n", check=True)
+
+
+@pytest.fixture(scope="module")
+def second() -> Iterator[Server]:
+    with running_server() as srv:
+        yield srv
+
+
+@pytest.fixture(scope="module")
+def runs(server: Server, second: Server, tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
+    """Run "a" on the first server and "b" on the second, at the same time;
+    each exported; a mark in a's window."""
+    d = tmp_path_factory.mktemp("archives")
+    t = threading.Thread(target=bench, args=(second, "b"))
+    t.start()
+    bench(server, "a")
+    t.join()
+    server.psql("SELECT chronicle.mark('in a', (SELECT started + interval '2 s' FROM chronicle.run"
+                " WHERE label = 'a'))")
+    cli(server, "export", "a", "-o", str(d / "a.pgca"), check=True)
+    cli(second, "export", "b", "-o", str(d / "b.pgca"), check=True)
+    return d
+
+
+def repository_state(srv: Server) -> str:
+    return srv.psql("SELECT (SELECT count(*) FROM chronicle.run), (SELECT count(*) FROM chronicle.origin),"
+                    " (SELECT count(*) FROM chronicle.archive_snapshot),"
+                    " (SELECT count(*) FROM chronicle.archive_history),"
+                    " (SELECT count(*) FROM chronicle.app_transaction),"
+                    " (SELECT count(*) FROM chronicle.mark)")
+
+
+def test_round_trip_and_overlapping_origins(server: Server, second: Server, runs: pathlib.Path) -> None:
+    a_there = analyses(server, "a")
+    b_here = analyses(second, "b")
+    assert len(a_there["timeline"]) >= 4 and a_there["app_summary"] and len(b_here["timeline"]) >= 4
+    assert any("in a" in line for line in a_there["run_marks"])
+
+    p = cli(second, "import", str(runs / "a.pgca"), check=True)
+    assert "run a" in p.stdout
+    # b imported into its own server under another label: the same
+    # history as an origin of its own, overlapping the local one in time
+    cli(second, "import", str(runs / "b.pgca"), "--rename", "b-copy", check=True)
+    assert second.psql("SELECT count(*) FROM chronicle.origin") == "2"
+    assert second.psql("SELECT tstzrange(r.started, r.ended) && (SELECT tstzrange(b.started, b.ended)"
+                       " FROM chronicle.run b WHERE b.label = 'b') FROM chronicle.run r"
+                       " WHERE r.label = 'a'") == "t"
+
+    # every analysis of each run as on its origin, row by row
+    assert analyses(second, "a") == a_there
+    assert analyses(second, "b-copy") == b_here
+    assert analyses(second, "b") == b_here           # the local run reads no imported row
+
+    # settings, environment and version travel with the run
+    assert second.psql("SELECT count(*) FROM chronicle.compare_settings('b', 'b-copy')") == "0"
+    assert second.psql("SELECT count(*) FROM chronicle.compare_environment('b', 'b-copy')") == "0"
+    listing = cli(second, "runs", check=True).stdout
+    assert "server" in listing and "version" in listing
+
+    # the same archive again: one run, said so
+    before = repository_state(second)
+    p = cli(second, "import", str(runs / "a.pgca"), check=True)
+    assert "imported already" in p.stdout
+    assert repository_state(second) == before
+
+    # an imported run exports again as it was imported, and reads the same
+    cli(second, "export", "b-copy", "-o", str(runs / "b2.pgca"), check=True)
+    cli(server, "import", str(runs / "b2.pgca"), check=True)
+    assert analyses(server, "b-copy") == b_here
+
+
+def report_data(conninfo: str, run: str, vs: str | None = None) -> tuple[Any, Any]:
+    """The data behind every panel of pg-chronicle report RUN [--vs VS]
+    (report.build(): what the page and the pictures draw), and its header
+    without the time it was made; without the table of the import, which
+    only an imported run has (checked here)."""
+    with connect(conninfo) as conn:
+        meta, panel_list, _ = build(conn, run, vs, None, None)
+        imported = conn.execute("SELECT label, meta -> 'archive' ->> 'id' FROM chronicle.run"
+                                " WHERE origin <> 0 AND label IN (%s, %s)", (run, vs)).fetchall()
+    assert meta.pop("generated")
+    (settings,) = [p for p in panel_list if p["id"] == "settings"]
+    tables = [t for t in settings["tables"] if t["id"] == "settings.imported"]
+    assert [t["rows"][0][1] for t in tables] == [i for _, i in sorted(imported, key=lambda r: r[0] != run)]
+    settings["tables"] = [t for t in settings["tables"] if t["id"] != "settings.imported"]
+    return meta, panel_list
+
+
+def test_reports_and_comparisons_across_servers(server: Server, second: Server, runs: pathlib.Path) -> None:
+    """The report of a run, its --vs comparison with a run of another server
+    whose window overlaps it, and compare A B read each run from its own
+    server: the same data wherever the runs are, local or imported (a
+    repository that records nothing holds both)."""
+    # a: recorded on server, imported on second; b the other way; a
+    # database of server that records nothing imports both
+    server.psql("CREATE DATABASE repo")
+    server.psql("CREATE EXTENSION pg_chronicle", dbname="repo")
+    repo = server.conninfo.replace("dbname=postgres", "dbname=repo")
+    cli(second, "import", str(runs / "a.pgca"), check=True)
+    cli(server, "import", str(runs / "b.pgca"), check=True)
+    cli(server, "-d", repo, "import", str(runs / "a.pgca"), str(runs / "b.pgca"), check=True)
+    assert server.psql("SELECT count(*) FROM chronicle.snapshot", dbname="repo") == "0"
+    assert server.psql("SELECT count(DISTINCT origin) FROM chronicle.run WHERE label IN ('a', 'b')",
+                       dbname="repo") == "2"
+
+    # each run's report as on its origin, panel by panel
+    for run, origin, there in (("a", server.conninfo, second.conninfo), ("b", second.conninfo, repo)):
+        meta, want = report_data(origin, run)
+        assert meta["intervals"] >= 4 and len(want) == 14
+        assert any(c["series"] for p in want for c in p["charts"])
+        for where in (there, repo):
+            got_meta, got = report_data(where, run)
+            assert got_meta == meta, (run, where)
+            for p, q in zip(got, want, strict=True):
+                assert p == q, (run, where, p["id"])
+
+    # a --vs of the two: the same on each server and in the repository;
+    # reading either run's time window in the other's server would not be
+    vs = report_data(server.conninfo, "a", "b")
+    assert report_data(second.conninfo, "a", "b") == vs
+    assert report_data(repo, "a", "b") == vs
+    compared = cli(server, "compare", "a", "b", check=True).stdout
+    assert "load profile: A = a, B = b" in compared
+    assert cli(second, "compare", "a", "b", check=True).stdout == compared
+    assert cli(server, "-d", repo, "compare", "a", "b", check=True).stdout == compared
+
+
+def test_delete_imported_runs(server: Server, runs: pathlib.Path) -> None:
+    """Deleting an imported run deletes its origin whole (snapshots, history,
+    marks, statement texts, the origin row): each archive is an origin of
+    its own, so another archive of the same server and another server's
+    runs are untouched; the archive then imports again."""
+    # "a-early": the first 2.5 s of a, another archive of a's server
+    server.psql("SELECT chronicle.run_label('a-early', started, started + interval '2.5 s')"
+                " FROM chronicle.run WHERE label = 'a' AND origin = 0")
+    cli(server, "export", "a-early", "-o", str(runs / "a-early.pgca"), check=True)
+    server.psql("CREATE DATABASE repo2")
+    server.psql("CREATE EXTENSION pg_chronicle", dbname="repo2")
+    repo = server.conninfo.replace("dbname=postgres", "dbname=repo2")
+    cli(server, "-d", repo, "import", *(str(runs / f) for f in ("a.pgca", "a-early.pgca", "b.pgca")),
+        check=True)
+
+    def q(sql: str) -> str:
+        return server.psql(sql, dbname="repo2")
+
+    def rows_of(origin: str) -> str:
+        """the origin row, snapshots, history rows, marks and statement texts of an origin"""
+        return q(f"""SELECT (SELECT count(*) FROM chronicle.origin WHERE origin_id = {origin}),
+                            (SELECT count(*) FROM chronicle.archive_snapshot WHERE origin = {origin}),
+                            (SELECT count(*) FROM chronicle.archive_history WHERE origin = {origin}),
+                            (SELECT count(*) FROM chronicle.mark WHERE origin = {origin}),
+                            (SELECT count(*) FROM chronicle.archive_statements_text
+                              WHERE origin = {origin})""")
+
+    origin_a = q("SELECT origin FROM chronicle.run WHERE label = 'a'")
+    origin_early = q("SELECT origin FROM chronicle.run WHERE label = 'a-early'")
+    assert origin_early != origin_a
+    # one server, two origins: the same system identifier
+    assert q(f"SELECT count(DISTINCT system_identifier) FROM chronicle.origin"
+             f" WHERE origin_id IN ({origin_a}, {origin_early})") == "1"
+    a_rows = [int(x) for x in rows_of(origin_a).split("|")]
+    assert a_rows[0] == 1 and min(a_rows[1:4]) >= 1, a_rows
+    early_rows, early = rows_of(origin_early), report_data(repo, "a-early")
+    b_origin = q("SELECT origin FROM chronicle.run WHERE label = 'b'")
+    b_rows, b_report = rows_of(b_origin), report_data(repo, "b")
+
+    q("SELECT chronicle.run_delete('a')")
+    assert rows_of(origin_a) == "0|0|0|0|0"
+    assert rows_of(origin_early) == early_rows and report_data(repo, "a-early") == early
+    assert rows_of(b_origin) == b_rows and report_data(repo, "b") == b_report
+
+    q("SELECT chronicle.run_delete('a-early')")
+    assert rows_of(origin_early) == "0|0|0|0|0"
+    assert rows_of(b_origin) == b_rows and report_data(repo, "b") == b_report
+    # the same archive imports again, as before
+    cli(server, "-d", repo, "import", str(runs / "a.pgca"), check=True)
+    assert report_data(repo, "a") == report_data(server.conninfo, "a")
+
+
+def test_bench_archive(server: Server, second: Server, tmp_path: pathlib.Path) -> None:
+    """bench --archive DIR writes the run's archive when it ends (trials and
+    sweep points each theirs: the same code, bench.main's loop), which
+    imports elsewhere as the run; $PG_CHRONICLE_ARCHIVE_DIR is the default;
+    an archive is never overwritten."""
+    d = tmp_path / "archives"
+    p = cli(server, "bench", "--label", "arch me", "--archive", str(d),
+            "--", "-T", "1", "-c", "1", "-n", check=True)
+    assert [f.name for f in d.iterdir()] == ["arch_me.pgca"]
+    assert f"archived: {d / 'arch_me.pgca'}" in p.stderr
+    with tarfile.open(d / "arch_me.pgca", "r:xz") as tar:
+        man = json.loads(tar.extractfile("manifest.json").read())  # type: ignore[union-attr]
+    assert man["run"]["label"] == "arch me" and man["run"]["ended"]
+    cli(second, "import", str(d / "arch_me.pgca"), check=True)
+    assert analyses(second, "arch me") == analyses(server, "arch me")
+
+    # the environment's folder; a file there already: refused before any run
+    env = server.env() | {"PG_CHRONICLE_ARCHIVE_DIR": str(d)}
+    (d / "taken.pgca").write_text("an earlier run's\n")
+    p = cli(server, "bench", "--label", "taken", "--", "-T", "1", "-c", "1", "-n", env=env)
+    assert p.returncode == 2 and "taken.pgca exists already" in p.stderr, p.stderr
+    assert server.psql("SELECT count(*) FROM chronicle.run WHERE label = 'taken'") == "0"
+    assert (d / "taken.pgca").read_text() == "an earlier run's\n"
+
+
+def test_archives_cross_versions(server: Server, tmp_path: pathlib.Path) -> None:
+    """An archive written on one major version imports on the other, and the
+    other way round, with every analysis and the report's data equal."""
+    with running_server(pg_config=other_pg_config()) as other:
+        here, there = (srv.psql("SHOW server_version_num")[:2] for srv in (server, other))
+        assert here != there, "the other installation is the same major version"
+        t = threading.Thread(target=bench, args=(other, f"v{there}", 3))
+        t.start()
+        bench(server, f"v{here}", 3)
+        t.join()
+        for src, dst, label in ((server, other, f"v{here}"), (other, server, f"v{there}")):
+            f = tmp_path / f"{label}.pgca"
+            cli(src, "export", label, "-o", str(f), check=True)
+            cli(dst, "import", str(f), check=True)
+            assert dst.psql(f"SELECT server_version FROM chronicle.run WHERE label = '{label}'") \
+                == src.psql("SHOW server_version")
+            assert analyses(dst, label) == analyses(src, label), label
+            assert report_data(dst.conninfo, label) == report_data(src.conninfo, label), label
+
+
+def _retar(src: pathlib.Path, dst: pathlib.Path, manifest_edit=None, member_edit=None) -> None:  # type: ignore[no-untyped-def]
+    with tarfile.open(src, "r:xz") as tin, tarfile.open(dst, "w:xz") as tout:
+        for m in tin.getmembers():
+            f = tin.extractfile(m)
+            assert f is not None
+            data = f.read()
+            if m.name == "manifest.json" and manifest_edit:
+                man = json.loads(data)
+                manifest_edit(man)
+                data = json.dumps(man).encode()
+            elif m.name == "snapshot.csv" and member_edit:
+                data = member_edit(data)
+            info = tarfile.TarInfo(m.name)
+            info.size = len(data)
+            tout.addfile(info, io.BytesIO(data))
+
+
+def test_bad_archives(server: Server, second: Server, runs: pathlib.Path) -> None:
+    a = runs / "a.pgca"
+    bad = runs / "bad"
+    bad.mkdir(exist_ok=True)
+    (bad / "truncated.pgca").write_bytes(a.read_bytes()[: a.stat().st_size // 2])
+    (bad / "text.pgca").write_text("not an archive\n")
+    _retar(a, bad / "checksum.pgca", member_edit=lambda d: d.replace(b",t,", b",f,", 1))
+    _retar(a, bad / "newer.pgca", manifest_edit=lambda m: m.update(format_version=99))
+
+    def set_label(m: dict) -> None:  # type: ignore[type-arg]
+        m["run"]["label"] = "taken"
+        m["archive_id"] = "another"
+    _retar(a, bad / "taken.pgca", manifest_edit=set_label)
+    server.psql("SELECT chronicle.run_label('taken', now() - interval '1 min', now())")
+
+    before = repository_state(server)
+    expect = {"truncated.pgca": "truncated", "text.pgca": "not a pg_chronicle run archive",
+              "checksum.pgca": "checksum", "newer.pgca": "newer",
+              "taken.pgca": "exists already with other content"}
+    for name, words in expect.items():
+        p = cli(server, "import", str(bad / name))
+        assert p.returncode == 2, (name, p.stdout, p.stderr)
+        assert words in p.stderr, (name, p.stderr)
+        assert repository_state(server) == before, name
+    assert "--rename" in cli(server, "import", str(bad / "taken.pgca")).stderr
+
+    # an open run is not exported
+    server.psql("SELECT chronicle.run_begin('open')")
+    try:
+        p = cli(server, "export", "open", "-o", str(bad / "open.pgca"))
+        assert p.returncode == 2 and "still open" in p.stderr
+        assert not (bad / "open.pgca").exists()
+    finally:
+        server.psql("SELECT chronicle.run_end()")
+
+    # a role that may not write runs may not import
+    before = repository_state(server)
+    server.psql("CREATE ROLE reader LOGIN IN ROLE pg_read_all_stats")
+    env = server.env() | {"PGUSER": "reader"}
+    p = cli(server, "import", str(a), "--rename", "by-reader", env=env)
+    assert p.returncode == 2 and "permission denied for function _import_run" in p.stderr, p.stderr
+    assert repository_state(server) == before
