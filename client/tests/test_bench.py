@@ -137,11 +137,14 @@ def test_bench_wal_per_transaction(server: Server, two_runs: tuple[BenchRun, Ben
 def test_runs_lists_both(server: Server, two_runs: tuple[BenchRun, BenchRun]) -> None:
     p = cli(server, "runs", check=True)
     lines = p.stdout.splitlines()
-    assert lines[0].split() == ["label", "started", "ended", "duration", "meta"]
+    assert lines[0].split() == ["label", "server", "version", "started", "ended", "duration", "meta"]
     labels = [ln.split()[0] for ln in lines[2:]]
     assert labels.index("t-a") < labels.index("t-b")
     row = next(ln for ln in lines if ln.startswith("t-a "))
     assert "clients=2" in row and "purpose=test" in row
+    # the server that recorded it, and its version
+    assert row.split()[1:3] == [server.psql("SELECT name FROM chronicle.server()"),
+                                server.psql("SHOW server_version")], row
 
 
 def _log_lines(logdir: pathlib.Path) -> int:

@@ -136,9 +136,10 @@ def test_runs_whose_bounds_python_cannot_hold(server: Server, tmp_path: pathlib.
         assert p.returncode == 0 and p.stderr == "", p
         rows = {ln.split()[0]: ln for ln in p.stdout.splitlines()[2:]}
         assert "u-finite" in rows
-        assert rows["u-inf"].split() == ["u-inf", "-infinity", "infinity", "-"]
-        assert rows["u-open-inf"].split() == ["u-open-inf", "infinity", "(open)", "-"]
-        assert "BC" in rows["u-bc"] and rows["u-10k"].split()[1] == "10000-01-01"
+        # label, server, (version: none), started, ended, duration
+        assert rows["u-inf"].split()[-3:] == ["-infinity", "infinity", "-"]
+        assert rows["u-open-inf"].split()[-3:] == ["infinity", "(open)", "-"]
+        assert "BC" in rows["u-bc"] and "10000-01-01" in rows["u-10k"].split()
         # a report or a comparison of such a run: a one-line error
         for args in (["compare", "u-inf", "u-finite"], ["report", "u-10k", "-o", str(tmp_path)]):
             p = cli(server, *args)
