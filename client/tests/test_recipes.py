@@ -5,7 +5,8 @@ comparison of the configurations and their report, the trials interleaved
 the server's settings are as before afterwards.  network-latency (and its
 delay proxy alone), client-scaling and brin with one trial of a few
 seconds: the direction of each one's finding, from what was recorded.
-versions with the other PostgreSQL version when tools/test.sh gives it."""
+versions with the other PostgreSQL version when tools/test.sh gives it; initdb
+with this build (its direction from pg_stat_io on 18)."""
 
 from __future__ import annotations
 
@@ -289,3 +290,46 @@ def test_versions(server: Server, tmp_path: pathlib.Path) -> None:
     html = (tmp_path / "report" / "index.html").read_text()
     assert "pg17-rv#1" in html and "pg18-rv#1" in html
 
+
+
+def test_initdb(server: Server, tmp_path: pathlib.Path) -> None:
+    """initdb.sh at tiny scale with this build: one trial, the COPY load
+    right after initdb (fresh) and again on the same cluster (warm), both
+    archived and imported into the test server, the comparison and the
+    report --vs.  The finding's direction: the fresh cluster creates and
+    zero-fills WAL segments (pg_stat_io object 'wal', context 'init'), the
+    warm one recycles the segments the first load left and creates none.
+    18 only: 17 has no counter of it, and the sampler sees none of the two
+    zero-fills of a run this small (0 WALInitWrite/WALInitSync samples
+    measured on 18), so the direction can only be checked on 18."""
+    if int(server.psql("SHOW server_version_num")) < 180000:
+        pytest.skip("pg_stat_io counts WAL segment initialisation from 18 on; at this scale the "
+                    "sampler sees no WALInitWrite/WALInitSync")
+    p = run_recipe(server, "initdb", tmp_path, {"RECIPE_ROWS": "200000", "RECIPE_CLIENTS": "1",
+                                                "RECIPE_COPIES": "2"},
+                   RECIPE_TAG="ri", RECIPE_TRIALS="1", RECIPE_PG_CONFIG=str(_bindir() / "pg_config"),
+                   RECIPE_ARCHIVES=str(tmp_path / "archives"))
+    assert sorted(f.name for f in (tmp_path / "archives").iterdir()) == ["fresh-ri_1.pgca", "warm-ri_1.pgca"]
+    # both runs imported (an origin each) from one server, not this one, each with its two COPYs
+    assert server.psql("SELECT count(DISTINCT o.system_identifier) || '|' || bool_and(o.system_identifier <> "
+                       "(SELECT system_identifier FROM pg_control_system()))"
+                       " FROM chronicle.run r JOIN chronicle.origin o ON o.origin_id = r.origin"
+                       " WHERE r.label IN ('fresh-ri#1', 'warm-ri#1')") == "1|true"
+    for run in ("fresh-ri#1", "warm-ri#1"):
+        assert server.psql(f"SELECT transactions FROM chronicle.app_summary('{run}')") == "2"
+    # the same amount of WAL in both (the same load)
+    wal = [float(server.psql(f"SELECT wal_bytes FROM chronicle.wal_run_totals('{run}')"))
+           for run in ("fresh-ri#1", "warm-ri#1")]
+    assert 0.8 < wal[0] / wal[1] < 1.25 and wal[1] > 20e6, wal
+
+    def inits(run: str) -> float:
+        """The bytes every process zero-filled creating WAL segments."""
+        return float(server.psql(f"SELECT coalesce(sum(write_bytes), 0) FROM chronicle.io_run_totals('{run}')"
+                                 " WHERE object = 'wal' AND context = 'init'"))
+
+    fresh, warm = inits("fresh-ri#1"), inits("warm-ri#1")
+    # at least one whole segment (initdb's default size, 16 MB) after initdb, none when warm
+    assert fresh >= 16 * 1024 * 1024 and warm == 0, (fresh, warm)
+    assert p.stdout.strip().splitlines()[-1] == str(tmp_path / "report" / "index.html")
+    html = (tmp_path / "report" / "index.html").read_text()
+    assert "fresh-ri#1" in html and "warm-ri#1" in html
