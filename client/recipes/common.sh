@@ -101,6 +101,53 @@ start_proxy() {
 	return 1
 }
 
+# The project's own builds, as tools/provision-pg.sh leaves them.
+install=${XDG_CACHE_HOME:-$HOME/.cache}/pg_chronicle/install
+
+# provisioned_config VERSION: the pg_config of the provisioned build of
+# VERSION (not its -release nor -valgrind variants); fails when there is none.
+provisioned_config() {
+	local d
+	for d in "$install"/pg"$1"-*; do
+		[[ $d == *-release || $d == *-valgrind ]] && continue
+		[ -x "$d/bin/pg_config" ] && { echo "$d/bin/pg_config"; return 0; }
+	done
+	return 1
+}
+
+# check_build PG_CONFIG WHAT: exits (2) unless PG_CONFIG is a pg_config with
+# pg_chronicle installed; WHAT says which variable names it, for the message.
+check_build() {
+	if [ -z "$1" ] || [ ! -x "$1" ]; then
+		echo "recipe: no build ($2; default: tools/provision-pg.sh's builds under $install)" >&2
+		exit 2
+	fi
+	if [ ! -f "$("$1" --sharedir)/extension/pg_chronicle.control" ]; then
+		echo "recipe: pg_chronicle is not installed in $("$1" --sharedir) (make PG_CONFIG=$1 install)" >&2
+		exit 2
+	fi
+}
+
+# new_cluster DIR BINDIR: initdb into DIR/data and start it on a socket in
+# DIR, port 5432, with pg_chronicle and pg_stat_statements preloaded and
+# created in postgres, everything else at the build's defaults; stopped
+# when the recipe ends if still running.
+new_cluster() {
+	local dir=$1 bin=$2
+	"$bin/initdb" -D "$dir/data" -U postgres -A trust --no-sync >/dev/null
+	cat >>"$dir/data/postgresql.conf" <<-EOF
+		port = 5432
+		listen_addresses = ''
+		unix_socket_directories = '$dir'
+		shared_preload_libraries = 'pg_chronicle,pg_stat_statements'
+		chronicle.database = 'postgres'
+	EOF
+	"$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w start >/dev/null
+	at_exit "[ ! -f '$dir/data/postmaster.pid' ] || '$bin/pg_ctl' -D '$dir/data' -m fast stop >/dev/null"
+	PGHOST=$dir PGPORT=5432 PGUSER=postgres PGDATABASE=postgres PSQL=$bin/psql \
+		sql "CREATE EXTENSION pg_stat_statements; CREATE EXTENSION pg_chronicle" >/dev/null
+}
+
 init_pgbench() {
 	if [ -n "${RECIPE_SCALE:-}" ]; then
 		say "pgbench -i -s $RECIPE_SCALE"
@@ -133,4 +180,17 @@ finish() {
 	"${PGC[@]}" compare "$a" "$b"
 	say "report $b --vs $a"
 	"${PGC[@]}" report "$b" --vs "$a" -o "$out"
+}
+
+# import_and_finish A B: the archives of A#k and B#k (k = 1 .. trials, in
+# the folder $archives, as bench --archive names them) imported into the
+# repository (the PG* database), then finish A B.
+import_and_finish() {
+	local files=() k
+	say "import into the repository ($(sql "SELECT current_database()"))"
+	for k in $(seq 1 "$trials"); do
+		files+=("$archives/${1}_$k.pgca" "$archives/${2}_$k.pgca")
+	done
+	"${PGC[@]}" import "${files[@]}"
+	finish "$1" "$2"
 }

@@ -29,25 +29,8 @@
 recipe=initdb
 . "$(dirname "$0")/common.sh"
 
-install=${XDG_CACHE_HOME:-$HOME/.cache}/pg_chronicle/install
-default_config() {
-	local d
-	for d in "$install"/pg"$1"-*; do
-		[[ $d == *-release || $d == *-valgrind ]] && continue
-		[ -x "$d/bin/pg_config" ] && { echo "$d/bin/pg_config"; return 0; }
-	done
-	return 1
-}
-cfg=${RECIPE_PG_CONFIG:-$(default_config 18 || default_config 17 || true)}
-if [ -z "$cfg" ] || [ ! -x "$cfg" ]; then
-	echo "recipe: no build (RECIPE_PG_CONFIG: its pg_config;" \
-		"default: tools/provision-pg.sh's 18 or 17 under $install)" >&2
-	exit 2
-fi
-if [ ! -f "$("$cfg" --sharedir)/extension/pg_chronicle.control" ]; then
-	echo "recipe: pg_chronicle is not installed in $("$cfg" --sharedir) (make PG_CONFIG=$cfg install)" >&2
-	exit 2
-fi
+cfg=${RECIPE_PG_CONFIG:-$(provisioned_config 18 || provisioned_config 17 || true)}
+check_build "$cfg" "RECIPE_PG_CONFIG: its pg_config; 18, else 17"
 rows=${RECIPE_ROWS:-1000000}
 copies=${RECIPE_COPIES:-4}
 clients=${RECIPE_CLIENTS:-2}
@@ -63,7 +46,6 @@ at_exit "rm -rf '$top'"
 archives=${RECIPE_ARCHIVES:-$top/archives}
 bin=$("$cfg" --bindir)
 dir=$top/cluster
-at_exit "[ ! -f '$dir/data/postmaster.pid' ] || '$bin/pg_ctl' -D '$dir/data' -m fast stop >/dev/null"
 
 say "the load: $rows rows ($top/load.csv), COPY $copies times by each of $clients clients"
 awk -v n="$rows" 'BEGIN { for (i = 1; i <= n; i++)
@@ -82,17 +64,8 @@ for k in $(seq 1 "$trials"); do
 	say "trial $k: initdb ($("$bin/postgres" --version))"
 	rm -rf "$dir"
 	mkdir -p "$dir"
-	"$bin/initdb" -D "$dir/data" -U postgres -A trust --no-sync >/dev/null
-	cat >>"$dir/data/postgresql.conf" <<-EOF2
-		port = 5432
-		listen_addresses = ''
-		unix_socket_directories = '$dir'
-		shared_preload_libraries = 'pg_chronicle,pg_stat_statements'
-		chronicle.database = 'postgres'
-	EOF2
-	"$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w start >/dev/null
-	on sql "CREATE EXTENSION pg_stat_statements; CREATE EXTENSION pg_chronicle;
-		CREATE TABLE t (id bigint, v int, s text)" >/dev/null
+	new_cluster "$dir" "$bin"
+	on sql "CREATE TABLE t (id bigint, v int, s text)"
 	for label in "$F" "$W"; do
 		if [ "$label" = "$W" ]; then
 			on sql "TRUNCATE t"
@@ -106,10 +79,4 @@ for k in $(seq 1 "$trials"); do
 	"$bin/pg_ctl" -D "$dir/data" -m fast stop >/dev/null
 	rm -rf "$dir"
 done
-say "import into the repository ($(sql "SELECT current_database()"))"
-files=()
-for k in $(seq 1 "$trials"); do
-	files+=("$archives/${F}_$k.pgca" "$archives/${W}_$k.pgca")
-done
-"${PGC[@]}" import "${files[@]}"
-finish "$F" "$W"
+import_and_finish "$F" "$W"

@@ -24,27 +24,10 @@
 recipe=versions
 . "$(dirname "$0")/common.sh"
 
-install=${XDG_CACHE_HOME:-$HOME/.cache}/pg_chronicle/install
-default_config() {
-	local d
-	for d in "$install"/pg"$1"-*; do
-		[[ $d == *-release || $d == *-valgrind ]] && continue
-		[ -x "$d/bin/pg_config" ] && { echo "$d/bin/pg_config"; return 0; }
-	done
-	return 1
-}
-cfg_a=${RECIPE_PG_CONFIG_A:-$(default_config 17 || true)}
-cfg_b=${RECIPE_PG_CONFIG_B:-$(default_config 18 || true)}
+cfg_a=${RECIPE_PG_CONFIG_A:-$(provisioned_config 17 || true)}
+cfg_b=${RECIPE_PG_CONFIG_B:-$(provisioned_config 18 || true)}
 for c in "$cfg_a" "$cfg_b"; do
-	if [ -z "$c" ] || [ ! -x "$c" ]; then
-		echo "recipe: no build to compare (RECIPE_PG_CONFIG_A, RECIPE_PG_CONFIG_B: pg_config of each;" \
-			"default: tools/provision-pg.sh's 17 and 18 under $install)" >&2
-		exit 2
-	fi
-	if [ ! -f "$("$c" --sharedir)/extension/pg_chronicle.control" ]; then
-		echo "recipe: pg_chronicle is not installed in $("$c" --sharedir) (make PG_CONFIG=$c install)" >&2
-		exit 2
-	fi
+	check_build "$c" "RECIPE_PG_CONFIG_A, RECIPE_PG_CONFIG_B: pg_config of each; 17 and 18"
 done
 
 top=$(mktemp -d)
@@ -58,17 +41,7 @@ cluster() {
 	local dir=$top/$1 bin
 	bin=$("$2" --bindir)
 	say "$1: initdb ($("$bin/postgres" --version))"
-	"$bin/initdb" -D "$dir/data" -U postgres -A trust --no-sync >/dev/null
-	cat >>"$dir/data/postgresql.conf" <<-EOF
-		port = 5432
-		listen_addresses = ''
-		unix_socket_directories = '$dir'
-		shared_preload_libraries = 'pg_chronicle,pg_stat_statements'
-		chronicle.database = 'postgres'
-	EOF
-	"$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w start >/dev/null
-	at_exit "'$bin/pg_ctl' -D '$dir/data' -m fast stop >/dev/null"
-	on "$1" sql "CREATE EXTENSION pg_stat_statements; CREATE EXTENSION pg_chronicle" >/dev/null
+	new_cluster "$dir" "$bin"
 	on "$1" "$bin/pgbench" -i -q -s "$scale" >&2
 }
 
@@ -100,10 +73,4 @@ for k in $(seq 1 "$trials"); do
 			-- -c "${RECIPE_CLIENTS:-8}" -T "${RECIPE_TIME:-60}" -P 10
 	done
 done
-say "import into the repository ($(sql "SELECT current_database()"))"
-files=()
-for k in $(seq 1 "$trials"); do
-	files+=("$archives/${A}_$k.pgca" "$archives/${B}_$k.pgca")
-done
-"${PGC[@]}" import "${files[@]}"
-finish "$A" "$B"
+import_and_finish "$A" "$B"
