@@ -166,6 +166,8 @@ typedef struct PcpuProc
 	int64		base[NSTATS];	/* where it counts from: 0, or what it had
 								 * when it changed type */
 	int64		last[NSTATS];	/* its latest reading */
+	int64		sched_oncpu;	/* schedstat's time on a CPU (ns) and */
+	int64		sched_slices;	/* timeslices at that reading; -1 unknown */
 } PcpuProc;
 
 /*
@@ -364,31 +366,57 @@ carry(PcpuState *cur, bool *matched, PcpuState *next, const PcpuProc *old,
  * The counts of process pid besides its CPU time, into v (a file that
  * cannot be read leaves its counts as they are): the run delay
  * (schedstat), the bytes read and written (io), the context switches
- * (status).  keep: as chronicle_proc_read_pid()'s.
+ * (status).  keep: as chronicle_proc_read_pid()'s.  p is the process's
+ * entry of the next reading, same its entry of the current one if it is the
+ * same process (NULL if new).
+ *
+ * status is not read when schedstat says the process's main thread has not
+ * run since the last reading (its time on a CPU, run delay and timeslices
+ * all as they were): its context switches, counted in status for that
+ * thread alone, cannot have changed either (a switch out adds the time run
+ * since the last one, a switch in counts a timeslice), and status, which
+ * the kernel renders from all of the process's state, is the costliest of
+ * the four files.  The auxiliary processes sleep most of the time: at a
+ * snapshot a second, most of them have not woken since the last one.  Not
+ * so for io (all the process's threads, io_uring's workers too) nor stat.
  */
 static void
-read_counts(int pid, int64 *v, bool have_schedstat, bool have_io, bool keep)
+read_counts(int pid, int64 *v, PcpuProc *p, const PcpuProc *same,
+			bool have_schedstat, bool have_io, bool keep)
 {
 	ChronicleProcText text;
+	bool		ran = true;
 
+	p->sched_oncpu = p->sched_slices = -1;
 	if (have_schedstat && chronicle_proc_read_pid(pid, CHRONICLE_PID_SCHEDSTAT, keep, &text))
 	{
 		char	   *end;
-		long long	ns;
+		long long	oncpu,
+					ns,
+					slices;
 
 		/* "<on cpu ns> <run_delay ns> <timeslices>" */
-		(void) strtoll(text.next, &end, 10);
 		errno = 0;
+		oncpu = strtoll(text.next, &end, 10);
 		ns = strtoll(end, &end, 10);
+		slices = strtoll(end, &end, 10);
 		if (errno == 0 && ns >= 0)
 			v[STAT_RUN_DELAY] = (int64) ns;
+		if (errno == 0 && oncpu >= 0 && ns >= 0 && slices > 0)
+		{
+			p->sched_oncpu = oncpu;
+			p->sched_slices = slices;
+			ran = same == NULL || same->sched_slices != slices ||
+				same->sched_oncpu != oncpu ||
+				same->last[STAT_RUN_DELAY] != ns;
+		}
 	}
 	if (have_io && chronicle_proc_read_pid(pid, CHRONICLE_PID_IO, keep, &text))
 	{
 		(void) labelled(text.next, "read_bytes:", &v[STAT_READ_BYTES]);
 		(void) labelled(text.next, "write_bytes:", &v[STAT_WRITE_BYTES]);
 	}
-	if (chronicle_proc_read_pid(pid, CHRONICLE_PID_STATUS, keep, &text))
+	if (ran && chronicle_proc_read_pid(pid, CHRONICLE_PID_STATUS, keep, &text))
 	{
 		(void) labelled(text.next, "voluntary_ctxt_switches:", &v[STAT_VOLUNTARY]);
 		(void) labelled(text.next, "nonvoluntary_ctxt_switches:", &v[STAT_NONVOLUNTARY]);
@@ -486,7 +514,9 @@ read_process(PcpuState *cur, bool *matched, PcpuState *next, int pid,
 	memcpy(v, prev, sizeof(v));
 	v[STAT_UTIME] = utime;
 	v[STAT_STIME] = stime;
-	read_counts(pid, v, have_schedstat, have_io, keep);
+	read_counts(pid, v, p,
+				old != NULL && old->starttime == starttime ? old : NULL,
+				have_schedstat, have_io, keep);
 
 	/* a process's counts never go back (a file missing carries them) */
 	for (int s = 0; s < NSTATS; s++)
