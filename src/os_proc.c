@@ -295,10 +295,10 @@ chronicle_proc_read_keyed(const char *relpath, const char *const *names,
 /*
  * Read <proc_root>/<relpath> whole, as chronicle_proc_read() does, but
  * without keeping the file open: for the files of the server's processes
- * (<pid>/stat, <pid>/io, ...).  There are many of them, and they come and
- * go with their processes: kept, they would take the slots meant for the
- * machine's few files (meminfo, diskstats, ...) and hold the files of
- * processes long gone.  False (errno set) if the file could not be opened
+ * (<pid>/stat, <pid>/io, ...) that chronicle_proc_read_pid() does not keep.
+ * There are many of them, and they come and go with their processes: kept
+ * here, they would take the slots meant for the machine's few files
+ * (meminfo, diskstats, ...) and hold the files of processes long gone.  False (errno set) if the file could not be opened
  * (the process exited); a read error ends the text where it happened.  Its
  * own buffer: the text stays valid until the next call of this function,
  * whatever chronicle_proc_read() does meanwhile.

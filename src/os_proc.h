@@ -41,8 +41,9 @@ extern char *chronicle_proc_line(ChronicleProcText *text);
 
 /*
  * chronicle_proc_read() for the files of other processes (<pid>/stat,
- * <pid>/io, ...): opened, read whole and closed at every call, never kept
- * open nor remembered (os_proc.c says why).  The text stays valid until the
+ * <pid>/io, ...) not kept by chronicle_proc_read_pid(): opened, read whole
+ * and closed at every call, never kept open nor remembered (os_proc.c says
+ * why).  The text stays valid until the
  * next call of this function.
  */
 extern bool chronicle_proc_read_transient(const char *relpath,

@@ -27,8 +27,9 @@
  * reads them again, which saves most of that: every process but the
  * sessions waiting for their client (chronicle_proc_read_pid(): at most a
  * few dozen processes; what it keeps, and when it closes them, os_proc.c
- * says).  A process whose stat file cannot be read (it exited meanwhile) is
- * skipped, never an error.
+ * says), and status is not read for a process that has not run since the
+ * last snapshot (read_counts()).  A process whose stat file cannot be read
+ * (it exited meanwhile) is skipped, never an error.
  *
  * Sessions waiting for their client are not read again while they wait: a
  * client backend idle (or idle in transaction) since a reading taken at
