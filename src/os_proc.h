@@ -41,12 +41,34 @@ extern char *chronicle_proc_line(ChronicleProcText *text);
 
 /*
  * chronicle_proc_read() for the files of other processes (<pid>/stat,
- * <pid>/io, ...): opened, read whole and closed at every call, never kept
- * open nor remembered (os_proc.c says why).  The text stays valid until the
+ * <pid>/io, ...) not kept by chronicle_proc_read_pid(): opened, read whole
+ * and closed at every call, never kept open nor remembered (os_proc.c says
+ * why).  The text stays valid until the
  * next call of this function.
  */
 extern bool chronicle_proc_read_transient(const char *relpath,
 										  ChronicleProcText *text);
+
+/*
+ * The files of a server process that os_process_cpu reads, by
+ * chronicle_proc_read_pid(): as chronicle_proc_read_transient(), but the
+ * collector keeps the files of up to a few dozen processes open (keep:
+ * the caller reads this process at every snapshot) and reads them again;
+ * chronicle_proc_pid_sweep() after every reading closes those of the
+ * processes not read since the previous one (os_proc.c says why).
+ */
+typedef enum ChroniclePidFile
+{
+	CHRONICLE_PID_STAT,
+	CHRONICLE_PID_SCHEDSTAT,
+	CHRONICLE_PID_IO,
+	CHRONICLE_PID_STATUS,
+	CHRONICLE_PID_NFILES
+} ChroniclePidFile;
+
+extern bool chronicle_proc_read_pid(int pid, ChroniclePidFile file, bool keep,
+									ChronicleProcText *text);
+extern void chronicle_proc_pid_sweep(void);
 
 /*
  * Read a file of "name: value" or "name value" lines and store the values

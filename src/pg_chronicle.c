@@ -226,6 +226,21 @@ chronicle_shared(void)
 	return shared;
 }
 
+/* Is this process the collector (the worker of shared memory)? */
+bool
+chronicle_is_collector(void)
+{
+	ChronicleShared *sh = chronicle_shared();
+	bool		yes;
+
+	if (sh == NULL)
+		return false;
+	SpinLockAcquire(&sh->mutex);
+	yes = sh->worker_pid == MyProcPid;
+	SpinLockRelease(&sh->mutex);
+	return yes;
+}
+
 static bool
 check_database(char **newval, void **extra, GucSource source)
 {

@@ -135,4 +135,7 @@ typedef struct ChronicleShared
  */
 extern ChronicleShared *chronicle_shared(void);
 
+/* Is this process the collector (the worker of the shared state)? */
+extern bool chronicle_is_collector(void);
+
 #endif							/* CHRONICLE_SHARED_H */

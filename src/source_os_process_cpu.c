@@ -21,10 +21,15 @@
  *	status		voluntary_ctxt_switches (it blocked),
  *				nonvoluntary_ctxt_switches (it was preempted)
  *
- * Four small files per process, opened, read and closed (about 35 us of
- * the kernel's CPU a process; chronicle_proc_read_transient()); no SPI.  A
- * process whose stat file cannot be read (it exited meanwhile) is skipped,
- * never an error.
+ * Four small files per process (about 35 us of the kernel's CPU a
+ * process when opened, read and closed each time); no SPI.  The collector
+ * keeps the files of the processes it reads at every snapshot open and
+ * reads them again, which saves most of that: every process but the
+ * sessions waiting for their client (chronicle_proc_read_pid(): at most a
+ * few dozen processes; what it keeps, and when it closes them, os_proc.c
+ * says), and status is not read for a process that has not run since the
+ * last snapshot (read_counts()).  A process whose stat file cannot be read
+ * (it exited meanwhile) is skipped, never an error.
  *
  * Sessions waiting for their client are not read again while they wait: a
  * client backend idle (or idle in transaction) since a reading taken at
@@ -162,6 +167,8 @@ typedef struct PcpuProc
 	int64		base[NSTATS];	/* where it counts from: 0, or what it had
 								 * when it changed type */
 	int64		last[NSTATS];	/* its latest reading */
+	int64		sched_oncpu;	/* schedstat's time on a CPU (ns) and */
+	int64		sched_slices;	/* timeslices at that reading; -1 unknown */
 } PcpuProc;
 
 /*
@@ -320,16 +327,6 @@ labelled(const char *text, const char *label, int64 *value)
 	return true;
 }
 
-/* Read one file of process pid; false when it cannot be read. */
-static bool
-read_file(int pid, const char *file, ChronicleProcText *text)
-{
-	char		relpath[64];
-
-	snprintf(relpath, sizeof(relpath), "%d/%s", pid, file);
-	return chronicle_proc_read_transient(relpath, text);
-}
-
 /* The entry of pid in the reading st, or NULL. */
 static PcpuProc *
 find_proc(PcpuState *st, int pid)
@@ -370,31 +367,57 @@ carry(PcpuState *cur, bool *matched, PcpuState *next, const PcpuProc *old,
  * The counts of process pid besides its CPU time, into v (a file that
  * cannot be read leaves its counts as they are): the run delay
  * (schedstat), the bytes read and written (io), the context switches
- * (status).
+ * (status).  keep: as chronicle_proc_read_pid()'s.  p is the process's
+ * entry of the next reading, same its entry of the current one if it is the
+ * same process (NULL if new).
+ *
+ * status is not read when schedstat says the process's main thread has not
+ * run since the last reading (its time on a CPU, run delay and timeslices
+ * all as they were): its context switches, counted in status for that
+ * thread alone, cannot have changed either (a switch out adds the time run
+ * since the last one, a switch in counts a timeslice), and status, which
+ * the kernel renders from all of the process's state, is the costliest of
+ * the four files.  The auxiliary processes sleep most of the time: at a
+ * snapshot a second, most of them have not woken since the last one.  Not
+ * so for io (all the process's threads, io_uring's workers too) nor stat.
  */
 static void
-read_counts(int pid, int64 *v, bool have_schedstat, bool have_io)
+read_counts(int pid, int64 *v, PcpuProc *p, const PcpuProc *same,
+			bool have_schedstat, bool have_io, bool keep)
 {
 	ChronicleProcText text;
+	bool		ran = true;
 
-	if (have_schedstat && read_file(pid, "schedstat", &text))
+	p->sched_oncpu = p->sched_slices = -1;
+	if (have_schedstat && chronicle_proc_read_pid(pid, CHRONICLE_PID_SCHEDSTAT, keep, &text))
 	{
 		char	   *end;
-		long long	ns;
+		long long	oncpu,
+					ns,
+					slices;
 
 		/* "<on cpu ns> <run_delay ns> <timeslices>" */
-		(void) strtoll(text.next, &end, 10);
 		errno = 0;
+		oncpu = strtoll(text.next, &end, 10);
 		ns = strtoll(end, &end, 10);
+		slices = strtoll(end, &end, 10);
 		if (errno == 0 && ns >= 0)
 			v[STAT_RUN_DELAY] = (int64) ns;
+		if (errno == 0 && oncpu >= 0 && ns >= 0 && slices > 0)
+		{
+			p->sched_oncpu = oncpu;
+			p->sched_slices = slices;
+			ran = same == NULL || same->sched_slices != slices ||
+				same->sched_oncpu != oncpu ||
+				same->last[STAT_RUN_DELAY] != ns;
+		}
 	}
-	if (have_io && read_file(pid, "io", &text))
+	if (have_io && chronicle_proc_read_pid(pid, CHRONICLE_PID_IO, keep, &text))
 	{
 		(void) labelled(text.next, "read_bytes:", &v[STAT_READ_BYTES]);
 		(void) labelled(text.next, "write_bytes:", &v[STAT_WRITE_BYTES]);
 	}
-	if (read_file(pid, "status", &text))
+	if (ran && chronicle_proc_read_pid(pid, CHRONICLE_PID_STATUS, keep, &text))
 	{
 		(void) labelled(text.next, "voluntary_ctxt_switches:", &v[STAT_VOLUNTARY]);
 		(void) labelled(text.next, "nonvoluntary_ctxt_switches:", &v[STAT_NONVOLUNTARY]);
@@ -421,6 +444,12 @@ read_process(PcpuState *cur, bool *matched, PcpuState *next, int pid,
 	int64		prev[NSTATS] = {0};
 	int64		v[NSTATS];
 
+	/*
+	 * Its files are kept open unless it is a session waiting for its client,
+	 * carried from the next snapshot on and read once a minute.
+	 */
+	bool		keep = be == NULL || !waiting_for_client(be);
+
 	if (old != NULL && matched[old - cur->procs])
 		return;					/* listed twice */
 
@@ -442,7 +471,7 @@ read_process(PcpuState *cur, bool *matched, PcpuState *next, int pid,
 		idle_rereads++;
 	}
 
-	if (!read_file(pid, "stat", &text) ||
+	if (!chronicle_proc_read_pid(pid, CHRONICLE_PID_STAT, keep, &text) ||
 		!parse_stat(text.next, &utime, &stime, &starttime))
 	{
 		/*
@@ -486,7 +515,9 @@ read_process(PcpuState *cur, bool *matched, PcpuState *next, int pid,
 	memcpy(v, prev, sizeof(v));
 	v[STAT_UTIME] = utime;
 	v[STAT_STIME] = stime;
-	read_counts(pid, v, have_schedstat, have_io);
+	read_counts(pid, v, p,
+				old != NULL && old->starttime == starttime ? old : NULL,
+				have_schedstat, have_io, keep);
 
 	/* a process's counts never go back (a file missing carries them) */
 	for (int s = 0; s < NSTATS; s++)
@@ -675,6 +706,8 @@ os_process_cpu_collect(ChronicleEmitter *emitter)
 		read_process(cur, matched, next, (int) sc.pid, B_BG_WORKER, NULL, now,
 					 have_schedstat, have_io);
 
+	/* the files of processes not read this time are closed */
+	chronicle_proc_pid_sweep();
 	count_gone(cur, next, matched);
 	sort_procs(next);
 	emit_types(emitter, next, have_schedstat, have_io);

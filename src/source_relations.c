@@ -637,21 +637,6 @@ round_advance(TimestampTz now)
 	}
 }
 
-/* Is this process the collector (the worker of shared memory)? */
-static bool
-is_collector(void)
-{
-	ChronicleShared *shared = chronicle_shared();
-	bool		yes;
-
-	if (shared == NULL)
-		return false;
-	SpinLockAcquire(&shared->mutex);
-	yes = shared->worker_pid == MyProcPid;
-	SpinLockRelease(&shared->mutex);
-	return yes;
-}
-
 static void
 emit_database(ChronicleEmitter *emitter, RelDatabase *db)
 {
@@ -685,7 +670,7 @@ relations_collect(ChronicleEmitter *emitter)
 	int			ndbs;
 	uint64		gen;
 
-	if (!is_collector())
+	if (!chronicle_is_collector())
 		return;
 	if (rel_cxt == NULL)
 		rel_cxt = AllocSetContextCreate(TopMemoryContext,
