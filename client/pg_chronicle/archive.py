@@ -12,8 +12,9 @@ An archive is a tar file compressed with xz (docs/runs.md, "Run archives"):
 
 Members are CSV with a header, written by COPY in UTC with ISO dates: text,
 so an archive does not depend on the server's major version or CPU.  The
-window starts at the keyframe at or before the run's start (every key's
-baseline) and ends at the first snapshot after its end.
+data window holds the run only: from the snapshot at or before its start
+(its warm-up included), written as a keyframe of every key's latest row (the
+baselines of the run's first interval), to the first snapshot after its end.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ FORMAT_VERSION = 1
 # (%(run)s the run's id, %(lo)s and %(hi)s the data window, read in the
 # run's origin).
 _MEMBERS: dict[str, str] = {
-    "snapshot": "SELECT ts, segment, keyframe, collector, duration_ms, rows_written, wal_bytes, errors,"
+    "snapshot": "SELECT ts, segment, keyframe OR ts = %(lo)s AS keyframe, collector, duration_ms, rows_written, wal_bytes, errors,"
                 " system_identifier, server_name FROM chronicle._snapshot"
                 " WHERE ts >= %(lo)s AND ts <= %(hi)s ORDER BY ts",
     "app_transaction": "SELECT ts, client_id, tx_no, script_no, latency_us, lag_us, retries, status, source"
@@ -115,20 +116,24 @@ def export_run(conn: psycopg.Connection[Any], run: str, path: pathlib.Path) -> d
         srv = query_one(conn, "SELECT system_identifier, server_name, server_version, extension_version"
                               " FROM chronicle.origin WHERE origin_id = %s", (r["origin"],))
     assert srv is not None
+    # The data window: from the snapshot at or before the run's start (its
+    # warm-up included: the report shades it) to the first one after its end.
     win = query_one(conn, """
-        SELECT coalesce((SELECT max(s.ts) FROM chronicle._snapshot s
-                          WHERE s.keyframe AND s.ts <= %(f)s), %(f)s) AS lo,
+        SELECT coalesce((SELECT max(s.ts) FROM chronicle._snapshot s WHERE s.ts <= %(f)s), %(f)s) AS lo,
                coalesce((SELECT min(s.ts) FROM chronicle._snapshot s WHERE s.ts > %(t)s), %(t)s) AS hi""",
                     {"f": r["started"], "t": r["ended"]})
     assert win is not None
-    params = {"run": r["id"], "lo": win["lo"], "hi": win["hi"]}
-    sources = [row["source"] for row in query(
-        conn, "SELECT c.source FROM chronicle._source_columns() c GROUP BY c.source ORDER BY c.source")]
+    first = query_one(conn, "SELECT segment FROM chronicle._snapshot WHERE ts = %s", (win["lo"],))
+    params = {"run": r["id"], "lo": win["lo"], "hi": win["hi"],
+              "segment": first["segment"] if first else win["lo"]}
+    columns: dict[str, list[tuple[str, bool]]] = {}
+    for row in query(conn, "SELECT c.source, c.column_name, c.key FROM chronicle._source_columns() c"
+                           " ORDER BY c.source, c.ordinal"):
+        columns.setdefault(row["source"], []).append((row["column_name"], row["key"]))
     members: dict[str, bytes] = {}
     manifest_members: dict[str, Any] = {}
     for name, select in list(_MEMBERS.items()) + [
-            (f"history/{s}", f"SELECT * FROM chronicle.{s}_history"
-                             " WHERE ts >= %(lo)s AND ts <= %(hi)s ORDER BY ts") for s in sources]:
+            (f"history/{s}", _history_select(s, cols)) for s, cols in columns.items()]:
         data, cols = _copy_out(conn, select, params)
         members[name + ".csv"] = data
         manifest_members[name] = {"file": name + ".csv", "columns": cols,
@@ -155,6 +160,28 @@ def export_run(conn: psycopg.Connection[Any], run: str, path: pathlib.Path) -> d
             _add(tar, name, data)
     tmp.replace(path)
     return manifest
+
+
+def _history_select(source: str, cols: list[tuple[str, bool]]) -> str:
+    """A source's rows of the data window, as its view shows them: at the
+    window's first snapshot (%(lo)s) every key's latest row in that
+    snapshot's segment, what the analyses pair the run's first interval
+    with (the archive marks that snapshot a keyframe), then the rows after
+    it.  The latest rows are read from the keyframe before it, as the engine
+    reads them (chronicle._keyframe()), and the statements' from the start
+    of the segment, as statements_top() does: a keyframe writes only the
+    statements that changed."""
+    view = sql.Identifier("chronicle", f"{source}_history").as_string()
+    names = ", ".join(sql.Identifier(c).as_string() for c, _ in cols)
+    keys = ", ".join(sql.Identifier(c).as_string() for c, k in cols if k)
+    since = ("%(segment)s" if source == "statements" else
+             f"chronicle._keyframe('chronicle.{source}_history', %(segment)s, %(lo)s)")
+    latest = (f"SELECT DISTINCT ON ({keys}) * FROM {view} WHERE ts >= {since} AND ts <= %(lo)s"
+              f" ORDER BY {keys}, ts DESC" if keys else
+              f"SELECT * FROM {view} WHERE ts >= {since} AND ts <= %(lo)s ORDER BY ts DESC LIMIT 1")
+    return (f"SELECT * FROM (SELECT %(lo)s::timestamptz AS ts, {names} FROM ({latest}) k"
+            f" UNION ALL SELECT ts, {names} FROM {view} WHERE ts > %(lo)s AND ts <= %(hi)s) h"
+            " ORDER BY ts")
 
 
 def _rows(conn: psycopg.Connection[Any], select: str, params: dict[str, Any]) -> int:

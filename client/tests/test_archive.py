@@ -8,13 +8,14 @@ from __future__ import annotations
 import io
 import json
 import pathlib
+import subprocess
 import tarfile
 import threading
 from collections.abc import Iterator
 
 import pytest
 
-from conftest import Server, cli, running_server
+from conftest import Server, cli, running_server, wait_for
 
 pytestmark = pytest.mark.one_version
 
@@ -35,8 +36,10 @@ ANALYSES = {
 }
 
 
-def analyses(srv: Server, run: str) -> dict[str, list[str]]:
-    return {name: srv.psql(q.format(run=run)).splitlines() for name, q in ANALYSES.items()}
+def analyses(srv: Server, run: str, app: bool = True) -> dict[str, list[str]]:
+    """app: the run has a pgbench log (slowest_intervals and app_* read it)."""
+    return {name: srv.psql(q.format(run=run)).splitlines() for name, q in ANALYSES.items()
+            if app or not (name.startswith("app_") or name == "slowest_intervals")}
 
 
 def bench(srv: Server, label: str) -> None:
@@ -110,6 +113,57 @@ def test_round_trip_and_overlapping_origins(server: Server, second: Server, runs
     cli(second, "export", "b-copy", "-o", str(runs / "b2.pgca"), check=True)
     cli(server, "import", str(runs / "b2.pgca"), check=True)
     assert analyses(server, "b-copy") == b_here
+
+
+def members(path: pathlib.Path) -> dict[str, list[list[str]]]:
+    """The CSV members of an archive, as rows of fields."""
+    import csv
+    with tarfile.open(path, "r:xz") as tar:
+        return {m.name: list(csv.reader(io.TextIOWrapper(tar.extractfile(m), "utf-8")))  # type: ignore[arg-type]
+                for m in tar.getmembers() if m.name.endswith(".csv")}
+
+
+def test_window_holds_the_run(server: Server, second: Server, runs: pathlib.Path) -> None:
+    """A run without a pgbench log that starts after the segment's keyframe
+    and spans a restart: the archive starts at the snapshot at or before its start,
+    which it holds as a keyframe of every key, and reads as on its origin."""
+    snaps = "SELECT count(*) FROM chronicle.snapshot"
+    n = int(second.psql(snaps))
+    wait_for(lambda: int(second.psql(snaps)) >= n + 3, "three more snapshots")
+    start = second.psql("SELECT now()")
+    n = int(second.psql(snaps))
+    wait_for(lambda: int(second.psql(snaps)) >= n + 2, "two snapshots in the run")
+    # -l: the new server must not hold our pipes open
+    subprocess.run([str(second.bindir / "pg_ctl"), "-D", str(second.datadir), "-l", str(second.logfile),
+                    "-m", "fast", "-w", "restart"], check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    n = int(second.psql(snaps))
+    wait_for(lambda: int(second.psql(snaps)) >= n + 3, "three snapshots after the restart")
+    second.psql(f"SELECT chronicle.run_label('restarted', '{start}', now())")
+    path = runs / "restarted.pgca"
+    cli(second, "export", "restarted", "-o", str(path), check=True)
+
+    first, keyframes, segments = second.psql(
+        f"SELECT max(ts) FILTER (WHERE ts <= '{start}'), count(*) FILTER (WHERE keyframe AND ts <= '{start}'),"
+        f" count(DISTINCT segment) FROM chronicle.snapshot").split("|")
+    assert keyframes == "1" and segments == "2"   # the run starts after the keyframe
+    got = members(path)
+    snap = got["snapshot.csv"]
+    col = {c: i for i, c in enumerate(snap[0])}
+    assert second.psql(f"SELECT '{snap[1][col['ts']]}'::timestamptz = '{first}'") == "t"
+    assert snap[1][col["keyframe"]] == "t"
+    assert len({r[col["segment"]] for r in snap[1:]}) == 2
+    # every io key at the first snapshot, whether it changed there or not
+    io = got["history/io.csv"]
+    at_first = [r for r in io[1:] if r[0] == snap[1][col["ts"]]]
+    assert len(at_first) == int(second.psql(
+        f"SELECT count(DISTINCT (backend_type, object, context)) FROM chronicle.io_history"
+        f" WHERE ts <= '{first}'"))
+
+    here = analyses(second, "restarted", app=False)
+    assert len(here["timeline"]) >= 4     # two intervals in each segment
+    cli(server, "import", str(path), check=True)
+    assert analyses(server, "restarted", app=False) == here
 
 
 def _retar(src: pathlib.Path, dst: pathlib.Path, manifest_edit=None, member_edit=None) -> None:  # type: ignore[no-untyped-def]
