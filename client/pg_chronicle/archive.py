@@ -35,7 +35,19 @@ from psycopg import sql
 from pg_chronicle.db import ClientError, query, query_one, translated
 
 FORMAT = "pg_chronicle run archive"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+
+# The members whose columns are coded (format version 2): member -> the
+# columns of the table they are copied into (after n, the row's position),
+# and the manifest's "encoding" of the member, which chronicle._import_run()
+# decodes.
+_CODED: dict[str, tuple[str, dict[str, str]]] = {
+    "app_transaction": (
+        "ts bigint, client_id integer, tx_no bigint, script_no integer, latency_us bigint,"
+        " lag_us bigint, retries integer, status text, source text",
+        {"ts": "microseconds since the previous row (the first: since 1970-01-01 UTC)",
+         "tx_no": "difference to the previous row", "status": "empty: ok"}),
+}
 
 # The members besides the sources' history: name -> the query of its rows
 # (%(run)s the run's id, %(lo)s and %(hi)s the data window, read in the
@@ -44,8 +56,15 @@ _MEMBERS: dict[str, str] = {
     "snapshot": "SELECT ts, segment, keyframe OR ts = %(lo)s AS keyframe, collector, duration_ms, rows_written, wal_bytes, errors,"
                 " system_identifier, server_name FROM chronicle._snapshot"
                 " WHERE ts >= %(lo)s AND ts <= %(hi)s ORDER BY ts",
-    "app_transaction": "SELECT ts, client_id, tx_no, script_no, latency_us, lag_us, retries, status, source"
-                       " FROM chronicle.app_transaction WHERE run_id = %(run)s ORDER BY ts, client_id, tx_no",
+    # the pgbench log, most of an archive's bytes: in time order, ts and
+    # tx_no as their differences to the previous row (the first row's ts:
+    # microseconds since 1970), status NULL for ok (_CODED)
+    "app_transaction": "SELECT (extract(epoch FROM t.ts) * 1000000)::bigint"
+                       "        - coalesce(lag((extract(epoch FROM t.ts) * 1000000)::bigint) OVER w, 0) AS ts,"
+                       " t.client_id, t.tx_no - coalesce(lag(t.tx_no) OVER w, 0) AS tx_no, t.script_no,"
+                       " t.latency_us, t.lag_us, t.retries, nullif(t.status, 'ok') AS status, t.source"
+                       " FROM chronicle.app_transaction t WHERE t.run_id = %(run)s"
+                       " WINDOW w AS (ORDER BY t.ts, t.client_id, t.tx_no) ORDER BY t.ts, t.client_id, t.tx_no",
     "app_interval": "SELECT interval_start, num_transactions, sum_latency_us, sum_latency_2, min_latency_us,"
                     " max_latency_us, sum_lag_us, sum_lag_2, min_lag_us, max_lag_us, skipped, retried,"
                     " retries, serialization_failures, deadlock_failures, interval_secs"
@@ -80,8 +99,9 @@ def _session(conn: psycopg.Connection[Any]) -> None:
         conn.execute("SET extra_float_digits = 3")
 
 
-def _copy_out(conn: psycopg.Connection[Any], select: str, params: dict[str, Any]) -> tuple[bytes, list[str]]:
-    """A query's rows as CSV with a header, and its columns."""
+def _copy_out(conn: psycopg.Connection[Any], select: str,
+              params: dict[str, Any]) -> tuple[bytes, list[str], int]:
+    """A query's rows as CSV with a header, its columns and its row count."""
     buf = io.BytesIO()
     with translated(), conn.cursor() as cur:
         # COPY takes no parameters: the query with its values as literals
@@ -90,9 +110,10 @@ def _copy_out(conn: psycopg.Connection[Any], select: str, params: dict[str, Any]
         with cur.copy(q) as cp:
             for chunk in cp:
                 buf.write(chunk)
+        rows = cur.rowcount
     data = buf.getvalue()
     header = data.split(b"\n", 1)[0].decode()
-    return data, [c.strip('"') for c in header.split(",")] if header else []
+    return data, [c.strip('"') for c in header.split(",")] if header else [], rows
 
 
 def export_run(conn: psycopg.Connection[Any], run: str, path: pathlib.Path) -> dict[str, Any]:
@@ -134,11 +155,12 @@ def export_run(conn: psycopg.Connection[Any], run: str, path: pathlib.Path) -> d
     manifest_members: dict[str, Any] = {}
     for name, select in list(_MEMBERS.items()) + [
             (f"history/{s}", _history_select(s, cols)) for s, cols in columns.items()]:
-        data, cols = _copy_out(conn, select, params)
+        data, cols, rows = _copy_out(conn, select, params)
         members[name + ".csv"] = data
-        manifest_members[name] = {"file": name + ".csv", "columns": cols,
-                                  "rows": _rows(conn, select, params),
+        manifest_members[name] = {"file": name + ".csv", "columns": cols, "rows": rows,
                                   "sha256": hashlib.sha256(data).hexdigest()}
+        if name in _CODED:
+            manifest_members[name]["encoding"] = _CODED[name][1]
     query(conn, "RESET chronicle.origin")
     run_meta = {k: r[k] for k in ("label", "meta", "settings", "server_version", "environment")}
     run_meta["started"] = r["started"].isoformat()
@@ -154,7 +176,9 @@ def export_run(conn: psycopg.Connection[Any], run: str, path: pathlib.Path) -> d
         "members": manifest_members,
     }
     tmp = path.with_name(path.name + ".part")
-    with tarfile.open(tmp, "w:xz", preset=6) as tar:
+    # preset 0: the pgbench log's microseconds and latencies are noise that
+    # no preset compresses; 6 takes 20 times as long for a few per cent
+    with tarfile.open(tmp, "w:xz", preset=0) as tar:
         _add(tar, "manifest.json", json.dumps(manifest, indent=1, default=str).encode())
         for name, data in members.items():
             _add(tar, name, data)
@@ -182,11 +206,6 @@ def _history_select(source: str, cols: list[tuple[str, bool]]) -> str:
     return (f"SELECT * FROM (SELECT %(lo)s::timestamptz AS ts, {names} FROM ({latest}) k"
             f" UNION ALL SELECT ts, {names} FROM {view} WHERE ts > %(lo)s AND ts <= %(hi)s) h"
             " ORDER BY ts")
-
-
-def _rows(conn: psycopg.Connection[Any], select: str, params: dict[str, Any]) -> int:
-    row = query_one(conn, f"SELECT count(*) AS n FROM ({select}) x", params)
-    return int(row["n"]) if row else 0
 
 
 def _add(tar: tarfile.TarFile, name: str, data: bytes) -> None:
@@ -273,8 +292,15 @@ def _copy_in(conn: psycopg.Connection[Any], name: str, m: dict[str, Any], data: 
         raise ClientError(f"{path}: source {src} is not known to this pg_chronicle (a newer one wrote it)")
     cols = [sql.Identifier(c) for c in m["columns"]]
     with conn.cursor() as cur:
-        cur.execute(sql.SQL("CREATE TEMP TABLE {} ON COMMIT DROP AS SELECT * FROM {} LIMIT 0").format(
-            table, sql.SQL(target)))
+        if "encoding" in m:
+            if name not in _CODED or m["encoding"] != _CODED[name][1]:
+                raise ClientError(f"{path}: {m['file']} has an encoding this client does not read")
+            # n: the row's position, the order the differences add up in
+            cur.execute(sql.SQL("CREATE TEMP TABLE {} (n bigint GENERATED ALWAYS AS IDENTITY, {})"
+                                " ON COMMIT DROP").format(table, sql.SQL(_CODED[name][0])))
+        else:
+            cur.execute(sql.SQL("CREATE TEMP TABLE {} ON COMMIT DROP AS SELECT * FROM {} LIMIT 0").format(
+                table, sql.SQL(target)))
         with cur.copy(sql.SQL("COPY {} ({}) FROM STDIN WITH (FORMAT csv, HEADER true)").format(
                 table, sql.SQL(", ").join(cols))) as cp:
             cp.write(data)

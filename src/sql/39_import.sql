@@ -36,6 +36,18 @@ BEGIN
 		RAISE EXCEPTION 'chronicle._import_run: the manifest has no archive_id, run or server'
 			USING ERRCODE = 'invalid_parameter_value';
 	END IF;
+	-- The caller's tables are read with this function's rights: they must
+	-- be plain tables of its own temporary schema with columns of built-in
+	-- types (a view, a rule or a cast of its own would run its code here).
+	IF EXISTS (SELECT FROM pg_class c
+	            WHERE c.relnamespace = pg_my_temp_schema() AND c.relname LIKE 'import\_%'
+	              AND (c.relkind NOT IN ('r', 'S') OR c.relhasrules OR c.relrowsecurity
+	                   OR EXISTS (SELECT FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
+	                               WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+	                                 AND t.typnamespace <> 'pg_catalog'::regnamespace))) THEN
+		RAISE EXCEPTION 'chronicle._import_run: the import tables must be plain tables of built-in types'
+			USING ERRCODE = 'wrong_object_type';
+	END IF;
 	-- the same archive again: its run, once
 	SELECT * INTO r FROM chronicle.run o WHERE o.meta -> 'archive' ->> 'id' = manifest ->> 'archive_id';
 	IF FOUND THEN
@@ -92,11 +104,26 @@ BEGIN
 			src, src, 'import_' || src, src) USING v_origin;
 	END LOOP;
 
-	INSERT INTO chronicle.app_transaction (run_id, ts, client_id, tx_no, script_no, latency_us, lag_us,
-	                                       retries, status, source)
-	SELECT r.run_id, t.ts, t.client_id, t.tx_no, t.script_no, t.latency_us, t.lag_us, t.retries,
-	       t.status, t.source
-	  FROM pg_temp.import_app_transaction t;
+	IF manifest -> 'members' -> 'app_transaction' ? 'encoding' THEN
+		-- format 2: ts and tx_no are differences to the row before (n
+		-- orders the rows), ts in microseconds since 1970; status NULL: ok
+		INSERT INTO chronicle.app_transaction (run_id, ts, client_id, tx_no, script_no, latency_us, lag_us,
+		                                       retries, status, source)
+		SELECT r.run_id, 'epoch'::timestamptz + (x.us / 1000000) * interval '1 s'
+		                 + (x.us % 1000000) * interval '1 microsecond',
+		       x.client_id, x.tx_no, x.script_no, x.latency_us, x.lag_us, x.retries, x.status, x.source
+		  FROM (SELECT (sum(t.ts) OVER w)::bigint AS us, t.client_id, (sum(t.tx_no) OVER w)::bigint AS tx_no,
+		               t.script_no, t.latency_us, t.lag_us, t.retries, coalesce(t.status, 'ok') AS status,
+		               t.source
+		          FROM pg_temp.import_app_transaction t
+		        WINDOW w AS (ORDER BY t.n ROWS UNBOUNDED PRECEDING)) x;
+	ELSE
+		INSERT INTO chronicle.app_transaction (run_id, ts, client_id, tx_no, script_no, latency_us, lag_us,
+		                                       retries, status, source)
+		SELECT r.run_id, t.ts, t.client_id, t.tx_no, t.script_no, t.latency_us, t.lag_us, t.retries,
+		       t.status, t.source
+		  FROM pg_temp.import_app_transaction t;
+	END IF;
 	INSERT INTO chronicle.app_interval
 	SELECT r.run_id, a.interval_start, a.num_transactions, a.sum_latency_us, a.sum_latency_2,
 	       a.min_latency_us, a.max_latency_us, a.sum_lag_us, a.sum_lag_2, a.min_lag_us, a.max_lag_us,
