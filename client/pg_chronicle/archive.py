@@ -306,3 +306,6 @@ def _copy_in(conn: psycopg.Connection[Any], name: str, m: dict[str, Any], data: 
             cp.write(data)
         if cur.rowcount != m["rows"]:
             raise ClientError(f"{path}: {m['file']} holds {cur.rowcount} rows, the manifest says {m['rows']}")
+        # statistics: without them the planner of _import_run() joins a
+        # source's rows to the snapshots in a nested loop
+        cur.execute(sql.SQL("ANALYZE {}").format(table))

@@ -23,8 +23,11 @@ DECLARE
 	m jsonb := manifest -> 'run';
 	srv jsonb := manifest -> 'server';
 	v_origin integer;
-	src text;
-	n bigint;
+	v_with text;
+	v_cols text;
+	v_vals text;
+	v_joins text;
+	v_set text;
 BEGIN
 	IF NOT EXISTS (SELECT FROM pg_roles u WHERE u.rolname = session_user
 	                AND (u.rolsuper OR pg_has_role(u.oid, 'pg_monitor', 'MEMBER'))) THEN
@@ -88,21 +91,28 @@ BEGIN
 	       s.wal_bytes, s.errors, s.system_identifier, s.server_name
 	  FROM pg_temp.import_snapshot s
 	ON CONFLICT (origin, ts) DO NOTHING;
-	INSERT INTO chronicle.archive_history (origin, ts, system_identifier, server_name)
-	SELECT v_origin, s.ts, s.system_identifier, s.server_name FROM pg_temp.import_snapshot s
-	ON CONFLICT (origin, ts) DO NOTHING;
-	FOR src IN SELECT DISTINCT c.source FROM chronicle._source_columns() c ORDER BY 1 LOOP
-		CONTINUE WHEN to_regclass('pg_temp.import_' || src) IS NULL;
-		-- each snapshot's rows packed as the collector packs them, a
-		-- keyframe's complete
-		EXECUTE format($q$
-			UPDATE chronicle.archive_history h SET %I = p.v
-			  FROM (SELECT x.ts, chronicle._pack(%L, x.ts, array_agg(x), bool_or(s.keyframe)) AS v
-			          FROM pg_temp.%I x JOIN pg_temp.import_snapshot s ON s.ts = x.ts
-			         GROUP BY x.ts) p
-			 WHERE h.origin = $1 AND h.ts = p.ts AND h.%I IS NULL$q$,
-			src, src, 'import_' || src, src) USING v_origin;
-	END LOOP;
+	-- One statement: each source's rows packed per snapshot as the
+	-- collector packs them (a keyframe's complete), joined by ts.  A row
+	-- that exists (a run of this origin that shares the snapshot) keeps its
+	-- values and gains the sources it lacked.  (An UPDATE per source read
+	-- the new rows without statistics: a nested loop over the table.)
+	SELECT string_agg(format('p_%s AS (SELECT x.ts, chronicle._pack(%L, x.ts, array_agg(x), bool_or(s.keyframe)) AS v'
+	                         ' FROM pg_temp.%I x JOIN pg_temp.import_snapshot s ON s.ts = x.ts GROUP BY x.ts)',
+	                         src, src, 'import_' || src), ', '),
+	       string_agg(format('%I', src), ', '),
+	       string_agg(format('p_%s.v', src), ', '),
+	       string_agg(format('LEFT JOIN p_%s ON p_%s.ts = s.ts', src, src), ' '),
+	       string_agg(format('%I = coalesce(h.%I, excluded.%I)', src, src, src), ', ')
+	  INTO v_with, v_cols, v_vals, v_joins, v_set
+	  FROM (SELECT DISTINCT c.source AS src FROM chronicle._source_columns() c) c
+	 WHERE to_regclass('pg_temp.import_' || c.src) IS NOT NULL;
+	EXECUTE format($q$
+		%s INSERT INTO chronicle.archive_history AS h (origin, ts, system_identifier, server_name%s)
+		SELECT $1, s.ts, s.system_identifier, s.server_name%s FROM pg_temp.import_snapshot s %s
+		ON CONFLICT (origin, ts) DO %s$q$,
+		CASE WHEN v_with IS NOT NULL THEN 'WITH ' || v_with ELSE '' END,
+		coalesce(', ' || v_cols, ''), coalesce(', ' || v_vals, ''), coalesce(v_joins, ''),
+		CASE WHEN v_set IS NOT NULL THEN 'UPDATE SET ' || v_set ELSE 'NOTHING' END) USING v_origin;
 
 	IF manifest -> 'members' -> 'app_transaction' ? 'encoding' THEN
 		-- format 2: ts and tx_no are differences to the row before (n
