@@ -32,7 +32,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from pg_chronicle.db import ClientError, query, query_one, translated
+from pg_chronicle.db import ClientError, query, query_one, translate, translated
 
 FORMAT = "pg_chronicle run archive"
 FORMAT_VERSION = 2
@@ -226,7 +226,7 @@ def read_archive(path: pathlib.Path) -> tuple[dict[str, Any], dict[str, bytes]]:
                 f = tar.extractfile(m)
                 if f is not None:
                     files[m.name] = f.read()
-    except (tarfile.ReadError, lzma.LZMAError, EOFError, zlib.error) as exc:
+    except (tarfile.TarError, lzma.LZMAError, EOFError, zlib.error, ValueError, OSError) as exc:
         raise ClientError(f"{path}: not a pg_chronicle run archive, or truncated ({exc})") from exc
     try:
         manifest = json.loads(files["manifest.json"])
@@ -238,6 +238,7 @@ def read_archive(path: pathlib.Path) -> tuple[dict[str, Any], dict[str, bytes]]:
     if not isinstance(version, int) or version > FORMAT_VERSION:
         raise ClientError(f"{path}: archive format version {version} is newer than this client reads "
                           f"({FORMAT_VERSION}); upgrade pg-chronicle")
+    _check_manifest(manifest, path)
     for m in manifest["members"].values():
         data = files.get(m["file"])
         if data is None:
@@ -246,6 +247,41 @@ def read_archive(path: pathlib.Path) -> tuple[dict[str, Any], dict[str, bytes]]:
             raise ClientError(f"{path}: checksum of {m['file']} does not match the manifest "
                               "(damaged archive)")
     return manifest, files
+
+
+def _check_manifest(man: dict[str, Any], path: pathlib.Path) -> None:
+    """The manifest's shape, before anything reads it: a ClientError names
+    the first field that is not as format version 1 or 2 writes it."""
+    def bad(field: str) -> ClientError:
+        return ClientError(f"{path}: damaged archive: manifest field {field} is missing or malformed")
+
+    def text(v: Any) -> bool:
+        return isinstance(v, str) and v != ""
+
+    if not isinstance(man.get("format_version"), int) or man["format_version"] < 1:
+        raise bad("format_version")
+    if not text(man.get("archive_id")):
+        raise bad("archive_id")
+    run, srv, members = man.get("run"), man.get("server"), man.get("members")
+    if not isinstance(run, dict):
+        raise bad("run")
+    for k in ("label", "started", "ended"):
+        if not text(run.get(k)):
+            raise bad(f"run.{k}")
+    if not isinstance(srv, dict):
+        raise bad("server")
+    if not isinstance(members, dict) or "snapshot" not in members:
+        raise bad("members")
+    for name, m in members.items():
+        known = name in _TARGETS or (name.startswith("history/") and name[8:].isidentifier())
+        if not known or not isinstance(m, dict):
+            raise bad(f"members.{name}")
+        cols = m.get("columns")
+        if (not text(m.get("file")) or not text(m.get("sha256"))
+                or not isinstance(cols, list) or not cols or not all(text(c) for c in cols)
+                or not isinstance(m.get("rows"), int) or isinstance(m["rows"], bool) or m["rows"] < 0
+                or not isinstance(m.get("encoding", {}), dict)):
+            raise bad(f"members.{name}")
 
 
 def import_archive(conn: psycopg.Connection[Any], path: pathlib.Path,
@@ -301,9 +337,12 @@ def _copy_in(conn: psycopg.Connection[Any], name: str, m: dict[str, Any], data: 
         else:
             cur.execute(sql.SQL("CREATE TEMP TABLE {} ON COMMIT DROP AS SELECT * FROM {} LIMIT 0").format(
                 table, sql.SQL(target)))
-        with cur.copy(sql.SQL("COPY {} ({}) FROM STDIN WITH (FORMAT csv, HEADER true)").format(
-                table, sql.SQL(", ").join(cols))) as cp:
-            cp.write(data)
+        try:
+            with cur.copy(sql.SQL("COPY {} ({}) FROM STDIN WITH (FORMAT csv, HEADER true)").format(
+                    table, sql.SQL(", ").join(cols))) as cp:
+                cp.write(data)
+        except psycopg.Error as exc:
+            raise ClientError(f"{path}: damaged archive: {m['file']}: {translate(exc).message}") from exc
         if cur.rowcount != m["rows"]:
             raise ClientError(f"{path}: {m['file']} holds {cur.rowcount} rows, the manifest says {m['rows']}")
         # statistics: without them the planner of _import_run() joins a

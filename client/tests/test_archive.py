@@ -5,9 +5,13 @@ archive twice is one run; bad archives are refused and change nothing."""
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
+import os
 import pathlib
+import random
+import re
 import subprocess
 import tarfile
 import threading
@@ -16,6 +20,7 @@ from collections.abc import Iterator
 import pytest
 
 from conftest import Server, cli, running_server, wait_for
+from pg_chronicle.cli import main as cli_main
 
 pytestmark = pytest.mark.one_version
 
@@ -225,3 +230,120 @@ def test_bad_archives(server: Server, second: Server, runs: pathlib.Path) -> Non
     p = cli(server, "import", str(a), "--rename", "by-reader", env=env)
     assert p.returncode == 2 and "permission denied for function _import_run" in p.stderr, p.stderr
     assert repository_state(server) == before
+
+
+def _mutants(src: pathlib.Path, rng: random.Random, n: int) -> Iterator[tuple[str, bytes]]:
+    """n archives made from src at random: bytes flipped or cut in the
+    compressed file, members cut or dropped, manifest fields changed, CSV
+    rows with wrong types, extra or missing fields, huge values; the
+    checksums and row counts made to match again half of the time, so that
+    the rows reach the server."""
+    raw = src.read_bytes()
+    with tarfile.open(src, "r:xz") as tar:
+        files = {m.name: tar.extractfile(m).read() for m in tar.getmembers()}  # type: ignore[union-attr]
+    odd = [None, 0, -1, 2**70, "", "x" * 100000, "2026-13-45", [], {}, True, 1.5e308]
+    for i in range(n):
+        kind = rng.choice(["flip", "cut", "member", "manifest", "row", "row", "row"])
+        if kind == "flip":
+            b = bytearray(raw)
+            for _ in range(rng.randint(1, 4)):
+                b[rng.randrange(len(b))] ^= 1 << rng.randrange(8)
+            yield f"{i} flip", bytes(b)
+            continue
+        if kind == "cut":
+            yield f"{i} cut", raw[: rng.randrange(len(raw))]
+            continue
+        man = json.loads(files["manifest.json"])
+        out = dict(files)
+        what = kind
+        if kind == "member":
+            name = rng.choice([k for k in out if k != "manifest.json"])
+            if rng.random() < 0.3:
+                del out[name]
+            else:
+                out[name] = out[name][: rng.randrange(len(out[name]) + 1)]
+            what = f"member {name}"
+        elif kind == "manifest":
+            path = rng.choice([("format_version",), ("archive_id",), ("run",), ("run", "label"), ("run", "started"),
+                               ("run", "ended"), ("run", "warmup"), ("server",), ("server", "system_identifier"),
+                               ("members",), ("members", "snapshot"), ("members", "snapshot", "columns"),
+                               ("members", "app_transaction", "encoding"), ("members", "history/io", "rows"),
+                               ("members", "mark", "file")])
+            d = man
+            for k in path[:-1]:
+                d = d[k]
+            d[path[-1]] = rng.choice(odd)
+            what = f"manifest {'.'.join(path)}"
+        else:
+            name = rng.choice([k for k in out if k.endswith(".csv") and out[k].count(b"\n") > 1])
+            lines = out[name].split(b"\n")
+            j = rng.randrange(1, len(lines) - 1)
+            fields = lines[j].split(b",")
+            k = rng.randrange(len(fields))
+            change = rng.choice(["type", "extra", "missing", "huge", "duplicate"])
+            if change == "type":
+                fields[k] = rng.choice([b"abc", b"1e400", b"99999999999999999999999", b"-", b"\"", b"t"])
+            elif change == "extra":
+                fields.append(b"1")
+            elif change == "missing":
+                del fields[k]
+            elif change == "huge":
+                fields[k] = b"9" * rng.choice([20, 400, 100000])
+            if change == "duplicate":
+                lines.insert(j, lines[j])
+            else:
+                lines[j] = b",".join(fields)
+            out[name] = b"\n".join(lines)
+            what = f"row {name} {change}"
+        if rng.random() < 0.5:
+            for m in man.get("members", {}).values() if isinstance(man.get("members"), dict) else []:
+                if isinstance(m, dict) and m.get("file") in out:
+                    m["sha256"] = hashlib.sha256(out[m["file"]]).hexdigest()
+                    m["rows"] = max(0, out[m["file"]].count(b"\n") - 1)
+            what += " (checksums fixed)"
+        out["manifest.json"] = json.dumps(man).encode()
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w:xz", preset=0) as tout:
+            for name, data in out.items():
+                info = tarfile.TarInfo(name)
+                info.size = len(data)
+                tout.addfile(info, io.BytesIO(data))
+        yield f"{i} {what}", buf.getvalue()
+
+
+def test_fuzzed_archives(server: Server, second: Server, runs: pathlib.Path,
+                         capsys: pytest.CaptureFixture[str]) -> None:
+    """Archives mutated at random (seeded: PG_CHRONICLE_FUZZ_SEED, and
+    PG_CHRONICLE_FUZZ_CASES cases, 40 by default; a long run:
+    PG_CHRONICLE_FUZZ_CASES=2000) either import exactly the original or
+    are refused with exit 2 and one line, the repository unchanged and no
+    server error but the statement's own."""
+    seed = int(os.environ.get("PG_CHRONICLE_FUZZ_SEED", "11"))
+    cases = int(os.environ.get("PG_CHRONICLE_FUZZ_CASES", "40"))
+    a = runs / "a.pgca"
+    cli(second, "import", str(a), check=True)     # the original, once (idempotent)
+    reference = analyses(server, "a")
+    conn = f"host={second.sockdir} port={second.port} user=postgres dbname=postgres"
+    log_from = second.logfile.stat().st_size
+    mutant = runs / "mutant.pgca"
+    outcomes: dict[str, int] = {}
+    for what, data in _mutants(a, random.Random(seed), cases):
+        mutant.write_bytes(data)
+        before = repository_state(second)
+        capsys.readouterr()
+        code = cli_main(["import", "-d", conn, str(mutant), "--rename", "fuzzed"])
+        out, err = capsys.readouterr()
+        assert code in (0, 2), (seed, what, code, err)
+        if code == 2:
+            assert len(err.strip().splitlines()) == 1 and err.startswith("pg-chronicle: "), (seed, what, err)
+            assert repository_state(second) == before, (seed, what)
+        elif "imported already" not in out:
+            # a new run: exactly the original
+            assert analyses(second, "fuzzed") == reference, (seed, what)
+            second.psql("SELECT chronicle.run_delete('fuzzed')")
+        outcomes[what.split()[1]] = outcomes.get(what.split()[1], 0) + 1
+    with open(second.logfile, errors="replace") as f:
+        f.seek(log_from)
+        bad = [line for line in f if re.search(r"PANIC|TRAP|FATAL|server process|XX000|internal error", line)]
+    assert not bad, bad
+    print(f"seed {seed}: {cases} mutants, {outcomes}")
