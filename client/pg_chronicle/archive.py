@@ -53,18 +53,20 @@ _CODED: dict[str, tuple[str, dict[str, str]]] = {
 # (%(run)s the run's id, %(lo)s and %(hi)s the data window, read in the
 # run's origin).
 _MEMBERS: dict[str, str] = {
-    "snapshot": "SELECT ts, segment, keyframe OR ts = %(lo)s AS keyframe, collector, duration_ms, rows_written, wal_bytes, errors,"
+    "snapshot": "SELECT ts, segment, keyframe OR ts = %(lo)s AS keyframe, collector, duration_ms,"
+                " rows_written, wal_bytes, errors,"
                 " system_identifier, server_name FROM chronicle._snapshot"
                 " WHERE ts >= %(lo)s AND ts <= %(hi)s ORDER BY ts",
     # the pgbench log, most of an archive's bytes: in time order, ts and
     # tx_no as their differences to the previous row (the first row's ts:
     # microseconds since 1970), status NULL for ok (_CODED)
     "app_transaction": "SELECT (extract(epoch FROM t.ts) * 1000000)::bigint"
-                       "        - coalesce(lag((extract(epoch FROM t.ts) * 1000000)::bigint) OVER w, 0) AS ts,"
+                       " - coalesce(lag((extract(epoch FROM t.ts) * 1000000)::bigint) OVER w, 0) AS ts,"
                        " t.client_id, t.tx_no - coalesce(lag(t.tx_no) OVER w, 0) AS tx_no, t.script_no,"
                        " t.latency_us, t.lag_us, t.retries, nullif(t.status, 'ok') AS status, t.source"
                        " FROM chronicle.app_transaction t WHERE t.run_id = %(run)s"
-                       " WINDOW w AS (ORDER BY t.ts, t.client_id, t.tx_no) ORDER BY t.ts, t.client_id, t.tx_no",
+                       " WINDOW w AS (ORDER BY t.ts, t.client_id, t.tx_no)"
+                       " ORDER BY t.ts, t.client_id, t.tx_no",
     "app_interval": "SELECT interval_start, num_transactions, sum_latency_us, sum_latency_2, min_latency_us,"
                     " max_latency_us, sum_lag_us, sum_lag_2, min_lag_us, max_lag_us, skipped, retried,"
                     " retries, serialization_failures, deadlock_failures, interval_secs"

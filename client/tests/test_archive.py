@@ -19,8 +19,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from conftest import Server, cli, running_server, wait_for
 from pg_chronicle.cli import main as cli_main
+
+from conftest import Server, cli, running_server, wait_for
 
 pytestmark = pytest.mark.one_version
 
@@ -149,7 +150,8 @@ def test_window_holds_the_run(server: Server, second: Server, runs: pathlib.Path
     cli(second, "export", "restarted", "-o", str(path), check=True)
 
     first, keyframes, segments = second.psql(
-        f"SELECT max(ts) FILTER (WHERE ts <= '{start}'), count(*) FILTER (WHERE keyframe AND ts <= '{start}'),"
+        f"SELECT max(ts) FILTER (WHERE ts <= '{start}'),"
+        f" count(*) FILTER (WHERE keyframe AND ts <= '{start}'),"
         f" count(DISTINCT segment) FROM chronicle.snapshot").split("|")
     assert keyframes == "1" and segments == "2"   # the run starts after the keyframe
     got = members(path)
@@ -264,10 +266,11 @@ def _mutants(src: pathlib.Path, rng: random.Random, n: int) -> Iterator[tuple[st
                 out[name] = out[name][: rng.randrange(len(out[name]) + 1)]
             what = f"member {name}"
         elif kind == "manifest":
-            path = rng.choice([("format_version",), ("archive_id",), ("run",), ("run", "label"), ("run", "started"),
-                               ("run", "ended"), ("run", "warmup"), ("server",), ("server", "system_identifier"),
-                               ("members",), ("members", "snapshot"), ("members", "snapshot", "columns"),
-                               ("members", "app_transaction", "encoding"), ("members", "history/io", "rows"),
+            path = rng.choice([("format_version",), ("archive_id",), ("run",), ("run", "label"),
+                               ("run", "started"), ("run", "ended"), ("run", "warmup"), ("server",),
+                               ("server", "system_identifier"), ("members",), ("members", "snapshot"),
+                               ("members", "snapshot", "columns"), ("members", "app_transaction", "encoding"),
+                               ("members", "history/io", "rows"),
                                ("members", "mark", "file")])
             d = man
             for k in path[:-1]:
