@@ -12,8 +12,9 @@ An archive is a tar file compressed with xz (docs/runs.md, "Run archives"):
 
 Members are CSV with a header, written by COPY in UTC with ISO dates: text,
 so an archive does not depend on the server's major version or CPU.  The
-window starts at the keyframe at or before the run's start (every key's
-baseline) and ends at the first snapshot after its end.
+data window holds the run only: from the snapshot at or before its start
+(its warm-up included), written as a keyframe of every key's latest row (the
+baselines of the run's first interval), to the first snapshot after its end.
 """
 
 from __future__ import annotations
@@ -31,20 +32,41 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from pg_chronicle.db import ClientError, query, query_one, translated
+from pg_chronicle.db import ClientError, query, query_one, translate, translated
 
 FORMAT = "pg_chronicle run archive"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+
+# The members whose columns are coded (format version 2): member -> the
+# columns of the table they are copied into (after n, the row's position),
+# and the manifest's "encoding" of the member, which chronicle._import_run()
+# decodes.
+_CODED: dict[str, tuple[str, dict[str, str]]] = {
+    "app_transaction": (
+        "ts bigint, client_id integer, tx_no bigint, script_no integer, latency_us bigint,"
+        " lag_us bigint, retries integer, status text, source text",
+        {"ts": "microseconds since the previous row (the first: since 1970-01-01 UTC)",
+         "tx_no": "difference to the previous row", "status": "empty: ok"}),
+}
 
 # The members besides the sources' history: name -> the query of its rows
 # (%(run)s the run's id, %(lo)s and %(hi)s the data window, read in the
 # run's origin).
 _MEMBERS: dict[str, str] = {
-    "snapshot": "SELECT ts, segment, keyframe, collector, duration_ms, rows_written, wal_bytes, errors,"
+    "snapshot": "SELECT ts, segment, keyframe OR ts = %(lo)s AS keyframe, collector, duration_ms,"
+                " rows_written, wal_bytes, errors,"
                 " system_identifier, server_name FROM chronicle._snapshot"
                 " WHERE ts >= %(lo)s AND ts <= %(hi)s ORDER BY ts",
-    "app_transaction": "SELECT ts, client_id, tx_no, script_no, latency_us, lag_us, retries, status, source"
-                       " FROM chronicle.app_transaction WHERE run_id = %(run)s ORDER BY ts, client_id, tx_no",
+    # the pgbench log, most of an archive's bytes: in time order, ts and
+    # tx_no as their differences to the previous row (the first row's ts:
+    # microseconds since 1970), status NULL for ok (_CODED)
+    "app_transaction": "SELECT (extract(epoch FROM t.ts) * 1000000)::bigint"
+                       " - coalesce(lag((extract(epoch FROM t.ts) * 1000000)::bigint) OVER w, 0) AS ts,"
+                       " t.client_id, t.tx_no - coalesce(lag(t.tx_no) OVER w, 0) AS tx_no, t.script_no,"
+                       " t.latency_us, t.lag_us, t.retries, nullif(t.status, 'ok') AS status, t.source"
+                       " FROM chronicle.app_transaction t WHERE t.run_id = %(run)s"
+                       " WINDOW w AS (ORDER BY t.ts, t.client_id, t.tx_no)"
+                       " ORDER BY t.ts, t.client_id, t.tx_no",
     "app_interval": "SELECT interval_start, num_transactions, sum_latency_us, sum_latency_2, min_latency_us,"
                     " max_latency_us, sum_lag_us, sum_lag_2, min_lag_us, max_lag_us, skipped, retried,"
                     " retries, serialization_failures, deadlock_failures, interval_secs"
@@ -79,8 +101,9 @@ def _session(conn: psycopg.Connection[Any]) -> None:
         conn.execute("SET extra_float_digits = 3")
 
 
-def _copy_out(conn: psycopg.Connection[Any], select: str, params: dict[str, Any]) -> tuple[bytes, list[str]]:
-    """A query's rows as CSV with a header, and its columns."""
+def _copy_out(conn: psycopg.Connection[Any], select: str,
+              params: dict[str, Any]) -> tuple[bytes, list[str], int]:
+    """A query's rows as CSV with a header, its columns and its row count."""
     buf = io.BytesIO()
     with translated(), conn.cursor() as cur:
         # COPY takes no parameters: the query with its values as literals
@@ -89,9 +112,10 @@ def _copy_out(conn: psycopg.Connection[Any], select: str, params: dict[str, Any]
         with cur.copy(q) as cp:
             for chunk in cp:
                 buf.write(chunk)
+        rows = cur.rowcount
     data = buf.getvalue()
     header = data.split(b"\n", 1)[0].decode()
-    return data, [c.strip('"') for c in header.split(",")] if header else []
+    return data, [c.strip('"') for c in header.split(",")] if header else [], rows
 
 
 def export_run(conn: psycopg.Connection[Any], run: str, path: pathlib.Path) -> dict[str, Any]:
@@ -115,25 +139,30 @@ def export_run(conn: psycopg.Connection[Any], run: str, path: pathlib.Path) -> d
         srv = query_one(conn, "SELECT system_identifier, server_name, server_version, extension_version"
                               " FROM chronicle.origin WHERE origin_id = %s", (r["origin"],))
     assert srv is not None
+    # The data window: from the snapshot at or before the run's start (its
+    # warm-up included: the report shades it) to the first one after its end.
     win = query_one(conn, """
-        SELECT coalesce((SELECT max(s.ts) FROM chronicle._snapshot s
-                          WHERE s.keyframe AND s.ts <= %(f)s), %(f)s) AS lo,
+        SELECT coalesce((SELECT max(s.ts) FROM chronicle._snapshot s WHERE s.ts <= %(f)s), %(f)s) AS lo,
                coalesce((SELECT min(s.ts) FROM chronicle._snapshot s WHERE s.ts > %(t)s), %(t)s) AS hi""",
                     {"f": r["started"], "t": r["ended"]})
     assert win is not None
-    params = {"run": r["id"], "lo": win["lo"], "hi": win["hi"]}
-    sources = [row["source"] for row in query(
-        conn, "SELECT c.source FROM chronicle._source_columns() c GROUP BY c.source ORDER BY c.source")]
+    first = query_one(conn, "SELECT segment FROM chronicle._snapshot WHERE ts = %s", (win["lo"],))
+    params = {"run": r["id"], "lo": win["lo"], "hi": win["hi"],
+              "segment": first["segment"] if first else win["lo"]}
+    columns: dict[str, list[tuple[str, bool]]] = {}
+    for row in query(conn, "SELECT c.source, c.column_name, c.key FROM chronicle._source_columns() c"
+                           " ORDER BY c.source, c.ordinal"):
+        columns.setdefault(row["source"], []).append((row["column_name"], row["key"]))
     members: dict[str, bytes] = {}
     manifest_members: dict[str, Any] = {}
     for name, select in list(_MEMBERS.items()) + [
-            (f"history/{s}", f"SELECT * FROM chronicle.{s}_history"
-                             " WHERE ts >= %(lo)s AND ts <= %(hi)s ORDER BY ts") for s in sources]:
-        data, cols = _copy_out(conn, select, params)
+            (f"history/{s}", _history_select(s, cols)) for s, cols in columns.items()]:
+        data, cols, rows = _copy_out(conn, select, params)
         members[name + ".csv"] = data
-        manifest_members[name] = {"file": name + ".csv", "columns": cols,
-                                  "rows": _rows(conn, select, params),
+        manifest_members[name] = {"file": name + ".csv", "columns": cols, "rows": rows,
                                   "sha256": hashlib.sha256(data).hexdigest()}
+        if name in _CODED:
+            manifest_members[name]["encoding"] = _CODED[name][1]
     query(conn, "RESET chronicle.origin")
     run_meta = {k: r[k] for k in ("label", "meta", "settings", "server_version", "environment")}
     run_meta["started"] = r["started"].isoformat()
@@ -149,7 +178,9 @@ def export_run(conn: psycopg.Connection[Any], run: str, path: pathlib.Path) -> d
         "members": manifest_members,
     }
     tmp = path.with_name(path.name + ".part")
-    with tarfile.open(tmp, "w:xz", preset=6) as tar:
+    # preset 0: the pgbench log's microseconds and latencies are noise that
+    # no preset compresses; 6 takes 20 times as long for a few per cent
+    with tarfile.open(tmp, "w:xz", preset=0) as tar:
         _add(tar, "manifest.json", json.dumps(manifest, indent=1, default=str).encode())
         for name, data in members.items():
             _add(tar, name, data)
@@ -157,9 +188,26 @@ def export_run(conn: psycopg.Connection[Any], run: str, path: pathlib.Path) -> d
     return manifest
 
 
-def _rows(conn: psycopg.Connection[Any], select: str, params: dict[str, Any]) -> int:
-    row = query_one(conn, f"SELECT count(*) AS n FROM ({select}) x", params)
-    return int(row["n"]) if row else 0
+def _history_select(source: str, cols: list[tuple[str, bool]]) -> str:
+    """A source's rows of the data window, as its view shows them: at the
+    window's first snapshot (%(lo)s) every key's latest row in that
+    snapshot's segment, what the analyses pair the run's first interval
+    with (the archive marks that snapshot a keyframe), then the rows after
+    it.  The latest rows are read from the keyframe before it, as the engine
+    reads them (chronicle._keyframe()), and the statements' from the start
+    of the segment, as statements_top() does: a keyframe writes only the
+    statements that changed."""
+    view = sql.Identifier("chronicle", f"{source}_history").as_string()
+    names = ", ".join(sql.Identifier(c).as_string() for c, _ in cols)
+    keys = ", ".join(sql.Identifier(c).as_string() for c, k in cols if k)
+    since = ("%(segment)s" if source == "statements" else
+             f"chronicle._keyframe('chronicle.{source}_history', %(segment)s, %(lo)s)")
+    latest = (f"SELECT DISTINCT ON ({keys}) * FROM {view} WHERE ts >= {since} AND ts <= %(lo)s"
+              f" ORDER BY {keys}, ts DESC" if keys else
+              f"SELECT * FROM {view} WHERE ts >= {since} AND ts <= %(lo)s ORDER BY ts DESC LIMIT 1")
+    return (f"SELECT * FROM (SELECT %(lo)s::timestamptz AS ts, {names} FROM ({latest}) k"
+            f" UNION ALL SELECT ts, {names} FROM {view} WHERE ts > %(lo)s AND ts <= %(hi)s) h"
+            " ORDER BY ts")
 
 
 def _add(tar: tarfile.TarFile, name: str, data: bytes) -> None:
@@ -180,7 +228,7 @@ def read_archive(path: pathlib.Path) -> tuple[dict[str, Any], dict[str, bytes]]:
                 f = tar.extractfile(m)
                 if f is not None:
                     files[m.name] = f.read()
-    except (tarfile.ReadError, lzma.LZMAError, EOFError, zlib.error) as exc:
+    except (tarfile.TarError, lzma.LZMAError, EOFError, zlib.error, ValueError, OSError) as exc:
         raise ClientError(f"{path}: not a pg_chronicle run archive, or truncated ({exc})") from exc
     try:
         manifest = json.loads(files["manifest.json"])
@@ -192,6 +240,7 @@ def read_archive(path: pathlib.Path) -> tuple[dict[str, Any], dict[str, bytes]]:
     if not isinstance(version, int) or version > FORMAT_VERSION:
         raise ClientError(f"{path}: archive format version {version} is newer than this client reads "
                           f"({FORMAT_VERSION}); upgrade pg-chronicle")
+    _check_manifest(manifest, path)
     for m in manifest["members"].values():
         data = files.get(m["file"])
         if data is None:
@@ -200,6 +249,41 @@ def read_archive(path: pathlib.Path) -> tuple[dict[str, Any], dict[str, bytes]]:
             raise ClientError(f"{path}: checksum of {m['file']} does not match the manifest "
                               "(damaged archive)")
     return manifest, files
+
+
+def _check_manifest(man: dict[str, Any], path: pathlib.Path) -> None:
+    """The manifest's shape, before anything reads it: a ClientError names
+    the first field that is not as format version 1 or 2 writes it."""
+    def bad(field: str) -> ClientError:
+        return ClientError(f"{path}: damaged archive: manifest field {field} is missing or malformed")
+
+    def text(v: Any) -> bool:
+        return isinstance(v, str) and v != ""
+
+    if not isinstance(man.get("format_version"), int) or man["format_version"] < 1:
+        raise bad("format_version")
+    if not text(man.get("archive_id")):
+        raise bad("archive_id")
+    run, srv, members = man.get("run"), man.get("server"), man.get("members")
+    if not isinstance(run, dict):
+        raise bad("run")
+    for k in ("label", "started", "ended"):
+        if not text(run.get(k)):
+            raise bad(f"run.{k}")
+    if not isinstance(srv, dict):
+        raise bad("server")
+    if not isinstance(members, dict) or "snapshot" not in members:
+        raise bad("members")
+    for name, m in members.items():
+        known = name in _TARGETS or (name.startswith("history/") and name[8:].isidentifier())
+        if not known or not isinstance(m, dict):
+            raise bad(f"members.{name}")
+        cols = m.get("columns")
+        if (not text(m.get("file")) or not text(m.get("sha256"))
+                or not isinstance(cols, list) or not cols or not all(text(c) for c in cols)
+                or not isinstance(m.get("rows"), int) or isinstance(m["rows"], bool) or m["rows"] < 0
+                or not isinstance(m.get("encoding", {}), dict)):
+            raise bad(f"members.{name}")
 
 
 def import_archive(conn: psycopg.Connection[Any], path: pathlib.Path,
@@ -246,10 +330,23 @@ def _copy_in(conn: psycopg.Connection[Any], name: str, m: dict[str, Any], data: 
         raise ClientError(f"{path}: source {src} is not known to this pg_chronicle (a newer one wrote it)")
     cols = [sql.Identifier(c) for c in m["columns"]]
     with conn.cursor() as cur:
-        cur.execute(sql.SQL("CREATE TEMP TABLE {} ON COMMIT DROP AS SELECT * FROM {} LIMIT 0").format(
-            table, sql.SQL(target)))
-        with cur.copy(sql.SQL("COPY {} ({}) FROM STDIN WITH (FORMAT csv, HEADER true)").format(
-                table, sql.SQL(", ").join(cols))) as cp:
-            cp.write(data)
+        if "encoding" in m:
+            if name not in _CODED or m["encoding"] != _CODED[name][1]:
+                raise ClientError(f"{path}: {m['file']} has an encoding this client does not read")
+            # n: the row's position, the order the differences add up in
+            cur.execute(sql.SQL("CREATE TEMP TABLE {} (n bigint GENERATED ALWAYS AS IDENTITY, {})"
+                                " ON COMMIT DROP").format(table, sql.SQL(_CODED[name][0])))
+        else:
+            cur.execute(sql.SQL("CREATE TEMP TABLE {} ON COMMIT DROP AS SELECT * FROM {} LIMIT 0").format(
+                table, sql.SQL(target)))
+        try:
+            with cur.copy(sql.SQL("COPY {} ({}) FROM STDIN WITH (FORMAT csv, HEADER true)").format(
+                    table, sql.SQL(", ").join(cols))) as cp:
+                cp.write(data)
+        except psycopg.Error as exc:
+            raise ClientError(f"{path}: damaged archive: {m['file']}: {translate(exc).message}") from exc
         if cur.rowcount != m["rows"]:
             raise ClientError(f"{path}: {m['file']} holds {cur.rowcount} rows, the manifest says {m['rows']}")
+        # statistics: without them the planner of _import_run() joins a
+        # source's rows to the snapshots in a nested loop
+        cur.execute(sql.SQL("ANALYZE {}").format(table))

@@ -5,9 +5,14 @@ archive twice is one run; bad archives are refused and change nothing."""
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
+import os
 import pathlib
+import random
+import re
+import subprocess
 import tarfile
 import threading
 from collections.abc import Iterator
@@ -15,10 +20,11 @@ from typing import Any
 
 import pytest
 
+from pg_chronicle.cli import main as cli_main
 from pg_chronicle.db import connect
 from pg_chronicle.report import build
 
-from conftest import Server, cli, other_pg_config, running_server
+from conftest import Server, cli, other_pg_config, running_server, wait_for
 
 pytestmark = pytest.mark.one_version
 
@@ -39,8 +45,10 @@ ANALYSES = {
 }
 
 
-def analyses(srv: Server, run: str) -> dict[str, list[str]]:
-    return {name: srv.psql(q.format(run=run)).splitlines() for name, q in ANALYSES.items()}
+def analyses(srv: Server, run: str, app: bool = True) -> dict[str, list[str]]:
+    """app: the run has a pgbench log (slowest_intervals and app_* read it)."""
+    return {name: srv.psql(q.format(run=run)).splitlines() for name, q in ANALYSES.items()
+            if app or not (name.startswith("app_") or name == "slowest_intervals")}
 
 
 def bench(srv: Server, label: str, seconds: int = 5) -> None:
@@ -269,6 +277,58 @@ def test_archives_cross_versions(server: Server, tmp_path: pathlib.Path) -> None
             assert report_data(dst.conninfo, label) == report_data(src.conninfo, label), label
 
 
+def members(path: pathlib.Path) -> dict[str, list[list[str]]]:
+    """The CSV members of an archive, as rows of fields."""
+    import csv
+    with tarfile.open(path, "r:xz") as tar:
+        return {m.name: list(csv.reader(io.TextIOWrapper(tar.extractfile(m), "utf-8")))  # type: ignore[arg-type]
+                for m in tar.getmembers() if m.name.endswith(".csv")}
+
+
+def test_window_holds_the_run(server: Server, second: Server, runs: pathlib.Path) -> None:
+    """A run without a pgbench log that starts after the segment's keyframe
+    and spans a restart: the archive starts at the snapshot at or before its start,
+    which it holds as a keyframe of every key, and reads as on its origin."""
+    snaps = "SELECT count(*) FROM chronicle.snapshot"
+    n = int(second.psql(snaps))
+    wait_for(lambda: int(second.psql(snaps)) >= n + 3, "three more snapshots")
+    start = second.psql("SELECT now()")
+    n = int(second.psql(snaps))
+    wait_for(lambda: int(second.psql(snaps)) >= n + 2, "two snapshots in the run")
+    # -l: the new server must not hold our pipes open
+    subprocess.run([str(second.bindir / "pg_ctl"), "-D", str(second.datadir), "-l", str(second.logfile),
+                    "-m", "fast", "-w", "restart"], check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    n = int(second.psql(snaps))
+    wait_for(lambda: int(second.psql(snaps)) >= n + 3, "three snapshots after the restart")
+    second.psql(f"SELECT chronicle.run_label('restarted', '{start}', now())")
+    path = runs / "restarted.pgca"
+    cli(second, "export", "restarted", "-o", str(path), check=True)
+
+    first, keyframes, segments = second.psql(
+        f"SELECT max(ts) FILTER (WHERE ts <= '{start}'),"
+        f" count(*) FILTER (WHERE keyframe AND ts <= '{start}'),"
+        f" count(DISTINCT segment) FROM chronicle.snapshot").split("|")
+    assert keyframes == "1" and segments == "2"   # the run starts after the keyframe
+    got = members(path)
+    snap = got["snapshot.csv"]
+    col = {c: i for i, c in enumerate(snap[0])}
+    assert second.psql(f"SELECT '{snap[1][col['ts']]}'::timestamptz = '{first}'") == "t"
+    assert snap[1][col["keyframe"]] == "t"
+    assert len({r[col["segment"]] for r in snap[1:]}) == 2
+    # every io key at the first snapshot, whether it changed there or not
+    io = got["history/io.csv"]
+    at_first = [r for r in io[1:] if r[0] == snap[1][col["ts"]]]
+    assert len(at_first) == int(second.psql(
+        f"SELECT count(DISTINCT (backend_type, object, context)) FROM chronicle.io_history"
+        f" WHERE ts <= '{first}'"))
+
+    here = analyses(second, "restarted", app=False)
+    assert len(here["timeline"]) >= 4     # two intervals in each segment
+    cli(server, "import", str(path), check=True)
+    assert analyses(server, "restarted", app=False) == here
+
+
 def _retar(src: pathlib.Path, dst: pathlib.Path, manifest_edit=None, member_edit=None) -> None:  # type: ignore[no-untyped-def]
     with tarfile.open(src, "r:xz") as tin, tarfile.open(dst, "w:xz") as tout:
         for m in tin.getmembers():
@@ -328,3 +388,121 @@ def test_bad_archives(server: Server, second: Server, runs: pathlib.Path) -> Non
     p = cli(server, "import", str(a), "--rename", "by-reader", env=env)
     assert p.returncode == 2 and "permission denied for function _import_run" in p.stderr, p.stderr
     assert repository_state(server) == before
+
+
+def _mutants(src: pathlib.Path, rng: random.Random, n: int) -> Iterator[tuple[str, bytes]]:
+    """n archives made from src at random: bytes flipped or cut in the
+    compressed file, members cut or dropped, manifest fields changed, CSV
+    rows with wrong types, extra or missing fields, huge values; the
+    checksums and row counts made to match again half of the time, so that
+    the rows reach the server."""
+    raw = src.read_bytes()
+    with tarfile.open(src, "r:xz") as tar:
+        files = {m.name: tar.extractfile(m).read() for m in tar.getmembers()}  # type: ignore[union-attr]
+    odd = [None, 0, -1, 2**70, "", "x" * 100000, "2026-13-45", [], {}, True, 1.5e308]
+    for i in range(n):
+        kind = rng.choice(["flip", "cut", "member", "manifest", "row", "row", "row"])
+        if kind == "flip":
+            b = bytearray(raw)
+            for _ in range(rng.randint(1, 4)):
+                b[rng.randrange(len(b))] ^= 1 << rng.randrange(8)
+            yield f"{i} flip", bytes(b)
+            continue
+        if kind == "cut":
+            yield f"{i} cut", raw[: rng.randrange(len(raw))]
+            continue
+        man = json.loads(files["manifest.json"])
+        out = dict(files)
+        what = kind
+        if kind == "member":
+            name = rng.choice([k for k in out if k != "manifest.json"])
+            if rng.random() < 0.3:
+                del out[name]
+            else:
+                out[name] = out[name][: rng.randrange(len(out[name]) + 1)]
+            what = f"member {name}"
+        elif kind == "manifest":
+            path = rng.choice([("format_version",), ("archive_id",), ("run",), ("run", "label"),
+                               ("run", "started"), ("run", "ended"), ("run", "warmup"), ("server",),
+                               ("server", "system_identifier"), ("members",), ("members", "snapshot"),
+                               ("members", "snapshot", "columns"), ("members", "app_transaction", "encoding"),
+                               ("members", "history/io", "rows"),
+                               ("members", "mark", "file")])
+            d = man
+            for k in path[:-1]:
+                d = d[k]
+            d[path[-1]] = rng.choice(odd)
+            what = f"manifest {'.'.join(path)}"
+        else:
+            name = rng.choice([k for k in out if k.endswith(".csv") and out[k].count(b"\n") > 1])
+            lines = out[name].split(b"\n")
+            j = rng.randrange(1, len(lines) - 1)
+            fields = lines[j].split(b",")
+            k = rng.randrange(len(fields))
+            change = rng.choice(["type", "extra", "missing", "huge", "duplicate"])
+            if change == "type":
+                fields[k] = rng.choice([b"abc", b"1e400", b"99999999999999999999999", b"-", b"\"", b"t"])
+            elif change == "extra":
+                fields.append(b"1")
+            elif change == "missing":
+                del fields[k]
+            elif change == "huge":
+                fields[k] = b"9" * rng.choice([20, 400, 100000])
+            if change == "duplicate":
+                lines.insert(j, lines[j])
+            else:
+                lines[j] = b",".join(fields)
+            out[name] = b"\n".join(lines)
+            what = f"row {name} {change}"
+        if rng.random() < 0.5:
+            for m in man.get("members", {}).values() if isinstance(man.get("members"), dict) else []:
+                if isinstance(m, dict) and m.get("file") in out:
+                    m["sha256"] = hashlib.sha256(out[m["file"]]).hexdigest()
+                    m["rows"] = max(0, out[m["file"]].count(b"\n") - 1)
+            what += " (checksums fixed)"
+        out["manifest.json"] = json.dumps(man).encode()
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w:xz", preset=0) as tout:
+            for name, data in out.items():
+                info = tarfile.TarInfo(name)
+                info.size = len(data)
+                tout.addfile(info, io.BytesIO(data))
+        yield f"{i} {what}", buf.getvalue()
+
+
+def test_fuzzed_archives(server: Server, second: Server, runs: pathlib.Path,
+                         capsys: pytest.CaptureFixture[str]) -> None:
+    """Archives mutated at random (seeded: PG_CHRONICLE_FUZZ_SEED, and
+    PG_CHRONICLE_FUZZ_CASES cases, 40 by default; a long run:
+    PG_CHRONICLE_FUZZ_CASES=2000) either import exactly the original or
+    are refused with exit 2 and one line, the repository unchanged and no
+    server error but the statement's own."""
+    seed = int(os.environ.get("PG_CHRONICLE_FUZZ_SEED", "11"))
+    cases = int(os.environ.get("PG_CHRONICLE_FUZZ_CASES", "40"))
+    a = runs / "a.pgca"
+    cli(second, "import", str(a), check=True)     # the original, once (idempotent)
+    reference = analyses(server, "a")
+    conn = f"host={second.sockdir} port={second.port} user=postgres dbname=postgres"
+    log_from = second.logfile.stat().st_size
+    mutant = runs / "mutant.pgca"
+    outcomes: dict[str, int] = {}
+    for what, data in _mutants(a, random.Random(seed), cases):
+        mutant.write_bytes(data)
+        before = repository_state(second)
+        capsys.readouterr()
+        code = cli_main(["import", "-d", conn, str(mutant), "--rename", "fuzzed"])
+        out, err = capsys.readouterr()
+        assert code in (0, 2), (seed, what, code, err)
+        if code == 2:
+            assert len(err.strip().splitlines()) == 1 and err.startswith("pg-chronicle: "), (seed, what, err)
+            assert repository_state(second) == before, (seed, what)
+        elif "imported already" not in out:
+            # a new run: exactly the original
+            assert analyses(second, "fuzzed") == reference, (seed, what)
+            second.psql("SELECT chronicle.run_delete('fuzzed')")
+        outcomes[what.split()[1]] = outcomes.get(what.split()[1], 0) + 1
+    with open(second.logfile, errors="replace") as f:
+        f.seek(log_from)
+        bad = [line for line in f if re.search(r"PANIC|TRAP|FATAL|server process|XX000|internal error", line)]
+    assert not bad, bad
+    print(f"seed {seed}: {cases} mutants, {outcomes}")

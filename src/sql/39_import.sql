@@ -23,8 +23,10 @@ DECLARE
 	m jsonb := manifest -> 'run';
 	srv jsonb := manifest -> 'server';
 	v_origin integer;
-	src text;
-	n bigint;
+	v_with text;
+	v_cols text;
+	v_vals text;
+	v_joins text;
 BEGIN
 	IF NOT EXISTS (SELECT FROM pg_roles u WHERE u.rolname = session_user
 	                AND (u.rolsuper OR pg_has_role(u.oid, 'pg_monitor', 'MEMBER'))) THEN
@@ -35,6 +37,18 @@ BEGIN
 	IF manifest ->> 'archive_id' IS NULL OR m IS NULL OR srv IS NULL THEN
 		RAISE EXCEPTION 'chronicle._import_run: the manifest has no archive_id, run or server'
 			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	-- The caller's tables are read with this function's rights: they must
+	-- be plain tables of its own temporary schema with columns of built-in
+	-- types (a view, a rule or a cast of its own would run its code here).
+	IF EXISTS (SELECT FROM pg_class c
+	            WHERE c.relnamespace = pg_my_temp_schema() AND c.relname LIKE 'import\_%'
+	              AND (c.relkind NOT IN ('r', 'S') OR c.relhasrules OR c.relrowsecurity
+	                   OR EXISTS (SELECT FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
+	                               WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+	                                 AND t.typnamespace <> 'pg_catalog'::regnamespace))) THEN
+		RAISE EXCEPTION 'chronicle._import_run: the import tables must be plain tables of built-in types'
+			USING ERRCODE = 'wrong_object_type';
 	END IF;
 	-- the same archive again: its run, once
 	SELECT * INTO r FROM chronicle.run o WHERE o.meta -> 'archive' ->> 'id' = manifest ->> 'archive_id';
@@ -66,26 +80,45 @@ BEGIN
 	SELECT v_origin, s.ts, s.segment, s.keyframe, s.collector, s.duration_ms, s.rows_written,
 	       s.wal_bytes, s.errors, s.system_identifier, s.server_name
 	  FROM pg_temp.import_snapshot s;
-	INSERT INTO chronicle.archive_history (origin, ts, system_identifier, server_name)
-	SELECT v_origin, s.ts, s.system_identifier, s.server_name FROM pg_temp.import_snapshot s;
-	FOR src IN SELECT DISTINCT c.source FROM chronicle._source_columns() c ORDER BY 1 LOOP
-		CONTINUE WHEN to_regclass('pg_temp.import_' || src) IS NULL;
-		-- each snapshot's rows packed as the collector packs them, a
-		-- keyframe's complete
-		EXECUTE format($q$
-			UPDATE chronicle.archive_history h SET %I = p.v
-			  FROM (SELECT x.ts, chronicle._pack(%L, x.ts, array_agg(x), bool_or(s.keyframe)) AS v
-			          FROM pg_temp.%I x JOIN pg_temp.import_snapshot s ON s.ts = x.ts
-			         GROUP BY x.ts) p
-			 WHERE h.origin = $1 AND h.ts = p.ts AND h.%I IS NULL$q$,
-			src, src, 'import_' || src, src) USING v_origin;
-	END LOOP;
+	-- One statement: each source's rows packed per snapshot as the
+	-- collector packs them (a keyframe's complete), joined by ts.  (An
+	-- UPDATE per source read the new rows without statistics: a nested
+	-- loop over the table.)
+	SELECT string_agg(format('p_%s AS (SELECT x.ts, chronicle._pack(%L, x.ts, array_agg(x), bool_or(s.keyframe)) AS v'
+	                         ' FROM pg_temp.%I x JOIN pg_temp.import_snapshot s ON s.ts = x.ts GROUP BY x.ts)',
+	                         src, src, 'import_' || src), ', '),
+	       string_agg(format('%I', src), ', '),
+	       string_agg(format('p_%s.v', src), ', '),
+	       string_agg(format('LEFT JOIN p_%s ON p_%s.ts = s.ts', src, src), ' ')
+	  INTO v_with, v_cols, v_vals, v_joins
+	  FROM (SELECT DISTINCT c.source AS src FROM chronicle._source_columns() c) c
+	 WHERE to_regclass('pg_temp.import_' || c.src) IS NOT NULL;
+	EXECUTE format($q$
+		%s INSERT INTO chronicle.archive_history (origin, ts, system_identifier, server_name%s)
+		SELECT $1, s.ts, s.system_identifier, s.server_name%s FROM pg_temp.import_snapshot s %s$q$,
+		CASE WHEN v_with IS NOT NULL THEN 'WITH ' || v_with ELSE '' END,
+		coalesce(', ' || v_cols, ''), coalesce(', ' || v_vals, ''), coalesce(v_joins, '')) USING v_origin;
 
-	INSERT INTO chronicle.app_transaction (run_id, ts, client_id, tx_no, script_no, latency_us, lag_us,
-	                                       retries, status, source)
-	SELECT r.run_id, t.ts, t.client_id, t.tx_no, t.script_no, t.latency_us, t.lag_us, t.retries,
-	       t.status, t.source
-	  FROM pg_temp.import_app_transaction t;
+	IF manifest -> 'members' -> 'app_transaction' ? 'encoding' THEN
+		-- format 2: ts and tx_no are differences to the row before (n
+		-- orders the rows), ts in microseconds since 1970; status NULL: ok
+		INSERT INTO chronicle.app_transaction (run_id, ts, client_id, tx_no, script_no, latency_us, lag_us,
+		                                       retries, status, source)
+		SELECT r.run_id, 'epoch'::timestamptz + (x.us / 1000000) * interval '1 s'
+		                 + (x.us % 1000000) * interval '1 microsecond',
+		       x.client_id, x.tx_no, x.script_no, x.latency_us, x.lag_us, x.retries, x.status, x.source
+		  FROM (SELECT (sum(t.ts) OVER w)::bigint AS us, t.client_id, (sum(t.tx_no) OVER w)::bigint AS tx_no,
+		               t.script_no, t.latency_us, t.lag_us, t.retries, coalesce(t.status, 'ok') AS status,
+		               t.source
+		          FROM pg_temp.import_app_transaction t
+		        WINDOW w AS (ORDER BY t.n ROWS UNBOUNDED PRECEDING)) x;
+	ELSE
+		INSERT INTO chronicle.app_transaction (run_id, ts, client_id, tx_no, script_no, latency_us, lag_us,
+		                                       retries, status, source)
+		SELECT r.run_id, t.ts, t.client_id, t.tx_no, t.script_no, t.latency_us, t.lag_us, t.retries,
+		       t.status, t.source
+		  FROM pg_temp.import_app_transaction t;
+	END IF;
 	INSERT INTO chronicle.app_interval
 	SELECT r.run_id, a.interval_start, a.num_transactions, a.sum_latency_us, a.sum_latency_2,
 	       a.min_latency_us, a.max_latency_us, a.sum_lag_us, a.sum_lag_2, a.min_lag_us, a.max_lag_us,

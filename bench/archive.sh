@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Size and speed of a run archive (pg-chronicle export / import, docs/runs.md
+# "Run archives") of a one-hour run: 3,600 snapshot intervals with every
+# source on and ~3.6 million pgbench transactions (bench/report_gen.sql, the
+# hour of bench/report.sh), exported and imported by the commands a user runs.
+#
+#   PG_CONFIG=/path/to/pg_config bench/archive.sh      (as root or as a non-root user)
+#
+# Installs the extension into that PostgreSQL, starts a throwaway cluster in
+# $BENCH_DIR (default /tmp/archive-bench) on $BENCH_PORT (default 5621),
+# generates the hour once, then $BENCH_REPS times (default 3): exports the run
+# and imports the archive into a new database of the same cluster (a
+# repository that does not record), printing the wall-clock seconds of each.
+# Then the bytes: the archive, each member before compression, the hour's
+# history as stored (chronicle.history and chronicle.snapshot, which hold
+# that hour only) and the run's pgbench log as pgbench -l writes it,
+# compressed with xz -6.  $PYTHON (default python3) must have psycopg.
+# BENCH_KEEP=1 keeps the cluster, BENCH_REUSE=1 times it again.
+set -euo pipefail
+src=$(cd "$(dirname "$0")/.." && pwd)
+. "$src/tools/lib.sh"
+lib_as_pgchronicle bench/archive.sh "$@"
+dir=${BENCH_DIR:-/tmp/archive-bench}
+reps=${BENCH_REPS:-3}
+py=${PYTHON:-python3}
+day=2025-01-01
+
+out=$(mktemp -d /tmp/archive-bench-out.XXXXXX)
+trap 'rm -rf "$out"; lib_bench_history_stop "$dir"' EXIT
+lib_bench_history "$dir" "${BENCH_PORT:-5621}" "chronicle.enabled = off
+shared_buffers = 512MB
+work_mem = 64MB
+max_wal_size = 8GB
+max_parallel_workers_per_gather = 0" "$src/bench/report_gen.sql" "$day" \
+	"one hour of 1 s history and its pgbench log"
+psql() { "$LIB_BINDIR/psql" -X -q -v ON_ERROR_STOP=1 "$@"; }
+pgc() { PYTHONPATH="$src/client" "$py" -m pg_chronicle "$@"; }
+secs() { echo "$2 - $1" | bc; }
+
+echo "== export and import of bench-1h, $reps times (seconds, wall clock)"
+for i in $(seq "$reps"); do
+	psql -c 'DROP DATABASE IF EXISTS archive_repo' -c 'CREATE DATABASE archive_repo'
+	PGDATABASE=archive_repo psql -c 'CREATE EXTENSION pg_chronicle'
+	rm -f "$out/run.pgca"
+	s=$(date +%s.%N)
+	pgc export bench-1h -o "$out/run.pgca" >/dev/null
+	m=$(date +%s.%N)
+	PGDATABASE=archive_repo pgc import "$out/run.pgca" >/dev/null
+	e=$(date +%s.%N)
+	printf 'run %d: export %.2f s, import %.2f s\n' "$i" "$(secs "$s" "$m")" "$(secs "$m" "$e")"
+done
+same=$(PGDATABASE=archive_repo psql -At -c "SELECT (SELECT count(*) FROM chronicle.app_transaction),
+       (SELECT count(*) FROM chronicle.archive_snapshot)")
+echo "imported: transactions|snapshots $same; origin: $(psql -At -c "SELECT (SELECT count(*) FROM chronicle.app_transaction),
+       (SELECT count(*) FROM chronicle.snapshot)")"
+
+echo "== bytes"
+archive=$(stat -c %s "$out/run.pgca")
+echo "archive: $archive bytes"
+"$py" - "$out/run.pgca" <<'PY'
+import sys, tarfile
+with tarfile.open(sys.argv[1], "r:xz") as tar:
+    for m in tar.getmembers():
+        print(f"  member {m.name}: {m.size} bytes")
+PY
+history=$(psql -At -c "SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c
+                        WHERE c.relnamespace = 'chronicle'::regnamespace AND c.relkind = 'r'
+                          AND (c.relname ~ '^history_p' OR c.relname ~ '^snapshot_p')")
+echo "history of the hour as stored (history and snapshot, with indexes and TOAST): $history bytes"
+# the pgbench log of the run: client_id transaction_no time script_no
+# time_epoch time_us, as pgbench -l writes it
+psql -At -c "COPY (SELECT t.client_id || ' ' || t.tx_no || ' ' || t.latency_us || ' ' || t.script_no || ' '
+                          || floor(extract(epoch FROM t.ts))::bigint || ' '
+                          || extract(microseconds FROM t.ts)::bigint % 1000000
+                     FROM chronicle.app_transaction t ORDER BY t.ts) TO STDOUT" > "$out/pgbench.log"
+log=$(stat -c %s "$out/pgbench.log")
+s=$(date +%s.%N)
+xz -6 -T1 -k "$out/pgbench.log"
+e=$(date +%s.%N)
+logxz=$(stat -c %s "$out/pgbench.log.xz")
+echo "pgbench log: $log bytes, xz -6: $logxz bytes in $(secs "$s" "$e") s"
+echo "target (history + log compressed): $((history + logxz)) bytes; archive / target: $(echo "scale=3; $archive / ($history + $logxz)" | bc)"
