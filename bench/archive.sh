@@ -27,12 +27,7 @@ day=2025-01-01
 
 out=$(mktemp -d /tmp/archive-bench-out.XXXXXX)
 trap 'rm -rf "$out"; lib_bench_history_stop "$dir"' EXIT
-lib_bench_history "$dir" "${BENCH_PORT:-5621}" "chronicle.enabled = off
-shared_buffers = 512MB
-work_mem = 64MB
-max_wal_size = 8GB
-max_parallel_workers_per_gather = 0" "$src/bench/report_gen.sql" "$day" \
-	"one hour of 1 s history and its pgbench log"
+lib_bench_hour "$dir" "${BENCH_PORT:-5621}" "$day"
 psql() { "$LIB_BINDIR/psql" -X -q -v ON_ERROR_STOP=1 "$@"; }
 pgc() { PYTHONPATH="$src/client" "$py" -m pg_chronicle "$@"; }
 secs() { echo "$2 - $1" | bc; }

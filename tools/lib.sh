@@ -177,6 +177,18 @@ lib_bench_history() {
 	echo "generated in $(($(date +%s) - start)) s"
 }
 
+# lib_bench_hour DIR PORT DAY: lib_bench_history's cluster holding one hour of
+# 1 s history with every source on and its pgbench log, the run bench-1h on
+# DAY (bench/report_gen.sql): what bench/report.sh and bench/archive.sh time.
+lib_bench_hour() {
+	lib_bench_history "$1" "$2" "chronicle.enabled = off
+shared_buffers = 512MB
+work_mem = 64MB
+max_wal_size = 8GB
+max_parallel_workers_per_gather = 0" "$LIB_ROOT/bench/report_gen.sql" "$3" \
+		"one hour of 1 s history and its pgbench log"
+}
+
 # lib_bench_history_stop DIR: stop and remove lib_bench_history's cluster,
 # unless BENCH_KEEP is set (BENCH_REUSE=1 then times it again).
 lib_bench_history_stop() {
