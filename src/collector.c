@@ -274,7 +274,7 @@ latest_snapshot(TimestampTz *ts, TimestampTz *segment, bool *since_start)
  * microsecond at most.
  */
 static TimestampTz
-unique_ts(TimestampTz ts)
+unique_ts(TimestampTz ts, ChronicleCollector by)
 {
 	ChronicleShared *s = chronicle_shared();
 
@@ -284,6 +284,8 @@ unique_ts(TimestampTz ts)
 	if (ts <= s->last_ts_given)
 		ts = s->last_ts_given + 1;
 	s->last_ts_given = ts;
+	if (by == CHRONICLE_BY_SQL)
+		s->last_sql_ts = ts;
 	SpinLockRelease(&s->mutex);
 	return ts;
 }
@@ -567,7 +569,7 @@ snapshot_time(ChronicleCollector by, bool in_ring, bool newsegment,
 				*segment = latest_segment;
 		}
 	}
-	return unique_ts(ts);
+	return unique_ts(ts, by);
 }
 
 /* Is the snapshot at ts a keyframe?  keyframe: the caller asks for one. */
@@ -590,6 +592,17 @@ snapshot_keyframe(ChronicleCollector by, bool keyframe, bool in_ring,
 		if (shared->force_keyframe)
 			keyframe = true;
 		shared->force_keyframe = false;
+
+		/*
+		 * A snapshot from SQL between the worker's previous one and this
+		 * one broke the worker's chain: the rows this one leaves out as
+		 * unchanged would be read against that snapshot's.  force_keyframe
+		 * says so only once the SQL snapshot is over, too late for a worker
+		 * snapshot that began meanwhile; the ts say it at once (both are
+		 * handed out in order under this lock, unique_ts()).
+		 */
+		if (!in_ring && shared->last_sql_ts > clock_ts)
+			keyframe = true;
 		SpinLockRelease(&shared->mutex);
 	}
 	keyframe |= keyframe_pending;

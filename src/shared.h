@@ -56,6 +56,7 @@ typedef struct ChronicleShared
 	bool		force_keyframe; /* a snapshot from SQL broke the worker's
 								 * chain */
 	TimestampTz last_ts_given;	/* the latest ts any snapshot took */
+	TimestampTz last_sql_ts;	/* the latest ts a snapshot from SQL took */
 	TimestampTz last_snapshot;
 	int64		snapshots;
 	int64		snapshot_errors;
