@@ -38,8 +38,12 @@ def _compact(v: Value) -> Value:
 
 
 def compact_chart(c: Chart) -> Chart:
-    """c with its x to the millisecond and its values compacted."""
-    return {**c, "x": [round(v, 3) for v in c["x"]],
+    """c with its values compacted and a time chart's x (epoch seconds) to
+    the millisecond. A distribution's x, bin edges in ms, stays exact: to
+    the microsecond, a bin's upper edge could fall below the fastest
+    transaction in it."""
+    x = [round(v, 3) for v in c["x"]] if c["kind"] == "time" else c["x"]
+    return {**c, "x": x,
             "series": [{**s, "values": [_compact(v) for v in s["values"]]} for s in c["series"]]}
 
 

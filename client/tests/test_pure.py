@@ -653,6 +653,12 @@ def test_distribution_charts() -> None:
     assert cdf["marks"] == hist["marks"]
     assert [s["values"] for s in cdf["series"]] == [[0.75, 0.75, 1.0], [0.0, 1.0, 1.0]]
     assert hist["log_x"] and cdf["unit"] == "fraction" and hist["kind"] == "distribution"
+    # the page keeps a bin's edges exact: 398 us is in bin 103, whose upper
+    # edge (0.3981 ms) to the microsecond would be 0.398 ms, not above it
+    (lowest,) = panels.distribution_charts([("a", [{"b": 103, "n": 1}], (None, None))])[:1]
+    p: Panel = {"id": "p", "title": "P", "about": "", "charts": [lowest], "tables": [], "empty": None}
+    (edges,) = html.page_data(_meta(), [p])["xs"]
+    assert edges[0] > 0.398 and edges == lowest["x"]
 
 
 def test_latency_limit_from_the_pgbench_arguments() -> None:
