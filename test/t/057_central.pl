@@ -1,0 +1,200 @@
+# A central repository fed by logical replication (docs/central.md): two
+# recording servers publish (chronicle.publish()), one central database
+# subscribes to both (chronicle.subscribe()), each under its own origin.
+#
+# 1. Every source's history view read on the central side with the
+#    server's origin (chronicle.use_server()) equals the view read on the
+#    source, row for row, over every snapshot the central side received
+#    from the first keyframe on; so do the snapshots, and timeline() over
+#    that window.  Keys the source had before the subscription (read by
+#    subscribe()) and keys added after (a database created: through the
+#    slot) are both mapped to the central's ids.
+# 2. The central server stopped for 10 s while the sources record, started
+#    again: it catches up, with every snapshot the sources took meanwhile.
+# 3. Nothing of the sources reaches the central's own tables; a local
+#    insert on the central with session_replication_role = replica (not
+#    an apply worker) is not redirected; the trigger is a REPLICA trigger
+#    on every partition of the central's history, also on the day
+#    partitions made after the install.
+use strict;
+use warnings FATAL => 'all';
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my @sources;
+for my $name ('src1', 'src2')
+{
+	my $node = PostgreSQL::Test::Cluster->new($name);
+	$node->init(allows_streaming => 'logical');
+	$node->append_conf('postgresql.conf', q{
+shared_preload_libraries = 'pg_chronicle'
+chronicle.snapshot_interval = '200ms'
+chronicle.keyframe_interval = '2s'
+max_slot_wal_keep_size = '256MB'
+});
+	$node->start;
+	$node->safe_psql('postgres', 'CREATE EXTENSION pg_chronicle');
+	push @sources, $node;
+}
+my $central = PostgreSQL::Test::Cluster->new('central');
+$central->init;
+$central->append_conf('postgresql.conf', q{
+shared_preload_libraries = 'pg_chronicle'
+chronicle.snapshot_interval = '500ms'
+});
+$central->start;
+$central->safe_psql('postgres', 'CREATE EXTENSION pg_chronicle');
+
+# keys before the subscription: the sources have recorded for a while
+for my $node (@sources)
+{
+	$node->poll_query_until('postgres', 'SELECT count(*) >= 3 FROM chronicle.snapshot')
+	  or die 'the source does not record';
+	is($node->safe_psql('postgres', 'SELECT chronicle.publish()'), 'pg_chronicle', $node->name . ': published');
+}
+is($sources[0]->safe_psql('postgres', q{
+	SELECT string_agg(p.tablename, ',' ORDER BY p.tablename) || '|' || bool_and(pub.pubinsert AND NOT pub.pubupdate
+	       AND NOT pub.pubdelete AND NOT pub.pubtruncate AND pub.pubviaroot)
+	  FROM pg_publication_tables p JOIN pg_publication pub ON pub.pubname = p.pubname
+	 WHERE p.pubname = 'pg_chronicle'}),
+	'history,history_key,snapshot,statements_text|true',
+	'the publication: the four tables, INSERT only, through the partitioned tables\' root');
+
+# the connection string as a literal
+sub conninfo
+{
+	(my $c = $_[0]->connstr('postgres')) =~ s/'/''/g;
+	return "'$c'";
+}
+my %origin;
+for my $node (@sources)
+{
+	my $name = $node->name;
+	$origin{$name} = $central->safe_psql('postgres',
+		"SELECT chronicle.subscribe('$name', " . conninfo($node) . ")");
+	ok($origin{$name} > 0, "$name subscribed as origin $origin{$name}");
+}
+my ($ret, $stdout, $stderr) = $central->psql('postgres',
+	"SELECT chronicle.subscribe('src1', " . conninfo($sources[0]) . ", subscription => 'again')");
+like($stderr, qr/server "src1" is subscribed already/, 'a server subscribed twice is refused');
+is($sources[0]->safe_psql('postgres', "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'again'"),
+	'0', '... and leaves no slot on the publisher');
+
+# a key the sources add after the subscription: a database
+$sources[0]->safe_psql('postgres', 'CREATE DATABASE added_later');
+
+# wait until the central side has a few keyframes of each and the new key
+sub received
+{
+	my ($name, $n) = @_;
+	return $central->poll_query_until('postgres', qq{
+		SELECT count(*) >= $n FROM chronicle.archive_snapshot
+		 WHERE origin = $origin{$name} AND keyframe});
+}
+ok(received($_->name, 3), $_->name . ': keyframes received on the central side') for @sources;
+$central->poll_query_until('postgres', qq{
+	SELECT chronicle.use_server('src1') > 0
+	   AND EXISTS (SELECT FROM chronicle.database_history WHERE datname = 'added_later')})
+  or die 'the key added after the subscription does not arrive';
+
+# 1. the same rows on both sides, over what the central side received
+# from its first keyframe to its last snapshot
+my @views = split /\n/, $central->safe_psql('postgres',
+	'SELECT DISTINCT source || \'_history\' FROM chronicle._source_columns() ORDER BY 1');
+for my $node (@sources)
+{
+	my $name = $node->name;
+	my ($from, $to) = split /\|/, $central->safe_psql('postgres', qq{
+		SELECT (SELECT min(ts) FROM chronicle.archive_snapshot WHERE origin = $origin{$name} AND keyframe)
+		       || '|' || max(ts)
+		  FROM chronicle.archive_snapshot WHERE origin = $origin{$name}});
+	my $digest = sub {
+		my ($what) = @_;
+		return qq{md5(coalesce(string_agg(x::text, E'\\n' ORDER BY x::text), ''))
+		          || ' ' || count(*) FROM ($what) x};
+	};
+	my $window = "ts BETWEEN '$from' AND '$to'";
+	my (@src, @ctl);
+	my $snap = $digest->("SELECT ts, segment, keyframe, collector, duration_ms, rows_written, wal_bytes, errors,"
+		. " system_identifier, server_name FROM chronicle._snapshot WHERE $window");
+	push @src, $node->safe_psql('postgres', "SELECT $snap");
+	push @ctl, $central->safe_psql('postgres', "SELECT chronicle.use_server('$name'); SELECT $snap");
+	for my $v (@views)
+	{
+		my $q = $digest->("SELECT * FROM chronicle.$v WHERE $window");
+		push @src, "$v " . $node->safe_psql('postgres', "SELECT $q");
+		push @ctl, "$v " . (split /\n/, $central->safe_psql('postgres',
+			"SELECT chronicle.use_server('$name'); SELECT $q"))[1];
+	}
+	$ctl[0] = (split /\n/, $ctl[0])[1];
+	my ($n) = $src[0] =~ / (\d+)$/;
+	ok($n >= 10, "$name: $n snapshots in the window compared");
+	my $nonempty = grep { !/ 0$/ } @src[1 .. $#src];
+	ok($nonempty >= 8, "$name: $nonempty of " . scalar(@views) . ' history views have rows in the window');
+	is_deeply(\@ctl, \@src, "$name: the snapshots and every history view equal on the central side");
+	my $tl = $digest->("SELECT * FROM chronicle.timeline('$from', '$to')");
+	my $tl_src = $node->safe_psql('postgres', "SELECT $tl");
+	my $tl_ctl = (split /\n/, $central->safe_psql('postgres', "SELECT chronicle.use_server('$name'); SELECT $tl"))[1];
+	is($tl_ctl, $tl_src, "$name: timeline() over the window equal on the central side");
+	unlike($tl_src, qr/ 0$/, "$name: ... and not empty");
+}
+
+# the servers view
+is($central->safe_psql('postgres', q{
+	SELECT string_agg(server_name || ':' || (system_identifier IS NOT NULL) || ':' || enabled || ':'
+	                  || (snapshot_age < '30 s'), ',' ORDER BY server_name)
+	  FROM chronicle.servers}),
+	'src1:true:true:true,src2:true:true:true', 'chronicle.servers: both servers, streaming, recent');
+is($central->safe_psql('postgres', q{
+	SELECT count(*) FROM chronicle.servers s
+	  JOIN chronicle.origin o ON o.origin_id = s.origin
+	 WHERE s.system_identifier = o.system_identifier}),
+	'2', 'the system identifiers are the publishers\'');
+my $sysid = $sources[0]->safe_psql('postgres', 'SELECT system_identifier FROM chronicle.server()');
+is($central->safe_psql('postgres', "SELECT system_identifier FROM chronicle.servers WHERE server_name = 'src1'"),
+	$sysid, 'src1\'s system identifier as src1 reads it');
+
+# 2. the central side stopped while the sources record
+my $before = $central->safe_psql('postgres',
+	"SELECT max(ts) FROM chronicle.archive_snapshot WHERE origin = $origin{src1}");
+$central->stop;
+sleep 10;
+my $src_now = $sources[0]->safe_psql('postgres', 'SELECT max(ts) FROM chronicle.snapshot');
+$central->start;
+$central->poll_query_until('postgres', qq{
+	SELECT max(ts) >= '$src_now' FROM chronicle.archive_snapshot WHERE origin = $origin{src1}})
+  or die 'the central side does not catch up';
+my $q_gap = "SELECT count(*) FROM chronicle._snapshot WHERE ts > '$before' AND ts <= '$src_now'";
+my $n_src = $sources[0]->safe_psql('postgres', $q_gap);
+ok($n_src >= 30, "src1 took $n_src snapshots while the central side was down");
+is((split /\n/, $central->safe_psql('postgres', "SELECT chronicle.use_server('src1'); $q_gap"))[1],
+	$n_src, '... every one of them on the central side after it caught up');
+
+# 3. the central's own tables hold its own recording only
+is($central->safe_psql('postgres', qq{
+	SELECT count(*) FROM chronicle.snapshot
+	 WHERE system_identifier IS DISTINCT FROM (SELECT system_identifier FROM chronicle.server())}),
+	'0', 'no source row in the central\'s own snapshots');
+is($central->safe_psql('postgres', qq{
+	SELECT count(*) > 0 FROM chronicle.snapshot WHERE ts > '$src_now'}),
+	't', 'the central records its own history meanwhile');
+is($central->safe_psql('postgres', q{
+	SELECT count(*) || ':' || count(*) FILTER (WHERE t.tgenabled = 'R')
+	  FROM pg_inherits i JOIN pg_trigger t ON t.tgrelid = i.inhrelid AND t.tgname = 'central'
+	 WHERE i.inhparent = 'chronicle.history'::regclass}) =~ /^(\d+):(\d+)$/ && $1 == $2 && $1 >= 2,
+	1, 'every partition of chronicle.history (default and days) has the REPLICA trigger');
+$central->safe_psql('postgres', q{
+	SET session_replication_role = replica;
+	INSERT INTO chronicle.history_key (source, key) VALUES ('database', '{local_insert}')});
+is($central->safe_psql('postgres', q{
+	SELECT count(*) FROM chronicle.history_key h WHERE h.key = '{local_insert}'
+	   AND NOT EXISTS (SELECT FROM chronicle.archive_key a WHERE a.key_id = h.key_id)}),
+	'1', 'a local insert in a replica session is not redirected');
+
+# no error from the apply workers
+my $log = slurp_file($central->logfile);
+unlike($log, qr/processing remote data|logical replication .*worker .* exited/,
+	'no error in the apply workers on the central side');
+
+done_testing();
