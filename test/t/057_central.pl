@@ -22,9 +22,13 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
+# Each source's key ids start elsewhere (1000, 2000), far from the
+# central's own: the central side must pack their history again.
 my @sources;
+my $first_key = 0;
 for my $name ('src1', 'src2')
 {
+	$first_key += 1000;
 	my $node = PostgreSQL::Test::Cluster->new($name);
 	$node->init(allows_streaming => 'logical');
 	$node->append_conf('postgresql.conf', q{
@@ -34,7 +38,11 @@ chronicle.keyframe_interval = '2s'
 max_slot_wal_keep_size = '256MB'
 });
 	$node->start;
-	$node->safe_psql('postgres', 'CREATE EXTENSION pg_chronicle');
+	$node->safe_psql('postgres', qq{
+		BEGIN;
+		CREATE EXTENSION pg_chronicle;
+		SELECT setval('chronicle.history_key_id_seq', $first_key);
+		COMMIT;});
 	push @sources, $node;
 }
 my $central = PostgreSQL::Test::Cluster->new('central');
@@ -42,9 +50,17 @@ $central->init;
 $central->append_conf('postgresql.conf', q{
 shared_preload_libraries = 'pg_chronicle'
 chronicle.snapshot_interval = '500ms'
+wal_retrieve_retry_interval = '200ms'
 });
 $central->start;
 $central->safe_psql('postgres', 'CREATE EXTENSION pg_chronicle');
+# The central's day partitions exist before anything is applied: made by
+# its first housekeeping, days ahead.  (A day partition attached while an
+# apply worker routes a row of that day into the DEFAULT partition fails
+# that transaction's partition check, and the worker applies it again.)
+$central->poll_query_until('postgres', q{
+	SELECT count(*) >= 2 FROM pg_inherits WHERE inhparent = 'chronicle.history'::regclass})
+  or die 'the central makes no day partitions';
 
 # keys before the subscription: the sources have recorded for a while
 for my $node (@sources)
@@ -97,6 +113,14 @@ $central->poll_query_until('postgres', qq{
 	SELECT chronicle.use_server('src1') > 0
 	   AND EXISTS (SELECT FROM chronicle.database_history WHERE datname = 'added_later')})
   or die 'the key added after the subscription does not arrive';
+
+is($central->safe_psql('postgres', q{
+	SELECT string_agg(m, ',' ORDER BY m)
+	  FROM (SELECT o.server_name || ':' || (min(a.remote_id) > 1000
+	                                        AND count(*) FILTER (WHERE a.remote_id = a.key_id) = 0) AS m
+	          FROM chronicle.origin o JOIN chronicle.archive_key a ON a.origin = o.origin_id
+	         GROUP BY o.server_name) s}),
+	'src1:true,src2:true', 'every key of each source mapped, none to its own id');
 
 # 1. the same rows on both sides, over what the central side received
 # from its first keyframe to its last snapshot
@@ -176,9 +200,9 @@ is($central->safe_psql('postgres', qq{
 	SELECT count(*) FROM chronicle.snapshot
 	 WHERE system_identifier IS DISTINCT FROM (SELECT system_identifier FROM chronicle.server())}),
 	'0', 'no source row in the central\'s own snapshots');
-is($central->safe_psql('postgres', qq{
+ok($central->poll_query_until('postgres', qq{
 	SELECT count(*) > 0 FROM chronicle.snapshot WHERE ts > '$src_now'}),
-	't', 'the central records its own history meanwhile');
+	'the central records its own history too');
 is($central->safe_psql('postgres', q{
 	SELECT count(*) || ':' || count(*) FILTER (WHERE t.tgenabled = 'R')
 	  FROM pg_inherits i JOIN pg_trigger t ON t.tgrelid = i.inhrelid AND t.tgname = 'central'
@@ -186,9 +210,9 @@ is($central->safe_psql('postgres', q{
 	1, 'every partition of chronicle.history (default and days) has the REPLICA trigger');
 $central->safe_psql('postgres', q{
 	SET session_replication_role = replica;
-	INSERT INTO chronicle.history_key (source, key) VALUES ('database', '{local_insert}')});
+	INSERT INTO chronicle.history_key (source, key) VALUES ('database', '{4000000001}')});
 is($central->safe_psql('postgres', q{
-	SELECT count(*) FROM chronicle.history_key h WHERE h.key = '{local_insert}'
+	SELECT count(*) FROM chronicle.history_key h WHERE h.key = '{4000000001}'
 	   AND NOT EXISTS (SELECT FROM chronicle.archive_key a WHERE a.key_id = h.key_id)}),
 	'1', 'a local insert in a replica session is not redirected');
 
@@ -196,5 +220,38 @@ is($central->safe_psql('postgres', q{
 my $log = slurp_file($central->logfile);
 unlike($log, qr/processing remote data|logical replication .*worker .* exited/,
 	'no error in the apply workers on the central side');
+
+# 4. a history row naming a key the central side has no id for is never
+# stored with a wrong key: the apply stops there, and resumes without a
+# gap once the key is mapped again
+my $log_offset = -s $central->logfile;
+my $dboid = $sources[1]->safe_psql('postgres', "SELECT oid FROM pg_database WHERE datname = 'postgres'");
+my $map = $central->safe_psql('postgres', qq{
+	DELETE FROM chronicle.archive_key a USING chronicle.history_key h
+	 WHERE a.origin = $origin{src2} AND h.key_id = a.key_id AND h.source = 'database'
+	   AND h.key = '{$dboid}'
+	RETURNING a.remote_id || ',' || a.key_id});
+like($map, qr/^\d+,\d+$/, "src2's key of database postgres unmapped ($map)");
+my $t_unmapped = $sources[1]->safe_psql('postgres', 'SELECT max(ts) FROM chronicle.snapshot');
+$central->wait_for_log(qr/key id \d+ of source "database" of origin $origin{src2} has no key here/, $log_offset);
+pass('the apply of src2 stops at a key without an id here');
+$central->safe_psql('postgres', "INSERT INTO chronicle.archive_key VALUES ($origin{src2}, $map)");
+# (a keyframe in the window: every key's row)
+$sources[1]->poll_query_until('postgres', "SELECT count(*) > 0 FROM chronicle.snapshot WHERE keyframe AND ts > '$t_unmapped'")
+  or die 'src2 takes no keyframe';
+my $t_mapped = $sources[1]->safe_psql('postgres', 'SELECT max(ts) FROM chronicle.snapshot');
+$central->poll_query_until('postgres', qq{
+	SELECT max(ts) >= '$t_mapped' FROM chronicle.archive_snapshot WHERE origin = $origin{src2}})
+  or die 'src2 does not resume';
+$q_gap = "SELECT count(*) FROM chronicle._snapshot WHERE ts > '$t_unmapped' AND ts <= '$t_mapped'";
+$n_src = $sources[1]->safe_psql('postgres', $q_gap);
+is((split /\n/, $central->safe_psql('postgres', "SELECT chronicle.use_server('src2'); $q_gap"))[1],
+	$n_src, "src2 resumes once the key is mapped, with its $n_src snapshots of meanwhile");
+my $q_db = "SELECT md5(string_agg(d::text, ',' ORDER BY d.ts, d.datname)) || ' ' || count(*)"
+  . " FROM chronicle.database_history d WHERE ts > '$t_unmapped' AND ts <= '$t_mapped'";
+my $db_src = $sources[1]->safe_psql('postgres', $q_db);
+like($db_src, qr/ [1-9]\d*$/, 'src2 recorded database rows meanwhile');
+is((split /\n/, $central->safe_psql('postgres', "SELECT chronicle.use_server('src2'); $q_db"))[1],
+	$db_src, '... the same on the central side, the unmapped key\'s rows too');
 
 done_testing();
