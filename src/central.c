@@ -388,6 +388,18 @@ chronicle_central_apply(PG_FUNCTION_ARGS)
  * ---------------------------------------------------------------------
  */
 
+/* The conninfo and slot arguments, never NULL. */
+static void
+publisher_args(FunctionCallInfo fcinfo, char **conninfo, char **slot)
+{
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("chronicle: the publisher's conninfo and the slot's name must not be NULL")));
+	*conninfo = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	*slot = text_to_cstring(PG_GETARG_TEXT_PP(1));
+}
+
 static WalReceiverConn *
 publisher_connect(const char *conninfo)
 {
@@ -429,8 +441,8 @@ PG_FUNCTION_INFO_V1(chronicle_publisher_prepare);
 Datum
 chronicle_publisher_prepare(PG_FUNCTION_ARGS)
 {
-	char	   *conninfo = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	char	   *slot = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	char	   *conninfo;
+	char	   *slot;
 	WalReceiverConn *conn;
 	TupleDesc	tupdesc;
 	Datum		result[5];
@@ -439,6 +451,7 @@ chronicle_publisher_prepare(PG_FUNCTION_ARGS)
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
+	publisher_args(fcinfo, &conninfo, &slot);
 	conn = publisher_connect(conninfo);
 	PG_TRY();
 	{
@@ -516,9 +529,12 @@ PG_FUNCTION_INFO_V1(chronicle_publisher_drop_slot);
 Datum
 chronicle_publisher_drop_slot(PG_FUNCTION_ARGS)
 {
-	char	   *conninfo = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	char	   *slot = text_to_cstring(PG_GETARG_TEXT_PP(1));
-	WalReceiverConn *conn = publisher_connect(conninfo);
+	char	   *conninfo;
+	char	   *slot;
+	WalReceiverConn *conn;
+
+	publisher_args(fcinfo, &conninfo, &slot);
+	conn = publisher_connect(conninfo);
 
 	PG_TRY();
 	{

@@ -105,7 +105,7 @@ CREATE FUNCTION chronicle._publisher_prepare(conninfo text, slot_name text,
 	OUT system_identifier bigint, OUT server_version integer,
 	OUT key_ids integer[], OUT sources text[], OUT keys text[])
 RETURNS record
-LANGUAGE C VOLATILE STRICT
+LANGUAGE C VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS 'MODULE_PATHNAME', 'chronicle_publisher_prepare';
 COMMENT ON FUNCTION chronicle._publisher_prepare(text, text) IS
@@ -114,7 +114,7 @@ REVOKE ALL ON FUNCTION chronicle._publisher_prepare(text, text) FROM PUBLIC;
 
 CREATE FUNCTION chronicle._publisher_drop_slot(conninfo text, slot_name text)
 RETURNS void
-LANGUAGE C VOLATILE STRICT
+LANGUAGE C VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS 'MODULE_PATHNAME', 'chronicle_publisher_drop_slot';
 COMMENT ON FUNCTION chronicle._publisher_drop_slot(text, text) IS
@@ -153,9 +153,15 @@ BEGIN
 			USING ERRCODE = 'insufficient_privilege',
 			      HINT = 'It creates a subscription and a replication slot on the publisher.';
 	END IF;
-	IF EXISTS (SELECT FROM chronicle.origin o WHERE o.kind = 'subscription' AND o.server_name = subscribe.server_name) THEN
+	-- a server subscribed to before (chronicle.unsubscribe()) keeps its
+	-- origin: its history goes on where it stopped
+	SELECT o.origin_id INTO v_origin FROM chronicle.origin o
+	 WHERE o.kind = 'subscription' AND o.server_name = subscribe.server_name;
+	IF FOUND AND EXISTS (SELECT FROM chronicle.origin o JOIN pg_subscription s ON s.subname = o.subscription
+	                      WHERE o.origin_id = v_origin) THEN
 		RAISE EXCEPTION 'chronicle.subscribe: server "%" is subscribed already', server_name
-			USING ERRCODE = 'duplicate_object';
+			USING ERRCODE = 'duplicate_object',
+			      HINT = 'chronicle.servers lists the subscriptions; chronicle.unsubscribe() ends one.';
 	END IF;
 	-- disabled until the keys are here: it checks the publication and
 	-- lists its tables, and creates no slot (which a function may not)
@@ -163,15 +169,26 @@ BEGIN
 	               ' WITH (create_slot = false, slot_name = %L, copy_data = false, enabled = false,'
 	               ' streaming = off, binary = true)',
 	               v_sub, conninfo, publication, v_sub);
-	INSERT INTO chronicle.origin (server_name, kind, subscription, extension_version)
-	VALUES (server_name, 'subscription', v_sub,
-	        (SELECT e.extversion FROM pg_extension e WHERE e.extname = 'pg_chronicle'))
-	RETURNING origin_id INTO v_origin;
+	IF v_origin IS NULL THEN
+		INSERT INTO chronicle.origin (server_name, kind, subscription, extension_version)
+		VALUES (server_name, 'subscription', v_sub,
+		        (SELECT e.extversion FROM pg_extension e WHERE e.extname = 'pg_chronicle'))
+		RETURNING origin_id INTO v_origin;
+	ELSE
+		UPDATE chronicle.origin o SET subscription = v_sub WHERE o.origin_id = v_origin;
+	END IF;
 
 	-- the slot, then every key the publisher holds: a key is in that list
 	-- or comes through the slot
 	p := chronicle._publisher_prepare(conninfo, v_sub);
 	BEGIN
+		IF (SELECT o.system_identifier <> p.system_identifier FROM chronicle.origin o WHERE o.origin_id = v_origin) THEN
+			RAISE EXCEPTION 'chronicle.subscribe: server "%" is another cluster than the one subscribed to before', server_name
+				USING ERRCODE = 'invalid_parameter_value',
+				      DETAIL = format('Its system identifier is %s, the origin''s %s.', p.system_identifier,
+				                      (SELECT o.system_identifier FROM chronicle.origin o WHERE o.origin_id = v_origin)),
+				      HINT = 'Subscribe to it under another name.';
+		END IF;
 		UPDATE chronicle.origin o
 		   SET system_identifier = p.system_identifier,
 		       server_version = (p.server_version / 10000)::text || '.' || (p.server_version % 10000)::text
@@ -182,7 +199,9 @@ BEGIN
 		INSERT INTO chronicle.archive_key (origin, remote_id, key_id)
 		SELECT v_origin, k.id, h.key_id
 		  FROM unnest(p.key_ids, p.sources, p.keys) AS k(id, source, key)
-		  JOIN chronicle.history_key h ON h.source = k.source AND h.key = k.key::text[];
+		  JOIN chronicle.history_key h ON h.source = k.source AND h.key = k.key::text[]
+		-- subscribed again: the publisher's dictionary as it is now
+		ON CONFLICT (origin, remote_id) DO UPDATE SET key_id = excluded.key_id;
 		EXECUTE format('ALTER SUBSCRIPTION %I ENABLE', v_sub);
 	EXCEPTION WHEN OTHERS THEN
 		PERFORM chronicle._publisher_drop_slot(conninfo, v_sub);
@@ -194,6 +213,55 @@ $fn$;
 COMMENT ON FUNCTION chronicle.subscribe(text, text, name, name) IS
 	'Subscribes this central database to a recording server''s history (its publication, chronicle.publish()); returns its origin';
 REVOKE ALL ON FUNCTION chronicle.subscribe(text, text, name, name) FROM PUBLIC;
+
+-- Ends the subscription to a server; its history stays, under its origin,
+-- and chronicle.subscribe() of the same name goes on with it (what the
+-- server recorded in between is not fetched).  Drops the slot on the
+-- publisher when it can reach it (a WARNING otherwise: drop it there, it
+-- holds back the publisher's WAL).  DROP SUBSCRIPTION of a subscription
+-- with a slot cannot run in a function: the subscription is disabled and
+-- dissociated from its slot first, and the slot dropped over a
+-- connection of its own.  Superuser only.
+CREATE FUNCTION chronicle.unsubscribe(server_name text)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+	v_sub name;
+	v_conninfo text;
+	v_slot name;
+BEGIN
+	IF NOT (SELECT u.rolsuper FROM pg_roles u WHERE u.rolname = current_user) THEN
+		RAISE EXCEPTION 'chronicle.unsubscribe: only a superuser may unsubscribe'
+			USING ERRCODE = 'insufficient_privilege';
+	END IF;
+	SELECT s.subname, s.subconninfo, s.subslotname INTO v_sub, v_conninfo, v_slot
+	  FROM chronicle.origin o
+	  JOIN pg_subscription s ON s.subname = o.subscription
+	                        AND s.subdbid = (SELECT d.oid FROM pg_database d WHERE d.datname = current_database())
+	 WHERE o.kind = 'subscription' AND o.server_name = unsubscribe.server_name;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'chronicle.unsubscribe: no subscription to a server named "%"', server_name
+			USING ERRCODE = 'undefined_object',
+			      HINT = 'The servers are listed by chronicle.servers.';
+	END IF;
+	EXECUTE format('ALTER SUBSCRIPTION %I DISABLE', v_sub);
+	EXECUTE format('ALTER SUBSCRIPTION %I SET (slot_name = NONE)', v_sub);
+	EXECUTE format('DROP SUBSCRIPTION %I', v_sub);
+	IF v_slot IS NOT NULL THEN
+		BEGIN
+			PERFORM chronicle._publisher_drop_slot(v_conninfo, v_slot);
+		EXCEPTION WHEN OTHERS THEN
+			RAISE WARNING 'could not drop the replication slot "%" on server "%": %', v_slot, server_name, SQLERRM
+				USING HINT = 'Drop it on that server: it holds back its WAL.';
+		END;
+	END IF;
+END;
+$fn$;
+COMMENT ON FUNCTION chronicle.unsubscribe(text) IS
+	'Ends the subscription to a server (its slot dropped on the publisher); its history stays';
+REVOKE ALL ON FUNCTION chronicle.unsubscribe(text) FROM PUBLIC;
 
 -- The servers this central database subscribes to: the server, its
 -- version when subscribed, the latest snapshot received and how old it is

@@ -16,6 +16,10 @@
 #    an apply worker) is not redirected; the trigger is a REPLICA trigger
 #    on every partition of the central's history, also on the day
 #    partitions made after the install.
+# 4. A history row naming a key the central has no id for stops the
+#    apply (never stored with a wrong key) until the key is mapped.
+# 5. chronicle.unsubscribe() drops the slot and keeps the history; a
+#    second chronicle.subscribe() goes on under the same origin.
 use strict;
 use warnings FATAL => 'all';
 use PostgreSQL::Test::Cluster;
@@ -253,5 +257,23 @@ my $db_src = $sources[1]->safe_psql('postgres', $q_db);
 like($db_src, qr/ [1-9]\d*$/, 'src2 recorded database rows meanwhile');
 is((split /\n/, $central->safe_psql('postgres', "SELECT chronicle.use_server('src2'); $q_db"))[1],
 	$db_src, '... the same on the central side, the unmapped key\'s rows too');
+
+# 5. unsubscribed: the slot is gone from the publisher, the history stays;
+# subscribed again, the server's history goes on under the same origin
+my $n_kept = $central->safe_psql('postgres', "SELECT count(*) FROM chronicle.archive_snapshot WHERE origin = $origin{src2}");
+$central->safe_psql('postgres', "SELECT chronicle.unsubscribe('src2')");
+is($sources[1]->safe_psql('postgres', 'SELECT count(*) FROM pg_replication_slots'), '0',
+	'unsubscribed: src2\'s slot is dropped');
+is($central->safe_psql('postgres', "SELECT count(*) >= $n_kept FROM chronicle.archive_snapshot WHERE origin = $origin{src2}")
+	. $central->safe_psql('postgres', "SELECT enabled IS NULL FROM chronicle.servers WHERE server_name = 'src2'"),
+	'tt', '... its history stays, listed without a subscription');
+($ret, $stdout, $stderr) = $central->psql('postgres', "SELECT chronicle.unsubscribe('src2')");
+like($stderr, qr/no subscription to a server named "src2"/, 'unsubscribing twice is refused');
+is($central->safe_psql('postgres', "SELECT chronicle.subscribe('src2', " . conninfo($sources[1]) . ')'),
+	$origin{src2}, 'subscribed again: the same origin');
+my $t_again = $sources[1]->safe_psql('postgres', 'SELECT chronicle.snapshot()');
+ok($central->poll_query_until('postgres', qq{
+	SELECT count(*) = 1 FROM chronicle.archive_snapshot WHERE origin = $origin{src2} AND ts = '$t_again'}),
+	'... and its history goes on');
 
 done_testing();
