@@ -161,11 +161,13 @@ typedef struct KeyMapEntry
 
 /*
  * The packed values of a history row (sources[a] >= 0 for a packed
- * column a), their key ids mapped to this database's.
+ * column a), their key ids mapped to this database's.  A key without an
+ * id here is an error, or with skip_unknown, false returned (nothing
+ * changed).
  */
-static void
+static bool
 repack(int32 origin, TimestampTz ts, TupleDesc desc, const int *sources,
-	   Datum *values, const bool *nulls)
+	   Datum *values, const bool *nulls, bool skip_unknown)
 {
 	ChronicleRows *decoded = palloc0(sizeof(ChronicleRows) * desc->natts);
 	int			nremote = 0;
@@ -186,7 +188,7 @@ repack(int32 origin, TimestampTz ts, TupleDesc desc, const int *sources,
 			nremote += decoded[a].nrows;
 	}
 	if (nremote == 0)
-		return;
+		return true;
 
 	/* the map of the ids of this row, read once */
 	remote = palloc(sizeof(Datum) * nremote);
@@ -228,6 +230,9 @@ repack(int32 origin, TimestampTz ts, TupleDesc desc, const int *sources,
 		{
 			KeyMapEntry *e = hash_search(map, &decoded[a].key_ids[r], HASH_FIND, NULL);
 
+			if (e == NULL && skip_unknown)
+				return false;
+
 			/*
 			 * Never stored with a wrong key: the apply worker stops here and
 			 * retries, until the origin is subscribed again.
@@ -242,8 +247,11 @@ repack(int32 origin, TimestampTz ts, TupleDesc desc, const int *sources,
 						 errhint("Subscribe to the server again (docs/central.md).")));
 			decoded[a].key_ids[r] = e->local;
 		}
-		values[a] = PointerGetDatum(chronicle_pack(&decoded[a], ts));
 	}
+	for (int a = 0; a < desc->natts; a++)
+		if (sources[a] >= 0 && !nulls[a])
+			values[a] = PointerGetDatum(chronicle_pack(&decoded[a], ts));
+	return true;
 }
 
 /*
@@ -253,9 +261,9 @@ repack(int32 origin, TimestampTz ts, TupleDesc desc, const int *sources,
  * same ts sent twice: a day partition filled from the default partition
  * republishes its rows) is left as it is.
  */
-static void
+static bool
 store_row(int32 origin, const char *archive, HeapTuple tup, TupleDesc desc,
-		  bool history)
+		  bool history, bool skip_unknown)
 {
 	Oid			relid = get_relname_relid(archive, get_namespace_oid("chronicle", false));
 	StringInfoData sql;
@@ -289,7 +297,9 @@ store_row(int32 origin, const char *archive, HeapTuple tup, TupleDesc desc,
 	{
 		if (ts_att < 0 || nulls[ts_att])
 			elog(ERROR, "a history row without ts");
-		repack(origin, DatumGetTimestampTz(values[ts_att]), desc, sources, values, nulls);
+		if (!repack(origin, DatumGetTimestampTz(values[ts_att]), desc, sources, values, nulls,
+					skip_unknown))
+			return false;
 	}
 
 	initStringInfo(&sql);
@@ -317,6 +327,7 @@ store_row(int32 origin, const char *archive, HeapTuple tup, TupleDesc desc,
 	if (ret != SPI_OK_INSERT)
 		elog(ERROR, "could not write chronicle.%s: %s", archive,
 			 SPI_result_code_string(ret));
+	return SPI_processed > 0;
 }
 
 PG_FUNCTION_INFO_V1(chronicle_central_apply);
@@ -365,11 +376,11 @@ chronicle_central_apply(PG_FUNCTION_ARGS)
 		if (strcmp(kind, "history_key") == 0)
 			store_key(origin, tup, desc);
 		else if (strcmp(kind, "history") == 0)
-			store_row(origin, "archive_history", tup, desc, true);
+			store_row(origin, "archive_history", tup, desc, true, false);
 		else if (strcmp(kind, "snapshot") == 0)
-			store_row(origin, "archive_snapshot", tup, desc, false);
+			store_row(origin, "archive_snapshot", tup, desc, false, false);
 		else if (strcmp(kind, "statements_text") == 0)
-			store_row(origin, "archive_statements_text", tup, desc, false);
+			store_row(origin, "archive_statements_text", tup, desc, false, false);
 		else
 			elog(ERROR, "chronicle._central_apply: unknown kind \"%s\"", kind);
 	}
@@ -546,4 +557,215 @@ chronicle_publisher_drop_slot(PG_FUNCTION_ARGS)
 	}
 	PG_END_TRY();
 	PG_RETURN_VOID();
+}
+
+/* ---------------------------------------------------------------------
+ * Backfill: what the publisher recorded before its slot, from its tables
+ * ---------------------------------------------------------------------
+ */
+
+/* A timestamp as an exact SQL expression, whatever either side's DateStyle. */
+static char *
+ts_sql(TimestampTz ts)
+{
+	return psprintf("('epoch'::timestamptz + " INT64_FORMAT " * interval '1 microsecond')",
+					ts + (int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY);
+}
+
+/* A query on the publisher that must return rows. */
+static WalRcvExecResult *
+publisher_query(WalReceiverConn *conn, const char *sql, int ntypes, const Oid *types)
+{
+	WalRcvExecResult *res = walrcv_exec(conn, sql, ntypes, types);
+
+	if (res->status != WALRCV_OK_TUPLES)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("could not read the publisher's history: %s", res->err)));
+	return res;
+}
+
+/* The first timestamptz of the first row of a query (the publisher's). */
+static bool
+publisher_ts(WalReceiverConn *conn, const char *sql, TimestampTz *ts)
+{
+	Oid			types[1] = {TIMESTAMPTZOID};
+	WalRcvExecResult *res = publisher_query(conn, sql, 1, types);
+	TupleTableSlot *slot = MakeSingleTupleTableSlot(res->tupledesc, &TTSOpsMinimalTuple);
+	bool		isnull = true;
+
+	if (tuplestore_gettupleslot(res->tuplestore, true, false, slot))
+	{
+		Datum		d = slot_getattr(slot, 1, &isnull);
+
+		if (!isnull)
+			*ts = DatumGetTimestampTz(d);
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	walrcv_clear_result(res);
+	return !isnull;
+}
+
+/*
+ * The columns of the publisher's table that chronicle.<archive> has too,
+ * with this database's types: "a, b, c" into cols, their types.
+ */
+static int
+publisher_columns(WalReceiverConn *conn, const char *table, const char *archive,
+				  StringInfo cols, Oid *types)
+{
+	Oid			qtypes[2] = {TEXTOID, TEXTOID};
+	Oid			relid = get_relname_relid(archive, get_namespace_oid("chronicle", false));
+	WalRcvExecResult *res;
+	TupleTableSlot *slot;
+	int			n = 0;
+
+	res = publisher_query(conn, psprintf("SELECT a.attname::text, a.atttypid::regtype::text FROM pg_catalog.pg_attribute a"
+										 " WHERE a.attrelid = 'chronicle.%s'::pg_catalog.regclass"
+										 " AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum", table),
+						  2, qtypes);
+	slot = MakeSingleTupleTableSlot(res->tupledesc, &TTSOpsMinimalTuple);
+	resetStringInfo(cols);
+	while (tuplestore_gettupleslot(res->tuplestore, true, false, slot))
+	{
+		bool		isnull;
+		char	   *name = TextDatumGetCString(slot_getattr(slot, 1, &isnull));
+		char	   *type = TextDatumGetCString(slot_getattr(slot, 2, &isnull));
+		AttrNumber	att = get_attnum(relid, name);
+		Oid			typid;
+
+		if (att == InvalidAttrNumber || strcmp(name, "origin") == 0)
+			continue;
+		typid = DatumGetObjectId(DirectFunctionCall1(regtypein, CStringGetDatum(type)));
+		if (typid != get_atttype(relid, att))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("column %s of the publisher's chronicle.%s is of type %s, not as here",
+							name, table, type)));
+		appendStringInfo(cols, "%s%s", n > 0 ? ", " : "", quote_identifier(name));
+		types[n++] = typid;
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	walrcv_clear_result(res);
+	return n;
+}
+
+/* Each row of a query on the publisher into chronicle.<archive>. */
+static int64
+backfill_rows(WalReceiverConn *conn, int32 origin, const char *sql, int ntypes,
+			  const Oid *types, const char *archive, bool history)
+{
+	WalRcvExecResult *res = publisher_query(conn, sql, ntypes, types);
+	TupleTableSlot *slot = MakeSingleTupleTableSlot(res->tupledesc, &TTSOpsMinimalTuple);
+	MemoryContext rowcxt = AllocSetContextCreate(CurrentMemoryContext,
+												 "chronicle backfill row",
+												 ALLOCSET_DEFAULT_SIZES);
+	int64		n = 0;
+
+	while (tuplestore_gettupleslot(res->tuplestore, true, false, slot))
+	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(rowcxt);
+		bool		should_free;
+		HeapTuple	tup = ExecFetchSlotHeapTuple(slot, true, &should_free);
+
+		CHECK_FOR_INTERRUPTS();
+
+		/*
+		 * A row naming a key committed after the dictionary was read came
+		 * after the slot: the subscription brings it.
+		 */
+		if (store_row(origin, archive, tup, res->tupledesc, history, true))
+			n++;
+		MemoryContextSwitchTo(oldcxt);
+		MemoryContextReset(rowcxt);
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	walrcv_clear_result(res);
+	MemoryContextDelete(rowcxt);
+	return n;
+}
+
+/*
+ * chronicle._publisher_backfill(conninfo, origin, since): the publisher's
+ * snapshots and history from its latest keyframe at or before since (its
+ * first snapshot when none), and its statement texts, into the archive
+ * tables under origin, read an hour at a time: each query a snapshot of
+ * its own on the publisher, so none holds back its VACUUM for long.
+ * Called by chronicle.subscribe() once the slot exists and the keys it
+ * read are mapped: every row committed before the slot is in the tables
+ * read, every row after it comes through the subscription, and a row
+ * that comes both ways is stored once.  Returns the snapshots stored.
+ */
+PG_FUNCTION_INFO_V1(chronicle_publisher_backfill);
+
+Datum
+chronicle_publisher_backfill(PG_FUNCTION_ARGS)
+{
+	char	   *conninfo;
+	int32		origin;
+	TimestampTz since;
+	WalReceiverConn *conn;
+	int64		nsnap = 0;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("chronicle._publisher_backfill: conninfo, origin and since must not be NULL")));
+	conninfo = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	origin = PG_GETARG_INT32(1);
+	since = PG_GETARG_TIMESTAMPTZ(2);
+	conn = publisher_connect(conninfo);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	PG_TRY();
+	{
+		TimestampTz from;
+		TimestampTz last;
+		StringInfoData hcols;
+		StringInfoData scols;
+		StringInfoData tcols;
+		Oid			htypes[MaxTupleAttributeNumber];
+		Oid			stypes[MaxTupleAttributeNumber];
+		Oid			ttypes[MaxTupleAttributeNumber];
+		int			nh,
+					ns,
+					nt;
+
+		initStringInfo(&hcols);
+		initStringInfo(&scols);
+		initStringInfo(&tcols);
+		nh = publisher_columns(conn, "history", "archive_history", &hcols, htypes);
+		ns = publisher_columns(conn, "snapshot", "archive_snapshot", &scols, stypes);
+		nt = publisher_columns(conn, "statements_text", "archive_statements_text", &tcols, ttypes);
+		if (publisher_ts(conn, psprintf("SELECT coalesce((SELECT max(ts) FROM chronicle.snapshot"
+										"                  WHERE keyframe AND ts <= %s),"
+										"                 (SELECT min(ts) FROM chronicle.snapshot))",
+										ts_sql(since)), &from) &&
+			publisher_ts(conn, "SELECT max(ts) FROM chronicle.snapshot", &last))
+		{
+			for (TimestampTz lo = from; lo <= last; lo += USECS_PER_HOUR)
+			{
+				TimestampTz hi = lo + USECS_PER_HOUR;
+
+				backfill_rows(conn, origin,
+							  psprintf("SELECT %s FROM chronicle.history WHERE ts >= %s AND ts < %s",
+									   hcols.data, ts_sql(lo), ts_sql(hi)),
+							  nh, htypes, "archive_history", true);
+				nsnap += backfill_rows(conn, origin,
+									   psprintf("SELECT %s FROM chronicle.snapshot WHERE ts >= %s AND ts < %s",
+												scols.data, ts_sql(lo), ts_sql(hi)),
+									   ns, stypes, "archive_snapshot", false);
+			}
+			backfill_rows(conn, origin,
+						  psprintf("SELECT %s FROM chronicle.statements_text", tcols.data),
+						  nt, ttypes, "archive_statements_text", false);
+		}
+	}
+	PG_FINALLY();
+	{
+		walrcv_disconnect(conn);
+	}
+	PG_END_TRY();
+	SPI_finish();
+	PG_RETURN_INT64(nsnap);
 }

@@ -121,19 +121,32 @@ COMMENT ON FUNCTION chronicle._publisher_drop_slot(text, text) IS
 	'Drops a replication slot on the publisher';
 REVOKE ALL ON FUNCTION chronicle._publisher_drop_slot(text, text) FROM PUBLIC;
 
+CREATE FUNCTION chronicle._publisher_backfill(conninfo text, origin integer, since timestamptz)
+RETURNS bigint
+LANGUAGE C VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'chronicle_publisher_backfill';
+COMMENT ON FUNCTION chronicle._publisher_backfill(text, integer, timestamptz) IS
+	'Stores the publisher''s snapshots and history since a time (from the keyframe before it) under an origin, read an hour at a time';
+REVOKE ALL ON FUNCTION chronicle._publisher_backfill(text, integer, timestamptz) FROM PUBLIC;
+
 -- On the central database: subscribe to a recording server's publication.
 -- The subscription (named subscription, its slot on the publisher too)
 -- copies nothing (copy_data = false: no long COPY that holds back the
--- publisher's VACUUM; its history from before is not fetched), streams no
+-- publisher's VACUUM), streams no
 -- transaction in progress (the rows of a transaction reach the trigger
 -- in their order, keys before the history that uses them), and transfers
--- binary (the packed history is bytea).  Superuser only: it connects to
+-- binary (the packed history is bytea).  With backfill, the history the
+-- publisher holds from that long ago (from the keyframe before) is read
+-- from its tables, an hour per query, once the slot exists: none is
+-- missed, none stored twice.  Superuser only: it connects to
 -- another server and creates a slot there.  Call it by itself, not inside
 -- a transaction block: the slot is created on the publisher at once, and
 -- a rollback after the call leaves it there (chronicle.subscribe() drops
 -- it when it fails itself).
 CREATE FUNCTION chronicle.subscribe(server_name text, conninfo text,
-	publication name DEFAULT 'pg_chronicle', subscription name DEFAULT NULL)
+	publication name DEFAULT 'pg_chronicle', subscription name DEFAULT NULL,
+	backfill interval DEFAULT NULL)
 RETURNS integer
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -202,6 +215,10 @@ BEGIN
 		  JOIN chronicle.history_key h ON h.source = k.source AND h.key = k.key::text[]
 		-- subscribed again: the publisher's dictionary as it is now
 		ON CONFLICT (origin, remote_id) DO UPDATE SET key_id = excluded.key_id;
+		IF backfill IS NOT NULL THEN
+			RAISE NOTICE 'server "%": % snapshots from before the subscription', server_name,
+				chronicle._publisher_backfill(conninfo, v_origin, now() - backfill);
+		END IF;
 		EXECUTE format('ALTER SUBSCRIPTION %I ENABLE', v_sub);
 	EXCEPTION WHEN OTHERS THEN
 		PERFORM chronicle._publisher_drop_slot(conninfo, v_sub);
@@ -210,9 +227,9 @@ BEGIN
 	RETURN v_origin;
 END;
 $fn$;
-COMMENT ON FUNCTION chronicle.subscribe(text, text, name, name) IS
+COMMENT ON FUNCTION chronicle.subscribe(text, text, name, name, interval) IS
 	'Subscribes this central database to a recording server''s history (its publication, chronicle.publish()); returns its origin';
-REVOKE ALL ON FUNCTION chronicle.subscribe(text, text, name, name) FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle.subscribe(text, text, name, name, interval) FROM PUBLIC;
 
 -- Ends the subscription to a server; its history stays, under its origin,
 -- and chronicle.subscribe() of the same name goes on with it (what the

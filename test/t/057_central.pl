@@ -5,8 +5,9 @@
 # 1. Every source's history view read on the central side with the
 #    server's origin (chronicle.use_server()) equals the view read on the
 #    source, row for row, over every snapshot the central side received
-#    from the first keyframe on; so do the snapshots, and timeline() over
-#    that window.  Keys the source had before the subscription (read by
+#    from the first keyframe on (src1's from its first snapshot: subscribed
+#    with its history from before); so do the snapshots, and timeline()
+#    over that window.  Keys the source had before the subscription (read by
 #    subscribe()) and keys added after (a database created: through the
 #    slot) are both mapped to the central's ids.
 # 2. The central server stopped for 10 s while the sources record, started
@@ -87,14 +88,19 @@ sub conninfo
 	(my $c = $_[0]->connstr('postgres')) =~ s/'/''/g;
 	return "'$c'";
 }
+# src1 with its history from before (backfill), src2 from now on
 my %origin;
 for my $node (@sources)
 {
 	my $name = $node->name;
+	my $backfill = $name eq 'src1' ? ", backfill => '1 hour'" : '';
 	$origin{$name} = $central->safe_psql('postgres',
-		"SELECT chronicle.subscribe('$name', " . conninfo($node) . ")");
+		"SELECT chronicle.subscribe('$name', " . conninfo($node) . "$backfill)");
 	ok($origin{$name} > 0, "$name subscribed as origin $origin{$name}");
 }
+is($central->safe_psql('postgres', "SELECT min(ts) FROM chronicle.archive_snapshot WHERE origin = $origin{src1}"),
+	$sources[0]->safe_psql('postgres', 'SELECT min(ts) FROM chronicle.snapshot'),
+	'src1 backfilled: its first snapshot on the central side');
 my ($ret, $stdout, $stderr) = $central->psql('postgres',
 	"SELECT chronicle.subscribe('src1', " . conninfo($sources[0]) . ", subscription => 'again')");
 like($stderr, qr/server "src1" is subscribed already/, 'a server subscribed twice is refused');
@@ -113,6 +119,9 @@ sub received
 		 WHERE origin = $origin{$name} AND keyframe});
 }
 ok(received($_->name, 3), $_->name . ': keyframes received on the central side') for @sources;
+cmp_ok($central->safe_psql('postgres', "SELECT min(ts) FROM chronicle.archive_snapshot WHERE origin = $origin{src2}"),
+	'gt', $sources[1]->safe_psql('postgres', 'SELECT min(ts) FROM chronicle.snapshot'),
+	'src2 not backfilled: from its subscription on');
 $central->poll_query_until('postgres', qq{
 	SELECT chronicle.use_server('src1') > 0
 	   AND EXISTS (SELECT FROM chronicle.database_history WHERE datname = 'added_later')})
