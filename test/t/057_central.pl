@@ -12,6 +12,8 @@
 #    slot) are both mapped to the central's ids.
 # 2. The central server stopped for 10 s while the sources record, started
 #    again: it catches up, with every snapshot the sources took meanwhile.
+#    src2's slot lost meanwhile (past a WAL cap): unsubscribed and
+#    subscribed again with a backfill, src2 has every snapshot once.
 # 3. Nothing of the sources reaches the central's own tables; a local
 #    insert on the central with session_replication_role = replica (not
 #    an apply worker) is not redirected; the trigger is a REPLICA trigger
@@ -192,21 +194,53 @@ my $sysid = $sources[0]->safe_psql('postgres', 'SELECT system_identifier FROM ch
 is($central->safe_psql('postgres', "SELECT system_identifier FROM chronicle.servers WHERE server_name = 'src1'"),
 	$sysid, 'src1\'s system identifier as src1 reads it');
 
-# 2. the central side stopped while the sources record
-my $before = $central->safe_psql('postgres',
-	"SELECT max(ts) FROM chronicle.archive_snapshot WHERE origin = $origin{src1}");
+# no error from the apply workers
+my $log = slurp_file($central->logfile);
+unlike($log, qr/processing remote data|logical replication .*worker .* exited/,
+	'no error in the apply workers on the central side');
+
+# 2. the central side stopped while the sources record: src1 catches up;
+# src2's slot is lost meanwhile (a WAL cap of 1MB, WAL written past it),
+# and src2 rejoins: unsubscribed, subscribed again with a backfill
+my %before = map {
+	$_ => $central->safe_psql('postgres', "SELECT max(ts) FROM chronicle.archive_snapshot WHERE origin = $origin{$_}")
+} 'src1', 'src2';
 $central->stop;
-sleep 10;
-my $src_now = $sources[0]->safe_psql('postgres', 'SELECT max(ts) FROM chronicle.snapshot');
+$sources[1]->append_conf('postgresql.conf', "max_slot_wal_keep_size = '1MB'\n");
+$sources[1]->reload;
+$sources[1]->safe_psql('postgres', q{
+	CREATE TABLE wal_filler AS SELECT g, repeat('x', 100) AS pad FROM generate_series(1, 300000) g;
+	SELECT pg_switch_wal();
+	CHECKPOINT;});
+is($sources[1]->safe_psql('postgres', "SELECT wal_status FROM pg_replication_slots WHERE slot_name = 'chronicle_src2'"),
+	'lost', 'src2\'s slot is lost past its WAL cap');
+sleep 8;
+my %src_now = map { $_->name => $_->safe_psql('postgres', 'SELECT max(ts) FROM chronicle.snapshot') } @sources;
 $central->start;
 $central->poll_query_until('postgres', qq{
-	SELECT max(ts) >= '$src_now' FROM chronicle.archive_snapshot WHERE origin = $origin{src1}})
+	SELECT max(ts) >= '$src_now{src1}' FROM chronicle.archive_snapshot WHERE origin = $origin{src1}})
   or die 'the central side does not catch up';
-my $q_gap = "SELECT count(*) FROM chronicle._snapshot WHERE ts > '$before' AND ts <= '$src_now'";
+my $q_gap = "SELECT count(*) FROM chronicle._snapshot WHERE ts > '$before{src1}' AND ts <= '$src_now{src1}'";
 my $n_src = $sources[0]->safe_psql('postgres', $q_gap);
 ok($n_src >= 30, "src1 took $n_src snapshots while the central side was down");
 is((split /\n/, $central->safe_psql('postgres', "SELECT chronicle.use_server('src1'); $q_gap"))[1],
 	$n_src, '... every one of them on the central side after it caught up');
+
+$central->safe_psql('postgres', "SELECT chronicle.unsubscribe('src2')");
+is($central->safe_psql('postgres', "SELECT chronicle.subscribe('src2', " . conninfo($sources[1]) . ", backfill => '1 hour')"),
+	$origin{src2}, 'src2 rejoins under its origin, with a backfill');
+$central->poll_query_until('postgres', qq{
+	SELECT max(ts) >= '$src_now{src2}' FROM chronicle.archive_snapshot WHERE origin = $origin{src2}})
+  or die 'src2 does not catch up';
+my $q_all = "SELECT md5(string_agg(s.ts::text || s.keyframe, ',' ORDER BY s.ts)) || ' ' || count(*)"
+  . " FROM chronicle._snapshot s WHERE s.ts <= '$src_now{src2}'";
+my $all_src = $sources[1]->safe_psql('postgres', $q_all);
+is((split /\n/, $central->safe_psql('postgres', "SELECT chronicle.use_server('src2'); $q_all"))[1],
+	$all_src, "src2 after its rejoin: every snapshot up to now once, none missing ($all_src)");
+my $q_io = "SELECT md5(string_agg(h::text, ',' ORDER BY h::text)) || ' ' || count(*)"
+  . " FROM chronicle.io_history h WHERE ts > '$before{src2}' AND ts <= '$src_now{src2}'";
+is((split /\n/, $central->safe_psql('postgres', "SELECT chronicle.use_server('src2'); $q_io"))[1],
+	$sources[1]->safe_psql('postgres', $q_io), '... and the history of the gap, equal');
 
 # 3. the central's own tables hold its own recording only
 is($central->safe_psql('postgres', qq{
@@ -214,7 +248,7 @@ is($central->safe_psql('postgres', qq{
 	 WHERE system_identifier IS DISTINCT FROM (SELECT system_identifier FROM chronicle.server())}),
 	'0', 'no source row in the central\'s own snapshots');
 ok($central->poll_query_until('postgres', qq{
-	SELECT count(*) > 0 FROM chronicle.snapshot WHERE ts > '$src_now'}),
+	SELECT count(*) > 0 FROM chronicle.snapshot WHERE ts > '$src_now{src1}'}),
 	'the central records its own history too');
 is($central->safe_psql('postgres', q{
 	SELECT count(*) || ':' || count(*) FILTER (WHERE t.tgenabled = 'R')
@@ -229,10 +263,6 @@ is($central->safe_psql('postgres', q{
 	   AND NOT EXISTS (SELECT FROM chronicle.archive_key a WHERE a.key_id = h.key_id)}),
 	'1', 'a local insert in a replica session is not redirected');
 
-# no error from the apply workers
-my $log = slurp_file($central->logfile);
-unlike($log, qr/processing remote data|logical replication .*worker .* exited/,
-	'no error in the apply workers on the central side');
 
 # 4. a history row naming a key the central side has no id for is never
 # stored with a wrong key: the apply stops there, and resumes without a
