@@ -106,44 +106,20 @@ session_origin(void)
 static void
 store_key(int32 origin, HeapTuple tup, TupleDesc desc)
 {
-	Oid			argtypes[4] = {INT4OID, INT4OID, TEXTOID, TEXTARRAYOID};
-	Datum		args[4];
+	Oid			argtypes[3] = {INT4OID, INT4OID, INT4OID};
+	Datum		args[3];
 	bool		isnull[3];
+	Datum		source;
+	Datum		key;
 	int			ret;
-	bool		null;
-	int32		local;
 
 	args[0] = Int32GetDatum(origin);
 	args[1] = heap_getattr(tup, SPI_fnumber(desc, "key_id"), desc, &isnull[0]);
-	args[2] = heap_getattr(tup, SPI_fnumber(desc, "source"), desc, &isnull[1]);
-	args[3] = heap_getattr(tup, SPI_fnumber(desc, "key"), desc, &isnull[2]);
+	source = heap_getattr(tup, SPI_fnumber(desc, "source"), desc, &isnull[1]);
+	key = heap_getattr(tup, SPI_fnumber(desc, "key"), desc, &isnull[2]);
 	if (isnull[0] || isnull[1] || isnull[2])
 		elog(ERROR, "a history_key row without its id, source or key");
-
-	/*
-	 * As the collector adds a key (history_keys.c): a second writer of the
-	 * same new key (this server's collector, another server's apply
-	 * worker) waits for the first, and the SELECT, a statement of its own,
-	 * finds its row.
-	 */
-	ret = SPI_execute_with_args("INSERT INTO chronicle.history_key (source, key) VALUES ($3, $4)"
-								" ON CONFLICT (source, key) DO NOTHING RETURNING key_id",
-								4, argtypes, args, NULL, false, 1);
-	if (ret != SPI_OK_INSERT_RETURNING)
-		elog(ERROR, "could not add to chronicle.history_key: %s",
-			 SPI_result_code_string(ret));
-	if (SPI_processed == 0)
-	{
-		ret = SPI_execute_with_args("SELECT key_id FROM chronicle.history_key"
-									" WHERE source = $3 AND key = $4",
-									4, argtypes, args, NULL, false, 1);
-		if (ret != SPI_OK_SELECT || SPI_processed != 1)
-			elog(ERROR, "could not find a key in chronicle.history_key");
-	}
-	local = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0],
-										SPI_tuptable->tupdesc, 1, &null));
-	args[2] = Int32GetDatum(local);
-	argtypes[2] = INT4OID;
+	args[2] = Int32GetDatum(chronicle_key_add(source, key));
 	ret = SPI_execute_with_args("INSERT INTO chronicle.archive_key (origin, remote_id, key_id)"
 								" VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
 								3, argtypes, args, NULL, false, 0);

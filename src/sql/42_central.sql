@@ -161,11 +161,6 @@ BEGIN
 		RAISE EXCEPTION 'chronicle.subscribe: give the server''s name and conninfo'
 			USING ERRCODE = 'invalid_parameter_value';
 	END IF;
-	IF NOT (SELECT u.rolsuper FROM pg_roles u WHERE u.rolname = current_user) THEN
-		RAISE EXCEPTION 'chronicle.subscribe: only a superuser may subscribe'
-			USING ERRCODE = 'insufficient_privilege',
-			      HINT = 'It creates a subscription and a replication slot on the publisher.';
-	END IF;
 	-- a server subscribed to before (chronicle.unsubscribe()) keeps its
 	-- origin: its history goes on where it stopped
 	SELECT o.origin_id INTO v_origin FROM chronicle.origin o
@@ -249,10 +244,6 @@ DECLARE
 	v_conninfo text;
 	v_slot name;
 BEGIN
-	IF NOT (SELECT u.rolsuper FROM pg_roles u WHERE u.rolname = current_user) THEN
-		RAISE EXCEPTION 'chronicle.unsubscribe: only a superuser may unsubscribe'
-			USING ERRCODE = 'insufficient_privilege';
-	END IF;
 	SELECT s.subname, s.subconninfo, s.subslotname INTO v_sub, v_conninfo, v_slot
 	  FROM chronicle.origin o
 	  JOIN pg_subscription s ON s.subname = o.subscription
