@@ -177,6 +177,16 @@ BEGIN
 	               ' WITH (create_slot = false, slot_name = %L, copy_data = false, enabled = false,'
 	               ' streaming = off, binary = true)',
 	               v_sub, conninfo, publication, v_sub);
+	-- CREATE SUBSCRIPTION only warns about a publication the publisher
+	-- lacks: every table it should send, or nothing is done
+	IF (SELECT count(*) FROM pg_subscription_rel r JOIN pg_subscription s ON s.oid = r.srsubid
+	     WHERE s.subname = v_sub AND r.srrelid = ANY (chronicle._published_tables()))
+	   <> cardinality(chronicle._published_tables()) THEN
+		RAISE EXCEPTION 'chronicle.subscribe: publication "%" of server "%" does not publish pg_chronicle''s history',
+			publication, server_name
+			USING ERRCODE = 'undefined_object',
+			      HINT = 'Run SELECT chronicle.publish() on that server (docs/central.md).';
+	END IF;
 	IF v_origin IS NULL THEN
 		INSERT INTO chronicle.origin (server_name, kind, subscription, extension_version)
 		VALUES (server_name, 'subscription', v_sub,

@@ -84,12 +84,28 @@ is($sources[0]->safe_psql('postgres', q{
 	'history,history_key,snapshot,statements_text|true',
 	'the publication: the four tables, INSERT only, through the partitioned tables\' root');
 
+my ($ret, $stdout, $stderr);
+
 # the connection string as a literal
 sub conninfo
 {
 	(my $c = $_[0]->connstr('postgres')) =~ s/'/''/g;
 	return "'$c'";
 }
+# refused before anything is made: a publication that is not there, a
+# publisher that cannot be reached
+($ret, $stdout, $stderr) = $central->psql('postgres',
+	"SELECT chronicle.subscribe('src1', " . conninfo($sources[0]) . ", publication => 'nothing')");
+like($stderr, qr/publication "nothing" of server "src1" does not publish pg_chronicle's history/,
+	'a publication the publisher lacks is refused');
+($ret, $stdout, $stderr) = $central->psql('postgres',
+	"SELECT chronicle.subscribe('src1', 'host=/nonexistent port=1 dbname=postgres')");
+like($stderr, qr/could not connect to the publisher/, 'a publisher that cannot be reached is refused');
+is($central->safe_psql('postgres', 'SELECT count(*) FROM chronicle.origin')
+	. $central->safe_psql('postgres', 'SELECT count(*) FROM pg_subscription')
+	. $sources[0]->safe_psql('postgres', 'SELECT count(*) FROM pg_replication_slots'),
+	'000', '... leaving no origin, no subscription, no slot');
+
 # src1 with its history from before (backfill), src2 from now on
 my %origin;
 for my $node (@sources)
@@ -103,7 +119,7 @@ for my $node (@sources)
 is($central->safe_psql('postgres', "SELECT min(ts) FROM chronicle.archive_snapshot WHERE origin = $origin{src1}"),
 	$sources[0]->safe_psql('postgres', 'SELECT min(ts) FROM chronicle.snapshot'),
 	'src1 backfilled: its first snapshot on the central side');
-my ($ret, $stdout, $stderr) = $central->psql('postgres',
+($ret, $stdout, $stderr) = $central->psql('postgres',
 	"SELECT chronicle.subscribe('src1', " . conninfo($sources[0]) . ", subscription => 'again')");
 like($stderr, qr/server "src1" is subscribed already/, 'a server subscribed twice is refused');
 is($sources[0]->safe_psql('postgres', "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'again'"),
