@@ -194,6 +194,8 @@ repack(int32 origin, TimestampTz ts, TupleDesc desc, const int *sources,
 
 		e->local = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &null));
 	}
+	/* a backfill stores many rows in one SPI connection */
+	SPI_freetuptable(SPI_tuptable);
 
 	for (int a = 0; a < desc->natts; a++)
 	{
