@@ -195,6 +195,24 @@ for my $node (@sources)
 	unlike($tl_src, qr/ 0$/, "$name: ... and not empty");
 }
 
+# use_server(): an unknown name is an error; NULL reads this server again
+($ret, $stdout, $stderr) = $central->psql('postgres', "SELECT chronicle.use_server('nope')");
+like($stderr, qr/no subscribed server named "nope"/, 'use_server() of an unknown name is refused');
+my $other = 'SELECT count(*) FROM chronicle._snapshot WHERE system_identifier <> (SELECT system_identifier FROM chronicle.server())';
+like($central->safe_psql('postgres', qq{
+	SELECT chronicle.use_server('src1');
+	SELECT current_setting('chronicle.origin');
+	$other;
+	SELECT chronicle.use_server(NULL);
+	$other;}) =~ s/\n/,/gr,
+	qr/^$origin{src1},$origin{src1},[1-9]\d*,0,0$/, 'use_server(NULL) reads this server again');
+# publish() where wal_level is not logical: a warning, and the publication
+($ret, $stdout, $stderr) = $central->psql('postgres', "SELECT chronicle.publish('central_pub')");
+like($stderr, qr/WARNING:  wal_level is \w+, not logical/, 'publish() warns when wal_level is not logical');
+is($central->safe_psql('postgres', "SELECT count(*) FROM pg_publication_tables WHERE pubname = 'central_pub'"),
+	'4', '... and publishes the four tables all the same');
+$central->safe_psql('postgres', 'DROP PUBLICATION central_pub');
+
 # the servers view
 is($central->safe_psql('postgres', q{
 	SELECT string_agg(server_name || ':' || (system_identifier IS NOT NULL) || ':' || enabled || ':'
