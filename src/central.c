@@ -8,7 +8,8 @@
  *		dictionary the source holds already).
  *
  * A recording server publishes chronicle.snapshot, chronicle.history,
- * chronicle.history_key and chronicle.statements_text (chronicle.publish()).
+ * chronicle.history_key, chronicle.statements_text and its runs (run,
+ * run_change, mark, app_*) (chronicle.publish()).
  * The central database subscribes to them under the same names, and the
  * apply worker would write them into the central server's own tables,
  * mixed with its own recording.  The trigger chronicle._central_apply(),
@@ -308,6 +309,29 @@ store_row(int32 origin, const char *archive, HeapTuple tup, TupleDesc desc,
 	return SPI_processed > 0;
 }
 
+/*
+ * A row of the server's runs (chronicle.run, run_change, mark, app_*):
+ * stored by chronicle._central_store_run() (42_central.sql), which maps
+ * its run_id.  A few rows a run, but for app_transaction one a pgbench
+ * transaction: kept in SQL, as jsonb, for its one place of the mapping.
+ */
+static void
+store_run_row(int32 origin, const char *kind, HeapTuple tup, TupleDesc desc)
+{
+	Oid			argtypes[3] = {INT4OID, TEXTOID, desc->tdtypeid};
+	Datum		args[3];
+	int			ret;
+
+	args[0] = Int32GetDatum(origin);
+	args[1] = CStringGetTextDatum(kind);
+	args[2] = heap_copy_tuple_as_datum(tup, desc);
+	ret = SPI_execute_with_args("SELECT chronicle._central_store_run($1, $2, pg_catalog.to_jsonb($3))",
+								3, argtypes, args, NULL, false, 0);
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "could not store a row of chronicle.%s: %s", kind,
+			 SPI_result_code_string(ret));
+}
+
 PG_FUNCTION_INFO_V1(chronicle_central_apply);
 
 Datum
@@ -360,7 +384,7 @@ chronicle_central_apply(PG_FUNCTION_ARGS)
 		else if (strcmp(kind, "statements_text") == 0)
 			store_row(origin, "archive_statements_text", tup, desc, false, false);
 		else
-			elog(ERROR, "chronicle._central_apply: unknown kind \"%s\"", kind);
+			store_run_row(origin, kind, tup, desc);
 	}
 	PG_FINALLY();
 	{

@@ -47,6 +47,7 @@ int			chronicle_retention = 7 * 24 * 60;	/* minutes */
 int			chronicle_rollup_retention = 90 * 24 * 60;	/* minutes */
 int			chronicle_keyframe_interval = 3600; /* seconds */
 int			chronicle_origin = 0;	/* the origin the analysis reads; 0: local */
+static int	chronicle_run_server = 0;	/* whose runs a label names (_server()) */
 bool		chronicle_source_enabled[CHRONICLE_MAX_SOURCES];
 char	   *chronicle_debug_fail_source = NULL;
 int			chronicle_debug_housekeeping_ms = 0;
@@ -306,6 +307,20 @@ define_settings(void)
 							"recorded on, an id of chronicle.origin.  The functions that take "
 							"a run read its origin whatever this says.",
 							&chronicle_origin,
+							0, 0, INT_MAX,
+							PGC_USERSET, 0,
+							NULL, NULL, NULL);
+
+	/*
+	 * Not chronicle.origin: every function of a run pins that one to 0 at
+	 * its call (SET) and then sets it to its run's, after the label is
+	 * read.  Read by chronicle._server() (05_origin.sql) only.
+	 */
+	DefineCustomIntVariable("chronicle.run_server",
+							"The subscribed server whose runs a run label names: 0 is this server.",
+							"On a central database chronicle.use_server() sets it with "
+							"chronicle.origin: two servers may have runs of the same label.",
+							&chronicle_run_server,
 							0, 0, INT_MAX,
 							PGC_USERSET, 0,
 							NULL, NULL, NULL);

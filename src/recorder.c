@@ -74,6 +74,7 @@ static const struct
 	 * history (rollups, run_end) to an imported origin (05_origin.sql)
 	 */
 	{"chronicle.origin", "0"},
+	{"chronicle.run_server", "0"},
 
 	/*
 	 * The recorder's own statements (its INSERTs, catalog look-ups and the

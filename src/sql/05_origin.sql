@@ -95,3 +95,21 @@ CREATE TABLE chronicle.archive_key (
 );
 COMMENT ON TABLE chronicle.archive_key IS
 	'The key ids of each subscribed server''s history_key, as this database''s key ids';
+
+-- The server whose runs a run label names now: the subscribed server being
+-- read (chronicle.use_server(), 42_central.sql, sets the setting
+-- chronicle.run_server), in whose runs a label is unique
+-- (chronicle.run.server); 0, this server's runs and the imported ones,
+-- whose labels are unique together.  Not chronicle.origin: the functions
+-- that take a run pin it to 0 at their call.
+CREATE FUNCTION chronicle._server()
+RETURNS integer
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+	SELECT current_setting('chronicle.run_server')::integer
+$$;
+COMMENT ON FUNCTION chronicle._server() IS
+	'The subscribed server whose runs a run label names now (chronicle.use_server()); 0: this server''s and the imported runs';
+REVOKE ALL ON FUNCTION chronicle._server() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION chronicle._server() TO pg_monitor, pg_read_all_stats;

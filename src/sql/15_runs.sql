@@ -3,7 +3,7 @@
 -- labelling a past range (src/sql/36_runs.sql).
 CREATE TABLE chronicle.run (
 	run_id         integer GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-	label          text NOT NULL UNIQUE CHECK (label <> ''),
+	label          text NOT NULL CHECK (label <> ''),
 	started        timestamptz NOT NULL,
 	ended          timestamptz,            -- NULL while the run is open
 	meta           jsonb NOT NULL DEFAULT '{}',
@@ -16,7 +16,12 @@ CREATE TABLE chronicle.run (
 	-- the server that recorded it: 0 this one, else chronicle.origin's
 	-- (an imported run, 05_origin.sql); 0.3.0
 	origin         integer NOT NULL DEFAULT 0,
-	CHECK (ended IS NULL OR ended >= started)
+	-- a subscribed server's run on a central database (42_central.sql):
+	-- its origin, in whose runs its label is unique; 0: this server's and
+	-- the imported runs, whose labels are unique together; 0.3.0
+	server         integer NOT NULL DEFAULT 0,
+	CHECK (ended IS NULL OR ended >= started),
+	UNIQUE (label, server)
 );
 COMMENT ON TABLE chronicle.run IS
 	'Benchmark runs: a labelled time range with its metadata, settings, server version and environment';

@@ -288,12 +288,13 @@ BEGIN
 			USING ERRCODE = 'null_value_not_allowed',
 			      HINT = 'Pass the label given to chronicle.run_begin() or chronicle.run_label().';
 	END IF;
-	SELECT r.run_id INTO v_run FROM chronicle.run r WHERE r.label = run;
+	SELECT r.run_id INTO v_run FROM chronicle.run r WHERE r.label = run AND r.server = chronicle._server();
 	IF v_run IS NULL THEN
 		RAISE EXCEPTION '%: unknown run "%"', caller, run
 			USING ERRCODE = 'undefined_object',
 			      HINT = coalesce('Known runs: ' || (SELECT string_agg(r.label, ', ' ORDER BY r.started)
-			                                            FROM chronicle.run r) || '.',
+			                                            FROM chronicle.run r
+			                                           WHERE r.server = chronicle._server()) || '.',
 			                      'No run is recorded yet; see chronicle.run_begin().');
 	END IF;
 	RETURN v_run;

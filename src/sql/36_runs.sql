@@ -69,7 +69,7 @@ BEGIN
 			USING ERRCODE = 'invalid_parameter_value',
 			      HINT = 'Pass ''{}'' or an object such as ''{"clients": 8}''.';
 	END IF;
-	IF EXISTS (SELECT FROM chronicle.run r WHERE r.label = _check_label.label) THEN
+	IF EXISTS (SELECT FROM chronicle.run r WHERE r.label = _check_label.label AND r.server = 0) THEN
 		RAISE EXCEPTION '%: a run labelled "%" exists already', caller, label
 			USING ERRCODE = 'unique_violation',
 			      HINT = 'Choose another label, or remove the old run with chronicle.run_delete().';
@@ -93,7 +93,7 @@ BEGIN
 	PERFORM chronicle._check_label('chronicle.run_begin', label, meta);
 	-- Serialise run_begin calls, so that two sessions cannot both open one.
 	LOCK TABLE chronicle.run IN SHARE ROW EXCLUSIVE MODE;
-	SELECT * INTO r FROM chronicle.run o WHERE o.ended IS NULL;
+	SELECT * INTO r FROM chronicle.run o WHERE o.ended IS NULL AND o.server = 0;
 	IF FOUND THEN
 		RAISE EXCEPTION 'chronicle.run_begin: run "%" is still open', r.label
 			USING ERRCODE = 'object_in_use',
@@ -169,14 +169,14 @@ BEGIN
 		PERFORM chronicle._check_finite('chronicle.run_end', 'after', after);
 	END IF;
 	IF run IS NULL THEN
-		SELECT * INTO r FROM chronicle.run o WHERE o.ended IS NULL FOR UPDATE;
+		SELECT * INTO r FROM chronicle.run o WHERE o.ended IS NULL AND o.server = 0 FOR UPDATE;
 		IF NOT FOUND THEN
 			RAISE EXCEPTION 'chronicle.run_end: no run is open'
 				USING ERRCODE = 'object_not_in_prerequisite_state',
 				      HINT = 'Open one with chronicle.run_begin(label).';
 		END IF;
 	ELSE
-		SELECT * INTO r FROM chronicle.run o WHERE o.label = run_end.run FOR UPDATE;
+		SELECT * INTO r FROM chronicle.run o WHERE o.label = run_end.run AND o.server = chronicle._server() FOR UPDATE;
 		IF NOT FOUND THEN
 			PERFORM chronicle._run_id(run, 'chronicle.run_end');	-- the unknown-run error
 		END IF;
@@ -259,7 +259,7 @@ DECLARE
 	r chronicle.run;
 BEGIN
 	PERFORM chronicle._run_id(run, 'chronicle.run_delete');	-- NULL and unknown-run errors
-	SELECT * INTO r FROM chronicle.run o WHERE o.label = run_delete.run FOR UPDATE;
+	SELECT * INTO r FROM chronicle.run o WHERE o.label = run_delete.run AND o.server = chronicle._server() FOR UPDATE;
 	PERFORM chronicle._check_owner('chronicle.run_delete', format('run "%s"', r.label), r.owner);
 	DELETE FROM chronicle.run o WHERE o.run_id = r.run_id;
 	IF r.origin <> 0 THEN
@@ -295,7 +295,7 @@ BEGIN
 			USING ERRCODE = 'invalid_parameter_value',
 			      HINT = 'For example interval ''30 seconds''; 0 leaves nothing out.';
 	END IF;
-	SELECT * INTO r FROM chronicle.run o WHERE o.label = run_set_warmup.run FOR UPDATE;
+	SELECT * INTO r FROM chronicle.run o WHERE o.label = run_set_warmup.run AND o.server = chronicle._server() FOR UPDATE;
 	PERFORM chronicle._check_owner('chronicle.run_set_warmup', format('run "%s"', r.label), r.owner);
 	IF r.ended IS NOT NULL AND r.started + warmup >= r.ended THEN
 		RAISE EXCEPTION 'chronicle.run_set_warmup: a warm-up of % leaves nothing of run "%"', warmup, r.label
@@ -414,7 +414,7 @@ SET chronicle.origin = 0
 AS $$
 	SELECT s.* FROM chronicle.run_window(run) w,
 	       chronicle.summary(w.run_from, w.run_to,
-	                         (SELECT r.run_id FROM chronicle.run r WHERE r.label = run)) s
+	                         (SELECT r.run_id FROM chronicle.run r WHERE r.label = run AND r.server = chronicle._server())) s
 $$;
 
 COMMENT ON FUNCTION chronicle.run_summary(text) IS 'chronicle.summary() of a run';
@@ -470,8 +470,8 @@ SET search_path = pg_catalog, pg_temp
 -- the run's origin, set by run_window(), for this call only (05_origin.sql)
 SET chronicle.origin = 0
 AS $$
-	WITH ra AS (SELECT r.* FROM chronicle.run_window(a) w, chronicle.run r WHERE r.label = a),
-	     rb AS (SELECT r.* FROM chronicle.run_window(b) w, chronicle.run r WHERE r.label = b)
+	WITH ra AS (SELECT r.* FROM chronicle.run_window(a) w, chronicle.run r WHERE r.label = a AND r.server = chronicle._server()),
+	     rb AS (SELECT r.* FROM chronicle.run_window(b) w, chronicle.run r WHERE r.label = b AND r.server = chronicle._server())
 	SELECT 'server_version', ra.server_version, rb.server_version
 	  FROM ra, rb WHERE ra.server_version IS DISTINCT FROM rb.server_version
 	UNION ALL
@@ -503,8 +503,8 @@ BEGIN
 	PERFORM chronicle._run_id(b, 'chronicle.compare_environment');
 	RETURN QUERY
 	SELECT d.* FROM chronicle._jsonb_diff(
-		(SELECT r.environment FROM chronicle.run r WHERE r.label = compare_environment.a),
-		(SELECT r.environment FROM chronicle.run r WHERE r.label = compare_environment.b)) d;
+		(SELECT r.environment FROM chronicle.run r WHERE r.label = compare_environment.a AND r.server = chronicle._server()),
+		(SELECT r.environment FROM chronicle.run r WHERE r.label = compare_environment.b AND r.server = chronicle._server())) d;
 END;
 $$;
 

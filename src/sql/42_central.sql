@@ -9,17 +9,66 @@
 -- the archive tables under the server's origin (05_origin.sql) instead,
 -- its packed history packed again with this database's key ids.
 
+-- A run's changes after its start (its end, its warm-up), as rows of their
+-- own: the publication sends inserts only (publish = 'insert'), and an
+-- UPDATE of chronicle.run could not reach the central side anyway.  There
+-- the server's run has another run_id (its own), and the apply worker
+-- looks an UPDATE's row up by the replica identity (run_id) in the
+-- central's table: it finds no row, or a row of another run, and when
+-- it finds none it only logs it and skips the change
+-- (apply_handle_update_internal(): "did not find row to be updated"), no
+-- trigger of the central side seeing it.  So every change of ended or
+-- warmup of this server's own runs is inserted here too (the trigger
+-- run_change, 42_central.sql's _central_layout()), and the central side
+-- applies it to the run its map names.  Deleted with the run.
+CREATE TABLE chronicle.run_change (
+	run_id  integer NOT NULL REFERENCES chronicle.run ON DELETE CASCADE,
+	changed timestamptz NOT NULL DEFAULT clock_timestamp(),
+	ended   timestamptz,
+	warmup  interval NOT NULL,
+	PRIMARY KEY (run_id, changed)
+);
+COMMENT ON TABLE chronicle.run_change IS
+	'The changes of this server''s runs after their start (end, warm-up), inserted to be published (docs/central.md)';
+
+-- On a central database: the run here of each run of a subscribed server
+-- (its origin, its run_id there).
+CREATE TABLE chronicle.archive_run (
+	origin    integer NOT NULL REFERENCES chronicle.origin ON DELETE CASCADE,
+	remote_id integer NOT NULL,
+	run_id    integer NOT NULL REFERENCES chronicle.run ON DELETE CASCADE,
+	PRIMARY KEY (origin, remote_id)
+);
+COMMENT ON TABLE chronicle.archive_run IS
+	'The runs of each subscribed server here: its run_id there (remote_id), the run_id here';
+
+CREATE FUNCTION chronicle._run_changed()
+RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+BEGIN
+	INSERT INTO chronicle.run_change (run_id, ended, warmup) VALUES (NEW.run_id, NEW.ended, NEW.warmup);
+	RETURN NULL;
+END;
+$fn$;
+COMMENT ON FUNCTION chronicle._run_changed() IS
+	'Trigger: a change of a run''s end or warm-up into chronicle.run_change, to be published';
+REVOKE ALL ON FUNCTION chronicle._run_changed() FROM PUBLIC;
+
 -- The tables a recording server publishes: what differs per server and is
 -- written by its recording.  Not the extension's metadata (chronicle.metric,
 -- the settings of the rollups...): the same on every server, or this
 -- server's own.
+-- (By name: the run tables are made by later files, 50_app.sql.)
 CREATE FUNCTION chronicle._published_tables()
 RETURNS regclass[]
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
+LANGUAGE sql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
-	SELECT ARRAY['chronicle.snapshot'::regclass, 'chronicle.history'::regclass,
-	             'chronicle.history_key'::regclass, 'chronicle.statements_text'::regclass]
+	SELECT ARRAY['chronicle.snapshot', 'chronicle.history', 'chronicle.history_key',
+	             'chronicle.statements_text', 'chronicle.run', 'chronicle.run_change', 'chronicle.mark',
+	             'chronicle.app_transaction', 'chronicle.app_interval', 'chronicle.app_metric']::text[]::regclass[]
 $$;
 COMMENT ON FUNCTION chronicle._published_tables() IS
 	'The tables chronicle.publish() publishes';
@@ -85,6 +134,12 @@ AS $fn$
 DECLARE
 	t regclass;
 BEGIN
+	-- on every server: its runs' changes as inserts (chronicle.run_change)
+	CREATE OR REPLACE TRIGGER run_change AFTER UPDATE OF ended, warmup ON chronicle.run
+		FOR EACH ROW
+		WHEN (NEW.origin = 0 AND NEW.server = 0
+		      AND (OLD.ended IS DISTINCT FROM NEW.ended OR OLD.warmup IS DISTINCT FROM NEW.warmup))
+		EXECUTE FUNCTION chronicle._run_changed();
 	FOREACH t IN ARRAY chronicle._published_tables() LOOP
 		EXECUTE format('CREATE OR REPLACE TRIGGER central BEFORE INSERT ON %s '
 		               'FOR EACH ROW EXECUTE FUNCTION chronicle._central_apply(%L)',
@@ -97,8 +152,66 @@ COMMENT ON FUNCTION chronicle._central_layout() IS
 	'Makes the REPLICA trigger that redirects a subscribed server''s rows on each published table';
 REVOKE ALL ON FUNCTION chronicle._central_layout() FROM PUBLIC;
 
--- @upgrade
-SELECT chronicle._central_layout();
+-- (Called by 99_grants.sql, once every published table exists.)
+
+-- On the central database, from the trigger (src/central.c): a row of a
+-- subscribed server's runs (kind: the published table's name, row: the
+-- row as jsonb) stored under its origin.  Its run under a run_id of this
+-- database (chronicle.archive_run maps the server's), its label unique
+-- among the server's runs (run.server), the rows naming a run with their
+-- run_id mapped.  Only the server's own runs (origin 0 there): the
+-- history of a run it imported is not published.  A row of a run that
+-- has no run here (begun before the subscription) is skipped.
+CREATE FUNCTION chronicle._central_store_run(origin integer, kind text, r jsonb)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+	v_origin integer := origin;
+	v_run integer;
+BEGIN
+	IF kind = 'run' THEN
+		IF (r ->> 'origin')::integer <> 0 OR EXISTS (SELECT FROM chronicle.archive_run a
+		                                             WHERE a.origin = v_origin AND a.remote_id = (r ->> 'run_id')::integer) THEN
+			RETURN;
+		END IF;
+		INSERT INTO chronicle.run (label, started, ended, meta, settings, server_version, environment,
+		                           owner, warmup, origin, server)
+		SELECT x.label, x.started, x.ended, x.meta, x.settings, x.server_version, x.environment,
+		       x.owner, x.warmup, v_origin, v_origin
+		  FROM jsonb_populate_record(NULL::chronicle.run, r) x
+		RETURNING run_id INTO v_run;
+		INSERT INTO chronicle.archive_run (origin, remote_id, run_id)
+		VALUES (v_origin, (r ->> 'run_id')::integer, v_run);
+		RETURN;
+	ELSIF kind = 'mark' THEN
+		IF (r ->> 'origin')::integer = 0 THEN
+			INSERT INTO chronicle.mark (ts, event, owner, origin)
+			SELECT x.ts, x.event, x.owner, v_origin FROM jsonb_populate_record(NULL::chronicle.mark, r) x;
+		END IF;
+		RETURN;
+	END IF;
+	SELECT a.run_id INTO v_run FROM chronicle.archive_run a
+	 WHERE a.origin = v_origin AND a.remote_id = (r ->> 'run_id')::integer;
+	IF v_run IS NULL THEN
+		RETURN;
+	END IF;
+	IF kind = 'run_change' THEN
+		UPDATE chronicle.run o SET ended = (r ->> 'ended')::timestamptz, warmup = (r ->> 'warmup')::interval
+		 WHERE o.run_id = v_run;
+	ELSIF kind IN ('app_transaction', 'app_interval', 'app_metric') THEN
+		EXECUTE format('INSERT INTO chronicle.%I SELECT * FROM jsonb_populate_record(NULL::chronicle.%I, $1)',
+		               kind, kind)
+		  USING r || jsonb_build_object('run_id', v_run);
+	ELSE
+		RAISE EXCEPTION 'chronicle._central_store_run: unknown kind "%"', kind;
+	END IF;
+END;
+$fn$;
+COMMENT ON FUNCTION chronicle._central_store_run(integer, text, jsonb) IS
+	'Stores a row of a subscribed server''s runs (run, run_change, mark, app_*) under its origin';
+REVOKE ALL ON FUNCTION chronicle._central_store_run(integer, text, jsonb) FROM PUBLIC;
 
 -- The publisher's side of chronicle.subscribe() (src/central.c).
 CREATE FUNCTION chronicle._publisher_prepare(conninfo text, slot_name text,
@@ -316,6 +429,7 @@ DECLARE
 BEGIN
 	IF server_name IS NULL THEN
 		PERFORM set_config('chronicle.origin', '0', false);
+		PERFORM set_config('chronicle.run_server', '0', false);
 		RETURN 0;
 	END IF;
 	SELECT o.origin_id INTO v_origin FROM chronicle.origin o
@@ -326,6 +440,7 @@ BEGIN
 			      HINT = 'The servers are listed by chronicle.servers.';
 	END IF;
 	PERFORM set_config('chronicle.origin', v_origin::text, false);
+	PERFORM set_config('chronicle.run_server', v_origin::text, false);
 	RETURN v_origin;
 END;
 $fn$;

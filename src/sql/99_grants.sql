@@ -6,6 +6,11 @@ REVOKE ALL ON ALL TABLES IN SCHEMA chronicle FROM PUBLIC;
 GRANT SELECT ON ALL TABLES IN SCHEMA chronicle TO pg_monitor, pg_read_all_stats;
 GRANT SELECT ON ALL SEQUENCES IN SCHEMA chronicle TO pg_monitor, pg_read_all_stats;
 
+-- The central repository's triggers on the published tables (42_central.sql),
+-- once they all exist, at every upgrade as at the install.
+-- @upgrade
+SELECT chronicle._central_layout();
+
 -- The partition layout (00_core.sql): a DEFAULT partition for every
 -- history table, indexes on the partitions.  No day partition is made
 -- here: it would belong to the extension, and the CREATE EXTENSION of a

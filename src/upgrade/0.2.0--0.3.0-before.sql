@@ -116,6 +116,27 @@ CREATE TABLE chronicle.archive_key (
 );
 ALTER TABLE chronicle.run ADD COLUMN origin integer NOT NULL DEFAULT 0;
 ALTER TABLE chronicle.mark ADD COLUMN origin integer NOT NULL DEFAULT 0;
+-- A central repository's runs of its subscribed servers (42_central.sql):
+-- a label is unique per server; the runs each server's run ids map to; the
+-- changes of a run (its end) published as inserts.
+ALTER TABLE chronicle.run ADD COLUMN server integer NOT NULL DEFAULT 0;
+ALTER TABLE chronicle.run DROP CONSTRAINT run_label_key;
+ALTER TABLE chronicle.run ADD CONSTRAINT run_label_server_key UNIQUE (label, server);
+CREATE TABLE chronicle.archive_run (
+	origin    integer NOT NULL REFERENCES chronicle.origin ON DELETE CASCADE,
+	remote_id integer NOT NULL,
+	run_id    integer NOT NULL REFERENCES chronicle.run ON DELETE CASCADE,
+	PRIMARY KEY (origin, remote_id)
+);
+CREATE TABLE chronicle.run_change (
+	run_id  integer NOT NULL REFERENCES chronicle.run ON DELETE CASCADE,
+	changed timestamptz NOT NULL DEFAULT clock_timestamp(),
+	ended   timestamptz,
+	warmup  interval NOT NULL,
+	PRIMARY KEY (run_id, changed)
+);
+REVOKE ALL ON chronicle.archive_run, chronicle.run_change FROM PUBLIC;
+GRANT SELECT ON chronicle.archive_run, chronicle.run_change TO pg_monitor, pg_read_all_stats;
 REVOKE ALL ON chronicle.origin, chronicle.archive_snapshot, chronicle.archive_history,
 	chronicle.archive_statements_text, chronicle.archive_key FROM PUBLIC;
 GRANT SELECT ON chronicle.origin, chronicle.archive_snapshot, chronicle.archive_history,

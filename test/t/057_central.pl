@@ -81,8 +81,8 @@ is($sources[0]->safe_psql('postgres', q{
 	       AND NOT pub.pubdelete AND NOT pub.pubtruncate AND pub.pubviaroot)
 	  FROM pg_publication_tables p JOIN pg_publication pub ON pub.pubname = p.pubname
 	 WHERE p.pubname = 'pg_chronicle'}),
-	'history,history_key,snapshot,statements_text|true',
-	'the publication: the four tables, INSERT only, through the partitioned tables\' root');
+	'app_interval,app_metric,app_transaction,history,history_key,mark,run,run_change,snapshot,statements_text|true',
+	'the publication: the history and run tables, INSERT only, through the partitioned tables\' root');
 
 my ($ret, $stdout, $stderr);
 
@@ -210,8 +210,73 @@ like($central->safe_psql('postgres', qq{
 ($ret, $stdout, $stderr) = $central->psql('postgres', "SELECT chronicle.publish('central_pub')");
 like($stderr, qr/WARNING:  wal_level is \w+, not logical/, 'publish() warns when wal_level is not logical');
 is($central->safe_psql('postgres', "SELECT count(*) FROM pg_publication_tables WHERE pubname = 'central_pub'"),
-	'4', '... and publishes the four tables all the same');
+	'10', '... and publishes the ten tables all the same');
 $central->safe_psql('postgres', 'DROP PUBLICATION central_pub');
+
+# 1b. runs: both sources run 'a' (the same label); src1's with a mark, a
+# pgbench log, its end and a warm-up set after it (run_change: inserts
+# only on the wire)
+$_->safe_psql('postgres', "SELECT chronicle.run_begin('a', '{\"n\": 1}')") for @sources;
+for my $node (@sources)
+{
+	$node->poll_query_until('postgres', q{
+		SELECT count(*) >= 15 FROM chronicle.snapshot s, chronicle.run r WHERE r.label = 'a' AND s.ts > r.started})
+	  or die 'no snapshots in run a';
+}
+$sources[0]->safe_psql('postgres', q{
+	SELECT chronicle.mark('half way');
+	SELECT chronicle.pgbench_staging();
+	INSERT INTO pg_temp.chronicle_pgbench_lines (file, line)
+	SELECT 'pgbench_log.1', format('%s %s %s 0 %s %s', c % 4, c / 4, 1000 + 7 * c,
+	                               extract(epoch FROM r.started)::bigint + 1 + c / 100, (c % 100) * 9000)
+	  FROM generate_series(0, 199) c, chronicle.run r WHERE r.label = 'a';
+	SELECT * FROM chronicle.load_pgbench_lines('a');
+	SELECT chronicle.add_metric('queue_depth', 3, now(), 'a');});
+$_->safe_psql('postgres', "SELECT chronicle.run_end('a')") for @sources;
+$sources[0]->safe_psql('postgres', "SELECT chronicle.run_set_warmup('a', '1 s')");
+ok($central->poll_query_until('postgres', q{
+	SELECT count(*) = 2 AND bool_and(ended IS NOT NULL) AND max(warmup) = '1 s'
+	  FROM chronicle.run WHERE label = 'a'}),
+	'both servers\' runs "a" on the central side, ended, src1\'s warm-up set after its end');
+my $run_row = q{SELECT label, started, ended, warmup, meta, settings, server_version, owner FROM chronicle.run
+	 WHERE label = 'a' AND server = chronicle._server()};
+for my $node (@sources)
+{
+	my $name = $node->name;
+	is((split /\n/, $central->safe_psql('postgres', "SELECT chronicle.use_server('$name'); $run_row"))[1],
+		$node->safe_psql('postgres', $run_row), "$name: run a on the central side as on the source");
+}
+my %q_run = (
+	run_summary => q{SELECT * FROM chronicle.run_summary('a') x},
+	app_summary => q{SELECT * FROM chronicle.app_summary('a') x},
+	load_profile => q{SELECT * FROM chronicle.load_profile('a') x},
+	marks => q{SELECT ts, event, owner FROM chronicle.mark WHERE origin = chronicle._origin()},
+	app_metric => q{SELECT m.ts, m.name, m.value FROM chronicle.app_metric m JOIN chronicle.run r USING (run_id)
+	                 WHERE r.label = 'a' AND r.server = chronicle._server()},
+);
+for my $f (sort keys %q_run)
+{
+	my $q = "SELECT md5(coalesce(string_agg(x::text, E'\\n' ORDER BY x::text), '')) || ' ' || count(*)"
+	  . " FROM ($q_run{$f}) x";
+	my $src = $sources[0]->safe_psql('postgres', $q);
+	unlike($src, qr/ 0$/, "src1: $f of run a has rows");
+	is((split /\n/, $central->safe_psql('postgres', "SELECT chronicle.use_server('src1'); $q"))[1],
+		$src, "src1: $f of run a equal on the central side");
+}
+is((split /\n/, $central->safe_psql('postgres', q{
+	SELECT chronicle.use_server('src2');
+	SELECT run_from || ' ' || run_to FROM chronicle.run_window('a')}))[1],
+	$sources[1]->safe_psql('postgres', q{SELECT run_from || ' ' || run_to FROM chronicle.run_window('a')}),
+	'src2: its own run a read with use_server(\'src2\')');
+($ret, $stdout, $stderr) = $central->psql('postgres', "SELECT chronicle.run_window('a')");
+like($stderr, qr/unknown run "a"/, 'the central\'s own runs have no run a');
+is($central->safe_psql('postgres', q{
+	SELECT chronicle.use_server('src1');
+	SELECT (chronicle.run_begin('a')).origin;
+	SELECT chronicle.use_server(NULL);
+	SELECT (chronicle.run_end('a')).origin;
+	SELECT count(*) FROM chronicle.run WHERE label = 'a';}) =~ s/\n/,/gr,
+	"$origin{src1},0,0,0,3", 'the central begins and ends a run "a" of its own, whatever server it reads');
 
 # the servers view
 is($central->safe_psql('postgres', q{
