@@ -1,7 +1,7 @@
 """The pg-chronicle command line: bench, report, runs, compare, mark, sweep,
 sweep-report.
 
-    pg-chronicle [-d CONNINFO] COMMAND ...
+    pg-chronicle [-d CONNINFO] [--server NAME] COMMAND ...
 
 The connection is a libpq conninfo string or URI (-d), else the PG*
 environment variables.  Errors are one line on stderr and exit code 2.
@@ -17,7 +17,7 @@ import sys
 from collections.abc import Sequence
 
 from pg_chronicle import __version__
-from pg_chronicle.db import EXIT_ERROR, ClientError, connect
+from pg_chronicle.db import EXIT_ERROR, ClientError, connect, set_server
 from pg_chronicle.text import echo, visible
 
 
@@ -33,6 +33,9 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument("-d", "--dbname", metavar="CONNINFO", default=argparse.SUPPRESS,
                         help="libpq conninfo or URI of the database holding the history "
                              "(default: the PG* environment variables)")
+    common.add_argument("--server", metavar="NAME", default=argparse.SUPPRESS,
+                        help="on a central database: read this subscribed server's runs and "
+                             "history (runs, report, compare; docs/central.md)")
 
     p = argparse.ArgumentParser(
         prog="pg-chronicle", parents=[common],
@@ -229,10 +232,21 @@ def _report(conninfo: str | None, run: str, vs: str | None, from_ts: str | None,
     return write_checked(conninfo, run, vs, from_ts, to_ts, outdir, threshold_ms)
 
 
+# The commands that read a subscribed server of a central database with
+# --server (the others write, or read this server's files).
+SERVER_COMMANDS = ("runs", "report", "compare")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     own, pgbench_args = _split_pgbench(sys.argv[1:] if argv is None else argv)
     args = _parser().parse_args(own)
     conninfo: str | None = getattr(args, "dbname", None)
+    server: str | None = getattr(args, "server", None)
+    if server is not None and args.command not in SERVER_COMMANDS:
+        echo(f"pg-chronicle: --server reads a subscribed server: {', '.join(SERVER_COMMANDS)} only",
+             file=sys.stderr)
+        return EXIT_ERROR
+    set_server(server)
     if pgbench_args and args.command not in ("bench", "sweep"):
         echo("pg-chronicle: '--' and arguments after it belong to bench and sweep only",
              file=sys.stderr)

@@ -109,10 +109,43 @@ def open_connection(conninfo: str, **kwargs: Any) -> psycopg.Connection[Any]:
     return psycopg.connect(conninfo, autocommit=True, context=ADAPTERS, **kwargs)
 
 
+# The subscribed server the commands read on a central database
+# (pg-chronicle --server NAME, docs/central.md): every session connect()
+# opens reads it (use_server()).  None: the server connected to.
+_reading: dict[str, str | None] = {"server": None}
+
+# SQL: run r is one of the runs a label names in this session: those of the
+# server read (chronicle.run_server, set by chronicle.use_server()), else
+# this server's and the imported ones.  An extension older than 0.3.0 has
+# neither the column nor the setting: every run is this server's.
+RUN_OF_SERVER = ("coalesce((to_jsonb(r) ->> 'server')::int, 0)"
+                 " = coalesce(nullif(current_setting('chronicle.run_server', true), ''), '0')::int")
+
+
+def set_server(name: str | None) -> None:
+    """Makes every session connect() opens from now on read the
+    subscribed server name (None: the server connected to)."""
+    _reading["server"] = name
+
+
+def reading_server() -> str | None:
+    """The subscribed server of set_server(), or None."""
+    return _reading["server"]
+
+
+def use_server(conn: psycopg.Connection[Any]) -> None:
+    """Makes conn's session read the server of set_server(), if any: its
+    history (chronicle.origin) and its runs (chronicle.run_server).  An
+    unknown name is a ClientError (the server's, with its hint)."""
+    if _reading["server"] is not None:
+        query(conn, "SELECT chronicle.use_server(%s)", (_reading["server"],))
+
+
 def connect(conninfo: str | None, check_extension: bool = True) -> psycopg.Connection[Any]:
     """Connects with a libpq conninfo string or URI (None or '': the PG*
     environment variables alone), in autocommit mode.  With
-    check_extension, a database without pg_chronicle is a ClientError."""
+    check_extension, a database without pg_chronicle is a ClientError;
+    the session reads the server of set_server()."""
     try:
         conn = open_connection(conninfo or "", application_name="pg-chronicle")
     except psycopg.Error as exc:
@@ -129,6 +162,11 @@ def connect(conninfo: str | None, check_extension: bool = True) -> psycopg.Conne
                 f'database "{dbname}" has no pg_chronicle extension; connect to the '
                 "database named by chronicle.database (where CREATE EXTENSION "
                 "pg_chronicle was run), for example with -d 'dbname=postgres'")
+        try:
+            use_server(conn)
+        except ClientError:
+            conn.close()
+            raise
     return conn
 
 
@@ -157,7 +195,7 @@ def run_window(conn: psycopg.Connection[Any], run: str,
         "       greatest(w.run_from, coalesce(%(f)s::timestamptz, w.run_from)) AS f, "
         "       least(w.run_to, coalesce(%(t)s::timestamptz, w.run_to)) AS t, "
         "       (SELECT coalesce((to_jsonb(r) ->> 'origin')::int, 0) FROM chronicle.run r "
-        "         WHERE r.label = %(run)s) AS origin "
+        "         WHERE r.label = %(run)s AND " + RUN_OF_SERVER + ") AS origin "
         "  FROM chronicle.run_window(%(run)s) w",
         {"run": run, "f": from_ts, "t": to_ts})
     assert row is not None

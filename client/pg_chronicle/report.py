@@ -36,10 +36,12 @@ def _another_connection(conn: Conn) -> Conn | None:
     password), or None when it cannot be had (then fewer sessions run the
     queries)."""
     try:
-        return db.open_connection(conn.info.dsn, password=conn.info.password,
-                                  application_name="pg-chronicle report")
+        other = db.open_connection(conn.info.dsn, password=conn.info.password,
+                                   application_name="pg-chronicle report")
     except psycopg.Error:
         return None
+    db.use_server(other)            # pg-chronicle --server: the same server
+    return other
 
 
 # sessions that run a report's queries side by side: the longest

@@ -15,7 +15,7 @@ from typing import Any
 import psycopg
 
 from pg_chronicle import text
-from pg_chronicle.db import query, query_one
+from pg_chronicle.db import RUN_OF_SERVER, query, query_one, reading_server
 
 
 @dataclasses.dataclass
@@ -75,7 +75,8 @@ def collect(conn: psycopg.Connection[Any], run: str, top_waits: int = 5) -> RunS
                   "       extract(epoch FROM w.run_to - w.run_from)::float8 AS seconds, "
                   "       extract(epoch FROM coalesce(to_jsonb(r) ->> 'warmup', '0')::interval)::float8"
                   "         AS warmup_s "
-                  "  FROM chronicle.run_window(%(run)s) w, chronicle.run r WHERE r.label = %(run)s",
+                  "  FROM chronicle.run_window(%(run)s) w, chronicle.run r"
+                  " WHERE r.label = %(run)s AND " + RUN_OF_SERVER,
                   {"run": run})
     assert r is not None
     app = query_one(conn, "SELECT * FROM chronicle.app_summary(%s)", (run,))
@@ -176,7 +177,9 @@ def runs_table(conn: psycopg.Connection[Any]) -> str:
                  "            ELSE o.server_name END AS server, "
                  "       coalesce(r.server_version, o.server_version) AS version "
                  "  FROM chronicle.run r LEFT JOIN chronicle.origin o ON o.origin_id = r.origin "
-                 " ORDER BY r.started, r.run_id")
+                 # --server: that server's runs; else all, each with its server
+                 + (" WHERE " + RUN_OF_SERVER if reading_server() is not None else "")
+                 + " ORDER BY r.started, r.run_id")
     if not rows:
         return "no run recorded yet (pg-chronicle bench, or chronicle.run_begin())"
     return text.table(

@@ -1,0 +1,91 @@
+"""A central repository's runs (docs/central.md, "Runs"): a run recorded on a
+recording server reaches the central database that subscribes to it as that
+server's run; pg-chronicle --server NAME reads it there, and its report
+equals the report made on the server, panel by panel; the central's own run
+of the same label stays its own."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from pg_chronicle.db import connect, set_server
+from pg_chronicle.report import build
+
+from conftest import Server, cli, running_server, wait_for
+
+pytestmark = pytest.mark.one_version
+
+
+@pytest.fixture(scope="module")
+def source() -> Iterator[Server]:
+    with running_server("wal_level = logical") as srv:
+        yield srv
+
+
+@pytest.fixture(scope="module")
+def central() -> Iterator[Server]:
+    """Not the session's server: it subscribes, and has a run "a"."""
+    with running_server() as srv:
+        yield srv
+
+
+def report_data(conninfo: str, run: str, server: str | None = None) -> tuple[Any, Any]:
+    """The data behind every panel of pg-chronicle [--server SERVER] report
+    RUN (report.build()), and its header without the time it was made."""
+    set_server(server)
+    try:
+        with connect(conninfo) as conn:
+            meta, panel_list, _ = build(conn, run, None, None, None)
+    finally:
+        set_server(None)
+    assert meta.pop("generated")
+    return meta, panel_list
+
+
+def test_runs_of_a_subscribed_server(central: Server, source: Server) -> None:
+    name = source.psql("SELECT name FROM chronicle.server()")
+    source.psql("SELECT chronicle.publish()")
+    # with its history from before: the keyframe before the run (a key's
+    # value in the run reads back to it)
+    central.psql(f"SELECT chronicle.subscribe('{name}', '{source.conninfo}', backfill => '1 hour')")
+    # the central's own run "a" (a label the source's run has too)
+    central.psql("SELECT chronicle.run_label('a', now() - interval '5 s', now())")
+
+    cli(source, "bench", "--label", "a", "--", "-T", "5", "-c", "2", "-n", check=True)
+    n_tx = source.psql("SELECT count(*) FROM chronicle.app_transaction")
+    assert int(n_tx) > 100
+    wait_for(lambda: central.psql(
+        "SELECT count(*) FROM chronicle.run r JOIN chronicle.app_transaction t USING (run_id)"
+        " WHERE r.label = 'a' AND r.ended IS NOT NULL AND r.server <> 0") == n_tx,
+        "the source's run a, ended, with its pgbench log, on the central side")
+
+    # runs: every server's on the central, each with its server; --server: one's
+    listing = cli(central, "runs", check=True).stdout
+    assert sum(1 for line in listing.splitlines() if line.startswith("a ")) == 2, listing
+    assert name in listing
+    one = cli(central, "--server", name, "runs", check=True).stdout
+    assert [line.split()[:2] for line in one.splitlines() if line.startswith("a ")] == [["a", name]], one
+    assert one.splitlines()[2:] == [line for line in cli(source, "runs", check=True).stdout.splitlines()[2:]
+                                    if line.startswith("a ")], (one, listing)
+
+    # the report of the source's run a on the central side, panel by panel
+    meta, want = report_data(source.conninfo, "a")
+    assert meta["intervals"] >= 4 and any(c["series"] for p in want for c in p["charts"])
+    got_meta, got = report_data(central.conninfo, "a", name)
+    assert got_meta == meta
+    for p, q in zip(got, want, strict=True):
+        assert p == q, p["id"]
+    # without --server, run a is the central's own
+    own_meta, _ = report_data(central.conninfo, "a")
+    assert own_meta["from"] != meta["from"]
+    assert (cli(central, "--server", name, "compare", "a", "a", check=True).stdout
+            == cli(source, "compare", "a", "a", check=True).stdout)
+
+    # an unknown server, and --server where it does not apply
+    p = cli(central, "--server", "nope", "runs")
+    assert p.returncode == 2 and 'no subscribed server named "nope"' in p.stderr, p.stderr
+    p = cli(central, "--server", name, "mark", "x")
+    assert p.returncode == 2 and "--server" in p.stderr, p.stderr
