@@ -32,7 +32,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from pg_chronicle.db import ClientError, query, query_one, translate, translated
+from pg_chronicle.db import RUN_OF_SERVER, ClientError, query, query_one, translate, translated
 
 FORMAT = "pg_chronicle run archive"
 FORMAT_VERSION = 2
@@ -122,7 +122,7 @@ def export_run(conn: psycopg.Connection[Any], run: str, path: pathlib.Path) -> d
     """Writes the archive of an ended run into path; returns its manifest."""
     _session(conn)
     r = query_one(conn, "SELECT r.*, chronicle._run_id(r.label, 'pg-chronicle export') AS id"
-                        " FROM chronicle.run r WHERE r.label = %s", (run,))
+                        " FROM chronicle.run r WHERE r.label = %s AND " + RUN_OF_SERVER, (run,))
     if r is None:
         query(conn, "SELECT chronicle._run_id(%s, 'pg-chronicle export')", (run,))  # the error
         raise AssertionError("unreachable")
