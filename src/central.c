@@ -103,6 +103,24 @@ session_origin(void)
 									   SPI_tuptable->tupdesc, 1, &isnull));
 }
 
+/*
+ * session_origin(), read once a process: an apply worker applies one
+ * subscription, under one replication origin, for as long as it lives.
+ */
+static int32
+session_origin_cached(void)
+{
+	static RepOriginId cached_for = InvalidRepOriginId;
+	static int32 cached = 0;
+
+	if (cached_for != replorigin_session_origin || cached == 0)
+	{
+		cached = session_origin();
+		cached_for = replorigin_session_origin;
+	}
+	return cached;
+}
+
 /* A source's history_key row: its local id in the origin's map. */
 static void
 store_key(int32 origin, HeapTuple tup, TupleDesc desc)
@@ -310,10 +328,62 @@ store_row(int32 origin, const char *archive, HeapTuple tup, TupleDesc desc,
 }
 
 /*
- * A row of the server's runs (chronicle.run, run_change, mark, app_*):
- * stored by chronicle._central_store_run() (42_central.sql), which maps
- * its run_id.  A few rows a run, but for app_transaction one a pgbench
- * transaction: kept in SQL, as jsonb, for its one place of the mapping.
+ * The run here of the server's run remote_id (chronicle.archive_run), or
+ * 0 when it has none (a run begun before the subscription).  One saved
+ * plan: it runs once a pgbench transaction.  SPI connected.
+ */
+static int32
+local_run(int32 origin, Datum remote_id)
+{
+	static SPIPlanPtr plan = NULL;
+	Datum		args[2];
+	bool		isnull;
+	int			ret;
+
+	if (plan == NULL)
+	{
+		Oid			types[2] = {INT4OID, INT4OID};
+		SPIPlanPtr	p = SPI_prepare("SELECT run_id FROM chronicle.archive_run"
+									" WHERE origin = $1 AND remote_id = $2", 2, types);
+
+		if (p == NULL || SPI_keepplan(p) != 0)
+			elog(ERROR, "could not prepare the read of chronicle.archive_run: %s",
+				 SPI_result_code_string(SPI_result));
+		plan = p;
+	}
+	args[0] = Int32GetDatum(origin);
+	args[1] = remote_id;
+	ret = SPI_execute_plan(plan, args, NULL, true, 1);
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "could not read chronicle.archive_run: %s", SPI_result_code_string(ret));
+	if (SPI_processed == 0)
+		return 0;
+	return DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+}
+
+/*
+ * A row of a run's pgbench log or metrics (app_transaction, app_interval,
+ * app_metric): the same table here, only its run_id is the server's.  The
+ * run here (0: none, the row is skipped), which the trigger writes into
+ * the row it returns: the apply worker inserts it itself, one row a
+ * pgbench transaction with no statement of ours.
+ */
+static int32
+app_row_run(int32 origin, HeapTuple tup, TupleDesc desc)
+{
+	bool		isnull;
+	Datum		remote = heap_getattr(tup, SPI_fnumber(desc, "run_id"), desc, &isnull);
+
+	/* app_metric rows tied to no run: the central's own would they be */
+	if (isnull)
+		return 0;
+	return local_run(origin, remote);
+}
+
+/*
+ * A row of the server's runs (chronicle.run, run_change, mark): stored by
+ * chronicle._central_store_run() (42_central.sql), which maps its run_id.
+ * A few rows a run: kept in SQL, as jsonb.
  */
 static void
 store_run_row(int32 origin, const char *kind, HeapTuple tup, TupleDesc desc)
@@ -340,6 +410,8 @@ chronicle_central_apply(PG_FUNCTION_ARGS)
 	TriggerData *trigdata = (TriggerData *) fcinfo->context;
 	const char *kind;
 	int32		origin;
+	bool		app;
+	int32		app_run = 0;
 
 	if (!CALLED_AS_TRIGGER(fcinfo) ||
 		!TRIGGER_FIRED_BEFORE(trigdata->tg_event) ||
@@ -360,9 +432,10 @@ chronicle_central_apply(PG_FUNCTION_ARGS)
 		return PointerGetDatum(trigdata->tg_trigtuple);
 
 	kind = trigdata->tg_trigger->tgargs[0];
+	app = strncmp(kind, "app_", 4) == 0;
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	origin = session_origin();
+	origin = session_origin_cached();
 	if (origin == 0)
 	{
 		/* another subscription's: not ours to redirect */
@@ -383,6 +456,8 @@ chronicle_central_apply(PG_FUNCTION_ARGS)
 			store_row(origin, "archive_snapshot", tup, desc, false, false);
 		else if (strcmp(kind, "statements_text") == 0)
 			store_row(origin, "archive_statements_text", tup, desc, false, false);
+		else if (app)
+			app_run = app_row_run(origin, tup, desc);
 		else
 			store_run_row(origin, kind, tup, desc);
 	}
@@ -392,7 +467,18 @@ chronicle_central_apply(PG_FUNCTION_ARGS)
 	}
 	PG_END_TRY();
 	SPI_finish();
-	/* stored under its origin: not in this server's tables */
+	if (app && app_run != 0)
+	{
+		/* the row as it came, with the run here: allocated after SPI_finish() */
+		TupleDesc	desc = RelationGetDescr(trigdata->tg_relation);
+		int			att = SPI_fnumber(desc, "run_id");
+		Datum		value = Int32GetDatum(app_run);
+		bool		null = false;
+
+		return PointerGetDatum(heap_modify_tuple_by_cols(trigdata->tg_trigtuple, desc,
+														 1, &att, &value, &null));
+	}
+	/* stored under its origin (or skipped): not in this server's tables */
 	return PointerGetDatum(NULL);
 }
 

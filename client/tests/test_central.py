@@ -61,6 +61,13 @@ def test_runs_of_a_subscribed_server(central: Server, source: Server) -> None:
         "SELECT count(*) FROM chronicle.run r JOIN chronicle.app_transaction t USING (run_id)"
         " WHERE r.label = 'a' AND r.ended IS NOT NULL AND r.server <> 0") == n_tx,
         "the source's run a, ended, with its pgbench log, on the central side")
+    # and the snapshots after its end (its last interval reads them)
+    wait_for(lambda: source.psql("SELECT max(s.ts) > r.ended + interval '1 s' FROM chronicle.snapshot s,"
+                                 " chronicle.run r WHERE r.label = 'a' GROUP BY r.ended") == "t",
+             "a snapshot after the end of run a")
+    last = source.psql("SELECT max(ts) FROM chronicle.snapshot")
+    wait_for(lambda: central.psql(f"SELECT max(ts) >= '{last}' FROM chronicle.archive_snapshot") == "t",
+             "the source's snapshots after run a on the central side")
 
     # runs: every server's on the central, each with its server; --server: one's
     listing = cli(central, "runs", check=True).stdout

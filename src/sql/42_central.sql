@@ -155,13 +155,14 @@ REVOKE ALL ON FUNCTION chronicle._central_layout() FROM PUBLIC;
 -- (Called by 99_grants.sql, once every published table exists.)
 
 -- On the central database, from the trigger (src/central.c): a row of a
--- subscribed server's runs (kind: the published table's name, row: the
--- row as jsonb) stored under its origin.  Its run under a run_id of this
--- database (chronicle.archive_run maps the server's), its label unique
--- among the server's runs (run.server), the rows naming a run with their
--- run_id mapped.  Only the server's own runs (origin 0 there): the
--- history of a run it imported is not published.  A row of a run that
--- has no run here (begun before the subscription) is skipped.
+-- subscribed server's runs, marks or run changes (kind: the published
+-- table's name, r: the row as jsonb) stored under its origin.  Its run
+-- under a run_id of this database (chronicle.archive_run maps the
+-- server's), its label unique among the server's runs (run.server).  Only
+-- the server's own runs (origin 0 there): the history of a run it
+-- imported is not published.  A change of a run that has no run here
+-- (begun before the subscription) is skipped.  (The pgbench rows and
+-- metrics, one row a transaction, get their run_id in the trigger.)
 CREATE FUNCTION chronicle._central_store_run(origin integer, kind text, r jsonb)
 RETURNS void
 LANGUAGE plpgsql
@@ -200,17 +201,13 @@ BEGIN
 	IF kind = 'run_change' THEN
 		UPDATE chronicle.run o SET ended = (r ->> 'ended')::timestamptz, warmup = (r ->> 'warmup')::interval
 		 WHERE o.run_id = v_run;
-	ELSIF kind IN ('app_transaction', 'app_interval', 'app_metric') THEN
-		EXECUTE format('INSERT INTO chronicle.%I SELECT * FROM jsonb_populate_record(NULL::chronicle.%I, $1)',
-		               kind, kind)
-		  USING r || jsonb_build_object('run_id', v_run);
 	ELSE
 		RAISE EXCEPTION 'chronicle._central_store_run: unknown kind "%"', kind;
 	END IF;
 END;
 $fn$;
 COMMENT ON FUNCTION chronicle._central_store_run(integer, text, jsonb) IS
-	'Stores a row of a subscribed server''s runs (run, run_change, mark, app_*) under its origin';
+	'Stores a row of a subscribed server''s runs (run, run_change, mark) under its origin';
 REVOKE ALL ON FUNCTION chronicle._central_store_run(integer, text, jsonb) FROM PUBLIC;
 
 -- The publisher's side of chronicle.subscribe() (src/central.c).

@@ -234,8 +234,15 @@ $sources[0]->safe_psql('postgres', q{
 	SELECT chronicle.add_metric('queue_depth', 3, now(), 'a');});
 $_->safe_psql('postgres', "SELECT chronicle.run_end('a')") for @sources;
 $sources[0]->safe_psql('postgres', "SELECT chronicle.run_set_warmup('a', '1 s')");
-ok($central->poll_query_until('postgres', q{
+# (and the snapshots after the end: a window's last interval reads them)
+$sources[0]->poll_query_until('postgres', q{
+	SELECT max(s.ts) > r.ended + interval '1 s' FROM chronicle.snapshot s, chronicle.run r
+	 WHERE r.label = 'a' GROUP BY r.ended})
+  or die 'src1 records nothing after run a';
+my $src1_now = $sources[0]->safe_psql('postgres', 'SELECT max(ts) FROM chronicle.snapshot');
+ok($central->poll_query_until('postgres', qq{
 	SELECT count(*) = 2 AND bool_and(ended IS NOT NULL) AND max(warmup) = '1 s'
+	       AND (SELECT max(ts) FROM chronicle.archive_snapshot WHERE origin = $origin{src1}) >= '$src1_now'
 	  FROM chronicle.run WHERE label = 'a'}),
 	'both servers\' runs "a" on the central side, ended, src1\'s warm-up set after its end');
 my $run_row = q{SELECT label, started, ended, warmup, meta, settings, server_version, owner FROM chronicle.run
