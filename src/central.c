@@ -374,7 +374,7 @@ app_row_run(int32 origin, HeapTuple tup, TupleDesc desc)
 	bool		isnull;
 	Datum		remote = heap_getattr(tup, SPI_fnumber(desc, "run_id"), desc, &isnull);
 
-	/* app_metric rows tied to no run: the central's own would they be */
+	/* an app_metric row tied to no run would read as the central's own */
 	if (isnull)
 		return 0;
 	return local_run(origin, remote);
