@@ -362,7 +362,7 @@ LANGUAGE sql AS $$
 $$;
 CREATE FUNCTION pg_temp.kept(run text) RETURNS TABLE (kind text, current boolean)
 LANGUAGE sql AS $$
-	SELECT m.kind, m.epoch = (SELECT e.epoch FROM chronicle.app_epoch e)
+	SELECT m.kind, m.epoch = chronicle._app_epoch()
 	  FROM chronicle.app_memo m WHERE m.run_id = chronicle._run_id(run, 'test') ORDER BY 1
 $$;
 CREATE FUNCTION pg_temp.check(run text) RETURNS TABLE (read_is_computed boolean, transactions bigint,

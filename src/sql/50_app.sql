@@ -1022,10 +1022,11 @@ $$;
 DO $do$
 BEGIN
 	IF to_regclass('chronicle.app_epoch') IS NULL THEN
+		-- one row, made by the first change (none: epoch 0)
 		CREATE TABLE chronicle.app_epoch (
+			one   boolean PRIMARY KEY DEFAULT true CHECK (one),
 			epoch bigint NOT NULL
 		);
-		INSERT INTO chronicle.app_epoch VALUES (0);
 		REVOKE ALL ON chronicle.app_epoch FROM PUBLIC;
 		GRANT SELECT ON chronicle.app_epoch TO pg_monitor, pg_read_all_stats;
 	END IF;
@@ -1048,7 +1049,7 @@ BEGIN
 END;
 $do$;
 COMMENT ON TABLE chronicle.app_epoch IS
-	'One row: moved on by every change to the pgbench log tables or the runs; a result of chronicle.app_memo counts only with the epoch it was computed at';
+	'At most one row (none: epoch 0): moved on by every change to the pgbench log tables or the runs; a result of chronicle.app_memo counts only with the epoch it was computed at';
 COMMENT ON TABLE chronicle.app_memo IS
 	'Kept results of a run''s pgbench numbers (app_intervals, app_summary, app_latencies), read back while the epoch and the snapshots read are the same';
 
@@ -1060,7 +1061,8 @@ LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-	UPDATE chronicle.app_epoch SET epoch = epoch + 1;
+	INSERT INTO chronicle.app_epoch AS e (epoch) VALUES (1)
+	ON CONFLICT (one) DO UPDATE SET epoch = e.epoch + 1;
 	RETURN NULL;
 END;
 $$;
@@ -1070,6 +1072,15 @@ CREATE TRIGGER app_epoch_next AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON ch
 	FOR EACH STATEMENT EXECUTE FUNCTION chronicle._app_epoch_next();
 CREATE TRIGGER app_epoch_next AFTER UPDATE OR DELETE OR TRUNCATE ON chronicle.run
 	FOR EACH STATEMENT EXECUTE FUNCTION chronicle._app_epoch_next();
+
+-- The epoch now.
+CREATE FUNCTION chronicle._app_epoch()
+RETURNS bigint
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+	SELECT coalesce((SELECT e.epoch FROM chronicle.app_epoch e), 0)
+$$;
 
 -- The snapshots a kept result depends on, (ts, segment) by ts.  intervals:
 -- those of the window from the last at or before from_ts
@@ -1110,7 +1121,7 @@ AS $$
 	SELECT m.*
 	  FROM chronicle.app_memo m
 	 WHERE m.run_id = p_run AND m.kind = p_kind AND m.from_ts = p_from AND m.to_ts = p_to
-	   AND m.epoch = (SELECT e.epoch FROM chronicle.app_epoch e)
+	   AND m.epoch = chronicle._app_epoch()
 	   AND m.bounds = chronicle._app_memo_bounds(p_run, p_kind, p_from, p_to)
 $$;
 
@@ -1143,7 +1154,7 @@ BEGIN
 	m.kind := p_kind;
 	m.from_ts := p_from;
 	m.to_ts := p_to;
-	SELECT e.epoch INTO m.epoch FROM chronicle.app_epoch e;
+	m.epoch := chronicle._app_epoch();
 	m.bounds := chronicle._app_memo_bounds(p_run, p_kind, p_from, p_to);
 	IF p_kind = 'intervals' THEN
 		m.intervals := ARRAY(SELECT a FROM chronicle._app_intervals(p_from, p_to, p_run) a);
@@ -1286,6 +1297,7 @@ REVOKE ALL ON FUNCTION chronicle._app_intervals(timestamptz, timestamptz, intege
 REVOKE ALL ON FUNCTION chronicle._app_summary_bounds(integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle._app_summary_compute(integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle._app_epoch_next() FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle._app_epoch() FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle._app_memo_bounds(integer, text, timestamptz, timestamptz) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle._app_memo_get(integer, text, timestamptz, timestamptz) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle._app_memo_put(integer, text, timestamptz, timestamptz) FROM PUBLIC;
@@ -1300,6 +1312,7 @@ GRANT EXECUTE ON FUNCTION chronicle._app_summary(integer) TO pg_monitor, pg_read
 GRANT EXECUTE ON FUNCTION chronicle._app_intervals(timestamptz, timestamptz, integer) TO pg_monitor, pg_read_all_stats;
 GRANT EXECUTE ON FUNCTION chronicle._app_summary_bounds(integer) TO pg_monitor, pg_read_all_stats;
 GRANT EXECUTE ON FUNCTION chronicle._app_summary_compute(integer) TO pg_monitor, pg_read_all_stats;
+GRANT EXECUTE ON FUNCTION chronicle._app_epoch() TO pg_monitor, pg_read_all_stats;
 GRANT EXECUTE ON FUNCTION chronicle._app_memo_bounds(integer, text, timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;
 GRANT EXECUTE ON FUNCTION chronicle._app_memo_get(integer, text, timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;
 GRANT EXECUTE ON FUNCTION chronicle._app_memo_put(integer, text, timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;
