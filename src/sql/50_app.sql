@@ -872,13 +872,12 @@ $$;
 
 -- A whole run from every transaction (never from intervals), or from its
 -- aggregate log; one row, also for a run without any (0 transactions).
--- Computed (_app_summary reads it kept).
+-- Computed, over the history of the origin the caller reads (_app_summary
+-- sets the run's, and reads the result kept).
 CREATE FUNCTION chronicle._app_summary_compute(p_run integer)
 RETURNS SETOF chronicle.app_summary_row
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
--- the run's origin, set by run_window(), for this call only (05_origin.sql)
-SET chronicle.origin = 0
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -886,7 +885,6 @@ DECLARE
 	v_thr timestamptz[];
 	v_from timestamptz;		-- the warm-up's end: transactions ending after it count
 BEGIN
-	PERFORM chronicle._run_origin(p_run);
 	SELECT CASE WHEN r.warmup > interval '0' THEN r.started + r.warmup END INTO v_from
 	  FROM chronicle.run r WHERE r.run_id = p_run;
 	SELECT b.counted, b.thr INTO v_counted, v_thr FROM chronicle._app_summary_bounds(p_run) b;
