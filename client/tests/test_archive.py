@@ -237,7 +237,8 @@ def test_import_keeps_triggers(server: Server, runs: pathlib.Path) -> None:
     trigger per row (39_import.sql), only while app_transaction has no
     trigger of the user's: one of the user's fires for every row, and the
     rows are the same either way; the tables written after them fire their
-    triggers again."""
+    triggers again.  Which way the rows went: the rollup's statement trigger
+    (pg_stat_user_functions) fires only where the triggers were not skipped."""
     rows = ("SELECT count(*), md5(string_agg(format('%s %s %s %s %s %s %s %s', ts, client_id, tx_no,"
             " script_no, latency_us, lag_us, retries, status), ',' ORDER BY ts, client_id, tx_no))"
             " FROM chronicle.app_transaction WHERE run_id = (SELECT run_id FROM chronicle.run"
@@ -247,6 +248,7 @@ def test_import_keeps_triggers(server: Server, runs: pathlib.Path) -> None:
     fired: dict[str, str] = {}
     for db, table in (("repo_fast", "mark"), ("repo_checked", "app_transaction")):
         server.psql(f"CREATE DATABASE {db}")
+        server.psql(f"ALTER DATABASE {db} SET track_functions = 'all'")
         server.psql("CREATE EXTENSION pg_chronicle;"
                     " CREATE TABLE public.fired (tbl text);"
                     " CREATE FUNCTION public.fire() RETURNS trigger LANGUAGE plpgsql"
@@ -263,6 +265,11 @@ def test_import_keeps_triggers(server: Server, runs: pathlib.Path) -> None:
     assert n == m and int(n) >= 1, fired
     n, m = fired["repo_checked"].split("|")
     assert n == m == want.split("|")[0], fired
+    rollup_calls = ("SELECT coalesce(sum(calls), 0) FROM pg_stat_user_functions"
+                    " WHERE schemaname = 'chronicle' AND funcname = '_rollup_app_changed'")
+    wait_for(lambda: server.psql(rollup_calls, dbname="repo_checked") == "1",
+             "the import's statistics in repo_checked")
+    assert server.psql(rollup_calls, dbname="repo_fast") == "0"
 
 
 def test_server_side_export(server: Server, second: Server, runs: pathlib.Path) -> None:

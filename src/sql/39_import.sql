@@ -124,7 +124,8 @@ BEGIN
 	IF has_parameter_privilege(current_user, 'session_replication_role', 'SET')
 	   AND NOT EXISTS (SELECT FROM pg_trigger t
 	                    WHERE t.tgrelid = 'chronicle.app_transaction'::regclass
-	                      AND NOT (t.tgname IN ('rollup_app_inserted', 'rollup_app_deleted') AND NOT t.tgisinternal)
+	                      AND NOT (t.tgname IN ('rollup_app_inserted', 'rollup_app_deleted') AND NOT t.tgisinternal
+	                               AND t.tgfoid = 'chronicle._rollup_app_changed()'::regprocedure)
 	                      AND NOT (t.tgisinternal AND t.tgconstraint IN (
 	                               SELECT c.oid FROM pg_constraint c
 	                                WHERE c.conrelid = 'chronicle.app_transaction'::regclass
