@@ -115,9 +115,11 @@ BEGIN
 	-- run this transaction inserted above, which no other session sees
 	-- before it commits.  The triggers of app_transaction are skipped
 	-- (session_replication_role replica, this statement only) only while
-	-- they are the ones known here: the foreign key's and the rollup's,
-	-- which marks this server's runs only (60_rollups.sql); a trigger or
-	-- constraint trigger of any other kind keeps every row checked.
+	-- they are the ones known here: the foreign key's, the rollup's,
+	-- which marks this server's runs only (60_rollups.sql), and the kept
+	-- results' epoch (50_app.sql: nothing is kept of a run not committed
+	-- yet, and app_interval's below moves it); a trigger or constraint
+	-- trigger of any other kind keeps every row checked.
 	IF NOT EXISTS (SELECT FROM chronicle.run o WHERE o.run_id = r.run_id AND o.origin = v_origin) THEN
 		RAISE EXCEPTION 'chronicle._import_run: run % is not the one inserted', r.run_id;
 	END IF;
@@ -126,6 +128,8 @@ BEGIN
 	                    WHERE t.tgrelid = 'chronicle.app_transaction'::regclass
 	                      AND NOT (t.tgname IN ('rollup_app_inserted', 'rollup_app_deleted') AND NOT t.tgisinternal
 	                               AND t.tgfoid = 'chronicle._rollup_app_changed()'::regprocedure)
+	                      AND NOT (t.tgname = 'app_epoch_next' AND NOT t.tgisinternal
+	                               AND t.tgfoid = 'chronicle._app_epoch_next()'::regprocedure)
 	                      AND NOT (t.tgisinternal AND t.tgconstraint IN (
 	                               SELECT c.oid FROM pg_constraint c
 	                                WHERE c.conrelid = 'chronicle.app_transaction'::regclass
