@@ -331,3 +331,99 @@ SELECT p.proname, has_function_privilege('public', p.oid, 'EXECUTE') AS public,
    AND p.proname IN ('load_pgbench_log', 'load_pgbench_lines', 'pgbench_staging', 'add_metric',
                      'app_intervals', 'app_summary', 'statements_top')
  ORDER BY 1, 2;
+
+-- Kept results (chronicle.app_memo, 50_app.sql): a reader's first read of
+-- a run's numbers keeps them, written by the SECURITY DEFINER function (a
+-- reader cannot write the table); the next reads return them; every change
+-- they depend on (transactions, the warm-up, a snapshot among those read)
+-- makes the next read compute them again.  Each read is compared with the
+-- computation (pg_temp.computed: the functions that compute, called
+-- directly).
+CREATE ROLE chronicle_reader IN ROLE pg_monitor;
+CREATE FUNCTION pg_temp.computed(run text) RETURNS TABLE (intervals chronicle.app_interval_row[],
+                                                         summary chronicle.app_summary_row[],
+                                                         latencies bigint[])
+LANGUAGE sql AS $$
+	SELECT (SELECT array_agg(a) FROM chronicle.run_window(run) w,
+	                                 chronicle._app_intervals(w.run_from, w.run_to, chronicle._run_id(run, 'test')) a),
+	       (SELECT array_agg(a) FROM chronicle._app_summary_compute(chronicle._run_id(run, 'test')) a),
+	       (SELECT array_agg(ARRAY[l.latency_us, l.transactions, l.completed] ORDER BY l.latency_us)
+	          FROM chronicle.run_window(run) w,
+	               chronicle._app_latencies(chronicle._run_id(run, 'test'), w.run_from, w.run_to) l)
+$$;
+CREATE FUNCTION pg_temp.read(run text) RETURNS TABLE (intervals chronicle.app_interval_row[],
+                                                     summary chronicle.app_summary_row[],
+                                                     latencies bigint[])
+LANGUAGE sql AS $$
+	SELECT (SELECT array_agg(a) FROM chronicle.app_intervals(run) a),
+	       (SELECT array_agg(a) FROM chronicle.app_summary(run) a),
+	       (SELECT array_agg(ARRAY[l.latency_us, l.transactions, l.completed] ORDER BY l.latency_us)
+	          FROM chronicle.run_window(run) w, chronicle.app_latencies(run, w.run_from, w.run_to) l)
+$$;
+CREATE FUNCTION pg_temp.kept(run text) RETURNS TABLE (kind text, current boolean)
+LANGUAGE sql AS $$
+	SELECT m.kind, m.epoch = chronicle._app_epoch()
+	  FROM chronicle.app_memo m WHERE m.run_id = chronicle._run_id(run, 'test') ORDER BY 1
+$$;
+CREATE FUNCTION pg_temp.check(run text) RETURNS TABLE (read_is_computed boolean, transactions bigint,
+                                                      latency_max_ms float8, intervals integer)
+LANGUAGE sql AS $$
+	SELECT r IS NOT DISTINCT FROM c, (r.summary[1]).transactions, (r.summary[1]).latency_max_ms,
+	       cardinality(r.intervals)
+	  FROM pg_temp.read(run) r, pg_temp.computed(run) c
+$$;
+GRANT EXECUTE ON FUNCTION pg_temp.computed(text), pg_temp.read(text), pg_temp.kept(text),
+                          pg_temp.check(text) TO chronicle_reader;
+-- kept by the reads above, since changed: not current
+SELECT * FROM pg_temp.kept('hand');
+SET ROLE chronicle_reader;
+SELECT * FROM pg_temp.check('hand');
+SELECT * FROM pg_temp.kept('hand');
+-- read back: the same
+SELECT * FROM pg_temp.check('hand');
+-- a reader cannot write them, nor move the epoch
+UPDATE chronicle.app_memo SET epoch = epoch + 1;
+DELETE FROM chronicle.app_memo;
+UPDATE chronicle.app_epoch SET epoch = epoch + 1;
+RESET ROLE;
+-- A transaction more (in the first interval, slower than every other):
+-- the kept rows are no longer current, the next read is the computation.
+INSERT INTO chronicle.app_transaction (run_id, ts, client_id, tx_no, script_no, latency_us)
+SELECT r.run_id, '2020-03-01 10:00:00.95+00', 9, 1, 0, 200000 FROM chronicle.run r WHERE r.label = 'hand';
+SELECT * FROM pg_temp.kept('hand');
+SET ROLE chronicle_reader;
+SELECT * FROM pg_temp.check('hand');
+RESET ROLE;
+SELECT * FROM pg_temp.kept('hand');
+-- A warm-up: the summary counts the transactions after it.
+SELECT warmup FROM chronicle.run_set_warmup('hand', '1 s');
+SET ROLE chronicle_reader;
+SELECT * FROM pg_temp.check('hand');
+RESET ROLE;
+SELECT warmup FROM chronicle.run_set_warmup('hand', '0');
+-- A snapshot among those read (recorded, imported): the intervals change
+-- without a change to the transactions or the run.
+SET ROLE chronicle_reader;
+SELECT * FROM pg_temp.check('hand');
+RESET ROLE;
+INSERT INTO chronicle.snapshot (ts, segment, keyframe, collector, duration_ms, rows_written, wal_bytes, errors)
+VALUES ('2020-03-01 10:00:02+00', '2020-03-01 10:00:00+00', false, 'worker', 1, 0, 0, 0);
+SET ROLE chronicle_reader;
+SELECT * FROM pg_temp.check('hand');
+RESET ROLE;
+DELETE FROM chronicle.snapshot WHERE ts = '2020-03-01 10:00:02+00';
+DELETE FROM chronicle.app_transaction WHERE client_id = 9 AND ts = '2020-03-01 10:00:00.95+00';
+-- In a read-only transaction (a standby) nothing is kept: computed.
+BEGIN READ ONLY;
+SELECT * FROM pg_temp.check('hand');
+COMMIT;
+SELECT * FROM pg_temp.kept('hand');
+-- A deleted run's kept rows go with it.
+INSERT INTO chronicle.run (label, started, ended)
+VALUES ('memo_gone', '2020-03-01 10:00:00+00', '2020-03-01 10:00:11+00');
+SELECT transactions FROM chronicle.app_summary('memo_gone');
+SELECT count(*) AS kept FROM chronicle.app_memo m JOIN chronicle.run r USING (run_id) WHERE r.label = 'memo_gone';
+SELECT chronicle.run_delete('memo_gone');
+SELECT count(*) AS kept FROM chronicle.app_memo m WHERE NOT EXISTS (SELECT FROM chronicle.run r WHERE r.run_id = m.run_id);
+DROP FUNCTION pg_temp.computed(text), pg_temp.read(text), pg_temp.kept(text), pg_temp.check(text);
+DROP ROLE chronicle_reader;

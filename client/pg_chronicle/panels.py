@@ -259,7 +259,7 @@ def marks_table(w: Window, marks: list[Mark]) -> Table | None:
 def app_rows(conn: Conn, w: Window) -> list[Row]:
     """The run's pgbench numbers per interval (chronicle.app_intervals)."""
     return _rows(conn, """SELECT interval_end, transactions, tps, latency_p50_ms, latency_p99_ms,
-                                 latency_max_ms, basis
+                                 latency_max_ms, basis, skipped
                             FROM chronicle.app_intervals(%s, %s, %s)""",
                  (w.from_ts, w.to_ts, w.run))
 
@@ -964,13 +964,17 @@ def latency_data(conn: Conn, w: Window) -> Distribution:
     and app_intervals() take them (percentile_disc: the least latency whose
     cumulative count reaches ceil(p * count)), from their counts per
     distinct latency (a hash of a few thousand values, not a sort of every
-    transaction)."""
+    transaction); chronicle.app_latencies() gives those counts, kept once
+    read."""
+    counts = ("""SELECT l.latency_us AS l, l.transactions AS n, l.completed AS n_ok
+                   FROM chronicle.app_latencies(%(label)s, %(f)s, %(t)s) l"""
+              if _has_function(conn, "chronicle.app_latencies") else
+              """SELECT t.latency_us AS l, count(*) AS n, count(*) FILTER (WHERE t.status = 'ok') AS n_ok
+                   FROM chronicle.app_transaction t
+                  WHERE t.run_id = %(run)s AND t.ts > %(f)s AND t.ts <= %(t)s AND t.latency_us IS NOT NULL
+                  GROUP BY 1""")
     rows = _rows(conn, """
-        WITH v AS MATERIALIZED (
-            SELECT t.latency_us AS l, count(*) AS n, count(*) FILTER (WHERE t.status = 'ok') AS n_ok
-              FROM chronicle.app_transaction t
-             WHERE t.run_id = %(run)s AND t.ts > %(f)s AND t.ts <= %(t)s AND t.latency_us IS NOT NULL
-             GROUP BY 1
+        WITH v AS MATERIALIZED (""" + counts + """
         ), bins AS (
             SELECT floor(log(greatest(v.l, 1)::float8) * %(bins)s)::int AS b, sum(v.n)::bigint AS n
               FROM v GROUP BY 1
@@ -984,7 +988,8 @@ def latency_data(conn: Conn, w: Window) -> Distribution:
               FROM ok
         )
         SELECT bins.b, bins.n, p.p50, p.p99 FROM bins CROSS JOIN p ORDER BY bins.b""",
-                 {"run": w.run_id, "f": w.summary_from, "t": w.to_ts, "bins": BINS_PER_DECADE})
+                 {"run": w.run_id, "label": w.run, "f": w.summary_from, "t": w.to_ts,
+                  "bins": BINS_PER_DECADE})
     if not rows:
         return w.run, [], (None, None)
     p50, p99 = rows[0]["p50"], rows[0]["p99"]
@@ -1048,6 +1053,15 @@ def over_rows(conn: Conn, w: Window) -> list[Row]:
           FROM i
           LEFT JOIN n ON n.b = 2 * i.k - 1""",
                  {"thr": thr_us, "f": w.from_ts, "t": w.to_ts, "run": w.run_id})
+
+
+def skipped_rows(w: Window, app: list[Row]) -> list[Row]:
+    """over_rows() of a window without a threshold, from its app_rows(): the
+    transactions pgbench skipped per interval of the per-transaction log
+    (an interval counted from an aggregate log counts none, as over_rows()
+    reads no aggregate), without another pass over the transactions."""
+    by_end = {r["interval_end"]: r["skipped"] for r in app if r["basis"] == "transactions"}
+    return [{"interval_end": e, "over": None, "skipped": by_end.get(e, 0)} for e in w.ends]
 
 
 # fewer intervals than this standing out: the next ones are shown, unmarked

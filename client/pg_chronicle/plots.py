@@ -8,8 +8,6 @@ visible); stacked charts are drawn at full resolution.
 from __future__ import annotations
 
 import math
-import multiprocessing
-import os
 import pathlib
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -24,6 +22,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, MultipleLocator, NullFormatter
 
+from pg_chronicle import drawing
 from pg_chronicle.model import Cell, Chart, Meta, Panel, Value
 from pg_chronicle.text import visible
 
@@ -281,7 +280,7 @@ def figure(panel: Panel, meta: Meta) -> Figure:
     return fig
 
 
-def _write_panel(args: tuple[Panel, Meta, pathlib.Path]) -> tuple[str, str | None]:
+def write_panel(args: tuple[Panel, Meta, pathlib.Path]) -> tuple[str, str | None]:
     """Draws one panel: (its id, None), or (its id, why it could not be
     drawn, in one line), and then neither of its files is left."""
     p, meta, outdir = args
@@ -305,20 +304,6 @@ def write_all(meta: Meta, panel_list: list[Panel], outdir: pathlib.Path,
     """<panel id>.png and .svg for every panel; returns the panels that
     could not be drawn, each with why (the others are drawn all the same).
     The panels are drawn by one process per CPU (at most 4): matplotlib
-    renders in one thread, and most of a report's time is here."""
-    slow = [(s0, s1) for p in panel_list for t in p["tables"] if t["id"] == "slowest.table"
-            and t.get("x") for s0, s1 in zip(t["x_start"], t["x"], strict=True)] if not meta.get("vs") else []
-    if slow:
-        panel_list = [{**p, "charts": [{**c, "slow": slow} if c["kind"] == "time" else c
-                                       for c in p["charts"]]} for p in panel_list]
-    # the biggest first, so that the processes finish together
-    work = sorted(((p, meta, outdir) for p in panel_list),
-                  key=lambda a: -sum(len(c["x"]) * len(c["series"]) for c in a[0]["charts"]))
-    n = processes or min(4, os.cpu_count() or 1)
-    if n > 1 and len(work) > 1:
-        ctx = multiprocessing.get_context("fork")
-        with ctx.Pool(n) as pool:
-            done = pool.map(_write_panel, work, chunksize=1)
-    else:
-        done = [_write_panel(a) for a in work]
-    return {pid: why for pid, why in done if why is not None}
+    renders in one thread (drawing.Drawer, which a report starts before its
+    queries)."""
+    return drawing.Drawer(outdir, processes).finish(meta, panel_list)

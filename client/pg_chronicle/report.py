@@ -10,6 +10,7 @@ what they pass around is typed in model.py.
 
 from __future__ import annotations
 
+import contextlib
 import pathlib
 import sys
 import threading
@@ -20,7 +21,7 @@ from datetime import UTC, datetime
 
 import psycopg
 
-from pg_chronicle import db, html, panels, trials
+from pg_chronicle import db, drawing, html, panels, trials
 from pg_chronicle.db import ClientError
 from pg_chronicle.model import Chart, Mark, Meta, Panel, Series, Table
 from pg_chronicle.panels import Conn, Distribution, Row, Window
@@ -110,22 +111,32 @@ class Collected:
         return [self.panels[k] for k in PANELS]
 
 
-def collect(conn: Conn, w: Window, comparison: bool = False) -> Collected:
+def collect(conn: Conn, w: Window, comparison: bool = False,
+            ready: Callable[[Panel], None] | None = None) -> Collected:
     """Every panel of one window and its headline numbers.  The queries run
     in SESSIONS sessions (_run_tasks); the panels that use
     chronicle.timeline()'s series (throughput, waits, cpu, io, wal), the slowest
     intervals and the latency distribution (one p99 for both) are built when
-    every query is done; then every time chart gets the window's marks."""
+    every query is done; then every time chart gets the window's marks.
+    ready: called with each panel that has no chart as soon as it is built
+    (nothing of it changes after: its picture can be drawn)."""
     out = Collected()
     rows: dict[str, list[Row]] = {}
     ranked: list[tuple[str, list[Row]] | None] = []
+
+    def built(pid: str, p: Panel) -> None:
+        out.panels[pid] = p
+        if ready is not None and not p["charts"]:
+            ready(p)
+
+    built("settings", panels.settings_env(w))
 
     # each task reads the history of the run's server on its session
     # (panels.use): the sessions may have read another run's before
     def panel(pid: str, make: Callable[[Conn], Panel]) -> Task:
         def task(c: Conn) -> None:
             panels.use(c, w)
-            out.panels[pid] = make(c)
+            built(pid, make(c))
         return task
 
     def fetch(key: str, query: Callable[[Conn, Window], list[Row]]) -> Task:
@@ -148,11 +159,14 @@ def collect(conn: Conn, w: Window, comparison: bool = False) -> Collected:
     # timeline, the pgbench log's per-interval and whole-run percentiles (the
     # latency distribution's p99 is also what the slowest intervals are
     # measured against)
+    # without a latency threshold, the skipped transactions per interval
+    # are app_intervals()' (skipped_rows)
+    over = [fetch("over", panels.over_rows)] if w.latency_threshold_ms is not None else []
     _run_tasks(conn, [
         slowest,
         fetch("timeline", panels.timeline_rows),
         fetch("app", panels.app_rows),
-        fetch("over", panels.over_rows),
+        *over,
         headline,
         latency,
         fetch("waits", panels.wait_profile_rows),
@@ -173,6 +187,8 @@ def collect(conn: Conn, w: Window, comparison: bool = False) -> Collected:
         fetch("relation_totals", panels.relation_totals_rows),
     ])
     assert out.latency is not None
+    if not over:
+        rows["over"] = panels.skipped_rows(w, rows["app"])
     out.panels["latency"] = panels.latency_panel(w, out.latency)
     out.panels["slowest"] = panels.slowest(conn, w, ranked[0], out.latency[2][1])
     tl = panels.timeline_series(w, rows["timeline"])
@@ -185,7 +201,6 @@ def collect(conn: Conn, w: Window, comparison: bool = False) -> Collected:
     out.panels["wal"] = panels.wal_panel(w, rows["wal"], rows["wal_sources"])
     out.panels["relations"] = panels.relations_panel(w, rows["relations"])
     out.panels["tables"] = panels.tables_panel(w, rows["relations"], rows["relation_totals"])
-    out.panels["settings"] = panels.settings_env(w)
     marks = panels.marks_of(rows["marks"])
     panels.with_marks(out.panels.values(), marks)
     table = panels.marks_table(w, marks)
@@ -327,20 +342,32 @@ def _ts(t: datetime) -> str:
 
 def build(conn: Conn, run: str, vs: str | None, from_ts: str | None,
           to_ts: str | None, first: Panel | None = None,
-          threshold_ms: float | None = None) -> tuple[Meta, list[Panel], list[Window]]:
+          threshold_ms: float | None = None,
+          ready: Callable[[Panel, Meta], None] | None = None) -> tuple[Meta, list[Panel], list[Window]]:
     """(meta, panels, windows) of the report, without writing anything;
     first: a panel put before the others (the trials'); threshold_ms: the
     latency over which transactions are counted per interval (default:
-    each run's pgbench --latency-limit)."""
+    each run's pgbench --latency-limit); ready: called with each panel of
+    the report that is final before the queries are all done (a report of
+    one run: first, and the panels without a chart) and the meta it is
+    drawn with (its run and vs)."""
     lead = [first] if first is not None else []
     a = _window(conn, run, from_ts, to_ts, threshold_ms)
+    meta: Meta = {"run": run, "vs": vs, "from": _ts(a.from_ts), "to": _ts(a.to_ts),
+                  "intervals": len(a.ends), "server_version": a.server_version,
+                  "generated": "", "headline": []}
+    if a.steady_from is not None:
+        meta["warmup"] = _warmup(a, relative=vs is not None)
+    early: Callable[[Panel], None] | None = None
+    if ready is not None and vs is None:
+        def early(p: Panel) -> None:
+            ready(p, {**meta})
+        for p in lead:
+            if not p["charts"]:
+                early(p)
     with db.translated():
-        ra = collect(conn, a, comparison=vs is not None)
-        meta: Meta = {"run": run, "vs": vs, "from": _ts(a.from_ts), "to": _ts(a.to_ts),
-                      "intervals": len(a.ends), "server_version": a.server_version,
-                      "generated": _ts(datetime.now(UTC)), "headline": ra.headline}
-        if a.steady_from is not None:
-            meta["warmup"] = _warmup(a, relative=vs is not None)
+        ra = collect(conn, a, comparison=vs is not None, ready=early)
+        meta["generated"], meta["headline"] = _ts(datetime.now(UTC)), ra.headline
         if vs is None:
             return meta, lead + ra.in_order(), [a]
     b = _window(conn, vs, None, None, threshold_ms)
@@ -364,16 +391,47 @@ def write_report(conn: Conn, run: str, vs: str | None, from_ts: str | None,
     a panel before the others (trials_panel())."""
     timings: dict[str, float] = {}
     t0 = time.monotonic()
-    meta, panel_list, _ = build(conn, run, vs, from_ts, to_ts, first, threshold_ms)
-    timings["queries"] = time.monotonic() - t0
     outdir = pathlib.Path(outdir)
+    made: list[pathlib.Path] = []      # the folder, when this report made it
+    lock = threading.Lock()
+
+    def mkdir() -> None:
+        with lock:
+            if outdir.is_dir():
+                return
+            try:
+                outdir.mkdir(parents=True)
+            except OSError as exc:
+                raise ClientError(f"cannot create the output folder {outdir}: {exc.strerror}") from exc
+            made.append(outdir)
+
+    # the pictures of the panels final before the queries are done are drawn
+    # meanwhile (the processes fork here, before the queries' threads)
+    drawer = drawing.Drawer(outdir)
+
+    def ready(p: Panel, m: Meta) -> None:
+        mkdir()
+        drawer.submit(p, m)
+
     try:
-        outdir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ClientError(f"cannot create the output folder {outdir}: {exc.strerror}") from exc
+        meta, panel_list, _ = build(conn, run, vs, from_ts, to_ts, first, threshold_ms, ready)
+    except BaseException:
+        drawer.close()
+        for pid in drawer.done:
+            for ext in ("png", "svg"):
+                (outdir / f"{pid}.{ext}").unlink(missing_ok=True)
+        if made:
+            with contextlib.suppress(OSError):
+                outdir.rmdir()
+        raise
+    timings["queries"] = time.monotonic() - t0
     t1 = time.monotonic()
-    from pg_chronicle import plots  # matplotlib: imported only when drawing
-    failed = plots.write_all(meta, panel_list, outdir)
+    try:
+        mkdir()
+    except ClientError:
+        drawer.close()
+        raise
+    failed = drawer.finish(meta, panel_list)
     for pid, why in failed.items():
         echo(f"pg-chronicle: warning: the picture of panel {pid} could not be drawn "
              f"({visible(why)}); the rest of the report is written", file=sys.stderr)

@@ -12,6 +12,7 @@ import xml.etree.ElementTree as ET
 import matplotlib.image
 import pytest
 
+from pg_chronicle import panels
 from pg_chronicle.db import ClientError, connect
 from pg_chronicle.plots import envelope
 from pg_chronicle.report import write_report
@@ -249,6 +250,32 @@ def test_latency_threshold(server: Server, runs: report_runs.ReportRuns, tmp_pat
     for bad in ("0", "-1", "nan", "fast"):
         p = cli(server, "report", runs.a, "--latency-threshold", bad, "-o", str(tmp_path / "x"))
         assert p.returncode == 2 and "--latency-threshold" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_skipped_without_threshold(server: Server, runs: report_runs.ReportRuns) -> None:
+    """Without a latency threshold the report takes the skipped transactions
+    per interval from app_intervals() (skipped_rows), not from a pass of its
+    own (over_rows): the same rows, and as many as the run has.  A copy of
+    run a's transactions with every 7th marked skipped (pgbench --rate -L)."""
+    server.psql(f"""
+        SELECT chronicle.run_label('rep-skip', r.started, r.ended)
+          FROM chronicle.run r WHERE r.label = '{runs.a}';
+        INSERT INTO chronicle.app_transaction (run_id, ts, client_id, tx_no, script_no, latency_us, status)
+        SELECT (SELECT run_id FROM chronicle.run WHERE label = 'rep-skip'), t.ts, t.client_id, t.tx_no,
+               t.script_no, CASE WHEN t.tx_no % 7 <> 0 THEN t.latency_us END,
+               CASE WHEN t.tx_no % 7 = 0 THEN 'skipped' ELSE t.status END
+          FROM chronicle.app_transaction t JOIN chronicle.run r USING (run_id) WHERE r.label = '{runs.a}'""")
+    with connect(server.conninfo) as conn:
+        w = panels.window(conn, "rep-skip")
+        assert w.latency_threshold_ms is None
+        kept = panels.skipped_rows(w, panels.app_rows(conn, w))
+        assert kept == panels.over_rows(conn, w)
+    want = int(server.psql("""
+        SELECT count(*) FROM chronicle.app_transaction t, chronicle.run_window('rep-skip') w
+         WHERE t.run_id = (SELECT run_id FROM chronicle.run WHERE label = 'rep-skip')
+           AND t.status = 'skipped' AND t.ts > w.run_from AND t.ts <= w.run_to"""))
+    assert want > 0 and sum(r["skipped"] for r in kept) == want
+    server.psql("SELECT chronicle.run_delete('rep-skip')")
 
 
 def test_pictures(runs: report_runs.ReportRuns) -> None:

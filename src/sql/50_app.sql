@@ -514,32 +514,23 @@ AS $$
 	SELECT chronicle._run_id(run, 'chronicle.app_run_id')
 $$;
 
-CREATE FUNCTION chronicle.app_intervals(
+-- chronicle.app_intervals() computed: p_run's transactions (NULL: every
+-- run's of the origin read), its arguments checked by the caller.
+CREATE FUNCTION chronicle._app_intervals(
 	from_ts timestamptz,
 	to_ts timestamptz,
-	run text DEFAULT NULL)
+	p_run integer)
 RETURNS SETOF chronicle.app_interval_row
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
 #variable_conflict use_column
 DECLARE
-	v_run integer;
+	v_run integer := p_run;
 	v_bounds timestamptz[];
 	v_lo timestamptz;
 	v_hi timestamptz;
 BEGIN
-	PERFORM chronicle._check_range(from_ts, to_ts, 'chronicle.app_intervals');
-	IF run IS NOT NULL THEN
-		v_run := chronicle._run_id(run, 'chronicle.app_intervals');
-		IF (SELECT r.origin FROM chronicle.run r WHERE r.run_id = v_run) <> chronicle._origin() THEN
-			RAISE EXCEPTION 'chronicle.app_intervals: run "%" was recorded by origin %, the history read is origin''s %',
-				run, (SELECT r.origin FROM chronicle.run r WHERE r.run_id = v_run), chronicle._origin()
-				USING ERRCODE = 'invalid_parameter_value',
-				      HINT = 'Call chronicle.app_intervals(run) or SET chronicle.origin to the run''s origin (docs/storage.md, "Origins").';
-		END IF;
-	END IF;
-
 	-- The snapshots bounding the intervals whose end lies in (from, to].
 	SELECT array_agg(s.ts ORDER BY s.ts) INTO v_bounds
 	  FROM chronicle._snapshot s
@@ -787,6 +778,40 @@ BEGIN
 	 ORDER BY r.s_ts;
 END;
 $$;
+
+CREATE FUNCTION chronicle.app_intervals(
+	from_ts timestamptz,
+	to_ts timestamptz,
+	run text DEFAULT NULL)
+RETURNS SETOF chronicle.app_interval_row
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	v_run integer;
+	m chronicle.app_memo;
+BEGIN
+	PERFORM chronicle._check_range(from_ts, to_ts, 'chronicle.app_intervals');
+	IF run IS NULL THEN
+		RETURN QUERY SELECT * FROM chronicle._app_intervals(from_ts, to_ts, NULL);
+		RETURN;
+	END IF;
+	v_run := chronicle._run_id(run, 'chronicle.app_intervals');
+	IF (SELECT r.origin FROM chronicle.run r WHERE r.run_id = v_run) <> chronicle._origin() THEN
+		RAISE EXCEPTION 'chronicle.app_intervals: run "%" was recorded by origin %, the history read is origin''s %',
+			run, (SELECT r.origin FROM chronicle.run r WHERE r.run_id = v_run), chronicle._origin()
+			USING ERRCODE = 'invalid_parameter_value',
+			      HINT = 'Call chronicle.app_intervals(run) or SET chronicle.origin to the run''s origin (docs/storage.md, "Origins").';
+	END IF;
+	-- one run's: kept (chronicle.app_memo)
+	m := chronicle._app_memo(v_run, 'intervals', from_ts, to_ts);
+	IF m.run_id IS NULL THEN
+		RETURN QUERY SELECT * FROM chronicle._app_intervals(from_ts, to_ts, v_run);
+	ELSE
+		RETURN QUERY SELECT * FROM unnest(m.intervals);
+	END IF;
+END;
+$$;
 COMMENT ON FUNCTION chronicle.app_intervals(timestamptz, timestamptz, text) IS
 	'Per snapshot interval (start, end] ending in (from, to]: pgbench transactions, TPS over the interval where the runs were active all of it (partial: NULL), latency mean/min/max and nearest-rank p50/p90/p99 (ms), lag, skipped, failures; from the per-transaction log, else the aggregate log spread over its intervals';
 
@@ -808,41 +833,62 @@ $$;
 COMMENT ON FUNCTION chronicle.app_intervals(text) IS
 	'chronicle.app_intervals() over the window of a run (chronicle.run_window(): the intervals ending in it), its transactions only';
 
--- A whole run from every transaction (never from intervals), or from its
--- aggregate log; one row, also for a run without any (0 transactions).
-CREATE FUNCTION chronicle._app_summary(p_run integer)
-RETURNS SETOF chronicle.app_summary_row
+-- The recordings around a run's transactions after its warm-up: each
+-- segment's first and (just after) last snapshot, so that width_bucket()
+-- numbers the segments and the gaps between them (_app_summary_compute):
+-- thr, NULL without a snapshot; counted: some transaction counts.  Also
+-- what a kept summary was computed over (_app_memo).  The run's origin is
+-- the one read (_run_origin).
+CREATE FUNCTION chronicle._app_summary_bounds(p_run integer, OUT counted boolean, OUT thr timestamptz[])
+RETURNS record
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
--- the run's origin, set by run_window(), for this call only (05_origin.sql)
-SET chronicle.origin = 0
 AS $$
-#variable_conflict use_column
 DECLARE
 	v_first timestamptz;
 	v_last timestamptz;
-	v_thr timestamptz[];
 	v_from timestamptz;		-- the warm-up's end: transactions ending after it count
 BEGIN
-	PERFORM chronicle._run_origin(p_run);
 	SELECT CASE WHEN r.warmup > interval '0' THEN r.started + r.warmup END INTO v_from
 	  FROM chronicle.run r WHERE r.run_id = p_run;
 	SELECT min(t.ts), max(t.ts) INTO v_first, v_last
 	  FROM chronicle.app_transaction t
 	 WHERE t.run_id = p_run AND (v_from IS NULL OR t.ts > v_from);
-	IF v_first IS NOT NULL THEN
-		-- The recordings around the transactions: each segment's first and
-		-- (just after) last snapshot, so that width_bucket() numbers the
-		-- segments and the gaps between them.
-		SELECT array_agg(b.ts ORDER BY b.ts) INTO v_thr
-		  FROM (SELECT min(sn.ts) AS f, max(sn.ts) AS l
-		          FROM chronicle._snapshot sn
-		         WHERE sn.ts >= coalesce((SELECT s2.segment FROM chronicle._snapshot s2
-		                                   WHERE s2.ts <= v_first ORDER BY s2.ts DESC LIMIT 1), v_first)
-		           AND sn.ts <= coalesce((SELECT s3.ts FROM chronicle._snapshot s3
-		                                   WHERE s3.ts >= v_last ORDER BY s3.ts LIMIT 1), v_last)
-		         GROUP BY sn.segment) g,
-		       LATERAL (VALUES (g.f), (g.l + interval '1 microsecond')) AS b(ts);
+	counted := v_first IS NOT NULL;
+	IF NOT counted THEN
+		RETURN;
+	END IF;
+	SELECT array_agg(b.ts ORDER BY b.ts) INTO thr
+	  FROM (SELECT min(sn.ts) AS f, max(sn.ts) AS l
+	          FROM chronicle._snapshot sn
+	         WHERE sn.ts >= coalesce((SELECT s2.segment FROM chronicle._snapshot s2
+	                                   WHERE s2.ts <= v_first ORDER BY s2.ts DESC LIMIT 1), v_first)
+	           AND sn.ts <= coalesce((SELECT s3.ts FROM chronicle._snapshot s3
+	                                   WHERE s3.ts >= v_last ORDER BY s3.ts LIMIT 1), v_last)
+	         GROUP BY sn.segment) g,
+	       LATERAL (VALUES (g.f), (g.l + interval '1 microsecond')) AS b(ts);
+END;
+$$;
+
+-- A whole run from every transaction (never from intervals), or from its
+-- aggregate log; one row, also for a run without any (0 transactions).
+-- Computed, over the history of the origin the caller reads (_app_summary
+-- sets the run's, and reads the result kept).
+CREATE FUNCTION chronicle._app_summary_compute(p_run integer)
+RETURNS SETOF chronicle.app_summary_row
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+	v_counted boolean;
+	v_thr timestamptz[];
+	v_from timestamptz;		-- the warm-up's end: transactions ending after it count
+BEGIN
+	SELECT CASE WHEN r.warmup > interval '0' THEN r.started + r.warmup END INTO v_from
+	  FROM chronicle.run r WHERE r.run_id = p_run;
+	SELECT b.counted, b.thr INTO v_counted, v_thr FROM chronicle._app_summary_bounds(p_run) b;
+	IF v_counted THEN
 		RETURN QUERY
 		WITH g AS MATERIALIZED (
 			-- One pass over the transactions (a hash of a few thousand
@@ -910,8 +956,7 @@ BEGIN
 		RETURN;
 	END IF;
 
-	IF v_first IS NULL
-	   AND EXISTS (SELECT FROM chronicle.app_transaction t WHERE t.run_id = p_run) THEN
+	IF EXISTS (SELECT FROM chronicle.app_transaction t WHERE t.run_id = p_run) THEN
 		NULL;		-- every transaction is in the warm-up: none counts
 	ELSIF EXISTS (SELECT FROM chronicle.app_interval a WHERE a.run_id = p_run) THEN
 		RETURN QUERY
@@ -945,6 +990,265 @@ BEGIN
 	                    NULL::float8, NULL::float8, NULL::float8, 0::bigint, 0::bigint, NULL::float8, NULL::text;
 END;
 $$;
+
+-- ---------------------------------------------------------------------
+-- Kept results.  A report reads a run's pgbench numbers several times
+-- (app_intervals() of its window in slowest_intervals() and for the
+-- throughput panel, app_summary() in summary() and load_profile(), the
+-- latency distribution), each a pass over the run's transactions (3.5
+-- million in an hour at 1,000 tps).  The first read keeps its result in
+-- chronicle.app_memo; the next ones read it back as long as it is what a
+-- computation would give:
+--
+--   epoch   chronicle.app_epoch's, moved on (in the writer's transaction)
+--           by every change to app_transaction, app_interval or a run
+--           (_app_epoch_next, statement triggers): new or deleted
+--           transactions, a warm-up set, a run deleted or relabelled
+--   bounds  the snapshots the result depends on (_app_memo_bounds): a
+--           snapshot recorded, imported or deleted in them changes them
+--
+-- Readers (pg_monitor) do not write the history: the row is written by
+-- _app_memo_put(), SECURITY DEFINER, which computes it itself (a caller
+-- names what, never gives a result), one run and kind at a time (who
+-- comes second waits and reads it).  One row per run and kind: the last
+-- window asked.  Not kept in a read-only transaction (a standby) nor
+-- under REPEATABLE READ or SERIALIZABLE (a result of the transaction's
+-- snapshot): computed each time, as before.
+-- Made when missing, by a fresh install and by every upgrade at this point
+-- of the code (after the row types, which app_memo holds).
+-- @upgrade
+DO $do$
+BEGIN
+	IF to_regclass('chronicle.app_epoch') IS NULL THEN
+		-- one row, made by the first change (none: epoch 0)
+		CREATE TABLE chronicle.app_epoch (
+			one   boolean PRIMARY KEY DEFAULT true CHECK (one),
+			epoch bigint NOT NULL
+		);
+		REVOKE ALL ON chronicle.app_epoch FROM PUBLIC;
+		GRANT SELECT ON chronicle.app_epoch TO pg_monitor, pg_read_all_stats;
+	END IF;
+	IF to_regclass('chronicle.app_memo') IS NULL THEN
+		CREATE TABLE chronicle.app_memo (
+			run_id    integer NOT NULL REFERENCES chronicle.run ON DELETE CASCADE,
+			kind      text NOT NULL CHECK (kind IN ('intervals', 'summary', 'latencies')),
+			from_ts   timestamptz NOT NULL,            -- the window ('-infinity', 'infinity': the run)
+			to_ts     timestamptz NOT NULL,
+			epoch     bigint NOT NULL,                 -- chronicle.app_epoch's when computed
+			bounds    timestamptz[] NOT NULL,          -- the snapshots read (_app_memo_bounds)
+			intervals chronicle.app_interval_row[],    -- kind intervals: app_intervals(from, to, run)
+			summary   chronicle.app_summary_row[],     -- kind summary: app_summary(run), one row
+			latencies bigint[],                        -- kind latencies: app_latencies(), [i][1:3]
+			PRIMARY KEY (run_id, kind)
+		);
+		REVOKE ALL ON chronicle.app_memo FROM PUBLIC;
+		GRANT SELECT ON chronicle.app_memo TO pg_monitor, pg_read_all_stats;
+	END IF;
+END;
+$do$;
+COMMENT ON TABLE chronicle.app_epoch IS
+	'At most one row (none: epoch 0): moved on by every change to the pgbench log tables or the runs; a result of chronicle.app_memo counts only with the epoch it was computed at';
+COMMENT ON TABLE chronicle.app_memo IS
+	'Kept results of a run''s pgbench numbers (app_intervals, app_summary, app_latencies), read back while the epoch and the snapshots read are the same';
+
+-- The epoch moves on: a statement trigger of app_transaction, app_interval
+-- and run (SECURITY DEFINER: whoever loads a log or sets a warm-up).
+CREATE FUNCTION chronicle._app_epoch_next()
+RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	INSERT INTO chronicle.app_epoch AS e (epoch) VALUES (1)
+	ON CONFLICT (one) DO UPDATE SET epoch = e.epoch + 1;
+	RETURN NULL;
+END;
+$$;
+CREATE TRIGGER app_epoch_next AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON chronicle.app_transaction
+	FOR EACH STATEMENT EXECUTE FUNCTION chronicle._app_epoch_next();
+CREATE TRIGGER app_epoch_next AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON chronicle.app_interval
+	FOR EACH STATEMENT EXECUTE FUNCTION chronicle._app_epoch_next();
+CREATE TRIGGER app_epoch_next AFTER UPDATE OR DELETE OR TRUNCATE ON chronicle.run
+	FOR EACH STATEMENT EXECUTE FUNCTION chronicle._app_epoch_next();
+
+-- The epoch now.
+CREATE FUNCTION chronicle._app_epoch()
+RETURNS bigint
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+	SELECT coalesce((SELECT e.epoch FROM chronicle.app_epoch e), 0)
+$$;
+
+-- The snapshots a kept result depends on, (ts, segment) by ts.  intervals:
+-- those of the window from the last at or before from_ts
+-- (_app_intervals's bounds), on to the first at or after the run's last
+-- transaction (whether its recording goes on after the window: the
+-- transactions' span); summary: _app_summary_bounds's; latencies: none.
+CREATE FUNCTION chronicle._app_memo_bounds(p_run integer, p_kind text, p_from timestamptz, p_to timestamptz)
+RETURNS timestamptz[]
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	v_lo timestamptz;
+	v_hi timestamptz;
+BEGIN
+	IF p_kind = 'summary' THEN
+		RETURN (SELECT CASE WHEN b.counted THEN coalesce(b.thr, '{}') ELSE '{-infinity}' END
+		          FROM chronicle._app_summary_bounds(p_run) b);
+	ELSIF p_kind <> 'intervals' THEN
+		RETURN '{}';
+	END IF;
+	v_lo := coalesce((SELECT max(s.ts) FROM chronicle._snapshot s WHERE s.ts <= p_from), p_from);
+	v_hi := greatest(p_to, (SELECT min(s.ts) FROM chronicle._snapshot s
+	                         WHERE s.ts >= (SELECT max(t.ts) FROM chronicle.app_transaction t
+	                                         WHERE t.run_id = p_run)));
+	RETURN (SELECT coalesce(array_agg(v.x ORDER BY s.ts, v.k), '{}')
+	          FROM chronicle._snapshot s, LATERAL (VALUES (1, s.ts), (2, s.segment)) v(k, x)
+	         WHERE s.ts >= v_lo AND s.ts <= v_hi);
+END;
+$$;
+
+-- The kept result of p_run, p_kind and the window if it still holds.
+CREATE FUNCTION chronicle._app_memo_get(p_run integer, p_kind text, p_from timestamptz, p_to timestamptz)
+RETURNS SETOF chronicle.app_memo
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+	SELECT m.*
+	  FROM chronicle.app_memo m
+	 WHERE m.run_id = p_run AND m.kind = p_kind AND m.from_ts = p_from AND m.to_ts = p_to
+	   AND m.epoch = chronicle._app_epoch()
+	   AND m.bounds = chronicle._app_memo_bounds(p_run, p_kind, p_from, p_to)
+$$;
+
+-- Computes and keeps the result of p_run, p_kind and the window (or reads
+-- it, kept by another session meanwhile), and returns it.  The epoch and
+-- the bounds are read before the result is computed: a change that
+-- commits meanwhile leaves the row with an older epoch or other bounds
+-- (read again, it is computed again), never with a result older than
+-- what it says.
+CREATE FUNCTION chronicle._app_memo_put(p_run integer, p_kind text, p_from timestamptz, p_to timestamptz)
+RETURNS chronicle.app_memo
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	m chronicle.app_memo;
+BEGIN
+	IF p_kind IS NULL OR p_kind NOT IN ('intervals', 'summary', 'latencies')
+	   OR NOT EXISTS (SELECT FROM chronicle.run r WHERE r.run_id = p_run) THEN
+		RETURN NULL;
+	END IF;
+	-- held to the end of the caller's transaction (the statement, in
+	-- autocommit), when the row is there for the next one
+	PERFORM pg_advisory_xact_lock(hashtext('chronicle.app_memo ' || p_kind), p_run);
+	SELECT * INTO m FROM chronicle._app_memo_get(p_run, p_kind, p_from, p_to);
+	IF FOUND THEN
+		RETURN m;
+	END IF;
+	m.run_id := p_run;
+	m.kind := p_kind;
+	m.from_ts := p_from;
+	m.to_ts := p_to;
+	m.epoch := chronicle._app_epoch();
+	m.bounds := chronicle._app_memo_bounds(p_run, p_kind, p_from, p_to);
+	IF p_kind = 'intervals' THEN
+		m.intervals := ARRAY(SELECT a FROM chronicle._app_intervals(p_from, p_to, p_run) a);
+	ELSIF p_kind = 'summary' THEN
+		m.summary := ARRAY(SELECT a FROM chronicle._app_summary_compute(p_run) a);
+	ELSE
+		m.latencies := coalesce((SELECT array_agg(ARRAY[l.latency_us, l.transactions, l.completed]
+		                                           ORDER BY l.latency_us)
+		                           FROM chronicle._app_latencies(p_run, p_from, p_to) l), '{}');
+	END IF;
+	INSERT INTO chronicle.app_memo VALUES (m.*)
+	ON CONFLICT (run_id, kind) DO UPDATE
+	   SET from_ts = excluded.from_ts, to_ts = excluded.to_ts, epoch = excluded.epoch,
+	       bounds = excluded.bounds, intervals = excluded.intervals, summary = excluded.summary,
+	       latencies = excluded.latencies;
+	RETURN m;
+END;
+$$;
+
+-- The kept result (kept now if it was not), or NULL where nothing is kept
+-- (the caller computes it).
+CREATE FUNCTION chronicle._app_memo(p_run integer, p_kind text, p_from timestamptz, p_to timestamptz)
+RETURNS chronicle.app_memo
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	m chronicle.app_memo;
+BEGIN
+	SELECT * INTO m FROM chronicle._app_memo_get(p_run, p_kind, p_from, p_to);
+	IF FOUND OR current_setting('transaction_read_only')::boolean
+	   OR current_setting('transaction_isolation') <> 'read committed' THEN
+		RETURN m;
+	END IF;
+	RETURN chronicle._app_memo_put(p_run, p_kind, p_from, p_to);
+END;
+$$;
+
+-- A run's summary: kept (_app_memo), else computed.
+CREATE FUNCTION chronicle._app_summary(p_run integer)
+RETURNS SETOF chronicle.app_summary_row
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+-- the run's origin, set by run_window(), for this call only (05_origin.sql)
+SET chronicle.origin = 0
+AS $$
+DECLARE
+	m chronicle.app_memo;
+BEGIN
+	PERFORM chronicle._run_origin(p_run);
+	m := chronicle._app_memo(p_run, 'summary', '-infinity', 'infinity');
+	IF m.run_id IS NULL THEN
+		RETURN QUERY SELECT * FROM chronicle._app_summary_compute(p_run);
+	ELSE
+		RETURN QUERY SELECT * FROM unnest(m.summary);
+	END IF;
+END;
+$$;
+
+-- The transactions of a run ending in (from, to] with a latency, per
+-- distinct latency: how many, and how many completed (status ok).
+CREATE FUNCTION chronicle._app_latencies(p_run integer, p_from timestamptz, p_to timestamptz)
+RETURNS TABLE (latency_us bigint, transactions bigint, completed bigint)
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+	SELECT t.latency_us, count(*), count(*) FILTER (WHERE t.status = 'ok')
+	  FROM chronicle.app_transaction t
+	 WHERE t.run_id = p_run AND t.ts > p_from AND t.ts <= p_to AND t.latency_us IS NOT NULL
+	 GROUP BY t.latency_us
+	 ORDER BY t.latency_us
+$$;
+
+CREATE FUNCTION chronicle.app_latencies(run text, from_ts timestamptz, to_ts timestamptz)
+RETURNS TABLE (latency_us bigint, transactions bigint, completed bigint)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	v_run integer;
+	m chronicle.app_memo;
+BEGIN
+	PERFORM chronicle._check_range(from_ts, to_ts, 'chronicle.app_latencies');
+	v_run := chronicle._run_id(run, 'chronicle.app_latencies');
+	m := chronicle._app_memo(v_run, 'latencies', from_ts, to_ts);
+	IF m.run_id IS NULL THEN
+		RETURN QUERY SELECT * FROM chronicle._app_latencies(v_run, from_ts, to_ts);
+	ELSE
+		RETURN QUERY SELECT m.latencies[i][1], m.latencies[i][2], m.latencies[i][3]
+		               FROM generate_subscripts(m.latencies, 1) i
+		              ORDER BY i;
+	END IF;
+END;
+$$;
+COMMENT ON FUNCTION chronicle.app_latencies(text, timestamptz, timestamptz) IS
+	'The pgbench transactions of a run ending in (from, to] that have a latency, per distinct latency (us): how many, and how many completed';
 
 CREATE FUNCTION chronicle.app_summary(run text)
 RETURNS SETOF chronicle.app_summary_row
@@ -987,9 +1291,30 @@ REVOKE ALL ON FUNCTION chronicle.app_run_id(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle.app_intervals(timestamptz, timestamptz, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle.app_intervals(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle._app_summary(integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle._app_intervals(timestamptz, timestamptz, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle._app_summary_bounds(integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle._app_summary_compute(integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle._app_epoch_next() FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle._app_epoch() FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle._app_memo_bounds(integer, text, timestamptz, timestamptz) FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle._app_memo_get(integer, text, timestamptz, timestamptz) FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle._app_memo_put(integer, text, timestamptz, timestamptz) FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle._app_memo(integer, text, timestamptz, timestamptz) FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle._app_latencies(integer, timestamptz, timestamptz) FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle.app_latencies(text, timestamptz, timestamptz) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle.app_summary(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION chronicle.app_run_id(text) TO pg_monitor, pg_read_all_stats;
 GRANT EXECUTE ON FUNCTION chronicle.app_intervals(timestamptz, timestamptz, text) TO pg_monitor, pg_read_all_stats;
 GRANT EXECUTE ON FUNCTION chronicle.app_intervals(text) TO pg_monitor, pg_read_all_stats;
 GRANT EXECUTE ON FUNCTION chronicle._app_summary(integer) TO pg_monitor, pg_read_all_stats;
+GRANT EXECUTE ON FUNCTION chronicle._app_intervals(timestamptz, timestamptz, integer) TO pg_monitor, pg_read_all_stats;
+GRANT EXECUTE ON FUNCTION chronicle._app_summary_bounds(integer) TO pg_monitor, pg_read_all_stats;
+GRANT EXECUTE ON FUNCTION chronicle._app_summary_compute(integer) TO pg_monitor, pg_read_all_stats;
+GRANT EXECUTE ON FUNCTION chronicle._app_epoch() TO pg_monitor, pg_read_all_stats;
+GRANT EXECUTE ON FUNCTION chronicle._app_memo_bounds(integer, text, timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;
+GRANT EXECUTE ON FUNCTION chronicle._app_memo_get(integer, text, timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;
+GRANT EXECUTE ON FUNCTION chronicle._app_memo_put(integer, text, timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;
+GRANT EXECUTE ON FUNCTION chronicle._app_memo(integer, text, timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;
+GRANT EXECUTE ON FUNCTION chronicle._app_latencies(integer, timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;
+GRANT EXECUTE ON FUNCTION chronicle.app_latencies(text, timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;
 GRANT EXECUTE ON FUNCTION chronicle.app_summary(text) TO pg_monitor, pg_read_all_stats;

@@ -25,7 +25,9 @@ SELECT chronicle._partition_layout();
 -- its sequences): CREATE EXTENSION makes the tables at restore, the rows
 -- come from the dump.  Not chronicle.metric, which this script fills, nor
 -- chronicle.rollup_dirty, a queue whose ranges the restore's own rows of
--- app_transaction mark again (60_rollups.sql).  The day partitions do not
+-- app_transaction mark again (60_rollups.sql), nor chronicle.app_epoch
+-- (its one row is this script's) and chronicle.app_memo (results computed
+-- again when read: 50_app.sql).  The day partitions do not
 -- belong to the extension and are dumped whole.
 -- (One call a statement: each one updates the extension's row.)  Every
 -- upgrade script runs it again after the code: a table it adds is dumped.
@@ -42,7 +44,8 @@ BEGIN
 		  JOIN pg_catalog.pg_extension e ON e.oid = d.refobjid AND e.extname = 'pg_chronicle'
 		 WHERE c.relnamespace = 'chronicle'::regnamespace
 		   AND c.relkind IN ('r', 'S')
-		   AND c.oid NOT IN ('chronicle.metric'::regclass, 'chronicle.rollup_dirty'::regclass)
+		   AND c.oid NOT IN ('chronicle.metric'::regclass, 'chronicle.rollup_dirty'::regclass,
+		                     'chronicle.app_epoch'::regclass, 'chronicle.app_memo'::regclass)
 		 ORDER BY c.relname
 	LOOP
 		PERFORM pg_catalog.pg_extension_config_dump(t, '');
