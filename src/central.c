@@ -35,6 +35,7 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
@@ -381,6 +382,29 @@ app_row_run(int32 origin, HeapTuple tup, TupleDesc desc)
 }
 
 /*
+ * The kept results' epoch moved on (50_app.sql, "Kept results"), once a
+ * transaction: its statement triggers (app_epoch_next) do not fire for
+ * the rows an apply worker applies, which fires row triggers only, so a
+ * result kept before a run's pgbench rows or its end arrived would be
+ * read back.  SPI connected.
+ */
+static void
+epoch_next(void)
+{
+	static TransactionId done_in = InvalidTransactionId;
+	TransactionId xid = GetCurrentTransactionId();
+	int			ret;
+
+	if (xid == done_in)
+		return;
+	ret = SPI_execute("INSERT INTO chronicle.app_epoch AS e (epoch) VALUES (1)"
+					  " ON CONFLICT (one) DO UPDATE SET epoch = e.epoch + 1", false, 0);
+	if (ret != SPI_OK_INSERT)
+		elog(ERROR, "could not move chronicle.app_epoch on: %s", SPI_result_code_string(ret));
+	done_in = xid;
+}
+
+/*
  * A row of the server's runs (chronicle.run, run_change, mark): stored by
  * chronicle._central_store_run() (42_central.sql), which maps its run_id.
  * A few rows a run: kept in SQL, as jsonb.
@@ -460,6 +484,8 @@ chronicle_central_apply(PG_FUNCTION_ARGS)
 			app_run = app_row_run(origin, tup, desc);
 		else
 			store_run_row(origin, kind, tup, desc);
+		if (app_run != 0 || strcmp(kind, "run_change") == 0)
+			epoch_next();
 	}
 	PG_FINALLY();
 	{

@@ -118,8 +118,10 @@ BEGIN
 	-- they are the ones known here: the foreign key's, the rollup's,
 	-- which marks this server's runs only (60_rollups.sql), and the kept
 	-- results' epoch (50_app.sql: nothing is kept of a run not committed
-	-- yet, and app_interval's below moves it); a trigger or constraint
-	-- trigger of any other kind keeps every row checked.
+	-- yet, and app_interval's below moves it), and the central's REPLICA
+	-- trigger (42_central.sql: it returns a row of no apply worker as it
+	-- is); a trigger or constraint trigger of any other kind keeps every
+	-- row checked.
 	IF NOT EXISTS (SELECT FROM chronicle.run o WHERE o.run_id = r.run_id AND o.origin = v_origin) THEN
 		RAISE EXCEPTION 'chronicle._import_run: run % is not the one inserted', r.run_id;
 	END IF;
@@ -130,6 +132,10 @@ BEGIN
 	                               AND t.tgfoid = 'chronicle._rollup_app_changed()'::regprocedure)
 	                      AND NOT (t.tgname = 'app_epoch_next' AND NOT t.tgisinternal
 	                               AND t.tgfoid = 'chronicle._app_epoch_next()'::regprocedure)
+	                      -- a central's (42_central.sql): fires in replica sessions, does
+	                      -- nothing outside an apply worker's
+	                      AND NOT (t.tgname = 'central' AND NOT t.tgisinternal
+	                               AND t.tgfoid = 'chronicle._central_apply()'::regprocedure)
 	                      AND NOT (t.tgisinternal AND t.tgconstraint IN (
 	                               SELECT c.oid FROM pg_constraint c
 	                                WHERE c.conrelid = 'chronicle.app_transaction'::regclass
