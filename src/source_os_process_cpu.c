@@ -120,7 +120,11 @@
 	/* CPU time in user and kernel mode, ms (stat's ticks: 10 ms steps) */		\
 	C(PCPU_USER_MS, "user_ms", FLOAT8OID, TIME)									\
 	C(PCPU_SYSTEM_MS, "system_ms", FLOAT8OID, TIME)								\
-	/* time runnable but waiting for a CPU, ms; NULL without schedstat */		\
+	/*																			\
+	 * time runnable but waiting for a CPU, ms, to the microsecond (which		\
+	 * the packed history keeps in 5 bytes where nanoseconds take 8); NULL		\
+	 * without schedstat														\
+	 */																			\
 	C(PCPU_RUN_DELAY_MS, "run_delay_ms", FLOAT8OID, TIME)						\
 	/* bytes read from and dirtied for the block layer; NULL without io */		\
 	C(PCPU_READ_BYTES, "read_bytes", INT8OID, COUNTER)							\
@@ -632,7 +636,7 @@ emit_types(ChronicleEmitter *emitter, PcpuState *next, bool have_schedstat, bool
 		values[PCPU_BACKEND_TYPE] = CStringGetTextDatum(type_name(t));
 		values[PCPU_USER_MS] = Float8GetDatum((double) c[STAT_UTIME] * 1000.0 / clock_ticks);
 		values[PCPU_SYSTEM_MS] = Float8GetDatum((double) c[STAT_STIME] * 1000.0 / clock_ticks);
-		values[PCPU_RUN_DELAY_MS] = Float8GetDatum((double) c[STAT_RUN_DELAY] / 1000000.0);
+		values[PCPU_RUN_DELAY_MS] = Float8GetDatum((double) (c[STAT_RUN_DELAY] / 1000) / 1000.0);
 		nulls[PCPU_RUN_DELAY_MS] = !have_schedstat;
 		values[PCPU_READ_BYTES] = Int64GetDatum(c[STAT_READ_BYTES]);
 		values[PCPU_WRITE_BYTES] = Int64GetDatum(c[STAT_WRITE_BYTES]);
@@ -742,4 +746,5 @@ CHRONICLE_SOURCE(os_process_cpu, PCPU,
 				 "by backend type (/proc/<pid>/stat, schedstat, io, status)",
 				 .analysis = &os_process_cpu_analysis,
 				 .available = os_process_cpu_available,
+				 .page_columns = (const char *const[]) {"read_bytes", "write_bytes", NULL},
 				 .written = os_process_cpu_written);

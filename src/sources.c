@@ -136,6 +136,16 @@ chronicle_check_source(const ChronicleSource *src)
 		if ((c < src->nkeys) != (src->columns[c].kind == CHRONICLE_KEY))
 			elog(ERROR, "pg_chronicle: the key columns of source \"%s\" are not the first %d",
 				 src->name, src->nkeys);
+	for (int i = 0; src->page_columns && src->page_columns[i]; i++)
+	{
+		int			c = chronicle_source_column(src, src->page_columns[i]);
+
+		check_named(src, src->page_columns[i], "a column of pages",
+					(1 << CHRONICLE_COUNTER) | (1 << CHRONICLE_GAUGE));
+		if (src->columns[c].type != INT8OID)
+			elog(ERROR, "pg_chronicle: column of pages \"%s\" of source \"%s\" is not bigint",
+				 src->page_columns[i], src->name);
+	}
 	if (a == NULL)
 		return;
 	for (int i = 0; a->filters && a->filters[i]; i++)
