@@ -68,6 +68,23 @@ SELECT count(*) AS differences FROM (
 	UNION ALL
 	(SELECT * FROM chronicle.io_history WHERE ts = '2023-07-01 00:00:06' EXCEPT ALL SELECT * FROM edge_pages)) d;
 DELETE FROM chronicle.history WHERE ts = '2023-07-01 00:00:06';
+-- float8 multiples of 10 (clock ticks in ms) where N * 10 is a byte
+-- shorter than N, and their neighbours: exact.
+CREATE TEMP TABLE edge_tens (LIKE chronicle.io_history);
+INSERT INTO edge_tens (ts, backend_type, object, context, read_time, write_time, fsync_time, stats_reset)
+SELECT '2023-07-01 00:00:07', 'b' || n, 'relation', 'normal', r, w, f, '2023-07-01'
+  FROM (VALUES (1, 20480, 20490, 20481),
+               (2, 3999999999999990, 1e15, 1280),
+               (3, 20480.5, 10, 2.048e4)) AS x(n, r, w, f);
+INSERT INTO chronicle.io_history SELECT * FROM edge_tens;
+SELECT count(*) AS differences FROM (
+	(SELECT * FROM edge_tens EXCEPT ALL SELECT * FROM chronicle.io_history WHERE ts = '2023-07-01 00:00:07')
+	UNION ALL
+	(SELECT * FROM chronicle.io_history WHERE ts = '2023-07-01 00:00:07' EXCEPT ALL SELECT * FROM edge_tens)) d;
+-- 20480 and 2.048e4 as the tag 0x84 and 2048 (3 bytes, not 4).
+SELECT octet_length(io) AS packed_bytes, position('\x84801000'::bytea IN io) > 0 AS tens_form
+  FROM chronicle.history WHERE ts = '2023-07-01 00:00:07';
+DELETE FROM chronicle.history WHERE ts = '2023-07-01 00:00:07';
 -- 3 reads of 8 kB a second for a day, 518,400 pages: 3 bytes (the varint
 -- of 2 * zigzag(518400)), where the bytes' zigzag varint takes 5.
 INSERT INTO chronicle.io_history (ts, backend_type, object, context, read_bytes, stats_reset)

@@ -53,8 +53,11 @@
  *								shorter exact form, a tag byte and a varint N:
  *								0x81 N / 1000.0 (pg_stat_database's times),
  *								0x82 N (whole numbers), 0x83 N * 0.001
- *								(pg_stat_io's times), used only when that
- *								expression gives back the same bits
+ *								(pg_stat_io's times), 0x84 N * 10 (whole
+ *								multiples of 10, when a byte shorter than
+ *								0x82: clock ticks in ms; version 3), used
+ *								only when that expression gives back the
+ *								same bits
  *					timestamptz	zigzag varint of (base - value), wrapping:
  *								exact for every value.  The base is the
  *								previous timestamp of the value (row-major),
@@ -121,6 +124,7 @@
 #define FLOAT8_MILLI_DIV	0x81	/* varint N: N / 1000.0 */
 #define FLOAT8_WHOLE		0x82	/* varint N: N */
 #define FLOAT8_MILLI_MUL	0x83	/* varint N: N * 0.001 */
+#define FLOAT8_TENS			0x84	/* varint N: N * 10 (version 3) */
 
 /* ---------------------------------------------------------------------
  * Encoding
@@ -237,7 +241,14 @@ put_float8(StringInfo buf, float8 f)
 		int			tag = 0;
 		int64		n = 0;
 
-		if ((float8) whole == f)
+		if ((float8) whole == f && whole % 10 == 0 &&
+			varint_len((uint64) whole / 10) < varint_len((uint64) whole))
+		{
+			/* clock ticks of 10 ms in ms (os_cpu, os_process_cpu) */
+			tag = FLOAT8_TENS;
+			n = whole / 10;
+		}
+		else if ((float8) whole == f)
 		{
 			tag = FLOAT8_WHOLE;
 			n = whole;
@@ -591,6 +602,14 @@ get_value(Reader *rd, Oid type, TimestampTz ts, bool pages)
 						return Float8GetDatum((float8) get_varint(rd) / 1000.0);
 					if (tag == FLOAT8_MILLI_MUL)
 						return Float8GetDatum((float8) get_varint(rd) * 0.001);
+					if (tag == FLOAT8_TENS)
+					{
+						uint64		n = get_varint(rd);
+
+						if (n > PG_UINT64_MAX / 10)
+							malformed(rd);
+						return Float8GetDatum((float8) (n * 10));
+					}
 					if (tag != FLOAT8_RAW_NEG)
 						malformed(rd);
 				}
