@@ -71,8 +71,10 @@
  * Everything stays inside the value: a value is decoded without any other
  * value, row or snapshot.  Version 2 (0.2.0) took 70 bytes off a second
  * of history under pgbench (docs/storage.md, "Where the bytes go").
- * Version 3 (0.3.0) is version 2 with the pages of page_columns; a value
- * of version 2 is read as it was written, its page_columns as plain int8.
+ * Version 3 (0.3.0) adds the pages of page_columns and the float8 form
+ * N * 10 (60 bytes off a second under the same load, docs/benchmarks.md);
+ * a value of version 2 is read as it was written, its page_columns as
+ * plain int8.
  *
  * Bitmaps across the rows, not a byte or two per row: most counters of a
  * snapshot are zero (temp blocks, local buffers, times without
@@ -561,7 +563,7 @@ get_value(Reader *rd, Oid type, TimestampTz ts, bool pages)
 				q = unzigzag(u >> 1);
 				if (u & 1)
 					r = unzigzag(get_varint(rd));
-				/* the one way to write v: no wrap, r nonzero and as v / 4096 leaves it */
+				/* v's one form: no wrap, r nonzero, r as v / 4096 leaves it */
 				v = (int64) ((uint64) q * PAGE_BYTES + (uint64) r);
 				if ((u & 1) != (r != 0) || v / PAGE_BYTES != q || v - q * PAGE_BYTES != r)
 					malformed(rd);

@@ -29,8 +29,8 @@
  * few dozen processes; what it keeps, and when it closes them, os_proc.c
  * says); of a process that has not run since the last snapshot, only
  * schedstat is read (read_process()), or schedstat, stat and io when it
- * has other threads (read_counts()).  A process whose stat file cannot be read
- * (it exited meanwhile) is skipped, never an error.
+ * has other threads (read_counts()).  A process whose stat file cannot be
+ * read (it exited meanwhile) is skipped, never an error.
  *
  * Sessions waiting for their client are not read again while they wait: a
  * client backend idle (or idle in transaction) since a reading taken at
@@ -425,9 +425,9 @@ not_run(const PcpuProc *same, const SchedRead *sched)
  * The counts of process pid besides its CPU time, into v (a file that
  * cannot be read leaves its counts as they are): the run delay (sched, its
  * schedstat read by the caller), the bytes read and written (io), the
- * context switches (status).  keep: as chronicle_proc_read_pid()'s.  p is the process's
- * entry of the next reading, same its entry of the current one if it is the
- * same process (NULL if new).
+ * context switches (status).  keep: as chronicle_proc_read_pid()'s.  p is
+ * the process's entry of the next reading, same its entry of the current
+ * one if it is the same process (NULL if new).
  *
  * status is not read when schedstat says the process's main thread has not
  * run since the last reading (its time on a CPU, run delay and timeslices
