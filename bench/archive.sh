@@ -9,8 +9,12 @@
 # Installs the extension into that PostgreSQL, starts a throwaway cluster in
 # $BENCH_DIR (default /tmp/archive-bench) on $BENCH_PORT (default 5621),
 # generates the hour once, then $BENCH_REPS times (default 3): exports the run
-# and imports the archive into a new database of the same cluster (a
-# repository that does not record), printing the wall-clock seconds of each.
+# and imports the archive into two new databases of the same cluster
+# (repositories that do not record), one of them with a trigger of its own on
+# chronicle.app_transaction, which makes the import check the foreign key of
+# each pgbench row by its trigger (as imports did before they checked it
+# once), in turn first, printing the wall-clock seconds of each; and times
+# the server's export, chronicle.run_export(), written to a file by psql.
 # Then the bytes: the archive, each member before compression, the hour's
 # history as stored (chronicle.history and chronicle.snapshot, which hold
 # that hour only) and the run's pgbench log as pgbench -l writes it,
@@ -29,29 +33,55 @@ out=$(mktemp -d /tmp/archive-bench-out.XXXXXX)
 trap 'rm -rf "$out"; lib_bench_history_stop "$dir"' EXIT
 lib_bench_hour "$dir" "${BENCH_PORT:-5621}" "$day"
 psql() { "$LIB_BINDIR/psql" -X -q -v ON_ERROR_STOP=1 "$@"; }
-pgc() { PYTHONPATH="$src/client" "$py" -m pg_chronicle "$@"; }
+# (from $out: python -m puts the current directory first on its path, and a
+# built tree's pg_chronicle.so there would be taken for the client)
+pgc() { (cd "$out" && PYTHONPATH="$src/client" "$py" -m pg_chronicle "$@"); }
 secs() { echo "$2 - $1" | bc; }
 
 echo "== export and import of bench-1h, $reps times (seconds, wall clock)"
+# Each archive is imported twice, in turn first: into archive_repo, and into
+# archive_checked, whose app_transaction has a trigger of its own (a no-op
+# for each statement), so that chronicle._import_run() inserts the pgbench
+# rows with the foreign key checked by its trigger, once per row (39_import.sql).
 for i in $(seq "$reps"); do
-	psql -c 'DROP DATABASE IF EXISTS archive_repo' -c 'CREATE DATABASE archive_repo'
-	PGDATABASE=archive_repo psql -c 'CREATE EXTENSION pg_chronicle'
+	for db in archive_repo archive_checked; do
+		psql -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db"
+		PGDATABASE=$db psql -c 'CREATE EXTENSION pg_chronicle'
+	done
+	PGDATABASE=archive_checked psql -c '
+		CREATE FUNCTION public.bench_noop() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN RETURN NULL; END$$;
+		CREATE TRIGGER bench_noop AFTER INSERT ON chronicle.app_transaction
+			FOR EACH STATEMENT EXECUTE FUNCTION public.bench_noop()'
 	rm -f "$out/run.pgca"
 	s=$(date +%s.%N)
 	pgc export bench-1h -o "$out/run.pgca" >/dev/null
-	m=$(date +%s.%N)
-	PGDATABASE=archive_repo pgc import "$out/run.pgca" >/dev/null
 	e=$(date +%s.%N)
-	printf 'run %d: export %.2f s, import %.2f s\n' "$i" "$(secs "$s" "$m")" "$(secs "$m" "$e")"
+	line=$(printf 'run %d: export %.2f s' "$i" "$(secs "$s" "$e")")
+	# the server's export, written by psql as docs/runs.md says
+	s=$(date +%s.%N)
+	psql -At -c "SELECT encode(chronicle.run_export('bench-1h'), 'base64')" | base64 -d > "$out/sql.pgca"
+	e=$(date +%s.%N)
+	line+=$(printf ', run_export %.2f s' "$(secs "$s" "$e")")
+	order="archive_repo archive_checked"
+	[ $((i % 2)) -eq 0 ] && order="archive_checked archive_repo"
+	for db in $order; do
+		s=$(date +%s.%N)
+		PGDATABASE=$db pgc import "$out/run.pgca" >/dev/null
+		e=$(date +%s.%N)
+		line+=$(printf ', import into %s %.2f s' "$db" "$(secs "$s" "$e")")
+	done
+	echo "$line"
 done
 same=$(PGDATABASE=archive_repo psql -At -c "SELECT (SELECT count(*) FROM chronicle.app_transaction),
        (SELECT count(*) FROM chronicle.archive_snapshot)")
-echo "imported: transactions|snapshots $same; origin: $(psql -At -c "SELECT (SELECT count(*) FROM chronicle.app_transaction),
+checked=$(PGDATABASE=archive_checked psql -At -c "SELECT (SELECT count(*) FROM chronicle.app_transaction),
+       (SELECT count(*) FROM chronicle.archive_snapshot)")
+echo "imported: transactions|snapshots $same, checked per row $checked; origin: $(psql -At -c "SELECT (SELECT count(*) FROM chronicle.app_transaction),
        (SELECT count(*) FROM chronicle.snapshot)")"
 
 echo "== bytes"
 archive=$(stat -c %s "$out/run.pgca")
-echo "archive: $archive bytes"
+echo "archive: $archive bytes; run_export's (not compressed): $(stat -c %s "$out/sql.pgca") bytes"
 "$py" - "$out/run.pgca" <<'PY'
 import sys, tarfile
 with tarfile.open(sys.argv[1], "r:xz") as tar:

@@ -126,8 +126,13 @@ RESET ROLE;
 DROP ROLE regress_chronicle_nobody;
 DROP ROLE regress_chronicle_monitor;
 
--- Every function of the extension pins its search_path.
+-- Every function of the extension pins its search_path (an aggregate has
+-- no settings of its own: its functions are pg_catalog's).
 SELECT p.oid::regprocedure
   FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid AND d.classid = 'pg_proc'::regclass
  WHERE d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'pg_chronicle')
-   AND NOT EXISTS (SELECT FROM unnest(p.proconfig) c WHERE c LIKE 'search_path=%');
+   AND NOT EXISTS (SELECT FROM unnest(p.proconfig) c WHERE c LIKE 'search_path=%')
+   AND NOT (p.prokind = 'a' AND NOT EXISTS (SELECT FROM pg_aggregate a JOIN pg_proc f
+                                              ON f.oid IN (a.aggtransfn, a.aggfinalfn)
+                                             WHERE a.aggfnoid = p.oid
+                                               AND f.pronamespace <> 'pg_catalog'::regnamespace));

@@ -63,5 +63,6 @@ extern void chronicle_rows_fill_keys(ChronicleRows *rows, int first,
 extern Datum chronicle_key_array(int si, const Datum *values,
 								 const bool *nulls);
 extern void chronicle_key_cache_forget(int si);
+extern int32 chronicle_key_add(Datum source, Datum key);
 
 #endif							/* CHRONICLE_HISTORY_INT_H */

@@ -30,6 +30,7 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/datetime.h"
+#include "utils/fmgroids.h"
 #include "utils/hsearch.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -329,16 +330,48 @@ chronicle_key_cache_forget(int si)
 	}
 }
 
+/*
+ * The id of a key (source, its columns as text[]) in chronicle.history_key,
+ * added when new.  Two writers may add the same key at once (the worker and
+ * chronicle.snapshot(), a central database's apply workers): the second
+ * waits for the first and finds its id, the SELECT being a statement of its
+ * own.  SPI connected.
+ */
+int32
+chronicle_key_add(Datum source, Datum key)
+{
+	Oid			argtypes[2] = {TEXTOID, TEXTARRAYOID};
+	Datum		args[2] = {source, key};
+	int			ret;
+	bool		isnull;
+
+	ret = SPI_execute_with_args("INSERT INTO chronicle.history_key (source, key)"
+								" VALUES ($1, $2)"
+								" ON CONFLICT (source, key) DO NOTHING"
+								" RETURNING key_id",
+								2, argtypes, args, NULL, false, 1);
+	if (ret != SPI_OK_INSERT_RETURNING)
+		elog(ERROR, "could not add to chronicle.history_key: %s",
+			 SPI_result_code_string(ret));
+	if (SPI_processed == 0)
+	{
+		ret = SPI_execute_with_args("SELECT key_id FROM chronicle.history_key"
+									" WHERE source = $1 AND key = $2",
+									2, argtypes, args, NULL, false, 1);
+		if (ret != SPI_OK_SELECT || SPI_processed != 1)
+			elog(ERROR, "could not find key %s of source \"%s\" in chronicle.history_key",
+				 OidOutputFunctionCall(F_ARRAY_OUT, key), TextDatumGetCString(source));
+	}
+	return DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0],
+									   SPI_tuptable->tupdesc, 1, &isnull));
+}
+
 /* chronicle_key_id() of a key whose key string is known */
 static int32
 key_id_of(int si, const char *key, const Datum *values, const bool *nulls,
 		  bool cache)
 {
 	const ChronicleSource *src = chronicle_sources[si];
-	Oid			argtypes[2] = {TEXTOID, TEXTARRAYOID};
-	Datum		args[2];
-	int			ret;
-	bool		isnull;
 	int32		id;
 	KeyIdEntry *e;
 
@@ -359,32 +392,8 @@ key_id_of(int si, const char *key, const Datum *values, const bool *nulls,
 			return e->id;
 	}
 
-	/*
-	 * A new key: add it.  Two collectors may add the same key at once (the
-	 * worker and chronicle.snapshot()): the second waits for the first and
-	 * finds its id.
-	 */
-	args[0] = CStringGetTextDatum(src->name);
-	args[1] = chronicle_key_array(si, values, nulls);
-	ret = SPI_execute_with_args("INSERT INTO chronicle.history_key (source, key)"
-								" VALUES ($1, $2)"
-								" ON CONFLICT (source, key) DO NOTHING"
-								" RETURNING key_id",
-								2, argtypes, args, NULL, false, 1);
-	if (ret != SPI_OK_INSERT_RETURNING)
-		elog(ERROR, "could not add to chronicle.history_key: %s",
-			 SPI_result_code_string(ret));
-	if (SPI_processed == 0)
-	{
-		ret = SPI_execute_with_args("SELECT key_id FROM chronicle.history_key"
-									" WHERE source = $1 AND key = $2",
-									2, argtypes, args, NULL, false, 1);
-		if (ret != SPI_OK_SELECT || SPI_processed != 1)
-			elog(ERROR, "could not find key \"%s\" of source \"%s\" in chronicle.history_key",
-				 key, src->name);
-	}
-	id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0],
-									 SPI_tuptable->tupdesc, 1, &isnull));
+	id = chronicle_key_add(CStringGetTextDatum(src->name),
+						   chronicle_key_array(si, values, nulls));
 	if (cache)
 	{
 		e = hash_search(key_ids[si], key, HASH_ENTER, NULL);

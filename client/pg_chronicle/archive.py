@@ -1,6 +1,7 @@
 """Run archives: a run that outlives its server (pg-chronicle export / import).
 
-An archive is a tar file compressed with xz (docs/runs.md, "Run archives"):
+An archive is a tar file compressed with xz (docs/runs.md, "Run archives"),
+or not compressed (chronicle.run_export(), the server's):
 
     manifest.json       format, format_version, archive_id, the run, the server,
                         the data window, and per member: columns, rows, sha256
@@ -222,7 +223,8 @@ def read_archive(path: pathlib.Path) -> tuple[dict[str, Any], dict[str, bytes]]:
     an archive, truncated, of a newer format or whose checksums do not
     match is a ClientError."""
     try:
-        with tarfile.open(path, "r:xz") as tar:
+        # xz (pg-chronicle export) or not compressed (chronicle.run_export())
+        with tarfile.open(path, "r:*") as tar:
             files: dict[str, bytes] = {}
             for m in tar.getmembers():
                 f = tar.extractfile(m)

@@ -45,9 +45,9 @@ ANALYSES = {
 }
 
 
-def analyses(srv: Server, run: str, app: bool = True) -> dict[str, list[str]]:
+def analyses(srv: Server, run: str, app: bool = True, dbname: str = "postgres") -> dict[str, list[str]]:
     """app: the run has a pgbench log (slowest_intervals and app_* read it)."""
-    return {name: srv.psql(q.format(run=run)).splitlines() for name, q in ANALYSES.items()
+    return {name: srv.psql(q.format(run=run), dbname=dbname).splitlines() for name, q in ANALYSES.items()
             if app or not (name.startswith("app_") or name == "slowest_intervals")}
 
 
@@ -232,6 +232,87 @@ def test_delete_imported_runs(server: Server, runs: pathlib.Path) -> None:
     assert report_data(repo, "a") == report_data(server.conninfo, "a")
 
 
+def test_import_keeps_triggers(server: Server, runs: pathlib.Path) -> None:
+    """The import checks the foreign key of the pgbench rows once, not by its
+    trigger per row (39_import.sql), only while app_transaction has no
+    trigger of the user's: one of the user's fires for every row, and the
+    rows are the same either way; the tables written after them fire their
+    triggers again.  Which way the rows went: the rollup's statement trigger
+    (pg_stat_user_functions) fires only where the triggers were not skipped."""
+    rows = ("SELECT count(*), md5(string_agg(format('%s %s %s %s %s %s %s %s', ts, client_id, tx_no,"
+            " script_no, latency_us, lag_us, retries, status), ',' ORDER BY ts, client_id, tx_no))"
+            " FROM chronicle.app_transaction WHERE run_id = (SELECT run_id FROM chronicle.run"
+            " WHERE label = 'a')")
+    want = server.psql(rows)
+    assert int(want.split("|")[0]) > 100
+    fired: dict[str, str] = {}
+    for db, table in (("repo_fast", "mark"), ("repo_checked", "app_transaction")):
+        server.psql(f"CREATE DATABASE {db}")
+        server.psql(f"ALTER DATABASE {db} SET track_functions = 'all'")
+        server.psql("CREATE EXTENSION pg_chronicle;"
+                    " CREATE TABLE public.fired (tbl text);"
+                    " CREATE FUNCTION public.fire() RETURNS trigger LANGUAGE plpgsql"
+                    "  AS $$BEGIN INSERT INTO public.fired VALUES (TG_TABLE_NAME); RETURN NULL; END$$;"
+                    f" CREATE TRIGGER fire AFTER INSERT ON chronicle.{table}"
+                    "  FOR EACH ROW EXECUTE FUNCTION public.fire()", dbname=db)
+        cli(server, "-d", server.conninfo.replace("dbname=postgres", f"dbname={db}"),
+            "import", str(runs / "a.pgca"), check=True)
+        assert server.psql(rows, dbname=db) == want, db
+        fired[db] = server.psql(f"SELECT (SELECT count(*) FROM public.fired WHERE tbl = '{table}'),"
+                                f" (SELECT count(*) FROM chronicle.{table})", dbname=db)
+    # every mark inserted after the pgbench rows, every pgbench row
+    n, m = fired["repo_fast"].split("|")
+    assert n == m and int(n) >= 1, fired
+    n, m = fired["repo_checked"].split("|")
+    assert n == m == want.split("|")[0], fired
+    rollup_calls = ("SELECT coalesce(sum(calls), 0) FROM pg_stat_user_functions"
+                    " WHERE schemaname = 'chronicle' AND funcname = '_rollup_app_changed'")
+    wait_for(lambda: server.psql(rollup_calls, dbname="repo_checked") == "1",
+             "the import's statistics in repo_checked")
+    assert server.psql(rollup_calls, dbname="repo_fast") == "0"
+
+
+def test_server_side_export(server: Server, second: Server, runs: pathlib.Path) -> None:
+    """chronicle.run_export() writes, through the psql command line of
+    docs/runs.md, the archive pg-chronicle export writes (not compressed):
+    the same members, byte for byte, which pg-chronicle import reads into
+    another server as the run, every analysis equal; an open run is
+    refused, and a role that may not read the history may not call it."""
+    path = runs / "a-sql.pgca"
+    subprocess.run(f"psql -XAtc \"SELECT encode(chronicle.run_export('a'), 'base64')\" | base64 -d > {path}",
+                   shell=True, check=True, env=server.env())
+    with tarfile.open(path, "r:") as tar:             # a tar file, not compressed
+        man = json.loads(tar.extractfile("manifest.json").read())  # type: ignore[union-attr]
+    assert man["format_version"] == 2 and man["run"]["label"] == "a"
+    client = runs / "a-client.pgca"
+    cli(server, "export", "a", "-o", str(client), check=True)
+    got, want = members(path), members(client)
+    assert sorted(got) == sorted(want) and len(got["app_transaction.csv"]) > 100
+    for name in want:
+        assert got[name] == want[name], name
+    with tarfile.open(client, "r:xz") as tar:
+        client_man = json.loads(tar.extractfile("manifest.json").read())  # type: ignore[union-attr]
+    assert man["members"] == client_man["members"]
+    assert man["server"] == client_man["server"] and man["window"].keys() == client_man["window"].keys()
+
+    second.psql("CREATE DATABASE repo_sql")
+    second.psql("CREATE EXTENSION pg_chronicle", dbname="repo_sql")
+    cli(second, "-d", second.conninfo.replace("dbname=postgres", "dbname=repo_sql"), "import", str(path),
+        check=True)
+    assert analyses(second, "a", dbname="repo_sql") == analyses(server, "a")
+
+    server.psql("SELECT chronicle.run_begin('open sql')")
+    p = subprocess.run([str(server.bindir / "psql"), "-XAt", "-c", "SELECT chronicle.run_export('open sql')"],
+                       check=False, env=server.env(), capture_output=True, text=True)
+    assert p.returncode == 1 and 'run "open sql" is still open' in p.stderr, p.stderr
+    server.psql("SELECT chronicle.run_end(); SELECT chronicle.run_delete('open sql')")
+    server.psql("CREATE ROLE no_reader LOGIN")
+    p = subprocess.run([str(server.bindir / "psql"), "-XAt", "-U", "no_reader",
+                        "-c", "SELECT chronicle.run_export('a')"],
+                       check=False, env=server.env(), capture_output=True, text=True)
+    assert p.returncode == 1 and "permission denied for schema chronicle" in p.stderr, p.stderr
+
+
 def test_bench_archive(server: Server, second: Server, tmp_path: pathlib.Path) -> None:
     """bench --archive DIR writes the run's archive when it ends (trials and
     sweep points each theirs: the same code, bench.main's loop), which
@@ -280,7 +361,7 @@ def test_archives_cross_versions(server: Server, tmp_path: pathlib.Path) -> None
 def members(path: pathlib.Path) -> dict[str, list[list[str]]]:
     """The CSV members of an archive, as rows of fields."""
     import csv
-    with tarfile.open(path, "r:xz") as tar:
+    with tarfile.open(path, "r:*") as tar:
         return {m.name: list(csv.reader(io.TextIOWrapper(tar.extractfile(m), "utf-8")))  # type: ignore[arg-type]
                 for m in tar.getmembers() if m.name.endswith(".csv")}
 

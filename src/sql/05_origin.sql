@@ -8,21 +8,30 @@
 -- run.  Two servers' timestamps may collide and their windows overlap:
 -- every read of the history reads one origin, chronicle._origin().
 
--- The imported recordings, one row per archive imported, with the server
--- that recorded it; 0 is never an id here: it is this server.  Not one row
--- per server: each import's snapshots and history are its own, so that an
--- archive can neither add rows to another import's window (whoever imported
--- it) nor disagree with it, and deleting a run deletes its rows.
+-- The other servers' recordings, with the server that recorded it; 0 is
+-- never an id here: it is this server.  Two kinds:
+--   archive       one row per archive imported.  Not one row per server:
+--                 each import's snapshots and history are its own, so that
+--                 an archive can neither add rows to another import's
+--                 window (whoever imported it) nor disagree with it, and
+--                 deleting a run deletes its rows.
+--   subscription  one row per server this central database subscribes to
+--                 (chronicle.subscribe(), 42_central.sql): its history as
+--                 logical replication applies it, named by its
+--                 subscription.
 CREATE TABLE chronicle.origin (
 	origin_id         integer GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
 	system_identifier bigint,
 	server_name       text,
-	server_version    text,           -- of its latest imported run
+	server_version    text,           -- of its latest imported run; a subscription's when subscribed
 	extension_version text,           -- pg_chronicle that recorded it
-	first_imported    timestamptz NOT NULL DEFAULT now()
+	first_imported    timestamptz NOT NULL DEFAULT now(),
+	kind              text NOT NULL DEFAULT 'archive' CHECK (kind IN ('archive', 'subscription')),
+	subscription      name UNIQUE,    -- of kind subscription: its pg_subscription
+	CHECK ((kind = 'subscription') = (subscription IS NOT NULL))
 );
 COMMENT ON TABLE chronicle.origin IS
-	'The recordings imported into this database, one per archive, with their server (origin 0, not listed, is this server)';
+	'The other servers'' recordings in this database: one per archive imported, one per server subscribed to (origin 0, not listed, is this server)';
 
 -- The origin the history reads come from: the setting chronicle.origin,
 -- which a function that takes a run sets to its run's (run_window()).
@@ -74,3 +83,15 @@ SELECT s.ts, s.segment, s.keyframe, s.collector, s.duration_ms, s.rows_written,
  WHERE s.origin = chronicle._origin();
 COMMENT ON VIEW chronicle._snapshot IS
 	'The snapshots of the origin the analysis reads (chronicle.origin): chronicle.snapshot for this server';
+
+-- The key ids of a subscribed server's packed history (42_central.sql):
+-- its chronicle.history_key's id remote_id is key_id here.  Its history is
+-- packed again with this database's ids when it is applied.
+CREATE TABLE chronicle.archive_key (
+	origin    integer NOT NULL REFERENCES chronicle.origin ON DELETE CASCADE,
+	remote_id integer NOT NULL,
+	key_id    integer NOT NULL,
+	PRIMARY KEY (origin, remote_id)
+);
+COMMENT ON TABLE chronicle.archive_key IS
+	'The key ids of each subscribed server''s history_key, as this database''s key ids';

@@ -4,5 +4,5 @@
 
 -- The views of the origin read (05_origin.sql, 40_statements.sql), made by
 -- the code: readable as every table of the schema (99_grants.sql).
-REVOKE ALL ON chronicle._snapshot, chronicle._statements_text FROM PUBLIC;
-GRANT SELECT ON chronicle._snapshot, chronicle._statements_text TO pg_monitor, pg_read_all_stats;
+REVOKE ALL ON chronicle._snapshot, chronicle._statements_text, chronicle.servers FROM PUBLIC;
+GRANT SELECT ON chronicle._snapshot, chronicle._statements_text, chronicle.servers TO pg_monitor, pg_read_all_stats;

@@ -72,7 +72,10 @@ CREATE TABLE chronicle.origin (
 	server_name       text,
 	server_version    text,
 	extension_version text,
-	first_imported    timestamptz NOT NULL DEFAULT now()
+	first_imported    timestamptz NOT NULL DEFAULT now(),
+	kind              text NOT NULL DEFAULT 'archive' CHECK (kind IN ('archive', 'subscription')),
+	subscription      name UNIQUE,
+	CHECK ((kind = 'subscription') = (subscription IS NOT NULL))
 );
 CREATE TABLE chronicle.archive_snapshot (
 	origin        integer     NOT NULL REFERENCES chronicle.origin,
@@ -103,10 +106,18 @@ CREATE TABLE chronicle.archive_statements_text (
 	query   text NOT NULL,
 	PRIMARY KEY (origin, dbid, queryid)
 );
+-- A central repository's map of each subscribed server's key ids
+-- (05_origin.sql, 42_central.sql).
+CREATE TABLE chronicle.archive_key (
+	origin    integer NOT NULL REFERENCES chronicle.origin ON DELETE CASCADE,
+	remote_id integer NOT NULL,
+	key_id    integer NOT NULL,
+	PRIMARY KEY (origin, remote_id)
+);
 ALTER TABLE chronicle.run ADD COLUMN origin integer NOT NULL DEFAULT 0;
 ALTER TABLE chronicle.mark ADD COLUMN origin integer NOT NULL DEFAULT 0;
 REVOKE ALL ON chronicle.origin, chronicle.archive_snapshot, chronicle.archive_history,
-	chronicle.archive_statements_text FROM PUBLIC;
+	chronicle.archive_statements_text, chronicle.archive_key FROM PUBLIC;
 GRANT SELECT ON chronicle.origin, chronicle.archive_snapshot, chronicle.archive_history,
-	chronicle.archive_statements_text TO pg_monitor, pg_read_all_stats;
+	chronicle.archive_statements_text, chronicle.archive_key TO pg_monitor, pg_read_all_stats;
 GRANT SELECT ON SEQUENCE chronicle.origin_origin_id_seq TO pg_monitor, pg_read_all_stats;

@@ -1,6 +1,8 @@
 # Safety of a snapshot and of the collector (issue 11):
 #  - a cancel or a statement_timeout ends chronicle.snapshot() with 57014
 #    and commits nothing (a source must not swallow it);
+#  - a snapshot cancelled while it reads pg_database again leaves the
+#    shared database list to be read by the next one, in the same backend;
 #  - the statements source stores a query text again after the write that
 #    held it was rolled back (injected failure, rolled-back transaction,
 #    rolled-back savepoint);
@@ -11,6 +13,7 @@ use warnings FATAL => 'all';
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Time::HiRes qw(usleep);
 use FindBin;
 use lib "$FindBin::RealBin/../perl";
 use PgChronicle::TestNode qw(chronicle_node poll_until);
@@ -76,6 +79,49 @@ $holder->query_safe('COMMIT');
 $holder->quit;
 is($node->safe_psql('postgres', $count_sql), $before,
 	'the cancelled snapshot committed nothing');
+
+# A snapshot cancelled while it reads pg_database again (the list the
+# database and relations sources share, src/databases.c, read when an
+# invalidation says it changed), then the next snapshot in the same
+# backend: the list is read again and holds the database created
+# meanwhile.  While pg_database is locked no new session can start, so the
+# holder's session watches and cancels.
+my $snapper = $node->background_psql('postgres', on_error_stop => 0);
+my $spid = $snapper->query_safe('SELECT pg_backend_pid()');
+$snapper->query_safe('SELECT chronicle.snapshot()');
+$node->safe_psql('postgres', 'CREATE DATABASE listed_late');
+$node->safe_psql('listed_late', 'SELECT 1');
+$holder = $node->background_psql('postgres');
+$holder->query_safe('BEGIN; LOCK TABLE pg_database IN ACCESS EXCLUSIVE MODE');
+$snapper->query_until(qr/snapping/, "\\echo snapping\nSELECT chronicle.snapshot();\n");
+my $waits = '';
+foreach (1 .. 300)
+{
+	$waits = $holder->query_safe(
+		"SELECT string_agg(l.relation::regclass::text, ',') FROM pg_locks l"
+		  . " WHERE l.pid = $spid AND NOT l.granted");
+	last if $waits ne '';
+	usleep(100_000);
+}
+is($waits, 'pg_database', 'a snapshot waits to read pg_database again after CREATE DATABASE');
+$holder->query_safe("SELECT pg_cancel_backend($spid)");
+is($snapper->query('\echo :LAST_ERROR_SQLSTATE'), '57014',
+	'... and is cancelled there');
+$holder->query_safe('COMMIT');
+$holder->quit;
+$snapper->{stderr} = '';    # the cancel's error, read
+my $late_ts = $snapper->query_safe('SELECT chronicle.snapshot()');
+is($snapper->query_safe(
+		"SELECT count(*) FROM chronicle.database_history WHERE ts = '$late_ts'"
+		  . " AND datname = 'listed_late'"),
+	'1', 'the next snapshot of that backend records the database created meanwhile');
+is($snapper->query_safe(
+		"SELECT count(*) > 0 AND count(*) = count(DISTINCT h.datid)"
+		  . " AND bool_and(h.datname IS NOT DISTINCT FROM d.datname)"
+		  . " FROM chronicle.database_history h LEFT JOIN pg_database d ON d.oid = h.datid"
+		  . " WHERE h.ts = '$late_ts' AND h.datid <> 0"),
+	't', '... each database once, by the name pg_database gives it');
+$snapper->quit;
 
 # A source's own error is still the source's: the snapshot goes on.
 ($ret, $stdout, $stderr) = $node->psql('postgres',

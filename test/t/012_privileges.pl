@@ -22,7 +22,9 @@ my %super = map { $_ => 1 } qw(
   _partition_layout _retention _rollup_retention _rollup rollup
   _rollup_app_changed _pack _history_load _history_write _history_layout
   _check_owner _mark_event_max _redact_statement _analysis_layout _analysis_make _analysis_source
-  _analysis_create _analysis_checks _analysis_delta);
+  _analysis_create _analysis_checks _analysis_delta
+  publish subscribe unsubscribe _central_apply _central_layout _publisher_prepare _publisher_drop_slot
+  _publisher_backfill);
 my %writer = map { $_ => 1 } qw(run_begin run_end run_label run_delete run_set_warmup _check_label mark mark_delete
   _import_run);
 

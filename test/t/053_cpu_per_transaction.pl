@@ -52,7 +52,11 @@ note(sprintf('%s: %.1f us of client backend CPU per transaction, %d commits', $_
 
 for my $m (sort keys %cpu)
 {
-	ok($cpu{$m}[0] > 0.3, "$m: the client backends kept a CPU busy ($cpu{$m}[0] CPUs)");
+	# one client backend (-c 1) runs on at most one CPU, and ran: how much
+	# of one depends on what else the machine runs (0.25 at a load average
+	# of 7 on 2 cores, 0.4 to 0.9 on a quiet machine)
+	ok($cpu{$m}[0] > 0.05 && $cpu{$m}[0] <= 1.02,
+		"$m: the client backend used between 0.05 and 1 CPU ($cpu{$m}[0] CPUs)");
 	# per transaction = the run's CPU-seconds over its commits; psql's count
 	# around the run holds a few more (psql's own, the collector's)
 	my $want = $cpu{$m}[0] * $secs{$m} / $commits{$m};

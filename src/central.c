@@ -1,0 +1,749 @@
+/*-------------------------------------------------------------------------
+ *
+ * central.c
+ *		The central repository's side of logical replication
+ *		(docs/central.md): the trigger that stores what a subscription of
+ *		chronicle.subscribe() applies under that server's origin, and the
+ *		publisher's side of chronicle.subscribe() (the slot, and the key
+ *		dictionary the source holds already).
+ *
+ * A recording server publishes chronicle.snapshot, chronicle.history,
+ * chronicle.history_key and chronicle.statements_text (chronicle.publish()).
+ * The central database subscribes to them under the same names, and the
+ * apply worker would write them into the central server's own tables,
+ * mixed with its own recording.  The trigger chronicle._central_apply(),
+ * a BEFORE INSERT row trigger on each of them enabled as a REPLICA trigger
+ * (so it fires only in sessions with session_replication_role = replica,
+ * the apply workers: the collector never pays for it), sends the row to
+ * the archive tables under the subscription's origin (05_origin.sql) and
+ * skips it.  The packed history holds the source's key ids: each value is
+ * packed again with this database's ids, through the origin's map of
+ * remote id -> local id (chronicle.archive_key), which the source's
+ * history_key rows fill: the collector adds a key in the transaction of
+ * the snapshot that first has it, before the history row (it needs the id
+ * to pack the row), and logical replication applies a transaction's
+ * changes in order, and transactions in commit order.  The keys the
+ * source held before the slot existed are read by chronicle.subscribe()
+ * after creating the slot (chronicle._publisher_prepare()): every key
+ * either committed before that read or is decoded from the slot.
+ *
+ * Copyright (c) 2026, pg_chronicle developers
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
+#include "commands/trigger.h"
+#include "executor/spi.h"
+#include "executor/tuptable.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "replication/origin.h"
+#include "replication/walreceiver.h"
+#include "replication/walsender.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/lsyscache.h"
+#include "utils/pg_lsn.h"
+#include "utils/timestamp.h"
+#include "utils/tuplestore.h"
+
+#include "history_int.h"
+#include "pg_chronicle.h"
+
+/* set while the trigger writes: its own writes are local ones */
+static bool central_writing = false;
+
+/* The index of the source named name, or -1. */
+static int
+source_named(const char *name)
+{
+	for (int i = 0; i < chronicle_nsources; i++)
+		if (strcmp(chronicle_sources[i]->name, name) == 0)
+			return i;
+	return -1;
+}
+
+/*
+ * The origin of the subscription this session applies, 0 when it applies
+ * none of chronicle.subscribe()'s.  SPI connected.
+ */
+static int32
+session_origin(void)
+{
+	Oid			argtypes[1] = {INT4OID};
+	Datum		args[1];
+	int			ret;
+	bool		isnull;
+
+	/*
+	 * An apply worker's replication origin is named pg_<subscription oid>
+	 * (ReplicationOriginNameForLogicalRep()).
+	 */
+	args[0] = Int32GetDatum((int32) replorigin_session_origin);
+	ret = SPI_execute_with_args("SELECT o.origin_id FROM chronicle.origin o"
+								" JOIN pg_catalog.pg_subscription s ON s.subname = o.subscription"
+								"  AND s.subdbid = (SELECT d.oid FROM pg_catalog.pg_database d"
+								"                    WHERE d.datname = pg_catalog.current_database())"
+								" JOIN pg_catalog.pg_replication_origin r ON r.roname = 'pg_' || s.oid"
+								" WHERE r.roident = $1 AND o.kind = 'subscription'",
+								1, argtypes, args, NULL, true, 1);
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "could not read chronicle.origin: %s",
+			 SPI_result_code_string(ret));
+	if (SPI_processed == 0)
+		return 0;
+	return DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0],
+									   SPI_tuptable->tupdesc, 1, &isnull));
+}
+
+/* A source's history_key row: its local id in the origin's map. */
+static void
+store_key(int32 origin, HeapTuple tup, TupleDesc desc)
+{
+	Oid			argtypes[3] = {INT4OID, INT4OID, INT4OID};
+	Datum		args[3];
+	bool		isnull[3];
+	Datum		source;
+	Datum		key;
+	int			ret;
+
+	args[0] = Int32GetDatum(origin);
+	args[1] = heap_getattr(tup, SPI_fnumber(desc, "key_id"), desc, &isnull[0]);
+	source = heap_getattr(tup, SPI_fnumber(desc, "source"), desc, &isnull[1]);
+	key = heap_getattr(tup, SPI_fnumber(desc, "key"), desc, &isnull[2]);
+	if (isnull[0] || isnull[1] || isnull[2])
+		elog(ERROR, "a history_key row without its id, source or key");
+	args[2] = Int32GetDatum(chronicle_key_add(source, key));
+	ret = SPI_execute_with_args("INSERT INTO chronicle.archive_key (origin, remote_id, key_id)"
+								" VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+								3, argtypes, args, NULL, false, 0);
+	if (ret != SPI_OK_INSERT)
+		elog(ERROR, "could not add to chronicle.archive_key: %s",
+			 SPI_result_code_string(ret));
+}
+
+/* remote key id -> local key id, of one origin */
+typedef struct KeyMapEntry
+{
+	int32		remote;
+	int32		local;
+} KeyMapEntry;
+
+/*
+ * The packed values of a history row (sources[a] >= 0 for a packed
+ * column a), their key ids mapped to this database's.  A key without an
+ * id here is an error, or with skip_unknown, false returned (nothing
+ * changed).
+ */
+static bool
+repack(int32 origin, TimestampTz ts, TupleDesc desc, const int *sources,
+	   Datum *values, const bool *nulls, bool skip_unknown)
+{
+	ChronicleRows *decoded = palloc0(sizeof(ChronicleRows) * desc->natts);
+	int			nremote = 0;
+	Datum	   *remote;
+	HTAB	   *map;
+	HASHCTL		ctl;
+	Oid			argtypes[2] = {INT4OID, INT4ARRAYOID};
+	Datum		args[2];
+	int			ret;
+
+	for (int a = 0; a < desc->natts; a++)
+	{
+		if (sources[a] < 0 || nulls[a])
+			continue;
+		decoded[a].source_index = sources[a];
+		chronicle_history_unpack(&decoded[a], ts, DatumGetByteaPP(values[a]), NULL);
+		if (chronicle_sources[sources[a]]->nkeys > 0)
+			nremote += decoded[a].nrows;
+	}
+	if (nremote == 0)
+		return true;
+
+	/* the map of the ids of this row, read once */
+	remote = palloc(sizeof(Datum) * nremote);
+	nremote = 0;
+	for (int a = 0; a < desc->natts; a++)
+		if (sources[a] >= 0 && !nulls[a] && chronicle_sources[sources[a]]->nkeys > 0)
+			for (int r = 0; r < decoded[a].nrows; r++)
+				remote[nremote++] = Int32GetDatum(decoded[a].key_ids[r]);
+	args[0] = Int32GetDatum(origin);
+	args[1] = PointerGetDatum(construct_array_builtin(remote, nremote, INT4OID));
+	ret = SPI_execute_with_args("SELECT remote_id, key_id FROM chronicle.archive_key"
+								" WHERE origin = $1 AND remote_id = ANY ($2)",
+								2, argtypes, args, NULL, true, 0);
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "could not read chronicle.archive_key: %s",
+			 SPI_result_code_string(ret));
+	ctl.keysize = sizeof(int32);
+	ctl.entrysize = sizeof(KeyMapEntry);
+	ctl.hcxt = CurrentMemoryContext;
+	map = hash_create("chronicle key map", Max(SPI_processed, 16), &ctl,
+					  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		null;
+		int32		r = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &null));
+		KeyMapEntry *e = hash_search(map, &r, HASH_ENTER, NULL);
+
+		e->local = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &null));
+	}
+	/* a backfill stores many rows in one SPI connection */
+	SPI_freetuptable(SPI_tuptable);
+
+	for (int a = 0; a < desc->natts; a++)
+	{
+		const ChronicleSource *src;
+
+		if (sources[a] < 0 || nulls[a])
+			continue;
+		src = chronicle_sources[sources[a]];
+		for (int r = 0; r < decoded[a].nrows && src->nkeys > 0; r++)
+		{
+			KeyMapEntry *e = hash_search(map, &decoded[a].key_ids[r], HASH_FIND, NULL);
+
+			if (e == NULL && skip_unknown)
+				return false;
+
+			/*
+			 * Never stored with a wrong key: the apply worker stops here and
+			 * retries, until the origin is subscribed again.
+			 */
+			if (e == NULL)
+				ereport(ERROR,
+						(errcode(ERRCODE_FOREIGN_KEY_VIOLATION),
+						 errmsg("chronicle: key id %d of source \"%s\" of origin %d has no key here",
+								decoded[a].key_ids[r], src->name, origin),
+						 errdetail("The history row at %s names a key the publisher's chronicle.history_key never sent.",
+								   timestamptz_to_str(ts)),
+						 errhint("Subscribe to the server again (docs/central.md).")));
+			decoded[a].key_ids[r] = e->local;
+		}
+	}
+	for (int a = 0; a < desc->natts; a++)
+		if (sources[a] >= 0 && !nulls[a])
+			values[a] = PointerGetDatum(chronicle_pack(&decoded[a], ts));
+	return true;
+}
+
+/*
+ * A row of the table the trigger fired on into chronicle.<archive>, under
+ * origin: the columns the archive table has too, by name; the packed
+ * history's values packed again (history).  A row there already (the
+ * same ts sent twice: a day partition filled from the default partition
+ * republishes its rows) is left as it is.
+ */
+static bool
+store_row(int32 origin, const char *archive, HeapTuple tup, TupleDesc desc,
+		  bool history, bool skip_unknown)
+{
+	Oid			relid = get_relname_relid(archive, get_namespace_oid("chronicle", false));
+	StringInfoData sql;
+	StringInfoData vals;
+	Oid		   *argtypes = palloc(sizeof(Oid) * (desc->natts + 1));
+	Datum	   *args = palloc(sizeof(Datum) * (desc->natts + 1));
+	char	   *argnulls = palloc(desc->natts + 1);
+	Datum	   *values = palloc(sizeof(Datum) * desc->natts);
+	bool	   *nulls = palloc(sizeof(bool) * desc->natts);
+	int		   *sources = palloc(sizeof(int) * desc->natts);
+	int			nargs = 1;
+	int			ts_att = -1;
+	int			ret;
+
+	if (!OidIsValid(relid))
+		elog(ERROR, "no table chronicle.%s", archive);
+	heap_deform_tuple(tup, desc, values, nulls);
+	for (int a = 0; a < desc->natts; a++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, a);
+
+		sources[a] = -1;
+		if (att->attisdropped)
+			continue;
+		if (strcmp(NameStr(att->attname), "ts") == 0)
+			ts_att = a;
+		if (history && att->atttypid == BYTEAOID)
+			sources[a] = source_named(NameStr(att->attname));
+	}
+	if (history)
+	{
+		if (ts_att < 0 || nulls[ts_att])
+			elog(ERROR, "a history row without ts");
+		if (!repack(origin, DatumGetTimestampTz(values[ts_att]), desc, sources, values, nulls,
+					skip_unknown))
+			return false;
+	}
+
+	initStringInfo(&sql);
+	initStringInfo(&vals);
+	appendStringInfo(&sql, "INSERT INTO chronicle.%s (origin", quote_identifier(archive));
+	appendStringInfoString(&vals, "$1");
+	argtypes[0] = INT4OID;
+	args[0] = Int32GetDatum(origin);
+	argnulls[0] = ' ';
+	for (int a = 0; a < desc->natts; a++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, a);
+
+		if (att->attisdropped || get_attnum(relid, NameStr(att->attname)) == InvalidAttrNumber)
+			continue;
+		appendStringInfo(&sql, ", %s", quote_identifier(NameStr(att->attname)));
+		appendStringInfo(&vals, ", $%d", nargs + 1);
+		argtypes[nargs] = att->atttypid;
+		args[nargs] = values[a];
+		argnulls[nargs] = nulls[a] ? 'n' : ' ';
+		nargs++;
+	}
+	appendStringInfo(&sql, ") VALUES (%s) ON CONFLICT DO NOTHING", vals.data);
+	ret = SPI_execute_with_args(sql.data, nargs, argtypes, args, argnulls, false, 0);
+	if (ret != SPI_OK_INSERT)
+		elog(ERROR, "could not write chronicle.%s: %s", archive,
+			 SPI_result_code_string(ret));
+	return SPI_processed > 0;
+}
+
+PG_FUNCTION_INFO_V1(chronicle_central_apply);
+
+Datum
+chronicle_central_apply(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	const char *kind;
+	int32		origin;
+
+	if (!CALLED_AS_TRIGGER(fcinfo) ||
+		!TRIGGER_FIRED_BEFORE(trigdata->tg_event) ||
+		!TRIGGER_FIRED_FOR_ROW(trigdata->tg_event) ||
+		!TRIGGER_FIRED_BY_INSERT(trigdata->tg_event) ||
+		trigdata->tg_trigger->tgnargs != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("chronicle._central_apply() must be a BEFORE INSERT row trigger with the table's kind")));
+
+	/*
+	 * Not an apply worker's (a session of its own with
+	 * session_replication_role = replica, pg_restore's), or the trigger's
+	 * own write to history_key: a local row, as it is.
+	 */
+	if (central_writing || replorigin_session_origin == InvalidRepOriginId ||
+		replorigin_session_origin == DoNotReplicateId)
+		return PointerGetDatum(trigdata->tg_trigtuple);
+
+	kind = trigdata->tg_trigger->tgargs[0];
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	origin = session_origin();
+	if (origin == 0)
+	{
+		/* another subscription's: not ours to redirect */
+		SPI_finish();
+		return PointerGetDatum(trigdata->tg_trigtuple);
+	}
+	central_writing = true;
+	PG_TRY();
+	{
+		HeapTuple	tup = trigdata->tg_trigtuple;
+		TupleDesc	desc = RelationGetDescr(trigdata->tg_relation);
+
+		if (strcmp(kind, "history_key") == 0)
+			store_key(origin, tup, desc);
+		else if (strcmp(kind, "history") == 0)
+			store_row(origin, "archive_history", tup, desc, true, false);
+		else if (strcmp(kind, "snapshot") == 0)
+			store_row(origin, "archive_snapshot", tup, desc, false, false);
+		else if (strcmp(kind, "statements_text") == 0)
+			store_row(origin, "archive_statements_text", tup, desc, false, false);
+		else
+			elog(ERROR, "chronicle._central_apply: unknown kind \"%s\"", kind);
+	}
+	PG_FINALLY();
+	{
+		central_writing = false;
+	}
+	PG_END_TRY();
+	SPI_finish();
+	/* stored under its origin: not in this server's tables */
+	return PointerGetDatum(NULL);
+}
+
+/* ---------------------------------------------------------------------
+ * The publisher's side of chronicle.subscribe()
+ * ---------------------------------------------------------------------
+ */
+
+/* The conninfo and slot arguments, never NULL. */
+static void
+publisher_args(FunctionCallInfo fcinfo, char **conninfo, char **slot)
+{
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("chronicle: the publisher's conninfo and the slot's name must not be NULL")));
+	*conninfo = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	*slot = text_to_cstring(PG_GETARG_TEXT_PP(1));
+}
+
+static WalReceiverConn *
+publisher_connect(const char *conninfo)
+{
+	WalReceiverConn *conn;
+	char	   *err = NULL;
+
+	/* as CREATE SUBSCRIPTION: the library of the libpq calls */
+	load_file("libpqwalreceiver", false);
+	conn = walrcv_connect(conninfo, true, true, !superuser(), "pg_chronicle", &err);
+	if (conn == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("could not connect to the publisher: %s", err)));
+	return conn;
+}
+
+static void
+drop_slot(WalReceiverConn *conn, const char *slot)
+{
+	WalRcvExecResult *res;
+
+	res = walrcv_exec(conn, psprintf("DROP_REPLICATION_SLOT %s WAIT", quote_identifier(slot)), 0, NULL);
+	if (res->status != WALRCV_OK_COMMAND)
+		ereport(WARNING,
+				(errmsg("could not drop the replication slot \"%s\" on the publisher: %s",
+						slot, res->err)));
+	walrcv_clear_result(res);
+}
+
+/*
+ * chronicle._publisher_prepare(conninfo, slot): on the publisher, the
+ * logical replication slot the subscription will use, created now, and
+ * then every key of its dictionary (the keys added after the slot came
+ * are decoded from it).  Returns the publisher's system identifier,
+ * version, and keys (ids, sources, keys as text).
+ */
+PG_FUNCTION_INFO_V1(chronicle_publisher_prepare);
+
+Datum
+chronicle_publisher_prepare(PG_FUNCTION_ARGS)
+{
+	char	   *conninfo;
+	char	   *slot;
+	WalReceiverConn *conn;
+	TupleDesc	tupdesc;
+	Datum		result[5];
+	bool		rnulls[5] = {false, false, false, false, false};
+	bool		slot_made = false;
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	publisher_args(fcinfo, &conninfo, &slot);
+	conn = publisher_connect(conninfo);
+	PG_TRY();
+	{
+		TimeLineID	tli;
+		char	   *sysid = walrcv_identify_system(conn, &tli);
+		XLogRecPtr	lsn;
+		Oid			types[3] = {INT4OID, TEXTOID, TEXTOID};
+		WalRcvExecResult *res;
+		TupleTableSlot *ts;
+		ArrayBuildState *ids = initArrayResult(INT4OID, CurrentMemoryContext, false);
+		ArrayBuildState *srcs = initArrayResult(TEXTOID, CurrentMemoryContext, false);
+		ArrayBuildState *keys = initArrayResult(TEXTOID, CurrentMemoryContext, false);
+
+		result[0] = DirectFunctionCall1(int8in, CStringGetDatum(sysid));
+		result[1] = Int32GetDatum(walrcv_server_version(conn));
+
+		/* the publisher can be read before the slot holds its WAL back */
+		res = walrcv_exec(conn, "SELECT count(*) FROM chronicle.history_key", 1, types);
+		if (res->status != WALRCV_OK_TUPLES)
+			ereport(ERROR,
+					(errcode(ERRCODE_CONNECTION_FAILURE),
+					 errmsg("could not read chronicle.history_key on the publisher: %s", res->err),
+					 errhint("The role of the connection needs pg_read_all_stats (or pg_monitor) and the pg_chronicle extension in the publisher's database.")));
+		walrcv_clear_result(res);
+
+		walrcv_create_slot(conn, slot, false, false, false, CRS_NOEXPORT_SNAPSHOT, &lsn);
+		slot_made = true;
+		res = walrcv_exec(conn, "SELECT key_id, source, key::text FROM chronicle.history_key ORDER BY key_id",
+						  3, types);
+		if (res->status != WALRCV_OK_TUPLES)
+			ereport(ERROR,
+					(errcode(ERRCODE_CONNECTION_FAILURE),
+					 errmsg("could not read chronicle.history_key on the publisher: %s", res->err)));
+		ts = MakeSingleTupleTableSlot(res->tupledesc, &TTSOpsMinimalTuple);
+		while (tuplestore_gettupleslot(res->tuplestore, true, false, ts))
+		{
+			bool		n1,
+						n2,
+						n3;
+			Datum		id = slot_getattr(ts, 1, &n1);
+			Datum		s = slot_getattr(ts, 2, &n2);
+			Datum		k = slot_getattr(ts, 3, &n3);
+
+			if (n1 || n2 || n3)
+				continue;
+			accumArrayResult(ids, id, false, INT4OID, CurrentMemoryContext);
+			accumArrayResult(srcs, s, false, TEXTOID, CurrentMemoryContext);
+			accumArrayResult(keys, k, false, TEXTOID, CurrentMemoryContext);
+		}
+		ExecDropSingleTupleTableSlot(ts);
+		walrcv_clear_result(res);
+		result[2] = makeArrayResult(ids, CurrentMemoryContext);
+		result[3] = makeArrayResult(srcs, CurrentMemoryContext);
+		result[4] = makeArrayResult(keys, CurrentMemoryContext);
+	}
+	PG_CATCH();
+	{
+		/* no slot left behind to hold the publisher's WAL */
+		if (slot_made)
+			drop_slot(conn, slot);
+		walrcv_disconnect(conn);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	walrcv_disconnect(conn);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), result, rnulls)));
+}
+
+/*
+ * chronicle._publisher_drop_slot(conninfo, slot): drops the slot made by
+ * chronicle._publisher_prepare() when chronicle.subscribe() fails after it.
+ */
+PG_FUNCTION_INFO_V1(chronicle_publisher_drop_slot);
+
+Datum
+chronicle_publisher_drop_slot(PG_FUNCTION_ARGS)
+{
+	char	   *conninfo;
+	char	   *slot;
+	WalReceiverConn *conn;
+
+	publisher_args(fcinfo, &conninfo, &slot);
+	conn = publisher_connect(conninfo);
+
+	PG_TRY();
+	{
+		drop_slot(conn, slot);
+	}
+	PG_FINALLY();
+	{
+		walrcv_disconnect(conn);
+	}
+	PG_END_TRY();
+	PG_RETURN_VOID();
+}
+
+/* ---------------------------------------------------------------------
+ * Backfill: what the publisher recorded before its slot, from its tables
+ * ---------------------------------------------------------------------
+ */
+
+/* A timestamp as an exact SQL expression, whatever either side's DateStyle. */
+static char *
+ts_sql(TimestampTz ts)
+{
+	return psprintf("('epoch'::timestamptz + " INT64_FORMAT " * interval '1 microsecond')",
+					ts + (int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY);
+}
+
+/* A query on the publisher that must return rows. */
+static WalRcvExecResult *
+publisher_query(WalReceiverConn *conn, const char *sql, int ntypes, const Oid *types)
+{
+	WalRcvExecResult *res = walrcv_exec(conn, sql, ntypes, types);
+
+	if (res->status != WALRCV_OK_TUPLES)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("could not read the publisher's history: %s", res->err)));
+	return res;
+}
+
+/* The first timestamptz of the first row of a query (the publisher's). */
+static bool
+publisher_ts(WalReceiverConn *conn, const char *sql, TimestampTz *ts)
+{
+	Oid			types[1] = {TIMESTAMPTZOID};
+	WalRcvExecResult *res = publisher_query(conn, sql, 1, types);
+	TupleTableSlot *slot = MakeSingleTupleTableSlot(res->tupledesc, &TTSOpsMinimalTuple);
+	bool		isnull = true;
+
+	if (tuplestore_gettupleslot(res->tuplestore, true, false, slot))
+	{
+		Datum		d = slot_getattr(slot, 1, &isnull);
+
+		if (!isnull)
+			*ts = DatumGetTimestampTz(d);
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	walrcv_clear_result(res);
+	return !isnull;
+}
+
+/*
+ * The columns of the publisher's table that chronicle.<archive> has too,
+ * with this database's types: "a, b, c" into cols, their types.
+ */
+static int
+publisher_columns(WalReceiverConn *conn, const char *table, const char *archive,
+				  StringInfo cols, Oid *types)
+{
+	Oid			qtypes[2] = {TEXTOID, TEXTOID};
+	Oid			relid = get_relname_relid(archive, get_namespace_oid("chronicle", false));
+	WalRcvExecResult *res;
+	TupleTableSlot *slot;
+	int			n = 0;
+
+	res = publisher_query(conn, psprintf("SELECT a.attname::text, a.atttypid::regtype::text FROM pg_catalog.pg_attribute a"
+										 " WHERE a.attrelid = 'chronicle.%s'::pg_catalog.regclass"
+										 " AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum", table),
+						  2, qtypes);
+	slot = MakeSingleTupleTableSlot(res->tupledesc, &TTSOpsMinimalTuple);
+	resetStringInfo(cols);
+	while (tuplestore_gettupleslot(res->tuplestore, true, false, slot))
+	{
+		bool		isnull;
+		char	   *name = TextDatumGetCString(slot_getattr(slot, 1, &isnull));
+		char	   *type = TextDatumGetCString(slot_getattr(slot, 2, &isnull));
+		AttrNumber	att = get_attnum(relid, name);
+		Oid			typid;
+
+		if (att == InvalidAttrNumber || strcmp(name, "origin") == 0)
+			continue;
+		typid = DatumGetObjectId(DirectFunctionCall1(regtypein, CStringGetDatum(type)));
+		if (typid != get_atttype(relid, att))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("column %s of the publisher's chronicle.%s is of type %s, not as here",
+							name, table, type)));
+		appendStringInfo(cols, "%s%s", n > 0 ? ", " : "", quote_identifier(name));
+		types[n++] = typid;
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	walrcv_clear_result(res);
+	return n;
+}
+
+/* Each row of a query on the publisher into chronicle.<archive>. */
+static int64
+backfill_rows(WalReceiverConn *conn, int32 origin, const char *sql, int ntypes,
+			  const Oid *types, const char *archive, bool history)
+{
+	WalRcvExecResult *res = publisher_query(conn, sql, ntypes, types);
+	TupleTableSlot *slot = MakeSingleTupleTableSlot(res->tupledesc, &TTSOpsMinimalTuple);
+	MemoryContext rowcxt = AllocSetContextCreate(CurrentMemoryContext,
+												 "chronicle backfill row",
+												 ALLOCSET_DEFAULT_SIZES);
+	int64		n = 0;
+
+	while (tuplestore_gettupleslot(res->tuplestore, true, false, slot))
+	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(rowcxt);
+		bool		should_free;
+		HeapTuple	tup = ExecFetchSlotHeapTuple(slot, true, &should_free);
+
+		CHECK_FOR_INTERRUPTS();
+
+		/*
+		 * A row naming a key committed after the dictionary was read came
+		 * after the slot: the subscription brings it.
+		 */
+		if (store_row(origin, archive, tup, res->tupledesc, history, true))
+			n++;
+		MemoryContextSwitchTo(oldcxt);
+		MemoryContextReset(rowcxt);
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	walrcv_clear_result(res);
+	MemoryContextDelete(rowcxt);
+	return n;
+}
+
+/*
+ * chronicle._publisher_backfill(conninfo, origin, since): the publisher's
+ * snapshots and history from its latest keyframe at or before since (its
+ * first snapshot when none), and its statement texts, into the archive
+ * tables under origin, read an hour at a time: each query a snapshot of
+ * its own on the publisher, so none holds back its VACUUM for long.
+ * Called by chronicle.subscribe() once the slot exists and the keys it
+ * read are mapped: every row committed before the slot is in the tables
+ * read, every row after it comes through the subscription, and a row
+ * that comes both ways is stored once.  Returns the snapshots stored.
+ */
+PG_FUNCTION_INFO_V1(chronicle_publisher_backfill);
+
+Datum
+chronicle_publisher_backfill(PG_FUNCTION_ARGS)
+{
+	char	   *conninfo;
+	int32		origin;
+	TimestampTz since;
+	WalReceiverConn *conn;
+	int64		nsnap = 0;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("chronicle._publisher_backfill: conninfo, origin and since must not be NULL")));
+	conninfo = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	origin = PG_GETARG_INT32(1);
+	since = PG_GETARG_TIMESTAMPTZ(2);
+	conn = publisher_connect(conninfo);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	PG_TRY();
+	{
+		TimestampTz from;
+		TimestampTz last;
+		StringInfoData hcols;
+		StringInfoData scols;
+		StringInfoData tcols;
+		Oid			htypes[MaxTupleAttributeNumber];
+		Oid			stypes[MaxTupleAttributeNumber];
+		Oid			ttypes[MaxTupleAttributeNumber];
+		int			nh,
+					ns,
+					nt;
+
+		initStringInfo(&hcols);
+		initStringInfo(&scols);
+		initStringInfo(&tcols);
+		nh = publisher_columns(conn, "history", "archive_history", &hcols, htypes);
+		ns = publisher_columns(conn, "snapshot", "archive_snapshot", &scols, stypes);
+		nt = publisher_columns(conn, "statements_text", "archive_statements_text", &tcols, ttypes);
+		if (publisher_ts(conn, psprintf("SELECT coalesce((SELECT max(ts) FROM chronicle.snapshot"
+										"                  WHERE keyframe AND ts <= %s),"
+										"                 (SELECT min(ts) FROM chronicle.snapshot))",
+										ts_sql(since)), &from) &&
+			publisher_ts(conn, "SELECT max(ts) FROM chronicle.snapshot", &last))
+		{
+			for (TimestampTz lo = from; lo <= last; lo += USECS_PER_HOUR)
+			{
+				TimestampTz hi = lo + USECS_PER_HOUR;
+
+				backfill_rows(conn, origin,
+							  psprintf("SELECT %s FROM chronicle.history WHERE ts >= %s AND ts < %s",
+									   hcols.data, ts_sql(lo), ts_sql(hi)),
+							  nh, htypes, "archive_history", true);
+				nsnap += backfill_rows(conn, origin,
+									   psprintf("SELECT %s FROM chronicle.snapshot WHERE ts >= %s AND ts < %s",
+												scols.data, ts_sql(lo), ts_sql(hi)),
+									   ns, stypes, "archive_snapshot", false);
+			}
+			backfill_rows(conn, origin,
+						  psprintf("SELECT %s FROM chronicle.statements_text", tcols.data),
+						  nt, ttypes, "archive_statements_text", false);
+		}
+	}
+	PG_FINALLY();
+	{
+		walrcv_disconnect(conn);
+	}
+	PG_END_TRY();
+	SPI_finish();
+	PG_RETURN_INT64(nsnap);
+}

@@ -1,0 +1,352 @@
+# A central repository fed by logical replication (docs/central.md): two
+# recording servers publish (chronicle.publish()), one central database
+# subscribes to both (chronicle.subscribe()), each under its own origin.
+#
+# 1. Every source's history view read on the central side with the
+#    server's origin (chronicle.use_server()) equals the view read on the
+#    source, row for row, over every snapshot the central side received
+#    from the first keyframe on (src1's from its first snapshot: subscribed
+#    with its history from before); so do the snapshots, and timeline()
+#    over that window.  Keys the source had before the subscription (read by
+#    subscribe()) and keys added after (a database created: through the
+#    slot) are both mapped to the central's ids.
+# 2. The central server stopped for 10 s while the sources record, started
+#    again: it catches up, with every snapshot the sources took meanwhile.
+#    src2's slot lost meanwhile (past a WAL cap): unsubscribed and
+#    subscribed again with a backfill, src2 has every snapshot once.
+# 3. Nothing of the sources reaches the central's own tables; a local
+#    insert on the central with session_replication_role = replica (not
+#    an apply worker) is not redirected; the trigger is a REPLICA trigger
+#    on every partition of the central's history, also on the day
+#    partitions made after the install.
+# 4. A history row naming a key the central has no id for stops the
+#    apply (never stored with a wrong key) until the key is mapped.
+# 5. chronicle.unsubscribe() drops the slot and keeps the history; a
+#    second chronicle.subscribe() goes on under the same origin.
+use strict;
+use warnings FATAL => 'all';
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+# Each source's key ids start elsewhere (1000, 2000), far from the
+# central's own: the central side must pack their history again.
+my @sources;
+my $first_key = 0;
+for my $name ('src1', 'src2')
+{
+	$first_key += 1000;
+	my $node = PostgreSQL::Test::Cluster->new($name);
+	$node->init(allows_streaming => 'logical');
+	$node->append_conf('postgresql.conf', q{
+shared_preload_libraries = 'pg_chronicle'
+chronicle.snapshot_interval = '200ms'
+chronicle.keyframe_interval = '2s'
+max_slot_wal_keep_size = '256MB'
+});
+	$node->start;
+	$node->safe_psql('postgres', qq{
+		BEGIN;
+		CREATE EXTENSION pg_chronicle;
+		SELECT setval('chronicle.history_key_id_seq', $first_key);
+		COMMIT;});
+	push @sources, $node;
+}
+my $central = PostgreSQL::Test::Cluster->new('central');
+$central->init;
+$central->append_conf('postgresql.conf', q{
+shared_preload_libraries = 'pg_chronicle'
+chronicle.snapshot_interval = '500ms'
+wal_retrieve_retry_interval = '200ms'
+});
+$central->start;
+$central->safe_psql('postgres', 'CREATE EXTENSION pg_chronicle');
+# The central's day partitions exist before anything is applied: made by
+# its first housekeeping, days ahead.  (A day partition attached while an
+# apply worker routes a row of that day into the DEFAULT partition fails
+# that transaction's partition check, and the worker applies it again.)
+$central->poll_query_until('postgres', q{
+	SELECT count(*) >= 2 FROM pg_inherits WHERE inhparent = 'chronicle.history'::regclass})
+  or die 'the central makes no day partitions';
+
+# keys before the subscription: the sources have recorded for a while
+for my $node (@sources)
+{
+	$node->poll_query_until('postgres', 'SELECT count(*) >= 3 FROM chronicle.snapshot')
+	  or die 'the source does not record';
+	is($node->safe_psql('postgres', 'SELECT chronicle.publish()'), 'pg_chronicle', $node->name . ': published');
+}
+is($sources[0]->safe_psql('postgres', q{
+	SELECT string_agg(p.tablename, ',' ORDER BY p.tablename) || '|' || bool_and(pub.pubinsert AND NOT pub.pubupdate
+	       AND NOT pub.pubdelete AND NOT pub.pubtruncate AND pub.pubviaroot)
+	  FROM pg_publication_tables p JOIN pg_publication pub ON pub.pubname = p.pubname
+	 WHERE p.pubname = 'pg_chronicle'}),
+	'history,history_key,snapshot,statements_text|true',
+	'the publication: the four tables, INSERT only, through the partitioned tables\' root');
+
+my ($ret, $stdout, $stderr);
+
+# the connection string as a literal
+sub conninfo
+{
+	(my $c = $_[0]->connstr('postgres')) =~ s/'/''/g;
+	return "'$c'";
+}
+# refused before anything is made: a publication that is not there, a
+# publisher that cannot be reached
+($ret, $stdout, $stderr) = $central->psql('postgres',
+	"SELECT chronicle.subscribe('src1', " . conninfo($sources[0]) . ", publication => 'nothing')");
+like($stderr, qr/publication "nothing" of server "src1" does not publish pg_chronicle's history/,
+	'a publication the publisher lacks is refused');
+($ret, $stdout, $stderr) = $central->psql('postgres',
+	"SELECT chronicle.subscribe('src1', 'host=/nonexistent port=1 dbname=postgres')");
+like($stderr, qr/could not connect to the publisher/, 'a publisher that cannot be reached is refused');
+is($central->safe_psql('postgres', 'SELECT count(*) FROM chronicle.origin')
+	. $central->safe_psql('postgres', 'SELECT count(*) FROM pg_subscription')
+	. $sources[0]->safe_psql('postgres', 'SELECT count(*) FROM pg_replication_slots'),
+	'000', '... leaving no origin, no subscription, no slot');
+
+# src1 with its history from before (backfill), src2 from now on
+my %origin;
+for my $node (@sources)
+{
+	my $name = $node->name;
+	my $backfill = $name eq 'src1' ? ", backfill => '1 hour'" : '';
+	$origin{$name} = $central->safe_psql('postgres',
+		"SELECT chronicle.subscribe('$name', " . conninfo($node) . "$backfill)");
+	ok($origin{$name} > 0, "$name subscribed as origin $origin{$name}");
+}
+is($central->safe_psql('postgres', "SELECT min(ts) FROM chronicle.archive_snapshot WHERE origin = $origin{src1}"),
+	$sources[0]->safe_psql('postgres', 'SELECT min(ts) FROM chronicle.snapshot'),
+	'src1 backfilled: its first snapshot on the central side');
+($ret, $stdout, $stderr) = $central->psql('postgres',
+	"SELECT chronicle.subscribe('src1', " . conninfo($sources[0]) . ", subscription => 'again')");
+like($stderr, qr/server "src1" is subscribed already/, 'a server subscribed twice is refused');
+is($sources[0]->safe_psql('postgres', "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'again'"),
+	'0', '... and leaves no slot on the publisher');
+
+# a key the sources add after the subscription: a database
+$sources[0]->safe_psql('postgres', 'CREATE DATABASE added_later');
+
+# wait until the central side has a few keyframes of each and the new key
+sub received
+{
+	my ($name, $n) = @_;
+	return $central->poll_query_until('postgres', qq{
+		SELECT count(*) >= $n FROM chronicle.archive_snapshot
+		 WHERE origin = $origin{$name} AND keyframe});
+}
+ok(received($_->name, 3), $_->name . ': keyframes received on the central side') for @sources;
+cmp_ok($central->safe_psql('postgres', "SELECT min(ts) FROM chronicle.archive_snapshot WHERE origin = $origin{src2}"),
+	'gt', $sources[1]->safe_psql('postgres', 'SELECT min(ts) FROM chronicle.snapshot'),
+	'src2 not backfilled: from its subscription on');
+$central->poll_query_until('postgres', qq{
+	SELECT chronicle.use_server('src1') > 0
+	   AND EXISTS (SELECT FROM chronicle.database_history WHERE datname = 'added_later')})
+  or die 'the key added after the subscription does not arrive';
+
+is($central->safe_psql('postgres', q{
+	SELECT string_agg(m, ',' ORDER BY m)
+	  FROM (SELECT o.server_name || ':' || (min(a.remote_id) > 1000
+	                                        AND count(*) FILTER (WHERE a.remote_id = a.key_id) = 0) AS m
+	          FROM chronicle.origin o JOIN chronicle.archive_key a ON a.origin = o.origin_id
+	         GROUP BY o.server_name) s}),
+	'src1:true,src2:true', 'every key of each source mapped, none to its own id');
+
+# 1. the same rows on both sides, over what the central side received
+# from its first keyframe to its last snapshot
+my @views = split /\n/, $central->safe_psql('postgres',
+	'SELECT DISTINCT source || \'_history\' FROM chronicle._source_columns() ORDER BY 1');
+for my $node (@sources)
+{
+	my $name = $node->name;
+	my ($from, $to) = split /\|/, $central->safe_psql('postgres', qq{
+		SELECT (SELECT min(ts) FROM chronicle.archive_snapshot WHERE origin = $origin{$name} AND keyframe)
+		       || '|' || max(ts)
+		  FROM chronicle.archive_snapshot WHERE origin = $origin{$name}});
+	my $digest = sub {
+		my ($what) = @_;
+		return qq{md5(coalesce(string_agg(x::text, E'\\n' ORDER BY x::text), ''))
+		          || ' ' || count(*) FROM ($what) x};
+	};
+	my $window = "ts BETWEEN '$from' AND '$to'";
+	my (@src, @ctl);
+	my $snap = $digest->("SELECT ts, segment, keyframe, collector, duration_ms, rows_written, wal_bytes, errors,"
+		. " system_identifier, server_name FROM chronicle._snapshot WHERE $window");
+	push @src, $node->safe_psql('postgres', "SELECT $snap");
+	push @ctl, $central->safe_psql('postgres', "SELECT chronicle.use_server('$name'); SELECT $snap");
+	for my $v (@views)
+	{
+		my $q = $digest->("SELECT * FROM chronicle.$v WHERE $window");
+		push @src, "$v " . $node->safe_psql('postgres', "SELECT $q");
+		push @ctl, "$v " . (split /\n/, $central->safe_psql('postgres',
+			"SELECT chronicle.use_server('$name'); SELECT $q"))[1];
+	}
+	$ctl[0] = (split /\n/, $ctl[0])[1];
+	my ($n) = $src[0] =~ / (\d+)$/;
+	ok($n >= 10, "$name: $n snapshots in the window compared");
+	my $nonempty = grep { !/ 0$/ } @src[1 .. $#src];
+	ok($nonempty >= 8, "$name: $nonempty of " . scalar(@views) . ' history views have rows in the window');
+	is_deeply(\@ctl, \@src, "$name: the snapshots and every history view equal on the central side");
+	my $tl = $digest->("SELECT * FROM chronicle.timeline('$from', '$to')");
+	my $tl_src = $node->safe_psql('postgres', "SELECT $tl");
+	my $tl_ctl = (split /\n/, $central->safe_psql('postgres', "SELECT chronicle.use_server('$name'); SELECT $tl"))[1];
+	is($tl_ctl, $tl_src, "$name: timeline() over the window equal on the central side");
+	unlike($tl_src, qr/ 0$/, "$name: ... and not empty");
+}
+
+# use_server(): an unknown name is an error; NULL reads this server again
+($ret, $stdout, $stderr) = $central->psql('postgres', "SELECT chronicle.use_server('nope')");
+like($stderr, qr/no subscribed server named "nope"/, 'use_server() of an unknown name is refused');
+my $other = 'SELECT count(*) FROM chronicle._snapshot WHERE system_identifier <> (SELECT system_identifier FROM chronicle.server())';
+like($central->safe_psql('postgres', qq{
+	SELECT chronicle.use_server('src1');
+	SELECT current_setting('chronicle.origin');
+	$other;
+	SELECT chronicle.use_server(NULL);
+	$other;}) =~ s/\n/,/gr,
+	qr/^$origin{src1},$origin{src1},[1-9]\d*,0,0$/, 'use_server(NULL) reads this server again');
+# publish() where wal_level is not logical: a warning, and the publication
+($ret, $stdout, $stderr) = $central->psql('postgres', "SELECT chronicle.publish('central_pub')");
+like($stderr, qr/WARNING:  wal_level is \w+, not logical/, 'publish() warns when wal_level is not logical');
+is($central->safe_psql('postgres', "SELECT count(*) FROM pg_publication_tables WHERE pubname = 'central_pub'"),
+	'4', '... and publishes the four tables all the same');
+$central->safe_psql('postgres', 'DROP PUBLICATION central_pub');
+
+# the servers view
+is($central->safe_psql('postgres', q{
+	SELECT string_agg(server_name || ':' || (system_identifier IS NOT NULL) || ':' || enabled || ':'
+	                  || (snapshot_age < '30 s'), ',' ORDER BY server_name)
+	  FROM chronicle.servers}),
+	'src1:true:true:true,src2:true:true:true', 'chronicle.servers: both servers, streaming, recent');
+is($central->safe_psql('postgres', q{
+	SELECT count(*) FROM chronicle.servers s
+	  JOIN chronicle.origin o ON o.origin_id = s.origin
+	 WHERE s.system_identifier = o.system_identifier}),
+	'2', 'the system identifiers are the publishers\'');
+my $sysid = $sources[0]->safe_psql('postgres', 'SELECT system_identifier FROM chronicle.server()');
+is($central->safe_psql('postgres', "SELECT system_identifier FROM chronicle.servers WHERE server_name = 'src1'"),
+	$sysid, 'src1\'s system identifier as src1 reads it');
+
+# no error from the apply workers
+my $log = slurp_file($central->logfile);
+unlike($log, qr/processing remote data|logical replication .*worker .* exited/,
+	'no error in the apply workers on the central side');
+
+# 2. the central side stopped while the sources record: src1 catches up;
+# src2's slot is lost meanwhile (a WAL cap of 1MB, WAL written past it),
+# and src2 rejoins: unsubscribed, subscribed again with a backfill
+my %before = map {
+	$_ => $central->safe_psql('postgres', "SELECT max(ts) FROM chronicle.archive_snapshot WHERE origin = $origin{$_}")
+} 'src1', 'src2';
+$central->stop;
+$sources[1]->append_conf('postgresql.conf', "max_slot_wal_keep_size = '1MB'\n");
+$sources[1]->reload;
+$sources[1]->safe_psql('postgres', q{
+	CREATE TABLE wal_filler AS SELECT g, repeat('x', 100) AS pad FROM generate_series(1, 300000) g;
+	SELECT pg_switch_wal();
+	CHECKPOINT;});
+is($sources[1]->safe_psql('postgres', "SELECT wal_status FROM pg_replication_slots WHERE slot_name = 'chronicle_src2'"),
+	'lost', 'src2\'s slot is lost past its WAL cap');
+sleep 8;
+my %src_now = map { $_->name => $_->safe_psql('postgres', 'SELECT max(ts) FROM chronicle.snapshot') } @sources;
+$central->start;
+$central->poll_query_until('postgres', qq{
+	SELECT max(ts) >= '$src_now{src1}' FROM chronicle.archive_snapshot WHERE origin = $origin{src1}})
+  or die 'the central side does not catch up';
+my $q_gap = "SELECT count(*) FROM chronicle._snapshot WHERE ts > '$before{src1}' AND ts <= '$src_now{src1}'";
+my $n_src = $sources[0]->safe_psql('postgres', $q_gap);
+ok($n_src >= 30, "src1 took $n_src snapshots while the central side was down");
+is((split /\n/, $central->safe_psql('postgres', "SELECT chronicle.use_server('src1'); $q_gap"))[1],
+	$n_src, '... every one of them on the central side after it caught up');
+
+$central->safe_psql('postgres', "SELECT chronicle.unsubscribe('src2')");
+is($central->safe_psql('postgres', "SELECT chronicle.subscribe('src2', " . conninfo($sources[1]) . ", backfill => '1 hour')"),
+	$origin{src2}, 'src2 rejoins under its origin, with a backfill');
+$central->poll_query_until('postgres', qq{
+	SELECT max(ts) >= '$src_now{src2}' FROM chronicle.archive_snapshot WHERE origin = $origin{src2}})
+  or die 'src2 does not catch up';
+my $q_all = "SELECT md5(string_agg(s.ts::text || s.keyframe, ',' ORDER BY s.ts)) || ' ' || count(*)"
+  . " FROM chronicle._snapshot s WHERE s.ts <= '$src_now{src2}'";
+my $all_src = $sources[1]->safe_psql('postgres', $q_all);
+is((split /\n/, $central->safe_psql('postgres', "SELECT chronicle.use_server('src2'); $q_all"))[1],
+	$all_src, "src2 after its rejoin: every snapshot up to now once, none missing ($all_src)");
+my $q_io = "SELECT md5(string_agg(h::text, ',' ORDER BY h::text)) || ' ' || count(*)"
+  . " FROM chronicle.io_history h WHERE ts > '$before{src2}' AND ts <= '$src_now{src2}'";
+is((split /\n/, $central->safe_psql('postgres', "SELECT chronicle.use_server('src2'); $q_io"))[1],
+	$sources[1]->safe_psql('postgres', $q_io), '... and the history of the gap, equal');
+
+# 3. the central's own tables hold its own recording only
+is($central->safe_psql('postgres', qq{
+	SELECT count(*) FROM chronicle.snapshot
+	 WHERE system_identifier IS DISTINCT FROM (SELECT system_identifier FROM chronicle.server())}),
+	'0', 'no source row in the central\'s own snapshots');
+ok($central->poll_query_until('postgres', qq{
+	SELECT count(*) > 0 FROM chronicle.snapshot WHERE ts > '$src_now{src1}'}),
+	'the central records its own history too');
+is($central->safe_psql('postgres', q{
+	SELECT count(*) || ':' || count(*) FILTER (WHERE t.tgenabled = 'R')
+	  FROM pg_inherits i JOIN pg_trigger t ON t.tgrelid = i.inhrelid AND t.tgname = 'central'
+	 WHERE i.inhparent = 'chronicle.history'::regclass}) =~ /^(\d+):(\d+)$/ && $1 == $2 && $1 >= 2,
+	1, 'every partition of chronicle.history (default and days) has the REPLICA trigger');
+$central->safe_psql('postgres', q{
+	SET session_replication_role = replica;
+	INSERT INTO chronicle.history_key (source, key) VALUES ('database', '{4000000001}')});
+is($central->safe_psql('postgres', q{
+	SELECT count(*) FROM chronicle.history_key h WHERE h.key = '{4000000001}'
+	   AND NOT EXISTS (SELECT FROM chronicle.archive_key a WHERE a.key_id = h.key_id)}),
+	'1', 'a local insert in a replica session is not redirected');
+
+
+# 4. a history row naming a key the central side has no id for is never
+# stored with a wrong key: the apply stops there, and resumes without a
+# gap once the key is mapped again
+my $log_offset = -s $central->logfile;
+my $dboid = $sources[1]->safe_psql('postgres', "SELECT oid FROM pg_database WHERE datname = 'postgres'");
+my $map = $central->safe_psql('postgres', qq{
+	DELETE FROM chronicle.archive_key a USING chronicle.history_key h
+	 WHERE a.origin = $origin{src2} AND h.key_id = a.key_id AND h.source = 'database'
+	   AND h.key = '{$dboid}'
+	RETURNING a.remote_id || ',' || a.key_id});
+like($map, qr/^\d+,\d+$/, "src2's key of database postgres unmapped ($map)");
+my $t_unmapped = $sources[1]->safe_psql('postgres', 'SELECT max(ts) FROM chronicle.snapshot');
+$central->wait_for_log(qr/key id \d+ of source "database" of origin $origin{src2} has no key here/, $log_offset);
+pass('the apply of src2 stops at a key without an id here');
+$central->safe_psql('postgres', "INSERT INTO chronicle.archive_key VALUES ($origin{src2}, $map)");
+# (a keyframe in the window: every key's row)
+$sources[1]->poll_query_until('postgres', "SELECT count(*) > 0 FROM chronicle.snapshot WHERE keyframe AND ts > '$t_unmapped'")
+  or die 'src2 takes no keyframe';
+my $t_mapped = $sources[1]->safe_psql('postgres', 'SELECT max(ts) FROM chronicle.snapshot');
+$central->poll_query_until('postgres', qq{
+	SELECT max(ts) >= '$t_mapped' FROM chronicle.archive_snapshot WHERE origin = $origin{src2}})
+  or die 'src2 does not resume';
+$q_gap = "SELECT count(*) FROM chronicle._snapshot WHERE ts > '$t_unmapped' AND ts <= '$t_mapped'";
+$n_src = $sources[1]->safe_psql('postgres', $q_gap);
+is((split /\n/, $central->safe_psql('postgres', "SELECT chronicle.use_server('src2'); $q_gap"))[1],
+	$n_src, "src2 resumes once the key is mapped, with its $n_src snapshots of meanwhile");
+my $q_db = "SELECT md5(string_agg(d::text, ',' ORDER BY d.ts, d.datname)) || ' ' || count(*)"
+  . " FROM chronicle.database_history d WHERE ts > '$t_unmapped' AND ts <= '$t_mapped'";
+my $db_src = $sources[1]->safe_psql('postgres', $q_db);
+like($db_src, qr/ [1-9]\d*$/, 'src2 recorded database rows meanwhile');
+is((split /\n/, $central->safe_psql('postgres', "SELECT chronicle.use_server('src2'); $q_db"))[1],
+	$db_src, '... the same on the central side, the unmapped key\'s rows too');
+
+# 5. unsubscribed: the slot is gone from the publisher, the history stays;
+# subscribed again, the server's history goes on under the same origin
+my $n_kept = $central->safe_psql('postgres', "SELECT count(*) FROM chronicle.archive_snapshot WHERE origin = $origin{src2}");
+$central->safe_psql('postgres', "SELECT chronicle.unsubscribe('src2')");
+is($sources[1]->safe_psql('postgres', 'SELECT count(*) FROM pg_replication_slots'), '0',
+	'unsubscribed: src2\'s slot is dropped');
+is($central->safe_psql('postgres', "SELECT count(*) >= $n_kept FROM chronicle.archive_snapshot WHERE origin = $origin{src2}")
+	. $central->safe_psql('postgres', "SELECT enabled IS NULL FROM chronicle.servers WHERE server_name = 'src2'"),
+	'tt', '... its history stays, listed without a subscription');
+($ret, $stdout, $stderr) = $central->psql('postgres', "SELECT chronicle.unsubscribe('src2')");
+like($stderr, qr/no subscription to a server named "src2"/, 'unsubscribing twice is refused');
+is($central->safe_psql('postgres', "SELECT chronicle.subscribe('src2', " . conninfo($sources[1]) . ')'),
+	$origin{src2}, 'subscribed again: the same origin');
+my $t_again = $sources[1]->safe_psql('postgres', 'SELECT chronicle.snapshot()');
+ok($central->poll_query_until('postgres', qq{
+	SELECT count(*) = 1 FROM chronicle.archive_snapshot WHERE origin = $origin{src2} AND ts = '$t_again'}),
+	'... and its history goes on');
+
+done_testing();
