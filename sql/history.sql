@@ -50,6 +50,61 @@ SELECT octet_length(io) AS packed_bytes FROM chronicle.history WHERE ts = '2023-
 SELECT ts, get_byte(io, 0) & 8 <> 0 AS io_by_column, get_byte(wal, 0) & 8 <> 0 AS wal_by_column
   FROM chronicle.history WHERE ts < '2023-07-02' ORDER BY ts;
 DELETE FROM chronicle.history WHERE ts = '2023-07-01 00:00:04';
+-- Byte counters in pages (io's read_bytes, write_bytes, extend_bytes): whole
+-- pages, a remainder of either sign, the int8 extremes and the largest
+-- multiples of 4096, all exact; whole pages take fewer bytes.
+CREATE TEMP TABLE edge_pages (LIKE chronicle.io_history);
+INSERT INTO edge_pages (ts, backend_type, object, context, read_bytes, write_bytes, extend_bytes, stats_reset)
+SELECT '2023-07-01 00:00:06', 'b' || n, 'relation', 'normal', r, w, e, '2023-07-01'
+  FROM (VALUES (1, 4096, -4096, 8192 * 12345),
+               (2, 4095, -4095, 4097),
+               (3, -4097, 8192 * 12345 + 1, 1),
+               (4, 9223372036854771712, -9223372036854771712, -1),
+               (5, 9223372036854775807, -9223372036854775807 - 1, -9223372036854775807),
+               (6, -9223372036854775807 - 1, 9223372036854775807, 9223372036854771711)) AS x(n, r, w, e);
+INSERT INTO chronicle.io_history SELECT * FROM edge_pages;
+SELECT count(*) AS differences FROM (
+	(SELECT * FROM edge_pages EXCEPT ALL SELECT * FROM chronicle.io_history WHERE ts = '2023-07-01 00:00:06')
+	UNION ALL
+	(SELECT * FROM chronicle.io_history WHERE ts = '2023-07-01 00:00:06' EXCEPT ALL SELECT * FROM edge_pages)) d;
+DELETE FROM chronicle.history WHERE ts = '2023-07-01 00:00:06';
+-- float8 multiples of 10 (clock ticks in ms) where N * 10 is a byte
+-- shorter than N, and their neighbours: exact.
+CREATE TEMP TABLE edge_tens (LIKE chronicle.io_history);
+INSERT INTO edge_tens (ts, backend_type, object, context, read_time, write_time, fsync_time, stats_reset)
+SELECT '2023-07-01 00:00:07', 'b' || n, 'relation', 'normal', r, w, f, '2023-07-01'
+  FROM (VALUES (1, 20480, 20490, 20481),
+               (2, 3999999999999990, 1e15, 1280),
+               (3, 20480.5, 10, 2.048e4)) AS x(n, r, w, f);
+INSERT INTO chronicle.io_history SELECT * FROM edge_tens;
+SELECT count(*) AS differences FROM (
+	(SELECT * FROM edge_tens EXCEPT ALL SELECT * FROM chronicle.io_history WHERE ts = '2023-07-01 00:00:07')
+	UNION ALL
+	(SELECT * FROM chronicle.io_history WHERE ts = '2023-07-01 00:00:07' EXCEPT ALL SELECT * FROM edge_tens)) d;
+-- 20480 and 2.048e4 as the tag 0x84 and 2048 (3 bytes, not 4).
+SELECT octet_length(io) AS packed_bytes, position('\x84801000'::bytea IN io) > 0 AS tens_form
+  FROM chronicle.history WHERE ts = '2023-07-01 00:00:07';
+DELETE FROM chronicle.history WHERE ts = '2023-07-01 00:00:07';
+-- 3 reads of 8 kB a second for a day, 518,400 pages: 3 bytes (the varint
+-- of 2 * zigzag(518400)), where the bytes' zigzag varint takes 5.
+INSERT INTO chronicle.io_history (ts, backend_type, object, context, read_bytes, stats_reset)
+VALUES ('2023-07-01 00:00:06', 'client backend', 'relation', 'normal', 3 * 8192 * 86400, '2023-07-01 00:00:06');
+SELECT octet_length(io) AS packed_bytes, read_bytes FROM chronicle.history, chronicle.io_history v
+ WHERE history.ts = '2023-07-01 00:00:06' AND v.ts = history.ts;
+DELETE FROM chronicle.history WHERE ts = '2023-07-01 00:00:06';
+-- A value of 0.2.0 (format version 2) is read as it was written, bytes as
+-- bytes: 3 reads, read_bytes 24576, write_bytes 8192, extend_bytes 12345,
+-- stats_reset 10 s before the ts.
+SELECT key_id AS io_key FROM chronicle.history_key
+ WHERE source = 'io' AND key = '{client backend,relation,normal}' \gset
+SELECT :io_key < 128 AS one_byte_key;
+SELECT reads, read_bytes, write_bytes, extend_bytes, stats_reset
+  FROM chronicle._unpack('io', '2023-07-01 00:00:10',
+         '\x26130202ecfd01'::bytea || set_byte('\x00', 0, :io_key) || '\x06808003808001f2c00180dac409'::bytea)
+       AS u(backend_type text, object text, context text,
+	reads bigint, read_bytes bigint, read_time float8, writes bigint, write_bytes bigint, write_time float8, writebacks bigint,
+	writeback_time float8, extends bigint, extend_bytes bigint, extend_time float8, op_bytes bigint, hits bigint,
+	evictions bigint, reuses bigint, fsyncs bigint, fsync_time float8, stats_reset timestamptz);
 
 -- One history row per snapshot, and one dictionary entry per key.
 SELECT count(*) AS history_rows FROM chronicle.history WHERE ts < '2023-07-02';
@@ -107,7 +162,7 @@ SELECT chronicle._history_write();
 \set walcols 'wal_records bigint, wal_fpi bigint, wal_bytes bigint, wal_buffers_full bigint, wal_write bigint, wal_sync bigint, wal_write_time float8, wal_sync_time float8, stats_reset timestamptz'
 SELECT * FROM chronicle._unpack('wal', now(), '\x') AS u(:walcols);
 SELECT * FROM chronicle._unpack('wal', now(), '\x20') AS u(:walcols);
-SELECT * FROM chronicle._unpack('wal', now(), '\x3000') AS u(:walcols);
+SELECT * FROM chronicle._unpack('wal', now(), '\x4000') AS u(:walcols);
 SELECT * FROM chronicle._unpack('wal', now(), '\x2800') AS u(:walcols);
 SELECT * FROM chronicle._unpack('wal', now(), '\x2001') AS u(:walcols);
 SELECT * FROM chronicle._unpack('wal', now(), '\x20ffffffffffffffffffff01') AS u(:walcols);
@@ -123,6 +178,17 @@ SELECT * FROM chronicle._unpack('io', now(), '\x2201000000000002ffffff7f') AS u(
 	reads bigint, read_bytes bigint, read_time float8, writes bigint, write_bytes bigint, write_time float8, writebacks bigint,
 	writeback_time float8, extends bigint, extend_bytes bigint, extend_time float8, op_bytes bigint, hits bigint,
 	evictions bigint, reuses bigint, fsyncs bigint, fsync_time float8, stats_reset timestamptz);
+-- ... a value in pages written other than the one way: a remainder of
+-- zero, a remainder of a page or more, a remainder of the other sign, more
+-- pages than a bigint holds (the first is the valid one, 4096).
+\set iocols 'backend_type text, object text, context text, reads bigint, read_bytes bigint, read_time float8, writes bigint, write_bytes bigint, write_time float8, writebacks bigint, writeback_time float8, extends bigint, extend_bytes bigint, extend_time float8, op_bytes bigint, hits bigint, evictions bigint, reuses bigint, fsyncs bigint, fsync_time float8, stats_reset timestamptz'
+SELECT p AS payload, (SELECT read_bytes FROM chronicle._unpack('io', now(),
+         '\x34020002'::bytea || set_byte('\x00', 0, :io_key) || decode(p, 'hex') || '\x00'::bytea) AS u(:iocols)) AS read_bytes
+  FROM unnest(ARRAY['04']) p;
+SELECT * FROM chronicle._unpack('io', now(), '\x34020002'::bytea || set_byte('\x00', 0, :io_key) || '\x050000'::bytea) AS u(:iocols);
+SELECT * FROM chronicle._unpack('io', now(), '\x34020002'::bytea || set_byte('\x00', 0, :io_key) || '\x05804000'::bytea) AS u(:iocols);
+SELECT * FROM chronicle._unpack('io', now(), '\x34020002'::bytea || set_byte('\x00', 0, :io_key) || '\x050100'::bytea) AS u(:iocols);
+SELECT * FROM chronicle._unpack('io', now(), '\x34020002'::bytea || set_byte('\x00', 0, :io_key) || '\x80808080808080801000'::bytea) AS u(:iocols);
 -- NULL data is no rows.
 SELECT count(*) FROM chronicle._unpack('wal', now(), NULL) AS u(:walcols);
 -- ... and a column list other than the source's.

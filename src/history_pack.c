@@ -12,7 +12,8 @@
  * The packed value of one source at one snapshot (all integers are
  * unsigned LEB128 varints; signed ones zigzag-encoded first):
  *
- *	byte 0			format version (2) in the high four bits, flags in the low
+ *	byte 0			format version (3; 2 is read too, see below) in the high
+ *					four bits, flags in the low
  *					four: CHRONICLE_PACK_COMPLETE when the rows are every key of
  *					the source (a keyframe), not only the changed ones;
  *					CHRONICLE_PACK_NULLS when a NULL bitmap follows;
@@ -33,19 +34,30 @@
  *	then per row:
  *	  varint		the key's id in chronicle.history_key (sources with
  *					keys): the first row's as it is, each next row's as the
- *					zigzag of its difference to the row before (the rows of a
- *					source come in a stable order, and keys seen together got
- *					ids close together: one byte instead of two)
+ *					zigzag of its difference to the row before (keys seen
+ *					together got ids close together, and the encoder writes
+ *					the rows in key id order since 0.3.0: one byte instead
+ *					of two; the decoder takes any order)
  *	  payloads		of its present values, in column order, by type:
  *					int8, int4	zigzag varint
+ *					int8 of pages	(the source's page_columns, source.h) the
+ *								value's whole 4096-byte pages q (C's
+ *								division, toward zero) and remainder r:
+ *								varint of zigzag(q) * 2 + (r != 0), then,
+ *								when r != 0, the zigzag varint of r (its sign
+ *								that of the value): 8 kB blocks take two
+ *								bytes fewer than their bytes would
  *					oid			varint
  *					float8		the IEEE bits big-endian (8 bytes) when the sign
  *								bit is clear; else 0x80 and those 8 bytes; or a
  *								shorter exact form, a tag byte and a varint N:
  *								0x81 N / 1000.0 (pg_stat_database's times),
  *								0x82 N (whole numbers), 0x83 N * 0.001
- *								(pg_stat_io's times), used only when that
- *								expression gives back the same bits
+ *								(pg_stat_io's times), 0x84 N * 10 (whole
+ *								multiples of 10, when a byte shorter than
+ *								0x82: clock ticks in ms; version 3), used
+ *								only when that expression gives back the
+ *								same bits
  *					timestamptz	zigzag varint of (base - value), wrapping:
  *								exact for every value.  The base is the
  *								previous timestamp of the value (row-major),
@@ -59,6 +71,10 @@
  * Everything stays inside the value: a value is decoded without any other
  * value, row or snapshot.  Version 2 (0.2.0) took 70 bytes off a second
  * of history under pgbench (docs/storage.md, "Where the bytes go").
+ * Version 3 (0.3.0) adds the pages of page_columns and the float8 form
+ * N * 10 (60 bytes off a second under the same load, docs/benchmarks.md);
+ * a value of version 2 is read as it was written, its page_columns as
+ * plain int8.
  *
  * Bitmaps across the rows, not a byte or two per row: most counters of a
  * snapshot are zero (temp blocks, local buffers, times without
@@ -90,7 +106,9 @@
 #include "history_int.h"
 #include "pg_chronicle.h"
 
-#define PACK_VERSION		2		/* in the high four bits of byte 0 */
+#define PACK_VERSION		3		/* in the high four bits of byte 0 */
+#define PACK_VERSION_V2		2		/* read too: no pages */
+#define PAGE_BYTES			4096	/* the unit of page_columns */
 #define CHRONICLE_PACK_COMPLETE	0x01	/* every key of the source */
 #define CHRONICLE_PACK_NULLS	0x02	/* a NULL bitmap follows */
 #define CHRONICLE_PACK_ONE		0x04	/* one row: no row count */
@@ -108,6 +126,7 @@
 #define FLOAT8_MILLI_DIV	0x81	/* varint N: N / 1000.0 */
 #define FLOAT8_WHOLE		0x82	/* varint N: N */
 #define FLOAT8_MILLI_MUL	0x83	/* varint N: N * 0.001 */
+#define FLOAT8_TENS			0x84	/* varint N: N * 10 (version 3) */
 
 /* ---------------------------------------------------------------------
  * Encoding
@@ -134,6 +153,34 @@ static inline int64
 unzigzag(uint64 v)
 {
 	return (int64) (v >> 1) ^ -(int64) (v & 1);
+}
+
+/*
+ * The columns of source si stored in pages (bit c set for column c): its
+ * page_columns, checked when the library was loaded (sources.c).
+ */
+static uint64
+page_mask(int si)
+{
+	static uint64 masks[CHRONICLE_MAX_SOURCES];
+	static bool done[CHRONICLE_MAX_SOURCES];
+	const ChronicleSource *src = chronicle_sources[si];
+
+	StaticAssertStmt(CHRONICLE_MAX_COLUMNS <= 64, "a column mask is a uint64");
+	if (!done[si])
+	{
+		for (int i = 0; src->page_columns && src->page_columns[i]; i++)
+		{
+			int			c = chronicle_source_column(src, src->page_columns[i]);
+
+			if (c < 0 || src->columns[c].type != INT8OID)
+				elog(ERROR, "source \"%s\": \"%s\" is no bigint column",
+					 src->name, src->page_columns[i]);
+			masks[si] |= UINT64CONST(1) << c;
+		}
+		done[si] = true;
+	}
+	return masks[si];
 }
 
 /* Is a value the type's zero (encoded by its code alone)? */
@@ -196,7 +243,14 @@ put_float8(StringInfo buf, float8 f)
 		int			tag = 0;
 		int64		n = 0;
 
-		if ((float8) whole == f)
+		if ((float8) whole == f && whole % 10 == 0 &&
+			varint_len((uint64) whole / 10) < varint_len((uint64) whole))
+		{
+			/* clock ticks of 10 ms in ms (os_cpu, os_process_cpu) */
+			tag = FLOAT8_TENS;
+			n = whole / 10;
+		}
+		else if ((float8) whole == f)
 		{
 			tag = FLOAT8_WHOLE;
 			n = whole;
@@ -230,12 +284,24 @@ put_float8(StringInfo buf, float8 f)
  * timestamp of the packed value, or the snapshot's ts for the first.
  */
 static void
-put_value(StringInfo buf, Oid type, Datum d, TimestampTz ts)
+put_value(StringInfo buf, Oid type, Datum d, TimestampTz ts, bool pages)
 {
 	switch (type)
 	{
 		case INT8OID:
-			put_varint(buf, zigzag(DatumGetInt64(d)));
+			if (pages)
+			{
+				int64		v = DatumGetInt64(d);
+				int64		q = v / PAGE_BYTES;
+				int64		r = v - q * PAGE_BYTES;
+
+				/* |q| <= 2^51: zigzag(q) * 2 fits */
+				put_varint(buf, (zigzag(q) << 1) | (r != 0));
+				if (r != 0)
+					put_varint(buf, zigzag(r));
+			}
+			else
+				put_varint(buf, zigzag(DatumGetInt64(d)));
 			break;
 		case INT4OID:
 			put_varint(buf, zigzag(DatumGetInt32(d)));
@@ -328,6 +394,17 @@ pack_columns(const uint8 *present, const uint8 *isnull, int nrows, int nvals,
 	return out;
 }
 
+/* qsort_arg comparator of row indexes by their key ids (arg) */
+static int
+key_id_cmp(const void *a, const void *b, void *arg)
+{
+	const int32 *ids = (const int32 *) arg;
+	int32		ia = ids[*(const int *) a];
+	int32		ib = ids[*(const int *) b];
+
+	return (ia > ib) - (ia < ib);
+}
+
 bytea *
 chronicle_pack(const ChronicleRows *rows, TimestampTz ts)
 {
@@ -339,24 +416,38 @@ chronicle_pack(const ChronicleRows *rows, TimestampTz ts)
 	uint8	   *present = palloc0(Max(nbytes, 1));
 	uint8	   *isnull = palloc0(Max(nbytes, 1));
 	TimestampTz tsbase = ts;
+	uint64		pages = page_mask(rows->source_index);
 	uint8	   *columns;
 	int			ncolbytes = 0;
 	StringInfoData body;
 	StringInfoData buf;
 	bytea	   *result;
+	int		   *order = palloc(sizeof(int) * Max(rows->nrows, 1));
+
+	/*
+	 * The rows in the order of their key ids: each id's difference to the
+	 * one before is small and positive, one byte where the order the source
+	 * emits (a hash table's, for waits) takes two for a third of the rows.
+	 */
+	for (int i = 0; i < rows->nrows; i++)
+		order[i] = i;
+	if (src->nkeys > 0)
+		qsort_arg(order, rows->nrows, sizeof(int), key_id_cmp, rows->key_ids);
 
 	/* The rows' payloads, and which values have one, which are NULL. */
 	initStringInfo(&body);
-	for (int r = 0; r < rows->nrows; r++)
+	for (int i = 0; i < rows->nrows; i++)
 	{
-		if (src->nkeys > 0 && r == 0)
+		int			r = order[i];
+
+		if (src->nkeys > 0 && i == 0)
 			put_varint(&body, (uint32) rows->key_ids[r]);
 		else if (src->nkeys > 0)
-			put_varint(&body, zigzag((int64) rows->key_ids[r] - rows->key_ids[r - 1]));
+			put_varint(&body, zigzag((int64) rows->key_ids[r] - rows->key_ids[order[i - 1]]));
 		for (int v = 0; v < nvals; v++)
 		{
 			int			c = src->nkeys + v;
-			int64		bit = (int64) r * nvals + v;
+			int64		bit = (int64) i * nvals + v;
 			Oid			type = src->columns[c].type;
 
 			if (rows->nulls[c][r])
@@ -367,7 +458,8 @@ chronicle_pack(const ChronicleRows *rows, TimestampTz ts)
 			else if (!is_zero(type, rows->values[c][r]))
 			{
 				present[bit / 8] |= 1 << (bit % 8);
-				put_value(&body, type, rows->values[c][r], tsbase);
+				put_value(&body, type, rows->values[c][r], tsbase,
+						  (pages >> c) & 1);
 				if (type == TIMESTAMPTZOID)
 					tsbase = DatumGetTimestampTz(rows->values[c][r]);
 			}
@@ -398,6 +490,7 @@ chronicle_pack(const ChronicleRows *rows, TimestampTz ts)
 	pfree(body.data);
 	pfree(present);
 	pfree(isnull);
+	pfree(order);
 	if (columns)
 		pfree(columns);
 	result = (bytea *) buf.data;
@@ -453,11 +546,29 @@ get_varint(Reader *rd)
  * first.
  */
 static Datum
-get_value(Reader *rd, Oid type, TimestampTz ts)
+get_value(Reader *rd, Oid type, TimestampTz ts, bool pages)
 {
 	switch (type)
 	{
 		case INT8OID:
+			if (pages)
+			{
+				uint64		u = get_varint(rd);
+				int64		q;
+				int64		r = 0;
+				int64		v;
+
+				if (u >> 53)
+					malformed(rd);	/* |q| <= 2^51 */
+				q = unzigzag(u >> 1);
+				if (u & 1)
+					r = unzigzag(get_varint(rd));
+				/* v's one form: no wrap, r nonzero, r as v / 4096 leaves it */
+				v = (int64) ((uint64) q * PAGE_BYTES + (uint64) r);
+				if ((u & 1) != (r != 0) || v / PAGE_BYTES != q || v - q * PAGE_BYTES != r)
+					malformed(rd);
+				return Int64GetDatum(v);
+			}
 			return Int64GetDatum(unzigzag(get_varint(rd)));
 		case INT4OID:
 			{
@@ -493,6 +604,14 @@ get_value(Reader *rd, Oid type, TimestampTz ts)
 						return Float8GetDatum((float8) get_varint(rd) / 1000.0);
 					if (tag == FLOAT8_MILLI_MUL)
 						return Float8GetDatum((float8) get_varint(rd) * 0.001);
+					if (tag == FLOAT8_TENS)
+					{
+						uint64		n = get_varint(rd);
+
+						if (n > PG_UINT64_MAX / 10)
+							malformed(rd);
+						return Float8GetDatum((float8) (n * 10));
+					}
 					if (tag != FLOAT8_RAW_NEG)
 						malformed(rd);
 				}
@@ -652,6 +771,7 @@ typedef struct PackHead
 {
 	uint8		flags;
 	uint64		n;
+	uint64		pages;			/* the columns in pages: none in version 2 */
 	const uint8 *present;
 	const uint8 *isnull;
 } PackHead;
@@ -670,9 +790,11 @@ unpack_head(Reader *rd, const ChronicleSource *src, ChronicleRows *rows,
 	uint64		nbytes;
 	uint8		flags;
 
-	if (rd->end - rd->p < 1 || (rd->p[0] >> 4) != PACK_VERSION ||
+	if (rd->end - rd->p < 1 ||
+		((rd->p[0] >> 4) != PACK_VERSION && (rd->p[0] >> 4) != PACK_VERSION_V2) ||
 		(rd->p[0] & 0x0F & ~CHRONICLE_PACK_FLAGS) != 0)
 		malformed(rd);
+	head->pages = (rd->p[0] >> 4) == PACK_VERSION ? page_mask(rows->source_index) : 0;
 	flags = rd->p[0] & CHRONICLE_PACK_FLAGS;
 	rows->complete = (flags & CHRONICLE_PACK_COMPLETE) != 0;
 	rd->p += 1;
@@ -768,7 +890,8 @@ unpack_row(Reader *rd, ChronicleRows *rows, const ChronicleSource *src,
 			rows->values[c][r] = (Datum) 0;
 		else if (has)
 		{
-			rows->values[c][r] = get_value(rd, type, *tsbase);
+			rows->values[c][r] = get_value(rd, type, *tsbase,
+										   (head->pages >> c) & 1);
 			if (type == TIMESTAMPTZOID)
 				*tsbase = DatumGetTimestampTz(rows->values[c][r]);
 		}

@@ -419,8 +419,8 @@ pid_read_whole(int fd, StringInfo buf)
  * Read file of process pid whole (chronicle_proc_read_transient(), through
  * a kept descriptor when there is one or keep says to open one).  False when
  * it cannot be read: the process has exited.  A kept file whose read fails
- * has its process's files closed: the stat file, read first, is then opened
- * again by its path, so that a new process with the pid is read from there
+ * has its process's files closed: the stat file is then opened again by its
+ * path, so that a new process with the pid is read from there
  * on (and found to be another by its start time); any other file is not,
  * as it would read the new process where the caller has the old one's stat.
  */

@@ -167,6 +167,16 @@ typedef struct ChronicleSource
 	const ChronicleAnalysis *analysis;	/* NULL: not analysed */
 
 	/*
+	 * Optional, NULL-terminated: bigint columns of bytes that are mostly
+	 * whole 4 kB pages (block I/O, relation sizes), which the packed format
+	 * stores as pages and a remainder (history_pack.c, version 3): exact
+	 * for any value, two bytes shorter for most.  A value is read with the
+	 * list of the version that wrote it: a released column never leaves or
+	 * joins its source's list (a new column may start in it).
+	 */
+	const char *const *page_columns;
+
+	/*
 	 * Read the source and emit every row with chronicle_emit_row().  Runs
 	 * inside a transaction (and a subtransaction), with SPI connected.
 	 * Errors are fine: the collector catches them, counts them and backs

@@ -181,4 +181,5 @@ static const ChronicleAnalysis io_analysis = {
 
 CHRONICLE_SOURCE(io, IO,
 				 "pg_stat_io, every (backend_type, object, context) row and column",
-				 .analysis = &io_analysis);
+				 .analysis = &io_analysis,
+				 .page_columns = (const char *const[]) {"read_bytes", "write_bytes", "extend_bytes", NULL});

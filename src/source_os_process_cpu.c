@@ -27,9 +27,10 @@
  * reads them again, which saves most of that: every process but the
  * sessions waiting for their client (chronicle_proc_read_pid(): at most a
  * few dozen processes; what it keeps, and when it closes them, os_proc.c
- * says), and status is not read for a process that has not run since the
- * last snapshot (read_counts()).  A process whose stat file cannot be read
- * (it exited meanwhile) is skipped, never an error.
+ * says); of a process that has not run since the last snapshot, only
+ * schedstat is read (read_process()), or schedstat, stat and io when it
+ * has other threads (read_counts()).  A process whose stat file cannot be
+ * read (it exited meanwhile) is skipped, never an error.
  *
  * Sessions waiting for their client are not read again while they wait: a
  * client backend idle (or idle in transaction) since a reading taken at
@@ -120,7 +121,11 @@
 	/* CPU time in user and kernel mode, ms (stat's ticks: 10 ms steps) */		\
 	C(PCPU_USER_MS, "user_ms", FLOAT8OID, TIME)									\
 	C(PCPU_SYSTEM_MS, "system_ms", FLOAT8OID, TIME)								\
-	/* time runnable but waiting for a CPU, ms; NULL without schedstat */		\
+	/*																			\
+	 * time runnable but waiting for a CPU, ms, to the microsecond (which		\
+	 * the packed history keeps in 5 bytes where nanoseconds take 8); NULL		\
+	 * without schedstat														\
+	 */																			\
 	C(PCPU_RUN_DELAY_MS, "run_delay_ms", FLOAT8OID, TIME)						\
 	/* bytes read from and dirtied for the block layer; NULL without io */		\
 	C(PCPU_READ_BYTES, "read_bytes", INT8OID, COUNTER)							\
@@ -169,7 +174,17 @@ typedef struct PcpuProc
 	int64		last[NSTATS];	/* its latest reading */
 	int64		sched_oncpu;	/* schedstat's time on a CPU (ns) and */
 	int64		sched_slices;	/* timeslices at that reading; -1 unknown */
+	int			threads;		/* stat's num_threads when stat was read */
 } PcpuProc;
+
+/* A reading of /proc/<pid>/schedstat: "<on cpu ns> <run_delay ns> <timeslices>" */
+typedef struct SchedRead
+{
+	bool		ok;				/* read and whole */
+	int64		oncpu;
+	int64		delay;
+	int64		slices;
+} SchedRead;
 
 /*
  * The counts of one reading: every live process (sorted by pid) and, per
@@ -255,12 +270,13 @@ os_process_cpu_available(void)
 }
 
 /*
- * stat's utime, stime and starttime.  The command name (field 2) is in
- * parentheses and may hold blanks and parentheses: the fields after it
- * start after the last ')'.
+ * stat's utime, stime, num_threads and starttime.  The command name (field
+ * 2) is in parentheses and may hold blanks and parentheses: the fields
+ * after it start after the last ')'.
  */
 static bool
-parse_stat(char *text, int64 *utime, int64 *stime, uint64 *starttime)
+parse_stat(char *text, int64 *utime, int64 *stime, int *threads,
+		   uint64 *starttime)
 {
 	char	   *p = strrchr(text, ')');
 
@@ -273,7 +289,7 @@ parse_stat(char *text, int64 *utime, int64 *stime, uint64 *starttime)
 			p++;
 		if (*p == '\0' || *p == '\n')
 			return false;
-		if (field == 14 || field == 15 || field == 22)
+		if (field == 14 || field == 15 || field == 20 || field == 22)
 		{
 			char	   *end;
 			unsigned long long v;
@@ -286,6 +302,8 @@ parse_stat(char *text, int64 *utime, int64 *stime, uint64 *starttime)
 				*utime = (int64) Min(v, (unsigned long long) PG_INT64_MAX);
 			else if (field == 15)
 				*stime = (int64) Min(v, (unsigned long long) PG_INT64_MAX);
+			else if (field == 20)
+				*threads = (int) Min(v, (unsigned long long) INT_MAX);
 			else
 				*starttime = (uint64) v;
 			p = end;
@@ -364,12 +382,52 @@ carry(PcpuState *cur, bool *matched, PcpuState *next, const PcpuProc *old,
 }
 
 /*
+ * Read the schedstat of process pid into *sched (sched->ok false when it
+ * cannot be read or is not whole).
+ */
+static void
+read_schedstat(int pid, bool keep, SchedRead *sched)
+{
+	ChronicleProcText text;
+	char	   *end;
+	long long	oncpu,
+				ns,
+				slices;
+
+	sched->ok = false;
+	if (!chronicle_proc_read_pid(pid, CHRONICLE_PID_SCHEDSTAT, keep, &text))
+		return;
+	errno = 0;
+	oncpu = strtoll(text.next, &end, 10);
+	ns = strtoll(end, &end, 10);
+	slices = strtoll(end, &end, 10);
+	if (errno != 0 || oncpu < 0 || ns < 0 || slices <= 0)
+		return;
+	sched->ok = true;
+	sched->oncpu = oncpu;
+	sched->delay = ns;
+	sched->slices = slices;
+}
+
+/*
+ * Has the main thread of process same (its entry of the current reading,
+ * NULL if new) not run since then, as sched (its schedstat now) says?
+ */
+static bool
+not_run(const PcpuProc *same, const SchedRead *sched)
+{
+	return same != NULL && sched->ok && same->sched_slices == sched->slices &&
+		same->sched_oncpu == sched->oncpu &&
+		same->last[STAT_RUN_DELAY] == sched->delay;
+}
+
+/*
  * The counts of process pid besides its CPU time, into v (a file that
- * cannot be read leaves its counts as they are): the run delay
- * (schedstat), the bytes read and written (io), the context switches
- * (status).  keep: as chronicle_proc_read_pid()'s.  p is the process's
- * entry of the next reading, same its entry of the current one if it is the
- * same process (NULL if new).
+ * cannot be read leaves its counts as they are): the run delay (sched, its
+ * schedstat read by the caller), the bytes read and written (io), the
+ * context switches (status).  keep: as chronicle_proc_read_pid()'s.  p is
+ * the process's entry of the next reading, same its entry of the current
+ * one if it is the same process (NULL if new).
  *
  * status is not read when schedstat says the process's main thread has not
  * run since the last reading (its time on a CPU, run delay and timeslices
@@ -383,34 +441,18 @@ carry(PcpuState *cur, bool *matched, PcpuState *next, const PcpuProc *old,
  */
 static void
 read_counts(int pid, int64 *v, PcpuProc *p, const PcpuProc *same,
-			bool have_schedstat, bool have_io, bool keep)
+			const SchedRead *sched, bool have_io, bool keep)
 {
 	ChronicleProcText text;
 	bool		ran = true;
 
 	p->sched_oncpu = p->sched_slices = -1;
-	if (have_schedstat && chronicle_proc_read_pid(pid, CHRONICLE_PID_SCHEDSTAT, keep, &text))
+	if (sched->ok)
 	{
-		char	   *end;
-		long long	oncpu,
-					ns,
-					slices;
-
-		/* "<on cpu ns> <run_delay ns> <timeslices>" */
-		errno = 0;
-		oncpu = strtoll(text.next, &end, 10);
-		ns = strtoll(end, &end, 10);
-		slices = strtoll(end, &end, 10);
-		if (errno == 0 && ns >= 0)
-			v[STAT_RUN_DELAY] = (int64) ns;
-		if (errno == 0 && oncpu >= 0 && ns >= 0 && slices > 0)
-		{
-			p->sched_oncpu = oncpu;
-			p->sched_slices = slices;
-			ran = same == NULL || same->sched_slices != slices ||
-				same->sched_oncpu != oncpu ||
-				same->last[STAT_RUN_DELAY] != ns;
-		}
+		v[STAT_RUN_DELAY] = sched->delay;
+		p->sched_oncpu = sched->oncpu;
+		p->sched_slices = sched->slices;
+		ran = !not_run(same, sched);
 	}
 	if (have_io && chronicle_proc_read_pid(pid, CHRONICLE_PID_IO, keep, &text))
 	{
@@ -441,8 +483,10 @@ read_process(PcpuState *cur, bool *matched, PcpuState *next, int pid,
 	int64		utime = 0,
 				stime = 0;
 	uint64		starttime = 0;
+	int			threads = 0;
 	int64		prev[NSTATS] = {0};
 	int64		v[NSTATS];
+	SchedRead	sched = {0};
 
 	/*
 	 * Its files are kept open unless it is a session waiting for its client,
@@ -471,8 +515,33 @@ read_process(PcpuState *cur, bool *matched, PcpuState *next, int pid,
 		idle_rereads++;
 	}
 
+	/*
+	 * A process whose main thread has not run since the last reading, and
+	 * which had no other thread then: none of its counts can have changed,
+	 * neither stat's nor io's (which count all its threads) nor status's
+	 * (see read_counts), and it is carried as it was.  The auxiliary
+	 * processes sleep through most snapshots: one file read of them, not
+	 * three.  A process with other threads (io_uring's workers count in its
+	 * stat and io) is read whole; its status entry's start tells a reused
+	 * pid.
+	 */
+	if (have_schedstat)
+		read_schedstat(pid, keep, &sched);
+	if (old != NULL && be != NULL && old->type == type &&
+		old->proc_start == be->st_proc_start_timestamp && old->threads == 1 &&
+		not_run(old, &sched))
+	{
+		carry(cur, matched, next, old, true);
+		/* as good as a reading now: a session may settle on it */
+		p = &next->procs[next->nprocs - 1];
+		p->read_at = now;
+		p->idle_since = waiting_for_client(be) ? be->st_state_start_timestamp : 0;
+		next->seen[type] = true;
+		return;
+	}
+
 	if (!chronicle_proc_read_pid(pid, CHRONICLE_PID_STAT, keep, &text) ||
-		!parse_stat(text.next, &utime, &stime, &starttime))
+		!parse_stat(text.next, &utime, &stime, &threads, &starttime))
 	{
 		/*
 		 * Gone meanwhile, most likely: it is not in the next reading of
@@ -493,6 +562,7 @@ read_process(PcpuState *cur, bool *matched, PcpuState *next, int pid,
 	p->read_at = now;
 	p->proc_start = be ? be->st_proc_start_timestamp : 0;
 	p->idle_since = be && waiting_for_client(be) ? be->st_state_start_timestamp : 0;
+	p->threads = threads;
 	memset(p->base, 0, sizeof(p->base));
 
 	if (old != NULL && old->starttime == starttime)
@@ -517,7 +587,7 @@ read_process(PcpuState *cur, bool *matched, PcpuState *next, int pid,
 	v[STAT_STIME] = stime;
 	read_counts(pid, v, p,
 				old != NULL && old->starttime == starttime ? old : NULL,
-				have_schedstat, have_io, keep);
+				&sched, have_io, keep);
 
 	/* a process's counts never go back (a file missing carries them) */
 	for (int s = 0; s < NSTATS; s++)
@@ -632,7 +702,7 @@ emit_types(ChronicleEmitter *emitter, PcpuState *next, bool have_schedstat, bool
 		values[PCPU_BACKEND_TYPE] = CStringGetTextDatum(type_name(t));
 		values[PCPU_USER_MS] = Float8GetDatum((double) c[STAT_UTIME] * 1000.0 / clock_ticks);
 		values[PCPU_SYSTEM_MS] = Float8GetDatum((double) c[STAT_STIME] * 1000.0 / clock_ticks);
-		values[PCPU_RUN_DELAY_MS] = Float8GetDatum((double) c[STAT_RUN_DELAY] / 1000000.0);
+		values[PCPU_RUN_DELAY_MS] = Float8GetDatum((double) (c[STAT_RUN_DELAY] / 1000) / 1000.0);
 		nulls[PCPU_RUN_DELAY_MS] = !have_schedstat;
 		values[PCPU_READ_BYTES] = Int64GetDatum(c[STAT_READ_BYTES]);
 		values[PCPU_WRITE_BYTES] = Int64GetDatum(c[STAT_WRITE_BYTES]);
@@ -742,4 +812,5 @@ CHRONICLE_SOURCE(os_process_cpu, PCPU,
 				 "by backend type (/proc/<pid>/stat, schedstat, io, status)",
 				 .analysis = &os_process_cpu_analysis,
 				 .available = os_process_cpu_available,
+				 .page_columns = (const char *const[]) {"read_bytes", "write_bytes", NULL},
 				 .written = os_process_cpu_written);

@@ -98,4 +98,5 @@ os_process_io_collect(ChronicleEmitter *emitter)
 
 CHRONICLE_SOURCE(os_process_io, PIO,
 				 "/proc/<pid>/io of the checkpointer, WAL writer and background writer",
-				 .available = os_process_io_available);
+				 .available = os_process_io_available,
+				 .page_columns = (const char *const[]) {"read_bytes", "write_bytes", "cancelled_write_bytes", NULL});

@@ -978,4 +978,6 @@ CHRONICLE_SOURCE(relations, REL,
 				 "sizes (forks, indexes, TOAST) and pg_stat_all_tables / pg_statio_all_tables "
 				 "counters of the largest relations of each database, read every chronicle.relations_interval",
 				 .analysis = &relations_analysis,
+				 .page_columns = (const char *const[]) {"main_bytes", "fsm_bytes", "vm_bytes", "toast_bytes",
+				 "index_bytes", "total_bytes", NULL},
 				 .define_settings = relations_define_settings);

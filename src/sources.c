@@ -123,6 +123,23 @@ check_named(const ChronicleSource *src, const char *name, const char *role,
 }
 
 /*
+ * Every column of names (NULL-terminated; NULL: none), as check_named(),
+ * and of type type (typname).
+ */
+static void
+check_named_list(const ChronicleSource *src, const char *const *names,
+				 const char *role, uint32 kinds, Oid type, const char *typname)
+{
+	for (int i = 0; names && names[i]; i++)
+	{
+		check_named(src, names[i], role, kinds);
+		if (src->columns[chronicle_source_column(src, names[i])].type != type)
+			elog(ERROR, "pg_chronicle: source \"%s\" names \"%s\" as %s, which is not %s",
+				 src->name, names[i], role, typname);
+	}
+}
+
+/*
  * Check what a source declares that the compiler cannot: the key columns
  * come first, and what its analysis names exists with the kind it needs.
  * Called by _PG_init for every source.
@@ -136,18 +153,14 @@ chronicle_check_source(const ChronicleSource *src)
 		if ((c < src->nkeys) != (src->columns[c].kind == CHRONICLE_KEY))
 			elog(ERROR, "pg_chronicle: the key columns of source \"%s\" are not the first %d",
 				 src->name, src->nkeys);
+	check_named_list(src, src->page_columns, "a column of pages",
+					 (1 << CHRONICLE_COUNTER) | (1 << CHRONICLE_GAUGE),
+					 INT8OID, "bigint");
 	if (a == NULL)
 		return;
-	for (int i = 0; a->filters && a->filters[i]; i++)
-	{
-		int			c = chronicle_source_column(src, a->filters[i]);
-
-		check_named(src, a->filters[i], "a filter",
-					(1 << CHRONICLE_KEY) | (1 << CHRONICLE_ATTRIBUTE));
-		if (src->columns[c].type != TEXTOID)
-			elog(ERROR, "pg_chronicle: filter \"%s\" of source \"%s\" is not text",
-				 a->filters[i], src->name);
-	}
+	check_named_list(src, a->filters, "a filter",
+					 (1 << CHRONICLE_KEY) | (1 << CHRONICLE_ATTRIBUTE),
+					 TEXTOID, "text");
 	for (int i = 0; a->per_op && a->per_op[i].name; i++)
 	{
 		check_named(src, a->per_op[i].time, "a per-operation time",
