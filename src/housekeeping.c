@@ -2,8 +2,9 @@
  *
  * housekeeping.c
  *		The housekeeping of the recorded data: the day partitions of the
- *		history (chronicle._maintain()) and its rollups (chronicle._rollup()),
- *		each on a schedule of its own, in a subtransaction of its own.
+ *		history (chronicle._maintain()), its rollups (chronicle._rollup())
+ *		and, on a central database, the subscribed servers' retention
+ *		(chronicle._prune_servers()), each in a subtransaction of its own.
  *
  * Housekeeping is not a snapshot: a snapshot records, housekeeping keeps
  * what was recorded in shape, and neither may stop or stall the other.
@@ -56,6 +57,7 @@
 static TimestampTz next_maintenance = 0;
 static TimestampTz next_rollup = 0;
 static char rollup_logged[CHRONICLE_ERRMSG_LEN];	/* the last error logged */
+static char prune_logged[CHRONICLE_ERRMSG_LEN];	/* the same, of the pruning */
 /*
  * The skips logged at the last housekeeping run, to log each once while it
  * repeats.  Kept across snapshots, so the list and its strings both live
@@ -354,6 +356,56 @@ chronicle_maintenance_due(void)
 }
 
 /*
+ * One query of the housekeeper's, in a subtransaction of its own, so that
+ * its failure rolls back nothing else: true when it ran, and *first (if
+ * not NULL) the first column of its one row.  A failure is logged once
+ * while the same message repeats (logged: the last one logged for this
+ * step, emptied by a success).  SPI connected, in a transaction.
+ */
+static bool
+housekeeper_step(const char *query, const char *what, char *logged, bool *first)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
+	bool		ok = false;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+
+	PG_TRY();
+	{
+		bool		isnull;
+
+		housekeeping_query(query);
+		if (first != NULL)
+			*first = SPI_processed == 1 &&
+				DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
+										   SPI_tuptable->tupdesc, 1, &isnull)) &&
+				!isnull;
+		housekeeping_commit(cxt, oldowner);
+		logged[0] = '\0';
+		ok = true;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata = housekeeping_abort(cxt, oldowner);
+
+		if (strncmp(logged, edata->message, CHRONICLE_ERRMSG_LEN - 1) != 0)
+		{
+			ereport(WARNING,
+					(errcode(edata->sqlerrcode),
+					 errmsg("pg_chronicle: %s failed: %s", what, edata->message),
+					 errhint("Recording goes on; it is tried again in five minutes "
+							 "and said once while it repeats.")));
+			strlcpy(logged, edata->message, CHRONICLE_ERRMSG_LEN);
+		}
+		FreeErrorData(edata);
+	}
+	PG_END_TRY();
+	return ok;
+}
+
+/*
  * The rollup (src/sql/60_rollups.sql): every five minutes,
  * chronicle._rollup() aggregates the complete minutes of the history into
  * chronicle.rollup_minute and rollup_hour.  It must never stop nor stall
@@ -364,58 +416,40 @@ chronicle_maintenance_due(void)
  * reads the history and writes the rollup tables; a second run in the
  * database returns at once), and does at most CHRONICLE_ROLLUP_MAX_MINUTES
  * minutes a run.  A failure is logged once while it repeats, and retried
- * at the next run.  SPI connected, in a transaction.
+ * at the next run.
+ *
+ * Then, on a central database, the subscribed servers' history past its
+ * retention is deleted (chronicle._prune_servers(), 42_central.sql): rows
+ * no recording writes, at most a day of each server a run, in a
+ * subtransaction of its own.  With the rollups, in the housekeeper, rather
+ * than with the partitions of chronicle._maintain(), which runs before
+ * every collector's snapshot that is due for it: a DELETE of a day of rows
+ * would hold that snapshot back (where no housekeeper runs, both hold it
+ * back, as the rollups alone do there).
+ * SPI connected, in a transaction.
  */
 void
 chronicle_maintain_rollups(TimestampTz now)
 {
-	MemoryContext cxt = CurrentMemoryContext;
-	ResourceOwner oldowner = CurrentResourceOwner;
+	bool		busy = false;
 
 	if (now < next_rollup)
 		return;
 	next_rollup = now + HOUSEKEEPING_USECS(CHRONICLE_ROLLUP_USECS);
 
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(cxt);
+	/*
+	 * Another rollup held the database's: the previous housekeeper finishing
+	 * its run after a collector restart, or chronicle.rollup() from SQL.  Try
+	 * again soon rather than in five minutes.
+	 */
+	if (housekeeper_step(psprintf("SELECT minutes IS NULL FROM chronicle._rollup(%d)",
+								  CHRONICLE_ROLLUP_MAX_MINUTES),
+						 "rollup", rollup_logged, &busy) && busy)
+		next_rollup = now + HOUSEKEEPING_USECS(CHRONICLE_ROLLUP_BUSY_USECS);
 
-	PG_TRY();
-	{
-		bool		busy = false;
-		bool		isnull;
-
-		housekeeping_query(psprintf("SELECT minutes IS NULL FROM chronicle._rollup(%d)",
-									CHRONICLE_ROLLUP_MAX_MINUTES));
-		if (SPI_processed == 1)
-			busy = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
-											  SPI_tuptable->tupdesc, 1, &isnull));
-
-		/*
-		 * Another rollup held the database's: the previous housekeeper
-		 * finishing its run after a collector restart, or chronicle.rollup()
-		 * from SQL.  Try again soon rather than in five minutes.
-		 */
-		if (busy)
-			next_rollup = now + HOUSEKEEPING_USECS(CHRONICLE_ROLLUP_BUSY_USECS);
-		housekeeping_commit(cxt, oldowner);
-		rollup_logged[0] = '\0';
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata = housekeeping_abort(cxt, oldowner);
-
-		if (strncmp(rollup_logged, edata->message, CHRONICLE_ERRMSG_LEN - 1) != 0)
-		{
-			ereport(WARNING,
-					(errcode(edata->sqlerrcode),
-					 errmsg("pg_chronicle: rollup failed: %s", edata->message),
-					 errhint("Recording goes on; the rollup is tried again in five minutes "
-							 "and says this once while it repeats.")));
-			strlcpy(rollup_logged, edata->message, CHRONICLE_ERRMSG_LEN);
-		}
-		FreeErrorData(edata);
-	}
-	PG_END_TRY();
+	(void) housekeeper_step("SELECT chronicle._prune_servers(NULL) IS NULL",
+							"deleting the subscribed servers' expired history",
+							prune_logged, NULL);
 }
 
 /* When chronicle_maintain_rollups() runs next in this process. */

@@ -334,6 +334,16 @@ BEGIN
 			partitions_dropped := partitions_dropped + 1;
 		END IF;
 	END LOOP;
+	-- On a central database, the subscribed servers' history past its
+	-- retention (42_central.sql; the housekeeper does it too).
+	BEGIN
+		PERFORM chronicle._prune_servers(retention);
+	EXCEPTION WHEN OTHERS THEN
+		partitions_skipped := partitions_skipped + 1;
+		RAISE WARNING 'chronicle.maintain: could not delete the subscribed servers'' expired history: %', SQLERRM
+			USING ERRCODE = SQLSTATE,
+			      HINT = 'Nothing waited for it and recording goes on; the next maintenance tries again.';
+	END;
 	RETURN NEXT;
 END;
 $$;

@@ -28,6 +28,7 @@ CREATE TABLE chronicle.origin (
 	first_imported    timestamptz NOT NULL DEFAULT now(),
 	kind              text NOT NULL DEFAULT 'archive' CHECK (kind IN ('archive', 'subscription')),
 	subscription      name UNIQUE,    -- of kind subscription: its pg_subscription
+	retention         interval CHECK (retention >= interval '0'),  -- of kind subscription: its history's; NULL: chronicle.retention's
 	CHECK ((kind = 'subscription') = (subscription IS NOT NULL))
 );
 COMMENT ON TABLE chronicle.origin IS

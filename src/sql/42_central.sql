@@ -391,14 +391,99 @@ COMMENT ON FUNCTION chronicle.unsubscribe(text) IS
 	'Ends the subscription to a server (its slot dropped on the publisher); its history stays';
 REVOKE ALL ON FUNCTION chronicle.unsubscribe(text) FROM PUBLIC;
 
+-- Retention on the central side.  A subscribed server's history is not
+-- partitioned by day (archive_snapshot and archive_history, keyed by
+-- (origin, ts), 05_origin.sql): what is older than its retention
+-- (origin.retention, or chronicle.retention: the argument of
+-- chronicle.maintain()) is deleted, never what the server itself still
+-- keeps (publish = 'insert': the server's own retention deletes nothing
+-- here).  The cut is a keyframe: a row after it reads back to the latest
+-- keyframe (docs/storage.md), so the rows from the cut on stay readable.
+-- A call deletes at most a day of each server from its oldest row on (a
+-- few hundred thousand rows at 1 s), so that it holds no lock for long
+-- and a backlog (a retention made shorter) goes in steps.  Runs, their
+-- pgbench rows and marks stay, as this server's do.  Called by the
+-- housekeeper every five minutes and by chronicle.maintain(); returns the
+-- snapshots deleted.
+CREATE FUNCTION chronicle._prune_servers(retention interval DEFAULT NULL)
+RETURNS bigint
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '100ms'
+AS $fn$
+DECLARE
+	keep interval := coalesce(retention, chronicle._retention());
+	o record;
+	v_first timestamptz;
+	v_cut timestamptz;
+	v_rows bigint;
+	v_total bigint := 0;
+BEGIN
+	FOR o IN SELECT g.origin_id, coalesce(g.retention, keep) AS keep
+	           FROM chronicle.origin g
+	          WHERE g.kind = 'subscription'
+	          ORDER BY g.origin_id LOOP
+		CONTINUE WHEN o.keep <= interval '0';
+		SELECT min(a.ts) INTO v_first FROM chronicle.archive_snapshot a WHERE a.origin = o.origin_id;
+		CONTINUE WHEN v_first IS NULL;
+		-- the latest keyframe of the day from the oldest row, or else the
+		-- first keyframe after it, before the cutoff
+		SELECT coalesce(
+		         (SELECT max(a.ts) FROM chronicle.archive_snapshot a
+		           WHERE a.origin = o.origin_id AND a.keyframe AND a.ts > v_first
+		             AND a.ts <= least(now() - o.keep, v_first + interval '1 day')),
+		         (SELECT min(a.ts) FROM chronicle.archive_snapshot a
+		           WHERE a.origin = o.origin_id AND a.keyframe AND a.ts > v_first
+		             AND a.ts <= now() - o.keep))
+		  INTO v_cut;
+		CONTINUE WHEN v_cut IS NULL;
+		DELETE FROM chronicle.archive_history h WHERE h.origin = o.origin_id AND h.ts < v_cut;
+		DELETE FROM chronicle.archive_snapshot a WHERE a.origin = o.origin_id AND a.ts < v_cut;
+		GET DIAGNOSTICS v_rows = ROW_COUNT;
+		v_total := v_total + v_rows;
+	END LOOP;
+	RETURN v_total;
+END;
+$fn$;
+COMMENT ON FUNCTION chronicle._prune_servers(interval) IS
+	'Deletes the subscribed servers'' history older than their retention, from a keyframe, at most a day of each a call';
+REVOKE ALL ON FUNCTION chronicle._prune_servers(interval) FROM PUBLIC;
+
+-- A subscribed server's retention on the central side: NULL follows
+-- chronicle.retention, 0 keeps everything.
+CREATE FUNCTION chronicle.set_server_retention(server_name text, retention interval)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+BEGIN
+	IF retention < interval '0' THEN
+		RAISE EXCEPTION 'chronicle.set_server_retention: retention must not be negative'
+			USING ERRCODE = 'invalid_parameter_value',
+			      HINT = 'Pass an interval such as ''30 days'', 0 to keep everything, or NULL for chronicle.retention.';
+	END IF;
+	UPDATE chronicle.origin o SET retention = set_server_retention.retention
+	 WHERE o.kind = 'subscription' AND o.server_name = set_server_retention.server_name;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'chronicle.set_server_retention: no subscribed server named "%"', server_name
+			USING ERRCODE = 'undefined_object',
+			      HINT = 'The servers are listed by chronicle.servers.';
+	END IF;
+END;
+$fn$;
+COMMENT ON FUNCTION chronicle.set_server_retention(text, interval) IS
+	'Sets how long the central side keeps a subscribed server''s history (NULL: chronicle.retention, 0: forever)';
+REVOKE ALL ON FUNCTION chronicle.set_server_retention(text, interval) FROM PUBLIC;
+
 -- The servers this central database subscribes to: the server, its
--- version when subscribed, the latest snapshot received and how old it is
+-- version when subscribed, its retention here (NULL: chronicle.retention),
+-- the oldest snapshot kept, the latest received and how old it is
 -- (the publisher's clock against this one's), and the apply worker's view
 -- of the stream (pg_stat_subscription).
 CREATE VIEW chronicle.servers AS
 SELECT o.origin_id AS origin, o.server_name, o.system_identifier, o.server_version,
-       o.subscription, s.subenabled AS enabled,
-       l.ts AS last_snapshot,
+       o.subscription, s.subenabled AS enabled, o.retention,
+       l.first AS first_snapshot, l.ts AS last_snapshot,
        clock_timestamp() - l.ts AS snapshot_age,
        st.received_lsn, st.latest_end_lsn,
        st.last_msg_receipt_time - st.last_msg_send_time AS transfer_lag,
@@ -407,7 +492,7 @@ SELECT o.origin_id AS origin, o.server_name, o.system_identifier, o.server_versi
   LEFT JOIN pg_subscription s ON s.subname = o.subscription
                              AND s.subdbid = (SELECT d.oid FROM pg_database d WHERE d.datname = current_database())
   LEFT JOIN pg_stat_subscription st ON st.subid = s.oid AND st.relid IS NULL AND st.leader_pid IS NULL
-  LEFT JOIN LATERAL (SELECT max(a.ts) AS ts FROM chronicle.archive_snapshot a
+  LEFT JOIN LATERAL (SELECT min(a.ts) AS first, max(a.ts) AS ts FROM chronicle.archive_snapshot a
                       WHERE a.origin = o.origin_id) l ON true
  WHERE o.kind = 'subscription';
 COMMENT ON VIEW chronicle.servers IS

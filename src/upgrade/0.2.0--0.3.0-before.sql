@@ -75,6 +75,7 @@ CREATE TABLE chronicle.origin (
 	first_imported    timestamptz NOT NULL DEFAULT now(),
 	kind              text NOT NULL DEFAULT 'archive' CHECK (kind IN ('archive', 'subscription')),
 	subscription      name UNIQUE,
+	retention         interval CHECK (retention >= interval '0'),
 	CHECK ((kind = 'subscription') = (subscription IS NOT NULL))
 );
 CREATE TABLE chronicle.archive_snapshot (

@@ -23,6 +23,9 @@
 #    apply (never stored with a wrong key) until the key is mapped.
 # 5. chronicle.unsubscribe() drops the slot and keeps the history; a
 #    second chronicle.subscribe() goes on under the same origin.
+# 6. A subscribed server's retention on the central side: its history
+#    past it deleted from a keyframe on, by chronicle.maintain() and by
+#    the housekeeper; the rest reads as on the server.
 use strict;
 use warnings FATAL => 'all';
 use PostgreSQL::Test::Cluster;
@@ -437,5 +440,59 @@ my $t_again = $sources[1]->safe_psql('postgres', 'SELECT chronicle.snapshot()');
 ok($central->poll_query_until('postgres', qq{
 	SELECT count(*) = 1 FROM chronicle.archive_snapshot WHERE origin = $origin{src2} AND ts = '$t_again'}),
 	'... and its history goes on');
+
+
+# 6. retention on the central side: a subscribed server's history older
+# than its retention is deleted from a keyframe on (the keyframe itself
+# stays), what remains reads as on the server, another server's stays.
+# By chronicle.maintain(), then by the housekeeper.
+($ret, $stdout, $stderr) = $central->psql('postgres', "SELECT chronicle.set_server_retention('nobody', '1 day')");
+like($stderr, qr/no subscribed server named "nobody"/, 'a retention for a server not subscribed is refused');
+($ret, $stdout, $stderr) = $central->psql('postgres', "SELECT chronicle.set_server_retention('src1', '-1 s')");
+like($stderr, qr/retention must not be negative/, 'a negative retention is refused');
+$central->safe_psql('postgres', "SELECT chronicle.set_server_retention('src1', '4 s')");
+is($central->safe_psql('postgres', "SELECT retention FROM chronicle.servers WHERE server_name = 'src1'"),
+	'00:00:04', 'src1\'s retention, in chronicle.servers');
+my $q_src2_old = "SELECT count(*) FROM chronicle.archive_snapshot WHERE origin = $origin{src2} AND ts <= '%s'";
+my $t_src2 = $central->safe_psql('postgres', "SELECT max(ts) FROM chronicle.archive_snapshot WHERE origin = $origin{src2}");
+my $n_src2 = $central->safe_psql('postgres', sprintf($q_src2_old, $t_src2));
+my $first = $central->safe_psql('postgres', "SELECT min(ts) FROM chronicle.archive_snapshot WHERE origin = $origin{src1}");
+# one transaction, whose now() makes the cutoff
+my ($cutoff, $skipped, $kept_from, $t_end) = split /\n/, $central->safe_psql('postgres', qq{
+	BEGIN;
+	SELECT now() - interval '4 s';
+	SELECT partitions_skipped FROM chronicle.maintain();
+	SELECT min(ts) FROM chronicle.archive_snapshot WHERE origin = $origin{src1};
+	SELECT max(ts) FROM chronicle.archive_snapshot WHERE origin = $origin{src1};
+	COMMIT;});
+is($skipped, '0', 'maintain() on the central side skips nothing');
+# the reference: the keyframes of src1's own snapshots
+my $cut = $sources[0]->safe_psql('postgres', qq{
+	SELECT max(ts) FROM chronicle.snapshot WHERE keyframe AND ts > '$first' AND ts <= '$cutoff'});
+isnt($cut, '', "src1 took keyframes before the cutoff ($cutoff)");
+is($kept_from, $cut, 'src1\'s history is kept from its last keyframe before the cutoff on');
+is($central->safe_psql('postgres', qq{
+	SELECT count(*) FROM chronicle.archive_history WHERE origin = $origin{src1} AND ts < '$cut'}),
+	'0', '... none of its history rows before it');
+my $q_kept = "SELECT md5(string_agg(d::text, ',' ORDER BY d.ts, d.datname)) || ' ' || count(*)"
+  . " FROM chronicle.database_history d WHERE ts >= '$cut' AND ts <= '$t_end'";
+my $kept_src = $sources[0]->safe_psql('postgres', $q_kept);
+like($kept_src, qr/ [1-9]\d*$/, 'src1 recorded database rows after the cut');
+is((split /\n/, $central->safe_psql('postgres', "SELECT chronicle.use_server('src1'); $q_kept"))[1],
+	$kept_src, '... which read on the central side as on src1');
+is($central->safe_psql('postgres', sprintf($q_src2_old, $t_src2)), $n_src2,
+	'src2\'s history (chronicle.retention: 7 days) is all kept');
+
+# the housekeeper does it too, every 5 minutes, and first when it starts
+$central->safe_psql('postgres', "SELECT chronicle.set_server_retention('src2', '3 s')");
+my $t_set = $central->safe_psql('postgres', 'SELECT now()');
+$central->restart;
+ok($central->poll_query_until('postgres', qq{
+	SELECT min(ts) > '$t_set'::timestamptz - interval '10 s' FROM chronicle.archive_snapshot WHERE origin = $origin{src2}}),
+	'the housekeeper deletes src2\'s history past its retention');
+my $src2_from = $central->safe_psql('postgres', "SELECT min(ts) FROM chronicle.archive_snapshot WHERE origin = $origin{src2}");
+is($sources[1]->safe_psql('postgres', "SELECT keyframe FROM chronicle.snapshot WHERE ts = '$src2_from'"),
+	't', '... from a keyframe on');
+unlike(slurp_file($central->logfile), qr/expired history failed/, 'no pruning failed');
 
 done_testing();
