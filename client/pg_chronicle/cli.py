@@ -234,7 +234,7 @@ def _report(conninfo: str | None, run: str, vs: str | None, from_ts: str | None,
 
 # The commands that read a subscribed server of a central database with
 # --server (the others write, or read this server's files).
-SERVER_COMMANDS = ("runs", "report", "compare")
+SERVER_COMMANDS = ("runs", "report", "compare", "export", "sweep-report")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

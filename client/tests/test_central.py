@@ -1,11 +1,13 @@
 """A central repository's runs (docs/central.md, "Runs"): a run recorded on a
 recording server reaches the central database that subscribes to it as that
 server's run; pg-chronicle --server NAME reads it there, and its report
-equals the report made on the server, panel by panel; the central's own run
-of the same label stays its own."""
+equals the report made on the server, panel by panel; exported there, its
+archive imports with the analyses of the run on the server; the central's
+own run of the same label stays its own."""
 
 from __future__ import annotations
 
+import pathlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,6 +17,7 @@ from pg_chronicle.db import connect, set_server
 from pg_chronicle.report import build
 
 from conftest import Server, cli, running_server, wait_for
+from test_archive import analyses
 
 pytestmark = pytest.mark.one_version
 
@@ -45,7 +48,7 @@ def report_data(conninfo: str, run: str, server: str | None = None) -> tuple[Any
     return meta, panel_list
 
 
-def test_runs_of_a_subscribed_server(central: Server, source: Server) -> None:
+def test_runs_of_a_subscribed_server(central: Server, source: Server, tmp_path: pathlib.Path) -> None:
     name = source.psql("SELECT name FROM chronicle.server()")
     source.psql("SELECT chronicle.publish()")
     # with its history from before: the keyframe before the run (a key's
@@ -90,6 +93,17 @@ def test_runs_of_a_subscribed_server(central: Server, source: Server) -> None:
     assert own_meta["from"] != meta["from"]
     assert (cli(central, "--server", name, "compare", "a", "a", check=True).stdout
             == cli(source, "compare", "a", "a", check=True).stdout)
+
+    # the source's run a exported from the central side: its archive imports
+    # into another database with the analyses of run a on the source
+    archive = tmp_path / "a.pgca"
+    cli(central, "--server", name, "export", "a", "-o", str(archive), check=True)
+    central.psql("CREATE DATABASE repo")
+    central.psql("CREATE EXTENSION pg_chronicle", dbname="repo")
+    repo = central.conninfo.replace("dbname=postgres", "dbname=repo")
+    cli(central, "-d", repo, "import", str(archive), check=True)
+    assert central.psql("SELECT server_name FROM chronicle.origin", dbname="repo") == name
+    assert analyses(central, "a", dbname="repo") == analyses(source, "a")
 
     # an unknown server, and --server where it does not apply
     p = cli(central, "--server", "nope", "runs")
