@@ -29,8 +29,7 @@ use PgChronicle::TestNode qw(chronicle_node lock_wait more_worker_snapshots poll
 use Time::HiRes qw(usleep);
 
 my $node = chronicle_node('waits_numbers',
-	preload => 'pg_chronicle,pg_stat_statements',
-	extensions => [qw(pg_stat_statements pg_chronicle)],
+	statements => 1,
 	conf => q{
 chronicle.snapshot_interval = '1s'
 chronicle.wait_sample_interval = '10ms'

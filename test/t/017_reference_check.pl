@@ -34,8 +34,7 @@ use JSON::PP;
 use List::Util qw(max);
 
 my $node = chronicle_node('reference',
-	preload => 'pg_chronicle, pg_stat_statements',
-	extensions => [qw(pg_chronicle pg_stat_statements)],
+	statements => 1,
 	conf => q{
 chronicle.snapshot_interval = '500ms'
 track_io_timing = on

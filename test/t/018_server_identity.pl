@@ -9,14 +9,13 @@ use warnings FATAL => 'all';
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use PgChronicle::TestNode qw(chronicle_node);
 
-my $node = PostgreSQL::Test::Cluster->new('server_identity');
-$node->init;
-$node->append_conf('postgresql.conf', q{
-shared_preload_libraries = 'pg_chronicle'
+my $node = chronicle_node('server_identity', extensions => [], conf => q{
 chronicle.snapshot_interval = '200ms'
 });
-$node->start;
 # PostgreSQL::Test::Cluster starts the server with cluster_name = its name.
 my $cluster_name = $node->name;
 is($node->safe_psql('postgres', 'SHOW cluster_name'), $cluster_name, "cluster_name is $cluster_name");

@@ -24,8 +24,7 @@ $ENV{PGOPTIONS} = '-c statement_timeout=0 -c lock_timeout=0 -c transaction_timeo
   . '-c default_transaction_read_only=off -c exit_on_error=off';
 
 my $node = chronicle_node('untrusted',
-	preload => 'pg_chronicle,pg_stat_statements',
-	extensions => [qw(pg_stat_statements pg_chronicle)],
+	statements => 1,
 	conf => q{
 chronicle.snapshot_interval = '200ms'
 log_min_messages = warning
