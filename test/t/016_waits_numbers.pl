@@ -25,7 +25,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use FindBin;
 use lib "$FindBin::RealBin/../perl";
-use PgChronicle::TestNode qw(chronicle_node lock_wait more_worker_snapshots poll_until);
+use PgChronicle::TestNode qw(chronicle_node lock_wait more_worker_snapshots poll_until worker_recording);
 use Time::HiRes qw(usleep);
 
 my $node = chronicle_node('waits_numbers',
@@ -226,9 +226,7 @@ chronicle.collect_io = off
 chronicle.collect_database = off
 });
 $node->reload;
-poll_until($node, 'postgres',
-	"SELECT count(*) >= 2 FROM chronicle.snapshot WHERE collector = 'worker'",
-	'the worker records snapshots');
+worker_recording($node, 2);
 my $seg = $node->safe_psql('postgres',
 	"SELECT max(segment) FROM chronicle.snapshot WHERE collector = 'worker'");
 

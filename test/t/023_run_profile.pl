@@ -15,7 +15,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use FindBin;
 use lib "$FindBin::RealBin/../perl";
-use PgChronicle::TestNode qw(chronicle_node);
+use PgChronicle::TestNode qw(chronicle_node worker_recording);
 
 my $node = chronicle_node('run_profile', conf => q{
 chronicle.snapshot_interval = '500ms'
@@ -23,9 +23,7 @@ checkpoint_timeout = '30min'
 max_wal_size = '1GB'
 });
 $node->command_ok([ 'pgbench', '-i', '-q', '-s', '1', 'postgres' ], 'pgbench -i');
-$node->poll_query_until('postgres',
-	"SELECT count(*) >= 2 FROM chronicle.snapshot WHERE collector = 'worker'")
-  or die 'the worker recorded no snapshots';
+worker_recording($node, 2);
 my $dir = PostgreSQL::Test::Utils::tempdir;
 
 # Waits for k worker snapshots after now.

@@ -9,7 +9,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use FindBin;
 use lib "$FindBin::RealBin/../perl";
-use PgChronicle::TestNode qw(chronicle_node poll_until);
+use PgChronicle::TestNode qw(chronicle_node poll_until worker_recording);
 
 my $node = chronicle_node('eviction',
 	statements => 1,
@@ -17,9 +17,7 @@ my $node = chronicle_node('eviction',
 chronicle.snapshot_interval = '200ms'
 pg_stat_statements.max = 100
 });
-poll_until($node, 'postgres',
-	"SELECT count(*) >= 2 FROM chronicle.snapshot WHERE collector = 'worker'",
-	'the worker records snapshots');
+worker_recording($node, 2);
 
 my $t0 = $node->safe_psql('postgres', 'SELECT now()');
 

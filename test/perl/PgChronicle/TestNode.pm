@@ -23,7 +23,7 @@ use Test::More;
 use Time::HiRes qw(usleep);
 
 our @EXPORT_OK = qw(chronicle_node chronicle_status pgbench_node poll_ok poll_until
-  poll_true session_poll worker_snapshots more_worker_snapshots lock_wait wait_class_sql);
+  poll_true session_poll worker_snapshots worker_recording more_worker_snapshots lock_wait wait_class_sql);
 
 # A new node $name (of the installation install_path, default the one on
 # PATH): init (with the options of init => {...}), then in
@@ -68,9 +68,7 @@ sub pgbench_node
 	my $node = chronicle_node($name, statements => 1,
 		conf => "chronicle.snapshot_interval = '$interval'");
 	$node->command_ok([ 'pgbench', '-i', '-q', '-s', $scale, 'postgres' ], 'pgbench -i');
-	poll_until($node, 'postgres',
-		"SELECT count(*) >= 2 FROM chronicle.snapshot WHERE collector = 'worker'",
-		'the worker records snapshots');
+	worker_recording($node, 2);
 	return $node;
 }
 
@@ -163,6 +161,16 @@ sub worker_snapshots
 		"SELECT count(*) FROM chronicle.snapshot WHERE collector = 'worker'");
 }
 
+# poll_until the worker has written $n snapshots in all, a test named $name
+# (default 'the worker records snapshots').
+sub worker_recording
+{
+	my ($node, $n, $name) = @_;
+	return poll_until($node, 'postgres',
+		"SELECT count(*) >= $n FROM chronicle.snapshot WHERE collector = 'worker'",
+		$name // 'the worker records snapshots');
+}
+
 # poll_until the worker has written $n snapshots more than $before
 # (default: worker_snapshots now), a test named $name (default 'the worker
 # goes on recording').  Returns the ts of its latest snapshot.
@@ -170,9 +178,7 @@ sub more_worker_snapshots
 {
 	my ($node, $n, $name, $before) = @_;
 	$before //= worker_snapshots($node);
-	poll_until($node, 'postgres',
-		"SELECT count(*) >= $before + $n FROM chronicle.snapshot WHERE collector = 'worker'",
-		$name // 'the worker goes on recording');
+	worker_recording($node, $before + $n, $name // 'the worker goes on recording');
 	return $node->safe_psql('postgres',
 		"SELECT max(ts) FROM chronicle.snapshot WHERE collector = 'worker'");
 }
