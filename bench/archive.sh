@@ -24,15 +24,7 @@ set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 . "$src/tools/lib.sh"
 lib_as_pgchronicle bench/archive.sh "$@"
-dir=${BENCH_DIR:-/tmp/archive-bench}
-reps=${BENCH_REPS:-3}
-py=${PYTHON:-python3}
-day=2025-01-01
-
-out=$(mktemp -d /tmp/archive-bench-out.XXXXXX)
-trap 'rm -rf "$out"; lib_bench_history_stop "$dir"' EXIT
-lib_bench_hour "$dir" "${BENCH_PORT:-5621}" "$day"
-psql() { "$LIB_BINDIR/psql" -X -q -v ON_ERROR_STOP=1 "$@"; }
+lib_bench_hour archive 5621
 # (from $out: python -m puts the current directory first on its path, and a
 # built tree's pg_chronicle.so there would be taken for the client)
 pgc() { (cd "$out" && PYTHONPATH="$src/client" "$py" -m pg_chronicle "$@"); }

@@ -23,15 +23,7 @@
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 . "$src/tools/lib.sh"
-dir=${BENCH_DIR:-/tmp/report-bench}
-reps=${BENCH_REPS:-3}
-py=${PYTHON:-python3}
-day=2025-01-01
-
-out=$(mktemp -d /tmp/report-bench-out.XXXXXX)
-trap 'rm -rf "$out"; lib_bench_history_stop "$dir"' EXIT
-lib_bench_hour "$dir" "${BENCH_PORT:-5611}" "$day"
-psql() { "$LIB_BINDIR/psql" -X -q -v ON_ERROR_STOP=1 "$@"; }
+lib_bench_hour report 5611
 
 trials=${BENCH_TRIALS:-0}
 args=(bench-1h)

@@ -177,15 +177,27 @@ lib_bench_history() {
 	echo "generated in $(($(date +%s) - start)) s"
 }
 
-# lib_bench_hour DIR PORT DAY: lib_bench_history's cluster holding one hour of
+# lib_bench_hour NAME PORT: lib_bench_history's cluster holding one hour of
 # 1 s history with every source on and its pgbench log, the run bench-1h on
-# DAY (bench/report_gen.sql): what bench/report.sh and bench/archive.sh time.
+# day (bench/report_gen.sql): what bench/report.sh and bench/archive.sh time.
+# Sets what both scripts use: dir (BENCH_DIR, default /tmp/NAME-bench), reps
+# (BENCH_REPS, 3), py (PYTHON, python3), day (2025-01-01) and out (a new
+# temporary folder; at exit it is removed and the cluster stopped, see
+# lib_bench_history_stop); the cluster is on BENCH_PORT (default PORT), and
+# psql() is LIB_BINDIR's, quiet, stopping at the first error.
 lib_bench_hour() {
-	lib_bench_history "$1" "$2" "chronicle.enabled = off
+	dir=${BENCH_DIR:-/tmp/$1-bench}
+	reps=${BENCH_REPS:-3}
+	py=${PYTHON:-python3}
+	day=2025-01-01
+	out=$(mktemp -d "/tmp/$1-bench-out.XXXXXX")
+	trap 'rm -rf "$out"; lib_bench_history_stop "$dir"' EXIT
+	psql() { "$LIB_BINDIR/psql" -X -q -v ON_ERROR_STOP=1 "$@"; }
+	lib_bench_history "$dir" "${BENCH_PORT:-$2}" "chronicle.enabled = off
 shared_buffers = 512MB
 work_mem = 64MB
 max_wal_size = 8GB
-max_parallel_workers_per_gather = 0" "$LIB_ROOT/bench/report_gen.sql" "$3" \
+max_parallel_workers_per_gather = 0" "$LIB_ROOT/bench/report_gen.sql" "$day" \
 		"one hour of 1 s history and its pgbench log"
 }
 

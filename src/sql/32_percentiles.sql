@@ -173,19 +173,14 @@ BEGIN
 			USING ERRCODE = 'null_value_not_allowed',
 			      HINT = 'false: percentile_cont (interpolated), true: percentile_disc.';
 	END IF;
-	IF discrete THEN
-		SELECT percentile_disc(percentiles) WITHIN GROUP (ORDER BY s.value), count(s.value)
-		  INTO vals, n
-		  FROM chronicle.series(metric, from_ts, to_ts, for_backend_type, for_object, for_context,
-		                        for_datname, for_wait_event_type, for_wait_event, for_device,
-		                        for_resource) s;
-	ELSE
-		SELECT percentile_cont(percentiles) WITHIN GROUP (ORDER BY s.value), count(s.value)
-		  INTO vals, n
-		  FROM chronicle.series(metric, from_ts, to_ts, for_backend_type, for_object, for_context,
-		                        for_datname, for_wait_event_type, for_wait_event, for_device,
-		                        for_resource) s;
-	END IF;
+	-- (the two ordered-set aggregates share one sort of the values)
+	SELECT CASE WHEN discrete THEN percentile_disc(percentiles) WITHIN GROUP (ORDER BY s.value)
+	            ELSE percentile_cont(percentiles) WITHIN GROUP (ORDER BY s.value) END,
+	       count(s.value)
+	  INTO vals, n
+	  FROM chronicle.series(metric, from_ts, to_ts, for_backend_type, for_object, for_context,
+	                        for_datname, for_wait_event_type, for_wait_event, for_device,
+	                        for_resource) s;
 	RETURN QUERY
 	SELECT p.p, vals[p.i], n
 	  FROM unnest(percentiles) WITH ORDINALITY AS p(p, i)

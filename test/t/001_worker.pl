@@ -7,7 +7,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use FindBin;
 use lib "$FindBin::RealBin/../perl";
-use PgChronicle::TestNode qw(chronicle_node poll_until);
+use PgChronicle::TestNode qw(chronicle_node poll_until worker_recording);
 
 my $node = chronicle_node('primary', conf => q{
 chronicle.snapshot_interval = '200ms'
@@ -15,9 +15,7 @@ track_io_timing = on
 });
 
 # Snapshots arrive once per interval.
-poll_until($node, 'postgres',
-	"SELECT count(*) >= 5 FROM chronicle.snapshot WHERE collector = 'worker'",
-	'the worker records snapshots');
+worker_recording($node, 5);
 my $t0 = $node->safe_psql('postgres', "SELECT count(*) FROM chronicle.snapshot");
 sleep 2;
 my $t1 = $node->safe_psql('postgres', "SELECT count(*) FROM chronicle.snapshot");

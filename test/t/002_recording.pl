@@ -9,7 +9,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use FindBin;
 use lib "$FindBin::RealBin/../perl";
-use PgChronicle::TestNode qw(chronicle_node more_worker_snapshots poll_until);
+use PgChronicle::TestNode qw(chronicle_node more_worker_snapshots poll_until worker_recording);
 
 my $node = chronicle_node('recording', conf => q{
 chronicle.snapshot_interval = '500ms'
@@ -38,9 +38,7 @@ COMMIT;
 
 # The worker's recording is under way before the first SQL snapshot, which
 # then joins its segment.
-poll_until($node, 'postgres',
-	"SELECT count(*) >= 2 FROM chronicle.snapshot WHERE collector = 'worker'",
-	'the worker records');
+worker_recording($node, 2, 'the worker records');
 my $t1 = snapshot_with_views('1');
 
 # A short pgbench run.

@@ -12,7 +12,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use FindBin;
 use lib "$FindBin::RealBin/../perl";
-use PgChronicle::TestNode qw(chronicle_node poll_until);
+use PgChronicle::TestNode qw(chronicle_node worker_recording);
 
 my $node = chronicle_node('missing_db', conf => q{
 chronicle.database = 'no_such_database'
@@ -34,9 +34,7 @@ like($node->safe_psql('postgres', 'SELECT state FROM chronicle.status()'),
 # Fix the setting: the waiting worker connects at once, not after its wait.
 $node->safe_psql('postgres', "ALTER SYSTEM SET chronicle.database = 'postgres'");
 $node->reload;
-poll_until($node, 'postgres',
-	"SELECT count(*) >= 3 FROM chronicle.snapshot WHERE collector = 'worker'",
-	'after the setting is fixed the worker records');
+worker_recording($node, 3, 'after the setting is fixed the worker records');
 is($node->safe_psql('postgres', 'SELECT running, state FROM chronicle.status()'),
 	't|recording', 'status(): running and recording');
 

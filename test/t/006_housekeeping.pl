@@ -15,7 +15,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use FindBin;
 use lib "$FindBin::RealBin/../perl";
-use PgChronicle::TestNode qw(chronicle_node chronicle_status poll_ok poll_until);
+use PgChronicle::TestNode qw(chronicle_node chronicle_status poll_ok poll_until worker_recording);
 
 # A session queued behind a stalled collector fails instead of hanging
 # (the defect this test is about); polls go by the clock (poll_ok).
@@ -25,8 +25,7 @@ my $node = chronicle_node('housekeeping', conf => q{
 chronicle.snapshot_interval = '200ms'
 chronicle.retention = '3d'
 });
-poll_until($node, 'postgres', 'SELECT count(*) >= 3 FROM chronicle.snapshot',
-	'the worker records snapshots');
+worker_recording($node, 3);
 
 sub query { return $node->safe_psql('postgres', $_[0]); }
 

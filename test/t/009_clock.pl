@@ -17,7 +17,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use FindBin;
 use lib "$FindBin::RealBin/../perl";
-use PgChronicle::TestNode qw(chronicle_node more_worker_snapshots worker_snapshots poll_until);
+use PgChronicle::TestNode qw(chronicle_node more_worker_snapshots worker_snapshots poll_until worker_recording);
 
 my ($libfaketime) = grep { -f $_ } (
 	'/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1',
@@ -48,9 +48,7 @@ $set_clock->('+0');
 	$node->start;
 }
 $node->safe_psql('postgres', 'CREATE EXTENSION pg_chronicle');
-poll_until($node, 'postgres',
-	"SELECT count(*) >= 3 FROM chronicle.snapshot WHERE collector = 'worker'",
-	'the worker records snapshots');
+worker_recording($node, 3);
 
 # The worker's snapshots in the order they were taken (each is a
 # transaction of its own), whatever their ts say.

@@ -25,12 +25,11 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use FindBin;
 use lib "$FindBin::RealBin/../perl";
-use PgChronicle::TestNode qw(chronicle_node lock_wait more_worker_snapshots poll_until);
+use PgChronicle::TestNode qw(chronicle_node lock_wait more_worker_snapshots poll_until worker_recording);
 use Time::HiRes qw(usleep);
 
 my $node = chronicle_node('waits_numbers',
-	preload => 'pg_chronicle,pg_stat_statements',
-	extensions => [qw(pg_stat_statements pg_chronicle)],
+	statements => 1,
 	conf => q{
 chronicle.snapshot_interval = '1s'
 chronicle.wait_sample_interval = '10ms'
@@ -227,9 +226,7 @@ chronicle.collect_io = off
 chronicle.collect_database = off
 });
 $node->reload;
-poll_until($node, 'postgres',
-	"SELECT count(*) >= 2 FROM chronicle.snapshot WHERE collector = 'worker'",
-	'the worker records snapshots');
+worker_recording($node, 2);
 my $seg = $node->safe_psql('postgres',
 	"SELECT max(segment) FROM chronicle.snapshot WHERE collector = 'worker'");
 

@@ -28,23 +28,20 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use FindBin;
 use lib "$FindBin::RealBin/../perl";
-use PgChronicle::TestNode qw(chronicle_node poll_until);
+use PgChronicle::TestNode qw(chronicle_node poll_until worker_recording);
 use Time::HiRes qw(usleep);
 use JSON::PP;
 use List::Util qw(max);
 
 my $node = chronicle_node('reference',
-	preload => 'pg_chronicle, pg_stat_statements',
-	extensions => [qw(pg_chronicle pg_stat_statements)],
+	statements => 1,
 	conf => q{
 chronicle.snapshot_interval = '500ms'
 track_io_timing = on
 track_wal_io_timing = on
 });
 $node->command_ok([ 'pgbench', '-i', '-s', '1', '-q', 'postgres' ], 'pgbench -i');
-poll_until($node, 'postgres',
-	"SELECT count(*) >= 2 FROM chronicle.snapshot WHERE collector = 'worker'",
-	'the worker records');
+worker_recording($node, 2, 'the worker records');
 
 my $json = JSON::PP->new;
 sub jquery { return $json->decode($node->safe_psql('postgres', $_[0]) || 'null') || [] }

@@ -9,14 +9,13 @@ use warnings FATAL => 'all';
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use PgChronicle::TestNode qw(chronicle_node worker_recording);
 
-my $node = PostgreSQL::Test::Cluster->new('server_identity');
-$node->init;
-$node->append_conf('postgresql.conf', q{
-shared_preload_libraries = 'pg_chronicle'
+my $node = chronicle_node('server_identity', extensions => [], conf => q{
 chronicle.snapshot_interval = '200ms'
 });
-$node->start;
 # PostgreSQL::Test::Cluster starts the server with cluster_name = its name.
 my $cluster_name = $node->name;
 is($node->safe_psql('postgres', 'SHOW cluster_name'), $cluster_name, "cluster_name is $cluster_name");
@@ -31,9 +30,7 @@ ok(defined $sysid, "pg_controldata shows the system identifier ($sysid)");
 is($node->safe_psql('postgres', 'SELECT system_identifier || \'|\' || name FROM chronicle.server()'),
 	"$sysid|$cluster_name", 'chronicle.server(): pg_control\'s identifier, named by cluster_name');
 
-$node->poll_query_until('postgres',
-	"SELECT count(*) >= 3 FROM chronicle.snapshot WHERE collector = 'worker'")
-  or die 'the worker does not record';
+worker_recording($node, 3);
 my $t_rename = $node->safe_psql('postgres', 'SELECT clock_timestamp()');
 is($node->safe_psql('postgres', qq{
 	SELECT count(*) FILTER (WHERE system_identifier = $sysid AND server_name = '$cluster_name')

@@ -16,18 +16,14 @@ use POSIX qw(uname);
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use PgChronicle::TestNode qw(chronicle_node);
 
-my $node = PostgreSQL::Test::Cluster->new('environment');
-$node->init;
-$node->append_conf('postgresql.conf', q{
-shared_preload_libraries = 'pg_chronicle'
+my $node = chronicle_node('environment', conf => q{
 chronicle.enabled = off
 });
-$node->start;
-$node->safe_psql('postgres', q{
-	CREATE EXTENSION pg_chronicle;
-	CREATE ROLE r_monitor LOGIN IN ROLE pg_monitor;
-});
+$node->safe_psql('postgres', 'CREATE ROLE r_monitor LOGIN IN ROLE pg_monitor');
 
 # The environment of a run, flattened to dotted names.
 sub flat

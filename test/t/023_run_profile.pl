@@ -13,21 +13,17 @@ use List::Util qw(max);
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use PgChronicle::TestNode qw(chronicle_node worker_recording);
 
-my $node = PostgreSQL::Test::Cluster->new('run_profile');
-$node->init;
-$node->append_conf('postgresql.conf', q{
-shared_preload_libraries = 'pg_chronicle'
+my $node = chronicle_node('run_profile', conf => q{
 chronicle.snapshot_interval = '500ms'
 checkpoint_timeout = '30min'
 max_wal_size = '1GB'
 });
-$node->start;
-$node->safe_psql('postgres', 'CREATE EXTENSION pg_chronicle');
 $node->command_ok([ 'pgbench', '-i', '-q', '-s', '1', 'postgres' ], 'pgbench -i');
-$node->poll_query_until('postgres',
-	"SELECT count(*) >= 2 FROM chronicle.snapshot WHERE collector = 'worker'")
-  or die 'the worker recorded no snapshots';
+worker_recording($node, 2);
 my $dir = PostgreSQL::Test::Utils::tempdir;
 
 # Waits for k worker snapshots after now.

@@ -22,7 +22,7 @@ use Test::More;
 use FindBin;
 use lib "$FindBin::RealBin/../perl";
 use PgChronicle::TestNode
-  qw(chronicle_node chronicle_status more_worker_snapshots poll_ok poll_until);
+  qw(chronicle_node chronicle_status more_worker_snapshots poll_ok poll_until worker_recording);
 
 my $node = chronicle_node('housekeeping_repeat', conf => q{
 chronicle.snapshot_interval = '200ms'
@@ -33,8 +33,7 @@ log_min_messages = warning
 sub query { return $node->safe_psql('postgres', $_[0]); }
 sub status { return chronicle_status($node, $_[0]); }
 
-poll_until($node, 'postgres', 'SELECT count(*) >= 3 FROM chronicle.snapshot',
-	'the worker records snapshots');
+worker_recording($node, 3);
 my $pid = status('pid');
 my $log_offset = -s $node->logfile;
 

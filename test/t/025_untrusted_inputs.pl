@@ -17,23 +17,21 @@ use Test::More;
 use Time::HiRes qw(time);
 use FindBin;
 use lib "$FindBin::RealBin/../perl";
-use PgChronicle::TestNode qw(chronicle_node chronicle_status poll_ok poll_until);
+use PgChronicle::TestNode qw(chronicle_node chronicle_status poll_ok poll_until worker_recording);
 
 # The test's own sessions keep the defaults whatever ALTER SYSTEM says.
 $ENV{PGOPTIONS} = '-c statement_timeout=0 -c lock_timeout=0 -c transaction_timeout=0 '
   . '-c default_transaction_read_only=off -c exit_on_error=off';
 
 my $node = chronicle_node('untrusted',
-	preload => 'pg_chronicle,pg_stat_statements',
-	extensions => [qw(pg_stat_statements pg_chronicle)],
+	statements => 1,
 	conf => q{
 chronicle.snapshot_interval = '200ms'
 log_min_messages = warning
 });
 sub query { return $node->safe_psql('postgres', $_[0]); }
 sub status { return chronicle_status($node, $_[0]); }
-poll_until($node, 'postgres', "SELECT count(*) >= 3 FROM chronicle.snapshot WHERE collector = 'worker'",
-	'the worker records snapshots');
+worker_recording($node, 3);
 query(q{
 	CREATE ROLE u_monitor LOGIN IN ROLE pg_monitor;
 	CREATE ROLE u_stats LOGIN IN ROLE pg_read_all_stats;});

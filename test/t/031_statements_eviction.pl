@@ -9,18 +9,15 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use FindBin;
 use lib "$FindBin::RealBin/../perl";
-use PgChronicle::TestNode qw(chronicle_node poll_until);
+use PgChronicle::TestNode qw(chronicle_node poll_until worker_recording);
 
 my $node = chronicle_node('eviction',
-	preload => 'pg_chronicle,pg_stat_statements',
-	extensions => [qw(pg_stat_statements pg_chronicle)],
+	statements => 1,
 	conf => q{
 chronicle.snapshot_interval = '200ms'
 pg_stat_statements.max = 100
 });
-poll_until($node, 'postgres',
-	"SELECT count(*) >= 2 FROM chronicle.snapshot WHERE collector = 'worker'",
-	'the worker records snapshots');
+worker_recording($node, 2);
 
 my $t0 = $node->safe_psql('postgres', 'SELECT now()');
 

@@ -15,8 +15,7 @@ use lib "$FindBin::RealBin/../perl";
 use PgChronicle::TestNode qw(chronicle_node poll_until);
 
 my $node = chronicle_node('statements_max',
-	preload => 'pg_chronicle,pg_stat_statements',
-	extensions => [qw(pg_stat_statements pg_chronicle)],
+	statements => 1,
 	conf => q{
 chronicle.snapshot_interval = '200ms'
 });

@@ -15,14 +15,13 @@ use warnings FATAL => 'all';
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use Time::HiRes qw(usleep);
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use PgChronicle::TestNode qw(chronicle_node poll_true);
 
 $ENV{PGOPTIONS} = '-c statement_timeout=60s';
 
-my $node = PostgreSQL::Test::Cluster->new('rollups');
-$node->init;
-$node->append_conf('postgresql.conf', q{
-shared_preload_libraries = 'pg_chronicle'
+my $node = chronicle_node('rollups', conf => q{
 chronicle.snapshot_interval = '1s'
 chronicle.retention = '3d'
 chronicle.rollup_retention = '20d'
@@ -35,25 +34,10 @@ chronicle.debug_housekeeping_interval = '10s'
 # still roll up alike alone and within a longer window (below).
 chronicle.relations_interval = '70s'
 });
-$node->start;
-$node->safe_psql('postgres', 'CREATE EXTENSION pg_chronicle');
 
 sub query { return $node->safe_psql('postgres', $_[0]); }
 
 # Poll by the clock until the query returns true.
-sub poll_true
-{
-	my ($sql, $secs) = @_;
-	my $deadline = time() + ($secs // $PostgreSQL::Test::Utils::timeout_default);
-	while (time() < $deadline)
-	{
-		my ($ret, $out) = $node->psql('postgres', $sql);
-		return 1 if $ret == 0 && $out eq 't';
-		usleep(200_000);
-	}
-	return 0;
-}
-
 # Some load, so that the counters move: a table written every second.
 query('CREATE TABLE load (i int)');
 
@@ -212,7 +196,7 @@ is(query("SELECT count(*) > 0 FROM chronicle.rollup_minute"), 't', 'the recent r
 # waited for above may have been rolled up by the first collector's
 # housekeeper, every 10 s here, before the second one started: wait for
 # the second one's first snapshot.)
-poll_true(qq{SELECT count(*) > 0 FROM chronicle.snapshot s, chronicle.status() st
+poll_true($node, qq{SELECT count(*) > 0 FROM chronicle.snapshot s, chronicle.status() st
               WHERE st.pid <> $pid AND s.ts = s.segment
                 AND s.ts > (SELECT min(ts) FROM chronicle.snapshot)})
   or diag 'the collector did not start again';
@@ -221,7 +205,7 @@ is(query(q{SELECT count(*) FROM chronicle.marks((SELECT min(ts) - interval '1 s'
 
 # Recording went on all along.
 my $n = query('SELECT count(*) FROM chronicle.snapshot');
-ok(poll_true("SELECT count(*) >= $n + 3 FROM chronicle.snapshot"), 'recording goes on');
+ok(poll_true($node, "SELECT count(*) >= $n + 3 FROM chronicle.snapshot"), 'recording goes on');
 
 $node->stop;
 done_testing();

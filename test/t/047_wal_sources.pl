@@ -43,8 +43,7 @@ use JSON::PP;
 
 my $node = chronicle_node('wal_sources',
 	init => { extra => ['--data-checksums'] },
-	preload => 'pg_chronicle,pg_stat_statements',
-	extensions => [qw(pg_stat_statements pg_chronicle)],
+	statements => 1,
 	conf => q{
 chronicle.enabled = off
 autovacuum = off

@@ -11,31 +11,17 @@ use warnings FATAL => 'all';
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use Time::HiRes qw(usleep time);
+use Time::HiRes qw(time);
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use PgChronicle::TestNode qw(chronicle_node poll_true);
 
-my $node = PostgreSQL::Test::Cluster->new('rollup_busy');
-$node->init;
-$node->append_conf('postgresql.conf', q{
-shared_preload_libraries = 'pg_chronicle'
+my $node = chronicle_node('rollup_busy', conf => q{
 chronicle.snapshot_interval = '1s'
 chronicle.enabled = off
 });
-$node->start;
-$node->safe_psql('postgres', 'CREATE EXTENSION pg_chronicle');
 
 sub query { return $node->safe_psql('postgres', $_[0]); }
-
-sub poll_true
-{
-	my ($sql, $secs) = @_;
-	my $deadline = time() + $secs;
-	while (time() < $deadline)
-	{
-		return 1 if query($sql) eq 't';
-		usleep(200_000);
-	}
-	return 0;
-}
 
 # A complete minute of history twenty minutes ago: 60 snapshots of one
 # segment, the first a keyframe.
@@ -61,7 +47,7 @@ is(query($rolled), 'f', 'nothing rolled up');
 # held.
 $node->append_conf('postgresql.conf', 'chronicle.enabled = on');
 $node->reload;
-ok(poll_true(q{SELECT count(*) > 0 FROM pg_stat_activity
+ok(poll_true($node, q{SELECT count(*) > 0 FROM pg_stat_activity
                 WHERE backend_type = 'pg_chronicle housekeeper'}, 60),
 	'the housekeeper runs');
 sleep 3;
@@ -71,7 +57,7 @@ is(query($rolled), 'f', 'its first rollup found the lock held: nothing rolled up
 # minutes.
 $holder->query_safe("SELECT pg_advisory_unlock($key)");
 my $released = time();
-ok(poll_true($rolled, 60), 'the minute is rolled up once the lock is released');
+ok(poll_true($node, $rolled, 60), 'the minute is rolled up once the lock is released');
 my $waited = time() - $released;
 cmp_ok($waited, '<', 60,
 	sprintf('within %.1f s of the release, not at the next five-minute run', $waited));

@@ -41,7 +41,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time usleep);
-use PgChronicle::TestNode qw(chronicle_node poll_until more_worker_snapshots);
+use PgChronicle::TestNode qw(chronicle_node poll_until more_worker_snapshots worker_recording);
 
 # autovacuum off: its runs would move the counters between psql's read and
 # the recorder's, and the quiescent comparisons are exact.
@@ -55,9 +55,7 @@ sub sql { return $node->safe_psql('postgres', $_[0]); }
 sub bsql { return $node->safe_psql('bench', $_[0]); }
 my $log_start = -s $node->logfile;
 
-poll_until($node, 'postgres',
-	"SELECT count(*) >= 2 FROM chronicle.snapshot WHERE collector = 'worker'",
-	'the worker records snapshots');
+worker_recording($node, 2);
 
 # --- 1. pgbench -i in a database created after the recorder started -----------
 

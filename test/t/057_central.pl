@@ -31,6 +31,9 @@ use warnings FATAL => 'all';
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use PgChronicle::TestNode qw(chronicle_node);
 
 # Each source's key ids start elsewhere (1000, 2000), far from the
 # central's own: the central side must pack their history again.
@@ -39,15 +42,14 @@ my $first_key = 0;
 for my $name ('src1', 'src2')
 {
 	$first_key += 1000;
-	my $node = PostgreSQL::Test::Cluster->new($name);
-	$node->init(allows_streaming => 'logical');
-	$node->append_conf('postgresql.conf', q{
-shared_preload_libraries = 'pg_chronicle'
+	my $node = chronicle_node($name,
+		init => { allows_streaming => 'logical' },
+		extensions => [],
+		conf => q{
 chronicle.snapshot_interval = '200ms'
 chronicle.keyframe_interval = '2s'
 max_slot_wal_keep_size = '256MB'
 });
-	$node->start;
 	$node->safe_psql('postgres', qq{
 		BEGIN;
 		CREATE EXTENSION pg_chronicle;
@@ -55,15 +57,10 @@ max_slot_wal_keep_size = '256MB'
 		COMMIT;});
 	push @sources, $node;
 }
-my $central = PostgreSQL::Test::Cluster->new('central');
-$central->init;
-$central->append_conf('postgresql.conf', q{
-shared_preload_libraries = 'pg_chronicle'
+my $central = chronicle_node('central', conf => q{
 chronicle.snapshot_interval = '500ms'
 wal_retrieve_retry_interval = '200ms'
 });
-$central->start;
-$central->safe_psql('postgres', 'CREATE EXTENSION pg_chronicle');
 # The central's day partitions exist before anything is applied: made by
 # its first housekeeping, days ahead.  (A day partition attached while an
 # apply worker routes a row of that day into the DEFAULT partition fails

@@ -23,7 +23,7 @@ use Test::More;
 use Time::HiRes qw(usleep);
 
 our @EXPORT_OK = qw(chronicle_node chronicle_status pgbench_node poll_ok poll_until
-  session_poll worker_snapshots more_worker_snapshots lock_wait wait_class_sql);
+  poll_true session_poll worker_snapshots worker_recording more_worker_snapshots lock_wait wait_class_sql);
 
 # A new node $name (of the installation install_path, default the one on
 # PATH): init (with the options of init => {...}), then in
@@ -31,21 +31,27 @@ our @EXPORT_OK = qw(chronicle_node chronicle_status pgbench_node poll_ok poll_un
 # 'pg_chronicle'; undef: no such line) and the lines of conf; then (unless
 # start => 0) start it and CREATE EXTENSION each of extensions (default
 # pg_chronicle; [] for none; "pg_chronicle VERSION '0.1.0'" works too) in
-# database postgres, in that order.
+# database postgres, in that order.  With statements => 1, the defaults are
+# pg_stat_statements preloaded too and created first (the statements
+# source's).
 sub chronicle_node
 {
 	my ($name, %opt) = @_;
 	my $node = PostgreSQL::Test::Cluster->new($name,
 		defined $opt{install_path} ? (install_path => $opt{install_path}) : ());
 	$node->init(%{ $opt{init} // {} });
-	my $preload = exists $opt{preload} ? $opt{preload} : 'pg_chronicle';
+	my $preload =
+	    exists $opt{preload} ? $opt{preload}
+	  : $opt{statements}     ? 'pg_chronicle,pg_stat_statements'
+	  :                        'pg_chronicle';
 	my $conf = '';
 	$conf .= "\nshared_preload_libraries = '$preload'" if defined $preload;
 	$conf .= "\n" . $opt{conf} if defined $opt{conf};
 	$node->append_conf('postgresql.conf', "$conf\n") if $conf ne '';
 	return $node if exists $opt{start} && !$opt{start};
 	$node->start;
-	my @extensions = @{ $opt{extensions} // ['pg_chronicle'] };
+	my @extensions = @{ $opt{extensions}
+		  // ($opt{statements} ? [qw(pg_stat_statements pg_chronicle)] : ['pg_chronicle']) };
 	$node->safe_psql('postgres',
 		join('; ', map { "CREATE EXTENSION $_" } @extensions))
 	  if @extensions;
@@ -59,14 +65,10 @@ sub chronicle_node
 sub pgbench_node
 {
 	my ($name, $interval, $scale) = @_;
-	my $node = chronicle_node($name,
-		preload => 'pg_chronicle,pg_stat_statements',
-		extensions => [qw(pg_stat_statements pg_chronicle)],
+	my $node = chronicle_node($name, statements => 1,
 		conf => "chronicle.snapshot_interval = '$interval'");
 	$node->command_ok([ 'pgbench', '-i', '-q', '-s', $scale, 'postgres' ], 'pgbench -i');
-	poll_until($node, 'postgres',
-		"SELECT count(*) >= 2 FROM chronicle.snapshot WHERE collector = 'worker'",
-		'the worker records snapshots');
+	worker_recording($node, 2);
 	return $node;
 }
 
@@ -110,6 +112,24 @@ sub poll_until
 	return 1;
 }
 
+# Runs $query in database postgres every 0.2 s until it returns 't', for
+# $secs seconds (default timeout_default) by the clock (psql failing is
+# tried again); returns whether it did.  Not a test: for a wait whose
+# outcome the caller checks, or only reports.
+sub poll_true
+{
+	my ($node, $query, $secs) = @_;
+	my $deadline =
+	  Time::HiRes::time() + ($secs // $PostgreSQL::Test::Utils::timeout_default);
+	while (Time::HiRes::time() < $deadline)
+	{
+		my ($ret, $out) = $node->psql('postgres', $query);
+		return 1 if $ret == 0 && $out eq 't';
+		usleep(200_000);
+	}
+	return 0;
+}
+
 # poll_until through an open session ($session, a background psql: no new
 # connection, so no client backend comes and goes) every 20 ms until
 # $query returns 't'; dies when it did not within timeout_default.
@@ -141,6 +161,16 @@ sub worker_snapshots
 		"SELECT count(*) FROM chronicle.snapshot WHERE collector = 'worker'");
 }
 
+# poll_until the worker has written $n snapshots in all, a test named $name
+# (default 'the worker records snapshots').
+sub worker_recording
+{
+	my ($node, $n, $name) = @_;
+	return poll_until($node, 'postgres',
+		"SELECT count(*) >= $n FROM chronicle.snapshot WHERE collector = 'worker'",
+		$name // 'the worker records snapshots');
+}
+
 # poll_until the worker has written $n snapshots more than $before
 # (default: worker_snapshots now), a test named $name (default 'the worker
 # goes on recording').  Returns the ts of its latest snapshot.
@@ -148,9 +178,7 @@ sub more_worker_snapshots
 {
 	my ($node, $n, $name, $before) = @_;
 	$before //= worker_snapshots($node);
-	poll_until($node, 'postgres',
-		"SELECT count(*) >= $before + $n FROM chronicle.snapshot WHERE collector = 'worker'",
-		$name // 'the worker goes on recording');
+	worker_recording($node, $before + $n, $name // 'the worker goes on recording');
 	return $node->safe_psql('postgres',
 		"SELECT max(ts) FROM chronicle.snapshot WHERE collector = 'worker'");
 }
