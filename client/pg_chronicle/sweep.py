@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 
 from pg_chronicle import bench, db, text, trials
-from pg_chronicle.db import EXIT_INTERRUPTED, ClientError, connect, query
+from pg_chronicle.db import EXIT_INTERRUPTED, RUN_OF_SERVER, ClientError, connect, query
 
 if TYPE_CHECKING:                   # matplotlib: imported only when drawing
     from matplotlib.axes import Axes
@@ -270,8 +270,9 @@ def _runs_of(conn: psycopg.Connection[Any], name: str) -> list[dict[str, Any]]:
                  "SELECT r.label, r.ended IS NULL AS open, r.meta->>'sweep_var' AS var, "
                  "       r.meta->>'sweep_value' AS value "
                  "  FROM chronicle.run r "
-                 " WHERE (jsonb_typeof(r.meta) = 'object' AND r.meta->>'sweep' = %(n)s) "
-                 "    OR left(r.label, length(%(n)s) + 1) = %(n)s || '@' "
+                 " WHERE ((jsonb_typeof(r.meta) = 'object' AND r.meta->>'sweep' = %(n)s) "
+                 "        OR left(r.label, length(%(n)s) + 1) = %(n)s || '@') "
+                 "   AND " + RUN_OF_SERVER +
                  " ORDER BY r.started, r.run_id", {"n": name})
 
 

@@ -41,7 +41,7 @@ from typing import Any, Literal
 import psycopg
 
 from pg_chronicle import text
-from pg_chronicle.db import ClientError, query, run_window
+from pg_chronicle.db import RUN_OF_SERVER, ClientError, query, run_window
 from pg_chronicle.model import Cell, Panel, Table
 
 SEP = "#"
@@ -170,10 +170,16 @@ class Config:
         return f"{self.name} ({n} trials: {self.labels[0]} .. {self.labels[-1]})"
 
 
+# SQL: a run of this label, of the server read (a label names one server's
+# run on a central database, db.RUN_OF_SERVER)
+_A_RUN = "SELECT 1 FROM chronicle.run r WHERE r.label = %s AND " + RUN_OF_SERVER
+
+
 def _trial_rows(conn: psycopg.Connection[Any], name: str) -> list[dict[str, Any]]:
     rows = query(conn,
                  "SELECT r.label, r.ended IS NULL AS open FROM chronicle.run r "
-                 " WHERE left(r.label, length(%(n)s) + 1) = %(n)s || '#'", {"n": name})
+                 " WHERE left(r.label, length(%(n)s) + 1) = %(n)s || '#'"
+                 "   AND " + RUN_OF_SERVER, {"n": name})
     found = []
     for r in rows:
         p = parse_trial(r["label"])
@@ -191,7 +197,7 @@ def resolve(conn: psycopg.Connection[Any], name: str) -> Config:
     if not rows:
         return Config(name=name, labels=[name], trials=False)
     labels = [r["label"] for r in rows]
-    if query(conn, "SELECT 1 FROM chronicle.run WHERE label = %s", (name,)):
+    if query(conn, _A_RUN, (name,)):
         raise ClientError(
             f'"{name}" is both a run and the configuration of the trials {", ".join(labels)}: '
             f"give a trial's label ({labels[0]}), or remove the run {name} "
@@ -216,11 +222,11 @@ def check_new_labels(conn: psycopg.Connection[Any], label: str, trials: bool) ->
             f'runs {", ".join(r["label"] for r in existing)} exist already: "{label}" is their '
             "configuration; choose another label" + (
                 "" if trials else f" (or the next trial's label, {label}#{existing[-1]['k'] + 1})"))
-    if trials and query(conn, "SELECT 1 FROM chronicle.run WHERE label = %s", (label,)):
+    if trials and query(conn, _A_RUN, (label,)):
         raise ClientError(f'a run labelled "{label}" exists already; its trials would be '
                           f'{label}#1, ...: choose another label')
     p = parse_trial(label)
-    if not trials and p is not None and query(conn, "SELECT 1 FROM chronicle.run WHERE label = %s",
+    if not trials and p is not None and query(conn, _A_RUN,
                                               (p[0],)):
         raise ClientError(f'"{label}" would be a trial of "{p[0]}", which is a run: '
                           "choose another label")

@@ -94,6 +94,17 @@ def test_runs_of_a_subscribed_server(central: Server, source: Server, tmp_path: 
     assert (cli(central, "--server", name, "compare", "a", "a", check=True).stdout
             == cli(source, "compare", "a", "a", check=True).stdout)
 
+    # trials name a server's runs: the source's t#1 and t#2, not the
+    # central's own t#1
+    source.psql("SELECT chronicle.run_label(l, started, ended) FROM chronicle.run,"
+                " unnest(ARRAY['t#1', 't#2']) l WHERE label = 'a'")
+    central.psql("SELECT chronicle.run_label('t#1', now() - interval '5 s', now())")
+    wait_for(lambda: central.psql("SELECT count(*) FROM chronicle.run"
+                                  " WHERE label LIKE 't#%' AND server <> 0") == "2",
+             "the source's trials t#1 and t#2 on the central side")
+    assert (cli(central, "--server", name, "compare", "t", "a", check=True).stdout
+            == cli(source, "compare", "t", "a", check=True).stdout)
+
     # the source's run a exported from the central side: its archive imports
     # into another database with the analyses of run a on the source
     archive = tmp_path / "a.pgca"
