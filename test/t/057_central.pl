@@ -23,9 +23,12 @@
 #    apply (never stored with a wrong key) until the key is mapped.
 # 5. chronicle.unsubscribe() drops the slot and keeps the history; a
 #    second chronicle.subscribe() goes on under the same origin.
-# 6. A subscribed server's retention on the central side: its history
+# 6. A source restarted and its statistics reset: its history over both
+#    equal on both sides, timeline() too.
+# 7. A subscribed server's retention on the central side: its history
 #    past it deleted from a keyframe on, by chronicle.maintain() and by
-#    the housekeeper; the rest reads as on the server.
+#    the housekeeper; the rest reads as on the server.  The source's own
+#    retention (a day partition dropped) deletes nothing there.
 use strict;
 use warnings FATAL => 'all';
 use PostgreSQL::Test::Cluster;
@@ -157,13 +160,12 @@ is($central->safe_psql('postgres', q{
 # from its first keyframe to its last snapshot
 my @views = split /\n/, $central->safe_psql('postgres',
 	'SELECT DISTINCT source || \'_history\' FROM chronicle._source_columns() ORDER BY 1');
-for my $node (@sources)
+# The snapshots, every history view and timeline() of a source over a
+# window, read on the source and on the central side: equal.
+sub same_on_both_sides
 {
+	my ($node, $from, $to) = @_;
 	my $name = $node->name;
-	my ($from, $to) = split /\|/, $central->safe_psql('postgres', qq{
-		SELECT (SELECT min(ts) FROM chronicle.archive_snapshot WHERE origin = $origin{$name} AND keyframe)
-		       || '|' || max(ts)
-		  FROM chronicle.archive_snapshot WHERE origin = $origin{$name}});
 	my $digest = sub {
 		my ($what) = @_;
 		return qq{md5(coalesce(string_agg(x::text, E'\\n' ORDER BY x::text), ''))
@@ -193,6 +195,16 @@ for my $node (@sources)
 	my $tl_ctl = (split /\n/, $central->safe_psql('postgres', "SELECT chronicle.use_server('$name'); SELECT $tl"))[1];
 	is($tl_ctl, $tl_src, "$name: timeline() over the window equal on the central side");
 	unlike($tl_src, qr/ 0$/, "$name: ... and not empty");
+	return;
+}
+for my $node (@sources)
+{
+	my $name = $node->name;
+	my ($from, $to) = split /\|/, $central->safe_psql('postgres', qq{
+		SELECT (SELECT min(ts) FROM chronicle.archive_snapshot WHERE origin = $origin{$name} AND keyframe)
+		       || '|' || max(ts)
+		  FROM chronicle.archive_snapshot WHERE origin = $origin{$name}});
+	same_on_both_sides($node, $from, $to);
 }
 
 # use_server(): an unknown name is an error; NULL reads this server again
@@ -439,7 +451,25 @@ ok($central->poll_query_until('postgres', qq{
 	'... and its history goes on');
 
 
-# 6. retention on the central side: a subscribed server's history older
+# 6. a source restarted (a new segment) and its statistics reset: read on
+# the central side as on the source, over a window with both
+my $src1 = $sources[0];
+my $t_before = $src1->safe_psql('postgres', 'SELECT max(ts) FROM chronicle.snapshot WHERE keyframe');
+$src1->restart;
+$src1->safe_psql('postgres', "SELECT pg_stat_reset_shared('io'); SELECT pg_stat_reset_shared('wal')");
+my $t_reset = $src1->safe_psql('postgres', 'SELECT now()');
+$src1->poll_query_until('postgres', "SELECT count(*) >= 10 FROM chronicle.snapshot WHERE ts > '$t_reset'")
+  or die 'src1 does not record after its restart';
+my $t_after = $src1->safe_psql('postgres', 'SELECT max(ts) FROM chronicle.snapshot');
+$central->poll_query_until('postgres', qq{
+	SELECT max(ts) >= '$t_after' FROM chronicle.archive_snapshot WHERE origin = $origin{src1}})
+  or die 'src1\'s snapshots after its restart do not reach the central side';
+is($src1->safe_psql('postgres', qq{
+	SELECT count(DISTINCT segment) FROM chronicle.snapshot WHERE ts BETWEEN '$t_before' AND '$t_after'}),
+	'2', 'src1: a restart in the window');
+same_on_both_sides($src1, $t_before, $t_after);
+
+# 7. retention on the central side: a subscribed server's history older
 # than its retention is deleted from a keyframe on (the keyframe itself
 # stays), what remains reads as on the server, another server's stays.
 # By chronicle.maintain(), then by the housekeeper.
@@ -491,5 +521,20 @@ my $src2_from = $central->safe_psql('postgres', "SELECT min(ts) FROM chronicle.a
 is($sources[1]->safe_psql('postgres', "SELECT keyframe FROM chronicle.snapshot WHERE ts = '$src2_from'"),
 	't', '... from a keyframe on');
 unlike(slurp_file($central->logfile), qr/expired history failed/, 'no pruning failed');
+
+# the source's own retention deletes nothing on the central side: a day
+# partition dropped there (as chronicle.maintain() drops an expired one)
+my $t_kept = $central->safe_psql('postgres', "SELECT max(ts) FROM chronicle.archive_snapshot WHERE origin = $origin{src1}");
+my $q_kept1 = "SELECT count(*) FROM chronicle.archive_snapshot WHERE origin = $origin{src1} AND ts <= '$t_kept'";
+my $n_kept1 = $central->safe_psql('postgres', $q_kept1);
+my $part = $src1->safe_psql('postgres', "SELECT tableoid::regclass FROM chronicle.history WHERE ts = '$t_kept'");
+like($part, qr/^chronicle\.history_p\d{8}$/, "src1's rows in a day partition ($part)");
+$src1->safe_psql('postgres', "DROP TABLE $part");
+my $t_dropped = $src1->safe_psql('postgres', 'SELECT chronicle.snapshot()');
+$central->poll_query_until('postgres', qq{
+	SELECT count(*) = 1 FROM chronicle.archive_snapshot WHERE origin = $origin{src1} AND ts = '$t_dropped'})
+  or die 'src1\'s snapshot after the drop does not reach the central side';
+is($central->safe_psql('postgres', $q_kept1), $n_kept1,
+	'a day partition dropped on src1: its rows stay on the central side');
 
 done_testing();
