@@ -449,6 +449,31 @@ COMMENT ON FUNCTION chronicle._prune_servers(interval) IS
 	'Deletes the subscribed servers'' history older than their retention, from a keyframe, at most a day of each a call';
 REVOKE ALL ON FUNCTION chronicle._prune_servers(interval) FROM PUBLIC;
 
+-- The origin of a subscribed server, by its name; an error naming the
+-- caller when there is none.
+CREATE FUNCTION chronicle._server_origin(caller text, server_name text)
+RETURNS integer
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+	v_origin integer;
+BEGIN
+	SELECT o.origin_id INTO v_origin FROM chronicle.origin o
+	 WHERE o.kind = 'subscription' AND o.server_name = _server_origin.server_name;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION '%: no subscribed server named "%"', caller, server_name
+			USING ERRCODE = 'undefined_object',
+			      HINT = 'The servers are listed by chronicle.servers.';
+	END IF;
+	RETURN v_origin;
+END;
+$fn$;
+COMMENT ON FUNCTION chronicle._server_origin(text, text) IS
+	'The origin of a subscribed server by its name (an error naming the caller when there is none)';
+REVOKE ALL ON FUNCTION chronicle._server_origin(text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION chronicle._server_origin(text, text) TO pg_monitor, pg_read_all_stats;
+
 -- A subscribed server's retention on the central side: NULL follows
 -- chronicle.retention, 0 keeps everything.
 CREATE FUNCTION chronicle.set_server_retention(server_name text, retention interval)
@@ -456,19 +481,15 @@ RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $fn$
+DECLARE
+	v_origin integer := chronicle._server_origin('chronicle.set_server_retention', server_name);
 BEGIN
 	IF retention < interval '0' THEN
 		RAISE EXCEPTION 'chronicle.set_server_retention: retention must not be negative'
 			USING ERRCODE = 'invalid_parameter_value',
 			      HINT = 'Pass an interval such as ''30 days'', 0 to keep everything, or NULL for chronicle.retention.';
 	END IF;
-	UPDATE chronicle.origin o SET retention = set_server_retention.retention
-	 WHERE o.kind = 'subscription' AND o.server_name = set_server_retention.server_name;
-	IF NOT FOUND THEN
-		RAISE EXCEPTION 'chronicle.set_server_retention: no subscribed server named "%"', server_name
-			USING ERRCODE = 'undefined_object',
-			      HINT = 'The servers are listed by chronicle.servers.';
-	END IF;
+	UPDATE chronicle.origin o SET retention = set_server_retention.retention WHERE o.origin_id = v_origin;
 END;
 $fn$;
 COMMENT ON FUNCTION chronicle.set_server_retention(text, interval) IS
@@ -514,13 +535,7 @@ BEGIN
 		PERFORM set_config('chronicle.run_server', '0', false);
 		RETURN 0;
 	END IF;
-	SELECT o.origin_id INTO v_origin FROM chronicle.origin o
-	 WHERE o.kind = 'subscription' AND o.server_name = use_server.server_name;
-	IF NOT FOUND THEN
-		RAISE EXCEPTION 'chronicle.use_server: no subscribed server named "%"', server_name
-			USING ERRCODE = 'undefined_object',
-			      HINT = 'The servers are listed by chronicle.servers.';
-	END IF;
+	v_origin := chronicle._server_origin('chronicle.use_server', server_name);
 	PERFORM set_config('chronicle.origin', v_origin::text, false);
 	PERFORM set_config('chronicle.run_server', v_origin::text, false);
 	RETURN v_origin;
