@@ -20,9 +20,10 @@
 # at a time, replica or s1, in pairs of BENCH_PAIR_SECONDS (default 30)
 # windows whose order alternates, BENCH_PAIRS (default 2) pairs per stage,
 # after BENCH_WARMUP (default 30) seconds on each.  No checkpoint but a
-# CHECKPOINT on replica and s1 at the start of each stage (checkpoint_timeout
-# 1h): every stage's WAL has the same full-page images of the pages first
-# written after a checkpoint.  Stage 0: no
+# CHECKPOINT on replica and s1 before each window (checkpoint_timeout 1h),
+# and no autovacuum on the recording servers: every window's WAL has the
+# same full-page images, of the pages first written after a checkpoint, and
+# no vacuum of pgbench's tables falls in one window and not in another.  Stage 0: no
 # subscription; stage k (1 to BENCH_SERVERS): s1 to sk subscribed (sk just
 # before the stage).  s2, s3, ... record with no load.  Per window:
 #   - WAL of replica and s1: the server's (pg_current_wal_lsn() before and
@@ -83,6 +84,7 @@ max_connections = $((idle + clients + 20))
 track_commit_timestamp = on
 max_slot_wal_keep_size = '2GB'
 checkpoint_timeout = '1h'
+autovacuum = off
 max_wal_size = '8GB'
 ${BENCH_CONF:-}"
 for s in "${sources[@]}"; do
@@ -135,7 +137,7 @@ listener=$!
 echo "PostgreSQL: $("$LIB_PG_CONFIG" --version); cassert: $(qon replica 'SHOW debug_assertions')"
 echo "date: $(date -u "+%Y-%m-%d %H:%M UTC"); machine: $(nproc) cores, $(uname -r)"
 echo "tree: $(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo '?')"
-echo "load: pgbench TPC-B -s $scale -R $rate -c $clients -j 2 in database $db of replica or s1, one at a time, $idle idle sessions on each of ${sources[*]}, shared_buffers 128MB, pg_stat_statements loaded, track_commit_timestamp on, checkpoint_timeout 1h"
+echo "load: pgbench TPC-B -s $scale -R $rate -c $clients -j 2 in database $db of replica or s1, one at a time, $idle idle sessions on each of ${sources[*]}, shared_buffers 128MB, pg_stat_statements loaded, track_commit_timestamp on, checkpoint_timeout 1h, autovacuum off, a CHECKPOINT before each window"
 echo "$servers logical servers, $pairs pairs of $pair_seconds s windows per stage, $warmup s warm-up"
 [ -n "${BENCH_CONF:-}" ] && echo "extra settings: $BENCH_CONF"
 
@@ -175,6 +177,7 @@ win=0
 window() {
 	local stage=$1 pair=$2 load=$3 secs=$4 t0 t1 w0r w0s w1r w1s tps c
 	win=$((win + 1))
+	qon replica CHECKPOINT; qon s1 CHECKPOINT
 	cpu_ns >"$tmp/cpu0"
 	w0r=$(wal_lsn replica); w0s=$(wal_lsn s1)
 	t0=$(date +%s.%6N)
@@ -201,11 +204,9 @@ window() {
 				else printf "%d %d %s %s %s %.3f\n", w, st, ld, k[1], k[2], ms }
 			END { printf "%d %d %s central all %.3f\n", w, st, ld, central }' >>"$tmp/cpu"
 }
-# pairs_of STAGE: a CHECKPOINT on replica and s1, then BENCH_PAIRS pairs,
-# replica first in odd pairs
+# pairs_of STAGE: BENCH_PAIRS pairs, replica first in odd pairs
 pairs_of() {
 	local i
-	qon replica CHECKPOINT; qon s1 CHECKPOINT
 	for i in $(seq 1 "$pairs"); do
 		if [ $((i % 2)) = 1 ]; then
 			window "$1" "$i" replica "$pair_seconds"; window "$1" "$i" s1 "$pair_seconds"
