@@ -42,7 +42,8 @@
 #     arrives; PostgreSQL delivers a notification when the transaction that
 #     sent it commits.  Same machine, same clock.
 # Then per stage: WAL of logical against replica (the medians of the pairs'
-# ratios), the apply CPU and lag by server, loaded or not.
+# ratios), the apply CPU and lag by server, loaded or not; and the bytes of
+# each server's rows on the central side per second.
 set -euo pipefail
 . "$(dirname "$0")/../tools/lib.sh"
 lib_as_pgchronicle bench/central.sh "$@"
@@ -338,6 +339,20 @@ SELECT server, CASE WHEN busy THEN 'loaded' ELSE 'recording only' END AS "load",
        round(percentile_cont(0.99) WITHIN GROUP (ORDER BY ms)::numeric, 1) AS "p99 ms",
        round(max(ms), 1) AS "max ms"
   FROM lag GROUP BY server, busy ORDER BY server, busy DESC;
+\echo 'the central''s storage per server: bytes a snapshot of its rows stored there (pg_column_size, its'
+\echo 'TOAST compressed included, MAXALIGNed, + 4 B line pointer; not the indexes nor the pages'' free space), of'
+\echo 'the snapshots of the windows, by whether its server had the load'
+SELECT o.server_name AS server, CASE WHEN o.server_name = w.loaded THEN 'loaded' ELSE 'recording only' END AS "load",
+       t.tbl AS "table", sum(t.n) AS rows, round(sum(t.b) / count(DISTINCT w.win) / avg(w.t1 - w.t0)) AS "B/s"
+  FROM (SELECT DISTINCT win, stage, loaded, t0, t1 FROM win) w
+  JOIN chronicle.origin o ON o.kind = 'subscription' AND substr(o.server_name, 2)::int <= w.stage
+ CROSS JOIN LATERAL (
+	SELECT 'archive_history', count(*), sum((pg_column_size(h.*) + 7) / 8 * 8 + 4) FROM chronicle.archive_history h
+	 WHERE h.origin = o.origin_id AND h.ts BETWEEN to_timestamp(w.t0) AND to_timestamp(w.t1)
+	UNION ALL
+	SELECT 'archive_snapshot', count(*), sum((pg_column_size(a.*) + 7) / 8 * 8 + 4) FROM chronicle.archive_snapshot a
+	 WHERE a.origin = o.origin_id AND a.ts BETWEEN to_timestamp(w.t0) AND to_timestamp(w.t1)) t(tbl, n, b)
+ GROUP BY 1, 2, 3 ORDER BY 1, 2, 3;
 \echo 'the central''s view of each server at the end (chronicle.servers):'
 SELECT server_name, streaming, snapshot_age, transfer_lag FROM chronicle.servers ORDER BY origin;
 SQL
