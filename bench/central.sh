@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The central repository's costs (docs/central.md): what wal_level = logical
 # costs a recording server, how late a snapshot reaches the central
-# database, and the CPU of the apply workers and walsenders.
+# database, the CPU of the apply workers and walsenders, and the central
+# side's bytes per server.
 #
 #   PG_CONFIG=/path/pg_config bench/central.sh      (as root or as a normal user)
 #
@@ -23,9 +24,9 @@
 # CHECKPOINT on replica and s1 before each window (checkpoint_timeout 1h),
 # and no autovacuum on the recording servers: every window's WAL has the
 # same full-page images, of the pages first written after a checkpoint, and
-# no vacuum of pgbench's tables falls in one window and not in another.  Stage 0: no
-# subscription; stage k (1 to BENCH_SERVERS): s1 to sk subscribed (sk just
-# before the stage).  s2, s3, ... record with no load.  Per window:
+# no vacuum of pgbench's tables falls in one window and not in another.
+# Stage 0: no subscription; stage k (1 to BENCH_SERVERS): s1 to sk
+# subscribed (sk just before the stage).  s2, s3, ... record with no load.  Per window:
 #   - WAL of replica and s1: the server's (pg_current_wal_lsn() before and
 #     after, per second) and the collector's own (chronicle.snapshot.wal_bytes
 #     per snapshot);
