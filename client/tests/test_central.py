@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from pg_chronicle import sweep
 from pg_chronicle.db import connect, set_server
 from pg_chronicle.report import build
 
@@ -94,16 +95,24 @@ def test_runs_of_a_subscribed_server(central: Server, source: Server, tmp_path: 
     assert (cli(central, "--server", name, "compare", "a", "a", check=True).stdout
             == cli(source, "compare", "a", "a", check=True).stdout)
 
-    # trials name a server's runs: the source's t#1 and t#2, not the
-    # central's own t#1
+    # trials and sweeps name a server's runs: the source's t#1 and t#2, not
+    # the central's own t#1; the source's s@clients=1 and 2, not the
+    # central's s@clients=4
     source.psql("SELECT chronicle.run_label(l, started, ended) FROM chronicle.run,"
-                " unnest(ARRAY['t#1', 't#2']) l WHERE label = 'a'")
-    central.psql("SELECT chronicle.run_label('t#1', now() - interval '5 s', now())")
+                " unnest(ARRAY['t#1', 't#2', 's@clients=1', 's@clients=2']) l WHERE label = 'a'")
+    central.psql("SELECT chronicle.run_label(l, now() - interval '5 s', now())"
+                 " FROM unnest(ARRAY['t#1', 's@clients=4']) l")
     wait_for(lambda: central.psql("SELECT count(*) FROM chronicle.run"
-                                  " WHERE label LIKE 't#%' AND server <> 0") == "2",
-             "the source's trials t#1 and t#2 on the central side")
+                                  " WHERE label ~ '^(t#|s@)' AND server <> 0") == "4",
+             "the source's trials and sweep runs on the central side")
     assert (cli(central, "--server", name, "compare", "t", "a", check=True).stdout
             == cli(source, "compare", "t", "a", check=True).stdout)
+    set_server(name)
+    try:
+        with connect(central.conninfo) as conn:
+            assert [r["label"] for r in sweep._runs_of(conn, "s")] == ["s@clients=1", "s@clients=2"]
+    finally:
+        set_server(None)
 
     # the source's run a exported from the central side: its archive imports
     # into another database with the analyses of run a on the source
