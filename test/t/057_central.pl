@@ -510,8 +510,11 @@ is((split /\n/, $central->safe_psql('postgres', "SELECT chronicle.use_server('sr
 is($central->safe_psql('postgres', sprintf($q_src2_old, $t_src2)), $n_src2,
 	'src2\'s history (chronicle.retention: 7 days) is all kept');
 
-# the housekeeper does it too, every 5 minutes, and first when it starts
-$central->safe_psql('postgres', "SELECT chronicle.set_server_retention('src2', '3 s')");
+# the housekeeper does it too, every 5 minutes (here every 300 ms), and
+# first when it starts
+$central->safe_psql('postgres', q{
+	SELECT chronicle.set_server_retention('src2', '3 s');
+	ALTER SYSTEM SET chronicle.debug_housekeeping_interval = '300ms';});
 my $t_set = $central->safe_psql('postgres', 'SELECT now()');
 $central->restart;
 ok($central->poll_query_until('postgres', qq{
@@ -521,6 +524,32 @@ my $src2_from = $central->safe_psql('postgres', "SELECT min(ts) FROM chronicle.a
 is($sources[1]->safe_psql('postgres', "SELECT keyframe FROM chronicle.snapshot WHERE ts = '$src2_from'"),
 	't', '... from a keyframe on');
 unlike(slurp_file($central->logfile), qr/expired history failed/, 'no pruning failed');
+
+# a run that fails (the history locked past its lock_timeout) is said once
+# while it repeats; the rollups of those runs go on, and once the lock is
+# gone the next run of the same housekeeper deletes again
+$log_offset = -s $central->logfile;
+my $locker = $central->background_psql('postgres');
+$locker->query_safe('BEGIN');
+$locker->query_safe('LOCK chronicle.archive_history IN SHARE MODE');
+$central->wait_for_log(qr/deleting the subscribed servers' expired history failed: canceling statement due to lock timeout/,
+	$log_offset);
+sleep(2);    # six runs or more of the housekeeper, every 300 ms
+my $said = () = substr(slurp_file($central->logfile), $log_offset)
+  =~ /deleting the subscribed servers' expired history failed/g;
+is($said, 1, 'a pruning that fails while the lock is held is said once');
+$locker->query_safe('COMMIT');
+$locker->quit;
+my $t_unlocked = $central->safe_psql('postgres', 'SELECT now()');
+ok($central->poll_query_until('postgres', qq{
+	SELECT min(ts) > '$t_unlocked'::timestamptz - interval '10 s' FROM chronicle.archive_snapshot WHERE origin = $origin{src2}}),
+	'... and the housekeeper deletes again once it is released');
+unlike(substr(slurp_file($central->logfile), $log_offset), qr/rollup failed/, '... its rollups failing none meanwhile');
+# back to the schedule, and to chronicle.retention for both servers
+$central->safe_psql('postgres', q{
+	SELECT chronicle.set_server_retention(s, NULL) FROM unnest(ARRAY['src1', 'src2']) s;
+	ALTER SYSTEM RESET chronicle.debug_housekeeping_interval;
+	SELECT pg_reload_conf();});
 
 # the source's own retention deletes nothing on the central side: a day
 # partition dropped there (as chronicle.maintain() drops an expired one)
