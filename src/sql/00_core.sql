@@ -152,6 +152,24 @@ AS 'MODULE_PATHNAME', 'chronicle_retention_interval';
 COMMENT ON FUNCTION chronicle._retention() IS
 	'chronicle.retention as an interval, parsed with the setting''s unit rules (bare number = minutes)';
 
+-- A retention given as an argument: never negative (0 keeps everything).
+CREATE FUNCTION chronicle._check_retention(caller text, retention interval)
+RETURNS void
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	IF retention < interval '0' THEN
+		RAISE EXCEPTION '%: retention must not be negative', caller
+			USING ERRCODE = 'invalid_parameter_value',
+			      HINT = 'Pass an interval such as ''7 days'', or 0 to keep everything.';
+	END IF;
+END;
+$$;
+COMMENT ON FUNCTION chronicle._check_retention(text, interval) IS
+	'An error naming the caller when a retention given is negative';
+REVOKE ALL ON FUNCTION chronicle._check_retention(text, interval) FROM PUBLIC;
+
 -- Housekeeping, one row per partition acted on: the partitions of today
 -- and the next days created (with the rows waiting for them in the
 -- default partition), the day partitions older than the retention dropped
@@ -181,11 +199,7 @@ DECLARE
 	waiting date[];
 	blocked boolean;
 BEGIN
-	IF keep < interval '0' THEN
-		RAISE EXCEPTION 'chronicle.maintain: retention must not be negative'
-			USING ERRCODE = 'invalid_parameter_value',
-			      HINT = 'Pass an interval such as ''7 days'', or 0 to keep everything.';
-	END IF;
+	PERFORM chronicle._check_retention('chronicle.maintain', keep);
 	-- A day partition goes when all of it is older than the retention.
 	IF keep > interval '0' THEN
 		cutoff := ((now() - keep) AT TIME ZONE 'UTC')::date;

@@ -484,11 +484,7 @@ AS $fn$
 DECLARE
 	v_origin integer := chronicle._server_origin('chronicle.set_server_retention', server_name);
 BEGIN
-	IF retention < interval '0' THEN
-		RAISE EXCEPTION 'chronicle.set_server_retention: retention must not be negative'
-			USING ERRCODE = 'invalid_parameter_value',
-			      HINT = 'Pass an interval such as ''30 days'', 0 to keep everything, or NULL for chronicle.retention.';
-	END IF;
+	PERFORM chronicle._check_retention('chronicle.set_server_retention', retention);
 	UPDATE chronicle.origin o SET retention = set_server_retention.retention WHERE o.origin_id = v_origin;
 END;
 $fn$;
