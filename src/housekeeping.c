@@ -424,8 +424,8 @@ housekeeper_step(const char *query, const char *what, char *logged, bool *first)
  * subtransaction of its own.  With the rollups, in the housekeeper, rather
  * than with the partitions of chronicle._maintain(), which runs before
  * every collector's snapshot that is due for it: a DELETE of a day of rows
- * would hold that snapshot back (where no housekeeper runs, both hold it
- * back, as the rollups alone do there).
+ * would hold that snapshot back.  (Where no housekeeper runs, the
+ * collector runs both before a snapshot, as it runs the rollups.)
  * SPI connected, in a transaction.
  */
 void
