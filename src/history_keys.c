@@ -24,9 +24,11 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
+#include "storage/lmgr.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/datetime.h"
@@ -331,11 +333,35 @@ chronicle_key_cache_forget(int si)
 }
 
 /*
+ * Before a transaction writes a dictionary row that another writer may
+ * write too (a new key here, a statement's text in source_statements.c):
+ * SHARE ROW EXCLUSIVE on chronicle.history_key, held to the end of the
+ * transaction.  Without it, two transactions that each added a row the
+ * other then needs wait for each other: chronicle.snapshot() called many
+ * times in one transaction by two sessions deadlocked, the worker could
+ * join in.  With it, the transactions that add dictionary rows take turns
+ * (one that holds the lock never waits for another's rows), and the
+ * readers (ACCESS SHARE) and the snapshots that add nothing never wait.
+ * The price: a snapshot that adds a row waits for a transaction that
+ * added rows earlier to end, the worker's for a chronicle.snapshot() in
+ * a transaction still open (superuser only).
+ */
+void
+chronicle_dictionary_lock(void)
+{
+	Oid			relid = get_relname_relid("history_key",
+										  get_namespace_oid("chronicle", false));
+
+	if (!OidIsValid(relid))
+		elog(ERROR, "chronicle.history_key does not exist");
+	LockRelationOid(relid, ShareRowExclusiveLock);
+}
+
+/*
  * The id of a key (source, its columns as text[]) in chronicle.history_key,
- * added when new.  Two writers may add the same key at once (the worker and
- * chronicle.snapshot(), a central database's apply workers): the second
- * waits for the first and finds its id, the SELECT being a statement of its
- * own.  SPI connected.
+ * added when new, under the dictionaries' lock: a writer that added the
+ * same key in the meantime has committed, and its id is found by the
+ * SELECT, a statement of its own.  SPI connected.
  */
 int32
 chronicle_key_add(Datum source, Datum key)
@@ -345,6 +371,7 @@ chronicle_key_add(Datum source, Datum key)
 	int			ret;
 	bool		isnull;
 
+	chronicle_dictionary_lock();
 	ret = SPI_execute_with_args("INSERT INTO chronicle.history_key (source, key)"
 								" VALUES ($1, $2)"
 								" ON CONFLICT (source, key) DO NOTHING"

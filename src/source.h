@@ -240,6 +240,13 @@ extern int	chronicle_source_column(const ChronicleSource *src, const char *name)
 /* Errors out on what a source declares wrong (keys first, analysis names). */
 extern void chronicle_check_source(const ChronicleSource *src);
 
+/*
+ * Before a source writes rows that other writers may write too (a table of
+ * its own beside the history, as the statements' texts): the lock every
+ * writer of a dictionary takes first (history_keys.c).
+ */
+extern void chronicle_dictionary_lock(void);
+
 /* Emit one row: values[] and nulls[] in the order of source->columns. */
 extern void chronicle_emit_row(ChronicleEmitter *emitter,
 							   const Datum *values, const bool *nulls);

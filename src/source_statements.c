@@ -706,6 +706,8 @@ store_texts(const char *schema, StmtReading **emit, int nemit,
 	if (n == 0)
 		return;
 
+	/* Another snapshot's transaction may be storing the same texts. */
+	chronicle_dictionary_lock();
 	args[0] = PointerGetDatum(construct_array_builtin(dbids, n, OIDOID));
 	args[1] = PointerGetDatum(construct_array_builtin(queryids, n, INT8OID));
 	sql = psprintf("INSERT INTO chronicle.statements_text AS t (dbid, queryid, query, last_seen)"

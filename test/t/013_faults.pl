@@ -1,6 +1,7 @@
 # Faults: kill -9 of the collector, the wait sampler and client backends in
 # a loop, each followed by the postmaster's crash restart, with what was
-# recorded checked after every cycle; chronicle.snapshot() racing the worker;
+# recorded checked after every cycle; chronicle.snapshot() racing the worker,
+# and two snapshot() transactions that each store rows the other needs;
 # maintain() from pg_cron racing the worker's.
 use strict;
 use warnings FATAL => 'all';
@@ -18,7 +19,7 @@ $node->init;
 my $pkglibdir = $node->config_data('--pkglibdir');
 my $cron = -f "$pkglibdir/pg_cron.so";
 $node->append_conf('postgresql.conf',
-	"shared_preload_libraries = 'pg_chronicle" . ($cron ? ",pg_cron'" : "'") . q{
+	"shared_preload_libraries = 'pg_chronicle,pg_stat_statements" . ($cron ? ",pg_cron'" : "'") . q{
 chronicle.snapshot_interval = '100ms'
 cron.database_name = 'postgres'
 cron.use_background_workers = on
@@ -26,7 +27,7 @@ max_worker_processes = 16
 restart_after_crash = on
 });
 $node->start;
-$node->safe_psql('postgres', 'CREATE EXTENSION pg_chronicle');
+$node->safe_psql('postgres', 'CREATE EXTENSION pg_stat_statements; CREATE EXTENSION pg_chronicle');
 
 poll_ok($node, 'postgres', "SELECT count(*) >= 5 FROM chronicle.snapshot WHERE collector = 'worker'",
 	'the worker records');
@@ -128,6 +129,48 @@ is($node->safe_psql('postgres', q{
 poll_ok($node, 'postgres', q{SELECT count(*) >= 3 FROM chronicle.snapshot
            WHERE collector = 'worker' AND ts > now() - interval '1 s'},
 	'snapshot() racing the worker: the worker goes on recording');
+
+# Two transactions that each store new statements (their texts and keys)
+# the other one then records.  The first session takes a snapshot, then runs
+# a statement of its own and takes another in a transaction it keeps open;
+# the second runs 40 statements of its own and then a snapshot, which waits
+# for the first; the first's next snapshot records the second's statements.
+# Before the writers of the dictionaries took turns, the second stored its
+# statements whose query ids come before the first's new one, and then
+# waited; the first's next snapshot waited on them: a deadlock, which failed
+# the race above once.  The worker is off meanwhile: only the two write.
+$node->safe_psql('postgres', 'ALTER SYSTEM SET chronicle.enabled = off; SELECT pg_reload_conf()');
+poll_ok($node, 'postgres', q{SELECT state LIKE 'disabled%' FROM chronicle.status()}, 'the worker stops');
+my $first = $node->background_psql('postgres', on_error_stop => 0);
+$first->query_safe('SELECT chronicle.snapshot()');
+$first->query_safe(q{SELECT 'the first session' AS stmt_first});
+$first->query_safe('BEGIN');
+$first->query_safe('SELECT chronicle.snapshot()');
+my ($out2, $err2) = ('', '');
+my $second = IPC::Run::start(
+	[
+		'psql', '-XAtq', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr('postgres'),
+		(map { ('-c', 'SELECT ' . join(', ', (1) x $_)) } 1 .. 40),
+		'-c', 'BEGIN', '-c', 'SELECT chronicle.snapshot() IS NOT NULL AS stmt_second', '-c', 'COMMIT'
+	],
+	'>', \$out2, '2>', \$err2);
+poll_ok($node, 'postgres', q{SELECT count(*) = 1 FROM pg_stat_activity
+            WHERE query LIKE '%stmt_second' AND wait_event_type = 'Lock'},
+	'two snapshot() transactions: the second waits for the first');
+my ($first_out, $first_err) = $first->query('SELECT count(*) FROM chronicle.snapshot()');
+is($first_out . ($first_err ? " $first->{stderr}" : ''), '1',
+	'two snapshot() transactions: the first records the second\'s statements');
+$first->query_safe('COMMIT');
+$first->quit;
+$second->finish;
+is($err2, '', 'two snapshot() transactions: the second succeeds');
+like($out2, qr/^t$/m, 'two snapshot() transactions: the second records after the first commits');
+is($node->safe_psql('postgres', q{
+	SELECT count(*) FILTER (WHERE t.queryid IS NULL), count(*) >= 41
+	  FROM pg_stat_statements s LEFT JOIN chronicle.statements_text t USING (dbid, queryid)
+	 WHERE s.query ~ '^SELECT \$1(, \$[0-9]+)*$' OR s.query LIKE '%stmt_first'}),
+	'0|t', 'two snapshot() transactions: every statement of both has its text');
+$node->safe_psql('postgres', 'ALTER SYSTEM RESET chronicle.enabled; SELECT pg_reload_conf()');
 
 # maintain() from pg_cron, every second, racing the worker's own maintenance
 # (the worker runs it at start and hourly; a segment start makes it run).
