@@ -49,6 +49,7 @@
 #include "replication/walsender.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
 #include "utils/hsearch.h"
 #include "utils/lsyscache.h"
 #include "utils/pg_lsn.h"
@@ -541,6 +542,22 @@ publisher_connect(const char *conninfo)
 	return conn;
 }
 
+static void backfill_runs(WalReceiverConn *conn, int32 origin, bool has_since,
+						  TimestampTz since);
+
+/* A command on the publisher that must succeed. */
+static void
+publisher_command(WalReceiverConn *conn, const char *sql)
+{
+	WalRcvExecResult *res = walrcv_exec(conn, sql, 0, NULL);
+
+	if (res->status != WALRCV_OK_COMMAND)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("could not run \"%s\" on the publisher: %s", sql, res->err)));
+	walrcv_clear_result(res);
+}
+
 static void
 drop_slot(WalReceiverConn *conn, const char *slot)
 {
@@ -555,11 +572,15 @@ drop_slot(WalReceiverConn *conn, const char *slot)
 }
 
 /*
- * chronicle._publisher_prepare(conninfo, slot): on the publisher, the
- * logical replication slot the subscription will use, created now, and
- * then every key of its dictionary (the keys added after the slot came
- * are decoded from it).  Returns the publisher's system identifier,
- * version, and keys (ids, sources, keys as text).
+ * chronicle._publisher_prepare(conninfo, slot, origin, runs_since): on the
+ * publisher, the logical replication slot the subscription will use,
+ * created now in a transaction that reads with the slot's snapshot
+ * (CRS_USE_SNAPSHOT, as a table synchronization does): every row
+ * committed before the slot's start is read there, every row after comes
+ * through the slot, none both ways.  Read with it: every key of the
+ * dictionary, and the server's runs to backfill (backfill_runs()), stored
+ * here under origin.  Returns the publisher's system identifier, version,
+ * and keys (ids, sources, keys as text).
  */
 PG_FUNCTION_INFO_V1(chronicle_publisher_prepare);
 
@@ -573,10 +594,15 @@ chronicle_publisher_prepare(PG_FUNCTION_ARGS)
 	Datum		result[5];
 	bool		rnulls[5] = {false, false, false, false, false};
 	bool		slot_made = false;
+	bool		in_xact = false;
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
 	publisher_args(fcinfo, &conninfo, &slot);
+	if (PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("chronicle._publisher_prepare: origin must not be NULL")));
 	conn = publisher_connect(conninfo);
 	PG_TRY();
 	{
@@ -602,7 +628,9 @@ chronicle_publisher_prepare(PG_FUNCTION_ARGS)
 					 errhint("The role of the connection needs pg_read_all_stats (or pg_monitor) and the pg_chronicle extension in the publisher's database.")));
 		walrcv_clear_result(res);
 
-		walrcv_create_slot(conn, slot, false, false, false, CRS_NOEXPORT_SNAPSHOT, &lsn);
+		publisher_command(conn, "BEGIN READ ONLY ISOLATION LEVEL REPEATABLE READ");
+		in_xact = true;
+		walrcv_create_slot(conn, slot, false, false, false, CRS_USE_SNAPSHOT, &lsn);
 		slot_made = true;
 		res = walrcv_exec(conn, "SELECT key_id, source, key::text FROM chronicle.history_key ORDER BY key_id",
 						  3, types);
@@ -631,10 +659,17 @@ chronicle_publisher_prepare(PG_FUNCTION_ARGS)
 		result[2] = makeArrayResult(ids, CurrentMemoryContext);
 		result[3] = makeArrayResult(srcs, CurrentMemoryContext);
 		result[4] = makeArrayResult(keys, CurrentMemoryContext);
+
+		backfill_runs(conn, PG_GETARG_INT32(2), !PG_ARGISNULL(3),
+					  PG_ARGISNULL(3) ? 0 : PG_GETARG_TIMESTAMPTZ(3));
+		publisher_command(conn, "COMMIT");
+		in_xact = false;
 	}
 	PG_CATCH();
 	{
 		/* no slot left behind to hold the publisher's WAL */
+		if (in_xact)
+			walrcv_clear_result(walrcv_exec(conn, "ROLLBACK", 0, NULL));
 		if (slot_made)
 			drop_slot(conn, slot);
 		walrcv_disconnect(conn);
@@ -726,7 +761,7 @@ publisher_ts(WalReceiverConn *conn, const char *sql, TimestampTz *ts)
  */
 static int
 publisher_columns(WalReceiverConn *conn, const char *table, const char *archive,
-				  StringInfo cols, Oid *types)
+				  StringInfo cols, Oid *types, char **names)
 {
 	Oid			qtypes[2] = {TEXTOID, TEXTOID};
 	Oid			relid = get_relname_relid(archive, get_namespace_oid("chronicle", false));
@@ -757,6 +792,8 @@ publisher_columns(WalReceiverConn *conn, const char *table, const char *archive,
 					 errmsg("column %s of the publisher's chronicle.%s is of type %s, not as here",
 							name, table, type)));
 		appendStringInfo(cols, "%s%s", n > 0 ? ", " : "", quote_identifier(name));
+		if (names)
+			names[n] = name;
 		types[n++] = typid;
 	}
 	ExecDropSingleTupleTableSlot(slot);
@@ -797,6 +834,261 @@ backfill_rows(WalReceiverConn *conn, int32 origin, const char *sql, int ntypes,
 	walrcv_clear_result(res);
 	MemoryContextDelete(rowcxt);
 	return n;
+}
+
+/* A run's rows in batches: the arrays of each column, the run_id mapped. */
+#define APP_BATCH_ROWS 10000
+
+typedef struct AppBatch
+{
+	const char *table;
+	int			ncols;
+	Oid		   *types;
+	Datum	  **values;
+	bool	  **nulls;
+	int			nrows;
+	MemoryContext cxt;			/* the batch's values, reset at each flush */
+	SPIPlanPtr	plan;
+} AppBatch;
+
+/* The batch's rows into chronicle.<table>, in one INSERT of unnest(). */
+static void
+app_batch_flush(AppBatch *b)
+{
+	Datum	   *args;
+	int			ret;
+
+	if (b->nrows == 0)
+		return;
+	args = palloc(sizeof(Datum) * b->ncols);
+	for (int c = 0; c < b->ncols; c++)
+	{
+		int16		typlen;
+		bool		typbyval;
+		char		typalign;
+		int			dims[1] = {b->nrows};
+		int			lbs[1] = {1};
+
+		get_typlenbyvalalign(b->types[c], &typlen, &typbyval, &typalign);
+		args[c] = PointerGetDatum(construct_md_array(b->values[c], b->nulls[c], 1, dims, lbs,
+													 b->types[c], typlen, typbyval, typalign));
+	}
+	ret = SPI_execute_plan(b->plan, args, NULL, false, 0);
+	if (ret != SPI_OK_INSERT)
+		elog(ERROR, "could not write chronicle.%s: %s", b->table, SPI_result_code_string(ret));
+	pfree(args);
+	b->nrows = 0;
+	MemoryContextReset(b->cxt);
+}
+
+/*
+ * The rows of chronicle.<table> (app_transaction, app_interval,
+ * app_metric) of the runs listed (remote ids, in the publisher's
+ * transaction), each with its run here (local ids, in the same order).
+ */
+static int64
+backfill_app_rows(WalReceiverConn *conn, const char *table, int nruns,
+				  const int32 *remote, const int32 *local)
+{
+	StringInfoData cols;
+	StringInfoData sql;
+	StringInfoData ids;
+	Oid			types[MaxTupleAttributeNumber];
+	char	   *names[MaxTupleAttributeNumber];
+	Oid			argtypes[MaxTupleAttributeNumber];
+	int			run_col = -1;
+	AppBatch	b = {0};
+	WalRcvExecResult *res;
+	TupleTableSlot *slot;
+	int64		n = 0;
+
+	initStringInfo(&cols);
+	b.table = table;
+	b.ncols = publisher_columns(conn, table, table, &cols, types, names);
+	b.types = types;
+	initStringInfo(&sql);
+	initStringInfo(&ids);
+	appendStringInfo(&sql, "INSERT INTO chronicle.%s (%s) SELECT * FROM ROWS FROM (",
+					 table, cols.data);
+	for (int c = 0; c < b.ncols; c++)
+	{
+		if (strcmp(names[c], "run_id") == 0)
+			run_col = c;
+		argtypes[c] = get_array_type(types[c]);
+		appendStringInfo(&sql, "%spg_catalog.unnest($%d)", c > 0 ? ", " : "", c + 1);
+	}
+	appendStringInfoChar(&sql, ')');
+	if (run_col < 0)
+		elog(ERROR, "chronicle.%s has no run_id", table);
+	b.plan = SPI_prepare(sql.data, b.ncols, argtypes);
+	if (b.plan == NULL)
+		elog(ERROR, "could not prepare the write of chronicle.%s: %s", table,
+			 SPI_result_code_string(SPI_result));
+	b.cxt = AllocSetContextCreate(CurrentMemoryContext, "chronicle backfill batch",
+								  ALLOCSET_DEFAULT_SIZES);
+	b.values = palloc(sizeof(Datum *) * b.ncols);
+	b.nulls = palloc(sizeof(bool *) * b.ncols);
+	for (int c = 0; c < b.ncols; c++)
+	{
+		b.values[c] = palloc(sizeof(Datum) * APP_BATCH_ROWS);
+		b.nulls[c] = palloc(sizeof(bool) * APP_BATCH_ROWS);
+	}
+
+	for (int r = 0; r < nruns; r++)
+		appendStringInfo(&ids, "%s%d", r > 0 ? ", " : "", remote[r]);
+	res = publisher_query(conn, psprintf("SELECT %s FROM chronicle.%s WHERE run_id IN (%s)",
+										 cols.data, table, ids.data),
+						  b.ncols, types);
+	slot = MakeSingleTupleTableSlot(res->tupledesc, &TTSOpsMinimalTuple);
+	while (tuplestore_gettupleslot(res->tuplestore, true, false, slot))
+	{
+		MemoryContext oldcxt;
+		int32		remote_run;
+		int			i;
+
+		CHECK_FOR_INTERRUPTS();
+		slot_getallattrs(slot);
+		remote_run = DatumGetInt32(slot->tts_values[run_col]);
+		for (i = 0; i < nruns && remote[i] != remote_run; i++)
+			;
+		if (i == nruns)
+			elog(ERROR, "a row of chronicle.%s of a run not asked for", table);
+		oldcxt = MemoryContextSwitchTo(b.cxt);
+		for (int c = 0; c < b.ncols; c++)
+		{
+			bool		isnull = slot->tts_isnull[c];
+			Datum		d = slot->tts_values[c];
+
+			if (c == run_col)
+				d = Int32GetDatum(local[i]);
+			else if (!isnull)
+			{
+				int16		typlen;
+				bool		typbyval;
+
+				get_typlenbyval(types[c], &typlen, &typbyval);
+				d = datumCopy(d, typbyval, typlen);
+			}
+			b.values[c][b.nrows] = d;
+			b.nulls[c][b.nrows] = isnull;
+		}
+		MemoryContextSwitchTo(oldcxt);
+		if (++b.nrows == APP_BATCH_ROWS)
+			app_batch_flush(&b);
+		n++;
+	}
+	app_batch_flush(&b);
+	ExecDropSingleTupleTableSlot(slot);
+	walrcv_clear_result(res);
+	SPI_freeplan(b.plan);
+	MemoryContextDelete(b.cxt);
+	return n;
+}
+
+/*
+ * The publisher's runs that the central side does not hold yet, read in
+ * the slot's snapshot (chronicle._publisher_prepare()): with a backfill
+ * (has_since), those that ended at or after since or are still open;
+ * without, those still open (whose later rows would come through the
+ * slot to a run the central side lacks).  Each is stored as
+ * chronicle._central_store_run() stores one that comes through the slot,
+ * with its pgbench rows and metrics; and the marks from since on (or
+ * from the first run's start), each once.  The run rows' ended and
+ * warm-up are as of the snapshot; their later changes come through the
+ * slot.
+ */
+static void
+backfill_runs(WalReceiverConn *conn, int32 origin, bool has_since, TimestampTz since)
+{
+	Oid			types[3] = {INT4OID, TEXTOID, TIMESTAMPTZOID};
+	WalRcvExecResult *res;
+	TupleTableSlot *slot;
+	int32	   *remote;
+	int32	   *local;
+	int			nruns = 0;
+	TimestampTz first = 0;
+	bool		any = false;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	res = publisher_query(conn,
+						  psprintf("SELECT r.run_id, pg_catalog.to_jsonb(r)::text, r.started"
+								   " FROM chronicle.run r WHERE r.origin = 0 AND (r.ended IS NULL%s)"
+								   " ORDER BY r.run_id",
+								   has_since ? psprintf(" OR r.ended >= %s", ts_sql(since)) : ""),
+						  3, types);
+	remote = palloc(sizeof(int32) * Max(tuplestore_tuple_count(res->tuplestore), 1));
+	local = palloc(sizeof(int32) * Max(tuplestore_tuple_count(res->tuplestore), 1));
+	slot = MakeSingleTupleTableSlot(res->tupledesc, &TTSOpsMinimalTuple);
+	while (tuplestore_gettupleslot(res->tuplestore, true, false, slot))
+	{
+		bool		isnull;
+		Datum		id = slot_getattr(slot, 1, &isnull);
+		TimestampTz started = DatumGetTimestampTz(slot_getattr(slot, 3, &isnull));
+		Oid			store_types[2] = {INT4OID, TEXTOID};
+		Datum		store_args[2] = {Int32GetDatum(origin), slot_getattr(slot, 2, &isnull)};
+		Oid			map_types[2] = {INT4OID, INT4OID};
+		Datum		map_args[2] = {Int32GetDatum(origin), id};
+
+		/* a run the central side holds already (subscribed again) */
+		if (local_run(origin, id) != 0)
+			continue;
+		if (SPI_execute_with_args("SELECT chronicle._central_store_run($1, 'run', $2::jsonb)",
+								  2, store_types, store_args, NULL, false, 0) != SPI_OK_SELECT)
+			elog(ERROR, "could not store a run of the publisher");
+		/* (not local_run(): its read-only plan does not see that row yet) */
+		if (SPI_execute_with_args("SELECT run_id FROM chronicle.archive_run"
+								  " WHERE origin = $1 AND remote_id = $2",
+								  2, map_types, map_args, NULL, false, 1) != SPI_OK_SELECT)
+			elog(ERROR, "could not read chronicle.archive_run");
+		if (SPI_processed == 0)
+			continue;			/* not one of its own runs */
+		remote[nruns] = DatumGetInt32(id);
+		local[nruns] = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0],
+												   SPI_tuptable->tupdesc, 1, &isnull));
+		if (!any || started < first)
+			first = started;
+		any = true;
+		nruns++;
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	walrcv_clear_result(res);
+
+	if (nruns > 0)
+	{
+		backfill_app_rows(conn, "app_transaction", nruns, remote, local);
+		backfill_app_rows(conn, "app_interval", nruns, remote, local);
+		backfill_app_rows(conn, "app_metric", nruns, remote, local);
+	}
+
+	/* the marks, each once (one stored before a lost slot is not again) */
+	if (has_since || any)
+	{
+		Oid			mtypes[1] = {TEXTOID};
+
+		res = publisher_query(conn,
+							  psprintf("SELECT pg_catalog.to_jsonb(m)::text FROM chronicle.mark m"
+									   " WHERE m.origin = 0 AND m.ts >= %s ORDER BY m.ts, m.mark_id",
+									   ts_sql(has_since && (!any || since < first) ? since : first)),
+							  1, mtypes);
+		slot = MakeSingleTupleTableSlot(res->tupledesc, &TTSOpsMinimalTuple);
+		while (tuplestore_gettupleslot(res->tuplestore, true, false, slot))
+		{
+			bool		isnull;
+			Datum		args[3];
+			Oid			argtypes[3] = {INT4OID, TEXTOID, TEXTOID};
+
+			args[0] = Int32GetDatum(origin);
+			args[1] = CStringGetTextDatum("mark");
+			args[2] = slot_getattr(slot, 1, &isnull);
+			if (SPI_execute_with_args("SELECT chronicle._central_store_run($1, $2, $3::jsonb)",
+									  3, argtypes, args, NULL, false, 0) != SPI_OK_SELECT)
+				elog(ERROR, "could not store a mark of the publisher");
+		}
+		ExecDropSingleTupleTableSlot(slot);
+		walrcv_clear_result(res);
+	}
+	SPI_finish();
 }
 
 /*
@@ -848,9 +1140,9 @@ chronicle_publisher_backfill(PG_FUNCTION_ARGS)
 		initStringInfo(&hcols);
 		initStringInfo(&scols);
 		initStringInfo(&tcols);
-		nh = publisher_columns(conn, "history", "archive_history", &hcols, htypes);
-		ns = publisher_columns(conn, "snapshot", "archive_snapshot", &scols, stypes);
-		nt = publisher_columns(conn, "statements_text", "archive_statements_text", &tcols, ttypes);
+		nh = publisher_columns(conn, "history", "archive_history", &hcols, htypes, NULL);
+		ns = publisher_columns(conn, "snapshot", "archive_snapshot", &scols, stypes, NULL);
+		nt = publisher_columns(conn, "statements_text", "archive_statements_text", &tcols, ttypes, NULL);
 		if (publisher_ts(conn, psprintf("SELECT coalesce((SELECT max(ts) FROM chronicle.snapshot"
 										"                  WHERE keyframe AND ts <= %s),"
 										"                 (SELECT min(ts) FROM chronicle.snapshot))",

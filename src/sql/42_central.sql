@@ -187,9 +187,12 @@ BEGIN
 		VALUES (v_origin, (r ->> 'run_id')::integer, v_run);
 		RETURN;
 	ELSIF kind = 'mark' THEN
+		-- once: a backfill after a lost slot reads marks stored before it
 		IF (r ->> 'origin')::integer = 0 THEN
 			INSERT INTO chronicle.mark (ts, event, owner, origin)
-			SELECT x.ts, x.event, x.owner, v_origin FROM jsonb_populate_record(NULL::chronicle.mark, r) x;
+			SELECT x.ts, x.event, x.owner, v_origin FROM jsonb_populate_record(NULL::chronicle.mark, r) x
+			 WHERE NOT EXISTS (SELECT FROM chronicle.mark m
+			                    WHERE m.origin = v_origin AND m.ts = x.ts AND m.event = x.event AND m.owner = x.owner);
 		END IF;
 		RETURN;
 	END IF;
@@ -212,15 +215,16 @@ REVOKE ALL ON FUNCTION chronicle._central_store_run(integer, text, jsonb) FROM P
 
 -- The publisher's side of chronicle.subscribe() (src/central.c).
 CREATE FUNCTION chronicle._publisher_prepare(conninfo text, slot_name text,
+	origin integer, runs_since timestamptz,
 	OUT system_identifier bigint, OUT server_version integer,
 	OUT key_ids integer[], OUT sources text[], OUT keys text[])
 RETURNS record
 LANGUAGE C VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS 'MODULE_PATHNAME', 'chronicle_publisher_prepare';
-COMMENT ON FUNCTION chronicle._publisher_prepare(text, text) IS
-	'Creates the publisher''s replication slot, then reads its system identifier, version and key dictionary';
-REVOKE ALL ON FUNCTION chronicle._publisher_prepare(text, text) FROM PUBLIC;
+COMMENT ON FUNCTION chronicle._publisher_prepare(text, text, integer, timestamptz) IS
+	'Creates the publisher''s replication slot, then reads with its snapshot the system identifier, version, key dictionary, and the runs to backfill (stored under origin)';
+REVOKE ALL ON FUNCTION chronicle._publisher_prepare(text, text, integer, timestamptz) FROM PUBLIC;
 
 CREATE FUNCTION chronicle._publisher_drop_slot(conninfo text, slot_name text)
 RETURNS void
@@ -249,7 +253,10 @@ REVOKE ALL ON FUNCTION chronicle._publisher_backfill(text, integer, timestamptz)
 -- binary (the packed history is bytea).  With backfill, the history the
 -- publisher holds from that long ago (from the keyframe before) is read
 -- from its tables, an hour per query, once the slot exists: none is
--- missed, none stored twice.  Superuser only: it connects to
+-- missed, none stored twice.  The server's runs that ended within the
+-- backfill or are still open, with their pgbench rows, metrics and marks,
+-- are read with the slot's snapshot (chronicle._publisher_prepare()), a
+-- run the central side holds already not again.  Superuser only: it connects to
 -- another server and creates a slot there.  Call it by itself, not inside
 -- a transaction block: the slot is created on the publisher at once, and
 -- a rollback after the call leaves it there (chronicle.subscribe() drops
@@ -308,7 +315,7 @@ BEGIN
 
 	-- the slot, then every key the publisher holds: a key is in that list
 	-- or comes through the slot
-	p := chronicle._publisher_prepare(conninfo, v_sub);
+	p := chronicle._publisher_prepare(conninfo, v_sub, v_origin, now() - backfill);
 	BEGIN
 		IF (SELECT o.system_identifier <> p.system_identifier FROM chronicle.origin o WHERE o.origin_id = v_origin) THEN
 			RAISE EXCEPTION 'chronicle.subscribe: server "%" is another cluster than the one subscribed to before', server_name

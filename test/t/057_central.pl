@@ -10,6 +10,10 @@
 #    over that window.  Keys the source had before the subscription (read by
 #    subscribe()) and keys added after (a database created: through the
 #    slot) are both mapped to the central's ids.
+#    The runs from before the subscription: with a backfill, those that
+#    ended within it and those still open, with their pgbench rows,
+#    metrics and marks (read with the slot's snapshot); without, those
+#    still open; a run held already is not stored again at a rejoin.
 # 2. The central server stopped for 10 s while the sources record, started
 #    again: it catches up, with every snapshot the sources took meanwhile.
 #    src2's slot lost meanwhile (past a WAL cap): unsubscribed and
@@ -109,6 +113,37 @@ is($central->safe_psql('postgres', 'SELECT count(*) FROM chronicle.origin')
 	. $sources[0]->safe_psql('postgres', 'SELECT count(*) FROM pg_replication_slots'),
 	'000', '... leaving no origin, no subscription, no slot');
 
+# Runs before the subscription: src1's 'pre' (ended: a pgbench log, a
+# metric, a mark) and 'open1' (open); src2's 'old2' (ended) and 'open2'.
+sub pgbench_rows
+{
+	my ($label, $file, $n) = @_;
+	return qq{
+	SELECT chronicle.pgbench_staging();
+	INSERT INTO pg_temp.chronicle_pgbench_lines (file, line)
+	SELECT '$file', format('%s %s %s 0 %s %s', c % 4, c / 4, 1000 + 7 * c,
+	                       extract(epoch FROM r.started)::bigint + 1 + c / 100, (c % 100) * 9000)
+	  FROM generate_series(0, $n - 1) c, chronicle.run r WHERE r.label = '$label' AND r.origin = 0;
+	SELECT 1 FROM chronicle.load_pgbench_lines('$label');};
+}
+my %runs_before = (src1 => ['pre', 'open1'], src2 => ['old2', 'open2']);
+for my $node (@sources)
+{
+	my $ended = $runs_before{ $node->name }[0];
+	$node->safe_psql('postgres', "SELECT chronicle.run_begin('$ended'); SELECT chronicle.mark('in $ended');"
+		  . pgbench_rows($ended, 'pgbench_log.1', 300)
+		  . "SELECT chronicle.add_metric('queue_depth', 5, now(), '$ended');");
+}
+for my $node (@sources)
+{
+	my ($ended, $open) = @{ $runs_before{ $node->name } };
+	$node->poll_query_until('postgres', qq{SELECT max(s.ts) > r.started + interval '4 s'
+		FROM chronicle.snapshot s, chronicle.run r WHERE r.label = '$ended' GROUP BY r.started})
+	  or die "no snapshots in run $ended";
+	$node->safe_psql('postgres', "SELECT chronicle.run_end('$ended'); SELECT chronicle.run_begin('$open');"
+		  . pgbench_rows($open, 'pgbench_log.1', 200));
+}
+
 # src1 with its history from before (backfill), src2 from now on
 my %origin;
 for my $node (@sources)
@@ -127,6 +162,19 @@ is($central->safe_psql('postgres', "SELECT min(ts) FROM chronicle.archive_snapsh
 like($stderr, qr/server "src1" is subscribed already/, 'a server subscribed twice is refused');
 is($sources[0]->safe_psql('postgres', "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'again'"),
 	'0', '... and leaves no slot on the publisher');
+
+is($central->safe_psql('postgres', q{
+	SELECT string_agg(o.server_name || ':' || r.label || ':' || (r.ended IS NOT NULL), ',' ORDER BY o.server_name, r.label)
+	  FROM chronicle.run r JOIN chronicle.origin o ON o.origin_id = r.origin}),
+	'src1:open1:false,src1:pre:true,src2:open2:false',
+	'the runs from before: src1\'s (a backfill) ended and open, src2\'s (none) open only');
+# the open runs go on: more pgbench rows, their end (through the slot)
+for my $node (@sources)
+{
+	my $open = $runs_before{ $node->name }[1];
+	$node->safe_psql('postgres', pgbench_rows($open, 'pgbench_log.2', 100)
+		  . "SELECT chronicle.mark('in $open'); SELECT chronicle.run_end('$open');");
+}
 
 # a key the sources add after the subscription: a database
 $sources[0]->safe_psql('postgres', 'CREATE DATABASE added_later');
@@ -265,23 +313,37 @@ for my $node (@sources)
 	is((split /\n/, $central->safe_psql('postgres', "SELECT chronicle.use_server('$name'); $run_row"))[1],
 		$node->safe_psql('postgres', $run_row), "$name: run a on the central side as on the source");
 }
-my %q_run = (
-	run_summary => q{SELECT * FROM chronicle.run_summary('a') x},
-	app_summary => q{SELECT * FROM chronicle.app_summary('a') x},
-	load_profile => q{SELECT * FROM chronicle.load_profile('a') x},
-	marks => q{SELECT ts, event, owner FROM chronicle.mark WHERE origin = chronicle._origin()},
-	app_metric => q{SELECT m.ts, m.name, m.value FROM chronicle.app_metric m JOIN chronicle.run r USING (run_id)
-	                 WHERE r.label = 'a' AND r.server = chronicle._server()},
-);
-for my $f (sort keys %q_run)
+# A run's numbers read on its server and on the central side: equal for
+# each query named (and not empty where the run has them).
+sub run_equal
 {
-	my $q = "SELECT md5(coalesce(string_agg(x::text, E'\\n' ORDER BY x::text), '')) || ' ' || count(*)"
-	  . " FROM ($q_run{$f}) x";
-	my $src = $sources[0]->safe_psql('postgres', $q);
-	unlike($src, qr/ 0$/, "src1: $f of run a has rows");
-	is((split /\n/, $central->safe_psql('postgres', "SELECT chronicle.use_server('src1'); $q"))[1],
-		$src, "src1: $f of run a equal on the central side");
+	my ($node, $label, @queries) = @_;
+	my $name = $node->name;
+	my %q_run = (
+		run_summary => qq{SELECT * FROM chronicle.run_summary('$label') x},
+		app_summary => qq{SELECT * FROM chronicle.app_summary('$label') x},
+		load_profile => qq{SELECT * FROM chronicle.load_profile('$label') x},
+		marks => q{SELECT ts, event, owner FROM chronicle.mark WHERE origin = chronicle._origin()},
+		app_metric => qq{SELECT m.ts, m.name, m.value FROM chronicle.app_metric m JOIN chronicle.run r USING (run_id)
+		                 WHERE r.label = '$label' AND r.server = chronicle._server()},
+	);
+	for my $f (@queries)
+	{
+		my $q = "SELECT md5(coalesce(string_agg(x::text, E'\\n' ORDER BY x::text), '')) || ' ' || count(*)"
+		  . " FROM ($q_run{$f}) x";
+		my $src = $node->safe_psql('postgres', $q);
+		unlike($src, qr/ 0$/, "$name: $f of run $label has rows");
+		is((split /\n/, $central->safe_psql('postgres', "SELECT chronicle.use_server('$name'); $q"))[1],
+			$src, "$name: $f of run $label equal on the central side");
+	}
 }
+my @all_queries = qw(app_metric app_summary load_profile marks run_summary);
+run_equal($sources[0], 'a', @all_queries);
+# the runs from before the subscription: src1's backfilled with its
+# history; src2's open run without its history before (no backfill)
+run_equal($sources[0], 'pre', @all_queries);
+run_equal($sources[0], 'open1', grep { $_ ne 'app_metric' } @all_queries);
+run_equal($sources[1], 'open2', 'app_summary');
 # more of run a's pgbench log, after the central kept app_summary('a'):
 # the kept result is not read back (the apply fires no statement trigger,
 # the central's trigger moves the epoch on)
@@ -372,6 +434,13 @@ my $q_all = "SELECT md5(string_agg(s.ts::text || s.keyframe, ',' ORDER BY s.ts))
 my $all_src = $sources[1]->safe_psql('postgres', $q_all);
 is((split /\n/, $central->safe_psql('postgres', "SELECT chronicle.use_server('src2'); $q_all"))[1],
 	$all_src, "src2 after its rejoin: every snapshot up to now once, none missing ($all_src)");
+my $q_runs = q{SELECT string_agg(r.label || ':' || (SELECT count(*) FROM chronicle.app_transaction t WHERE t.run_id = r.run_id),
+	                      ',' ORDER BY r.label)
+	  FROM chronicle.run r WHERE r.server = chronicle._server()};
+is((split /\n/, $central->safe_psql('postgres', "SELECT chronicle.use_server('src2'); $q_runs"))[1],
+	$sources[1]->safe_psql('postgres', $q_runs),
+	'... its runs each once with their pgbench rows, old2 (ended before the first subscription) backfilled now');
+run_equal($sources[1], 'old2', 'app_summary', 'marks');
 my $q_io = "SELECT md5(string_agg(h::text, ',' ORDER BY h::text)) || ' ' || count(*)"
   . " FROM chronicle.io_history h WHERE ts > '$before{src2}' AND ts <= '$src_now{src2}'";
 is((split /\n/, $central->safe_psql('postgres', "SELECT chronicle.use_server('src2'); $q_io"))[1],
