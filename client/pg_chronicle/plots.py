@@ -20,11 +20,11 @@ import matplotlib.dates as mdates
 import matplotlib.pyplot as plt
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
 from matplotlib.ticker import FuncFormatter, LogLocator, MultipleLocator, NullFormatter
 
-from pg_chronicle import drawing
+from pg_chronicle import drawing, text
 from pg_chronicle.model import Cell, Chart, Meta, Panel, Value
-from pg_chronicle.text import visible
 
 PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
            "#7f7f7f", "#bcbd22", "#17becf", "#393b79", "#ad494a", "#637939", "#7b4173"]
@@ -68,9 +68,9 @@ def byte_step(lo: float, hi: float, ticks: int = 5) -> float:
 
 def _plain(v: object) -> str:
     """A string as a picture shows it, for every text of a picture: control
-    characters as escapes (visible()), and a leading "_" kept in the legend
+    characters as escapes (text.visible()), and a leading "_" kept in the legend
     (which leaves out labels starting with "_")."""
-    s = visible(str(v))
+    s = text.visible(str(v))
     return " " + s if s.startswith("_") else s
 
 
@@ -223,26 +223,54 @@ def _draw_chart(ax: Axes, chart: Chart, meta: Meta) -> None:
         ax.legend(loc="upper left", bbox_to_anchor=(1.005, 1.0), frameon=False)
 
 
-def _draw_tables(fig: Figure, panel: Panel) -> None:
-    tables = [t for t in panel["tables"] if not t.get("fold")]
-    # each table's share of the height: its rows (at most 30), its header
-    # and title; equal shares let a long table run over the next one
-    heights = [min(len(t["rows"]), 30) + 3 for t in tables]
-    axes = fig.subplots(len(tables), 1, squeeze=False, height_ratios=heights)[:, 0]
-    for ax, t in zip(axes, tables, strict=True):
-        ax.axis("off")
-        ax.set_title(_plain(t["title"]), loc="left")
-        rows = [[_cell(v) for v in r] for r in t["rows"][:30]] \
-            or [["(none)"] + [""] * (len(t["columns"]) - 1)]
-        tab = ax.table(cellText=rows, colLabels=[_plain(c) for c in t["columns"]], loc="upper left",
-                       cellLoc="left")
-        tab.auto_set_font_size(False)
-        tab.set_fontsize(7)
-        tab.auto_set_column_width(list(range(len(t["columns"]))))
+# tables: monospace text, a line a row as the terminal shows the table (no
+# text measured: matplotlib's Table measured every cell at every draw, and
+# the constrained layout drew again: half of a report's drawing time)
+TABLE_FONT = 7.0        # points
+TABLE_FONT_MIN = 4.5
+TABLE_LINE = 1.45       # line spacing, in lines of the font
+TABLE_ROWS = 30         # rows of a table drawn at most
+CHAR_W = 0.6            # DejaVu Sans Mono's advance, in ems
+MARGIN_IN = 0.15
+
+
+def _table_lines(panel: Panel) -> int:
+    """The lines the tables of a panel take: per table its title, header,
+    rule, rows (at most TABLE_ROWS, one line when none) and a blank line."""
+    return sum(max(min(len(t["rows"]), TABLE_ROWS), 1) + 4
+               for t in panel["tables"] if not t.get("fold"))
+
+
+def _draw_tables(fig: Figure, panel: Panel, top_in: float) -> None:
+    """The tables of a panel from top_in inches below the figure's top:
+    each a text of a line a row, as the terminal shows it (text.table():
+    numbers right-aligned, a rule under the header), a marked row shaded."""
+    w_in, h_in = fig.get_size_inches()
+    y = h_in - top_in           # inches from the bottom, the next line's top
+    for t in (t for t in panel["tables"] if not t.get("fold")):
+        raw = t["rows"][:TABLE_ROWS]
+        n = len(t["columns"])
+        right = [bool(raw) and all(isinstance(r[i], (int, float)) or r[i] is None for r in raw)
+                 for i in range(n)]
+        lines = text.table([_plain(c) for c in t["columns"]],
+                           [[_cell(v) for v in r] for r in raw] or [["(none)"] + [""] * (n - 1)],
+                           right).split("\n")
+        chars = max(len(s) for s in lines)
+        # smaller to fit the width, down to TABLE_FONT_MIN (then cut at the right)
+        font = max(TABLE_FONT_MIN, min(TABLE_FONT, (w_in - 2 * MARGIN_IN) * 72 / ((CHAR_W + 0.05) * chars)))
+        line = font * TABLE_LINE / 72
+        # a character's advance in a PNG is a whole number of pixels
+        width = min(chars * math.ceil(CHAR_W * font / 72 * DPI) / DPI, w_in - 2 * MARGIN_IN) / w_in
+        fig.text(MARGIN_IN / w_in, y / h_in, _plain(t["title"]), va="top", ha="left", fontsize=9)
+        y -= 9 * 1.5 / 72
         for i in t.get("marked", []):
-            for j in range(len(t["columns"])):
-                if (i + 1, j) in tab.get_celld():
-                    tab[i + 1, j].set_facecolor("#fde2e1")
+            if 0 <= i < len(raw):
+                fig.add_artist(Rectangle((MARGIN_IN / w_in, (y - (i + 3) * line) / h_in), width, line / h_in,
+                                         transform=fig.transFigure, facecolor="#fde2e1", linewidth=0,
+                                         zorder=0))
+        fig.text(MARGIN_IN / w_in, y / h_in, "\n".join(lines), va="top", ha="left", family="monospace",
+                 fontsize=font, linespacing=TABLE_LINE, clip_on=True)
+        y -= (len(lines) + 1.4) * line
 
 
 def _cell(v: Cell) -> str:
@@ -270,9 +298,9 @@ def figure(panel: Panel, meta: Meta) -> Figure:
         for ax, c in zip(axes[:, 0], charts, strict=True):
             _draw_chart(ax, c, meta)
     elif panel["tables"]:
-        rows = sum(min(len(t["rows"]), 30) + 3 for t in panel["tables"] if not t.get("fold"))
-        fig = plt.figure(figsize=(WIDTH_IN, max(2.0, 0.2 * rows + 0.6)), dpi=DPI, layout="constrained")
-        _draw_tables(fig, panel)
+        h = max(2.0, _table_lines(panel) * TABLE_FONT * TABLE_LINE / 72 + 0.8)
+        fig = plt.figure(figsize=(WIDTH_IN, h), dpi=DPI)
+        _draw_tables(fig, panel, 0.55)
     else:
         fig = plt.figure(figsize=(WIDTH_IN, 1.5), dpi=DPI)
         fig.text(0.5, 0.5, _plain(panel.get("empty") or "No data."), ha="center", va="center")

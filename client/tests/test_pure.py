@@ -13,6 +13,7 @@ import json
 import math
 import pathlib
 import re
+import xml.etree.ElementTree as ET
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -880,6 +881,32 @@ def test_write_all_draws_and_reports_failures(tmp_path: pathlib.Path) -> None:
         assert (tmp_path / f"{pid}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert (tmp_path / f"{pid}.svg").read_text("utf-8").lstrip().startswith("<?xml")
     assert not (tmp_path / "bad.png").exists() and not (tmp_path / "bad.svg").exists()
+
+
+def test_table_pictures_hold_every_cell_in_its_row(tmp_path: pathlib.Path) -> None:
+    t = {"id": "t", "title": "Tab $1", "columns": ["name", "value", "unit", "n"],
+         "rows": [["shared_buffers", "128MB", "8kB", 5], ["work_mem", 4.5, None, 10],
+                  ["x" * 120, 1.234567, "B", None]],
+         "marked": [1], "note": None}
+    p: Panel = {"id": "tables", "title": "T", "about": "", "charts": [],
+                "tables": [t, {**t, "id": "u", "title": "none", "rows": [], "marked": []}], "empty": None}
+    assert plots.write_all(_meta(), [p], tmp_path, processes=1) == {}
+    root = ET.parse(tmp_path / "tables.svg").getroot()
+    # every line as drawn
+    lines = ["".join(e.itertext()) for e in root.iter() if e.tag.endswith("}text")]
+    assert "Tab $1" in lines and "none" in lines and "(none)" in lines
+    # each row on a line of its own, in order, each cell at its column's place
+    rows = [["name", "value", "unit", "n"], ["shared_buffers", "128MB", "8kB", "5"],
+            ["work_mem", "4.5", "", "10"], ["x" * 89 + "…", "1.235", "B", ""]]
+    drawn = [s for s in lines if s.startswith(("name", "shared_buffers", "work_mem", "x" * 89))][:4]
+    assert [s.split() for s in drawn] == [[c for c in r if c] for r in rows]
+    # a rule under the header; the numbers of a column right-aligned
+    assert [len(d) for d in lines[lines.index(drawn[0]) + 1].split()] == [90, 5, 4, 2]
+    assert len({s.index("128MB") for s in drawn[1:2]} | {s.index("4.5") for s in drawn[2:3]}
+               | {s.index("value") for s in drawn[:1]} | {s.index("1.235") for s in drawn[3:]}) == 1
+    assert drawn[1].endswith(" 5") and drawn[2].endswith("10") and drawn[0].endswith(" n")
+    # the marked row shaded, once
+    assert ET.tostring(root, encoding="unicode").count("#fde2e1") == 1
 
 
 def test_archive_path() -> None:
