@@ -3,9 +3,9 @@
  * central.c
  *		The central repository's side of logical replication
  *		(docs/central.md): the trigger that stores what a subscription of
- *		chronicle.subscribe() applies under that server's origin, and the
- *		publisher's side of chronicle.subscribe() (the slot, and the key
- *		dictionary the source holds already).
+ *		chronicle.subscribe() applies under that server's origin.  The
+ *		publisher's side of chronicle.subscribe() (the slot, the keys, the
+ *		backfill) is central_publisher.c.
  *
  * A recording server publishes chronicle.snapshot, chronicle.history,
  * chronicle.history_key, chronicle.statements_text and its runs (run,
@@ -25,8 +25,8 @@
  * to pack the row), and logical replication applies a transaction's
  * changes in order, and transactions in commit order.  The keys the
  * source held before the slot existed are read by chronicle.subscribe()
- * after creating the slot (chronicle._publisher_prepare()): every key
- * either committed before that read or is decoded from the slot.
+ * with the slot's snapshot (central_publisher.c): every key either
+ * committed before the slot or is decoded from it.
  *
  * Copyright (c) 2026, pg_chronicle developers
  *
@@ -40,22 +40,16 @@
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
-#include "executor/tuptable.h"
 #include "fmgr.h"
-#include "funcapi.h"
 #include "miscadmin.h"
 #include "replication/origin.h"
-#include "replication/walreceiver.h"
-#include "replication/walsender.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
-#include "utils/datum.h"
 #include "utils/hsearch.h"
 #include "utils/lsyscache.h"
-#include "utils/pg_lsn.h"
 #include "utils/timestamp.h"
-#include "utils/tuplestore.h"
 
+#include "central.h"
 #include "history_int.h"
 #include "pg_chronicle.h"
 
@@ -260,9 +254,9 @@ repack(int32 origin, TimestampTz ts, TupleDesc desc, const int *sources,
  * same ts sent twice: a day partition filled from the default partition
  * republishes its rows) is left as it is.
  */
-static bool
-store_row(int32 origin, const char *archive, HeapTuple tup, TupleDesc desc,
-		  bool history, bool skip_unknown)
+bool
+chronicle_central_store_row(int32 origin, const char *archive, HeapTuple tup,
+							TupleDesc desc, bool history, bool skip_unknown)
 {
 	Oid			relid = get_relname_relid(archive, get_namespace_oid("chronicle", false));
 	StringInfoData sql;
@@ -334,8 +328,8 @@ store_row(int32 origin, const char *archive, HeapTuple tup, TupleDesc desc,
  * 0 when it has none (a run begun before the subscription).  One saved
  * plan: it runs once a pgbench transaction.  SPI connected.
  */
-static int32
-local_run(int32 origin, Datum remote_id)
+int32
+chronicle_central_local_run(int32 origin, Datum remote_id)
 {
 	static SPIPlanPtr plan = NULL;
 	Datum		args[2];
@@ -379,7 +373,7 @@ app_row_run(int32 origin, HeapTuple tup, TupleDesc desc)
 	/* an app_metric row tied to no run would read as the central's own */
 	if (isnull)
 		return 0;
-	return local_run(origin, remote);
+	return chronicle_central_local_run(origin, remote);
 }
 
 /*
@@ -476,11 +470,11 @@ chronicle_central_apply(PG_FUNCTION_ARGS)
 		if (strcmp(kind, "history_key") == 0)
 			store_key(origin, tup, desc);
 		else if (strcmp(kind, "history") == 0)
-			store_row(origin, "archive_history", tup, desc, true, false);
+			chronicle_central_store_row(origin, "archive_history", tup, desc, true, false);
 		else if (strcmp(kind, "snapshot") == 0)
-			store_row(origin, "archive_snapshot", tup, desc, false, false);
+			chronicle_central_store_row(origin, "archive_snapshot", tup, desc, false, false);
 		else if (strcmp(kind, "statements_text") == 0)
-			store_row(origin, "archive_statements_text", tup, desc, false, false);
+			chronicle_central_store_row(origin, "archive_statements_text", tup, desc, false, false);
 		else if (app)
 			app_run = app_row_run(origin, tup, desc);
 		else
@@ -507,671 +501,4 @@ chronicle_central_apply(PG_FUNCTION_ARGS)
 	}
 	/* stored under its origin (or skipped): not in this server's tables */
 	return PointerGetDatum(NULL);
-}
-
-/* ---------------------------------------------------------------------
- * The publisher's side of chronicle.subscribe()
- * ---------------------------------------------------------------------
- */
-
-/* The conninfo and slot arguments, never NULL. */
-static void
-publisher_args(FunctionCallInfo fcinfo, char **conninfo, char **slot)
-{
-	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("chronicle: the publisher's conninfo and the slot's name must not be NULL")));
-	*conninfo = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	*slot = text_to_cstring(PG_GETARG_TEXT_PP(1));
-}
-
-static WalReceiverConn *
-publisher_connect(const char *conninfo)
-{
-	WalReceiverConn *conn;
-	char	   *err = NULL;
-
-	/* as CREATE SUBSCRIPTION: the library of the libpq calls */
-	load_file("libpqwalreceiver", false);
-	conn = walrcv_connect(conninfo, true, true, !superuser(), "pg_chronicle", &err);
-	if (conn == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_CONNECTION_FAILURE),
-				 errmsg("could not connect to the publisher: %s", err)));
-	return conn;
-}
-
-static void backfill_runs(WalReceiverConn *conn, int32 origin, bool has_since,
-						  TimestampTz since);
-
-/* A command on the publisher that must succeed. */
-static void
-publisher_command(WalReceiverConn *conn, const char *sql)
-{
-	WalRcvExecResult *res = walrcv_exec(conn, sql, 0, NULL);
-
-	if (res->status != WALRCV_OK_COMMAND)
-		ereport(ERROR,
-				(errcode(ERRCODE_CONNECTION_FAILURE),
-				 errmsg("could not run \"%s\" on the publisher: %s", sql, res->err)));
-	walrcv_clear_result(res);
-}
-
-static void
-drop_slot(WalReceiverConn *conn, const char *slot)
-{
-	WalRcvExecResult *res;
-
-	res = walrcv_exec(conn, psprintf("DROP_REPLICATION_SLOT %s WAIT", quote_identifier(slot)), 0, NULL);
-	if (res->status != WALRCV_OK_COMMAND)
-		ereport(WARNING,
-				(errmsg("could not drop the replication slot \"%s\" on the publisher: %s",
-						slot, res->err)));
-	walrcv_clear_result(res);
-}
-
-/*
- * chronicle._publisher_prepare(conninfo, slot, origin, runs_since): on the
- * publisher, the logical replication slot the subscription will use,
- * created now in a transaction that reads with the slot's snapshot
- * (CRS_USE_SNAPSHOT, as a table synchronization does): every row
- * committed before the slot's start is read there, every row after comes
- * through the slot, none both ways.  Read with it: every key of the
- * dictionary, and the server's runs to backfill (backfill_runs()), stored
- * here under origin.  Returns the publisher's system identifier, version,
- * and keys (ids, sources, keys as text).
- */
-PG_FUNCTION_INFO_V1(chronicle_publisher_prepare);
-
-Datum
-chronicle_publisher_prepare(PG_FUNCTION_ARGS)
-{
-	char	   *conninfo;
-	char	   *slot;
-	WalReceiverConn *conn;
-	TupleDesc	tupdesc;
-	Datum		result[5];
-	bool		rnulls[5] = {false, false, false, false, false};
-	bool		slot_made = false;
-	bool		in_xact = false;
-
-	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
-	publisher_args(fcinfo, &conninfo, &slot);
-	if (PG_ARGISNULL(2))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("chronicle._publisher_prepare: origin must not be NULL")));
-	conn = publisher_connect(conninfo);
-	PG_TRY();
-	{
-		TimeLineID	tli;
-		char	   *sysid = walrcv_identify_system(conn, &tli);
-		XLogRecPtr	lsn;
-		Oid			types[3] = {INT4OID, TEXTOID, TEXTOID};
-		WalRcvExecResult *res;
-		TupleTableSlot *ts;
-		ArrayBuildState *ids = initArrayResult(INT4OID, CurrentMemoryContext, false);
-		ArrayBuildState *srcs = initArrayResult(TEXTOID, CurrentMemoryContext, false);
-		ArrayBuildState *keys = initArrayResult(TEXTOID, CurrentMemoryContext, false);
-
-		result[0] = DirectFunctionCall1(int8in, CStringGetDatum(sysid));
-		result[1] = Int32GetDatum(walrcv_server_version(conn));
-
-		/* the publisher can be read before the slot holds its WAL back */
-		res = walrcv_exec(conn, "SELECT count(*) FROM chronicle.history_key", 1, types);
-		if (res->status != WALRCV_OK_TUPLES)
-			ereport(ERROR,
-					(errcode(ERRCODE_CONNECTION_FAILURE),
-					 errmsg("could not read chronicle.history_key on the publisher: %s", res->err),
-					 errhint("The role of the connection needs pg_read_all_stats (or pg_monitor) and the pg_chronicle extension in the publisher's database.")));
-		walrcv_clear_result(res);
-
-		publisher_command(conn, "BEGIN READ ONLY ISOLATION LEVEL REPEATABLE READ");
-		in_xact = true;
-		walrcv_create_slot(conn, slot, false, false, false, CRS_USE_SNAPSHOT, &lsn);
-		slot_made = true;
-		res = walrcv_exec(conn, "SELECT key_id, source, key::text FROM chronicle.history_key ORDER BY key_id",
-						  3, types);
-		if (res->status != WALRCV_OK_TUPLES)
-			ereport(ERROR,
-					(errcode(ERRCODE_CONNECTION_FAILURE),
-					 errmsg("could not read chronicle.history_key on the publisher: %s", res->err)));
-		ts = MakeSingleTupleTableSlot(res->tupledesc, &TTSOpsMinimalTuple);
-		while (tuplestore_gettupleslot(res->tuplestore, true, false, ts))
-		{
-			bool		n1,
-						n2,
-						n3;
-			Datum		id = slot_getattr(ts, 1, &n1);
-			Datum		s = slot_getattr(ts, 2, &n2);
-			Datum		k = slot_getattr(ts, 3, &n3);
-
-			if (n1 || n2 || n3)
-				continue;
-			accumArrayResult(ids, id, false, INT4OID, CurrentMemoryContext);
-			accumArrayResult(srcs, s, false, TEXTOID, CurrentMemoryContext);
-			accumArrayResult(keys, k, false, TEXTOID, CurrentMemoryContext);
-		}
-		ExecDropSingleTupleTableSlot(ts);
-		walrcv_clear_result(res);
-		result[2] = makeArrayResult(ids, CurrentMemoryContext);
-		result[3] = makeArrayResult(srcs, CurrentMemoryContext);
-		result[4] = makeArrayResult(keys, CurrentMemoryContext);
-
-		backfill_runs(conn, PG_GETARG_INT32(2), !PG_ARGISNULL(3),
-					  PG_ARGISNULL(3) ? 0 : PG_GETARG_TIMESTAMPTZ(3));
-		publisher_command(conn, "COMMIT");
-		in_xact = false;
-	}
-	PG_CATCH();
-	{
-		/* no slot left behind to hold the publisher's WAL */
-		if (in_xact)
-			walrcv_clear_result(walrcv_exec(conn, "ROLLBACK", 0, NULL));
-		if (slot_made)
-			drop_slot(conn, slot);
-		walrcv_disconnect(conn);
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
-	walrcv_disconnect(conn);
-	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), result, rnulls)));
-}
-
-/*
- * chronicle._publisher_drop_slot(conninfo, slot): drops the slot made by
- * chronicle._publisher_prepare() when chronicle.subscribe() fails after it.
- */
-PG_FUNCTION_INFO_V1(chronicle_publisher_drop_slot);
-
-Datum
-chronicle_publisher_drop_slot(PG_FUNCTION_ARGS)
-{
-	char	   *conninfo;
-	char	   *slot;
-	WalReceiverConn *conn;
-
-	publisher_args(fcinfo, &conninfo, &slot);
-	conn = publisher_connect(conninfo);
-
-	PG_TRY();
-	{
-		drop_slot(conn, slot);
-	}
-	PG_FINALLY();
-	{
-		walrcv_disconnect(conn);
-	}
-	PG_END_TRY();
-	PG_RETURN_VOID();
-}
-
-/* ---------------------------------------------------------------------
- * Backfill: what the publisher recorded before its slot, from its tables
- * ---------------------------------------------------------------------
- */
-
-/* A timestamp as an exact SQL expression, whatever either side's DateStyle. */
-static char *
-ts_sql(TimestampTz ts)
-{
-	return psprintf("('epoch'::timestamptz + " INT64_FORMAT " * interval '1 microsecond')",
-					ts + (int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY);
-}
-
-/* A query on the publisher that must return rows. */
-static WalRcvExecResult *
-publisher_query(WalReceiverConn *conn, const char *sql, int ntypes, const Oid *types)
-{
-	WalRcvExecResult *res = walrcv_exec(conn, sql, ntypes, types);
-
-	if (res->status != WALRCV_OK_TUPLES)
-		ereport(ERROR,
-				(errcode(ERRCODE_CONNECTION_FAILURE),
-				 errmsg("could not read the publisher's history: %s", res->err)));
-	return res;
-}
-
-/* The first timestamptz of the first row of a query (the publisher's). */
-static bool
-publisher_ts(WalReceiverConn *conn, const char *sql, TimestampTz *ts)
-{
-	Oid			types[1] = {TIMESTAMPTZOID};
-	WalRcvExecResult *res = publisher_query(conn, sql, 1, types);
-	TupleTableSlot *slot = MakeSingleTupleTableSlot(res->tupledesc, &TTSOpsMinimalTuple);
-	bool		isnull = true;
-
-	if (tuplestore_gettupleslot(res->tuplestore, true, false, slot))
-	{
-		Datum		d = slot_getattr(slot, 1, &isnull);
-
-		if (!isnull)
-			*ts = DatumGetTimestampTz(d);
-	}
-	ExecDropSingleTupleTableSlot(slot);
-	walrcv_clear_result(res);
-	return !isnull;
-}
-
-/*
- * The columns of the publisher's table that chronicle.<archive> has too,
- * with this database's types: "a, b, c" into cols, their types.
- */
-static int
-publisher_columns(WalReceiverConn *conn, const char *table, const char *archive,
-				  StringInfo cols, Oid *types, char **names)
-{
-	Oid			qtypes[2] = {TEXTOID, TEXTOID};
-	Oid			relid = get_relname_relid(archive, get_namespace_oid("chronicle", false));
-	WalRcvExecResult *res;
-	TupleTableSlot *slot;
-	int			n = 0;
-
-	res = publisher_query(conn, psprintf("SELECT a.attname::text, a.atttypid::regtype::text FROM pg_catalog.pg_attribute a"
-										 " WHERE a.attrelid = 'chronicle.%s'::pg_catalog.regclass"
-										 " AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum", table),
-						  2, qtypes);
-	slot = MakeSingleTupleTableSlot(res->tupledesc, &TTSOpsMinimalTuple);
-	resetStringInfo(cols);
-	while (tuplestore_gettupleslot(res->tuplestore, true, false, slot))
-	{
-		bool		isnull;
-		char	   *name = TextDatumGetCString(slot_getattr(slot, 1, &isnull));
-		char	   *type = TextDatumGetCString(slot_getattr(slot, 2, &isnull));
-		AttrNumber	att = get_attnum(relid, name);
-		Oid			typid;
-
-		if (att == InvalidAttrNumber || strcmp(name, "origin") == 0)
-			continue;
-		typid = DatumGetObjectId(DirectFunctionCall1(regtypein, CStringGetDatum(type)));
-		if (typid != get_atttype(relid, att))
-			ereport(ERROR,
-					(errcode(ERRCODE_DATATYPE_MISMATCH),
-					 errmsg("column %s of the publisher's chronicle.%s is of type %s, not as here",
-							name, table, type)));
-		appendStringInfo(cols, "%s%s", n > 0 ? ", " : "", quote_identifier(name));
-		if (names)
-			names[n] = name;
-		types[n++] = typid;
-	}
-	ExecDropSingleTupleTableSlot(slot);
-	walrcv_clear_result(res);
-	return n;
-}
-
-/* Each row of a query on the publisher into chronicle.<archive>. */
-static int64
-backfill_rows(WalReceiverConn *conn, int32 origin, const char *sql, int ntypes,
-			  const Oid *types, const char *archive, bool history)
-{
-	WalRcvExecResult *res = publisher_query(conn, sql, ntypes, types);
-	TupleTableSlot *slot = MakeSingleTupleTableSlot(res->tupledesc, &TTSOpsMinimalTuple);
-	MemoryContext rowcxt = AllocSetContextCreate(CurrentMemoryContext,
-												 "chronicle backfill row",
-												 ALLOCSET_DEFAULT_SIZES);
-	int64		n = 0;
-
-	while (tuplestore_gettupleslot(res->tuplestore, true, false, slot))
-	{
-		MemoryContext oldcxt = MemoryContextSwitchTo(rowcxt);
-		bool		should_free;
-		HeapTuple	tup = ExecFetchSlotHeapTuple(slot, true, &should_free);
-
-		CHECK_FOR_INTERRUPTS();
-
-		/*
-		 * A row naming a key committed after the dictionary was read came
-		 * after the slot: the subscription brings it.
-		 */
-		if (store_row(origin, archive, tup, res->tupledesc, history, true))
-			n++;
-		MemoryContextSwitchTo(oldcxt);
-		MemoryContextReset(rowcxt);
-	}
-	ExecDropSingleTupleTableSlot(slot);
-	walrcv_clear_result(res);
-	MemoryContextDelete(rowcxt);
-	return n;
-}
-
-/* A run's rows in batches: the arrays of each column, the run_id mapped. */
-#define APP_BATCH_ROWS 10000
-
-typedef struct AppBatch
-{
-	const char *table;
-	int			ncols;
-	Oid		   *types;
-	Datum	  **values;
-	bool	  **nulls;
-	int			nrows;
-	MemoryContext cxt;			/* the batch's values, reset at each flush */
-	SPIPlanPtr	plan;
-} AppBatch;
-
-/* The batch's rows into chronicle.<table>, in one INSERT of unnest(). */
-static void
-app_batch_flush(AppBatch *b)
-{
-	Datum	   *args;
-	int			ret;
-
-	if (b->nrows == 0)
-		return;
-	args = palloc(sizeof(Datum) * b->ncols);
-	for (int c = 0; c < b->ncols; c++)
-	{
-		int16		typlen;
-		bool		typbyval;
-		char		typalign;
-		int			dims[1] = {b->nrows};
-		int			lbs[1] = {1};
-
-		get_typlenbyvalalign(b->types[c], &typlen, &typbyval, &typalign);
-		args[c] = PointerGetDatum(construct_md_array(b->values[c], b->nulls[c], 1, dims, lbs,
-													 b->types[c], typlen, typbyval, typalign));
-	}
-	ret = SPI_execute_plan(b->plan, args, NULL, false, 0);
-	if (ret != SPI_OK_INSERT)
-		elog(ERROR, "could not write chronicle.%s: %s", b->table, SPI_result_code_string(ret));
-	pfree(args);
-	b->nrows = 0;
-	MemoryContextReset(b->cxt);
-}
-
-/*
- * The rows of chronicle.<table> (app_transaction, app_interval,
- * app_metric) of the runs listed (remote ids, in the publisher's
- * transaction), each with its run here (local ids, in the same order).
- */
-static int64
-backfill_app_rows(WalReceiverConn *conn, const char *table, int nruns,
-				  const int32 *remote, const int32 *local)
-{
-	StringInfoData cols;
-	StringInfoData sql;
-	StringInfoData ids;
-	Oid			types[MaxTupleAttributeNumber];
-	char	   *names[MaxTupleAttributeNumber];
-	Oid			argtypes[MaxTupleAttributeNumber];
-	int			run_col = -1;
-	AppBatch	b = {0};
-	WalRcvExecResult *res;
-	TupleTableSlot *slot;
-	int64		n = 0;
-
-	initStringInfo(&cols);
-	b.table = table;
-	b.ncols = publisher_columns(conn, table, table, &cols, types, names);
-	b.types = types;
-	initStringInfo(&sql);
-	initStringInfo(&ids);
-	appendStringInfo(&sql, "INSERT INTO chronicle.%s (%s) SELECT * FROM ROWS FROM (",
-					 table, cols.data);
-	for (int c = 0; c < b.ncols; c++)
-	{
-		if (strcmp(names[c], "run_id") == 0)
-			run_col = c;
-		argtypes[c] = get_array_type(types[c]);
-		appendStringInfo(&sql, "%spg_catalog.unnest($%d)", c > 0 ? ", " : "", c + 1);
-	}
-	appendStringInfoChar(&sql, ')');
-	if (run_col < 0)
-		elog(ERROR, "chronicle.%s has no run_id", table);
-	b.plan = SPI_prepare(sql.data, b.ncols, argtypes);
-	if (b.plan == NULL)
-		elog(ERROR, "could not prepare the write of chronicle.%s: %s", table,
-			 SPI_result_code_string(SPI_result));
-	b.cxt = AllocSetContextCreate(CurrentMemoryContext, "chronicle backfill batch",
-								  ALLOCSET_DEFAULT_SIZES);
-	b.values = palloc(sizeof(Datum *) * b.ncols);
-	b.nulls = palloc(sizeof(bool *) * b.ncols);
-	for (int c = 0; c < b.ncols; c++)
-	{
-		b.values[c] = palloc(sizeof(Datum) * APP_BATCH_ROWS);
-		b.nulls[c] = palloc(sizeof(bool) * APP_BATCH_ROWS);
-	}
-
-	for (int r = 0; r < nruns; r++)
-		appendStringInfo(&ids, "%s%d", r > 0 ? ", " : "", remote[r]);
-	res = publisher_query(conn, psprintf("SELECT %s FROM chronicle.%s WHERE run_id IN (%s)",
-										 cols.data, table, ids.data),
-						  b.ncols, types);
-	slot = MakeSingleTupleTableSlot(res->tupledesc, &TTSOpsMinimalTuple);
-	while (tuplestore_gettupleslot(res->tuplestore, true, false, slot))
-	{
-		MemoryContext oldcxt;
-		int32		remote_run;
-		int			i;
-
-		CHECK_FOR_INTERRUPTS();
-		slot_getallattrs(slot);
-		remote_run = DatumGetInt32(slot->tts_values[run_col]);
-		for (i = 0; i < nruns && remote[i] != remote_run; i++)
-			;
-		if (i == nruns)
-			elog(ERROR, "a row of chronicle.%s of a run not asked for", table);
-		oldcxt = MemoryContextSwitchTo(b.cxt);
-		for (int c = 0; c < b.ncols; c++)
-		{
-			bool		isnull = slot->tts_isnull[c];
-			Datum		d = slot->tts_values[c];
-
-			if (c == run_col)
-				d = Int32GetDatum(local[i]);
-			else if (!isnull)
-			{
-				int16		typlen;
-				bool		typbyval;
-
-				get_typlenbyval(types[c], &typlen, &typbyval);
-				d = datumCopy(d, typbyval, typlen);
-			}
-			b.values[c][b.nrows] = d;
-			b.nulls[c][b.nrows] = isnull;
-		}
-		MemoryContextSwitchTo(oldcxt);
-		if (++b.nrows == APP_BATCH_ROWS)
-			app_batch_flush(&b);
-		n++;
-	}
-	app_batch_flush(&b);
-	ExecDropSingleTupleTableSlot(slot);
-	walrcv_clear_result(res);
-	SPI_freeplan(b.plan);
-	MemoryContextDelete(b.cxt);
-	return n;
-}
-
-/*
- * The publisher's runs that the central side does not hold yet, read in
- * the slot's snapshot (chronicle._publisher_prepare()): with a backfill
- * (has_since), those that ended at or after since or are still open;
- * without, those still open (whose later rows would come through the
- * slot to a run the central side lacks).  Each is stored as
- * chronicle._central_store_run() stores one that comes through the slot,
- * with its pgbench rows and metrics; and the marks from since on (or
- * from the first run's start), each once.  The run rows' ended and
- * warm-up are as of the snapshot; their later changes come through the
- * slot.
- */
-static void
-backfill_runs(WalReceiverConn *conn, int32 origin, bool has_since, TimestampTz since)
-{
-	Oid			types[3] = {INT4OID, TEXTOID, TIMESTAMPTZOID};
-	WalRcvExecResult *res;
-	TupleTableSlot *slot;
-	int32	   *remote;
-	int32	   *local;
-	int			nruns = 0;
-	TimestampTz first = 0;
-	bool		any = false;
-
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	res = publisher_query(conn,
-						  psprintf("SELECT r.run_id, pg_catalog.to_jsonb(r)::text, r.started"
-								   " FROM chronicle.run r WHERE r.origin = 0 AND (r.ended IS NULL%s)"
-								   " ORDER BY r.run_id",
-								   has_since ? psprintf(" OR r.ended >= %s", ts_sql(since)) : ""),
-						  3, types);
-	remote = palloc(sizeof(int32) * Max(tuplestore_tuple_count(res->tuplestore), 1));
-	local = palloc(sizeof(int32) * Max(tuplestore_tuple_count(res->tuplestore), 1));
-	slot = MakeSingleTupleTableSlot(res->tupledesc, &TTSOpsMinimalTuple);
-	while (tuplestore_gettupleslot(res->tuplestore, true, false, slot))
-	{
-		bool		isnull;
-		Datum		id = slot_getattr(slot, 1, &isnull);
-		TimestampTz started = DatumGetTimestampTz(slot_getattr(slot, 3, &isnull));
-		Oid			store_types[2] = {INT4OID, TEXTOID};
-		Datum		store_args[2] = {Int32GetDatum(origin), slot_getattr(slot, 2, &isnull)};
-		Oid			map_types[2] = {INT4OID, INT4OID};
-		Datum		map_args[2] = {Int32GetDatum(origin), id};
-
-		/* a run the central side holds already (subscribed again) */
-		if (local_run(origin, id) != 0)
-			continue;
-		if (SPI_execute_with_args("SELECT chronicle._central_store_run($1, 'run', $2::jsonb)",
-								  2, store_types, store_args, NULL, false, 0) != SPI_OK_SELECT)
-			elog(ERROR, "could not store a run of the publisher");
-		/* (not local_run(): its read-only plan does not see that row yet) */
-		if (SPI_execute_with_args("SELECT run_id FROM chronicle.archive_run"
-								  " WHERE origin = $1 AND remote_id = $2",
-								  2, map_types, map_args, NULL, false, 1) != SPI_OK_SELECT)
-			elog(ERROR, "could not read chronicle.archive_run");
-		if (SPI_processed == 0)
-			continue;			/* not one of its own runs */
-		remote[nruns] = DatumGetInt32(id);
-		local[nruns] = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0],
-												   SPI_tuptable->tupdesc, 1, &isnull));
-		if (!any || started < first)
-			first = started;
-		any = true;
-		nruns++;
-	}
-	ExecDropSingleTupleTableSlot(slot);
-	walrcv_clear_result(res);
-
-	if (nruns > 0)
-	{
-		backfill_app_rows(conn, "app_transaction", nruns, remote, local);
-		backfill_app_rows(conn, "app_interval", nruns, remote, local);
-		backfill_app_rows(conn, "app_metric", nruns, remote, local);
-	}
-
-	/* the marks, each once (one stored before a lost slot is not again) */
-	if (has_since || any)
-	{
-		Oid			mtypes[1] = {TEXTOID};
-
-		res = publisher_query(conn,
-							  psprintf("SELECT pg_catalog.to_jsonb(m)::text FROM chronicle.mark m"
-									   " WHERE m.origin = 0 AND m.ts >= %s ORDER BY m.ts, m.mark_id",
-									   ts_sql(has_since && (!any || since < first) ? since : first)),
-							  1, mtypes);
-		slot = MakeSingleTupleTableSlot(res->tupledesc, &TTSOpsMinimalTuple);
-		while (tuplestore_gettupleslot(res->tuplestore, true, false, slot))
-		{
-			bool		isnull;
-			Datum		args[3];
-			Oid			argtypes[3] = {INT4OID, TEXTOID, TEXTOID};
-
-			args[0] = Int32GetDatum(origin);
-			args[1] = CStringGetTextDatum("mark");
-			args[2] = slot_getattr(slot, 1, &isnull);
-			if (SPI_execute_with_args("SELECT chronicle._central_store_run($1, $2, $3::jsonb)",
-									  3, argtypes, args, NULL, false, 0) != SPI_OK_SELECT)
-				elog(ERROR, "could not store a mark of the publisher");
-		}
-		ExecDropSingleTupleTableSlot(slot);
-		walrcv_clear_result(res);
-	}
-	SPI_finish();
-}
-
-/*
- * chronicle._publisher_backfill(conninfo, origin, since): the publisher's
- * snapshots and history from its latest keyframe at or before since (its
- * first snapshot when none), and its statement texts, into the archive
- * tables under origin, read an hour at a time: each query a snapshot of
- * its own on the publisher, so none holds back its VACUUM for long.
- * Called by chronicle.subscribe() once the slot exists and the keys it
- * read are mapped: every row committed before the slot is in the tables
- * read, every row after it comes through the subscription, and a row
- * that comes both ways is stored once.  Returns the snapshots stored.
- */
-PG_FUNCTION_INFO_V1(chronicle_publisher_backfill);
-
-Datum
-chronicle_publisher_backfill(PG_FUNCTION_ARGS)
-{
-	char	   *conninfo;
-	int32		origin;
-	TimestampTz since;
-	WalReceiverConn *conn;
-	int64		nsnap = 0;
-
-	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("chronicle._publisher_backfill: conninfo, origin and since must not be NULL")));
-	conninfo = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	origin = PG_GETARG_INT32(1);
-	since = PG_GETARG_TIMESTAMPTZ(2);
-	conn = publisher_connect(conninfo);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	PG_TRY();
-	{
-		TimestampTz from;
-		TimestampTz last;
-		StringInfoData hcols;
-		StringInfoData scols;
-		StringInfoData tcols;
-		Oid			htypes[MaxTupleAttributeNumber];
-		Oid			stypes[MaxTupleAttributeNumber];
-		Oid			ttypes[MaxTupleAttributeNumber];
-		int			nh,
-					ns,
-					nt;
-
-		initStringInfo(&hcols);
-		initStringInfo(&scols);
-		initStringInfo(&tcols);
-		nh = publisher_columns(conn, "history", "archive_history", &hcols, htypes, NULL);
-		ns = publisher_columns(conn, "snapshot", "archive_snapshot", &scols, stypes, NULL);
-		nt = publisher_columns(conn, "statements_text", "archive_statements_text", &tcols, ttypes, NULL);
-		if (publisher_ts(conn, psprintf("SELECT coalesce((SELECT max(ts) FROM chronicle.snapshot"
-										"                  WHERE keyframe AND ts <= %s),"
-										"                 (SELECT min(ts) FROM chronicle.snapshot))",
-										ts_sql(since)), &from) &&
-			publisher_ts(conn, "SELECT max(ts) FROM chronicle.snapshot", &last))
-		{
-			for (TimestampTz lo = from; lo <= last; lo += USECS_PER_HOUR)
-			{
-				TimestampTz hi = lo + USECS_PER_HOUR;
-
-				backfill_rows(conn, origin,
-							  psprintf("SELECT %s FROM chronicle.history WHERE ts >= %s AND ts < %s",
-									   hcols.data, ts_sql(lo), ts_sql(hi)),
-							  nh, htypes, "archive_history", true);
-				nsnap += backfill_rows(conn, origin,
-									   psprintf("SELECT %s FROM chronicle.snapshot WHERE ts >= %s AND ts < %s",
-												scols.data, ts_sql(lo), ts_sql(hi)),
-									   ns, stypes, "archive_snapshot", false);
-			}
-			backfill_rows(conn, origin,
-						  psprintf("SELECT %s FROM chronicle.statements_text", tcols.data),
-						  nt, ttypes, "archive_statements_text", false);
-		}
-	}
-	PG_FINALLY();
-	{
-		walrcv_disconnect(conn);
-	}
-	PG_END_TRY();
-	SPI_finish();
-	PG_RETURN_INT64(nsnap);
 }

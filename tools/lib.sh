@@ -184,7 +184,8 @@ lib_bench_history() {
 # (BENCH_REPS, 3), py (PYTHON, python3), day (2025-01-01) and out (a new
 # temporary folder; at exit it is removed and the cluster stopped, see
 # lib_bench_history_stop); the cluster is on BENCH_PORT (default PORT), and
-# psql() is LIB_BINDIR's, quiet, stopping at the first error.
+# psql() is LIB_BINDIR's, quiet, stopping at the first error.  BENCH_HOUR_CONF:
+# lines added to the cluster's configuration.
 lib_bench_hour() {
 	dir=${BENCH_DIR:-/tmp/$1-bench}
 	reps=${BENCH_REPS:-3}
@@ -197,7 +198,8 @@ lib_bench_hour() {
 shared_buffers = 512MB
 work_mem = 64MB
 max_wal_size = 8GB
-max_parallel_workers_per_gather = 0" "$LIB_ROOT/bench/report_gen.sql" "$day" \
+max_parallel_workers_per_gather = 0
+${BENCH_HOUR_CONF:-}" "$LIB_ROOT/bench/report_gen.sql" "$day" \
 		"one hour of 1 s history and its pgbench log"
 }
 

@@ -84,3 +84,12 @@ class Drawer:
             self.pool.terminate()
             self.pool.join()
             self.pool = None
+
+
+def write_all(meta: Meta, panel_list: list[Panel], outdir: pathlib.Path,
+              processes: int | None = None) -> dict[str, str]:
+    """<panel id>.png and .svg for every panel; returns the panels that
+    could not be drawn, each with why (the others are drawn all the same).
+    The panels are drawn by one process per CPU (at most 4): matplotlib
+    renders in one thread (a report starts its Drawer before its queries)."""
+    return Drawer(outdir, processes).finish(meta, panel_list)

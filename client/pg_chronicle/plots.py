@@ -23,7 +23,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 from matplotlib.ticker import FuncFormatter, LogLocator, MultipleLocator, NullFormatter
 
-from pg_chronicle import drawing, text
+from pg_chronicle import text
 from pg_chronicle.model import Cell, Chart, Meta, Panel, Value
 
 PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
@@ -325,13 +325,3 @@ def write_panel(args: tuple[Panel, Meta, pathlib.Path]) -> tuple[str, str | None
             path.unlink(missing_ok=True)
         return p["id"], " ".join(f"{type(exc).__name__}: {exc}".split())
     return p["id"], None
-
-
-def write_all(meta: Meta, panel_list: list[Panel], outdir: pathlib.Path,
-              processes: int | None = None) -> dict[str, str]:
-    """<panel id>.png and .svg for every panel; returns the panels that
-    could not be drawn, each with why (the others are drawn all the same).
-    The panels are drawn by one process per CPU (at most 4): matplotlib
-    renders in one thread (drawing.Drawer, which a report starts before its
-    queries)."""
-    return drawing.Drawer(outdir, processes).finish(meta, panel_list)

@@ -20,7 +20,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from pg_chronicle import bench, cli, compare, db, html, panels, plots, report, summary, text, trials
+from pg_chronicle import bench, cli, compare, db, drawing, html, panels, plots, report, summary, text, trials
 from pg_chronicle.model import Chart, Meta, Panel
 
 T0 = datetime(2026, 11, 24, 4, 11, 4, tzinfo=UTC)
@@ -874,7 +874,7 @@ def test_write_all_draws_and_reports_failures(tmp_path: pathlib.Path) -> None:
     empty = panels._panel("empty", "E", "")
     # a series shorter than its x: drawing it fails
     bad: Panel = {**good, "id": "bad", "charts": [_chart(w, [1.0])]}
-    failed = plots.write_all(_meta(), [good, tables, empty, bad], tmp_path, processes=1)
+    failed = drawing.write_all(_meta(), [good, tables, empty, bad], tmp_path, processes=1)
     assert list(failed) == ["bad"] and failed["bad"].startswith("ValueError: ")
     assert "\n" not in failed["bad"]
     for pid in ("good", "tables", "empty"):
@@ -890,7 +890,7 @@ def test_table_pictures_hold_every_cell_in_its_row(tmp_path: pathlib.Path) -> No
          "marked": [1], "note": None}
     p: Panel = {"id": "tables", "title": "T", "about": "", "charts": [],
                 "tables": [t, {**t, "id": "u", "title": "none", "rows": [], "marked": []}], "empty": None}
-    assert plots.write_all(_meta(), [p], tmp_path, processes=1) == {}
+    assert drawing.write_all(_meta(), [p], tmp_path, processes=1) == {}
     root = ET.parse(tmp_path / "tables.svg").getroot()
     # every line as drawn
     lines = ["".join(e.itertext()) for e in root.iter() if e.tag.endswith("}text")]
