@@ -581,28 +581,35 @@ backfill_runs(WalReceiverConn *conn, int32 origin, bool has_since, TimestampTz s
 		backfill_app_rows(conn, "app_metric", nruns, remote, local);
 	}
 
-	/* the marks, each once (one stored before a lost slot is not again) */
+	/*
+	 * The marks: as many of each (ts, event, owner) as the server holds,
+	 * less those stored already (before a lost slot), so that none is
+	 * stored twice and two alike (one transaction's) stay two.
+	 */
 	if (has_since || any)
 	{
-		Oid			mtypes[1] = {TEXTOID};
+		Oid			mtypes[4] = {TIMESTAMPTZOID, TEXTOID, TEXTOID, INT8OID};
+		Oid			argtypes[5] = {INT4OID, TIMESTAMPTZOID, TEXTOID, TEXTOID, INT8OID};
+		Datum		args[5];
 
 		res = publisher_query(conn,
-							  psprintf("SELECT pg_catalog.to_jsonb(m)::text FROM chronicle.mark m"
-									   " WHERE m.origin = 0 AND m.ts >= %s ORDER BY m.ts, m.mark_id",
+							  psprintf("SELECT m.ts, m.event, m.owner, count(*) FROM chronicle.mark m"
+									   " WHERE m.origin = 0 AND m.ts >= %s GROUP BY 1, 2, 3 ORDER BY 1",
 									   ts_sql(has_since && (!any || since < first) ? since : first)),
-							  1, mtypes);
+							  4, mtypes);
 		slot = MakeSingleTupleTableSlot(res->tupledesc, &TTSOpsMinimalTuple);
+		args[0] = Int32GetDatum(origin);
 		while (tuplestore_gettupleslot(res->tuplestore, true, false, slot))
 		{
 			bool		isnull;
-			Datum		args[3];
-			Oid			argtypes[3] = {INT4OID, TEXTOID, TEXTOID};
 
-			args[0] = Int32GetDatum(origin);
-			args[1] = CStringGetTextDatum("mark");
-			args[2] = slot_getattr(slot, 1, &isnull);
-			if (SPI_execute_with_args("SELECT chronicle._central_store_run($1, $2, $3::jsonb)",
-									  3, argtypes, args, NULL, false, 0) != SPI_OK_SELECT)
+			for (int c = 0; c < 4; c++)
+				args[c + 1] = slot_getattr(slot, c + 1, &isnull);
+			if (SPI_execute_with_args("INSERT INTO chronicle.mark (ts, event, owner, origin)"
+									  " SELECT $2, $3, $4, $1 FROM pg_catalog.generate_series(1,"
+									  "  $5 - (SELECT count(*) FROM chronicle.mark m WHERE m.origin = $1"
+									  "         AND m.ts = $2 AND m.event = $3 AND m.owner = $4))",
+									  5, argtypes, args, NULL, false, 0) != SPI_OK_INSERT)
 				elog(ERROR, "could not store a mark of the publisher");
 		}
 		ExecDropSingleTupleTableSlot(slot);

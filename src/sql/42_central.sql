@@ -187,12 +187,9 @@ BEGIN
 		VALUES (v_origin, (r ->> 'run_id')::integer, v_run);
 		RETURN;
 	ELSIF kind = 'mark' THEN
-		-- once: a backfill after a lost slot reads marks stored before it
 		IF (r ->> 'origin')::integer = 0 THEN
 			INSERT INTO chronicle.mark (ts, event, owner, origin)
-			SELECT x.ts, x.event, x.owner, v_origin FROM jsonb_populate_record(NULL::chronicle.mark, r) x
-			 WHERE NOT EXISTS (SELECT FROM chronicle.mark m
-			                    WHERE m.origin = v_origin AND m.ts = x.ts AND m.event = x.event AND m.owner = x.owner);
+			SELECT x.ts, x.event, x.owner, v_origin FROM jsonb_populate_record(NULL::chronicle.mark, r) x;
 		END IF;
 		RETURN;
 	END IF;

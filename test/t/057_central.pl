@@ -131,6 +131,7 @@ for my $node (@sources)
 {
 	my $ended = $runs_before{ $node->name }[0];
 	$node->safe_psql('postgres', "SELECT chronicle.run_begin('$ended'); SELECT chronicle.mark('in $ended');"
+		  . "SELECT chronicle.mark('twice', now()) FROM generate_series(1, 2);"
 		  . pgbench_rows($ended, 'pgbench_log.1', 300)
 		  . "SELECT chronicle.add_metric('queue_depth', 5, now(), '$ended');");
 }
