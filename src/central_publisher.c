@@ -61,8 +61,10 @@ publisher_connect(const char *conninfo)
 	return conn;
 }
 
-static void backfill_runs(WalReceiverConn *conn, int32 origin, bool has_since,
-						  TimestampTz since);
+typedef struct RunsBackfill RunsBackfill;
+static RunsBackfill *backfill_runs_read(WalReceiverConn *conn, int32 origin,
+										bool has_since, TimestampTz since);
+static void backfill_runs_store(RunsBackfill *rb, int32 origin);
 
 /* A command on the publisher that must succeed. */
 static void
@@ -131,6 +133,8 @@ chronicle_publisher_prepare(PG_FUNCTION_ARGS)
 		Oid			types[3] = {INT4OID, TEXTOID, TEXTOID};
 		WalRcvExecResult *res;
 		TupleTableSlot *ts;
+		RunsBackfill *runs;
+		TimestampTz began;
 		ArrayBuildState *ids = initArrayResult(INT4OID, CurrentMemoryContext, false);
 		ArrayBuildState *srcs = initArrayResult(TEXTOID, CurrentMemoryContext, false);
 		ArrayBuildState *keys = initArrayResult(TEXTOID, CurrentMemoryContext, false);
@@ -149,6 +153,7 @@ chronicle_publisher_prepare(PG_FUNCTION_ARGS)
 
 		publisher_command(conn, "BEGIN READ ONLY ISOLATION LEVEL REPEATABLE READ");
 		in_xact = true;
+		began = GetCurrentTimestamp();
 		walrcv_create_slot(conn, slot, false, false, false, CRS_USE_SNAPSHOT, &lsn);
 		slot_made = true;
 		res = walrcv_exec(conn, "SELECT key_id, source, key::text FROM chronicle.history_key ORDER BY key_id",
@@ -179,10 +184,17 @@ chronicle_publisher_prepare(PG_FUNCTION_ARGS)
 		result[3] = makeArrayResult(srcs, CurrentMemoryContext);
 		result[4] = makeArrayResult(keys, CurrentMemoryContext);
 
-		backfill_runs(conn, PG_GETARG_INT32(2), !PG_ARGISNULL(3),
-					  PG_ARGISNULL(3) ? 0 : PG_GETARG_TIMESTAMPTZ(3));
+		/*
+		 * The runs read in the snapshot, stored here after it ended: the
+		 * publisher's VACUUM is held back for the reading only.
+		 */
+		runs = backfill_runs_read(conn, PG_GETARG_INT32(2), !PG_ARGISNULL(3),
+								  PG_ARGISNULL(3) ? 0 : PG_GETARG_TIMESTAMPTZ(3));
 		publisher_command(conn, "COMMIT");
 		in_xact = false;
+		elog(DEBUG1, "chronicle._publisher_prepare: the publisher's snapshot was held for %.3f s",
+			 (double) (GetCurrentTimestamp() - began) / USECS_PER_SEC);
+		backfill_runs_store(runs, PG_GETARG_INT32(2));
 	}
 	PG_CATCH();
 	{
@@ -355,111 +367,129 @@ backfill_rows(WalReceiverConn *conn, int32 origin, const char *sql, int ntypes,
 	return n;
 }
 
-/* A run's rows in batches: the arrays of each column, the run_id mapped. */
+/*
+ * The rows of a run table (app_transaction, app_interval, app_metric) read
+ * from the publisher, to be stored here in batches: the arrays of each
+ * column, in one INSERT of unnest() a batch.
+ */
 #define APP_BATCH_ROWS 10000
 
-typedef struct AppBatch
+typedef struct AppRows
 {
 	const char *table;
 	int			ncols;
+	int			run_col;		/* the column of run_id */
 	Oid		   *types;
+	int16	   *typlen;
+	bool	   *typbyval;
+	char	   *typalign;
+	char	  **names;
+	WalRcvExecResult *res;		/* the rows as read */
+	/* the batch being filled */
 	Datum	  **values;
 	bool	  **nulls;
 	int			nrows;
 	MemoryContext cxt;			/* the batch's values, reset at each flush */
 	SPIPlanPtr	plan;
-} AppBatch;
+} AppRows;
 
-/* The batch's rows into chronicle.<table>, in one INSERT of unnest(). */
-static void
-app_batch_flush(AppBatch *b)
+/* The runs a subscription brings (backfill_runs_read()). */
+struct RunsBackfill
 {
-	Datum	   *args;
-	int			ret;
+	int			nruns;
+	int32	   *remote;			/* the server's run ids */
+	int32	   *local;			/* the same runs' ids here */
+	AppRows		app[3];
+	WalRcvExecResult *marks;	/* NULL: none read */
+};
 
-	if (b->nrows == 0)
-		return;
-	args = palloc(sizeof(Datum) * b->ncols);
-	for (int c = 0; c < b->ncols; c++)
-	{
-		int16		typlen;
-		bool		typbyval;
-		char		typalign;
-		int			dims[1] = {b->nrows};
-		int			lbs[1] = {1};
-
-		get_typlenbyvalalign(b->types[c], &typlen, &typbyval, &typalign);
-		args[c] = PointerGetDatum(construct_md_array(b->values[c], b->nulls[c], 1, dims, lbs,
-													 b->types[c], typlen, typbyval, typalign));
-	}
-	ret = SPI_execute_plan(b->plan, args, NULL, false, 0);
-	if (ret != SPI_OK_INSERT)
-		elog(ERROR, "could not write chronicle.%s: %s", b->table, SPI_result_code_string(ret));
-	pfree(args);
-	b->nrows = 0;
-	MemoryContextReset(b->cxt);
-}
-
-/*
- * The rows of chronicle.<table> (app_transaction, app_interval,
- * app_metric) of the runs listed (remote ids, in the publisher's
- * transaction), each with its run here (local ids, in the same order).
- */
-static int64
-backfill_app_rows(WalReceiverConn *conn, const char *table, int nruns,
-				  const int32 *remote, const int32 *local)
+/* Reads the rows of a.table of the runs of rb from the publisher. */
+static void
+app_rows_read(WalReceiverConn *conn, AppRows *a, const RunsBackfill *rb)
 {
 	StringInfoData cols;
-	StringInfoData sql;
 	StringInfoData ids;
-	Oid			types[MaxTupleAttributeNumber];
-	char	   *names[MaxTupleAttributeNumber];
-	Oid			argtypes[MaxTupleAttributeNumber];
-	int			run_col = -1;
-	AppBatch	b = {0};
-	WalRcvExecResult *res;
-	TupleTableSlot *slot;
-	int64		n = 0;
 
 	initStringInfo(&cols);
-	b.table = table;
-	b.ncols = publisher_columns(conn, table, table, &cols, types, names);
-	b.types = types;
-	initStringInfo(&sql);
 	initStringInfo(&ids);
-	appendStringInfo(&sql, "INSERT INTO chronicle.%s (%s) SELECT * FROM ROWS FROM (",
-					 table, cols.data);
-	for (int c = 0; c < b.ncols; c++)
+	a->types = palloc(sizeof(Oid) * MaxTupleAttributeNumber);
+	a->names = palloc(sizeof(char *) * MaxTupleAttributeNumber);
+	a->ncols = publisher_columns(conn, a->table, a->table, &cols, a->types, a->names);
+	a->run_col = -1;
+	for (int c = 0; c < a->ncols; c++)
+		if (strcmp(a->names[c], "run_id") == 0)
+			a->run_col = c;
+	if (a->run_col < 0)
+		elog(ERROR, "chronicle.%s has no run_id", a->table);
+	for (int r = 0; r < rb->nruns; r++)
+		appendStringInfo(&ids, "%s%d", r > 0 ? ", " : "", rb->remote[r]);
+	a->res = publisher_query(conn, psprintf("SELECT %s FROM chronicle.%s WHERE run_id IN (%s)",
+											cols.data, a->table, ids.data),
+							 a->ncols, a->types);
+}
+
+/* The batch's rows into chronicle.<table>. */
+static void
+app_rows_flush(AppRows *a)
+{
+	Datum	   *args;
+
+	if (a->nrows == 0)
+		return;
+	args = palloc(sizeof(Datum) * a->ncols);
+	for (int c = 0; c < a->ncols; c++)
 	{
-		if (strcmp(names[c], "run_id") == 0)
-			run_col = c;
-		argtypes[c] = get_array_type(types[c]);
+		int			dims[1] = {a->nrows};
+		int			lbs[1] = {1};
+
+		args[c] = PointerGetDatum(construct_md_array(a->values[c], a->nulls[c], 1, dims, lbs,
+													 a->types[c], a->typlen[c], a->typbyval[c],
+													 a->typalign[c]));
+	}
+	if (SPI_execute_plan(a->plan, args, NULL, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "could not write chronicle.%s", a->table);
+	pfree(args);
+	a->nrows = 0;
+	MemoryContextReset(a->cxt);
+}
+
+/* Stores the rows read by app_rows_read(), each with its run here. */
+static void
+app_rows_store(AppRows *a, const RunsBackfill *rb)
+{
+	StringInfoData sql;
+	Oid		   *argtypes = palloc(sizeof(Oid) * a->ncols);
+	TupleTableSlot *slot;
+
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "INSERT INTO chronicle.%s (", a->table);
+	for (int c = 0; c < a->ncols; c++)
+		appendStringInfo(&sql, "%s%s", c > 0 ? ", " : "", quote_identifier(a->names[c]));
+	appendStringInfoString(&sql, ") SELECT * FROM ROWS FROM (");
+	a->typlen = palloc(sizeof(int16) * a->ncols);
+	a->typbyval = palloc(sizeof(bool) * a->ncols);
+	a->typalign = palloc(sizeof(char) * a->ncols);
+	a->values = palloc(sizeof(Datum *) * a->ncols);
+	a->nulls = palloc(sizeof(bool *) * a->ncols);
+	for (int c = 0; c < a->ncols; c++)
+	{
+		argtypes[c] = get_array_type(a->types[c]);
+		get_typlenbyvalalign(a->types[c], &a->typlen[c], &a->typbyval[c], &a->typalign[c]);
+		a->values[c] = palloc(sizeof(Datum) * APP_BATCH_ROWS);
+		a->nulls[c] = palloc(sizeof(bool) * APP_BATCH_ROWS);
 		appendStringInfo(&sql, "%spg_catalog.unnest($%d)", c > 0 ? ", " : "", c + 1);
 	}
 	appendStringInfoChar(&sql, ')');
-	if (run_col < 0)
-		elog(ERROR, "chronicle.%s has no run_id", table);
-	b.plan = SPI_prepare(sql.data, b.ncols, argtypes);
-	if (b.plan == NULL)
-		elog(ERROR, "could not prepare the write of chronicle.%s: %s", table,
+	a->plan = SPI_prepare(sql.data, a->ncols, argtypes);
+	if (a->plan == NULL)
+		elog(ERROR, "could not prepare the write of chronicle.%s: %s", a->table,
 			 SPI_result_code_string(SPI_result));
-	b.cxt = AllocSetContextCreate(CurrentMemoryContext, "chronicle backfill batch",
-								  ALLOCSET_DEFAULT_SIZES);
-	b.values = palloc(sizeof(Datum *) * b.ncols);
-	b.nulls = palloc(sizeof(bool *) * b.ncols);
-	for (int c = 0; c < b.ncols; c++)
-	{
-		b.values[c] = palloc(sizeof(Datum) * APP_BATCH_ROWS);
-		b.nulls[c] = palloc(sizeof(bool) * APP_BATCH_ROWS);
-	}
+	a->cxt = AllocSetContextCreate(CurrentMemoryContext, "chronicle backfill batch",
+								   ALLOCSET_DEFAULT_SIZES);
+	a->nrows = 0;
 
-	for (int r = 0; r < nruns; r++)
-		appendStringInfo(&ids, "%s%d", r > 0 ? ", " : "", remote[r]);
-	res = publisher_query(conn, psprintf("SELECT %s FROM chronicle.%s WHERE run_id IN (%s)",
-										 cols.data, table, ids.data),
-						  b.ncols, types);
-	slot = MakeSingleTupleTableSlot(res->tupledesc, &TTSOpsMinimalTuple);
-	while (tuplestore_gettupleslot(res->tuplestore, true, false, slot))
+	slot = MakeSingleTupleTableSlot(a->res->tupledesc, &TTSOpsMinimalTuple);
+	while (tuplestore_gettupleslot(a->res->tuplestore, true, false, slot))
 	{
 		MemoryContext oldcxt;
 		int32		remote_run;
@@ -467,66 +497,57 @@ backfill_app_rows(WalReceiverConn *conn, const char *table, int nruns,
 
 		CHECK_FOR_INTERRUPTS();
 		slot_getallattrs(slot);
-		remote_run = DatumGetInt32(slot->tts_values[run_col]);
-		for (i = 0; i < nruns && remote[i] != remote_run; i++)
+		remote_run = DatumGetInt32(slot->tts_values[a->run_col]);
+		for (i = 0; i < rb->nruns && rb->remote[i] != remote_run; i++)
 			;
-		if (i == nruns)
-			elog(ERROR, "a row of chronicle.%s of a run not asked for", table);
-		oldcxt = MemoryContextSwitchTo(b.cxt);
-		for (int c = 0; c < b.ncols; c++)
+		if (i == rb->nruns)
+			elog(ERROR, "a row of chronicle.%s of a run not asked for", a->table);
+		oldcxt = MemoryContextSwitchTo(a->cxt);
+		for (int c = 0; c < a->ncols; c++)
 		{
 			bool		isnull = slot->tts_isnull[c];
 			Datum		d = slot->tts_values[c];
 
-			if (c == run_col)
-				d = Int32GetDatum(local[i]);
+			if (c == a->run_col)
+				d = Int32GetDatum(rb->local[i]);
 			else if (!isnull)
-			{
-				int16		typlen;
-				bool		typbyval;
-
-				get_typlenbyval(types[c], &typlen, &typbyval);
-				d = datumCopy(d, typbyval, typlen);
-			}
-			b.values[c][b.nrows] = d;
-			b.nulls[c][b.nrows] = isnull;
+				d = datumCopy(d, a->typbyval[c], a->typlen[c]);
+			a->values[c][a->nrows] = d;
+			a->nulls[c][a->nrows] = isnull;
 		}
 		MemoryContextSwitchTo(oldcxt);
-		if (++b.nrows == APP_BATCH_ROWS)
-			app_batch_flush(&b);
-		n++;
+		if (++a->nrows == APP_BATCH_ROWS)
+			app_rows_flush(a);
 	}
-	app_batch_flush(&b);
+	app_rows_flush(a);
 	ExecDropSingleTupleTableSlot(slot);
-	walrcv_clear_result(res);
-	SPI_freeplan(b.plan);
-	MemoryContextDelete(b.cxt);
-	return n;
+	walrcv_clear_result(a->res);
+	SPI_freeplan(a->plan);
+	MemoryContextDelete(a->cxt);
 }
 
 /*
- * The publisher's runs that the central side does not hold yet, read in
- * the slot's snapshot (chronicle._publisher_prepare()): with a backfill
- * (has_since), those that ended at or after since or are still open;
- * without, those still open (whose later rows would come through the
- * slot to a run the central side lacks).  Each is stored as
- * chronicle._central_store_run() stores one that comes through the slot,
- * with its pgbench rows and metrics; and the marks from since on (or
- * from the first run's start), each once.  The run rows' ended and
- * warm-up are as of the snapshot; their later changes come through the
- * slot.
+ * In the slot's snapshot (chronicle._publisher_prepare()): the
+ * publisher's runs that the central side does not hold yet, with a
+ * backfill (has_since) those that ended at or after since or are still
+ * open, without, those still open (whose later rows would come through
+ * the slot to a run the central side lacks).  Each is stored here as
+ * chronicle._central_store_run() stores one that comes through the slot
+ * (the run rows' ended and warm-up as of the snapshot: later changes come
+ * through the slot); their pgbench rows and metrics, and the marks from
+ * since on (or from the first such run's start), are read, to be stored
+ * by backfill_runs_store() once the publisher's transaction has ended.
  */
-static void
-backfill_runs(WalReceiverConn *conn, int32 origin, bool has_since, TimestampTz since)
+static RunsBackfill *
+backfill_runs_read(WalReceiverConn *conn, int32 origin, bool has_since, TimestampTz since)
 {
+	MemoryContext cxt = CurrentMemoryContext;	/* rb's, past SPI_finish() */
+	RunsBackfill *rb = palloc0(sizeof(RunsBackfill));
 	Oid			types[3] = {INT4OID, TEXTOID, TIMESTAMPTZOID};
 	WalRcvExecResult *res;
 	TupleTableSlot *slot;
-	int32	   *remote;
-	int32	   *local;
-	int			nruns = 0;
 	TimestampTz first = 0;
-	bool		any = false;
+	int64		n;
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
@@ -536,8 +557,9 @@ backfill_runs(WalReceiverConn *conn, int32 origin, bool has_since, TimestampTz s
 								   " ORDER BY r.run_id",
 								   has_since ? psprintf(" OR r.ended >= %s", ts_sql(since)) : ""),
 						  3, types);
-	remote = palloc(sizeof(int32) * Max(tuplestore_tuple_count(res->tuplestore), 1));
-	local = palloc(sizeof(int32) * Max(tuplestore_tuple_count(res->tuplestore), 1));
+	n = Max(tuplestore_tuple_count(res->tuplestore), 1);
+	rb->remote = MemoryContextAlloc(cxt, sizeof(int32) * n);
+	rb->local = MemoryContextAlloc(cxt, sizeof(int32) * n);
 	slot = MakeSingleTupleTableSlot(res->tupledesc, &TTSOpsMinimalTuple);
 	while (tuplestore_gettupleslot(res->tuplestore, true, false, slot))
 	{
@@ -563,43 +585,62 @@ backfill_runs(WalReceiverConn *conn, int32 origin, bool has_since, TimestampTz s
 			elog(ERROR, "could not read chronicle.archive_run");
 		if (SPI_processed == 0)
 			continue;			/* not one of its own runs */
-		remote[nruns] = DatumGetInt32(id);
-		local[nruns] = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0],
-												   SPI_tuptable->tupdesc, 1, &isnull));
-		if (!any || started < first)
+		rb->remote[rb->nruns] = DatumGetInt32(id);
+		rb->local[rb->nruns] = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0],
+														   SPI_tuptable->tupdesc, 1, &isnull));
+		if (rb->nruns == 0 || started < first)
 			first = started;
-		any = true;
-		nruns++;
+		rb->nruns++;
 	}
 	ExecDropSingleTupleTableSlot(slot);
 	walrcv_clear_result(res);
+	SPI_finish();
 
-	if (nruns > 0)
+	if (rb->nruns > 0)
 	{
-		backfill_app_rows(conn, "app_transaction", nruns, remote, local);
-		backfill_app_rows(conn, "app_interval", nruns, remote, local);
-		backfill_app_rows(conn, "app_metric", nruns, remote, local);
+		rb->app[0].table = "app_transaction";
+		rb->app[1].table = "app_interval";
+		rb->app[2].table = "app_metric";
+		for (int t = 0; t < lengthof(rb->app); t++)
+			app_rows_read(conn, &rb->app[t], rb);
 	}
 
 	/*
-	 * The marks: as many of each (ts, event, owner) as the server holds,
-	 * less those stored already (before a lost slot), so that none is
-	 * stored twice and two alike (one transaction's) stay two.
+	 * The marks: of each (ts, event, owner) how many the server holds, so
+	 * that as many are stored less those stored already (before a lost
+	 * slot): none twice, and two alike (one transaction's) stay two.
 	 */
-	if (has_since || any)
+	if (has_since || rb->nruns > 0)
 	{
 		Oid			mtypes[4] = {TIMESTAMPTZOID, TEXTOID, TEXTOID, INT8OID};
+
+		rb->marks = publisher_query(conn,
+									psprintf("SELECT m.ts, m.event, m.owner, count(*) FROM chronicle.mark m"
+											 " WHERE m.origin = 0 AND m.ts >= %s GROUP BY 1, 2, 3 ORDER BY 1",
+											 ts_sql(has_since && (rb->nruns == 0 || since < first) ?
+													since : first)),
+									4, mtypes);
+	}
+	return rb;
+}
+
+/* Stores what backfill_runs_read() read, under origin. */
+static void
+backfill_runs_store(RunsBackfill *rb, int32 origin)
+{
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	for (int t = 0; t < lengthof(rb->app); t++)
+		if (rb->app[t].res != NULL)
+			app_rows_store(&rb->app[t], rb);
+	if (rb->marks != NULL)
+	{
 		Oid			argtypes[5] = {INT4OID, TIMESTAMPTZOID, TEXTOID, TEXTOID, INT8OID};
 		Datum		args[5];
+		TupleTableSlot *slot = MakeSingleTupleTableSlot(rb->marks->tupledesc, &TTSOpsMinimalTuple);
 
-		res = publisher_query(conn,
-							  psprintf("SELECT m.ts, m.event, m.owner, count(*) FROM chronicle.mark m"
-									   " WHERE m.origin = 0 AND m.ts >= %s GROUP BY 1, 2, 3 ORDER BY 1",
-									   ts_sql(has_since && (!any || since < first) ? since : first)),
-							  4, mtypes);
-		slot = MakeSingleTupleTableSlot(res->tupledesc, &TTSOpsMinimalTuple);
 		args[0] = Int32GetDatum(origin);
-		while (tuplestore_gettupleslot(res->tuplestore, true, false, slot))
+		while (tuplestore_gettupleslot(rb->marks->tuplestore, true, false, slot))
 		{
 			bool		isnull;
 
@@ -613,7 +654,7 @@ backfill_runs(WalReceiverConn *conn, int32 origin, bool has_since, TimestampTz s
 				elog(ERROR, "could not store a mark of the publisher");
 		}
 		ExecDropSingleTupleTableSlot(slot);
-		walrcv_clear_result(res);
+		walrcv_clear_result(rb->marks);
 	}
 	SPI_finish();
 }
