@@ -577,8 +577,10 @@ backfill_runs_read(WalReceiverConn *conn, int32 origin, bool has_since, Timestam
 		if (SPI_execute_with_args("SELECT chronicle._central_store_run($1, 'run', $2::jsonb)",
 								  2, store_types, store_args, NULL, false, 0) != SPI_OK_SELECT)
 			elog(ERROR, "could not store a run of the publisher");
-		/* (not chronicle_central_local_run(): its read-only plan does not see
-		 * that row yet) */
+		/*
+		 * Read here, not by chronicle_central_local_run(): its read-only
+		 * plan does not see that row yet.
+		 */
 		if (SPI_execute_with_args("SELECT run_id FROM chronicle.archive_run"
 								  " WHERE origin = $1 AND remote_id = $2",
 								  2, map_types, map_args, NULL, false, 1) != SPI_OK_SELECT)
