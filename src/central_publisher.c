@@ -114,8 +114,8 @@ chronicle_publisher_prepare(PG_FUNCTION_ARGS)
 	TupleDesc	tupdesc;
 	Datum		result[5];
 	bool		rnulls[5] = {false, false, false, false, false};
-	bool		slot_made = false;
-	bool		in_xact = false;
+	volatile bool slot_made = false;	/* read in PG_CATCH */
+	volatile bool in_xact = false;
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");

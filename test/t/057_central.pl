@@ -145,16 +145,31 @@ for my $node (@sources)
 		  . pgbench_rows($open, 'pgbench_log.1', 200));
 }
 
-# src1 with its history from before (backfill), src2 from now on
+# src1 with its history from before (backfill), src2 from now on.  src1's
+# first subscribe() fails after its slot is made, in the publisher's
+# transaction: its runs cannot be stored (a lock held on the map of runs,
+# a lock timeout); no slot, origin or subscription is left, and the next
+# subscribe() in the same session subscribes.
 my %origin;
-for my $node (@sources)
-{
-	my $name = $node->name;
-	my $backfill = $name eq 'src1' ? ", backfill => '1 hour'" : '';
-	$origin{$name} = $central->safe_psql('postgres',
-		"SELECT chronicle.subscribe('$name', " . conninfo($node) . "$backfill)");
-	ok($origin{$name} > 0, "$name subscribed as origin $origin{$name}");
-}
+my $holder = $central->background_psql('postgres');
+$holder->query_safe('BEGIN; LOCK TABLE chronicle.archive_run IN ACCESS EXCLUSIVE MODE');
+my $session = $central->background_psql('postgres', on_error_stop => 0);
+$session->query_safe("SET lock_timeout = '300ms'");
+my $subscribe_src1 = "SELECT chronicle.subscribe('src1', " . conninfo($sources[0]) . ", backfill => '1 hour')";
+my ($out, $failed) = $session->query($subscribe_src1);
+ok($failed && $session->{stderr} =~ /lock timeout/, 'subscribe() fails while it stores the runs from before');
+is($central->safe_psql('postgres', 'SELECT count(*) FROM chronicle.origin')
+	. $central->safe_psql('postgres', 'SELECT count(*) FROM pg_subscription')
+	. $sources[0]->safe_psql('postgres', 'SELECT count(*) FROM pg_replication_slots'),
+	'000', '... leaving no origin, no subscription, no slot');
+$holder->query_safe('ROLLBACK');
+$holder->quit;
+# (its NOTICE, the snapshots backfilled, goes to stderr)
+($origin{src1}) = $session->query($subscribe_src1);
+$session->quit;
+ok($origin{src1} > 0, "src1 subscribed as origin $origin{src1}, in the same session");
+$origin{src2} = $central->safe_psql('postgres', "SELECT chronicle.subscribe('src2', " . conninfo($sources[1]) . ')');
+ok($origin{src2} > 0, "src2 subscribed as origin $origin{src2}");
 is($central->safe_psql('postgres', "SELECT min(ts) FROM chronicle.archive_snapshot WHERE origin = $origin{src1}"),
 	$sources[0]->safe_psql('postgres', 'SELECT min(ts) FROM chronicle.snapshot'),
 	'src1 backfilled: its first snapshot on the central side');
