@@ -289,8 +289,15 @@ def test_pictures(runs: report_runs.ReportRuns) -> None:
         assert float(img[..., :3].std()) > 0.02, png
         root = ET.parse(svg).getroot()
         assert root.tag.endswith("svg")
-        if p["empty"] is None:
+        if p["empty"] is None and p["charts"]:
             assert len(list(root.iter())) > 50, svg
+        elif p["empty"] is None:
+            # a panel of tables: each table's title, and its header's names in order
+            lines = ["".join(e.itertext()) for e in root.iter() if e.tag.endswith("}text")]
+            for t in p["tables"]:
+                if not t.get("fold"):
+                    assert t["title"] in lines, svg
+                    assert any(line.split() == " ".join(t["columns"]).split() for line in lines), svg
     for d in (runs.report_vs, runs.report_nolog):
         for p in report_runs.report_data(d / "index.html")["panels"]:
             assert (d / f"{p['id']}.png").stat().st_size > 0
