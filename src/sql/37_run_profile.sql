@@ -10,7 +10,9 @@
 -- floor per metric (below it a change means nothing: 1 MB/s, 0.1 active
 -- session, ...), so that a metric flat at zero in most intervals (the
 -- checkpointer's writes, Lock waits) scores its value over its floor when
--- it moves.  Metrics within 2 of the median (score < 2) are not reported,
+-- it moves.  A VACUUM or ANALYZE counts as a busy session does (floor
+-- 0.1): one running where the median has none scores 10, above the noise
+-- of a loaded machine's CPU and run queue, and is among the 5 reported.  Metrics within 2 of the median (score < 2) are not reported,
 -- nor those below it: every metric here costs the run more as it rises
 -- (more writes, more waits, more pressure), so a drop explains no slow
 -- interval ("bgwriter writes 0, median 3.3" is the bgwriter resting while
@@ -53,7 +55,7 @@ AS $$
 		(27, 'cpu_iowait', 'CPU iowait', '%', 5.0),
 		(28, 'cpu_steal', 'CPU steal', '%', 2.0),
 		(29, 'procs_running', 'run queue', 'tasks', 1.0),
-		(30, 'maintenance_runs', 'VACUUM or ANALYZE running', 'runs', 0.5)
+		(30, 'maintenance_runs', 'VACUUM or ANALYZE running', 'runs', 0.1)
 	) AS m(i, metric, label, unit, floor)
 $$;
 
