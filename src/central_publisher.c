@@ -626,6 +626,57 @@ backfill_runs_read(WalReceiverConn *conn, int32 origin, bool has_since, Timestam
 	return rb;
 }
 
+/*
+ * Sets session_replication_role for the rest of the transaction to value,
+ * and returns what it was.
+ */
+static char *
+replication_role_set(const char *value)
+{
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		args[1] = {CStringGetTextDatum(value)};
+	bool		isnull;
+	char	   *was;
+
+	if (SPI_execute("SELECT pg_catalog.current_setting('session_replication_role')", true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read session_replication_role");
+	was = TextDatumGetCString(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	if (SPI_execute_with_args("SELECT pg_catalog.set_config('session_replication_role', $1, true)",
+							  1, argtypes, args, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not set session_replication_role");
+	return was;
+}
+
+/*
+ * Whether the pgbench rows of rb may be stored with app_transaction's
+ * triggers skipped, their foreign key checked once here rather than once
+ * per row by its trigger (half the time of the insert), as the import does
+ * (39_import.sql, chronicle._app_transaction_triggers_known(): only while
+ * the triggers are the known ones): every row's run is one of rb's, which
+ * this transaction stored (backfill_runs_read(): the runs the central side
+ * did not hold), and which no other session sees before it commits.
+ */
+static bool
+app_transaction_checked_once(const RunsBackfill *rb)
+{
+	Datum	   *ids = palloc(sizeof(Datum) * rb->nruns);
+	Oid			argtypes[2] = {INT4ARRAYOID, INT8OID};
+	Datum		args[2];
+	bool		isnull;
+	bool		known;
+
+	for (int r = 0; r < rb->nruns; r++)
+		ids[r] = Int32GetDatum(rb->local[r]);
+	args[0] = PointerGetDatum(construct_array_builtin(ids, rb->nruns, INT4OID));
+	args[1] = Int64GetDatum(rb->nruns);
+	if (SPI_execute_with_args("SELECT (SELECT count(*) FROM chronicle.run r WHERE r.run_id = ANY ($1)) = $2"
+							  " AND chronicle._app_transaction_triggers_known()",
+							  2, argtypes, args, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the triggers of chronicle.app_transaction");
+	known = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	return known && !isnull;
+}
+
 /* Stores what backfill_runs_read() read, under origin. */
 static void
 backfill_runs_store(RunsBackfill *rb, int32 origin)
@@ -633,8 +684,18 @@ backfill_runs_store(RunsBackfill *rb, int32 origin)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	for (int t = 0; t < lengthof(rb->app); t++)
-		if (rb->app[t].res != NULL)
-			app_rows_store(&rb->app[t], rb);
+	{
+		char	   *role = NULL;
+
+		if (rb->app[t].res == NULL)
+			continue;
+		/* rb->app[0]: the pgbench rows (backfill_runs_read()) */
+		if (t == 0 && app_transaction_checked_once(rb))
+			role = replication_role_set("replica");
+		app_rows_store(&rb->app[t], rb);
+		if (role != NULL)
+			(void) replication_role_set(role);
+	}
 	if (rb->marks != NULL)
 	{
 		Oid			argtypes[5] = {INT4OID, TIMESTAMPTZOID, TEXTOID, TEXTOID, INT8OID};

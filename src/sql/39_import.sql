@@ -20,6 +20,48 @@ COMMENT ON AGGREGATE chronicle._sum_bigint(bigint) IS
 	'The sum of bigints as a bigint, an error on overflow (chronicle._import_run() decodes with it)';
 REVOKE ALL ON FUNCTION chronicle._sum_bigint(bigint) FROM PUBLIC;
 
+-- Whether a statement that inserts the pgbench rows of runs its own
+-- transaction inserted, and checks that itself, may skip the triggers of
+-- chronicle.app_transaction (session_replication_role replica, that
+-- statement only): the foreign key's check, once per row, is then
+-- redundant (the runs are there, and no other session sees them before
+-- the transaction commits).  Only while the role may set the parameter and
+-- the triggers are the ones known here: the foreign key's, the rollup's,
+-- which marks this server's runs only (60_rollups.sql), the kept results'
+-- epoch (50_app.sql: nothing is kept of a run not committed yet), and the
+-- central's REPLICA trigger (42_central.sql: it returns a row of no apply
+-- worker as it is); a trigger or constraint trigger of any other kind
+-- keeps every row checked.  _import_run() and chronicle.subscribe()'s
+-- runs from before (central_publisher.c) ask it.
+CREATE FUNCTION chronicle._app_transaction_triggers_known()
+RETURNS boolean
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+BEGIN
+	RETURN has_parameter_privilege(current_user, 'session_replication_role', 'SET')
+	   AND NOT EXISTS (SELECT FROM pg_trigger t
+	                    WHERE t.tgrelid = 'chronicle.app_transaction'::regclass
+	                      AND NOT (t.tgname IN ('rollup_app_inserted', 'rollup_app_deleted') AND NOT t.tgisinternal
+	                               AND t.tgfoid = 'chronicle._rollup_app_changed()'::regprocedure)
+	                      AND NOT (t.tgname = 'app_epoch_next' AND NOT t.tgisinternal
+	                               AND t.tgfoid = 'chronicle._app_epoch_next()'::regprocedure)
+	                      AND NOT (t.tgname = 'central' AND NOT t.tgisinternal
+	                               AND t.tgfoid = 'chronicle._central_apply()'::regprocedure)
+	                      AND NOT (t.tgisinternal AND t.tgconstraint IN (
+	                               SELECT c.oid FROM pg_constraint c
+	                                WHERE c.conrelid = 'chronicle.app_transaction'::regclass
+	                                  AND c.contype = 'f' AND c.confrelid = 'chronicle.run'::regclass
+	                                  AND c.conkey = ARRAY[(SELECT a.attnum FROM pg_attribute a
+	                                                         WHERE a.attrelid = c.conrelid
+	                                                           AND a.attname = 'run_id')]::int2[])));
+END;
+$fn$;
+COMMENT ON FUNCTION chronicle._app_transaction_triggers_known() IS
+	'Whether inserting pgbench rows of runs this transaction inserted may skip chronicle.app_transaction''s triggers (checking the foreign key once itself): the role may set session_replication_role and the triggers are the known ones';
+REVOKE ALL ON FUNCTION chronicle._app_transaction_triggers_known() FROM PUBLIC;
+
+
 CREATE FUNCTION chronicle._import_run(manifest jsonb, label text)
 RETURNS chronicle.run
 LANGUAGE plpgsql
@@ -113,36 +155,12 @@ BEGIN
 	-- once per row (a query each, half the time of the insert, docs/
 	-- benchmarks.md "Run archives"): every row's run_id is r.run_id, the
 	-- run this transaction inserted above, which no other session sees
-	-- before it commits.  The triggers of app_transaction are skipped
-	-- (session_replication_role replica, this statement only) only while
-	-- they are the ones known here: the foreign key's, the rollup's,
-	-- which marks this server's runs only (60_rollups.sql), and the kept
-	-- results' epoch (50_app.sql: nothing is kept of a run not committed
-	-- yet, and app_interval's below moves it), and the central's REPLICA
-	-- trigger (42_central.sql: it returns a row of no apply worker as it
-	-- is); a trigger or constraint trigger of any other kind keeps every
-	-- row checked.
+	-- before it commits; the triggers are skipped for this statement only
+	-- while they are the known ones (_app_transaction_triggers_known()).
 	IF NOT EXISTS (SELECT FROM chronicle.run o WHERE o.run_id = r.run_id AND o.origin = v_origin) THEN
 		RAISE EXCEPTION 'chronicle._import_run: run % is not the one inserted', r.run_id;
 	END IF;
-	IF has_parameter_privilege(current_user, 'session_replication_role', 'SET')
-	   AND NOT EXISTS (SELECT FROM pg_trigger t
-	                    WHERE t.tgrelid = 'chronicle.app_transaction'::regclass
-	                      AND NOT (t.tgname IN ('rollup_app_inserted', 'rollup_app_deleted') AND NOT t.tgisinternal
-	                               AND t.tgfoid = 'chronicle._rollup_app_changed()'::regprocedure)
-	                      AND NOT (t.tgname = 'app_epoch_next' AND NOT t.tgisinternal
-	                               AND t.tgfoid = 'chronicle._app_epoch_next()'::regprocedure)
-	                      -- a central's (42_central.sql): fires in replica sessions, does
-	                      -- nothing outside an apply worker's
-	                      AND NOT (t.tgname = 'central' AND NOT t.tgisinternal
-	                               AND t.tgfoid = 'chronicle._central_apply()'::regprocedure)
-	                      AND NOT (t.tgisinternal AND t.tgconstraint IN (
-	                               SELECT c.oid FROM pg_constraint c
-	                                WHERE c.conrelid = 'chronicle.app_transaction'::regclass
-	                                  AND c.contype = 'f' AND c.confrelid = 'chronicle.run'::regclass
-	                                  AND c.conkey = ARRAY[(SELECT a.attnum FROM pg_attribute a
-	                                                         WHERE a.attrelid = c.conrelid
-	                                                           AND a.attname = 'run_id')]::int2[]))) THEN
+	IF chronicle._app_transaction_triggers_known() THEN
 		v_role := current_setting('session_replication_role');
 		PERFORM set_config('session_replication_role', 'replica', true);
 	END IF;

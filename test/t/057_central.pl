@@ -67,6 +67,7 @@ max_slot_wal_keep_size = '256MB'
 my $central = chronicle_node('central', conf => q{
 chronicle.snapshot_interval = '500ms'
 wal_retrieve_retry_interval = '200ms'
+track_functions = 'all'
 });
 # The central's day partitions exist before anything is applied: made by
 # its first housekeeping, days ahead.  (A day partition attached while an
@@ -446,9 +447,32 @@ ok($n_src >= 30, "src1 took $n_src snapshots while the central side was down");
 is((split /\n/, $central->safe_psql('postgres', "SELECT chronicle.use_server('src1'); $q_gap"))[1],
 	$n_src, '... every one of them on the central side after it caught up');
 
+# A trigger of the user's on the central's pgbench rows: the backfill
+# below checks each row's foreign key by its trigger, every trigger fired
+# for every row; src1's, without it, checked the key once and skipped the
+# triggers (central_publisher.c, as an import does).
+$central->safe_psql('postgres', q{
+	CREATE TABLE public.fired (run_id integer);
+	CREATE FUNCTION public.fire() RETURNS trigger LANGUAGE plpgsql
+	  AS $$BEGIN INSERT INTO public.fired VALUES (NEW.run_id); RETURN NULL; END$$;
+	CREATE TRIGGER fire AFTER INSERT ON chronicle.app_transaction FOR EACH ROW EXECUTE FUNCTION public.fire();});
 $central->safe_psql('postgres', "SELECT chronicle.unsubscribe('src2')");
 is($central->safe_psql('postgres', "SELECT chronicle.subscribe('src2', " . conninfo($sources[1]) . ", backfill => '1 hour')"),
 	$origin{src2}, 'src2 rejoins under its origin, with a backfill');
+is($central->safe_psql('postgres', q{
+	SELECT string_agg(r.label || ':' || f.n, ',' ORDER BY r.label)
+	  FROM (SELECT run_id, count(*) AS n FROM public.fired GROUP BY run_id) f JOIN chronicle.run r USING (run_id)}),
+	'old2:300', '... its backfilled pgbench rows each seen by the user\'s trigger');
+# the rollup's statement trigger: once, for old2's rows; not for those of
+# the runs the subscriptions before brought (src1's pre and open1, src2's
+# open2: a statement each), nor for any row applied
+my $rollup_calls = q{SELECT coalesce(sum(calls), 0) FROM pg_stat_user_functions
+	WHERE schemaname = 'chronicle' AND funcname = '_rollup_app_changed'};
+$central->poll_query_until('postgres', "SELECT ($rollup_calls) >= 1")
+  or die 'no statistics of the rollup trigger';
+is($central->safe_psql('postgres', $rollup_calls), '1',
+	'... the triggers skipped for the runs brought before, when there was no trigger of the user\'s');
+$central->safe_psql('postgres', 'DROP TRIGGER fire ON chronicle.app_transaction');
 $central->poll_query_until('postgres', qq{
 	SELECT max(ts) >= '$src_now{src2}' FROM chronicle.archive_snapshot WHERE origin = $origin{src2}})
   or die 'src2 does not catch up';
