@@ -26,7 +26,10 @@
 # same full-page images, of the pages first written after a checkpoint, and
 # no vacuum of pgbench's tables falls in one window and not in another.
 # Stage 0: no subscription; stage k (1 to BENCH_SERVERS): s1 to sk
-# subscribed (sk just before the stage).  s2, s3, ... record with no load.  Per window:
+# subscribed (sk just before the stage; BENCH_STAGES lists the stages run,
+# default every one: "20" alone subscribes s1 to s20 and measures them
+# together).  s2, s3, ... record with no load, BENCH_QUIET_IDLE idle
+# sessions each (default BENCH_IDLE), no pgbench tables.  Per window:
 #   - WAL of replica and s1: the server's (pg_current_wal_lsn() before and
 #     after, per second) and the collector's own (chronicle.snapshot.wal_bytes
 #     per snapshot);
@@ -58,6 +61,8 @@ idle=${BENCH_IDLE:-100}
 pairs=${BENCH_PAIRS:-2}
 pair_seconds=${BENCH_PAIR_SECONDS:-30}
 servers=${BENCH_SERVERS:-2}
+stages=${BENCH_STAGES:-$(seq 0 "$servers")}
+quiet_idle=${BENCH_QUIET_IDLE:-$idle}
 db=${BENCH_LOAD_DB:-postgres}
 venv=$(lib_client_venv)
 
@@ -98,13 +103,23 @@ wal_level = $level"
 	q 'CREATE EXTENSION pg_stat_statements' >/dev/null
 	q 'CREATE EXTENSION pg_chronicle' >/dev/null
 	[ "$level" = logical ] && q 'SELECT chronicle.publish()' >/dev/null
-	if [ "$db" != postgres ]; then q "CREATE DATABASE $db" >/dev/null; fi
-	"$bindir/pgbench" -i -q -s "$scale" "$db" >/dev/null 2>&1
-	lib_idle_sessions "$tmp/$s" "$idle"
+	if [ "$s" = replica ] || [ "$s" = s1 ]; then
+		if [ "$db" != postgres ]; then q "CREATE DATABASE $db" >/dev/null; fi
+		"$bindir/pgbench" -i -q -s "$scale" "$db" >/dev/null 2>&1
+		lib_idle_sessions "$tmp/$s" "$idle"
+	elif [ "$quiet_idle" -gt 0 ]; then
+		lib_idle_sessions "$tmp/$s" "$quiet_idle"
+	fi
 done
 port[central]=$(lib_free_port)
+# a replication origin a subscription: max_replication_slots counts them
+# on 17, max_active_replication_origins from 18 on
+origins="max_replication_slots = $((servers + 10))"
+[ "$("$LIB_PG_CONFIG" --version | sed 's/^PostgreSQL \([0-9]*\).*/\1/')" -ge 18 ] &&
+	origins="max_active_replication_origins = $((servers + 10))"
 lib_cluster_start "$tmp/central" "$bindir" "${port[central]}" "max_logical_replication_workers = $((servers + 2))
 max_worker_processes = $((servers + 12))
+$origins
 wal_retrieve_retry_interval = '1s'"
 q 'CREATE EXTENSION pg_chronicle'
 # its day partitions first (docs/central.md), then the trigger of the lag
@@ -140,7 +155,7 @@ echo "PostgreSQL: $("$LIB_PG_CONFIG" --version); cassert: $(qon replica 'SHOW de
 echo "date: $(date -u "+%Y-%m-%d %H:%M UTC"); machine: $(nproc) cores, $(uname -r)"
 echo "tree: $(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo '?')"
 echo "load: pgbench TPC-B -s $scale -R $rate -c $clients -j 2 in database $db of replica or s1, one at a time, $idle idle sessions on each of ${sources[*]}, shared_buffers 128MB, pg_stat_statements loaded, track_commit_timestamp on, checkpoint_timeout 1h, autovacuum off, a CHECKPOINT before each window"
-echo "$servers logical servers, $pairs pairs of $pair_seconds s windows per stage, $warmup s warm-up"
+echo "$servers logical servers (s2 and after: $quiet_idle idle sessions, no load), stages $(echo $stages), $pairs pairs of $pair_seconds s windows per stage, $warmup s warm-up"
 [ -n "${BENCH_CONF:-}" ] && echo "extra settings: $BENCH_CONF"
 
 # The processes whose CPU is read: "apply sN" and "walsender sN" of the
@@ -226,17 +241,18 @@ window warm 0 s1 "$warmup"
 : >"$tmp/windows"
 : >"$tmp/cpu"
 echo "load average before the windows: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "== stage 0: no subscription"
-pairs_of 0
-for k in $(seq 1 "$servers"); do
-	s=s$k
-	origin=$(qon central "SELECT chronicle.subscribe('$s', 'host=$tmp/$s port=${port[$s]} dbname=postgres user=postgres')")
-	subscribed+=("$s")
-	(side central && lib_poll_sql "$s's first snapshot on the central" 60 \
-		"SELECT EXISTS (SELECT FROM chronicle.archive_snapshot WHERE origin = $origin)
-		    AND EXISTS (SELECT FROM pg_stat_subscription WHERE subname = 'chronicle_$s' AND pid IS NOT NULL)")
-	lib_poll "$s's walsender" 30 walsender_up "$s"
-	echo "== stage $k: s1 to $s subscribed ($s: origin $origin)"
+for k in $stages; do
+	while [ "${#subscribed[@]}" -lt "$k" ]; do
+		s=s$((${#subscribed[@]} + 1))
+		origin=$(qon central "SELECT chronicle.subscribe('$s', 'host=$tmp/$s port=${port[$s]} dbname=postgres user=postgres')")
+		subscribed+=("$s")
+		(side central && lib_poll_sql "$s's first snapshot on the central" 60 \
+			"SELECT EXISTS (SELECT FROM chronicle.archive_snapshot WHERE origin = $origin)
+			    AND EXISTS (SELECT FROM pg_stat_subscription WHERE subname = 'chronicle_$s' AND pid IS NOT NULL)")
+		lib_poll "$s's walsender" 30 walsender_up "$s"
+		echo "$s subscribed: origin $origin"
+	done
+	if [ "$k" = 0 ]; then echo "== stage 0: no subscription"; else echo "== stage $k: s1 to s$k subscribed"; fi
 	pairs_of "$k"
 done
 sleep 2

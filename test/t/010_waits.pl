@@ -183,27 +183,32 @@ my $pgbench_window = sub {
 	my $ratio = ($taken1 - $taken0) / ($due1 - $due0);
 	note sprintf('under pgbench, %s: ticks due %d, taken %d (%.4f), %d snapshots written',
 		$label, $due1 - $due0, $taken1 - $taken0, $ratio, $snaps1 - $snaps0);
-	return ($ratio, $snaps1 - $snaps0);
+	return ($ratio, $snaps1 - $snaps0, ($due1 - $due0) - ($taken1 - $taken0));
 };
 $node->command_ok([ 'pgbench', '-i', '-q', '-s', '2', 'postgres' ], 'pgbench -i');
-my ($ratio, $snaps) = $pgbench_window->('collector on');
+my ($ratio, $snaps, $lost) = $pgbench_window->('collector on');
 cmp_ok($snaps, '>=', 20, 'the collector wrote snapshots meanwhile');
 SKIP:
 {
-	if ($ratio <= 0.99)
+	my $ok = $ratio > 0.99;
+	if (!$ok)
 	{
 		# Is it the collector, or a machine too busy to run anything on
-		# time?  The same load with the collector idle tells.
+		# time?  The same load with the collector idle tells: a machine
+		# that loses ticks with it idle loses about as many with it on; a
+		# sampler that waited for the collector would lose one or more a
+		# snapshot, not fewer than half as many as the snapshots written.
 		$node->safe_psql('postgres', 'ALTER SYSTEM SET chronicle.enabled = off');
 		$node->reload;
-		my ($control) = $pgbench_window->('collector off');
+		my ($control, undef, $lost_off) = $pgbench_window->('collector off');
 		$node->safe_psql('postgres', 'ALTER SYSTEM RESET chronicle.enabled');
 		$node->reload;
 		skip sprintf('the machine is overloaded: %.4f of the ticks taken even with the '
 			  . 'collector off', $control), 1
 		  if $control <= 0.99;
+		$ok = $lost <= 2 * $lost_off + 3 && $lost < $snaps / 2;
 	}
-	cmp_ok($ratio, '>', 0.99, 'ticks taken / ticks due > 99% while pgbench runs');
+	ok($ok, "ticks taken / ticks due > 99% while pgbench runs, or ticks lost about as many as with the collector off ($lost lost)");
 }
 
 my $pgbench_samples = $node->safe_psql('postgres', q{

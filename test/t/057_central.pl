@@ -169,12 +169,14 @@ $holder->quit;
 ($origin{src1}) = $session->query($subscribe_src1);
 $session->quit;
 ok($origin{src1} > 0, "src1 subscribed as origin $origin{src1}, in the same session");
-# src2 subscribes after open2's pgbench rows (their ends up to 2 s after
-# its start): without a backfill the central side has no recording before
-# the subscription, and app_summary() reads the transactions before a
+# src2 subscribes once it recorded past open2's last pgbench transaction
+# (up to 3.4 s after its start; the rows loaded later end before it):
+# without a backfill the central side has no recording before the
+# subscription, and app_summary() reads the transactions before a
 # server's first snapshot as a gap (docs/central.md)
-$sources[1]->poll_query_until('postgres', q{SELECT max(s.ts) > r.started + interval '3 s'
-	FROM chronicle.snapshot s, chronicle.run r WHERE r.label = 'open2' GROUP BY r.started})
+$sources[1]->poll_query_until('postgres', q{
+	SELECT max(s.ts) > (SELECT max(t.ts) FROM chronicle.app_transaction t WHERE t.run_id = r.run_id)
+	  FROM chronicle.snapshot s, chronicle.run r WHERE r.label = 'open2' GROUP BY r.run_id})
   or die 'no snapshots in run open2';
 $origin{src2} = $central->safe_psql('postgres', "SELECT chronicle.subscribe('src2', " . conninfo($sources[1]) . ')');
 ok($origin{src2} > 0, "src2 subscribed as origin $origin{src2}");
@@ -358,7 +360,10 @@ sub run_equal
 		my $src = $node->safe_psql('postgres', $q);
 		unlike($src, qr/ 0$/, "$name: $f of run $label has rows");
 		is((split /\n/, $central->safe_psql('postgres', "SELECT chronicle.use_server('$name'); $q"))[1],
-			$src, "$name: $f of run $label equal on the central side");
+			$src, "$name: $f of run $label equal on the central side")
+		  or diag("on $name:\n" . $node->safe_psql('postgres', $q_run{$f})
+			  . "\non the central side:\n"
+			  . $central->safe_psql('postgres', "SELECT chronicle.use_server('$name'); $q_run{$f}"));
 	}
 }
 my @all_queries = qw(app_metric app_summary load_profile marks run_summary);
