@@ -154,7 +154,7 @@ listener=$!
 echo "PostgreSQL: $("$LIB_PG_CONFIG" --version); cassert: $(qon replica 'SHOW debug_assertions')"
 echo "date: $(date -u "+%Y-%m-%d %H:%M UTC"); machine: $(nproc) cores, $(uname -r)"
 echo "tree: $(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo '?')"
-echo "load: pgbench TPC-B -s $scale -R $rate -c $clients -j 2 in database $db of replica or s1, one at a time, $idle idle sessions on each of ${sources[*]}, shared_buffers 128MB, pg_stat_statements loaded, track_commit_timestamp on, checkpoint_timeout 1h, autovacuum off, a CHECKPOINT before each window"
+echo "load: pgbench TPC-B -s $scale -R $rate -c $clients -j 2 in database $db of replica or s1, one at a time, $idle idle sessions on replica and s1, shared_buffers 128MB, pg_stat_statements loaded, track_commit_timestamp on, checkpoint_timeout 1h, autovacuum off, a CHECKPOINT before each window"
 echo "$servers logical servers (s2 and after: $quiet_idle idle sessions, no load), stages $(echo $stages), $pairs pairs of $pair_seconds s windows per stage, $warmup s warm-up"
 [ -n "${BENCH_CONF:-}" ] && echo "extra settings: $BENCH_CONF"
 

@@ -147,13 +147,15 @@ for my $node (@sources)
 }
 
 # src1 with its history from before (backfill), src2 from now on.  src1's
-# first subscribe() fails after its slot is made, in the publisher's
-# transaction: its runs cannot be stored (a lock held on the map of runs,
-# a lock timeout); no slot, origin or subscription is left, and the next
+# first subscribe() fails after its slot is made and its runs are stored,
+# while it stores their pgbench rows with the tables' triggers skipped (a
+# lock held on app_transaction, a lock timeout); no slot, origin or
+# subscription is left, the session's triggers fire again, and the next
 # subscribe() in the same session subscribes.
 my %origin;
 my $holder = $central->background_psql('postgres');
-$holder->query_safe('BEGIN; LOCK TABLE chronicle.archive_run IN ACCESS EXCLUSIVE MODE');
+# (SHARE: the subscription may read the table, its rows may not be added)
+$holder->query_safe('BEGIN; LOCK TABLE chronicle.app_transaction IN SHARE MODE');
 my $session = $central->background_psql('postgres', on_error_stop => 0);
 $session->query_safe("SET lock_timeout = '300ms'");
 my $subscribe_src1 = "SELECT chronicle.subscribe('src1', " . conninfo($sources[0]) . ", backfill => '1 hour')";
@@ -163,6 +165,7 @@ is($central->safe_psql('postgres', 'SELECT count(*) FROM chronicle.origin')
 	. $central->safe_psql('postgres', 'SELECT count(*) FROM pg_subscription')
 	. $sources[0]->safe_psql('postgres', 'SELECT count(*) FROM pg_replication_slots'),
 	'000', '... leaving no origin, no subscription, no slot');
+is(($session->query('SHOW session_replication_role'))[0], 'origin', '... and the session\'s role as it was');
 $holder->query_safe('ROLLBACK');
 $holder->quit;
 # (its NOTICE, the snapshots backfilled, goes to stderr)
