@@ -12,8 +12,8 @@
 -- checkpointer's writes, Lock waits) scores its value over its floor when
 -- it moves.  A VACUUM or ANALYZE counts as a busy session does (floor
 -- 0.1): one running where the median has none scores 10, above the noise
--- of a loaded machine's CPU and run queue (at 0.5 it scored 2, and five
--- such metrics pushed it out of the 5 reported).
+-- of a loaded machine's CPU and run queue (at 0.5 it scored 2, the least
+-- reported: any five noisier metrics left it out of the 5 reported).
 -- Metrics within 2 of the median (score < 2) are not reported, nor those
 -- below it: every metric here costs the run more as it rises
 -- (more writes, more waits, more pressure), so a drop explains no slow
