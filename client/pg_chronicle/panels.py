@@ -25,6 +25,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from decimal import Decimal
 from typing import Any
 
 import psycopg
@@ -1019,11 +1020,19 @@ def latency_limit_ms(meta: dict[str, Any]) -> float | None:
     return None
 
 
+def threshold_us(ms: float) -> int:
+    """The whole microseconds a latency (in us) must exceed to be slower than
+    ms: floor(ms x 1000) of the decimal the threshold reads as, so that 1.001
+    ms is 1001 us (1.001 * 1000.0 is 1000.9999999999999, which counted a
+    latency of 1001 us as slower)."""
+    return min(math.floor(Decimal(repr(ms)) * 1000), 2 ** 63 - 1)
+
+
 def over_rows(conn: Conn, w: Window) -> list[Row]:
     """Per interval of the window, the run's completed transactions slower
     than the threshold (over; NULL without a threshold) and those pgbench
     skipped (--latency-limit with --rate: late before they started)."""
-    thr_us = None if w.latency_threshold_ms is None else w.latency_threshold_ms * 1000.0
+    thr_us = None if w.latency_threshold_ms is None else threshold_us(w.latency_threshold_ms)
     # one pass over the window's transactions, those counted put in the
     # interval they end in: with x the end less 1 us, the number b of the
     # intervals' bounds (start 1, end 1, start 2, ...) at or before x is
@@ -1040,15 +1049,15 @@ def over_rows(conn: Conn, w: Window) -> list[Row]:
               FROM i, LATERAL (VALUES (1, i.interval_start), (2, i.interval_end)) b(j, x)
         ), n AS (
             SELECT width_bucket(t.ts - interval '1 microsecond', e.bounds) AS b,
-                   count(*) FILTER (WHERE t.status = 'ok' AND t.latency_us > %(thr)s::float8) AS over,
+                   count(*) FILTER (WHERE t.status = 'ok' AND t.latency_us > %(thr)s::bigint) AS over,
                    count(*) FILTER (WHERE t.status = 'skipped') AS skipped
               FROM e, chronicle.app_transaction t
              WHERE t.run_id = %(run)s AND t.ts > e.lo AND t.ts <= e.hi
-               AND (t.status = 'skipped' OR t.status = 'ok' AND t.latency_us > %(thr)s::float8)
+               AND (t.status = 'skipped' OR t.status = 'ok' AND t.latency_us > %(thr)s::bigint)
              GROUP BY 1
         )
         SELECT i.interval_end,
-               CASE WHEN %(thr)s::float8 IS NOT NULL THEN coalesce(n.over, 0) END AS over,
+               CASE WHEN %(thr)s::bigint IS NOT NULL THEN coalesce(n.over, 0) END AS over,
                coalesce(n.skipped, 0) AS skipped
           FROM i
           LEFT JOIN n ON n.b = 2 * i.k - 1""",

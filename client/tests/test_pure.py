@@ -670,6 +670,15 @@ def test_latency_limit_from_the_pgbench_arguments() -> None:
     assert panels.latency_limit_ms({}) is None and panels.latency_limit_ms({"argv": "-L 5"}) is None
 
 
+def test_threshold_in_whole_microseconds() -> None:
+    # a latency is over the threshold when latency_us > threshold_us(ms):
+    # 1.001 * 1000.0 and 1.019 * 1000.0 are a hair below 1001 and 1019, which
+    # counted a latency of exactly the threshold as over it
+    for ms, want in ((1.001, 1001), (1.019, 1019), (0.1, 100), (1.2345, 1234), (20.0, 20000),
+                     (0.0005, 0), (1e300, 2 ** 63 - 1)):
+        assert panels.threshold_us(ms) == want, ms
+
+
 def test_split_pair_keeps_stacks() -> None:
     a, b = window(n=3), window(run="s", n=3)
     ca = panels._chart("waits.aas", "Active sessions", "sessions", a,
