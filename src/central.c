@@ -117,7 +117,13 @@ session_origin_cached(void)
 	return cached;
 }
 
-/* A source's history_key row: its local id in the origin's map. */
+/*
+ * A source's history_key row: its local id in the origin's map.  An id the
+ * map has already is mapped again: a server gives an id once, but a
+ * standby promoted after its primary was lost (docs/central.md
+ * "Failover") may give again an id that the primary gave after the
+ * standby's last replay, and that the central side received.
+ */
 static void
 store_key(int32 origin, HeapTuple tup, TupleDesc desc)
 {
@@ -136,7 +142,8 @@ store_key(int32 origin, HeapTuple tup, TupleDesc desc)
 		elog(ERROR, "a history_key row without its id, source or key");
 	args[2] = Int32GetDatum(chronicle_key_add(source, key));
 	ret = SPI_execute_with_args("INSERT INTO chronicle.archive_key (origin, remote_id, key_id)"
-								" VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+								" VALUES ($1, $2, $3) ON CONFLICT (origin, remote_id)"
+								" DO UPDATE SET key_id = excluded.key_id",
 								3, argtypes, args, NULL, false, 0);
 	if (ret != SPI_OK_INSERT)
 		elog(ERROR, "could not add to chronicle.archive_key: %s",

@@ -33,11 +33,15 @@
 #    past it deleted from a keyframe on, by chronicle.maintain() and by
 #    the housekeeper; the rest reads as on the server.  The source's own
 #    retention (a day partition dropped) deletes nothing there.
+# 8. Failover: src1 lost, its standby promoted and subscribed under
+#    src1's name goes on under src1's origin, its ring's snapshots stored
+#    once and none of src1's twice (every view over the failover equal).
 use strict;
 use warnings FATAL => 'all';
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Time::HiRes qw(usleep);
 use FindBin;
 use lib "$FindBin::RealBin/../perl";
 use PgChronicle::TestNode qw(chronicle_node);
@@ -241,8 +245,8 @@ my @views = split /\n/, $central->safe_psql('postgres',
 # window, read on the source and on the central side: equal.
 sub same_on_both_sides
 {
-	my ($node, $from, $to) = @_;
-	my $name = $node->name;
+	my ($node, $from, $to, $name) = @_;
+	$name //= $node->name;
 	my $digest = sub {
 		my ($what) = @_;
 		return qq{md5(coalesce(string_agg(x::text, E'\\n' ORDER BY x::text), ''))
@@ -689,5 +693,80 @@ $central->poll_query_until('postgres', qq{
   or die 'src1\'s snapshot after the drop does not reach the central side';
 is($central->safe_psql('postgres', $q_kept1), $n_kept1,
 	'a day partition dropped on src1: its rows stay on the central side');
+
+# 8. Failover: a standby of src1 promoted once src1 is lost, subscribed
+# under src1's name (docs/central.md "Failover"), goes on under src1's
+# origin.  Its backfill stores the snapshots of its ring (the segment it
+# recorded as a standby) and none of src1's a second time: over a window
+# from before the failover to after it, every view reads on the central
+# side as on the promoted server.
+# (from a keyframe after the partition dropped above: src1 and its standby
+# lack the history before it that the central side keeps)
+$src1->poll_query_until('postgres', "SELECT count(*) > 0 FROM chronicle.snapshot WHERE keyframe AND ts > '$t_dropped'")
+  or die 'src1 takes no keyframe';
+$src1->backup('failover');
+my $standby = PostgreSQL::Test::Cluster->new('src1_standby');
+$standby->init_from_backup($src1, 'failover', has_streaming => 1);
+$standby->start;
+$standby->poll_query_until('postgres', 'SELECT snapshots >= 10 AND in_recovery FROM chronicle.standby_ring()')
+  or die 'the standby does not record into its ring';
+# (a fast stop: the standby and the central side have all of src1's WAL)
+$src1->stop('fast');
+# both have all of it once they have the same last snapshot
+my ($t_lost, $t_central) = ('', '-');
+for (1 .. 600)
+{
+	$t_lost = $standby->safe_psql('postgres', 'SELECT max(ts) FROM chronicle.snapshot');
+	$t_central = $central->safe_psql('postgres',
+		"SELECT max(ts) FROM chronicle.archive_snapshot WHERE origin = $origin{src1}");
+	last if $t_lost eq $t_central;
+	usleep(100_000);
+}
+is($t_central, $t_lost, 'src1 lost: its last snapshot on the central side and on its standby');
+my ($n_ring, $ring_newest) = split /\|/,
+  $standby->safe_psql('postgres', 'SELECT snapshots, newest FROM chronicle.standby_ring()');
+$standby->promote;
+$standby->poll_query_until('postgres', "SELECT written >= $n_ring AND snapshots = 0 FROM chronicle.standby_ring()")
+  or die 'the promoted standby does not write its ring';
+($ret, $stdout, $stderr) = $central->psql('postgres', "SELECT chronicle.unsubscribe('src1')");
+like($stderr, qr/could not drop the replication slot/, 'src1 unsubscribed, its slot (unreachable) left with a warning');
+is($central->safe_psql('postgres',
+		"SELECT chronicle.subscribe('src1', " . conninfo($standby) . ", backfill => '1 hour')"),
+	$origin{src1}, 'the promoted standby subscribed under src1\'s name: src1\'s origin');
+# Key ids that the lost primary gave (the central side has them) and the
+# promoted server gives again, to other keys: the promoted server's keys.
+my $reused = $standby->safe_psql('postgres', q{
+	SELECT setval('chronicle.history_key_id_seq', (SELECT max(key_id) FROM chronicle.history_key) + 100) + 1});
+$central->safe_psql('postgres', qq{
+	INSERT INTO chronicle.archive_key (origin, remote_id, key_id)
+	SELECT $origin{src1}, i, (SELECT min(key_id) FROM chronicle.history_key WHERE source = 'database')
+	  FROM generate_series($reused, $reused + 49) i});
+$standby->safe_psql('postgres', 'CREATE DATABASE after_failover');
+$standby->safe_psql('after_failover', 'SELECT 1');	# (its statistics: a session)
+$standby->poll_query_until('postgres',
+	"SELECT EXISTS (SELECT FROM chronicle.database_history WHERE datname = 'after_failover')")
+  or die 'the promoted server does not record the database it made';
+my $t_promoted = $standby->safe_psql('postgres', 'SELECT chronicle.snapshot()');
+$central->poll_query_until('postgres', qq{
+	SELECT count(*) = 1 FROM chronicle.archive_snapshot WHERE origin = $origin{src1} AND ts = '$t_promoted'})
+  or die 'the promoted server\'s snapshots do not reach the central side';
+my ($ring_from, $ring_n) = split /\|/, $standby->safe_psql('postgres', qq{
+	SELECT min(ts) || '|' || count(*) FROM chronicle.snapshot
+	 WHERE segment = (SELECT segment FROM chronicle.snapshot WHERE ts = '$ring_newest')});
+cmp_ok($ring_n, '>=', $n_ring, "the ring's $ring_n snapshots in the promoted server's tables");
+my $q_dbs = "SELECT count(*) FROM chronicle.database_history WHERE datname = 'after_failover' AND ts <= '$t_promoted'";
+my $dbs = $standby->safe_psql('postgres', $q_dbs);
+cmp_ok($dbs, '>', 0, 'the promoted server records the database it made');
+is((split /\n/, $central->safe_psql('postgres', "SELECT chronicle.use_server('src1'); $q_dbs"))[1], $dbs,
+	'... under its key on the central side, its id one the lost primary gave to another');
+my $fo_from = $standby->safe_psql('postgres', qq{
+	SELECT max(ts) FROM chronicle.snapshot WHERE keyframe AND ts < '$ring_from'});
+same_on_both_sides($standby, $fo_from, $t_promoted, 'src1');
+is($central->safe_psql('postgres', qq{
+	SELECT count(*) FROM chronicle.archive_snapshot
+	 WHERE origin = $origin{src1} AND ts >= '$ring_from' AND ts <= '$t_promoted'
+	   AND segment = (SELECT segment FROM chronicle.archive_snapshot
+	                   WHERE origin = $origin{src1} AND ts = '$ring_from')}),
+	$ring_n, '... the ring\'s segment among them, once');
 
 done_testing();
