@@ -101,7 +101,10 @@ drop_slot(WalReceiverConn *conn, const char *slot)
  * through the slot, none both ways.  Read with it: every key of the
  * dictionary, and the server's runs to backfill (backfill_runs()), stored
  * here under origin.  Returns the publisher's system identifier, version,
- * and keys (ids, sources, keys as text).
+ * and keys (ids, sources, keys as text).  (One function of about 100
+ * lines: its one PG_CATCH undoes, in order, what the steps between BEGIN
+ * and COMMIT on the publisher made, the transaction and the slot, and
+ * every one of those steps reads with the slot's snapshot.)
  */
 PG_FUNCTION_INFO_V1(chronicle_publisher_prepare);
 

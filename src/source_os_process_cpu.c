@@ -470,7 +470,11 @@ read_counts(int pid, int64 *v, PcpuProc *p, const PcpuProc *same,
  * Read process pid, of backend type type, into the next reading: its
  * previous entry in cur (matched[] marks it taken) says where it counts
  * from, or it is new and counts from zero.  be is its status entry (NULL
- * for the sampler), now the time of the reading.
+ * for the sampler), now the time of the reading.  (About 120 lines in one:
+ * the ways a process is carried without reading its files, an idle
+ * session, a process that has not run, one unreadable for a moment, are
+ * decided in this order on the same locals, old, keep and sched, before
+ * and around the first file read.)
  */
 static void
 read_process(PcpuState *cur, bool *matched, PcpuState *next, int pid,
