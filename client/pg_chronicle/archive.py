@@ -28,6 +28,7 @@ import pathlib
 import tarfile
 import uuid
 import zlib
+from collections.abc import Iterator
 from typing import Any
 
 import psycopg
@@ -218,6 +219,35 @@ def _add(tar: tarfile.TarFile, name: str, data: bytes) -> None:
     tar.addfile(info, io.BytesIO(data))
 
 
+# What a damaged or foreign file raises while it is read.
+_READ_ERRORS = (tarfile.TarError, lzma.LZMAError, EOFError, zlib.error, ValueError, OSError)
+
+# Bytes of a member copied at a time.
+_CHUNK = 1 << 20
+
+
+def _checked_manifest(data: bytes | None, path: pathlib.Path) -> dict[str, Any]:
+    """The manifest of an archive, checked (_check_manifest())."""
+    try:
+        manifest = json.loads(data) if data is not None else None
+    except ValueError:
+        manifest = None
+    if manifest is None:
+        raise ClientError(f"{path}: not a pg_chronicle run archive (no readable manifest.json)")
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise ClientError(f"{path}: not a pg_chronicle run archive (manifest format is not {FORMAT!r})")
+    version = manifest.get("format_version")
+    if not isinstance(version, int) or version > FORMAT_VERSION:
+        raise ClientError(f"{path}: archive format version {version} is newer than this client reads "
+                          f"({FORMAT_VERSION}); upgrade pg-chronicle")
+    _check_manifest(manifest, path)
+    return manifest
+
+
+def _not_an_archive(path: pathlib.Path, exc: BaseException) -> ClientError:
+    return ClientError(f"{path}: not a pg_chronicle run archive, or truncated ({exc})")
+
+
 def read_archive(path: pathlib.Path) -> tuple[dict[str, Any], dict[str, bytes]]:
     """The manifest and members of an archive, checked: a file that is not
     an archive, truncated, of a newer format or whose checksums do not
@@ -230,27 +260,21 @@ def read_archive(path: pathlib.Path) -> tuple[dict[str, Any], dict[str, bytes]]:
                 f = tar.extractfile(m)
                 if f is not None:
                     files[m.name] = f.read()
-    except (tarfile.TarError, lzma.LZMAError, EOFError, zlib.error, ValueError, OSError) as exc:
-        raise ClientError(f"{path}: not a pg_chronicle run archive, or truncated ({exc})") from exc
-    try:
-        manifest = json.loads(files["manifest.json"])
-    except (KeyError, ValueError) as exc:
-        raise ClientError(f"{path}: not a pg_chronicle run archive (no readable manifest.json)") from exc
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        raise ClientError(f"{path}: not a pg_chronicle run archive (manifest format is not {FORMAT!r})")
-    version = manifest.get("format_version")
-    if not isinstance(version, int) or version > FORMAT_VERSION:
-        raise ClientError(f"{path}: archive format version {version} is newer than this client reads "
-                          f"({FORMAT_VERSION}); upgrade pg-chronicle")
-    _check_manifest(manifest, path)
+    except _READ_ERRORS as exc:
+        raise _not_an_archive(path, exc) from exc
+    manifest = _checked_manifest(files.get("manifest.json"), path)
     for m in manifest["members"].values():
         data = files.get(m["file"])
         if data is None:
             raise ClientError(f"{path}: member {m['file']} is missing (truncated archive?)")
-        if hashlib.sha256(data).hexdigest() != m["sha256"]:
-            raise ClientError(f"{path}: checksum of {m['file']} does not match the manifest "
-                              "(damaged archive)")
+        _check_sum(hashlib.sha256(data), m, path)
     return manifest, files
+
+
+def _check_sum(digest: Any, m: dict[str, Any], path: pathlib.Path) -> None:
+    if digest.hexdigest() != m["sha256"]:
+        raise ClientError(f"{path}: checksum of {m['file']} does not match the manifest "
+                          "(damaged archive)")
 
 
 def _check_manifest(man: dict[str, Any], path: pathlib.Path) -> None:
@@ -291,9 +315,14 @@ def _check_manifest(man: dict[str, Any], path: pathlib.Path) -> None:
 def import_archive(conn: psycopg.Connection[Any], path: pathlib.Path,
                    rename: str | None = None) -> tuple[str, bool]:
     """Imports one archive in one transaction; returns the run's label and
-    whether it was imported now (False: the same archive was already)."""
-    manifest, files = read_archive(path)
-    label = rename or manifest["run"]["label"]
+    whether it was imported now (False: the same archive was already).
+
+    The archive is read once, as a stream: its manifest (the first member,
+    as both exports write it) is checked before anything is written, then
+    each member is decompressed and checksummed while COPY sends it, so
+    that the server's work overlaps the client's.  A member whose checksum
+    does not match, or that is missing, fails the import after its COPY:
+    the transaction is rolled back, nothing is kept."""
     notices: list[str] = []
 
     def keep(diag: psycopg.errors.Diagnostic) -> None:
@@ -303,26 +332,67 @@ def import_archive(conn: psycopg.Connection[Any], path: pathlib.Path,
     _session(conn)
     conn.add_notice_handler(keep)
     try:
-        with translated(), conn.transaction():
-            existing = query_one(conn, "SELECT meta -> 'archive' ->> 'id' AS id FROM chronicle.run"
-                                       " WHERE label = %s", (label,))
-            if existing is not None and existing["id"] != manifest["archive_id"]:
-                raise ClientError(f'{path}: a run labelled "{label}" exists already with other content'
-                                  " (hint: import it under another label with --rename NEW_LABEL)")
-            for name, m in manifest["members"].items():
-                _copy_in(conn, name, m, files[m["file"]], path)
-            run = query_one(conn, "SELECT label FROM chronicle._import_run(%s::jsonb, %s)",
-                            (json.dumps(manifest), label))
+        with tarfile.open(path, "r|*") as tar:
+            first = tar.next()
+            f = tar.extractfile(first) if first is not None and first.name == "manifest.json" else None
+            if f is None:
+                # not written by an export: the whole file, in any order
+                tar.close()
+                manifest, files = read_archive(path)
+                members: Iterator[tuple[str, Iterator[bytes]]] = (
+                    (name, iter([data])) for name, data in files.items())
+            else:
+                manifest = _checked_manifest(f.read(), path)
+                members = _stream(tar)
+            label = _import(conn, manifest, members, path, rename)
+    except _READ_ERRORS as exc:
+        raise _not_an_archive(path, exc) from exc
     finally:
         conn.remove_notice_handler(keep)
+    return label, not any("imported already" in n for n in notices)
+
+
+def _stream(tar: tarfile.TarFile) -> Iterator[tuple[str, Iterator[bytes]]]:
+    """The members after the manifest, each as its chunks, in the order of
+    the file (each must be read before the next)."""
+    for m in tar:
+        f = tar.extractfile(m)
+        if f is not None:
+            yield m.name, iter(lambda f=f: f.read(_CHUNK), b"")  # type: ignore[misc]
+
+
+def _import(conn: psycopg.Connection[Any], manifest: dict[str, Any],
+            files: Iterator[tuple[str, Iterator[bytes]]], path: pathlib.Path,
+            rename: str | None) -> str:
+    """The transaction of import_archive(): each listed member of files
+    copied in, then chronicle._import_run()."""
+    label = rename or manifest["run"]["label"]
+    by_file = {m["file"]: (name, m) for name, m in manifest["members"].items()}
+    with translated(), conn.transaction():
+        for file, chunks in files:
+            if file not in by_file:
+                continue
+            name, m = by_file.pop(file)
+            _copy_in(conn, name, m, chunks, path)
+        for file in by_file:
+            raise ClientError(f"{path}: member {file} is missing (truncated archive?)")
+        # after the members: a damaged archive is said as damaged first
+        existing = query_one(conn, "SELECT meta -> 'archive' ->> 'id' AS id FROM chronicle.run"
+                                   " WHERE label = %s", (label,))
+        if existing is not None and existing["id"] != manifest["archive_id"]:
+            raise ClientError(f'{path}: a run labelled "{label}" exists already with other content'
+                              " (hint: import it under another label with --rename NEW_LABEL)")
+        run = query_one(conn, "SELECT label FROM chronicle._import_run(%s::jsonb, %s)",
+                        (json.dumps(manifest), label))
     assert run is not None
-    return run["label"], not any("imported already" in n for n in notices)
+    return str(run["label"])
 
 
-def _copy_in(conn: psycopg.Connection[Any], name: str, m: dict[str, Any], data: bytes,
+def _copy_in(conn: psycopg.Connection[Any], name: str, m: dict[str, Any], chunks: Iterator[bytes],
              path: pathlib.Path) -> None:
-    """A member into pg_temp.import_<name>, a table with the columns of the
-    member's target here, dropped at commit."""
+    """A member (its chunks) into pg_temp.import_<name>, a table with the
+    columns of the member's target here, dropped at commit; its checksum
+    checked once it is sent."""
     src = name.removeprefix("history/")
     target = f"chronicle.{src}_history" if name.startswith("history/") else _TARGETS.get(name)
     if target is None:
@@ -331,6 +401,7 @@ def _copy_in(conn: psycopg.Connection[Any], name: str, m: dict[str, Any], data: 
     if name.startswith("history/") and query_one(conn, "SELECT to_regclass(%s) AS t", (target,))["t"] is None:  # type: ignore[index]
         raise ClientError(f"{path}: source {src} is not known to this pg_chronicle (a newer one wrote it)")
     cols = [sql.Identifier(c) for c in m["columns"]]
+    digest = hashlib.sha256()
     with conn.cursor() as cur:
         if "encoding" in m:
             if name not in _CODED or m["encoding"] != _CODED[name][1]:
@@ -344,9 +415,16 @@ def _copy_in(conn: psycopg.Connection[Any], name: str, m: dict[str, Any], data: 
         try:
             with cur.copy(sql.SQL("COPY {} ({}) FROM STDIN WITH (FORMAT csv, HEADER true)").format(
                     table, sql.SQL(", ").join(cols))) as cp:
-                cp.write(data)
+                for chunk in chunks:
+                    digest.update(chunk)
+                    cp.write(chunk)
         except psycopg.Error as exc:
+            # a member that is not what its manifest says is said so
+            for chunk in chunks:
+                digest.update(chunk)
+            _check_sum(digest, m, path)
             raise ClientError(f"{path}: damaged archive: {m['file']}: {translate(exc).message}") from exc
+        _check_sum(digest, m, path)
         if cur.rowcount != m["rows"]:
             raise ClientError(f"{path}: {m['file']} holds {cur.rowcount} rows, the manifest says {m['rows']}")
         # statistics: without them the planner of _import_run() joins a

@@ -18,10 +18,12 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+import psycopg
 import pytest
 
+from pg_chronicle.archive import import_archive
 from pg_chronicle.cli import main as cli_main
-from pg_chronicle.db import connect
+from pg_chronicle.db import ClientError, connect
 from pg_chronicle.report import build
 
 from conftest import Server, cli, other_pg_config, running_server, wait_for
@@ -270,6 +272,87 @@ def test_import_keeps_triggers(server: Server, runs: pathlib.Path) -> None:
     wait_for(lambda: server.psql(rollup_calls, dbname="repo_checked") == "1",
              "the import's statistics in repo_checked")
     assert server.psql(rollup_calls, dbname="repo_fast") == "0"
+
+
+def _with_transactions(src: pathlib.Path, dst: pathlib.Path, edit) -> None:  # type: ignore[no-untyped-def]
+    """src with its app_transaction.csv's data lines given to edit (a list
+    of lists of fields, changed in place), its checksum made to match."""
+    with tarfile.open(src, "r:xz") as tar:
+        files = {m.name: tar.extractfile(m).read() for m in tar.getmembers()}  # type: ignore[union-attr]
+    lines = files["app_transaction.csv"].decode().split("\n")
+    rows = [line.split(",") for line in lines[1:] if line]
+    edit(rows)
+    files["app_transaction.csv"] = "\n".join([lines[0]] + [",".join(r) for r in rows] + [""]).encode()
+    man = json.loads(files["manifest.json"])
+    man["members"]["app_transaction"]["sha256"] = hashlib.sha256(files["app_transaction.csv"]).hexdigest()
+    files["manifest.json"] = json.dumps(man).encode()
+    with tarfile.open(dst, "w:xz") as tout:
+        for name in ["manifest.json"] + [n for n in files if n != "manifest.json"]:
+            info = tarfile.TarInfo(name)
+            info.size = len(files[name])
+            tout.addfile(info, io.BytesIO(files[name]))
+
+
+def test_import_decoding(server: Server, runs: pathlib.Path) -> None:
+    """The coded pgbench rows are decoded in one pass (src/import.c): values
+    that do not decode (differences adding up beyond bigint, a time out of
+    range, a status or a NULL the table refuses) fail the import with the
+    reason and keep nothing, and the same session imports the archive
+    afterwards, every row as recorded.  The function itself refuses a
+    table that is not temporary and rows out of their order."""
+    db = "repo_decoding"
+    server.psql(f"CREATE DATABASE {db}")
+    server.psql("CREATE EXTENSION pg_chronicle", dbname=db)
+    rows = ("SELECT count(*), md5(string_agg(format('%s %s %s %s %s %s %s %s %s', ts, client_id, tx_no,"
+            " script_no, latency_us, lag_us, retries, status, source), ',' ORDER BY ts, client_id, tx_no))"
+            " FROM chronicle.app_transaction WHERE run_id = (SELECT run_id FROM chronicle.run"
+            " WHERE label = 'a')")
+    bad = runs / "decoding"
+    bad.mkdir(exist_ok=True)
+
+    def field(i: int, k: int, v: str):  # type: ignore[no-untyped-def]
+        return lambda r: r[i].__setitem__(k, v)
+    cases = {"overflow": (field(1, 0, str(2**63 - 1)), "beyond bigint"),
+             "far": (field(0, 0, str(-3 * 10**17)), "out of range"),
+             "status": (field(2, 7, "bogus"), "app_transaction_status_check"),
+             "null": (field(3, 1, ""), "null value in column \"client_id\"")}
+    conn = connect(server.conninfo.replace("dbname=postgres", f"dbname={db}"))
+    try:
+        for name, (edit, words) in cases.items():
+            _with_transactions(runs / "a.pgca", bad / f"{name}.pgca", edit)
+            with pytest.raises(ClientError) as exc:
+                import_archive(conn, bad / f"{name}.pgca")
+            assert words in str(exc.value), (name, str(exc.value))
+            assert server.psql("SELECT (SELECT count(*) FROM chronicle.run),"
+                               " (SELECT count(*) FROM chronicle.app_transaction)", dbname=db) == "0|0", name
+        assert import_archive(conn, runs / "a.pgca") == ("a", True)
+        assert server.psql(rows, dbname=db) == server.psql(rows)
+
+        # the function alone: a table of its own, rows out of order
+        with pytest.raises(psycopg.errors.WrongObjectType, match="not a temporary table"):
+            conn.execute("SELECT chronicle._import_transactions(1, 'chronicle.app_transaction')")
+        with pytest.raises(psycopg.errors.NullValueNotAllowed, match="must not be NULL"):
+            conn.execute("SELECT chronicle._import_transactions(NULL, 'chronicle.app_transaction')")
+        with conn.transaction():
+            conn.execute("CREATE TEMP TABLE coded (n bigint, ts bigint, client_id integer, tx_no bigint,"
+                         " script_no integer, latency_us bigint, lag_us bigint, retries integer,"
+                         " status text, source text) ON COMMIT DROP")
+            conn.execute("INSERT INTO coded (n, ts, client_id, tx_no, script_no)"
+                         " VALUES (1, 1735689600000000, 1, 1, 0), (3, 10, 1, 1, 0)")
+            run = conn.execute("SELECT run_id FROM chronicle.run WHERE label = 'a'").fetchone()[0]  # type: ignore[index]
+            out_of_order = 'row 3 of "coded" is not the row after 1'
+            with pytest.raises(psycopg.errors.InternalError, match=out_of_order), conn.transaction():
+                conn.execute("SELECT chronicle._import_transactions(%s, 'pg_temp.coded')", (run,))
+            conn.execute("UPDATE coded SET n = 2 WHERE n = 3")  # read in the heap's order: 1, then 2
+            assert conn.execute("SELECT chronicle._import_transactions(%s, 'pg_temp.coded')",
+                                (run,)).fetchone() == (2,)
+            assert conn.execute("SELECT count(*) FROM chronicle.app_transaction WHERE run_id = %s"
+                                " AND ts = '2025-01-01 00:00:00.00001+00' AND tx_no = 2",
+                                (run,)).fetchone() == (1,)
+            raise psycopg.Rollback
+    finally:
+        conn.close()
+    server.psql(f"DROP DATABASE {db}")
 
 
 def test_server_side_export(server: Server, second: Server, runs: pathlib.Path) -> None:

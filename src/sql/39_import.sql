@@ -62,6 +62,18 @@ COMMENT ON FUNCTION chronicle._app_transaction_triggers_known() IS
 REVOKE ALL ON FUNCTION chronicle._app_transaction_triggers_known() FROM PUBLIC;
 
 
+-- The coded pgbench rows of an archive (format 2) in pg_temp's table
+-- coded, decoded and inserted under run_id in one pass, no trigger fired
+-- (src/import.c says when that is right); returns how many.
+CREATE FUNCTION chronicle._import_transactions(run_id integer, coded regclass)
+RETURNS bigint
+LANGUAGE C
+SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'chronicle_import_transactions';
+COMMENT ON FUNCTION chronicle._import_transactions(integer, regclass) IS
+	'Decodes an archive''s coded pgbench rows (a temporary table copied in by pg-chronicle import) into chronicle.app_transaction, in one pass (chronicle._import_run() calls it)';
+REVOKE ALL ON FUNCTION chronicle._import_transactions(integer, regclass) FROM PUBLIC;
+
 CREATE FUNCTION chronicle._import_run(manifest jsonb, label text)
 RETURNS chronicle.run
 LANGUAGE plpgsql
@@ -155,38 +167,46 @@ BEGIN
 	-- once per row (a query each, half the time of the insert, docs/
 	-- benchmarks.md "Run archives"): every row's run_id is r.run_id, the
 	-- run this transaction inserted above, which no other session sees
-	-- before it commits; the triggers are skipped for this statement only
-	-- while they are the known ones (_app_transaction_triggers_known()).
+	-- before it commits; the triggers are skipped (by the decoding in C,
+	-- or for the one statement in SQL) only while they are the known ones
+	-- (_app_transaction_triggers_known()).
 	IF NOT EXISTS (SELECT FROM chronicle.run o WHERE o.run_id = r.run_id AND o.origin = v_origin) THEN
 		RAISE EXCEPTION 'chronicle._import_run: run % is not the one inserted', r.run_id;
 	END IF;
-	IF chronicle._app_transaction_triggers_known() THEN
-		v_role := current_setting('session_replication_role');
-		PERFORM set_config('session_replication_role', 'replica', true);
-	END IF;
-	IF manifest -> 'members' -> 'app_transaction' ? 'encoding' THEN
-		-- format 2: ts and tx_no are differences to the row before (n
-		-- orders the rows), ts in microseconds since 1970; status NULL: ok
-		INSERT INTO chronicle.app_transaction (run_id, ts, client_id, tx_no, script_no, latency_us, lag_us,
-		                                       retries, status, source)
-		SELECT r.run_id, 'epoch'::timestamptz + (x.us / 1000000) * interval '1 s'
-		                 + (x.us % 1000000) * interval '1 microsecond',
-		       x.client_id, x.tx_no, x.script_no, x.latency_us, x.lag_us, x.retries, x.status, x.source
-		  FROM (SELECT chronicle._sum_bigint(t.ts) OVER w AS us, t.client_id,
-		               chronicle._sum_bigint(t.tx_no) OVER w AS tx_no,
-		               t.script_no, t.latency_us, t.lag_us, t.retries, coalesce(t.status, 'ok') AS status,
-		               t.source
-		          FROM pg_temp.import_app_transaction t
-		        WINDOW w AS (ORDER BY t.n ROWS UNBOUNDED PRECEDING)) x;
+	IF manifest -> 'members' -> 'app_transaction' ? 'encoding'
+	   AND chronicle._app_transaction_triggers_known() THEN
+		-- format 2 (ts and tx_no differences to the row before, n orders
+		-- the rows, status NULL: ok), decoded in one pass (src/import.c)
+		PERFORM chronicle._import_transactions(r.run_id, 'pg_temp.import_app_transaction'::regclass);
 	ELSE
-		INSERT INTO chronicle.app_transaction (run_id, ts, client_id, tx_no, script_no, latency_us, lag_us,
-		                                       retries, status, source)
-		SELECT r.run_id, t.ts, t.client_id, t.tx_no, t.script_no, t.latency_us, t.lag_us, t.retries,
-		       t.status, t.source
-		  FROM pg_temp.import_app_transaction t;
-	END IF;
-	IF v_role IS NOT NULL THEN
-		PERFORM set_config('session_replication_role', v_role, true);
+		IF chronicle._app_transaction_triggers_known() THEN
+			v_role := current_setting('session_replication_role');
+			PERFORM set_config('session_replication_role', 'replica', true);
+		END IF;
+		IF manifest -> 'members' -> 'app_transaction' ? 'encoding' THEN
+			-- format 2 with a trigger of the user's: in SQL, each row
+			-- through the triggers
+			INSERT INTO chronicle.app_transaction (run_id, ts, client_id, tx_no, script_no, latency_us, lag_us,
+			                                       retries, status, source)
+			SELECT r.run_id, 'epoch'::timestamptz + (x.us / 1000000) * interval '1 s'
+			                 + (x.us % 1000000) * interval '1 microsecond',
+			       x.client_id, x.tx_no, x.script_no, x.latency_us, x.lag_us, x.retries, x.status, x.source
+			  FROM (SELECT chronicle._sum_bigint(t.ts) OVER w AS us, t.client_id,
+			               chronicle._sum_bigint(t.tx_no) OVER w AS tx_no,
+			               t.script_no, t.latency_us, t.lag_us, t.retries, coalesce(t.status, 'ok') AS status,
+			               t.source
+			          FROM pg_temp.import_app_transaction t
+			        WINDOW w AS (ORDER BY t.n ROWS UNBOUNDED PRECEDING)) x;
+		ELSE
+			INSERT INTO chronicle.app_transaction (run_id, ts, client_id, tx_no, script_no, latency_us, lag_us,
+			                                       retries, status, source)
+			SELECT r.run_id, t.ts, t.client_id, t.tx_no, t.script_no, t.latency_us, t.lag_us, t.retries,
+			       t.status, t.source
+			  FROM pg_temp.import_app_transaction t;
+		END IF;
+		IF v_role IS NOT NULL THEN
+			PERFORM set_config('session_replication_role', v_role, true);
+		END IF;
 	END IF;
 	INSERT INTO chronicle.app_interval
 	SELECT r.run_id, a.interval_start, a.num_transactions, a.sum_latency_us, a.sum_latency_2,
