@@ -274,9 +274,11 @@ def test_import_keeps_triggers(server: Server, runs: pathlib.Path) -> None:
     assert server.psql(rollup_calls, dbname="repo_fast") == "0"
 
 
-def _with_transactions(src: pathlib.Path, dst: pathlib.Path, edit) -> None:  # type: ignore[no-untyped-def]
+def _with_transactions(src: pathlib.Path, dst: pathlib.Path, edit,  # type: ignore[no-untyped-def]
+                       manifest_last: bool = False) -> None:
     """src with its app_transaction.csv's data lines given to edit (a list
-    of lists of fields, changed in place), its checksum made to match."""
+    of lists of fields, changed in place), its checksum made to match;
+    manifest_last: manifest.json after the members, not first."""
     with tarfile.open(src, "r:xz") as tar:
         files = {m.name: tar.extractfile(m).read() for m in tar.getmembers()}  # type: ignore[union-attr]
     lines = files["app_transaction.csv"].decode().split("\n")
@@ -287,7 +289,8 @@ def _with_transactions(src: pathlib.Path, dst: pathlib.Path, edit) -> None:  # t
     man["members"]["app_transaction"]["sha256"] = hashlib.sha256(files["app_transaction.csv"]).hexdigest()
     files["manifest.json"] = json.dumps(man).encode()
     with tarfile.open(dst, "w:xz") as tout:
-        for name in ["manifest.json"] + [n for n in files if n != "manifest.json"]:
+        names = [n for n in files if n != "manifest.json"]
+        for name in [*names, "manifest.json"] if manifest_last else ["manifest.json", *names]:
             info = tarfile.TarInfo(name)
             info.size = len(files[name])
             tout.addfile(info, io.BytesIO(files[name]))
@@ -298,7 +301,8 @@ def test_import_decoding(server: Server, runs: pathlib.Path) -> None:
     that do not decode (differences adding up beyond bigint, a time out of
     range, a status or a NULL the table refuses) fail the import with the
     reason and keep nothing, and the same session imports the archive
-    afterwards, every row as recorded.  The function itself refuses a
+    afterwards, every row as recorded (from a tar file whose manifest is
+    not first, which the client reads whole rather than as a stream).  The function itself refuses a
     table that is not temporary and rows out of their order."""
     db = "repo_decoding"
     server.psql(f"CREATE DATABASE {db}")
@@ -325,7 +329,9 @@ def test_import_decoding(server: Server, runs: pathlib.Path) -> None:
             assert words in str(exc.value), (name, str(exc.value))
             assert server.psql("SELECT (SELECT count(*) FROM chronicle.run),"
                                " (SELECT count(*) FROM chronicle.app_transaction)", dbname=db) == "0|0", name
-        assert import_archive(conn, runs / "a.pgca") == ("a", True)
+        # a tar file written by hand, its manifest last: read whole, the same rows
+        _with_transactions(runs / "a.pgca", bad / "last.pgca", lambda r: None, manifest_last=True)
+        assert import_archive(conn, bad / "last.pgca") == ("a", True)
         assert server.psql(rows, dbname=db) == server.psql(rows)
 
         # the function alone: a table of its own, rows out of order

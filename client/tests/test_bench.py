@@ -415,12 +415,14 @@ def test_bench_run_holds_no_wal_of_the_load(server: Server, window_run: WindowRu
     after_wal = _wal(server, ended, w.after)
     # PostgreSQL 18.6, cassert: load 6.5 MB, run 20 kB, last interval 9 kB, after 6.4 MB;
     # 17.11 once: load 7.9 MB, run 414 kB (the whole server's WAL of those
-    # 3 s, not studied), last interval 3 kB, after 7.8 MB.
-    # The load's WAL in the run would be all of it: a fifth is far from both.
+    # 3 s, not studied), last interval 3 kB, after 7.8 MB; another time:
+    # load 7.5 MB, run 417 kB, last interval 403 kB (the run's own WAL can
+    # land in its last interval), after 7.4 MB.
+    # The load's WAL in the run (in its last interval, where a late end
+    # would put it) would be all of it: a fifth is far from both.
     figures = f"load {load_wal:,}, run {run_wal:,}, last interval {last_wal:,}, after {after_wal:,}"
     assert load_wal > 1_000_000, figures
     assert after_wal > 0.8 * load_wal, figures
-    assert last_wal < 0.05 * load_wal, figures
     assert run_wal < 0.2 * load_wal, figures
 
 
