@@ -34,7 +34,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from pg_chronicle.db import RUN_OF_SERVER, ClientError, query, query_one, translate, translated
+from pg_chronicle.db import ClientError, query, query_one, run_named, translate, translated
 
 FORMAT = "pg_chronicle run archive"
 FORMAT_VERSION = 2
@@ -123,8 +123,8 @@ def _copy_out(conn: psycopg.Connection[Any], select: str,
 def export_run(conn: psycopg.Connection[Any], run: str, path: pathlib.Path) -> dict[str, Any]:
     """Writes the archive of an ended run into path; returns its manifest."""
     _session(conn)
-    r = query_one(conn, "SELECT r.*, chronicle._run_id(r.label, 'pg-chronicle export') AS id"
-                        " FROM chronicle.run r WHERE r.label = %s AND " + RUN_OF_SERVER, (run,))
+    r = query_one(conn, "SELECT r.*, r.run_id AS id"
+                        " FROM chronicle.run r WHERE " + run_named(conn, "%s"), (run,))
     if r is None:
         query(conn, "SELECT chronicle._run_id(%s, 'pg-chronicle export')", (run,))  # the error
         raise AssertionError("unreachable")
@@ -378,7 +378,7 @@ def _import(conn: psycopg.Connection[Any], manifest: dict[str, Any],
             raise ClientError(f"{path}: member {file} is missing (truncated archive?)")
         # after the members: a damaged archive is said as damaged first
         existing = query_one(conn, "SELECT meta -> 'archive' ->> 'id' AS id FROM chronicle.run"
-                                   " WHERE label = %s", (label,))
+                                   " WHERE label = %s AND server = 0", (label,))
         if existing is not None and existing["id"] != manifest["archive_id"]:
             raise ClientError(f'{path}: a run labelled "{label}" exists already with other content'
                               " (hint: import it under another label with --rename NEW_LABEL)")

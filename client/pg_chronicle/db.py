@@ -122,6 +122,17 @@ RUN_OF_SERVER = ("coalesce((to_jsonb(r) ->> 'server')::int, 0)"
                  " = coalesce(nullif(current_setting('chronicle.run_server', true), ''), '0')::int")
 
 
+def run_named(conn: psycopg.Connection[Any], param: str) -> str:
+    """SQL: run r is the one the run label in placeholder param names, as
+    every function of the extension reads a label (chronicle._find_run():
+    a run of the server read, or server:label for a subscribed server's
+    run); before 0.3.0, the run of that label."""
+    row = query_one(conn, "SELECT to_regprocedure('chronicle._find_run(text)') IS NOT NULL AS ok")
+    if row is not None and row["ok"]:
+        return f"r.run_id = chronicle._find_run({param})"
+    return f"r.label = {param} AND " + RUN_OF_SERVER
+
+
 def set_server(name: str | None) -> None:
     """Makes every session connect() opens from now on read the
     subscribed server name (None: the server connected to)."""
@@ -195,7 +206,7 @@ def run_window(conn: psycopg.Connection[Any], run: str,
         "       greatest(w.run_from, coalesce(%(f)s::timestamptz, w.run_from)) AS f, "
         "       least(w.run_to, coalesce(%(t)s::timestamptz, w.run_to)) AS t, "
         "       (SELECT coalesce((to_jsonb(r) ->> 'origin')::int, 0) FROM chronicle.run r "
-        "         WHERE r.label = %(run)s AND " + RUN_OF_SERVER + ") AS origin "
+        "         WHERE " + run_named(conn, "%(run)s") + ") AS origin "
         "  FROM chronicle.run_window(%(run)s) w",
         {"run": run, "f": from_ts, "t": to_ts})
     assert row is not None

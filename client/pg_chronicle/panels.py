@@ -149,7 +149,7 @@ def window(conn: Conn, run: str, from_ts: datetime | None = None,
                coalesce(to_jsonb(r) ->> 'warmup', '0')::interval AS warmup,
                coalesce((to_jsonb(r) ->> 'origin')::int, 0) AS origin
           FROM chronicle.run_window(%s) w, chronicle.run r
-         WHERE r.label = %s AND """ + db.RUN_OF_SERVER, (run, run))[0]
+         WHERE """ + db.run_named(conn, "%s"), (run, run))[0]
     f = from_ts if from_ts is not None else r["run_from"]
     t = to_ts if to_ts is not None else r["run_to"]
     env = r["environment"] or {}

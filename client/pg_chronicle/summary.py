@@ -15,7 +15,7 @@ from typing import Any
 import psycopg
 
 from pg_chronicle import text
-from pg_chronicle.db import RUN_OF_SERVER, query, query_one, reading_server
+from pg_chronicle.db import RUN_OF_SERVER, query, query_one, reading_server, run_named
 
 
 @dataclasses.dataclass
@@ -76,7 +76,7 @@ def collect(conn: psycopg.Connection[Any], run: str, top_waits: int = 5) -> RunS
                   "       extract(epoch FROM coalesce(to_jsonb(r) ->> 'warmup', '0')::interval)::float8"
                   "         AS warmup_s "
                   "  FROM chronicle.run_window(%(run)s) w, chronicle.run r"
-                  " WHERE r.label = %(run)s AND " + RUN_OF_SERVER,
+                  " WHERE " + run_named(conn, "%(run)s"),
                   {"run": run})
     assert r is not None
     app = query_one(conn, "SELECT * FROM chronicle.app_summary(%s)", (run,))

@@ -234,6 +234,39 @@ def test_delete_imported_runs(server: Server, runs: pathlib.Path) -> None:
     assert report_data(repo, "a") == report_data(server.conninfo, "a")
 
 
+def test_concurrent_imports_of_one_archive(server: Server, runs: pathlib.Path) -> None:
+    """Two sessions import one archive under two labels at once: one run,
+    the second import waits for the first and says the archive is imported
+    already (_import_run() locks the archive's id before it looks for it)."""
+    server.psql("CREATE DATABASE repo_conc")
+    server.psql("CREATE EXTENSION pg_chronicle", dbname="repo_conc")
+    repo = server.conninfo.replace("dbname=postgres", "dbname=repo_conc")
+    result: dict[str, Any] = {}
+
+    def second_import() -> None:
+        try:
+            with connect(repo) as conn2:
+                result["second"] = import_archive(conn2, runs / "a.pgca", "conc-2")
+        except (ClientError, psycopg.Error) as exc:  # reported by the assertion below
+            result["second"] = exc
+
+    with connect(repo) as conn1:
+        # the first import's transaction left open (its own transaction is a
+        # savepoint of this one) while the second one starts
+        with conn1.transaction():
+            assert import_archive(conn1, runs / "a.pgca", "conc-1") == ("conc-1", True)
+            t = threading.Thread(target=second_import)
+            t.start()
+            wait_for(lambda: server.psql(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = 'repo_conc'"
+                " AND wait_event_type = 'Lock' AND query LIKE '%_import_run%'") == "1",
+                "the second import waiting for the first")
+        t.join(timeout=120)
+    assert result["second"] == ("conc-1", False), result
+    assert server.psql("SELECT string_agg(label, ',') FROM chronicle.run", dbname="repo_conc") == "conc-1"
+    assert server.psql("SELECT count(*) FROM chronicle.origin", dbname="repo_conc") == "1"
+
+
 def test_import_keeps_triggers(server: Server, runs: pathlib.Path) -> None:
     """The import checks the foreign key of the pgbench rows once, not by its
     trigger per row (39_import.sql), only while app_transaction has no

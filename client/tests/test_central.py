@@ -1,12 +1,14 @@
 """A central repository's runs (docs/central.md, "Runs"): a run recorded on a
 recording server reaches the central database that subscribes to it as that
 server's run; pg-chronicle --server NAME reads it there, and its report
-equals the report made on the server, panel by panel; exported there, its
+equals the report made on the server, panel by panel, and SERVER:RUN names
+it whatever server is read; exported there, its
 archive imports with the analyses of the run on the server; the central's
 own run of the same label stays its own."""
 
 from __future__ import annotations
 
+import json
 import pathlib
 from collections.abc import Iterator
 from typing import Any
@@ -94,6 +96,14 @@ def test_runs_of_a_subscribed_server(central: Server, source: Server, tmp_path: 
     assert own_meta["from"] != meta["from"]
     assert (cli(central, "--server", name, "compare", "a", "a", check=True).stdout
             == cli(source, "compare", "a", "a", check=True).stdout)
+    # server:label names the source's run whatever server the session reads:
+    # its report as on the source, and beside the central's own run a
+    q_meta, q_panels = report_data(central.conninfo, f"{name}:a")
+    assert q_meta == {**meta, "run": f"{name}:a"}
+    assert (json.dumps(q_panels, default=str).replace(f'"{name}:a"', '"a"')
+            == json.dumps(want, default=str))
+    assert (cli(central, "compare", f"{name}:a", f"{name}:a", check=True).stdout.replace(f"{name}:a", "a")
+            == cli(source, "compare", "a", "a", check=True).stdout)
 
     # trials and sweeps name a server's runs: the source's t#1 and t#2, not
     # the central's own t#1; the source's s@clients=1 and 2, not the
@@ -124,6 +134,10 @@ def test_runs_of_a_subscribed_server(central: Server, source: Server, tmp_path: 
     cli(central, "-d", repo, "import", str(archive), check=True)
     assert central.psql("SELECT server_name FROM chronicle.origin", dbname="repo") == name
     assert analyses(central, "a", dbname="repo") == analyses(source, "a")
+    # and into the central's own runs under a label only the source's runs
+    # have there: a label is taken per server
+    cli(central, "import", str(archive), "--rename", "t#2", check=True)
+    assert analyses(central, "t#2") == analyses(source, "a")
 
     # an unknown server, and --server where it does not apply
     p = cli(central, "--server", "nope", "runs")

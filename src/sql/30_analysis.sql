@@ -273,8 +273,33 @@ CREATE TABLE chronicle.metric (
 COMMENT ON TABLE chronicle.metric IS
 	'Per-interval series known to chronicle.percentiles(): name, source function, how an interval value is computed';
 
+-- The run a label names, or NULL: the one run lookup behind every function
+-- taking a run label (through _run_id()) and the client's.  A label names a
+-- run of the server the session reads (chronicle.use_server(), 42_central.sql;
+-- this server's and the imported runs by default); 'server:label' names a
+-- run of a subscribed server whatever the session reads, so that one call
+-- can compare two servers' runs.  A label of the server read wins over that
+-- reading, and a server's name cannot hold ':' (subscribe()), so the first
+-- ':' splits server and label.
+CREATE FUNCTION chronicle._find_run(run text)
+RETURNS integer
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+	SELECT coalesce(
+		(SELECT r.run_id FROM chronicle.run r WHERE r.label = run AND r.server = chronicle._server()),
+		(SELECT r.run_id
+		   FROM chronicle.origin o JOIN chronicle.run r ON r.server = o.origin_id
+		  WHERE strpos(run, ':') > 0
+		    AND o.kind = 'subscription'
+		    AND o.server_name = substring(run FROM '^([^:]*):')
+		    AND r.label = substring(run FROM '^[^:]*:(.*)$')))
+$$;
+COMMENT ON FUNCTION chronicle._find_run(text) IS
+	'The run_id a run label names in this session (label, or server:label for a subscribed server''s run), NULL if none';
+
 -- A run's id by label, or an error naming the caller with the known runs
--- as a hint: the one run lookup behind every function taking a run label.
+-- as a hint.
 CREATE FUNCTION chronicle._run_id(run text, caller text)
 RETURNS integer
 LANGUAGE plpgsql STABLE
@@ -282,14 +307,25 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
 	v_run integer;
+	v_server text;
 BEGIN
 	IF run IS NULL THEN
 		RAISE EXCEPTION '%: the run label must not be NULL', caller
 			USING ERRCODE = 'null_value_not_allowed',
 			      HINT = 'Pass the label given to chronicle.run_begin() or chronicle.run_label().';
 	END IF;
-	SELECT r.run_id INTO v_run FROM chronicle.run r WHERE r.label = run AND r.server = chronicle._server();
-	IF v_run IS NULL THEN
+	v_run := chronicle._find_run(run);
+	v_server := substring(run FROM '^([^:]*):');
+	IF v_run IS NULL AND EXISTS (SELECT FROM chronicle.origin o
+	                              WHERE o.kind = 'subscription' AND o.server_name = v_server) THEN
+		RAISE EXCEPTION '%: unknown run "%"', caller, run
+			USING ERRCODE = 'undefined_object',
+			      HINT = coalesce(format('Runs of server "%s": ', v_server)
+			                      || (SELECT string_agg(format('%s:%s', v_server, r.label), ', ' ORDER BY r.started)
+			                            FROM chronicle.origin o JOIN chronicle.run r ON r.server = o.origin_id
+			                           WHERE o.kind = 'subscription' AND o.server_name = v_server) || '.',
+			                      format('Server "%s" has no run here yet.', v_server));
+	ELSIF v_run IS NULL THEN
 		RAISE EXCEPTION '%: unknown run "%"', caller, run
 			USING ERRCODE = 'undefined_object',
 			      HINT = coalesce('Known runs: ' || (SELECT string_agg(r.label, ', ' ORDER BY r.started)
@@ -375,6 +411,7 @@ REVOKE ALL ON FUNCTION chronicle._check_range(timestamptz, timestamptz, text) FR
 REVOKE ALL ON FUNCTION chronicle._check_finite(text, text, timestamptz) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle._keyframe(regclass, timestamptz, timestamptz) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle._run_id(text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle._find_run(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle._check_name(text, text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle._check_datname(text, text, timestamptz, timestamptz) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle.intervals(timestamptz, timestamptz) FROM PUBLIC;
@@ -385,6 +422,7 @@ GRANT EXECUTE ON FUNCTION chronicle._check_range(timestamptz, timestamptz, text)
 GRANT EXECUTE ON FUNCTION chronicle._check_finite(text, text, timestamptz) TO pg_monitor, pg_read_all_stats;
 GRANT EXECUTE ON FUNCTION chronicle._keyframe(regclass, timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;
 GRANT EXECUTE ON FUNCTION chronicle._run_id(text, text) TO pg_monitor, pg_read_all_stats;
+GRANT EXECUTE ON FUNCTION chronicle._find_run(text) TO pg_monitor, pg_read_all_stats;
 GRANT EXECUTE ON FUNCTION chronicle._check_name(text, text, text) TO pg_monitor, pg_read_all_stats;
 GRANT EXECUTE ON FUNCTION chronicle._check_datname(text, text, timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;
 GRANT EXECUTE ON FUNCTION chronicle.intervals(timestamptz, timestamptz) TO pg_monitor, pg_read_all_stats;

@@ -176,10 +176,7 @@ BEGIN
 				      HINT = 'Open one with chronicle.run_begin(label).';
 		END IF;
 	ELSE
-		SELECT * INTO r FROM chronicle.run o WHERE o.label = run_end.run AND o.server = chronicle._server() FOR UPDATE;
-		IF NOT FOUND THEN
-			PERFORM chronicle._run_id(run, 'chronicle.run_end');	-- the unknown-run error
-		END IF;
+		SELECT * INTO r FROM chronicle.run o WHERE o.run_id = chronicle._run_id(run, 'chronicle.run_end') FOR UPDATE;
 		IF r.ended IS NOT NULL THEN
 			RAISE EXCEPTION 'chronicle.run_end: run "%" has ended already', run
 				USING ERRCODE = 'object_not_in_prerequisite_state',
@@ -258,8 +255,7 @@ AS $$
 DECLARE
 	r chronicle.run;
 BEGIN
-	PERFORM chronicle._run_id(run, 'chronicle.run_delete');	-- NULL and unknown-run errors
-	SELECT * INTO r FROM chronicle.run o WHERE o.label = run_delete.run AND o.server = chronicle._server() FOR UPDATE;
+	SELECT * INTO r FROM chronicle.run o WHERE o.run_id = chronicle._run_id(run, 'chronicle.run_delete') FOR UPDATE;
 	PERFORM chronicle._check_owner('chronicle.run_delete', format('run "%s"', r.label), r.owner);
 	DELETE FROM chronicle.run o WHERE o.run_id = r.run_id;
 	IF r.origin <> 0 THEN
@@ -287,15 +283,16 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
 	r chronicle.run;
+	v_run integer;
 BEGIN
-	PERFORM chronicle._run_id(run, 'chronicle.run_set_warmup');	-- NULL and unknown-run errors
+	v_run := chronicle._run_id(run, 'chronicle.run_set_warmup');
 	IF warmup IS NULL OR warmup < interval '0' OR isfinite(warmup) IS NOT TRUE THEN
 		RAISE EXCEPTION 'chronicle.run_set_warmup: a warm-up is a finite interval of 0 or more, not %',
 			coalesce(warmup::text, 'NULL')
 			USING ERRCODE = 'invalid_parameter_value',
 			      HINT = 'For example interval ''30 seconds''; 0 leaves nothing out.';
 	END IF;
-	SELECT * INTO r FROM chronicle.run o WHERE o.label = run_set_warmup.run AND o.server = chronicle._server() FOR UPDATE;
+	SELECT * INTO r FROM chronicle.run o WHERE o.run_id = v_run FOR UPDATE;
 	PERFORM chronicle._check_owner('chronicle.run_set_warmup', format('run "%s"', r.label), r.owner);
 	IF r.ended IS NOT NULL AND r.started + warmup >= r.ended THEN
 		RAISE EXCEPTION 'chronicle.run_set_warmup: a warm-up of % leaves nothing of run "%"', warmup, r.label
@@ -414,7 +411,7 @@ SET chronicle.origin = 0
 AS $$
 	SELECT s.* FROM chronicle.run_window(run) w,
 	       chronicle.summary(w.run_from, w.run_to,
-	                         (SELECT r.run_id FROM chronicle.run r WHERE r.label = run AND r.server = chronicle._server())) s
+	                         chronicle._find_run(run)) s
 $$;
 
 COMMENT ON FUNCTION chronicle.run_summary(text) IS 'chronicle.summary() of a run';
@@ -467,11 +464,9 @@ CREATE FUNCTION chronicle.compare_settings(a text, b text)
 RETURNS TABLE (name text, value_a text, value_b text)
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
--- the run's origin, set by run_window(), for this call only (05_origin.sql)
-SET chronicle.origin = 0
 AS $$
-	WITH ra AS (SELECT r.* FROM chronicle.run_window(a) w, chronicle.run r WHERE r.label = a AND r.server = chronicle._server()),
-	     rb AS (SELECT r.* FROM chronicle.run_window(b) w, chronicle.run r WHERE r.label = b AND r.server = chronicle._server())
+	WITH ra AS (SELECT r.* FROM chronicle.run r WHERE r.run_id = chronicle._run_id(a, 'chronicle.compare_settings')),
+	     rb AS (SELECT r.* FROM chronicle.run r WHERE r.run_id = chronicle._run_id(b, 'chronicle.compare_settings'))
 	SELECT 'server_version', ra.server_version, rb.server_version
 	  FROM ra, rb WHERE ra.server_version IS DISTINCT FROM rb.server_version
 	UNION ALL
@@ -499,12 +494,10 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 #variable_conflict use_column
 BEGIN
-	PERFORM chronicle._run_id(a, 'chronicle.compare_environment');
-	PERFORM chronicle._run_id(b, 'chronicle.compare_environment');
 	RETURN QUERY
 	SELECT d.* FROM chronicle._jsonb_diff(
-		(SELECT r.environment FROM chronicle.run r WHERE r.label = compare_environment.a AND r.server = chronicle._server()),
-		(SELECT r.environment FROM chronicle.run r WHERE r.label = compare_environment.b AND r.server = chronicle._server())) d;
+		(SELECT r.environment FROM chronicle.run r WHERE r.run_id = chronicle._run_id(a, 'chronicle.compare_environment')),
+		(SELECT r.environment FROM chronicle.run r WHERE r.run_id = chronicle._run_id(b, 'chronicle.compare_environment'))) d;
 END;
 $$;
 

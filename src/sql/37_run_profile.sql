@@ -92,7 +92,7 @@ DECLARE
 	has_tx boolean;
 	has_app boolean;
 BEGIN
-	PERFORM chronicle._run_id(slowest_intervals.run, 'chronicle.slowest_intervals');
+	v_run := chronicle._run_id(slowest_intervals.run, 'chronicle.slowest_intervals');
 	SELECT w.run_from, w.run_to INTO w_from, w_to
 	  FROM chronicle.run_window(slowest_intervals.run) w;
 	IF n IS NULL OR n < 1 THEN
@@ -105,7 +105,6 @@ BEGIN
 			USING ERRCODE = 'invalid_parameter_value',
 			      HINT = 'by => ''p99'' ranks by the worst pgbench p99 latency, by => ''tps'' by the lowest throughput.';
 	END IF;
-	SELECT r.run_id INTO v_run FROM chronicle.run r WHERE r.label = slowest_intervals.run AND r.server = chronicle._server();
 	has_tx := EXISTS (SELECT FROM chronicle.app_transaction t WHERE t.run_id = v_run);
 	has_app := has_tx OR EXISTS (SELECT FROM chronicle.app_interval a WHERE a.run_id = v_run);
 	IF slowest_intervals.by = 'p99' AND NOT has_tx THEN
@@ -486,7 +485,8 @@ DECLARE
 	v_hint_text text;
 	v_background text;
 BEGIN
-	PERFORM chronicle._run_id(run_wal_sources.run, 'chronicle.run_wal_sources');
+	SELECT r.settings INTO v_settings FROM chronicle.run r
+	 WHERE r.run_id = chronicle._run_id(run_wal_sources.run, 'chronicle.run_wal_sources');
 	SELECT w.run_from, w.run_to INTO w_from, w_to
 	  FROM chronicle.run_window(run_wal_sources.run) w;
 	-- the statements from the snapshot the totals start at (a statement
@@ -494,7 +494,6 @@ BEGIN
 	SELECT w.seconds, coalesce(w.window_start, w_from), coalesce(w.window_end, w_to)
 	  INTO secs, s_from, s_to
 	  FROM chronicle._window(w_from, w_to) w;
-	SELECT r.settings INTO v_settings FROM chronicle.run r WHERE r.label = run_wal_sources.run AND r.server = chronicle._server();
 	v_sums := CASE WHEN v_settings ? 'data_checksums' THEN (v_settings ->> 'data_checksums')::boolean END;
 	v_hints := CASE WHEN v_settings ? 'wal_log_hints' THEN (v_settings ->> 'wal_log_hints')::boolean END;
 	v_fpw := CASE WHEN v_settings ? 'full_page_writes' THEN (v_settings ->> 'full_page_writes')::boolean END;

@@ -137,7 +137,8 @@ SET chronicle.origin = 0
 AS $$
 	SELECT s.* FROM chronicle.run_window(run_stalls.run) w,
 	       chronicle.app_stalls(w.run_from, w.run_to) s
-	 WHERE s.run_label = run_stalls.run
+	 WHERE s.run_label = (SELECT r.label FROM chronicle.run r
+	                       WHERE r.run_id = chronicle._run_id(run_stalls.run, 'chronicle.run_stalls'))
 $$;
 
 COMMENT ON FUNCTION chronicle.run_stalls(text) IS

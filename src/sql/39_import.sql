@@ -113,7 +113,11 @@ BEGIN
 		RAISE EXCEPTION 'chronicle._import_run: the import tables must be plain tables of built-in types'
 			USING ERRCODE = 'wrong_object_type';
 	END IF;
-	-- the same archive again: its run, once
+	-- the same archive again: its run, once.  One import of an archive at a
+	-- time: a second one (under another label, say) waits here for the
+	-- first to end, and then finds its run.
+	PERFORM pg_advisory_xact_lock('chronicle._import_run(jsonb,text)'::regprocedure::oid::integer,
+	                              hashtext(manifest ->> 'archive_id'));
 	SELECT * INTO r FROM chronicle.run o WHERE o.meta -> 'archive' ->> 'id' = manifest ->> 'archive_id';
 	IF FOUND THEN
 		RAISE NOTICE 'archive % is imported already, as run "%"', manifest ->> 'archive_id', r.label

@@ -275,6 +275,11 @@ BEGIN
 		RAISE EXCEPTION 'chronicle.subscribe: give the server''s name and conninfo'
 			USING ERRCODE = 'invalid_parameter_value';
 	END IF;
+	IF strpos(server_name, ':') > 0 THEN
+		RAISE EXCEPTION 'chronicle.subscribe: a server''s name cannot hold ":": "%"', server_name
+			USING ERRCODE = 'invalid_parameter_value',
+			      HINT = 'server:label names a run of a subscribed server (docs/central.md); name it, for example, db1.';
+	END IF;
 	-- a server subscribed to before (chronicle.unsubscribe()) keeps its
 	-- origin: its history goes on where it stopped
 	SELECT o.origin_id INTO v_origin FROM chronicle.origin o

@@ -183,7 +183,7 @@ BEGIN
 			      HINT = 'Call chronicle.pgbench_staging() and \copy the files into pg_temp.chronicle_pgbench_lines first, or use chronicle.load_pgbench_log().';
 	END IF;
 
-	SELECT r.run_id INTO v_run FROM chronicle.run r WHERE r.label = run AND r.server = chronicle._server();
+	v_run := chronicle._find_run(run);
 
 	-- Layout of every file: the number of fields of each line must agree.
 	FOR f IN

@@ -402,6 +402,33 @@ is((split /\n/, $central->safe_psql('postgres', q{
 	SELECT run_from || ' ' || run_to FROM chronicle.run_window('a')}))[1],
 	$sources[1]->safe_psql('postgres', q{SELECT run_from || ' ' || run_to FROM chronicle.run_window('a')}),
 	'src2: its own run a read with use_server(\'src2\')');
+# server:label: two servers' runs in one call, whatever server the
+# session reads; each side as its own server compares it with itself
+my $cmp = q{SELECT md5(string_agg(metric || ' ' || coalesce(value_%1$s::text, '-'), E'\n' ORDER BY metric))
+	FROM chronicle.compare_runs(%2$s, %3$s)};
+is($central->safe_psql('postgres', sprintf($cmp, 'a', q{'src1:a'}, q{'src2:a'})),
+	$sources[0]->safe_psql('postgres', sprintf($cmp, 'a', q{'a'}, q{'a'})),
+	'compare_runs(\'src1:a\', \'src2:a\'): side a is src1\'s run a');
+is($central->safe_psql('postgres',
+		"SELECT chronicle.use_server('src1'); " . sprintf($cmp, 'b', q{'src1:a'}, q{'src2:a'})) =~ s/^.*\n//r,
+	$sources[1]->safe_psql('postgres', sprintf($cmp, 'b', q{'a'}, q{'a'})),
+	'... side b is src2\'s run a, with the session reading src1');
+($ret, $stdout, $stderr) = $central->psql('postgres', "SELECT chronicle.run_window('src1:zz')");
+like($stderr, qr/unknown run "src1:zz".*HINT:  Runs of server "src1": .*\bsrc1:a\b/s,
+	'an unknown run of a subscribed server: its runs as the hint');
+($ret, $stdout, $stderr) = $central->psql('postgres', "SELECT chronicle.subscribe('x:y', 'dbname=postgres')");
+like($stderr, qr/a server's name cannot hold ":"/, 'subscribe() refuses a name with ":"');
+# a label of the server read wins: the central's own run "src1:a" is
+# the one changed, src1's run a keeps its warm-up
+is($central->safe_psql('postgres', q{
+	SELECT chronicle._find_run('src1:a') = r.run_id FROM chronicle.run r WHERE r.label = 'a' AND r.server = }
+	  . qq{$origin{src1};
+	SELECT (chronicle.run_begin('src1:a')).server;
+	SELECT chronicle._find_run('src1:a') = r.run_id FROM chronicle.run r WHERE r.label = 'src1:a';
+	SELECT (chronicle.run_set_warmup('src1:a', '2 s')).server;
+	SELECT (chronicle.run_end('src1:a')).server;
+	SELECT r.warmup FROM chronicle.run r WHERE r.label = 'a' AND r.server = $origin{src1};}) =~ s/\n/,/gr,
+	't,0,t,0,0,00:00:01', 'a label of the server read is read before server:label');
 ($ret, $stdout, $stderr) = $central->psql('postgres', "SELECT chronicle.run_window('a')");
 like($stderr, qr/unknown run "a"/, 'the central\'s own runs have no run a');
 is($central->safe_psql('postgres', q{
