@@ -266,8 +266,8 @@ VALUES ('2021-02-03 10:01:58+00', '2021-02-03 10:00:40+00', false, 'sql', 0, 0, 
        ('2021-02-03 10:01:59+00', '2021-02-03 10:00:40+00', false, 'sql', 0, 0, 0, 0);
 INSERT INTO chronicle.wal_history (ts, wal_records, wal_fpi, wal_bytes, wal_write, wal_sync, wal_write_time, stats_reset)
 VALUES ('2021-02-03 10:01:59+00', 222, 9, 99999, 88, NULL, 7.5, '2021-02-03 10:01:14+00');
-INSERT INTO chronicle.rollup_state AS s (id, done_until) VALUES (true, '2021-02-03 10:03')
-ON CONFLICT (id) DO UPDATE SET done_until = excluded.done_until;
+INSERT INTO chronicle.rollup_state AS s (origin, done_until) VALUES (0, '2021-02-03 10:03')
+ON CONFLICT (origin) DO UPDATE SET done_until = excluded.done_until;
 SELECT * FROM chronicle._rollup(10);
 SELECT to_char(ts, 'HH24:MI') AS minute, intervals, seconds FROM chronicle.rollup_minute
  WHERE source = 'intervals' AND ts >= '2021-02-03 10:01' AND ts < '2021-02-03 10:02';

@@ -407,6 +407,36 @@ epoch_next(void)
 }
 
 /*
+ * A pgbench row of run (here) arrived: the server's rollups
+ * (60_rollups.sql) of the minutes it falls in are rolled up again, as the
+ * statement trigger of app_transaction has them for a load here (the apply
+ * fires row triggers only).  The run's whole window is queued, once a
+ * transaction and run: the rollup reads only the minutes that have rows.
+ * SPI connected.
+ */
+static void
+rollup_dirty(int32 run)
+{
+	static TransactionId done_in = InvalidTransactionId;
+	static int32 done_run = 0;
+	TransactionId xid = GetCurrentTransactionId();
+	Oid			argtypes[1] = {INT4OID};
+	Datum		args[1] = {Int32GetDatum(run)};
+	int			ret;
+
+	if (xid == done_in && run == done_run)
+		return;
+	ret = SPI_execute_with_args("INSERT INTO chronicle.rollup_dirty (lo, hi, origin)"
+								" SELECT r.started, 'infinity', r.origin FROM chronicle.run r"
+								" WHERE r.run_id = $1",
+								1, argtypes, args, NULL, false, 0);
+	if (ret != SPI_OK_INSERT)
+		elog(ERROR, "could not queue a rollup of run %d: %s", run, SPI_result_code_string(ret));
+	done_in = xid;
+	done_run = run;
+}
+
+/*
  * A row of the server's runs (chronicle.run, run_change, mark): stored by
  * chronicle._central_store_run() (42_central.sql), which maps its run_id.
  * A few rows a run: kept in SQL, as jsonb.
@@ -488,6 +518,8 @@ chronicle_central_apply(PG_FUNCTION_ARGS)
 			store_run_row(origin, kind, tup, desc);
 		if (app_run != 0 || strcmp(kind, "run_change") == 0)
 			epoch_next();
+		if (app_run != 0 && strcmp(kind, "app_transaction") == 0)
+			rollup_dirty(app_run);
 	}
 	PG_FINALLY();
 	{

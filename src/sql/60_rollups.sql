@@ -13,7 +13,11 @@
 -- (or 1 hour), as a window (from, to] holds the intervals ending in it:
 -- a window whose bounds are whole minutes is exactly a set of buckets.
 --
--- One row per bucket, source and key:
+-- One row per origin, bucket, source and key.  origin: this server's (0)
+-- and every subscribed server's (42_central.sql), each rolled up from its
+-- own history as the session reading it computes it; an imported run's
+-- history is read raw (05_origin.sql).
+--
 --   source 'intervals', key '{}': the snapshot intervals of the bucket
 --     (seconds, intervals); the other sources' seconds may be fewer;
 --   an unkeyed source (wal, checkpointer, ...), key '{}';
@@ -50,7 +54,8 @@ CREATE TABLE chronicle.rollup_minute (
 	resets    integer NOT NULL,
 	vals      float8[],
 	hist      jsonb,
-	PRIMARY KEY (ts, source, key)
+	origin    integer NOT NULL DEFAULT 0,
+	PRIMARY KEY (origin, ts, source, key)
 ) PARTITION BY RANGE (ts);
 COMMENT ON TABLE chronicle.rollup_minute IS
 	'Per-minute rollups of every per-interval series: sums and min/max rates of counters, min/max/avg/last of gauges, latency histograms (see docs/rollups.md)';
@@ -60,11 +65,11 @@ CREATE TABLE chronicle.rollup_hour (LIKE chronicle.rollup_minute INCLUDING ALL)
 COMMENT ON TABLE chronicle.rollup_hour IS
 	'Per-hour rollups, merged from rollup_minute (same shape)';
 
--- How far the minutes are rolled up: every complete minute before
--- done_until was looked at (one row).
+-- How far the minutes of each origin are rolled up: every complete minute
+-- before done_until was looked at.
 CREATE TABLE chronicle.rollup_state (
-	id         boolean PRIMARY KEY DEFAULT true CHECK (id),
-	done_until timestamptz
+	done_until timestamptz,
+	origin     integer PRIMARY KEY DEFAULT 0
 );
 COMMENT ON TABLE chronicle.rollup_state IS
 	'How far housekeeping has rolled up the history (every minute before done_until)';
@@ -72,8 +77,9 @@ COMMENT ON TABLE chronicle.rollup_state IS
 -- Time ranges whose pgbench transactions changed (loaded late, or deleted
 -- with their run): their minutes are rolled up again.
 CREATE TABLE chronicle.rollup_dirty (
-	lo timestamptz NOT NULL,
-	hi timestamptz NOT NULL
+	lo     timestamptz NOT NULL,
+	hi     timestamptz NOT NULL,
+	origin integer NOT NULL DEFAULT 0
 );
 COMMENT ON TABLE chronicle.rollup_dirty IS
 	'Time ranges of application rows loaded or deleted since they were rolled up: rolled up again by the next housekeeping (not dumped: a restore marks the rows it loads)';
@@ -116,14 +122,13 @@ AS $$
 $$;
 
 -- The minute rows of the buckets ending in (from, to], both whole minutes,
--- computed from the per-interval functions (nothing is written).
+-- computed from the per-interval functions (nothing is written), of the
+-- origin the session reads (chronicle._origin()).
 CREATE FUNCTION chronicle._rollup_compute(from_ts timestamptz, to_ts timestamptz)
 RETURNS TABLE (ts timestamptz, source text, key text[], seconds float8, intervals integer,
                resets integer, vals float8[], hist jsonb)
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
--- this server's history only (05_origin.sql): imported runs are not rolled up
-SET chronicle.origin = 0
 SET work_mem = '256MB'
 SET plan_cache_mode = force_custom_plan
 AS $$
@@ -209,9 +214,15 @@ BEGIN
 			),
 			rec AS (
 				-- per segment, the source's first stored row (the marker below)
+				-- in the origin read (as the <source>_history views read it)
 				SELECT g.segment,
-				       (SELECT min(h.ts) FROM chronicle.history h
-				         WHERE h.ts >= g.segment AND h.ts <= $2 AND h.%9$I IS NOT NULL) AS first
+				       (SELECT min(h.ts)
+				          FROM (SELECT l.ts, l.%9$I AS v FROM chronicle.history l
+				                 WHERE chronicle._origin() = 0
+				                UNION ALL
+				                SELECT a.ts, a.%9$I FROM chronicle.archive_history a
+				                 WHERE a.origin = chronicle._origin()) h
+				         WHERE h.ts >= g.segment AND h.ts <= $2 AND h.v IS NOT NULL) AS first
 				  FROM (SELECT DISTINCT ivb.segment FROM ivb) g
 			),
 			b AS (
@@ -264,7 +275,7 @@ BEGIN
 	               sum(t.latency_us) AS lat_sum, min(t.latency_us) AS lat_min, max(t.latency_us) AS lat_max
 	          FROM chronicle.app_transaction t
 	         WHERE t.ts > from_ts AND t.ts <= to_ts AND t.status = 'ok' AND t.latency_us IS NOT NULL
-	           AND t.run_id IN (SELECT o.run_id FROM chronicle.run o WHERE o.origin = 0)
+	           AND t.run_id IN (SELECT o.run_id FROM chronicle.run o WHERE o.origin = chronicle._origin())
 	         GROUP BY 1, 2, 3) h
 	 GROUP BY h.m, h.run_id;
 END;
@@ -387,7 +398,8 @@ AS $$
 	         GROUP BY e.key) c
 $$;
 
--- The hour rows of some hours, merged from their minute rows.
+-- The hour rows of some hours, merged from their minute rows, of the
+-- origin the session reads.
 CREATE FUNCTION chronicle._rollup_hours(hours timestamptz[])
 RETURNS TABLE (ts timestamptz, source text, key text[], seconds float8, intervals integer,
                resets integer, vals float8[], hist jsonb)
@@ -397,7 +409,7 @@ AS $$
 	WITH m AS (
 		SELECT date_trunc('hour', r.ts) AS h, r.*
 		  FROM chronicle.rollup_minute r
-		 WHERE date_trunc('hour', r.ts) = ANY (hours)
+		 WHERE date_trunc('hour', r.ts) = ANY (hours) AND r.origin = chronicle._origin()
 	),
 	src AS (
 		-- per hour and source: the minutes it was recorded in
@@ -432,7 +444,8 @@ AS $$
 	 GROUP BY m.h, m.key
 $$;
 
--- Housekeeping's rollup: rolls up the complete minutes not rolled up yet
+-- Housekeeping's rollup of one origin (p_origin, _rollup() below runs it
+-- for each): rolls up its complete minutes not rolled up yet
 -- (at most max_minutes of them, the oldest first; NULL: all), those of the
 -- last hour whose snapshots changed since (late rows), and those of the
 -- ranges in rollup_dirty (pgbench logs loaded or deleted); then the hours
@@ -440,14 +453,12 @@ $$;
 -- second run changes nothing (idempotent).  from_ts/to_ts: roll up that
 -- range again (say, after restoring rows into the history).  Minutes
 -- whose snapshots are gone (past chronicle.retention) keep their rows.
--- One run at a time in a database: another one returns at once.
-CREATE FUNCTION chronicle._rollup(max_minutes integer DEFAULT NULL,
-	from_ts timestamptz DEFAULT NULL, to_ts timestamptz DEFAULT NULL,
-	OUT minutes integer, OUT hours integer)
+CREATE FUNCTION chronicle._rollup_origin(p_origin integer, max_minutes integer,
+	from_ts timestamptz, to_ts timestamptz, OUT minutes integer, OUT hours integer)
 RETURNS record
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
--- this server's history only (05_origin.sql): imported runs are not rolled up
+-- the origin read, set below for this call only (05_origin.sql)
 SET chronicle.origin = 0
 SET work_mem = '256MB'
 AS $$
@@ -464,23 +475,21 @@ DECLARE
 BEGIN
 	minutes := 0;
 	hours := 0;
-	IF max_minutes < 1 THEN
-		RAISE EXCEPTION 'chronicle.rollup: max_minutes must be at least 1'
-			USING ERRCODE = 'invalid_parameter_value',
-			      HINT = 'NULL rolls up every minute waiting.';
+	IF p_origin IS NULL THEN
+		RAISE EXCEPTION 'chronicle._rollup_origin: the origin must not be NULL'
+			USING ERRCODE = 'null_value_not_allowed';
 	END IF;
-	IF forced THEN
-		PERFORM chronicle._check_range(from_ts, to_ts, 'chronicle.rollup');
-	END IF;
-	-- Another rollup runs: return at once, with NULLs (nothing done, not
-	-- nothing to do), so that the housekeeper tries again soon.
-	IF NOT pg_try_advisory_xact_lock('chronicle._rollup(integer,timestamptz,timestamptz)'::regprocedure::oid::bigint) THEN
-		minutes := NULL;
-		hours := NULL;
-		RETURN;
+	PERFORM set_config('chronicle.origin', p_origin::text, true);
+	IF p_origin <> 0 THEN
+		-- a subscribed server's minute is complete once a snapshot after
+		-- it has arrived (the apply may lag, or the server be gone)
+		complete := least(complete, date_trunc('minute', (SELECT max(sn.ts) FROM chronicle._snapshot sn)));
+		IF complete IS NULL THEN
+			RETURN;		-- no history yet
+		END IF;
 	END IF;
 
-	SELECT s.done_until INTO done FROM chronicle.rollup_state s;
+	SELECT s.done_until INTO done FROM chronicle.rollup_state s WHERE s.origin = p_origin;
 	IF forced THEN
 		lo := date_trunc('minute', from_ts);
 		hi := least(date_trunc('minute', to_ts - interval '1 microsecond') + interval '1 minute', complete);
@@ -488,7 +497,7 @@ BEGIN
 		-- from the last hour rolled up (its late rows), or from the first
 		-- snapshot; at most a day a run
 		lo := coalesce(done - interval '1 hour',
-		               date_trunc('minute', (SELECT min(sn.ts) FROM chronicle.snapshot sn)));
+		               date_trunc('minute', (SELECT min(sn.ts) FROM chronicle._snapshot sn)));
 		IF lo IS NULL THEN
 			RETURN;		-- no history
 		END IF;
@@ -502,12 +511,13 @@ BEGIN
 		SELECT array_agg(a.m ORDER BY a.m) INTO cands
 		  FROM (SELECT date_trunc('minute', i.interval_end - interval '1 microsecond') AS m, count(*) AS n
 		          FROM chronicle.intervals(lo, hi) i GROUP BY 1) a
-		  LEFT JOIN chronicle.rollup_minute r ON r.ts = a.m AND r.source = 'intervals' AND r.key = '{}'
+		  LEFT JOIN chronicle.rollup_minute r ON r.origin = p_origin AND r.ts = a.m
+		                                     AND r.source = 'intervals' AND r.key = '{}'
 		 WHERE forced OR r.intervals IS DISTINCT FROM a.n
 		    -- a minute rolled up with its intervals but no source's rows
 		    -- (seen on a loaded machine after a collector restart): again
 		    OR NOT EXISTS (SELECT FROM chronicle.rollup_minute o
-		                    WHERE o.ts = a.m AND o.source NOT IN ('intervals', 'app'));
+		                    WHERE o.origin = p_origin AND o.ts = a.m AND o.source NOT IN ('intervals', 'app'));
 	END IF;
 	withraw := coalesce(cands, '{}');
 	-- pgbench rows changed since: their minutes, and forced, every minute
@@ -516,24 +526,26 @@ BEGIN
 	  FROM (SELECT date_trunc('minute', t.ts - interval '1 microsecond') AS m
 	          FROM chronicle.rollup_dirty d
 	          JOIN chronicle.app_transaction t ON t.ts > d.lo - interval '1 microsecond' AND t.ts <= d.hi
-	                                          AND t.run_id IN (SELECT o.run_id FROM chronicle.run o WHERE o.origin = 0)
+	                                          AND t.run_id IN (SELECT o.run_id FROM chronicle.run o WHERE o.origin = p_origin)
+	         WHERE d.origin = p_origin
 	        UNION
 	        SELECT r.ts FROM chronicle.rollup_dirty d
-	          JOIN chronicle.rollup_minute r ON r.source = 'app'
+	          JOIN chronicle.rollup_minute r ON r.origin = p_origin AND r.source = 'app'
 	                                        AND r.ts >= date_trunc('minute', d.lo - interval '1 microsecond')
 	                                        AND r.ts <= d.hi
+	         WHERE d.origin = p_origin
 	        UNION
 	        SELECT date_trunc('minute', t.ts - interval '1 microsecond')
 	          FROM chronicle.app_transaction t
 	         WHERE forced AND t.ts > lo AND t.ts <= hi
-	           AND t.run_id IN (SELECT o.run_id FROM chronicle.run o WHERE o.origin = 0)) x
+	           AND t.run_id IN (SELECT o.run_id FROM chronicle.run o WHERE o.origin = p_origin)) x
 	 WHERE x.m < complete;
-	DELETE FROM chronicle.rollup_dirty;
+	DELETE FROM chronicle.rollup_dirty d WHERE d.origin = p_origin;
 	cands := ARRAY(SELECT DISTINCT u FROM unnest(coalesce(cands, '{}') || coalesce(dirty, '{}')) u ORDER BY u);
 	IF max_minutes IS NOT NULL AND cardinality(cands) > max_minutes THEN
 		-- the rest next time: the dirty minutes left are marked again
-		INSERT INTO chronicle.rollup_dirty
-		SELECT min(u), max(u) + interval '1 minute'
+		INSERT INTO chronicle.rollup_dirty (lo, hi, origin)
+		SELECT min(u), max(u) + interval '1 minute', p_origin
 		  FROM unnest(cands[max_minutes + 1:]) u WHERE u = ANY (dirty)
 		HAVING count(*) > 0;
 		cands := cands[1:max_minutes];
@@ -546,15 +558,16 @@ BEGIN
 		-- A minute without snapshots (past the raw retention) keeps its
 		-- rows but the pgbench ones.
 		DELETE FROM chronicle.rollup_minute r
-		 WHERE r.ts = ANY (cands) AND (r.source = 'app' OR r.ts = ANY (withraw));
-		INSERT INTO chronicle.rollup_minute
-		SELECT c.* FROM chronicle._rollup_compute(cands[1], cands[cardinality(cands)] + interval '1 minute') c
+		 WHERE r.origin = p_origin AND r.ts = ANY (cands) AND (r.source = 'app' OR r.ts = ANY (withraw));
+		INSERT INTO chronicle.rollup_minute (ts, source, key, seconds, intervals, resets, vals, hist, origin)
+		SELECT c.*, p_origin FROM chronicle._rollup_compute(cands[1], cands[cardinality(cands)] + interval '1 minute') c
 		 WHERE c.ts = ANY (cands) AND (c.source = 'app' OR c.ts = ANY (withraw));
 		minutes := cardinality(cands);
 
 		hrs := ARRAY(SELECT DISTINCT date_trunc('hour', u) FROM unnest(cands) u);
-		DELETE FROM chronicle.rollup_hour r WHERE r.ts = ANY (hrs);
-		INSERT INTO chronicle.rollup_hour SELECT * FROM chronicle._rollup_hours(hrs);
+		DELETE FROM chronicle.rollup_hour r WHERE r.origin = p_origin AND r.ts = ANY (hrs);
+		INSERT INTO chronicle.rollup_hour (ts, source, key, seconds, intervals, resets, vals, hist, origin)
+		SELECT h.*, p_origin FROM chronicle._rollup_hours(hrs) h;
 		hours := cardinality(hrs);
 	END IF;
 
@@ -562,11 +575,54 @@ BEGIN
 		-- Nothing in the day looked at: jump to the next snapshot.
 		IF cardinality(cands) = 0 AND hi < complete THEN
 			hi := greatest(hi, least(complete,
-			               date_trunc('minute', (SELECT min(sn.ts) FROM chronicle.snapshot sn WHERE sn.ts > hi))));
+			               date_trunc('minute', (SELECT min(sn.ts) FROM chronicle._snapshot sn WHERE sn.ts > hi))));
 		END IF;
-		INSERT INTO chronicle.rollup_state AS s (id, done_until) VALUES (true, hi)
-		ON CONFLICT (id) DO UPDATE SET done_until = greatest(s.done_until, excluded.done_until);
+		INSERT INTO chronicle.rollup_state AS s (origin, done_until) VALUES (p_origin, hi)
+		ON CONFLICT (origin) DO UPDATE SET done_until = greatest(s.done_until, excluded.done_until);
 	END IF;
+END;
+$$;
+
+COMMENT ON FUNCTION chronicle._rollup_origin(integer, integer, timestamptz, timestamptz) IS
+	'chronicle._rollup() of one origin: this server (0) or a subscribed server';
+
+-- Housekeeping's rollup: _rollup_origin() of this server's history and
+-- then of each subscribed server's, each as far as its own rollup_state
+-- says (at most max_minutes minutes each).  One run at a time in a
+-- database: another one returns at once, with NULLs (nothing done, not
+-- nothing to do), so that the housekeeper tries again soon.
+CREATE FUNCTION chronicle._rollup(max_minutes integer DEFAULT NULL,
+	from_ts timestamptz DEFAULT NULL, to_ts timestamptz DEFAULT NULL,
+	OUT minutes integer, OUT hours integer)
+RETURNS record
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	o integer;
+	r record;
+BEGIN
+	minutes := 0;
+	hours := 0;
+	IF max_minutes < 1 THEN
+		RAISE EXCEPTION 'chronicle.rollup: max_minutes must be at least 1'
+			USING ERRCODE = 'invalid_parameter_value',
+			      HINT = 'NULL rolls up every minute waiting.';
+	END IF;
+	IF from_ts IS NOT NULL OR to_ts IS NOT NULL THEN
+		PERFORM chronicle._check_range(from_ts, to_ts, 'chronicle.rollup');
+	END IF;
+	IF NOT pg_try_advisory_xact_lock('chronicle._rollup(integer,timestamptz,timestamptz)'::regprocedure::oid::bigint) THEN
+		minutes := NULL;
+		hours := NULL;
+		RETURN;
+	END IF;
+	FOR o IN SELECT 0 UNION ALL SELECT x.origin_id FROM chronicle.origin x WHERE x.kind = 'subscription' ORDER BY 1
+	LOOP
+		r := chronicle._rollup_origin(o, max_minutes, from_ts, to_ts);
+		minutes := minutes + r.minutes;
+		hours := hours + r.hours;
+	END LOOP;
 END;
 $$;
 
@@ -595,11 +651,13 @@ SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-	-- this server's runs only: imported runs are not rolled up (05_origin.sql)
-	INSERT INTO chronicle.rollup_dirty (lo, hi)
-	SELECT min(c.ts), max(c.ts) FROM changed c
-	 WHERE c.run_id IN (SELECT o.run_id FROM chronicle.run o WHERE o.origin = 0)
-	HAVING count(*) > 0;
+	-- the runs of the origins rolled up (this server's and the subscribed
+	-- servers'): imported runs are not (05_origin.sql)
+	INSERT INTO chronicle.rollup_dirty (lo, hi, origin)
+	SELECT min(c.ts), max(c.ts), r.origin
+	  FROM changed c JOIN chronicle.run r ON r.run_id = c.run_id
+	 WHERE r.origin = 0 OR r.origin IN (SELECT x.origin_id FROM chronicle.origin x WHERE x.kind = 'subscription')
+	 GROUP BY r.origin;
 	RETURN NULL;
 END;
 $$;
@@ -623,6 +681,7 @@ REVOKE ALL ON FUNCTION chronicle._rollup_encode(jsonb, text[], text[]) FROM PUBL
 REVOKE ALL ON FUNCTION chronicle._rollup_vals(text, float8[]) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle._rollup_hours(timestamptz[]) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle._rollup(integer, timestamptz, timestamptz) FROM PUBLIC;
+REVOKE ALL ON FUNCTION chronicle._rollup_origin(integer, integer, timestamptz, timestamptz) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle.rollup(timestamptz, timestamptz) FROM PUBLIC;
 REVOKE ALL ON FUNCTION chronicle._rollup_app_changed() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION chronicle._rollup_sources() TO pg_monitor, pg_read_all_stats;
@@ -674,9 +733,11 @@ BEGIN
 			USING ERRCODE = 'invalid_parameter_value',
 			      HINT = 'Pass ''auto'' (the default), ''raw'' (every snapshot interval), ''minute'' or ''hour''.';
 	END IF;
-	-- The rollups are this server's (05_origin.sql): an imported run's
-	-- history is read raw.
-	IF chronicle._origin() <> 0 THEN
+	-- The rollups are this server's and the subscribed servers' (05_origin.sql):
+	-- an imported run's history is read raw.
+	IF chronicle._origin() <> 0
+	   AND NOT EXISTS (SELECT FROM chronicle.origin o
+	                    WHERE o.origin_id = chronicle._origin() AND o.kind = 'subscription') THEN
 		IF resolution IN ('minute', 'hour') THEN
 			RAISE EXCEPTION '%: no % rollups of origin %: imported history is read raw', caller, resolution, chronicle._origin()
 				USING ERRCODE = 'invalid_parameter_value',
@@ -690,12 +751,14 @@ BEGIN
 	oldest := (SELECT min(s.ts) FROM chronicle._snapshot s);
 	IF oldest IS NULL OR oldest <= from_ts
 	   OR NOT EXISTS (SELECT FROM chronicle.rollup_minute r
-	                   WHERE r.source = 'intervals' AND r.ts >= date_trunc('minute', from_ts)
+	                   WHERE r.origin = chronicle._origin() AND r.source = 'intervals'
+	                     AND r.ts >= date_trunc('minute', from_ts)
 	                     AND r.ts < to_ts AND r.ts + interval '1 minute' <= oldest) THEN
 		-- the raw rows cover the window
 		IF to_ts - from_ts <= raw_limit
 		   OR NOT EXISTS (SELECT FROM chronicle.rollup_minute r
-		                   WHERE r.source = 'intervals' AND r.ts >= date_trunc('minute', from_ts)
+		                   WHERE r.origin = chronicle._origin() AND r.source = 'intervals'
+		                     AND r.ts >= date_trunc('minute', from_ts)
 		                     AND r.ts < to_ts) THEN
 			RETURN 'raw';
 		END IF;
@@ -749,7 +812,8 @@ BEGIN
 	-- minutes not rolled up yet computed from the raw rows (the last few).
 	SELECT max(m.ts) + interval '1 minute' INTO tail_lo
 	  FROM chronicle.rollup_minute m
-	 WHERE m.source = 'intervals' AND m.key = '{}' AND m.ts >= lo AND m.ts < to_ts;
+	 WHERE m.origin = chronicle._origin() AND m.source = 'intervals' AND m.key = '{}'
+	   AND m.ts >= lo AND m.ts < to_ts;
 	tail_lo := coalesce(tail_lo, lo);
 	RETURN QUERY
 	WITH r AS MATERIALIZED (
@@ -808,11 +872,11 @@ BEGIN
 		       CASE WHEN x.source = 'app' THEN x.vals[4] END AS lat_max
 		  FROM (SELECT m.ts AS bucket, m.ts, m.source, m.key, m.seconds, m.vals, m.hist
 		          FROM chronicle.rollup_minute m
-		         WHERE res = 'minute' AND m.ts >= lo AND m.ts < tail_lo
+		         WHERE res = 'minute' AND m.origin = chronicle._origin() AND m.ts >= lo AND m.ts < tail_lo
 		        UNION ALL
 		        SELECT h.ts, h.ts, h.source, h.key, h.seconds, h.vals, h.hist
 		          FROM chronicle.rollup_hour h
-		         WHERE res = 'hour' AND h.ts >= lo AND h.ts < tail_lo
+		         WHERE res = 'hour' AND h.origin = chronicle._origin() AND h.ts >= lo AND h.ts < tail_lo
 		        UNION ALL
 		        SELECT date_trunc(unit, c.ts), c.ts, c.source, c.key, c.seconds, c.vals, c.hist
 		          FROM chronicle._rollup_compute(tail_lo, tail_hi) c

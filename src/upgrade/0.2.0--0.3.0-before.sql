@@ -143,3 +143,17 @@ REVOKE ALL ON chronicle.origin, chronicle.archive_snapshot, chronicle.archive_hi
 GRANT SELECT ON chronicle.origin, chronicle.archive_snapshot, chronicle.archive_history,
 	chronicle.archive_statements_text, chronicle.archive_key TO pg_monitor, pg_read_all_stats;
 GRANT SELECT ON SEQUENCE chronicle.origin_origin_id_seq TO pg_monitor, pg_read_all_stats;
+
+-- Rollups of the subscribed servers too (60_rollups.sql): every row, the
+-- state and the queue name their origin (0: this server, as every row
+-- rolled up before).
+ALTER TABLE chronicle.rollup_minute ADD COLUMN origin integer NOT NULL DEFAULT 0;
+ALTER TABLE chronicle.rollup_minute DROP CONSTRAINT rollup_minute_pkey;
+ALTER TABLE chronicle.rollup_minute ADD PRIMARY KEY (origin, ts, source, key);
+ALTER TABLE chronicle.rollup_hour ADD COLUMN origin integer NOT NULL DEFAULT 0;
+ALTER TABLE chronicle.rollup_hour DROP CONSTRAINT rollup_hour_pkey;
+ALTER TABLE chronicle.rollup_hour ADD PRIMARY KEY (origin, ts, source, key);
+ALTER TABLE chronicle.rollup_state ADD COLUMN origin integer DEFAULT 0;
+ALTER TABLE chronicle.rollup_state DROP COLUMN id;
+ALTER TABLE chronicle.rollup_state ADD PRIMARY KEY (origin);
+ALTER TABLE chronicle.rollup_dirty ADD COLUMN origin integer NOT NULL DEFAULT 0;

@@ -19,7 +19,7 @@ my %super = map { $_ => 1 } qw(
   snapshot maintain ensure_partitions start stop wait_samples_reset
   add_metric load_pgbench_log load_pgbench_lines pgbench_staging
   pgbench_bad_line _deltas _ends _run_open _create_partition _maintain
-  _partition_layout _retention _rollup_retention _rollup rollup
+  _partition_layout _retention _rollup_retention _rollup _rollup_origin rollup
   _rollup_app_changed _pack _history_load _history_write _history_layout
   _check_owner _mark_event_max _redact_statement _analysis_layout _analysis_make _analysis_source
   _analysis_create _analysis_checks _analysis_delta

@@ -624,6 +624,81 @@ is($src1->safe_psql('postgres', qq{
 	'2', 'src1: a restart in the window');
 same_on_both_sides($src1, $t_before, $t_after);
 
+# 6b. rollups: the central side rolls up each subscribed server's history
+# (chronicle._rollup(), as the housekeeper runs it) as the server rolls up
+# its own: the same minute rows wherever both have rolled up (a run's
+# pgbench rows under its label: its run ids differ), and the same timeline
+# read from them; pgbench rows that arrive for a minute rolled up already
+# roll it up again (the apply queues their run, as the statement trigger
+# queues a load on the server).
+my $q_rolled = q{
+	SELECT concat_ws(' ', m.ts, m.source,
+	                 CASE WHEN m.source = 'app'
+	                      THEN (SELECT r.label FROM chronicle.run r WHERE r.run_id = m.key[1]::integer)
+	                      ELSE m.key::text END,
+	                 m.seconds, m.intervals, m.resets, m.vals, m.hist) AS l,
+	       m.source = 'app' AS app
+	  FROM chronicle.rollup_minute m WHERE m.origin = %d AND m.ts <= '%s'};
+sub rolled_minutes
+{
+	my ($node, $origin, $until) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT md5(string_agg(x.l, E'\\n' ORDER BY x.l)) || ' ' || count(*) || ' ' || count(*) FILTER (WHERE x.app)"
+		  . ' FROM (' . sprintf($q_rolled, $origin, $until) . ') x');
+}
+# the rows of one side that the other has not, on a failure
+sub rolled_diff
+{
+	my ($origin, $until) = @_;
+	my %on = map { $_->[0] => { map { $_ => 1 } split /\n/, $_->[1]->safe_psql('postgres',
+		'SELECT x.l FROM (' . sprintf($q_rolled, $_->[2], $until) . ') x') } }
+	  (['src1', $src1, 0], ['central', $central, $origin]);
+	return join "\n", map { my ($x, $y) = @$_; map { "only on $x: $_" } grep { !$on{$y}{$_} } sort keys %{ $on{$x} } }
+	  (['src1', 'central'], ['central', 'src1']);
+}
+# every pgbench row of src1 in a complete minute, on both sides
+my $t_app = $src1->safe_psql('postgres', 'SELECT max(ts) FROM chronicle.app_transaction');
+$src1->poll_query_until('postgres', qq{
+	SELECT date_trunc('minute', now() - interval '10 s') > date_trunc('minute', '$t_app'::timestamptz - interval '1 us')})
+  or die 'the minute of src1\'s pgbench rows never completes';
+my $t_src1 = $src1->safe_psql('postgres', 'SELECT chronicle.snapshot()');
+$central->poll_query_until('postgres', qq{
+	SELECT max(ts) >= '$t_src1' FROM chronicle.archive_snapshot WHERE origin = $origin{src1}})
+  or die 'src1\'s latest snapshot does not reach the central side';
+my $last_minute = q{SELECT max(ts) FROM chronicle.rollup_minute WHERE source = 'intervals' AND origin = %d};
+sub rolled_until
+{
+	$_->safe_psql('postgres', 'SELECT * FROM chronicle.rollup()') for ($src1, $central);
+	my @last = ($src1->safe_psql('postgres', sprintf($last_minute, 0)),
+		$central->safe_psql('postgres', sprintf($last_minute, $origin{src1})));
+	return $last[0] lt $last[1] ? $last[0] : $last[1];
+}
+my $until = rolled_until();
+my $minutes = rolled_minutes($src1, 0, $until);
+like($minutes, qr/ \d+ [1-9]\d*$/, "src1 rolled up minutes with pgbench rows, up to $until");
+is(rolled_minutes($central, $origin{src1}, $until), $minutes,
+	'the central side rolls up src1\'s minutes as src1 does')
+  or diag(rolled_diff($origin{src1}, $until));
+my $q_tl = qq{SELECT md5(string_agg(t::text, E'\\n' ORDER BY t.interval_end)) || ' ' || count(*)
+	FROM chronicle.timeline((SELECT min(ts) FROM chronicle.rollup_minute WHERE origin = %d),
+	                        '$until'::timestamptz + interval '1 minute', resolution => 'minute') t};
+my $tl_src1 = $src1->safe_psql('postgres', sprintf($q_tl, 0));
+is((split /\n/, $central->safe_psql('postgres', "SELECT chronicle.use_server('src1'); " . sprintf($q_tl, $origin{src1})))[1],
+	$tl_src1, '... and timeline(resolution => \'minute\') reads them as src1 reads its own');
+# more of run pre's pgbench rows, in its minute rolled up already
+my $n_pre = $src1->safe_psql('postgres', pgbench_rows('pre', 'pgbench_log.late', 40)
+	. q{SELECT count(*) FROM chronicle.app_transaction t JOIN chronicle.run r USING (run_id) WHERE r.label = 'pre'});
+$n_pre =~ s/.*\n//s;
+$central->poll_query_until('postgres', qq{
+	SELECT count(*) = $n_pre FROM chronicle.app_transaction t JOIN chronicle.run r USING (run_id)
+	 WHERE r.label = 'pre' AND r.origin = $origin{src1}})
+  or die 'run pre\'s late pgbench rows do not reach the central side';
+my $until_late = rolled_until();
+isnt(rolled_minutes($src1, 0, $until), $minutes, 'src1 rolls up the minute of the late rows again');
+is(rolled_minutes($central, $origin{src1}, $until_late), rolled_minutes($src1, 0, $until_late),
+	'... and so does the central side')
+  or diag(rolled_diff($origin{src1}, $until_late));
+
 # 7. retention on the central side: a subscribed server's history older
 # than its retention is deleted from a keyframe on (the keyframe itself
 # stays), what remains reads as on the server, another server's stays.
