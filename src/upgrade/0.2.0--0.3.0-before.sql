@@ -147,12 +147,30 @@ GRANT SELECT ON SEQUENCE chronicle.origin_origin_id_seq TO pg_monitor, pg_read_a
 -- Rollups of the subscribed servers too (60_rollups.sql): every row, the
 -- state and the queue name their origin (0: this server, as every row
 -- rolled up before).
-ALTER TABLE chronicle.rollup_minute ADD COLUMN origin integer NOT NULL DEFAULT 0;
-ALTER TABLE chronicle.rollup_minute DROP CONSTRAINT rollup_minute_pkey;
-ALTER TABLE chronicle.rollup_minute ADD PRIMARY KEY (origin, ts, source, key);
-ALTER TABLE chronicle.rollup_hour ADD COLUMN origin integer NOT NULL DEFAULT 0;
-ALTER TABLE chronicle.rollup_hour DROP CONSTRAINT rollup_hour_pkey;
-ALTER TABLE chronicle.rollup_hour ADD PRIMARY KEY (origin, ts, source, key);
+-- The primary key, origin first: on each partition as 0.2.0 left them
+-- (00_core.sql, "Partitions"), or on the parent from 0.1.0, until
+-- _partition_layout() moves it at the end of the script.
+DO $$
+DECLARE
+	t text;
+	c record;
+BEGIN
+	FOREACH t IN ARRAY ARRAY['rollup_minute', 'rollup_hour'] LOOP
+		EXECUTE format('ALTER TABLE chronicle.%I ADD COLUMN origin integer NOT NULL DEFAULT 0', t);
+		FOR c IN
+			SELECT con.conrelid::regclass AS rel, con.conname
+			  FROM pg_catalog.pg_constraint con
+			 WHERE con.contype = 'p' AND con.conparentid = 0
+			   AND (con.conrelid = format('chronicle.%I', t)::regclass
+			        OR con.conrelid IN (SELECT i.inhrelid FROM pg_catalog.pg_inherits i
+			                             WHERE i.inhparent = format('chronicle.%I', t)::regclass))
+		LOOP
+			EXECUTE format('ALTER TABLE %s DROP CONSTRAINT %I', c.rel, c.conname);
+			EXECUTE format('ALTER TABLE %s ADD PRIMARY KEY (origin, ts, source, key)', c.rel);
+		END LOOP;
+	END LOOP;
+END;
+$$;
 ALTER TABLE chronicle.rollup_state ADD COLUMN origin integer DEFAULT 0;
 ALTER TABLE chronicle.rollup_state DROP COLUMN id;
 ALTER TABLE chronicle.rollup_state ADD PRIMARY KEY (origin);
