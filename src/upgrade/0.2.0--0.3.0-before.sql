@@ -156,7 +156,10 @@ DECLARE
 	c record;
 BEGIN
 	FOREACH t IN ARRAY ARRAY['rollup_minute', 'rollup_hour'] LOOP
-		EXECUTE format('ALTER TABLE chronicle.%I ADD COLUMN origin integer NOT NULL DEFAULT 0', t);
+		-- (named as CREATE TABLE rollup_hour (LIKE rollup_minute) names it
+		-- on 18, which names NOT NULL constraints)
+		EXECUTE format('ALTER TABLE chronicle.%I ADD COLUMN origin integer'
+		               ' CONSTRAINT rollup_minute_origin_not_null NOT NULL DEFAULT 0', t);
 		FOR c IN
 			SELECT con.conrelid::regclass AS rel, con.conname
 			  FROM pg_catalog.pg_constraint con
