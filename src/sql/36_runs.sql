@@ -162,6 +162,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
 	r chronicle.run;
+	v_run integer;
 	v_ended timestamptz;
 	v_now timestamptz := clock_timestamp();
 BEGIN
@@ -176,7 +177,11 @@ BEGIN
 				      HINT = 'Open one with chronicle.run_begin(label).';
 		END IF;
 	ELSE
-		SELECT * INTO r FROM chronicle.run o WHERE o.run_id = chronicle._run_id(run, 'chronicle.run_end') FOR UPDATE;
+		-- (the id first, in a statement of its own: a STABLE function in
+		-- the WHERE below would not see a run begun in the same statement
+		-- as this call)
+		v_run := chronicle._run_id(run, 'chronicle.run_end');
+		SELECT * INTO r FROM chronicle.run o WHERE o.run_id = v_run FOR UPDATE;
 		IF r.ended IS NOT NULL THEN
 			RAISE EXCEPTION 'chronicle.run_end: run "%" has ended already', run
 				USING ERRCODE = 'object_not_in_prerequisite_state',
@@ -254,8 +259,10 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
 	r chronicle.run;
+	v_run integer;
 BEGIN
-	SELECT * INTO r FROM chronicle.run o WHERE o.run_id = chronicle._run_id(run, 'chronicle.run_delete') FOR UPDATE;
+	v_run := chronicle._run_id(run, 'chronicle.run_delete');	-- (as in run_end())
+	SELECT * INTO r FROM chronicle.run o WHERE o.run_id = v_run FOR UPDATE;
 	PERFORM chronicle._check_owner('chronicle.run_delete', format('run "%s"', r.label), r.owner);
 	DELETE FROM chronicle.run o WHERE o.run_id = r.run_id;
 	IF r.origin <> 0 THEN
