@@ -830,6 +830,12 @@ my ($n_ring, $ring_newest) = split /\|/,
 $standby->promote;
 $standby->poll_query_until('postgres', "SELECT written >= $n_ring AND snapshots = 0 FROM chronicle.standby_ring()")
   or die 'the promoted standby does not write its ring';
+# (and takes a snapshot as a primary, as docs/central.md "Failover" says
+# to wait for: before it, some keys of the ring's rows can be missing from
+# the dictionary the backfill reads, and those rows from the backfill)
+$standby->poll_query_until('postgres', qq{
+	SELECT count(*) > 0 FROM chronicle.snapshot WHERE segment > '$ring_newest'})
+  or die 'the promoted standby takes no snapshot of its own';
 ($ret, $stdout, $stderr) = $central->psql('postgres', "SELECT chronicle.unsubscribe('src1')");
 like($stderr, qr/could not drop the replication slot/, 'src1 unsubscribed, its slot (unreachable) left with a warning');
 is($central->safe_psql('postgres',
@@ -837,12 +843,16 @@ is($central->safe_psql('postgres',
 	$origin{src1}, 'the promoted standby subscribed under src1\'s name: src1\'s origin');
 # Key ids that the lost primary gave (the central side has them) and the
 # promoted server gives again, to other keys: the promoted server's keys.
+# (An id the promoted server gave meanwhile, to a key of its own that has
+# reached the central side already, keeps its mapping: as the lost
+# primary's it would be replaced the same way.)
 my $reused = $standby->safe_psql('postgres', q{
 	SELECT setval('chronicle.history_key_id_seq', (SELECT max(key_id) FROM chronicle.history_key) + 100) + 1});
 $central->safe_psql('postgres', qq{
 	INSERT INTO chronicle.archive_key (origin, remote_id, key_id)
 	SELECT $origin{src1}, i, (SELECT min(key_id) FROM chronicle.history_key WHERE source = 'database')
-	  FROM generate_series($reused, $reused + 49) i});
+	  FROM generate_series($reused, $reused + 49) i
+	ON CONFLICT DO NOTHING});
 $standby->safe_psql('postgres', 'CREATE DATABASE after_failover');
 $standby->safe_psql('after_failover', 'SELECT 1');	# (its statistics: a session)
 $standby->poll_query_until('postgres',
