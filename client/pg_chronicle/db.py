@@ -122,13 +122,21 @@ RUN_OF_SERVER = ("coalesce((to_jsonb(r) ->> 'server')::int, 0)"
                  " = coalesce(nullif(current_setting('chronicle.run_server', true), ''), '0')::int")
 
 
+def has_function(conn: psycopg.Connection[Any], name: str) -> bool:
+    """Whether the extension of conn's database has function name (a
+    signature when it holds "("): what the client reads of an extension
+    older than itself."""
+    fn = "to_regprocedure" if "(" in name else "to_regproc"
+    row = query_one(conn, f"SELECT {fn}(%s) IS NOT NULL AS ok", (name,))
+    return row is not None and bool(row["ok"])
+
+
 def run_named(conn: psycopg.Connection[Any], param: str) -> str:
     """SQL: run r is the one the run label in placeholder param names, as
     every function of the extension reads a label (chronicle._find_run():
     a run of the server read, or server:label for a subscribed server's
     run); before 0.3.0, the run of that label."""
-    row = query_one(conn, "SELECT to_regprocedure('chronicle._find_run(text)') IS NOT NULL AS ok")
-    if row is not None and row["ok"]:
+    if has_function(conn, "chronicle._find_run(text)"):
         return f"r.run_id = chronicle._find_run({param})"
     return f"r.label = {param} AND " + RUN_OF_SERVER
 

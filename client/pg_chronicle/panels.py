@@ -87,12 +87,6 @@ def _rows(conn: Conn, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> 
         return cur.fetchall()
 
 
-def _has_function(conn: Conn, name: str) -> bool:
-    return bool(_rows(conn, "SELECT to_regproc(%s) IS NOT NULL AS ok", (name,))[0]["ok"]) \
-        if "(" not in name else bool(
-            _rows(conn, "SELECT to_regprocedure(%s) IS NOT NULL AS ok", (name,))[0]["ok"])
-
-
 def _series(w: Window, rows: Iterable[Row], col: str, scale: float = 1.0) -> list[Value]:
     """One value per interval of the window from rows keyed by interval_end
     (None where no row or a NULL)."""
@@ -166,7 +160,7 @@ def window(conn: Conn, run: str, from_ts: datetime | None = None,
     ident = (_rows(conn, "SELECT o.server_name AS name, o.system_identifier FROM chronicle.origin o"
                          " WHERE o.origin_id = %s", (w.origin,)) if w.origin != 0 else
              _rows(conn, "SELECT s.name, s.system_identifier FROM chronicle.server() s")
-             if _has_function(conn, "chronicle.server") else [])
+             if db.has_function(conn, "chronicle.server") else [])
     if ident:
         w.server_name, w.system_identifier = ident[0]["name"], ident[0]["system_identifier"]
     use(conn, w)
@@ -477,7 +471,7 @@ def wal_rows(conn: Conn, w: Window) -> list[Row]:
 
 def wal_sources_rows(conn: Conn, w: Window) -> list[Row]:
     """chronicle.run_wal_sources() of the run (over the run's own window)."""
-    if not _has_function(conn, "chronicle.run_wal_sources"):
+    if not db.has_function(conn, "chronicle.run_wal_sources"):
         return []
     return _rows(conn, "SELECT * FROM chronicle.run_wal_sources(%s)", (w.run,))
 
@@ -655,7 +649,7 @@ def relation_rows(conn: Conn, w: Window) -> list[Row]:
     """chronicle.relation_deltas() of the window, every relation in every
     interval (its sizes and tuple counts are gauges, carried between
     readings); [] where the server has no relations source."""
-    if not _has_function(conn, "chronicle.relation_deltas"):
+    if not db.has_function(conn, "chronicle.relation_deltas"):
         return []
     return _rows(conn, f"""
         SELECT interval_end, seconds, datname, relation, reset, total_bytes, main_bytes, index_bytes,
@@ -818,7 +812,7 @@ def _table_row(r: Row, secs: float) -> list[Cell]:
 def relation_totals_rows(conn: Conn, w: Window) -> list[Row]:
     """chronicle.relation_totals() of the window after its warm-up: per
     relation, the counters' sums."""
-    if not _has_function(conn, "chronicle.relation_totals"):
+    if not db.has_function(conn, "chronicle.relation_totals"):
         return []
     return _rows(conn, f"""SELECT datname, relation, {", ".join(RELATION_COUNTERS)}
                              FROM chronicle.relation_totals(%s, %s)""", (w.summary_from, w.to_ts))
@@ -969,7 +963,7 @@ def latency_data(conn: Conn, w: Window) -> Distribution:
     read."""
     counts = ("""SELECT l.latency_us AS l, l.transactions AS n, l.completed AS n_ok
                    FROM chronicle.app_latencies(%(label)s, %(f)s, %(t)s) l"""
-              if _has_function(conn, "chronicle.app_latencies") else
+              if db.has_function(conn, "chronicle.app_latencies") else
               """SELECT t.latency_us AS l, count(*) AS n, count(*) FILTER (WHERE t.status = 'ok') AS n_ok
                    FROM chronicle.app_transaction t
                   WHERE t.run_id = %(run)s AND t.ts > %(f)s AND t.ts <= %(t)s AND t.latency_us IS NOT NULL
@@ -1119,7 +1113,7 @@ def slowest_rows(conn: Conn, w: Window, n: int = 10) -> tuple[str, list[Row]] | 
     """(ranking, rows) of chronicle.slowest_intervals() over the window: by p99
     when the run has a pgbench log, else by the lowest tps; None when the
     function is not installed."""
-    if not _has_function(conn, "chronicle.slowest_intervals"):
+    if not db.has_function(conn, "chronicle.slowest_intervals"):
         return None
     by = "p99"
     try:
@@ -1264,7 +1258,7 @@ def profile(conn: Conn, w: Window) -> Panel:
     second and per transaction (commit), the cost of one transaction in WAL,
     I/O, waits and CPU.  Over the run's whole window, which the note says
     when the report's window is narrower."""
-    if not _has_function(conn, "chronicle.load_profile"):
+    if not db.has_function(conn, "chronicle.load_profile"):
         return _panel("profile", "Load profile", "",
                       empty="This server's pg_chronicle has no load_profile().")
     rows = _rows(conn, "SELECT metric, unit, per_second, per_transaction FROM chronicle.load_profile(%s)",
@@ -1293,7 +1287,7 @@ def compare_tables(conn: Conn, a: Window, b: Window) -> Panel:
     """Load profile (compare_load_profile), differing settings (compare_settings)
     and environment (compare_environment) of two runs."""
     tables: list[Table] = []
-    if _has_function(conn, "chronicle.compare_load_profile"):
+    if db.has_function(conn, "chronicle.compare_load_profile"):
         rows = _rows(conn, "SELECT * FROM chronicle.compare_load_profile(%s, %s)", (a.run, b.run))
         tables.append({
             "id": "compare.load_profile", "title": f"Load profile: A = {a.run}, B = {b.run}",
@@ -1319,7 +1313,7 @@ def compare_tables(conn: Conn, a: Window, b: Window) -> Panel:
                    "columns": ["name", "A", "B"],
                    "rows": [[r["name"], r["value_a"], r["value_b"]] for r in rows],
                    "marked": [], "note": None if rows else "No setting differs."})
-    if _has_function(conn, "chronicle.compare_environment"):
+    if db.has_function(conn, "chronicle.compare_environment"):
         rows = _rows(conn, "SELECT * FROM chronicle.compare_environment(%s, %s)", (a.run, b.run))
         tables.append({"id": "compare.environment", "title": "Environment that differs",
                        "columns": ["name", "A", "B"],
