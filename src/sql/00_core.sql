@@ -54,6 +54,19 @@ COMMENT ON TABLE chronicle.snapshot IS
 -- PARTITION OF takes an AccessExclusiveLock), and an AccessExclusiveLock on
 -- the default partition (scanned for rows of the new day).  Returns whether
 -- it created the partition.
+--
+-- Rows to move: the parent's AccessExclusiveLock first, or a query could
+-- read them in neither partition.  A query knows the parent's partitions
+-- when it is planned, and the ATTACH makes it wait for the default
+-- partition's lock after that; it then reads (READ COMMITTED) with a
+-- snapshot taken once this transaction committed: the rows are gone from
+-- the default partition, and the new one is not in its plan (a central
+-- side's backfill lost a promoted standby's ring so).  A query that planned
+-- holds the parent's AccessShareLock, so the lock waits for it, and the
+-- next queries plan after the ATTACH.  Taken before the move, the lock also
+-- waits for a writer that routes a row of the day into the default
+-- partition, whose row then moves too (else the ATTACH would fail on it);
+-- and once more after it, for rows that came between the two.
 CREATE FUNCTION chronicle._create_partition(parent regclass, day date)
 RETURNS boolean
 LANGUAGE plpgsql
@@ -65,14 +78,25 @@ DECLARE
 	dflt  text := base || '_default';
 	lo    timestamptz := day::timestamp AT TIME ZONE 'UTC';
 	hi    timestamptz := (day + 1)::timestamp AT TIME ZONE 'UTC';
+	waiting boolean;
+	moved bigint;
 BEGIN
 	IF to_regclass(format('chronicle.%I', pname)) IS NOT NULL THEN
 		RETURN false;
 	END IF;
 	EXECUTE format('CREATE TABLE chronicle.%I (LIKE chronicle.%I INCLUDING ALL)', pname, dflt);
+	EXECUTE format('SELECT EXISTS (SELECT FROM chronicle.%I WHERE ts >= %L AND ts < %L)', dflt, lo, hi)
+	   INTO waiting;
+	IF waiting THEN
+		EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', parent);
+	END IF;
 	EXECUTE format('WITH moved AS (DELETE FROM chronicle.%I WHERE ts >= %L AND ts < %L RETURNING *)'
 	               ' INSERT INTO chronicle.%I SELECT * FROM moved',
 	               dflt, lo, hi, pname);
+	GET DIAGNOSTICS moved = ROW_COUNT;
+	IF moved > 0 AND NOT waiting THEN
+		EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', parent);
+	END IF;
 	EXECUTE format('ALTER TABLE %s ATTACH PARTITION chronicle.%I FOR VALUES FROM (%L) TO (%L)',
 	               parent, pname, lo, hi);
 	RETURN true;

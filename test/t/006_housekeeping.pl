@@ -156,8 +156,29 @@ cmp_ok(query('SELECT count(*) FROM chronicle.history_default'), '>', 0,
 	'so did the history rows');
 my $t1 = query('SELECT max(ts) FROM chronicle.snapshot');
 my $before = query("SELECT count(*) FROM chronicle.snapshot WHERE ts <= '$t1'");
+# A query planned before the move and run after it reads every row: the
+# session that moves them into the day partition holds the parent, and the
+# query waits for it before it is planned (else it waited for the default
+# partition, planned without the day, and read the default one emptied).
+my $mover = $node->background_psql('postgres');
+$mover->query_safe('BEGIN');
+is($mover->query_safe("SELECT chronicle._create_partition('chronicle.snapshot',"
+		. " (now() AT TIME ZONE 'UTC')::date)"),
+	't', "a session makes today's snapshot partition, moving its rows there");
+my $reader = $node->background_psql('postgres');
+my $rpid = $reader->query_safe('SELECT pg_backend_pid()');
+$reader->query_until(qr/reading/,
+	"\\echo reading\nSELECT count(*) AS seen FROM chronicle.snapshot WHERE ts <= '$t1' \\gset\n");
+poll_until($node, 'postgres',
+	"SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE pid = $rpid",
+	'a reader of the table waits for that session');
+$mover->query_safe('COMMIT');
+is($reader->query_safe('\echo :seen'), $before,
+	'... and then reads every snapshot, the moved ones included');
+$mover->quit;
+$reader->quit;
 cmp_ok(query('SELECT partitions_created FROM chronicle.maintain()'), '>', 0,
-	"maintain() creates the day's partitions again");
+	"maintain() creates the other day's partitions again");
 is(query("SELECT count(*) FROM chronicle.snapshot WHERE ts <= '$t1'"), $before,
 	'no snapshot was lost');
 is(query("SELECT count(*) FROM chronicle.snapshot_default WHERE ts <= '$t1'"), '0',
