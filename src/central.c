@@ -437,9 +437,9 @@ rollup_dirty(int32 run)
 }
 
 /*
- * A row of the server's runs (chronicle.run, run_change, mark): stored by
- * chronicle._central_store_run() (42_central.sql), which maps its run_id.
- * A few rows a run: kept in SQL, as jsonb.
+ * A row of the server's runs (chronicle.run, run_change, run_deleted,
+ * mark): stored by chronicle._central_store_run() (42_central.sql), which
+ * maps its run_id.  A few rows a run: kept in SQL, as jsonb.
  */
 static void
 store_run_row(int32 origin, const char *kind, HeapTuple tup, TupleDesc desc)
@@ -516,7 +516,8 @@ chronicle_central_apply(PG_FUNCTION_ARGS)
 			app_run = app_row_run(origin, tup, desc);
 		else
 			store_run_row(origin, kind, tup, desc);
-		if (app_run != 0 || strcmp(kind, "run_change") == 0)
+		if (app_run != 0 || strcmp(kind, "run_change") == 0 ||
+			strcmp(kind, "run_deleted") == 0)
 			epoch_next();
 		if (app_run != 0 && strcmp(kind, "app_transaction") == 0)
 			rollup_dirty(app_run);

@@ -530,7 +530,40 @@ app_rows_store(AppRows *a, const RunsBackfill *rb)
 }
 
 /*
- * In the slot's snapshot (chronicle._publisher_prepare()): the
+ * In the slot's snapshot: the publisher's runs deleted that the central
+ * side holds (subscribed again after they were deleted), deleted here as
+ * chronicle._central_store_run() deletes one whose deletion comes through
+ * the slot.  SPI connected.
+ */
+static void
+runs_deleted(WalReceiverConn *conn, int32 origin)
+{
+	Oid			types[1] = {INT4OID};
+	WalRcvExecResult *res = publisher_query(conn, "SELECT run_id FROM chronicle.run_deleted",
+											1, types);
+	TupleTableSlot *slot = MakeSingleTupleTableSlot(res->tupledesc, &TTSOpsMinimalTuple);
+
+	while (tuplestore_gettupleslot(res->tuplestore, true, false, slot))
+	{
+		bool		isnull;
+		Datum		id = slot_getattr(slot, 1, &isnull);
+		Oid			argtypes[2] = {INT4OID, INT4OID};
+		Datum		args[2] = {Int32GetDatum(origin), id};
+
+		if (isnull || chronicle_central_local_run(origin, id) == 0)
+			continue;
+		if (SPI_execute_with_args("SELECT chronicle._central_store_run($1, 'run_deleted',"
+								  " pg_catalog.jsonb_build_object('run_id', $2))",
+								  2, argtypes, args, NULL, false, 0) != SPI_OK_SELECT)
+			elog(ERROR, "could not delete a run the publisher deleted");
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	walrcv_clear_result(res);
+}
+
+/*
+ * In the slot's snapshot (chronicle._publisher_prepare()): the runs the
+ * publisher deleted, deleted here (runs_deleted()); then the
  * publisher's runs that the central side does not hold yet, with a
  * backfill (has_since) those that ended at or after since or are still
  * open, without, those still open (whose later rows would come through
@@ -554,6 +587,7 @@ backfill_runs_read(WalReceiverConn *conn, int32 origin, bool has_since, Timestam
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
+	runs_deleted(conn, origin);
 	res = publisher_query(conn,
 						  psprintf("SELECT r.run_id, pg_catalog.to_jsonb(r)::text, r.started"
 								   " FROM chronicle.run r WHERE r.origin = 0 AND (r.ended IS NULL%s)"

@@ -20,6 +20,8 @@
 #                                       (tools, regress, pgtap, tap, client)
 #   PG_CHRONICLE_PYTEST_ARGS="-k bench" tools/test.sh   some client tests only
 #   PROVE_TESTS=test/t/001_worker.pl tools/test.sh    some TAP files only
+#   PG_CHRONICLE_PROVE_JOBS=1 tools/test.sh   TAP files one at a time
+#                                       (default 2: they mostly wait)
 #
 # initdb refuses to run as root: as root, this script installs the system
 # packages it needs, creates the unprivileged user "pgchronicle" and runs
@@ -201,7 +203,7 @@ for cfg in "${configs[@]}"; do
 					tests=$(grep -L '^# one_version:' test/t/*.pl | tr '\n' ' ')
 				fi
 				make PG_CONFIG="$cfg" tapcheck ${tests:+PROVE_TESTS="$tests"} \
-					PROVE_FLAGS="-v" >"$out" 2>&1
+					PROVE_FLAGS="-v -j${PG_CHRONICLE_PROVE_JOBS:-2}" >"$out" 2>&1
 				rc=$?
 				cat "$out"
 				if [ $rc -ne 0 ]; then

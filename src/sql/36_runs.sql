@@ -247,10 +247,11 @@ $$;
 COMMENT ON FUNCTION chronicle.run_label(text, timestamptz, timestamptz, jsonb) IS
 	'Labels a past time range as a run (settings unknown: stored as {})';
 
--- Forgets a run.  This server's history stays (retention drops it); an
--- imported run's goes with it: each archive imported is an origin of its
--- own, with this one run (05_origin.sql), so its snapshots, history,
--- marks, statement texts and the origin itself are the run's alone.
+-- Forgets a run.  This server's history stays (retention drops it), so
+-- does a subscribed server's (its origin holds all its runs); an imported
+-- run's goes with it: each archive imported is an origin of its own, with
+-- this one run (05_origin.sql), so its snapshots, history, marks,
+-- statement texts and the origin itself are the run's alone.
 CREATE FUNCTION chronicle.run_delete(run text)
 RETURNS void
 LANGUAGE plpgsql
@@ -265,7 +266,7 @@ BEGIN
 	SELECT * INTO r FROM chronicle.run o WHERE o.run_id = v_run FOR UPDATE;
 	PERFORM chronicle._check_owner('chronicle.run_delete', format('run "%s"', r.label), r.owner);
 	DELETE FROM chronicle.run o WHERE o.run_id = r.run_id;
-	IF r.origin <> 0 THEN
+	IF EXISTS (SELECT FROM chronicle.origin x WHERE x.origin_id = r.origin AND x.kind = 'archive') THEN
 		DELETE FROM chronicle.archive_history h WHERE h.origin = r.origin;
 		DELETE FROM chronicle.archive_snapshot s WHERE s.origin = r.origin;
 		DELETE FROM chronicle.mark m WHERE m.origin = r.origin;
@@ -276,7 +277,7 @@ END;
 $$;
 
 COMMENT ON FUNCTION chronicle.run_delete(text) IS
-	'Forgets a run (and its application metrics); this server''s history stays, an imported run''s goes with it';
+	'Forgets a run (and its application metrics); the history of this server and of a subscribed one stays, an imported run''s goes with it';
 
 -- A run's warm-up: how much of its start every analysis leaves out
 -- (run_window() starts after it; the pgbench numbers count the

@@ -31,6 +31,17 @@ CREATE TABLE chronicle.run_change (
 COMMENT ON TABLE chronicle.run_change IS
 	'The changes of this server''s runs after their start (end, warm-up), inserted to be published (docs/central.md)';
 
+-- This server's runs deleted (run_delete()), as rows of their own for the
+-- same reasons: the central side deletes its copy of each.  Kept: a
+-- subscribe() that comes back after a while reads them too, for the runs
+-- deleted meanwhile.
+CREATE TABLE chronicle.run_deleted (
+	run_id  integer PRIMARY KEY,
+	deleted timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+COMMENT ON TABLE chronicle.run_deleted IS
+	'The runs of this server deleted, inserted to be published (docs/central.md)';
+
 -- On a central database: the run here of each run of a subscribed server
 -- (its origin, its run_id there).
 CREATE TABLE chronicle.archive_run (
@@ -56,6 +67,20 @@ COMMENT ON FUNCTION chronicle._run_changed() IS
 	'Trigger: a change of a run''s end or warm-up into chronicle.run_change, to be published';
 REVOKE ALL ON FUNCTION chronicle._run_changed() FROM PUBLIC;
 
+CREATE FUNCTION chronicle._run_deleted()
+RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+BEGIN
+	INSERT INTO chronicle.run_deleted (run_id) VALUES (OLD.run_id) ON CONFLICT DO NOTHING;
+	RETURN NULL;
+END;
+$fn$;
+COMMENT ON FUNCTION chronicle._run_deleted() IS
+	'Trigger: a run of this server deleted, into chronicle.run_deleted, to be published';
+REVOKE ALL ON FUNCTION chronicle._run_deleted() FROM PUBLIC;
+
 -- The tables a recording server publishes: what differs per server and is
 -- written by its recording.  Not the extension's metadata (chronicle.metric,
 -- the settings of the rollups...): the same on every server, or this
@@ -67,7 +92,7 @@ LANGUAGE sql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 	SELECT ARRAY['chronicle.snapshot', 'chronicle.history', 'chronicle.history_key',
-	             'chronicle.statements_text', 'chronicle.run', 'chronicle.run_change', 'chronicle.mark',
+	             'chronicle.statements_text', 'chronicle.run', 'chronicle.run_change', 'chronicle.run_deleted', 'chronicle.mark',
 	             'chronicle.app_transaction', 'chronicle.app_interval', 'chronicle.app_metric']::text[]::regclass[]
 $$;
 COMMENT ON FUNCTION chronicle._published_tables() IS
@@ -140,6 +165,9 @@ BEGIN
 		WHEN (NEW.origin = 0 AND NEW.server = 0
 		      AND (OLD.ended IS DISTINCT FROM NEW.ended OR OLD.warmup IS DISTINCT FROM NEW.warmup))
 		EXECUTE FUNCTION chronicle._run_changed();
+	CREATE OR REPLACE TRIGGER run_deleted AFTER DELETE ON chronicle.run
+		FOR EACH ROW WHEN (OLD.origin = 0 AND OLD.server = 0)
+		EXECUTE FUNCTION chronicle._run_deleted();
 	FOREACH t IN ARRAY chronicle._published_tables() LOOP
 		EXECUTE format('CREATE OR REPLACE TRIGGER central BEFORE INSERT ON %s '
 		               'FOR EACH ROW EXECUTE FUNCTION chronicle._central_apply(%L)',
@@ -155,8 +183,8 @@ REVOKE ALL ON FUNCTION chronicle._central_layout() FROM PUBLIC;
 -- (Called by 99_grants.sql, once every published table exists.)
 
 -- On the central database, from the trigger (src/central.c): a row of a
--- subscribed server's runs, marks or run changes (kind: the published
--- table's name, r: the row as jsonb) stored under its origin.  Its run
+-- subscribed server's runs, marks, run changes or deletions (kind: the
+-- published table's name, r: the row as jsonb) stored under its origin.  Its run
 -- under a run_id of this database (chronicle.archive_run maps the
 -- server's), its label unique among the server's runs (run.server).  Only
 -- the server's own runs (origin 0 there): the history of a run it
@@ -171,6 +199,7 @@ AS $fn$
 DECLARE
 	v_origin integer := origin;
 	v_run integer;
+	fk record;
 BEGIN
 	IF kind = 'run' THEN
 		IF (r ->> 'origin')::integer <> 0 OR EXISTS (SELECT FROM chronicle.archive_run a
@@ -201,13 +230,29 @@ BEGIN
 	IF kind = 'run_change' THEN
 		UPDATE chronicle.run o SET ended = (r ->> 'ended')::timestamptz, warmup = (r ->> 'warmup')::interval
 		 WHERE o.run_id = v_run;
+	ELSIF kind = 'run_deleted' THEN
+		-- The run's rows in every table that refers to it, by name: an apply
+		-- worker fires neither the foreign keys' cascades nor the statement
+		-- trigger that rolls the pgbench rows' minutes up again.
+		INSERT INTO chronicle.rollup_dirty (lo, hi, origin)
+		SELECT min(t.ts), max(t.ts), v_origin FROM chronicle.app_transaction t
+		 WHERE t.run_id = v_run HAVING count(*) > 0;
+		FOR fk IN
+			SELECT c.conrelid::regclass AS rel, a.attname
+			  FROM pg_constraint c
+			  JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = c.conkey[1]
+			 WHERE c.contype = 'f' AND c.confrelid = 'chronicle.run'::regclass AND c.conparentid = 0
+		LOOP
+			EXECUTE format('DELETE FROM %s WHERE %I = $1', fk.rel, fk.attname) USING v_run;
+		END LOOP;
+		DELETE FROM chronicle.run o WHERE o.run_id = v_run;
 	ELSE
 		RAISE EXCEPTION 'chronicle._central_store_run: unknown kind "%"', kind;
 	END IF;
 END;
 $fn$;
 COMMENT ON FUNCTION chronicle._central_store_run(integer, text, jsonb) IS
-	'Stores a row of a subscribed server''s runs (run, run_change, mark) under its origin';
+	'Stores a row of a subscribed server''s runs (run, run_change, run_deleted, mark) under its origin';
 REVOKE ALL ON FUNCTION chronicle._central_store_run(integer, text, jsonb) FROM PUBLIC;
 
 -- The publisher's side of chronicle.subscribe() (src/central.c).

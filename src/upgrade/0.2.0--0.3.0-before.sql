@@ -119,7 +119,7 @@ ALTER TABLE chronicle.run ADD COLUMN origin integer NOT NULL DEFAULT 0;
 ALTER TABLE chronicle.mark ADD COLUMN origin integer NOT NULL DEFAULT 0;
 -- A central repository's runs of its subscribed servers (42_central.sql):
 -- a label is unique per server; the runs each server's run ids map to; the
--- changes of a run (its end) published as inserts.
+-- changes of a run (its end) and its deletion published as inserts.
 ALTER TABLE chronicle.run ADD COLUMN server integer NOT NULL DEFAULT 0;
 ALTER TABLE chronicle.run DROP CONSTRAINT run_label_key;
 ALTER TABLE chronicle.run ADD CONSTRAINT run_label_server_key UNIQUE (label, server);
@@ -136,8 +136,12 @@ CREATE TABLE chronicle.run_change (
 	warmup  interval NOT NULL,
 	PRIMARY KEY (run_id, changed)
 );
-REVOKE ALL ON chronicle.archive_run, chronicle.run_change FROM PUBLIC;
-GRANT SELECT ON chronicle.archive_run, chronicle.run_change TO pg_monitor, pg_read_all_stats;
+CREATE TABLE chronicle.run_deleted (
+	run_id  integer PRIMARY KEY,
+	deleted timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+REVOKE ALL ON chronicle.archive_run, chronicle.run_change, chronicle.run_deleted FROM PUBLIC;
+GRANT SELECT ON chronicle.archive_run, chronicle.run_change, chronicle.run_deleted TO pg_monitor, pg_read_all_stats;
 REVOKE ALL ON chronicle.origin, chronicle.archive_snapshot, chronicle.archive_history,
 	chronicle.archive_statements_text, chronicle.archive_key FROM PUBLIC;
 GRANT SELECT ON chronicle.origin, chronicle.archive_snapshot, chronicle.archive_history,

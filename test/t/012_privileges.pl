@@ -24,7 +24,7 @@ my %super = map { $_ => 1 } qw(
   _check_owner _mark_event_max _redact_statement _analysis_layout _analysis_make _analysis_source
   _analysis_create _analysis_checks _analysis_delta
   publish subscribe unsubscribe _central_apply _central_layout _publisher_prepare _publisher_drop_slot
-  _publisher_backfill _central_store_run _run_changed _app_epoch_next _sum_bigint _app_transaction_triggers_known
+  _publisher_backfill _central_store_run _run_changed _run_deleted _app_epoch_next _sum_bigint _app_transaction_triggers_known
   _import_transactions
   set_server_retention _prune_servers _check_retention);
 my %writer = map { $_ => 1 } qw(run_begin run_end run_label run_delete run_set_warmup _check_label mark mark_delete

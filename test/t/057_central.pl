@@ -93,7 +93,7 @@ is($sources[0]->safe_psql('postgres', q{
 	       AND NOT pub.pubdelete AND NOT pub.pubtruncate AND pub.pubviaroot)
 	  FROM pg_publication_tables p JOIN pg_publication pub ON pub.pubname = p.pubname
 	 WHERE p.pubname = 'pg_chronicle'}),
-	'app_interval,app_metric,app_transaction,history,history_key,mark,run,run_change,snapshot,statements_text|true',
+	'app_interval,app_metric,app_transaction,history,history_key,mark,run,run_change,run_deleted,snapshot,statements_text|true',
 	'the publication: the history and run tables, INSERT only, through the partitioned tables\' root');
 
 my ($ret, $stdout, $stderr);
@@ -303,7 +303,7 @@ like($central->safe_psql('postgres', qq{
 ($ret, $stdout, $stderr) = $central->psql('postgres', "SELECT chronicle.publish('central_pub')");
 like($stderr, qr/WARNING:  wal_level is \w+, not logical/, 'publish() warns when wal_level is not logical');
 is($central->safe_psql('postgres', "SELECT count(*) FROM pg_publication_tables WHERE pubname = 'central_pub'"),
-	'10', '... and publishes the ten tables all the same');
+	'11', '... and publishes the eleven tables all the same');
 $central->safe_psql('postgres', 'DROP PUBLICATION central_pub');
 
 # 1b. runs: both sources run 'a' (the same label); src1's with a mark, a
@@ -587,6 +587,47 @@ like($db_src, qr/ [1-9]\d*$/, 'src2 recorded database rows meanwhile');
 is((split /\n/, $central->safe_psql('postgres', "SELECT chronicle.use_server('src2'); $q_db"))[1],
 	$db_src, '... the same on the central side, the unmapped key\'s rows too');
 
+# 4b. runs deleted: one deleted on its server is deleted on the central
+# side, with its pgbench rows and metrics; one deleted while the central
+# side is away (unsubscribed, below) too, when it subscribes again; a
+# server's run deleted on the central side goes alone.  The server's
+# history stays on the central side in each case.
+my $src2 = $sources[1];
+for my $label ('doomed', 'away', 'forgotten')
+{
+	$src2->safe_psql('postgres', qq{
+		SELECT chronicle.run_begin('$label');
+		SELECT chronicle.pgbench_staging();
+		INSERT INTO pg_temp.chronicle_pgbench_lines (file, line)
+		SELECT 'pgbench_log.1', format('0 %s 1000 0 %s %s', c, extract(epoch FROM r.started)::bigint, c * 1000)
+		  FROM generate_series(0, 9) c, chronicle.run r WHERE r.label = '$label';
+		SELECT * FROM chronicle.load_pgbench_lines('$label');
+		SELECT chronicle.add_metric('queue_depth', 1, now(), '$label');
+		SELECT chronicle.run_end('$label');});
+}
+my $q_src2_runs = qq{SELECT string_agg(r.label || ':' || (SELECT count(*) FROM chronicle.app_transaction t WHERE t.run_id = r.run_id)
+                         || ':' || (SELECT count(*) FROM chronicle.app_metric m WHERE m.run_id = r.run_id), ','
+                         ORDER BY r.label)
+                  FROM chronicle.run r WHERE r.server = $origin{src2} AND r.label IN ('doomed', 'away', 'forgotten')};
+$central->poll_query_until('postgres', "SELECT coalesce(($q_src2_runs), '')", 'away:10:1,doomed:10:1,forgotten:10:1')
+  or die 'src2\'s runs do not reach the central side';
+my $q_src2_hist = "SELECT count(*) FROM chronicle.archive_history WHERE origin = $origin{src2}";
+my $q_orphans = q{SELECT (SELECT count(*) FROM chronicle.app_transaction t WHERE NOT EXISTS (SELECT FROM chronicle.run r WHERE r.run_id = t.run_id))
+                       + (SELECT count(*) FROM chronicle.app_metric m WHERE m.run_id IS NOT NULL
+                                 AND NOT EXISTS (SELECT FROM chronicle.run r WHERE r.run_id = m.run_id))};
+my $hist_before = $central->safe_psql('postgres', $q_src2_hist);
+$src2->safe_psql('postgres', "SELECT chronicle.run_delete('doomed')");
+ok($central->poll_query_until('postgres', "SELECT coalesce(($q_src2_runs), '')", 'away:10:1,forgotten:10:1'),
+	'a run deleted on its server is deleted on the central side');
+is($central->safe_psql('postgres', $q_orphans), '0', '... with its pgbench rows and metrics');
+cmp_ok($central->safe_psql('postgres', $q_src2_hist), '>=', $hist_before, '... the server\'s history stays');
+$central->safe_psql('postgres', "SELECT chronicle.run_delete('src2:forgotten')");
+is($central->safe_psql('postgres', $q_src2_runs), 'away:10:1', 'a server\'s run deleted on the central side');
+is($central->safe_psql('postgres', $q_orphans), '0', '... with its pgbench rows and metrics');
+cmp_ok($central->safe_psql('postgres', $q_src2_hist), '>=', $hist_before, '... and the server\'s history stays');
+is($src2->safe_psql('postgres', "SELECT count(*) FROM chronicle.run WHERE label = 'forgotten'"), '1',
+	'... on the central side only');
+
 # 5. unsubscribed: the slot is gone from the publisher, the history stays;
 # subscribed again, the server's history goes on under the same origin
 my $n_kept = $central->safe_psql('postgres', "SELECT count(*) FROM chronicle.archive_snapshot WHERE origin = $origin{src2}");
@@ -598,8 +639,13 @@ is($central->safe_psql('postgres', "SELECT count(*) >= $n_kept FROM chronicle.ar
 	'tt', '... its history stays, listed without a subscription');
 ($ret, $stdout, $stderr) = $central->psql('postgres', "SELECT chronicle.unsubscribe('src2')");
 like($stderr, qr/no subscription to a server named "src2"/, 'unsubscribing twice is refused');
+$src2->safe_psql('postgres', "SELECT chronicle.run_delete('away')");
+is($central->safe_psql('postgres', $q_src2_runs), 'away:10:1', 'a run deleted while unsubscribed stays meanwhile');
 is($central->safe_psql('postgres', "SELECT chronicle.subscribe('src2', " . conninfo($sources[1]) . ')'),
 	$origin{src2}, 'subscribed again: the same origin');
+is($central->safe_psql('postgres', "SELECT coalesce(($q_src2_runs), 'none')"), 'none',
+	'... the run deleted meanwhile is deleted by subscribe()');
+is($central->safe_psql('postgres', $q_orphans), '0', '... with its pgbench rows and metrics');
 my $t_again = $sources[1]->safe_psql('postgres', 'SELECT chronicle.snapshot()');
 ok($central->poll_query_until('postgres', qq{
 	SELECT count(*) = 1 FROM chronicle.archive_snapshot WHERE origin = $origin{src2} AND ts = '$t_again'}),
