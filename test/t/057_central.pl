@@ -26,7 +26,10 @@
 # 4. A history row naming a key the central has no id for stops the
 #    apply (never stored with a wrong key) until the key is mapped.
 # 5. chronicle.unsubscribe() drops the slot and keeps the history; a
-#    second chronicle.subscribe() goes on under the same origin.
+#    second chronicle.subscribe() goes on under the same origin.  Runs
+#    deleted on a server, also while unsubscribed, are deleted there.
+#    Upgraded in the documented order (the central side first), no row is
+#    lost; the other order stops the apply until the central side follows.
 # 6. A source restarted and its statistics reset: its history over both
 #    equal on both sides, timeline() too.
 # 7. A subscribed server's retention on the central side: its history
@@ -595,15 +598,10 @@ is((split /\n/, $central->safe_psql('postgres', "SELECT chronicle.use_server('sr
 my $src2 = $sources[1];
 for my $label ('doomed', 'away', 'forgotten')
 {
-	$src2->safe_psql('postgres', qq{
-		SELECT chronicle.run_begin('$label');
-		SELECT chronicle.pgbench_staging();
-		INSERT INTO pg_temp.chronicle_pgbench_lines (file, line)
-		SELECT 'pgbench_log.1', format('0 %s 1000 0 %s %s', c, extract(epoch FROM r.started)::bigint, c * 1000)
-		  FROM generate_series(0, 9) c, chronicle.run r WHERE r.label = '$label';
-		SELECT * FROM chronicle.load_pgbench_lines('$label');
-		SELECT chronicle.add_metric('queue_depth', 1, now(), '$label');
-		SELECT chronicle.run_end('$label');});
+	$src2->safe_psql('postgres', "SELECT chronicle.run_begin('$label');"
+		  . pgbench_rows($label, 'pgbench_log.1', 10)
+		  . "SELECT chronicle.add_metric('queue_depth', 1, now(), '$label');"
+		  . "SELECT chronicle.run_end('$label');");
 }
 my $q_src2_runs = qq{SELECT string_agg(r.label || ':' || (SELECT count(*) FROM chronicle.app_transaction t WHERE t.run_id = r.run_id)
                          || ':' || (SELECT count(*) FROM chronicle.app_metric m WHERE m.run_id = r.run_id), ','
@@ -650,6 +648,29 @@ my $t_again = $sources[1]->safe_psql('postgres', 'SELECT chronicle.snapshot()');
 ok($central->poll_query_until('postgres', qq{
 	SELECT count(*) = 1 FROM chronicle.archive_snapshot WHERE origin = $origin{src2} AND ts = '$t_again'}),
 	'... and its history goes on');
+
+# 5b. the order of upgrades (docs/central.md: the central side first).  A
+# central side whose table has a column more (a later version) applies a
+# server's rows; a server whose table has one the central side lacks stops
+# the apply, until the central side has it too, and nothing is lost.
+$central->safe_psql('postgres', 'ALTER TABLE chronicle.snapshot ADD COLUMN newer_central integer');
+my $t_newer = $src2->safe_psql('postgres', 'SELECT chronicle.snapshot()');
+ok($central->poll_query_until('postgres', qq{
+	SELECT count(*) = 1 FROM chronicle.archive_snapshot WHERE origin = $origin{src2} AND ts = '$t_newer'}),
+	'a central side a version ahead applies a server\'s rows');
+$log_offset = -s $central->logfile;
+$src2->safe_psql('postgres', 'ALTER TABLE chronicle.snapshot ADD COLUMN newer_server integer');
+$t_newer = $src2->safe_psql('postgres', 'SELECT chronicle.snapshot()');
+$central->wait_for_log(qr/"chronicle\.snapshot" is missing replicated columns?: "?newer_server/, $log_offset);
+is($central->safe_psql('postgres', qq{
+	SELECT count(*) FROM chronicle.archive_snapshot WHERE origin = $origin{src2} AND ts >= '$t_newer'}),
+	'0', 'a server a version ahead of the central side stops the apply');
+$central->safe_psql('postgres', 'ALTER TABLE chronicle.snapshot ADD COLUMN newer_server integer');
+ok($central->poll_query_until('postgres', qq{
+	SELECT count(*) = 1 FROM chronicle.archive_snapshot WHERE origin = $origin{src2} AND ts = '$t_newer'}),
+	'... until the central side is upgraded too: the rows meanwhile applied');
+$src2->safe_psql('postgres', 'ALTER TABLE chronicle.snapshot DROP COLUMN newer_server');
+$central->safe_psql('postgres', 'ALTER TABLE chronicle.snapshot DROP COLUMN newer_server, DROP COLUMN newer_central');
 
 
 # 6. a source restarted (a new segment) and its statistics reset: read on
