@@ -14,8 +14,9 @@
 #    ended within it and those still open, with their pgbench rows,
 #    metrics and marks (read with the slot's snapshot); without, those
 #    still open; a run held already is not stored again at a rejoin.
-# 2. The central server stopped for 10 s while the sources record, started
-#    again: it catches up, with every snapshot the sources took meanwhile.
+# 2. The central server stopped for 10 s while the sources record, src1
+#    under pgbench, started again: it catches up, with every snapshot the
+#    sources took meanwhile.
 #    src2's slot lost meanwhile (past a WAL cap): unsubscribed and
 #    subscribed again with a backfill, src2 has every snapshot once.
 # 3. Nothing of the sources reaches the central's own tables; a local
@@ -44,6 +45,7 @@ use warnings FATAL => 'all';
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use IPC::Run;
 use Time::HiRes qw(usleep);
 use FindBin;
 use lib "$FindBin::RealBin/../perl";
@@ -462,13 +464,19 @@ my $log = slurp_file($central->logfile);
 unlike($log, qr/processing remote data|logical replication .*worker .* exited/,
 	'no error in the apply workers on the central side');
 
-# 2. the central side stopped while the sources record: src1 catches up;
-# src2's slot is lost meanwhile (a WAL cap of 1MB, WAL written past it),
-# and src2 rejoins: unsubscribed, subscribed again with a backfill
+# 2. the central side stopped while the sources record, src1 under
+# pgbench: src1 catches up; src2's slot is lost meanwhile (a WAL cap of
+# 1MB, WAL written past it), and src2 rejoins: unsubscribed, subscribed
+# again with a backfill
+$sources[0]->command_ok([ 'pgbench', '-i', '-q', '-s', '1', 'postgres' ], 'src1: pgbench -i');
 my %before = map {
 	$_ => $central->safe_psql('postgres', "SELECT max(ts) FROM chronicle.archive_snapshot WHERE origin = $origin{$_}")
 } 'src1', 'src2';
 $central->stop;
+my ($bench_out, $bench_err) = ('', '');
+my $bench = IPC::Run::start(
+	[ 'pgbench', '-n', '-c', '4', '-j', '2', '-T', '10', '-d', $sources[0]->connstr('postgres') ],
+	'>', \$bench_out, '2>', \$bench_err);
 $sources[1]->append_conf('postgresql.conf', "max_slot_wal_keep_size = '1MB'\n");
 $sources[1]->reload;
 $sources[1]->safe_psql('postgres', q{
@@ -477,7 +485,9 @@ $sources[1]->safe_psql('postgres', q{
 	CHECKPOINT;});
 is($sources[1]->safe_psql('postgres', "SELECT wal_status FROM pg_replication_slots WHERE slot_name = 'chronicle_src2'"),
 	'lost', 'src2\'s slot is lost past its WAL cap');
-sleep 8;
+$bench->finish;
+like($bench_out, qr/number of failed transactions: 0 /, 'src1 under pgbench for 10 s meanwhile');
+cmp_ok(($bench_out =~ /number of transactions actually processed: (\d+)/)[0], '>', 100, '... with its transactions');
 my %src_now = map { $_->name => $_->safe_psql('postgres', 'SELECT max(ts) FROM chronicle.snapshot') } @sources;
 $central->start;
 $central->poll_query_until('postgres', qq{
