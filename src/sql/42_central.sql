@@ -184,8 +184,8 @@ REVOKE ALL ON FUNCTION chronicle._central_layout() FROM PUBLIC;
 
 -- On the central database, from the trigger (src/central.c): a row of a
 -- subscribed server's runs, marks, run changes or deletions (kind: the
--- published table's name, r: the row as jsonb) stored under its origin.  Its run
--- under a run_id of this database (chronicle.archive_run maps the
+-- published table's name, r: the row as jsonb) stored under its origin.
+-- Its run under a run_id of this database (chronicle.archive_run maps the
 -- server's), its label unique among the server's runs (run.server).  Only
 -- the server's own runs (origin 0 there): the history of a run it
 -- imported is not published.  A change of a run that has no run here
