@@ -47,7 +47,9 @@
 #     sent it commits.  Same machine, same clock.
 # Then per stage: WAL of logical against replica (the medians of the pairs'
 # ratios), the apply CPU and lag by server, loaded or not; and the bytes of
-# each server's rows on the central side per second.
+# each server's rows on the central side per second; and the time of the
+# central's rollups (chronicle._rollup_origin(), a pass a server every five
+# minutes) a minute of a server's history.
 set -euo pipefail
 . "$(dirname "$0")/../tools/lib.sh"
 lib_as_pgchronicle bench/central.sh "$@"
@@ -120,7 +122,8 @@ origins="max_replication_slots = $((servers + 10))"
 lib_cluster_start "$tmp/central" "$bindir" "${port[central]}" "max_logical_replication_workers = $((servers + 2))
 max_worker_processes = $((servers + 12))
 $origins
-wal_retrieve_retry_interval = '1s'"
+wal_retrieve_retry_interval = '1s'
+track_functions = 'pl'"
 q 'CREATE EXTENSION pg_chronicle'
 # its day partitions first (docs/central.md), then the trigger of the lag
 lib_poll_sql "the central's day partitions" 60 \
@@ -370,6 +373,15 @@ SELECT o.server_name AS server, CASE WHEN o.server_name = w.loaded THEN 'loaded'
 	SELECT 'archive_snapshot', count(*), sum((pg_column_size(a.*) + 7) / 8 * 8 + 4) FROM chronicle.archive_snapshot a
 	 WHERE a.origin = o.origin_id AND a.ts BETWEEN to_timestamp(w.t0) AND to_timestamp(w.t1)) t(tbl, n, b)
  GROUP BY 1, 2, 3 ORDER BY 1, 2, 3;
+\echo 'the central''s rollups: the passes of chronicle._rollup_origin() its housekeeper ran (every 5'
+\echo 'minutes, one a server and one for its own recording), their time (track_functions), and the'
+\echo 'minutes they rolled up (chronicle.rollup_minute, every origin)'
+SELECT f.calls AS passes, round(f.total_time::numeric) AS ms,
+       round((f.total_time / nullif(f.calls, 0))::numeric, 1) AS "ms a pass",
+       m.minutes AS "minutes rolled up", round((f.total_time / nullif(m.minutes, 0))::numeric, 2) AS "ms a minute"
+  FROM pg_stat_user_functions f,
+       (SELECT count(*) AS minutes FROM (SELECT DISTINCT origin, ts FROM chronicle.rollup_minute) d) m
+ WHERE f.schemaname = 'chronicle' AND f.funcname = '_rollup_origin';
 \echo 'the central''s view of each server at the end (chronicle.servers):'
 SELECT server_name, streaming, snapshot_age, transfer_lag FROM chronicle.servers ORDER BY origin;
 SQL
