@@ -175,19 +175,15 @@ BEGIN
 		round((SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY x) FROM unnest(b) x)::numeric, 0),
 		round((SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY y / x) FROM unnest(a, b) u(x, y))::numeric, 2);
 END \$\$;
-SELECT * FROM paths('wal, every interval', \$q\$SELECT * FROM chronicle._deltas('chronicle.wal_history', '$day 00:00:00+00', '$day 23:59:59+00',
-	keys => '{}', vals => '{wal_records,wal_fpi,wal_bytes}', kinds => 'ccc', attrs => '{}', reset_col => 'stats_reset',
-	bytes_ops => '{NULL,NULL,NULL}', bytes_unit => NULL, per_op => '{}', filter_cols => '{}', filter_vals => '{}',
-	changed_only => false) AS d(s timestamptz, e timestamptz, secs float8, reset boolean,
-	a bigint, ar float8, b bigint, br float8, c bigint, cr float8)\$q\$, $reps);
-SELECT * FROM paths('io, changed keys', \$q\$SELECT * FROM chronicle._deltas('chronicle.io_history', '$day 00:00:00+00', '$day 23:59:59+00',
-	keys => '{backend_type,object,context}', vals => '{reads,writes}', kinds => 'cc', attrs => '{}', reset_col => 'stats_reset',
-	bytes_ops => '{NULL,NULL}', bytes_unit => NULL, per_op => '{}', filter_cols => '{}', filter_vals => '{}',
-	changed_only => true) AS d(s timestamptz, e timestamptz, secs float8, bt text, ob text, cx text, reset boolean,
-	a bigint, ar float8, b bigint, br float8)\$q\$, $reps);
-SELECT * FROM paths('waits, changed keys', \$q\$SELECT * FROM chronicle._deltas('chronicle.waits_history', '$day 00:00:00+00', '$day 23:59:59+00',
-	keys => '{backend_type,state,wait_event_type,wait_event,queryid}', vals => '{samples}', kinds => 'c', attrs => '{}',
-	reset_col => NULL, bytes_ops => '{NULL}', bytes_unit => NULL, per_op => '{}', filter_cols => '{}', filter_vals => '{}',
-	changed_only => true, born_at_zero => true) AS d(s timestamptz, e timestamptz, secs float8, bt text, st text,
-	wet text, we text, q bigint, reset boolean, a bigint, ar float8)\$q\$, $reps);
+-- chronicle._deltas() as a <prefix>_deltas() wrapper calls it, its column
+-- list the wrapper's result
+CREATE OR REPLACE FUNCTION path_query(source text, wrapper regproc, changed boolean) RETURNS text
+LANGUAGE sql AS \$\$
+	SELECT format('SELECT * FROM chronicle._deltas(%L, %L, %L, NULL, %L, NULL, ''{}'', ''{}'', NULL) AS d(%s)',
+	              source, '$day 00:00:00+00', '$day 23:59:59+00', changed,
+	              substring(pg_get_function_result(wrapper) FROM '^TABLE\\((.*)\\)\$'))
+\$\$;
+SELECT * FROM paths('wal, every interval', path_query('wal', 'chronicle.wal_deltas', false), $reps);
+SELECT * FROM paths('io, changed keys', path_query('io', 'chronicle.io_deltas', true), $reps);
+SELECT * FROM paths('waits, changed keys', path_query('waits', 'chronicle.wait_deltas', true), $reps);
 SQL
