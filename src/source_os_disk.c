@@ -166,6 +166,42 @@ wanted_listed(WantedDisk *w)
 	return n;
 }
 
+/*
+ * The row of a wanted device: name as the line has it, counters the rest of
+ * its line (11 to 17 of them, by kernel version: those it lacks are NULL).
+ * A line with fewer than 11 is not one we understand, and is passed over.
+ */
+static void
+emit_disk(ChronicleEmitter *emitter, const WantedDisk *w, const char *name,
+		  const char *counters)
+{
+	Datum		values[DISK_NCOLUMNS] = {0};
+	bool		nulls[DISK_NCOLUMNS];
+	const char *p = counters;
+	int			n = 0;
+
+	for (int c = 0; c < DISK_NSTATS; c++)
+	{
+		char	   *end;
+		unsigned long long v;
+
+		errno = 0;
+		v = strtoull(p, &end, 10);
+		nulls[DISK_READS_COMPLETED + c] = (end == p || errno != 0 || n < c);
+		if (nulls[DISK_READS_COMPLETED + c])
+			continue;
+		values[DISK_READS_COMPLETED + c] = ChronicleUInt64GetDatum((uint64) v);
+		n++;
+		p = end;
+	}
+	if (n < 11)
+		return;
+	values[DISK_DEVICE] = CStringGetTextDatum(name);
+	values[DISK_ROLE] = CStringGetTextDatum(w->role);
+	nulls[DISK_DEVICE] = nulls[DISK_ROLE] = false;
+	chronicle_emit_row(emitter, values, nulls);
+}
+
 static void
 os_disk_collect(ChronicleEmitter *emitter)
 {
@@ -191,36 +227,16 @@ os_disk_collect(ChronicleEmitter *emitter)
 		unsigned int maj,
 					min;
 		char		name[64];
-		unsigned long long s[DISK_NSTATS];
-		int			nf;
-		Datum		values[DISK_NCOLUMNS] = {0};
-		bool		nulls[DISK_NCOLUMNS];
+		int			pos;
 
-		nf = sscanf(line, "%u %u %63s %llu %llu %llu %llu %llu %llu %llu %llu"
-					" %llu %llu %llu %llu %llu %llu %llu %llu %llu",
-					&maj, &min, name,
-					&s[0], &s[1], &s[2], &s[3], &s[4], &s[5], &s[6], &s[7],
-					&s[8], &s[9], &s[10], &s[11], &s[12], &s[13], &s[14],
-					&s[15], &s[16]);
-		if (nf < 3 + 11)
+		/* the device first: most lines are of devices not wanted */
+		if (sscanf(line, "%u %u %63s%n", &maj, &min, name, &pos) < 3)
 			continue;			/* not a device line we understand */
-
 		for (int i = 0; i < nwanted; i++)
 		{
-			if (wanted[i].by_name ? strcmp(wanted[i].name, name) != 0 :
-				(wanted[i].major != maj || wanted[i].minor != min))
-				continue;
-
-			values[DISK_DEVICE] = CStringGetTextDatum(name);
-			values[DISK_ROLE] = CStringGetTextDatum(wanted[i].role);
-			nulls[DISK_DEVICE] = nulls[DISK_ROLE] = false;
-			for (int c = 0; c < DISK_NSTATS; c++)
-			{
-				nulls[DISK_READS_COMPLETED + c] = (c >= nf - 3);
-				values[DISK_READS_COMPLETED + c] = nulls[DISK_READS_COMPLETED + c] ?
-					(Datum) 0 : ChronicleUInt64GetDatum((uint64) s[c]);
-			}
-			chronicle_emit_row(emitter, values, nulls);
+			if (wanted[i].by_name ? strcmp(wanted[i].name, name) == 0 :
+				(wanted[i].major == maj && wanted[i].minor == min))
+				emit_disk(emitter, &wanted[i], name, line + pos);
 		}
 	}
 }

