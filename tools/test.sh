@@ -10,14 +10,17 @@
 #      in a venv under ~/.cache/pg_chronicle/venv-client (pip from PyPI);
 #      the tests marked one_version against the last server only, with
 #      PG_CHRONICLE_OTHER_PG_CONFIG naming the other server's pg_config
-#      (run archives across versions; skipped with one server).
+#      (run archives across versions; skipped with one server),
+#   5. not by default: every benchmark of bench/ run once, briefly, to see
+#      that it still runs (run_bench; PG_CHRONICLE_LAYERS=bench).
 # Ends with "N passed, N failed, N skipped" and exits non-zero on any failure.
 #
 #   tools/test.sh                       PostgreSQL 17 and 18, provisioned
 #   PG_CONFIG=/path/pg_config tools/test.sh   that server only, nothing built
 #   PG_CHRONICLE_VERSIONS="18" tools/test.sh  only 18
 #   PG_CHRONICLE_LAYERS="regress tap" tools/test.sh   some layers only
-#                                       (tools, regress, pgtap, tap, client)
+#                                       (tools, regress, pgtap, tap, client;
+#                                       bench, not by default)
 #   PG_CHRONICLE_PYTEST_ARGS="-k bench" tools/test.sh   some client tests only
 #   PROVE_TESTS=test/t/001_worker.pl tools/test.sh    some TAP files only
 #   PG_CHRONICLE_PROVE_JOBS=1 tools/test.sh   TAP files one at a time
@@ -122,6 +125,53 @@ run_client() {
 		"$venv/bin/python" -m pytest -v -p no:cacheprovider "$@" ${PG_CHRONICLE_PYTEST_ARGS:-})
 }
 
+# run_bench PG_CONFIG: every script of bench/ once, briefly (a few seconds
+# of load, one round, small inputs), against that server: a TAP line each,
+# ok when it ran to its end.  It checks that the benchmarks still run, not
+# their figures (a cassert build, short windows); the tail of a failing
+# one's output follows its line.  snapshot_ab.sh compares this tree with
+# itself, its base in a copy of the installation.  About 20 minutes.
+run_bench() (			# pg_config
+	cfg=$1
+	tmp=$(mktemp -d)
+	trap 'rm -rf "$tmp"' EXIT
+	cp -a "$("$cfg" --bindir)/.." "$tmp/base"
+	short="BENCH_WARMUP=5 BENCH_SECONDS=10 BENCH_IDLE=10"
+	pairs="BENCH_PAIRS=1 BENCH_PAIR_SECONDS=5"
+	n=0
+	bad=0
+	while IFS='|' read -r script env; do
+		n=$((n + 1))
+		# shellcheck disable=SC2086  # env: words of NAME=value
+		if env PG_CONFIG="$cfg" PGBIN="$("$cfg" --bindir)" $env \
+			bash -c "$script" >"$tmp/out" 2>&1; then
+			echo "ok $n - $script"
+		else
+			echo "not ok $n - $script ($env)"
+			tail -n 30 "$tmp/out" | sed 's/^/# /'
+			bad=1
+		fi
+	done <<LIST
+bench/storage.sh|$short
+bench/collector.sh|BENCH_SECONDS=10 $pairs
+bench/snapshot_ab.sh|BENCH_BASE=HEAD BENCH_BASE_PG_CONFIG=$tmp/base/bin/pg_config $short $pairs
+bench/peers.sh|BENCH_PEERS=pg_chronicle BENCH_ROUNDS=1 $short
+bench/central.sh|BENCH_SERVERS=1 $short $pairs
+bench/central_backfill.sh|BENCH_REPS=1
+bench/report.sh|BENCH_REPS=1
+bench/archive.sh|BENCH_REPS=1
+bench/analysis_bench.sh|BENCH_REPS=1
+bench/pgbench_log_load.sh|LINES=100000 REPEAT=1 PORT=$(lib_free_port)
+bench/unpack_memory.sh|BENCH_ROWS=100000
+bench/sampling.sh buffers|
+bench/sampling.sh accuracy|ROUNDS=1 SLEEPS=0.5
+bench/sampling.sh lost|DURATION=3
+cc -O2 -o $tmp/wakeup_floor bench/wakeup_floor.c && $tmp/wakeup_floor|
+LIST
+	echo "1..$n"
+	return $bad
+)
+
 # In a subshell: the cluster's PG* variables stay in it.
 run_pgtap() (			# pg_config
 	cfg=$1
@@ -211,6 +261,11 @@ for cfg in "${configs[@]}"; do
 						[ -f "$f" ] && { echo "--- $f (last 60 lines)"; tail -n 60 "$f"; }
 					done
 				fi
+				;;
+			bench)
+				run_bench "$cfg" >"$out" 2>&1
+				rc=$?
+				cat "$out"
 				;;
 			client)
 				# the tests whose checks do not depend on the server's version
