@@ -750,7 +750,7 @@ snapshot_begin(ChronicleCollector by, MemoryContext snapcxt, bool *keyframe)
 		chronicle_maintain_partitions(GetCurrentTimestamp(), snapcxt,
 									  by == CHRONICLE_BY_SQL);
 		if (by == CHRONICLE_BY_WORKER && !chronicle_housekeeper_running())
-			chronicle_maintain_rollups(GetCurrentTimestamp());
+			chronicle_maintain_rollups(GetCurrentTimestamp(), false);
 	}
 	return ring;
 }

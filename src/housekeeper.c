@@ -190,7 +190,7 @@ housekeeper_rollup(void)
 	{
 		if (SPI_connect() != SPI_OK_CONNECT)
 			elog(ERROR, "SPI_connect failed");
-		chronicle_maintain_rollups(GetCurrentTimestamp());
+		chronicle_maintain_rollups(GetCurrentTimestamp(), true);
 		SPI_finish();
 	}
 	PopActiveSnapshot();

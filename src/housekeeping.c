@@ -45,8 +45,10 @@
  * over runs).
  */
 #define CHRONICLE_ROLLUP_USECS	(5 * 60 * USECS_PER_SEC)
-/* ... or this soon after a run that found another rollup running */
+/* ... or this soon after a run that found another rollup running, */
 #define CHRONICLE_ROLLUP_BUSY_USECS	(10 * USECS_PER_SEC)
+/* ... or after one that stopped at its most minutes, in the housekeeper */
+#define CHRONICLE_ROLLUP_CATCHUP_USECS	(1 * USECS_PER_SEC)
 #define CHRONICLE_ROLLUP_MAX_MINUTES	30
 
 /* Each of the intervals above, or chronicle.debug_housekeeping_interval. */
@@ -358,12 +360,13 @@ chronicle_maintenance_due(void)
 /*
  * One query of the housekeeper's, in a subtransaction of its own, so that
  * its failure rolls back nothing else: true when it ran, and *first (if
- * not NULL) the first column of its one row.  A failure is logged once
+ * not NULL) the first column of its one row, an integer (0 when NULL or
+ * there is no row).  A failure is logged once
  * while the same message repeats (logged: the last one logged for this
  * step, emptied by a success).  SPI connected, in a transaction.
  */
 static bool
-housekeeper_step(const char *query, const char *what, char *logged, bool *first)
+housekeeper_step(const char *query, const char *what, char *logged, int *first)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 	ResourceOwner oldowner = CurrentResourceOwner;
@@ -374,14 +377,14 @@ housekeeper_step(const char *query, const char *what, char *logged, bool *first)
 
 	PG_TRY();
 	{
-		bool		isnull;
+		bool		isnull = true;
+		Datum		d = (Datum) 0;
 
 		housekeeping_query(query);
+		if (SPI_processed == 1)
+			d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 		if (first != NULL)
-			*first = SPI_processed == 1 &&
-				DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
-										   SPI_tuptable->tupdesc, 1, &isnull)) &&
-				!isnull;
+			*first = isnull ? 0 : DatumGetInt32(d);
 		housekeeping_commit(cxt, oldowner);
 		logged[0] = '\0';
 		ok = true;
@@ -415,8 +418,16 @@ housekeeper_step(const char *query, const char *what, char *logged, bool *first)
  * subtransaction of its own, it takes no lock a writer waits for (it only
  * reads the history and writes the rollup tables; a second run in the
  * database returns at once), and does at most CHRONICLE_ROLLUP_MAX_MINUTES
- * minutes a run.  A failure is logged once while it repeats, and retried
- * at the next run.
+ * minutes of an origin a run.  A failure is logged once while it repeats,
+ * and retried at the next run.
+ *
+ * A backlog (history not rolled up yet: after an upgrade from 0.1.0, which
+ * had no rollups, or after the recording was stopped for a while) is
+ * caught up in runs of that many minutes: in the housekeeper (catch_up)
+ * one a second while a run stops at its most minutes, each in its own
+ * transaction, at the housekeeper's lowest CPU priority, so that 7 days
+ * take minutes, not a day at 30 minutes every 5; in the collector, one
+ * every five minutes as before, since its runs hold its next snapshot.
  *
  * Then, on a central database, the subscribed servers' history past its
  * retention is deleted (chronicle._prune_servers(), 42_central.sql): rows
@@ -429,23 +440,30 @@ housekeeper_step(const char *query, const char *what, char *logged, bool *first)
  * SPI connected, in a transaction.
  */
 void
-chronicle_maintain_rollups(TimestampTz now)
+chronicle_maintain_rollups(TimestampTz now, bool catch_up)
 {
-	bool		busy = false;
+	int			minutes = 0;
 
 	if (now < next_rollup)
 		return;
 	next_rollup = now + HOUSEKEEPING_USECS(CHRONICLE_ROLLUP_USECS);
 
 	/*
-	 * Another rollup held the database's: the previous housekeeper finishing
-	 * its run after a collector restart, or chronicle.rollup() from SQL.  Try
-	 * again soon rather than in five minutes.
+	 * -1: another rollup held the database's (the previous housekeeper
+	 * finishing its run after a collector restart, or chronicle.rollup()
+	 * from SQL): try again soon rather than in five minutes.  At the most
+	 * minutes (of one origin at least, or of several together): a backlog,
+	 * most likely; a run that finds none left returns to the five minutes.
 	 */
-	if (housekeeper_step(psprintf("SELECT minutes IS NULL FROM chronicle._rollup(%d)",
+	if (housekeeper_step(psprintf("SELECT coalesce(minutes, -1) FROM chronicle._rollup(%d)",
 								  CHRONICLE_ROLLUP_MAX_MINUTES),
-						 "rollup", rollup_logged, &busy) && busy)
-		next_rollup = now + HOUSEKEEPING_USECS(CHRONICLE_ROLLUP_BUSY_USECS);
+						 "rollup", rollup_logged, &minutes))
+	{
+		if (minutes < 0)
+			next_rollup = now + HOUSEKEEPING_USECS(CHRONICLE_ROLLUP_BUSY_USECS);
+		else if (catch_up && minutes >= CHRONICLE_ROLLUP_MAX_MINUTES)
+			next_rollup = now + CHRONICLE_ROLLUP_CATCHUP_USECS;
+	}
 
 	(void) housekeeper_step("SELECT chronicle._prune_servers(NULL) IS NULL",
 							"deleting the subscribed servers' expired history",

@@ -26,10 +26,12 @@ extern void chronicle_maintain_partitions(TimestampTz now, MemoryContext cxt,
 extern void chronicle_maintenance_due(void);
 
 /*
- * chronicle._rollup() when it is due, in a subtransaction of its own.  SPI
- * connected, in a transaction.
+ * chronicle._rollup() when it is due, in a subtransaction of its own;
+ * catch_up: due again a second after a run that stopped at its most
+ * minutes (the housekeeper: a backlog caught up).  SPI connected, in a
+ * transaction.
  */
-extern void chronicle_maintain_rollups(TimestampTz now);
+extern void chronicle_maintain_rollups(TimestampTz now, bool catch_up);
 /* When chronicle_maintain_rollups() runs next in this process. */
 extern TimestampTz chronicle_next_rollup(void);
 

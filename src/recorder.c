@@ -29,6 +29,7 @@
 #include "utils/fmgroids.h"
 #include "utils/guc.h"
 #include "utils/rel.h"
+#include "utils/syscache.h"
 
 #include "recorder.h"
 
@@ -101,17 +102,34 @@ chronicle_recorder_session(const char *appname)
 /*
  * The version of pg_chronicle installed in the database we are connected to
  * (palloc'd) and its oid, or NULL and InvalidOid when it is not installed.
+ * From 18 on through the catalog cache (pg_extension has one by name), which
+ * spares every snapshot an index scan of pg_extension.
  */
 static char *
 extension_lookup(Oid *extoid)
 {
+	HeapTuple	tup;
+	char	   *version = NULL;
+	bool		isnull;
+	Datum		d;
+#if PG_VERSION_NUM < 180000
 	Relation	rel;
 	ScanKeyData key;
 	SysScanDesc scan;
-	HeapTuple	tup;
-	char	   *version = NULL;
+#endif
 
 	*extoid = InvalidOid;
+#if PG_VERSION_NUM >= 180000
+	tup = SearchSysCache1(EXTENSIONNAME, CStringGetDatum("pg_chronicle"));
+	if (HeapTupleIsValid(tup))
+	{
+		*extoid = ((Form_pg_extension) GETSTRUCT(tup))->oid;
+		d = SysCacheGetAttr(EXTENSIONNAME, tup, Anum_pg_extension_extversion, &isnull);
+		if (!isnull)
+			version = text_to_cstring(DatumGetTextPP(d));
+		ReleaseSysCache(tup);
+	}
+#else
 	rel = table_open(ExtensionRelationId, AccessShareLock);
 	ScanKeyInit(&key, Anum_pg_extension_extname, BTEqualStrategyNumber,
 				F_NAMEEQ, CStringGetDatum("pg_chronicle"));
@@ -119,16 +137,15 @@ extension_lookup(Oid *extoid)
 	tup = systable_getnext(scan);
 	if (HeapTupleIsValid(tup))
 	{
-		bool		isnull;
-		Datum		d = heap_getattr(tup, Anum_pg_extension_extversion,
-									 RelationGetDescr(rel), &isnull);
-
 		*extoid = ((Form_pg_extension) GETSTRUCT(tup))->oid;
+		d = heap_getattr(tup, Anum_pg_extension_extversion,
+						 RelationGetDescr(rel), &isnull);
 		if (!isnull)
 			version = text_to_cstring(DatumGetTextPP(d));
 	}
 	systable_endscan(scan);
 	table_close(rel, AccessShareLock);
+#endif
 	return version;
 }
 

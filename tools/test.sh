@@ -161,6 +161,7 @@ bench/central_backfill.sh|BENCH_REPS=1
 bench/report.sh|BENCH_REPS=1
 bench/archive.sh|BENCH_REPS=1
 bench/analysis_bench.sh|BENCH_REPS=1
+bench/rollup_catchup.sh|BENCH_DAYS=1 BENCH_AFTER=10 BENCH_IDLE=10
 bench/pgbench_log_load.sh|LINES=100000 REPEAT=1 PORT=$(lib_free_port)
 bench/unpack_memory.sh|BENCH_ROWS=100000
 bench/sampling.sh buffers|
