@@ -68,10 +68,13 @@ t0=$(q 'SELECT clock_timestamp()')
 echo "== the collector on at $t0, under pgbench -R $rate -c $clients"
 
 # done_until past the generated days: every minute before today rolled up
+# (none to roll up with BENCH_DAYS=0)
 caught=
 for _ in $(seq 1 $((timeout / 10))); do
 	sleep 10
-	if [ "$(q "SELECT coalesce(max(done_until) >= timestamptz '$today 00:00+00', false) FROM chronicle.rollup_state WHERE origin = 0")" = t ]; then
+	if [ "$(q "SELECT NOT EXISTS (SELECT FROM chronicle.snapshot WHERE ts < '$today')
+	                  OR coalesce(max(done_until) >= timestamptz '$today 00:00+00', false)
+	             FROM chronicle.rollup_state WHERE origin = 0")" = t ]; then
 		caught=$(q 'SELECT clock_timestamp()')
 		break
 	fi

@@ -214,7 +214,13 @@ BEGIN
 			),
 			rec AS (
 				-- per segment, the source's first stored row (the marker below)
-				-- in the origin read (as the <source>_history views read it)
+				-- in the origin read (as the <source>_history views read it),
+				-- from the segment's last keyframe at or before the window on
+				-- (its first snapshot, if none): a keyframe holds every key of
+				-- every source, so a source with rows before it has rows at
+				-- it.  A read bounded by the keyframe interval: from the
+				-- segment's start, a source without rows (switched off, or
+				-- unavailable) cost every run a read of the whole segment.
 				SELECT g.segment,
 				       (SELECT min(h.ts)
 				          FROM (SELECT l.ts, l.%9$I AS v FROM chronicle.history l
@@ -222,8 +228,13 @@ BEGIN
 				                UNION ALL
 				                SELECT a.ts, a.%9$I FROM chronicle.archive_history a
 				                 WHERE a.origin = chronicle._origin()) h
-				         WHERE h.ts >= g.segment AND h.ts <= $2 AND h.v IS NOT NULL) AS first
-				  FROM (SELECT DISTINCT ivb.segment FROM ivb) g
+				         WHERE h.ts >= g.k AND h.ts <= $2 AND h.v IS NOT NULL) AS first
+				  FROM (SELECT s.segment,
+				               coalesce((SELECT max(sn.ts) FROM chronicle._snapshot sn
+				                          WHERE sn.ts >= s.segment AND sn.ts <= $1
+				                            AND sn.segment = s.segment AND sn.keyframe),
+				                        s.segment) AS k
+				          FROM (SELECT DISTINCT ivb.segment FROM ivb) s) g
 			),
 			b AS (
 				SELECT ivb.m, coalesce(sum(ivb.seconds::numeric) FILTER (WHERE NOT ivb.rs), 0)::float8 AS good_s,
