@@ -212,7 +212,7 @@ BEGIN
 				  FROM unnest($3::timestamptz[], $4::float8[], $5::timestamptz[]) AS i(e, s, g)
 				  LEFT JOIN rs ON rs.interval_end = i.e
 			),
-			rec AS (
+			rec AS MATERIALIZED (
 				-- per segment, the source's first stored row (the marker below)
 				-- in the origin read (as the <source>_history views read it),
 				-- from the segment's last keyframe at or before the window on
