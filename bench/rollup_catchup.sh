@@ -29,23 +29,10 @@ bindir=$LIB_BINDIR
 
 lib_bench_load
 days=${BENCH_DAYS:-7}
-idle=${BENCH_IDLE:-100}
 after=${BENCH_AFTER:-300}
 timeout=${BENCH_TIMEOUT:-3600}
-
-LIB_AT_EXIT=lib_idle_stop
-lib_tmp_cluster bench-catchup "shared_preload_libraries = 'pg_stat_statements, pg_chronicle'
-shared_buffers = '128MB'
-max_connections = $((idle + clients + 20))
-chronicle.enabled = off
-chronicle.retention = '$((days + 2)) days'
-${BENCH_CONF:-}"
-tmp=$LIB_TMP
-q() { "$bindir/psql" -X -q -At -v ON_ERROR_STOP=1 -c "$1"; }
-
-q 'CREATE EXTENSION pg_stat_statements'
-q 'CREATE EXTENSION pg_chronicle'
-"$bindir/pgbench" -i -q -s "$scale" >/dev/null 2>&1
+lib_bench_cluster bench-catchup "chronicle.enabled = off
+chronicle.retention = '$((days + 2)) days'"
 
 echo "PostgreSQL: $("$LIB_PG_CONFIG" --version); cassert: $(q 'SHOW debug_assertions')"
 echo "machine: $(nproc) cores, $(uname -r); shared_buffers 128MB, $idle idle sessions, pg_stat_statements loaded"

@@ -36,20 +36,7 @@ bindir=$LIB_BINDIR
 
 lib_bench_load
 warmup=${BENCH_WARMUP:-60}
-idle=${BENCH_IDLE:-100}
-
-LIB_AT_EXIT=lib_idle_stop
-# The later shared_preload_libraries line wins over lib_cluster_start's.
-lib_tmp_cluster bench-storage "shared_preload_libraries = 'pg_stat_statements, pg_chronicle'
-shared_buffers = '128MB'
-max_connections = $((idle + clients + 20))
-${BENCH_CONF:-}"
-tmp=$LIB_TMP
-q() { "$bindir/psql" -X -q -At -v ON_ERROR_STOP=1 -c "$1"; }
-
-q 'CREATE EXTENSION pg_stat_statements'
-q 'CREATE EXTENSION pg_chronicle'
-"$bindir/pgbench" -i -q -s "$scale" >/dev/null 2>&1
+lib_bench_cluster bench-storage
 lib_idle_sessions "$tmp" "$idle"
 q 'CHECKPOINT' >/dev/null
 sleep 3

@@ -150,6 +150,30 @@ lib_bench_load() {
 	scale=${BENCH_SCALE:-10}
 }
 
+# lib_bench_cluster NAME [CONF]: the cluster of the standard load
+# (bench/storage.sh, bench/rollup_catchup.sh), after lib_bench_load:
+# lib_tmp_cluster NAME with pg_stat_statements and pg_chronicle preloaded,
+# shared_buffers 128MB, connections for BENCH_IDLE (default 100) idle
+# sessions and the load's clients, then CONF and BENCH_CONF; both
+# extensions created and pgbench's tables of scale $scale.  Sets idle,
+# tmp (LIB_TMP) and q() (psql -At of one statement, stopping at an error);
+# lib_idle_stop at exit.
+lib_bench_cluster() {
+	idle=${BENCH_IDLE:-100}
+	LIB_AT_EXIT=lib_idle_stop
+	# The later shared_preload_libraries line wins over lib_cluster_start's.
+	lib_tmp_cluster "$1" "shared_preload_libraries = 'pg_stat_statements, pg_chronicle'
+shared_buffers = '128MB'
+max_connections = $((idle + clients + 20))
+${2:-}
+${BENCH_CONF:-}"
+	tmp=$LIB_TMP
+	q() { "$LIB_BINDIR/psql" -X -q -At -v ON_ERROR_STOP=1 -c "$1"; }
+	q 'CREATE EXTENSION pg_stat_statements'
+	q 'CREATE EXTENSION pg_chronicle'
+	"$LIB_BINDIR/pgbench" -i -q -s "$scale" >/dev/null 2>&1
+}
+
 # lib_bench_history DIR PORT CONF GEN DAY WHAT: the cluster of a benchmark over
 # generated history (bench/analysis_bench.sh, bench/report.sh), in DIR on
 # PORT, with $PG_CONFIG's programs (LIB_BINDIR).  Unless BENCH_REUSE is set:
