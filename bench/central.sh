@@ -52,12 +52,7 @@
 # minutes) a minute of a server's history.
 set -euo pipefail
 . "$(dirname "$0")/../tools/lib.sh"
-lib_as_pgchronicle bench/central.sh "$@"
-lib_install
-bindir=$LIB_BINDIR
-src=$LIB_ROOT
-
-lib_bench_load
+lib_bench_start bench/central.sh "$@"
 warmup=${BENCH_WARMUP:-30}
 idle=${BENCH_IDLE:-100}
 pairs=${BENCH_PAIRS:-2}

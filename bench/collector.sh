@@ -16,11 +16,7 @@
 # BENCH_INTERVAL (1s).
 set -euo pipefail
 . "$(dirname "$0")/../tools/lib.sh"
-lib_as_pgchronicle bench/collector.sh "$@"
-lib_install
-bindir=$LIB_BINDIR
-
-lib_bench_load
+lib_bench_start bench/collector.sh "$@"
 pairs=${BENCH_PAIRS:-5}
 pair_seconds=${BENCH_PAIR_SECONDS:-20}
 interval=${BENCH_INTERVAL:-1s}

@@ -39,13 +39,8 @@
 # exits 1 after its table.
 set -euo pipefail
 . "$(dirname "$0")/../tools/lib.sh"
-lib_as_pgchronicle bench/peers.sh "$@"
-lib_install
-src=$LIB_ROOT
-bindir=$LIB_BINDIR
+lib_bench_start bench/peers.sh "$@"
 pgc=$LIB_PG_CONFIG
-
-lib_bench_load
 idle=${BENCH_IDLE:-100}
 rounds=${BENCH_ROUNDS:-3}
 warmup=${BENCH_WARMUP:-60}

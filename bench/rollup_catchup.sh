@@ -22,12 +22,7 @@
 # start.  BENCH_TIMEOUT (default 3600) bounds the wait.
 set -euo pipefail
 . "$(dirname "$0")/../tools/lib.sh"
-lib_as_pgchronicle bench/rollup_catchup.sh "$@"
-lib_install
-src=$LIB_ROOT
-bindir=$LIB_BINDIR
-
-lib_bench_load
+lib_bench_start bench/rollup_catchup.sh "$@"
 days=${BENCH_DAYS:-7}
 after=${BENCH_AFTER:-300}
 timeout=${BENCH_TIMEOUT:-3600}

@@ -29,12 +29,7 @@
 # BENCH_CONF adds lines to postgresql.conf (e.g. "chronicle.collect_waits = off").
 set -euo pipefail
 . "$(dirname "$0")/../tools/lib.sh"
-lib_as_pgchronicle bench/storage.sh "$@"
-lib_install
-src=$LIB_ROOT
-bindir=$LIB_BINDIR
-
-lib_bench_load
+lib_bench_start bench/storage.sh "$@"
 warmup=${BENCH_WARMUP:-60}
 lib_bench_cluster bench-storage
 lib_idle_sessions "$tmp" "$idle"

@@ -150,6 +150,19 @@ lib_bench_load() {
 	scale=${BENCH_SCALE:-10}
 }
 
+# lib_bench_start SCRIPT [ARGS...]: the start of a benchmark of the standard
+# load (bench/storage.sh and the others): as root, SCRIPT runs again as user
+# pgchronicle (lib_as_pgchronicle); the tree built and installed
+# (lib_install), src and bindir set to the tree and the server's programs,
+# and the load read from the environment (lib_bench_load).
+lib_bench_start() {
+	lib_as_pgchronicle "$@"
+	lib_install
+	src=$LIB_ROOT
+	bindir=$LIB_BINDIR
+	lib_bench_load
+}
+
 # lib_bench_cluster NAME [CONF]: the cluster of the standard load
 # (bench/storage.sh, bench/rollup_catchup.sh), after lib_bench_load:
 # lib_tmp_cluster NAME with pg_stat_statements and pg_chronicle preloaded,
