@@ -196,7 +196,8 @@ housekeeper_rollup(void)
 	PopActiveSnapshot();
 	CommitTransactionCommand();
 	pgstat_report_activity(STATE_IDLE, NULL);
-	pgstat_report_stat(false);
+	/* its I/O in pg_stat_io now, as the collector's: not at the next run */
+	pgstat_report_stat(true);
 }
 
 void

@@ -135,18 +135,13 @@ BEGIN
 		UNION ALL
 		SELECT h.*, false FROM chronicle.statements_history h WHERE h.ts > $1 AND h.ts <= $2
 	), k AS (
+		-- per row, its predecessor's calls, time and stats_since (whether
+		-- it counts from zero), and ts (whether it has one)
 		SELECT r.*,
 		       lag(r.calls) OVER w AS p_calls,
 		       lag(r.stats_since) OVER w AS p_since,
 		       lag(r.total_exec_time) OVER w AS p_exec,
-		       lag(r.ts) OVER w AS p_ts,
-		       lag(r.plans) OVER w AS p_plans, lag(r.total_plan_time) OVER w AS p_plan_time,
-		       lag(r.rows) OVER w AS p_rows,
-		       lag(r.shared_blks_hit) OVER w AS p_hit, lag(r.shared_blks_read) OVER w AS p_read,
-		       lag(r.shared_blks_dirtied) OVER w AS p_dirtied, lag(r.shared_blks_written) OVER w AS p_written,
-		       lag(r.temp_blks_read) OVER w AS p_tread, lag(r.temp_blks_written) OVER w AS p_twritten,
-		       lag(r.blk_read_time) OVER w AS p_rtime, lag(r.blk_write_time) OVER w AS p_wtime,
-		       lag(r.wal_records) OVER w AS p_wrec, lag(r.wal_fpi) OVER w AS p_wfpi, lag(r.wal_bytes) OVER w AS p_wbytes
+		       lag(r.ts) OVER w AS p_ts
 		  FROM r
 		WINDOW w AS (PARTITION BY r.userid, r.dbid, r.queryid, r.toplevel ORDER BY r.ts)
 	), d AS (
@@ -158,27 +153,41 @@ BEGIN
 		                 OR k.stats_since IS DISTINCT FROM k.p_since THEN 'zero'
 		            ELSE 'diff' END AS how
 		  FROM k
-	), g AS (
-		SELECT d.userid, d.dbid, d.queryid, d.toplevel,
-		       sum(CASE d.how WHEN 'zero' THEN d.calls WHEN 'diff' THEN d.calls - d.p_calls ELSE 0 END)::bigint AS calls,
-		       sum(CASE d.how WHEN 'zero' THEN d.plans WHEN 'diff' THEN d.plans - d.p_plans ELSE 0 END)::bigint AS plans,
-		       sum(CASE d.how WHEN 'zero' THEN d.total_exec_time WHEN 'diff' THEN d.total_exec_time - d.p_exec ELSE 0 END) AS total_exec_time,
-		       sum(CASE d.how WHEN 'zero' THEN d.total_plan_time WHEN 'diff' THEN d.total_plan_time - d.p_plan_time ELSE 0 END) AS total_plan_time,
-		       sum(CASE d.how WHEN 'zero' THEN d.rows WHEN 'diff' THEN d.rows - d.p_rows ELSE 0 END)::bigint AS rows,
-		       sum(CASE d.how WHEN 'zero' THEN d.shared_blks_hit WHEN 'diff' THEN d.shared_blks_hit - d.p_hit ELSE 0 END)::bigint AS shared_blks_hit,
-		       sum(CASE d.how WHEN 'zero' THEN d.shared_blks_read WHEN 'diff' THEN d.shared_blks_read - d.p_read ELSE 0 END)::bigint AS shared_blks_read,
-		       sum(CASE d.how WHEN 'zero' THEN d.shared_blks_dirtied WHEN 'diff' THEN d.shared_blks_dirtied - d.p_dirtied ELSE 0 END)::bigint AS shared_blks_dirtied,
-		       sum(CASE d.how WHEN 'zero' THEN d.shared_blks_written WHEN 'diff' THEN d.shared_blks_written - d.p_written ELSE 0 END)::bigint AS shared_blks_written,
-		       sum(CASE d.how WHEN 'zero' THEN d.temp_blks_read WHEN 'diff' THEN d.temp_blks_read - d.p_tread ELSE 0 END)::bigint AS temp_blks_read,
-		       sum(CASE d.how WHEN 'zero' THEN d.temp_blks_written WHEN 'diff' THEN d.temp_blks_written - d.p_twritten ELSE 0 END)::bigint AS temp_blks_written,
-		       sum(CASE d.how WHEN 'zero' THEN d.blk_read_time WHEN 'diff' THEN d.blk_read_time - d.p_rtime ELSE 0 END) AS blk_read_time,
-		       sum(CASE d.how WHEN 'zero' THEN d.blk_write_time WHEN 'diff' THEN d.blk_write_time - d.p_wtime ELSE 0 END) AS blk_write_time,
-		       sum(CASE d.how WHEN 'zero' THEN d.wal_records WHEN 'diff' THEN d.wal_records - d.p_wrec ELSE 0 END)::bigint AS wal_records,
-		       sum(CASE d.how WHEN 'zero' THEN d.wal_fpi WHEN 'diff' THEN d.wal_fpi - d.p_wfpi ELSE 0 END)::bigint AS wal_fpi,
-		       sum(CASE d.how WHEN 'zero' THEN d.wal_bytes WHEN 'diff' THEN d.wal_bytes - d.p_wbytes ELSE 0 END)::bigint AS wal_bytes,
-		       (count(*) FILTER (WHERE d.how = 'zero' AND d.p_ts IS NOT NULL))::integer AS resets
+	), f AS (
+		-- Each row's weight in the sums.  A row adds its difference from
+		-- the one before ('diff'), all it counts ('zero': a first reading
+		-- or a reset), or nothing ('skip': a baseline); the differences of
+		-- a run of 'diff' rows add up to its last row less the row before
+		-- it.  So a row weighs +1 when it ends such a run or stands alone
+		-- (the next row is not a 'diff', or there is none), and -1 more
+		-- when it is a baseline: the same sums as the differences row by
+		-- row, with one lead() a row instead of a lag() a counter.
+		SELECT d.*,
+		       CASE WHEN coalesce(lead(d.how) OVER w, 'skip') <> 'diff' THEN 1 ELSE 0 END
+		       - CASE WHEN d.how = 'skip' THEN 1 ELSE 0 END AS wt
 		  FROM d
-		 GROUP BY d.userid, d.dbid, d.queryid, d.toplevel
+		WINDOW w AS (PARTITION BY d.userid, d.dbid, d.queryid, d.toplevel ORDER BY d.ts)
+	), g AS (
+		SELECT f.userid, f.dbid, f.queryid, f.toplevel,
+		       sum(f.calls * f.wt)::bigint AS calls,
+		       sum(f.plans * f.wt)::bigint AS plans,
+		       sum(f.total_exec_time * f.wt) AS total_exec_time,
+		       sum(f.total_plan_time * f.wt) AS total_plan_time,
+		       sum(f.rows * f.wt)::bigint AS rows,
+		       sum(f.shared_blks_hit * f.wt)::bigint AS shared_blks_hit,
+		       sum(f.shared_blks_read * f.wt)::bigint AS shared_blks_read,
+		       sum(f.shared_blks_dirtied * f.wt)::bigint AS shared_blks_dirtied,
+		       sum(f.shared_blks_written * f.wt)::bigint AS shared_blks_written,
+		       sum(f.temp_blks_read * f.wt)::bigint AS temp_blks_read,
+		       sum(f.temp_blks_written * f.wt)::bigint AS temp_blks_written,
+		       sum(f.blk_read_time * f.wt) AS blk_read_time,
+		       sum(f.blk_write_time * f.wt) AS blk_write_time,
+		       sum(f.wal_records * f.wt)::bigint AS wal_records,
+		       sum(f.wal_fpi * f.wt)::bigint AS wal_fpi,
+		       sum(f.wal_bytes * f.wt)::bigint AS wal_bytes,
+		       (count(*) FILTER (WHERE f.how = 'zero' AND f.p_ts IS NOT NULL))::integer AS resets
+		  FROM f
+		 GROUP BY f.userid, f.dbid, f.queryid, f.toplevel
 	)
 	SELECT g.userid, g.dbid, g.queryid, g.toplevel, g.calls, g.plans,
 	       g.total_exec_time, g.total_exec_time / nullif(g.calls, 0), g.total_plan_time,
