@@ -6,8 +6,12 @@
 #      utime+stime of /proc/<pid>/stat),
 #      bytes of history per recorded second (pg_total_relation_size of every
 #      chronicle table before/after), WAL per snapshot (snapshot.wal_bytes);
-#   2. pgbench TPS with the collector on vs off as interleaved pairs
-#      (chronicle.enabled switched by reload), ratio on/off per pair.
+#   2. pgbench TPS with the recording on vs off as interleaved pairs (the
+#      collector by chronicle.enabled, the wait sampler by
+#      chronicle.wait_sample_interval = 0, both switched by reload), ratio
+#      on/off per pair.
+# The cluster is the standard load's (lib_bench_cluster: pg_stat_statements
+# loaded, BENCH_IDLE idle sessions, default 100).
 #
 #   PG_CONFIG=/path/pg_config bench/collector.sh      (as root or as a normal user)
 #
@@ -21,14 +25,8 @@ pairs=${BENCH_PAIRS:-5}
 pair_seconds=${BENCH_PAIR_SECONDS:-20}
 interval=${BENCH_INTERVAL:-1s}
 
-lib_tmp_cluster bench-data "chronicle.snapshot_interval = '$interval'
-shared_buffers = '128MB'
-max_connections = 100"
-tmp=$LIB_TMP
-q() { "$bindir/psql" -X -q -At -v ON_ERROR_STOP=1 -c "$1"; }
-
-q 'CREATE EXTENSION pg_chronicle'
-"$bindir/pgbench" -i -q -s "$scale" >/dev/null 2>&1
+lib_bench_cluster bench-collector "chronicle.snapshot_interval = '$interval'"
+lib_idle_sessions "$tmp" "$idle"
 q 'CHECKPOINT' >/dev/null
 # Measure from the steady state: the collector's keyframe and a few
 # snapshots after the load and its checkpoint are behind us.
@@ -37,7 +35,7 @@ lib_poll_sql "three snapshots after the checkpoint" 60 \
 	"SELECT count(*) >= 3 FROM chronicle.snapshot WHERE collector = 'worker' AND ts > '$t'"
 
 echo "PostgreSQL: $("$LIB_PG_CONFIG" --version); cassert: $(q 'SHOW debug_assertions')"
-echo "machine: $(nproc) cores, $(uname -r); shared_buffers 128MB, interval $interval"
+echo "machine: $(nproc) cores, $(uname -r); shared_buffers 128MB, $idle idle sessions, pg_stat_statements loaded, interval $interval"
 
 # --- 1. fixed rate -------------------------------------------------------
 # Main forks of every table and index: what grows with each second of
@@ -125,15 +123,32 @@ SQL
 # --- 2. TPS on vs off, interleaved pairs ---------------------------------
 [ "$pairs" -gt 0 ] || exit 0
 echo
-echo "== 2. pgbench -c $clients -j 2 -T $pair_seconds, collector on vs off, $pairs interleaved pairs"
+echo "== 2. pgbench -c $clients -j 2 -T $pair_seconds, recording on vs off, $pairs interleaved pairs"
+# off: the collector disabled and the wait sampler stopped (its interval 0),
+# both by reload; on: both at their defaults
 set_enabled() {
-	q "ALTER SYSTEM SET chronicle.enabled = $1" >/dev/null
+	if [ "$1" = on ]; then
+		q "ALTER SYSTEM RESET chronicle.enabled" >/dev/null
+		q "ALTER SYSTEM RESET chronicle.wait_sample_interval" >/dev/null
+	else
+		q "ALTER SYSTEM SET chronicle.enabled = off" >/dev/null
+		q "ALTER SYSTEM SET chronicle.wait_sample_interval = 0" >/dev/null
+	fi
 	q 'SELECT pg_reload_conf()' >/dev/null
 	if [ "$1" = on ]; then
 		lib_poll_sql "the collector recording" 30 "SELECT state = 'recording' FROM chronicle.status()"
+		lib_poll "the wait sampler sampling" 30 sampler_ticking
 	else
 		lib_poll_sql "the collector disabled" 30 "SELECT state LIKE 'disabled%' FROM chronicle.status()"
+		lib_poll "the wait sampler stopped" 30 eval '! sampler_ticking'
 	fi
+}
+# whether the sampler's ticks due moved in 0.3 s
+sampler_ticking() {
+	local a
+	a=$(q 'SELECT ticks_due FROM chronicle.wait_sampler_status()')
+	sleep 0.3
+	[ "$a" != "$(q 'SELECT ticks_due FROM chronicle.wait_sampler_status()')" ]
 }
 tps() {
 	"$bindir/pgbench" -c "$clients" -j 2 -T "$pair_seconds" 2>/dev/null |

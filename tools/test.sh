@@ -166,6 +166,7 @@ bench/report.sh|BENCH_REPS=1
 bench/archive.sh|BENCH_REPS=1
 bench/analysis_bench.sh|BENCH_REPS=1 BENCH_SKIP_ROLLUPS=1
 bench/rollup_catchup.sh|BENCH_DAYS=0 BENCH_AFTER=10 BENCH_IDLE=10
+bench/scale.sh|BENCH_WARMUP=3 BENCH_SECONDS=5 BENCH_SCALE=1 BENCH_STATEMENTS_LEVELS=100 BENCH_DATABASE_LEVELS=2 BENCH_CONNECTION_LEVELS=20/4
 bench/pgbench_log_load.sh|LINES=100000 REPEAT=1 PORT=$(lib_free_port)
 bench/unpack_memory.sh|BENCH_ROWS=100000
 bench/sampling.sh buffers|
