@@ -35,9 +35,11 @@ def _size(p: Panel) -> int:
 
 def shaded(meta: Meta, panel_list: list[Panel]) -> list[Panel]:
     """The panels as drawn: in a report of one run, every time chart shades
-    the slowest intervals (the rows of the slowest panel's table)."""
+    the slowest intervals that stand out (the marked rows of the slowest
+    panel's table; the others are there for reference)."""
     slow = [(s0, s1) for p in panel_list for t in p["tables"] if t["id"] == "slowest.table"
-            and t.get("x") for s0, s1 in zip(t["x_start"], t["x"], strict=True)] if not meta.get("vs") else []
+            and t.get("x") for i, (s0, s1) in enumerate(zip(t["x_start"], t["x"], strict=True))
+            if i in t["marked"]] if not meta.get("vs") else []
     if not slow:
         return panel_list
     return [{**p, "charts": [{**c, "slow": slow} if c["kind"] == "time" else c for c in p["charts"]]}

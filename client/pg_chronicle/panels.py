@@ -1088,24 +1088,79 @@ def slowest_reference(conn: Conn, w: Window, by: str, p99: float | None) -> floa
     return None if r[0]["m"] is None else float(r[0]["m"])
 
 
-def stands_out(r: Row, by: str, ref: float | None) -> tuple[bool, float | None]:
-    """Whether a ranked interval stands out from the window, and its scale:
-    by p99, its p99 over the window's (above 1); by tps, its tps over the
-    median interval's (below 0.9)."""
+# the chance, for the whole window, that a steady run shows an interval as
+# standing out by p99 (the share of each interval: ALPHA over the intervals)
+SLOWEST_ALPHA = 0.01
+
+
+def binomial_tail(n: int, k: int, q: float) -> float:
+    """P(X >= k) for X binomial (n trials, q each): the chance of k or more
+    of an interval's n transactions above a percentile that leaves q above
+    it.  Summed from k upwards in logs (n is up to a second's transactions:
+    comb(n, k) overflows a float long before)."""
+    if k <= 0:
+        return 1.0
+    if k > n or q <= 0.0:
+        return 0.0
+    if q >= 1.0:
+        return 1.0
+    log_t = (math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
+             + k * math.log(q) + (n - k) * math.log1p(-q))
+    t, total, ratio = math.exp(log_t), 0.0, q / (1.0 - q)
+    for j in range(k, n + 1):
+        total += t
+        # past the mode the terms only shrink: stop when they no longer count
+        if j >= n * q and t <= total * 1e-17:
+            break
+        t *= (n - j) / (j + 1) * ratio
+    return min(total, 1.0)
+
+
+def stands_out(r: Row, by: str, ref: float | None, counts: tuple[int, int] | None = None,
+               intervals: int = 1) -> tuple[bool, float | None]:
+    """Whether a ranked interval stands out from the window, and its scale.
+    By p99 (ref: the window's p99, ms): counts is (its completed
+    transactions, those slower than ref); it stands out when a steady run
+    would show that many slow ones in so few with a chance below
+    SLOWEST_ALPHA / intervals (at most 1 % of a window's transactions are
+    slower than its p99: binomial_tail); scale, its p99 over ref.  By tps
+    (ref: the median interval's), below 0.9 times ref; scale, tps over ref."""
     if ref is None or ref <= 0:
         return True, None
     if by == "p99":
         v = r["latency_p99_ms"]
-        return (v is not None and v > ref), (None if v is None else v / ref)
+        scale = None if v is None else v / ref
+        if counts is None:
+            return False, scale
+        n, slow = counts
+        return binomial_tail(n, slow, 0.01) < SLOWEST_ALPHA / max(intervals, 1), scale
     v = r["tps"]
     return (v is not None and v < 0.9 * ref), (None if v is None else v / ref)
 
 
+def slow_counts(conn: Conn, w: Window, rows: list[Row], p99_ms: float) -> dict[datetime, tuple[int, int]]:
+    """Per ranked interval (interval_end), its completed transactions and
+    those slower than p99_ms (the window's p99, latency_data()'s: a whole
+    number of microseconds), from the run's log (the index on run_id, ts:
+    a few intervals' transactions, not the run's)."""
+    found = _rows(conn, """
+        SELECT i.e AS interval_end,
+               count(t.ts) FILTER (WHERE t.status = 'ok') AS n,
+               count(t.ts) FILTER (WHERE t.status = 'ok' AND t.latency_us > %(thr)s) AS slow
+          FROM unnest(%(s)s::timestamptz[], %(e)s::timestamptz[]) AS i(s, e)
+          LEFT JOIN chronicle.app_transaction t ON t.run_id = %(run)s AND t.ts > i.s AND t.ts <= i.e
+         GROUP BY i.e""",
+                  {"s": [r["interval_start"] for r in rows], "e": [r["interval_end"] for r in rows],
+                   "thr": round(p99_ms * 1000), "run": w.run_id})
+    return {r["interval_end"]: (int(r["n"]), int(r["slow"])) for r in found}
+
+
 SLOWEST_ABOUT = ("The intervals with the worst p99 latency (lowest throughput when the run has no "
-                 "pgbench log) that stand out from the window: a p99 above the p99 of all the "
-                 "window's transactions (an interval with more than its share of slow ones), or a "
-                 "tps below 0.9 times the median interval's; each with the recorded metrics that "
-                 "rose most above the run's median (chronicle.slowest_intervals). Shaded on the time "
+                 "pgbench log) that stand out from the window: more of their transactions slower "
+                 "than the window's p99 than chance gives a steady run (a binomial test, 1 % for "
+                 "the whole window), or a tps below 0.9 times the median interval's; each with the "
+                 "recorded metrics that rose most above the run's median "
+                 "(chronicle.slowest_intervals). Those that stand out are shaded on the time "
                  "charts; click a row to put the cursor there.")
 
 
@@ -1144,7 +1199,8 @@ def slowest(conn: Conn, w: Window, ranked: tuple[str, list[Row]] | None, p99: fl
         return _panel("slowest", "Slowest intervals explained", about,
                       empty="No interval of the window could be ranked.")
     ref = slowest_reference(conn, w, by, p99)
-    judged = [(r, *stands_out(r, by, ref)) for r in rows]
+    counts = slow_counts(conn, w, rows, ref) if by == "p99" and ref is not None and ref > 0 else {}
+    judged = [(r, *stands_out(r, by, ref, counts.get(r["interval_end"]), len(w.ends))) for r in rows]
     k = sum(1 for _, out, _ in judged if out)
     shown = [j for j in judged if j[1]] if k >= SLOWEST_MIN_ROWS else judged[:SLOWEST_MIN_ROWS]
     tps_col = "tps" if by == "p99" or rows[0]["latency_p99_ms"] is not None else "commits/s"
@@ -1152,11 +1208,13 @@ def slowest(conn: Conn, w: Window, ranked: tuple[str, list[Row]] | None, p99: fl
     if ref is None:
         note = None
     elif by == "p99":
-        note = (f"{k} of the {len(rows)} worst intervals have a p99 above the window's "
-                f"{ref:.3f} ms" + ("; the others are shown for reference, unmarked."
-                                   if k < SLOWEST_MIN_ROWS else "."))
+        note = (f"{k} of the {len(rows)} worst intervals {'has' if k == 1 else 'have'} more "
+                f"transactions slower than the window's p99 ({ref:.3f} ms) than chance gives "
+                f"a steady run"
+                + ("; the others are shown for reference, unmarked." if k < SLOWEST_MIN_ROWS else "."))
     else:
-        note = (f"{k} of the {len(rows)} slowest intervals are below 0.9 times the median "
+        note = (f"{k} of the {len(rows)} slowest intervals {'is' if k == 1 else 'are'} below 0.9 "
+                f"times the median "
                 f"interval's {ref:.1f} {tps_col}" + ("; the others are shown for reference, unmarked."
                                                       if k < SLOWEST_MIN_ROWS else "."))
     table: Table = {"id": "slowest.table", "title": f"Slowest intervals (by {by})",

@@ -31,6 +31,7 @@ class LogReading:
     last_end: float
     latencies_us: list[int]
     last_end_exact: tuple[int, int] = (0, 0)   # (epoch seconds, microseconds): as the log has it
+    tx: list[tuple[int, int]] = dataclasses.field(default_factory=list)   # (end in epoch us, latency us)
 
     @property
     def tps(self) -> float:
@@ -44,6 +45,7 @@ class LogReading:
 
 def read_logs(logdir: pathlib.Path) -> LogReading:
     n, starts, ends, lat = 0, [], [], []
+    tx: list[tuple[int, int]] = []
     exact = (0, 0)
     for f in sorted(logdir.glob("pgbench_log.*")):
         for line in f.read_text().splitlines(keepends=True):
@@ -59,8 +61,9 @@ def read_logs(logdir: pathlib.Path) -> LogReading:
             ends.append(end)
             starts.append(end - us / 1e6)
             lat.append(us)
+            tx.append((int(fields[4]) * 1_000_000 + int(fields[5]), us))
     return LogReading(n=n, first_start=min(starts), last_end=max(ends), latencies_us=lat,
-                      last_end_exact=exact)
+                      last_end_exact=exact, tx=tx)
 
 
 @dataclasses.dataclass

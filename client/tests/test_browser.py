@@ -83,6 +83,12 @@ def test_single_run_page(browser, server: Server, runs: report_runs.ReportRuns) 
     n = report_runs.intervals_of(server, runs.a)
     charts = browser.execute_script("return window.__charts")
     assert all(c["uPoints"] == n for c in charts if c["kind"] == "time")
+    # the slowest intervals shaded: those that stand out (the table's marked rows), no other
+    slow = next(t for p in report_runs.report_data(runs.report_a / "index.html")["panels"]
+                for t in p["tables"] if t["id"] == "slowest.table")
+    shaded = browser.execute_script("return window.__slow")
+    assert [(s["x0"], s["x1"], s["rank"]) for s in shaded] == \
+        [(slow["x_start"][i], slow["x"][i], slow["rows"][i][0]) for i in slow["marked"]]
 
 
 def test_page_without_pgbench_log(browser, runs: report_runs.ReportRuns) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import fractions
 import json
 import math
 import pathlib
@@ -727,6 +728,50 @@ def test_settings_flatten_and_formatting() -> None:
     assert panels._r(2.345678) == 2.35 and panels._r(None) is None
     assert panels._short("SELECT  1\n  FROM\tt") == "SELECT 1 FROM t"
     assert panels._short("x" * 200) == "x" * 159 + "…" and panels._short(None) == "(query text not recorded)"
+
+
+
+def test_binomial_tail() -> None:
+    # by hand: 3 fair coins, 2 heads or more: (3 + 1) / 8; one of 10 at 1 %: 1 - 0.99^10
+    assert panels.binomial_tail(3, 2, 0.5) == pytest.approx(0.5, rel=1e-12)
+    assert panels.binomial_tail(10, 1, 0.01) == pytest.approx(1 - 0.99 ** 10, rel=1e-12)
+    # every one of 100 at 1 %: 10^-200; none or more: certain; more than n: never
+    assert panels.binomial_tail(100, 100, 0.01) == pytest.approx(1e-200, rel=1e-9)
+    assert panels.binomial_tail(100, 0, 0.01) == 1.0 and panels.binomial_tail(5, 6, 0.01) == 0.0
+    # a second of 2,000 transactions, 40 above the p99 (20 expected): the sum,
+    # exact in fractions, of the terms 40 .. 2000
+    q = fractions.Fraction(1, 100)
+    exact = 1 - sum(math.comb(2000, j) * q ** j * (1 - q) ** (2000 - j) for j in range(40))
+    assert panels.binomial_tail(2000, 40, 0.01) == pytest.approx(float(exact), rel=1e-9)
+
+
+def test_slowest_stand_out_by_chance_or_not() -> None:
+    r = {"latency_p99_ms": 11.0, "tps": 2000.0}
+    # 2,000 transactions, window p99 10 ms, 3,600 intervals: 30 slow ones (20
+    # expected) are chance, 60 are not; the scale is p99 over the window's
+    assert panels.stands_out(r, "p99", 10.0, (2000, 30), 3600) == (False, pytest.approx(1.1))
+    assert panels.stands_out(r, "p99", 10.0, (2000, 60), 3600)[0]
+    # the same 30 in 2,000 stand out in a window of one interval only if
+    # chance gives them under 1 %: P(X >= 30) is about 2.1 %
+    assert not panels.stands_out(r, "p99", 10.0, (2000, 30), 1)[0]
+    assert panels.stands_out(r, "p99", 10.0, (2000, 35), 1)[0]
+    # no counts (no transaction in the interval): not standing out
+    assert panels.stands_out(r, "p99", 10.0, None, 1) == (False, pytest.approx(1.1))
+    # by tps: below 0.9 times the median
+    assert panels.stands_out(r, "tps", 2300.0) == (True, pytest.approx(2000 / 2300))
+
+
+def test_pictures_shade_the_slowest_that_stand_out() -> None:
+    w = window(n=4)
+    table = {"id": "slowest.table", "title": "S", "columns": ["rank"], "rows": [[1], [2], [3]],
+             "marked": [0, 2], "note": None, "x": w.x[1:4],
+             "x_start": [x - 1.0 for x in w.x[1:4]]}
+    p: Panel = {"id": "slowest", "title": "S", "about": "", "charts": [_chart(w, [1.0] * 4)],
+                "tables": [table], "empty": None}  # type: ignore[list-item]
+    drawn = drawing.shaded(_meta(), [p])
+    assert drawn[0]["charts"][0]["slow"] == [(w.x[1] - 1.0, w.x[1]), (w.x[3] - 1.0, w.x[3])]
+    # a comparison shades none
+    assert "slow" not in drawing.shaded(_meta(vs="b"), [p])[0]["charts"][0]
 
 
 # ---------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 // The report page's script (pg_chronicle client, inlined into index.html by
 // html.py): reads the page's JSON, element #report-data (model.PageData),
 // builds the header, the navigation and every panel, draws the charts with
-// uPlot and exposes window.__charts, __errors and __ready for the tests.
+// uPlot and exposes window.__charts, __slow, __errors and __ready for the tests.
 // Every string from the data goes in as text (textContent), never as markup.
 (function () {
 'use strict';
@@ -58,15 +58,17 @@ function fmtX(v) {
   return v == null ? '-' : new Date(v * 1000).toISOString().replace('T', ' ').slice(0, 23) + ' UTC';
 }
 
-// the slowest intervals, shaded on the time charts (single-run reports)
+// the slowest intervals that stand out (the table's marked rows; the others
+// are there for reference), shaded on the time charts (single-run reports)
 var SLOW = [];
 D.panels.forEach(function (p) {
   p.tables.forEach(function (t) {
     if (t.id === 'slowest.table' && t.x) t.x.forEach(function (x, i) {
-      SLOW.push({x0: t.x_start[i], x1: x, rank: t.rows[i][0], run: t.run});
+      if (t.marked.indexOf(i) >= 0) SLOW.push({x0: t.x_start[i], x1: x, rank: t.rows[i][0], run: t.run});
     });
   });
 });
+window.__slow = SLOW;
 
 function marksPlugin(chart) {
   return { hooks: {
