@@ -36,14 +36,18 @@ scale=${DEMO_SCALE:-10}
 interval=${DEMO_INTERVAL:-1s}
 
 LIB_KEEP=${DEMO_KEEP:-}
-lib_tmp_cluster demo-data "chronicle.snapshot_interval = '$interval'
+# pg_stat_statements too, as a benchmarker runs it: the report's statements
+# and where the WAL came from (the later shared_preload_libraries line wins
+# over lib_cluster_start's)
+lib_tmp_cluster demo-data "shared_preload_libraries = 'pg_stat_statements, pg_chronicle'
+chronicle.snapshot_interval = '$interval'
 shared_buffers = '128MB'
 track_io_timing = on
 track_wal_io_timing = on"
 tmp=$LIB_TMP
 psql() { "$bindir/psql" -X -q -v ON_ERROR_STOP=1 "$@"; }
 
-psql -c 'CREATE EXTENSION pg_chronicle'
+psql -c 'CREATE EXTENSION pg_stat_statements' -c 'CREATE EXTENSION pg_chronicle'
 log "pgbench -i -s $scale"
 "$bindir/pgbench" -i -q -s "$scale" >/dev/null 2>&1
 log "setting up the client (tools/lib.sh: a venv with pip install ./client)"

@@ -544,8 +544,12 @@ BEGIN
 		SELECT sum(x.wal_records) AS rec, sum(x.wal_fpi) AS fpi, sum(x.wal_bytes) AS bytes
 		  FROM chronicle.wal_run_totals(run_wal_sources.run) x
 	), rr AS (
+		-- without a statements reading in the window what statements wrote
+		-- is not known (NULL), not none
 		SELECT k.ord, k.src, g.n, g.calls,
-		       coalesce(g.rec, 0) AS rec, coalesce(g.fpi, 0) AS fpi, coalesce(g.bytes, 0) AS bytes,
+		       CASE WHEN v_recorded THEN coalesce(g.rec, 0) END AS rec,
+		       CASE WHEN v_recorded THEN coalesce(g.fpi, 0) END AS fpi,
+		       CASE WHEN v_recorded THEN coalesce(g.bytes, 0) END AS bytes,
 		       g.top_id, g.top_q
 		  FROM (VALUES (1, 'queries'), (2, 'other statements'), (3, 'statements without text')) k(ord, src)
 		  LEFT JOIN g ON g.src = k.src
@@ -559,13 +563,15 @@ BEGIN
 		UNION ALL
 		SELECT 5, 'total', NULL, NULL, tot.rec, tot.fpi, tot.bytes, NULL, NULL FROM tot
 	)
-	SELECT r.src, coalesce(r.n, CASE WHEN r.ord <= 3 THEN 0 END), r.calls,
+	SELECT r.src, coalesce(r.n, CASE WHEN r.ord <= 3 AND v_recorded THEN 0 END), r.calls,
 	       r.rec, r.fpi, r.bytes,
 	       (r.bytes / nullif(tot.bytes, 0))::float8,
 	       (r.bytes / secs)::float8, (r.fpi / secs)::float8,
 	       (r.bytes / nullif(v_commits, 0))::float8,
 	       r.top_id, r.top_q, v_sums, v_hints, v_fpw,
-	       CASE r.src
+	       CASE WHEN r.ord <= 3 AND NOT v_recorded
+	       THEN 'Not known: no pg_stat_statements reading was recorded in the window.'
+	       ELSE CASE r.src
 	       WHEN 'queries' THEN
 	            CASE WHEN r.bytes > 0
 	                 THEN 'Reading wrote WAL: ' || v_hint_text
@@ -594,7 +600,7 @@ BEGIN
 	            || coalesce(CASE WHEN v_sums THEN 'on' ELSE 'off' END, 'unknown')
 	            || ', wal_log_hints ' || coalesce(CASE WHEN v_hints THEN 'on' ELSE 'off' END, 'unknown')
 	            || ', full_page_writes ' || coalesce(CASE WHEN v_fpw THEN 'on' ELSE 'off' END, 'unknown') || '.'
-	       END
+	       END END
 	  FROM rr r CROSS JOIN tot
 	 ORDER BY r.ord;
 END;

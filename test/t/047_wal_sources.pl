@@ -242,6 +242,28 @@ is("$lab->{total}{checksums}|$lab->{total}{hints}", '|', 'a labelled run: settin
 like($lab->{queries}{explanation}, qr/the run kept no settings/, 'and the explanation says so');
 is($lab->{queries}{bytes}, sources('select-only')->{queries}{bytes}, 'with the same numbers');
 
+# Without a statements reading in the window (the source off) what the
+# statements wrote is not known: NULL, not 0; all the WAL is "not from a
+# statement", and the explanations say why.
+$node->safe_psql('postgres', 'ALTER SYSTEM SET chronicle.collect_statements = off');
+$node->reload;
+poll_until($node, 'postgres', q{SELECT current_setting('chronicle.collect_statements') = 'off'},
+	'the statements source is off');
+run('no statements', '-c', '1', '-j', '1', '-T', '2');
+my $none = sources('no statements');
+for my $src ('queries', 'other statements', 'statements without text')
+{
+	is("$none->{$src}{statements}|$none->{$src}{bytes}|$none->{$src}{fpi}", '-1||',
+		"no statements recorded: $src not known (NULL)");
+	like($none->{$src}{explanation}, qr/^Not known: no pg_stat_statements reading was recorded/,
+		"no statements recorded: $src says why");
+}
+cmp_ok($none->{total}{bytes}, '>', 0, 'no statements recorded: the run wrote WAL');
+is($none->{'not from a statement'}{bytes}, $none->{total}{bytes},
+	'no statements recorded: all of it not from a statement');
+$node->safe_psql('postgres', 'ALTER SYSTEM RESET chronicle.collect_statements');
+$node->reload;
+
 # The SQL conventions of the other analysis functions.
 is($node->safe_psql('postgres', q{
 	SELECT string_agg(p.proname || ':' || array_to_string(p.proconfig, ',') || ':'
