@@ -674,12 +674,38 @@ def _by_relation(w: Window, rows: list[Row], col: str) -> dict[str, list[Value]]
     return out
 
 
-def per_reading(w: Window, deltas: list[Value]) -> list[Value]:
+def readings(w: Window, rows: list[Row]) -> dict[str, list[bool]]:
+    """Per database, the intervals in which its reader read it: those in which
+    any of its relations' counters, sizes or tuple counts moved.  A reading
+    that saw nothing move writes no row, so it cannot be told from no
+    reading: a database's readings show while any of its relations is
+    active (a benchmark's tables), and a relation that stops is known to
+    have stopped from its neighbours' readings."""
+    idx = {e: i for i, e in enumerate(w.ends)}
+    gauges = ("total_bytes", "n_live_tup", "n_dead_tup")
+    last: dict[str, tuple[Any, ...]] = {}
+    out: dict[str, list[bool]] = {}
+    for r in sorted(rows, key=lambda r: r["interval_end"]):
+        i = idx.get(r["interval_end"])
+        if i is None:
+            continue
+        seen = out.setdefault(r["datname"], [False] * len(w.ends))
+        now = tuple(r[g] for g in gauges)
+        name = _relation_name(r)
+        if any(r[c] for c in RELATION_COUNTERS) or (name in last and last[name] != now):
+            seen[i] = True
+        last[name] = now
+    return out
+
+
+def per_reading(w: Window, deltas: list[Value], read: list[bool] | None = None) -> list[Value]:
     """A counter of a source read every few snapshots as a rate per second:
     its deltas are 0 between two readings and the whole period's count in
     the interval of the next reading, so each period's count is spread
     over the period's intervals (from after the previous reading to this
-    one).  Intervals after the last reading, or with a reset: None."""
+    one).  read: the intervals with a reading (readings()); without it, a
+    reading is where the delta is not 0.  Intervals after the last
+    reading, or with a reset: None."""
     out: list[Value] = [None] * len(deltas)
     start, acc = 0, 0.0
     secs = [(e - s).total_seconds() for s, e in zip(w.starts, w.ends, strict=True)]
@@ -688,13 +714,26 @@ def per_reading(w: Window, deltas: list[Value]) -> list[Value]:
             start, acc = i + 1, 0.0
             continue
         acc += d
-        if d != 0:
+        if (read[i] or d != 0) if read is not None else d != 0:
             span = sum(secs[start:i + 1])
             rate = acc / span if span > 0 else None
             for j in range(start, i + 1):
                 out[j] = rate
             start, acc = i + 1, 0.0
     return out
+
+
+def covered_mean(w: Window, rates: list[Value]) -> float | None:
+    """The mean of per_reading() rates over the intervals of the window after
+    its warm-up that a reading covers (weighted by their seconds): the
+    count per second over the time the readings account for, not over
+    the window's end that no reading has seen yet."""
+    num = den = 0.0
+    for s, e, v in zip(w.starts, w.ends, rates, strict=True):
+        if v is not None and e > w.summary_from:
+            secs = (e - max(s, w.summary_from)).total_seconds()
+            num, den = num + v * secs, den + secs
+    return num / den if den > 0 else None
 
 
 def _top(series: dict[str, list[Value]], n: int = TOP_RELATIONS) -> list[str]:
@@ -765,12 +804,14 @@ def tables_panel(w: Window, rows: list[Row], totals: list[Row]) -> Panel:
         return _panel("tables", "Table activity", about,
                       empty="No table activity recorded in this window (chronicle.collect_relations; "
                             "0.3.0 or later).")
+    read = readings(w, rows)
+    db_of = {_relation_name(r): r["datname"] for r in rows}
     written: dict[str, list[Value]] = {}
     for col in ("n_tup_ins", "n_tup_upd", "n_tup_del"):
         for k, v in _by_relation(w, rows, col).items():
             acc = written.setdefault(k, [0.0] * len(v))
             written[k] = [None if a is None or b is None else a + b for a, b in zip(acc, v, strict=True)]
-    rates = {k: per_reading(w, v) for k, v in written.items()}
+    rates = {k: per_reading(w, v, read[db_of[k]]) for k, v in written.items()}
     busy = [k for k in _top(rates) if _nonzero(rates[k])]
     dead = _by_relation(w, rows, "n_dead_tup")
     dead_top = [k for k in _top(dead) if _nonzero(dead[k])]
@@ -780,13 +821,21 @@ def tables_panel(w: Window, rows: list[Row], totals: list[Row]) -> Panel:
         _chart("tables.dead", "Dead tuples", "tuples", w, [(k, dead[k]) for k in dead_top])
         if dead_top else None,
     ]
+    per_s: dict[str, dict[str, float | None]] = {}
+    for col in ("n_tup_ins", "n_tup_upd", "n_tup_hot_upd", "n_tup_del", "seq_scan", "idx_scan",
+                "heap_blks_read"):
+        for k, v in _by_relation(w, rows, col).items():
+            per_s.setdefault(k, {})[col] = covered_mean(w, per_reading(w, v, read[db_of[k]]))
     table: Table = {
         "id": "tables.totals", "title": "Per relation over the window (per second)",
         "columns": ["relation", "inserted", "updated", "HOT", "deleted", "seq scans", "index scans",
                     "blocks read", "hit ratio", "vacuums", "analyzes"],
-        "rows": [_table_row(r, (w.to_ts - w.summary_from).total_seconds())
+        "rows": [_table_row(r, per_s.get(_relation_name(r), {}))
                  for r in sorted(totals, key=lambda r: -_written(r))[:20]],
-        "marked": [], "note": "vacuums and analyzes: manual and autovacuum, counted in the window."}
+        "marked": [],
+        "note": "per second over the time the readings of its database cover (the window's end that "
+                "no reading has seen yet is left out); vacuums and analyzes: manual and autovacuum, "
+                "counted in the window."}
     return _panel("tables", "Table activity", about, charts, tables=[table])
 
 
@@ -795,11 +844,13 @@ def _written(r: Row) -> float:
     return sum(float(r[c] or 0) for c in ("n_tup_ins", "n_tup_upd", "n_tup_del"))
 
 
-def _table_row(r: Row, secs: float) -> list[Cell]:
-    """A relation's row of the table activity's totals: counts per second
-    of the window, the heap's hit ratio, vacuums and analyzes."""
+def _table_row(r: Row, rates: dict[str, float | None]) -> list[Cell]:
+    """A relation's row of the table activity's totals: its counts per
+    second (rates: covered_mean() of each), the heap's hit ratio, vacuums
+    and analyzes (the window's totals)."""
     def per_s(col: str) -> Cell:
-        return None if r[col] is None or secs <= 0 else _r(float(r[col]) / secs)
+        v = rates.get(col)
+        return None if v is None else _r(v)
 
     hit, read = float(r["heap_blks_hit"] or 0), float(r["heap_blks_read"] or 0)
     return [_relation_name(r), per_s("n_tup_ins"), per_s("n_tup_upd"), per_s("n_tup_hot_upd"),

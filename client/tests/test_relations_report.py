@@ -73,16 +73,23 @@ def test_sizes_and_activity_of_a_growing_table(server: Server, tmp_path: pathlib
     row = next(r for r in rel["tables"][0]["rows"] if r[0] == name)
     assert row[1] == sizes["after"] and row[5] == sizes["after"] - sizes["before"]
 
-    # the rows the INSERT wrote, per second of the window in the table,
-    # and as a rate over the reading's period in the chart
+    # the rows the INSERT wrote, as a rate over the reading's period in the
+    # chart, and in the table per second of the time the readings cover
+    # (the intervals the chart has a value for: up to the last reading of
+    # the database, which pgbench -S's index scans of pgbench_accounts
+    # show every second)
     tab = by_id["tables"]
-    seconds = float(server.psql("SELECT extract(epoch FROM run_to - run_from) "
-                                "FROM chronicle.run_window('rel-run')"))
     trow = next(r for r in tab["tables"][0]["rows"] if r[0] == name)
-    assert trow[1] * seconds == pytest.approx(ROWS, rel=0.01)
     written = next(s for s in {c["id"]: c for c in tab["charts"]}["tables.written"]["series"]
                    if s["label"] == name)["values"]
     assert sum((v or 0.0) * s for v, s in zip(written, secs, strict=True)) == pytest.approx(ROWS, rel=0.02)
+    # (the window's first interval starts before the run: its part in the window)
+    run_from, run_to = (float(v) for v in server.psql(
+        "SELECT extract(epoch FROM run_from), extract(epoch FROM run_to) "
+        "FROM chronicle.run_window('rel-run')").split("|"))
+    covered = sum(e - max(e - s, run_from) for v, s, e in zip(written, secs, x, strict=True) if v is not None)
+    assert run_to - run_from - 3 <= covered <= run_to - run_from + 0.01
+    assert trow[1] * covered == pytest.approx(ROWS, rel=0.02)
 
 
 def test_per_reading_spreads_a_periods_count() -> None:
@@ -96,3 +103,38 @@ def test_per_reading_spreads_a_periods_count() -> None:
     assert panels.per_reading(w, [0.0, 0.0, 30.0, 0.0, 0.0, 6.0]) == [10.0, 10.0, 10.0, 2.0, 2.0, 2.0]
     # after the last reading: not known yet; a reset starts a new period
     assert panels.per_reading(w, [4.0, 0.0, None, 0.0, 3.0, 0.0]) == [4.0, None, None, 1.5, 1.5, None]
+
+
+def test_table_activity_per_second_of_what_the_readings_cover() -> None:
+    from datetime import UTC, datetime, timedelta
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    ends = [t0 + timedelta(seconds=i + 1) for i in range(6)]
+    w = panels.Window(run="r", run_id=1, from_ts=t0, to_ts=ends[-1], started=t0, ended=ends[-1],
+                      server_version="17", meta={}, settings={}, environment={}, ends=ends,
+                      starts=[e - timedelta(seconds=1) for e in ends])
+
+    def row(i: int, name: str, ins: float, dead: int = 0) -> dict:
+        r: dict = dict.fromkeys(panels.RELATION_COUNTERS, 0)
+        r.update(interval_end=ends[i], datname="db", relation=name, n_tup_ins=ins, total_bytes=8192,
+                 n_live_tup=0, n_dead_tup=dead)
+        return r
+
+    # the database read at intervals 1 and 3 (t moves then: 30 rows, then
+    # 20, 2 a second), then nothing moves: its readings show up to
+    # interval 3, the rest of the window no reading has seen
+    rows = [row(i, "t", {1: 30.0, 3: 20.0}.get(i, 0.0)) for i in range(6)]
+    # u is idle at interval 1 but a dead tuple shows at 3 (a reading): its
+    # count there is over that period (2 s), not since the window's start
+    rows += [row(i, "u", {3: 8.0}.get(i, 0.0), dead=1 if i >= 3 else 0) for i in range(6)]
+    assert panels.readings(w, rows) == {"db": [False, True, False, True, False, False]}
+    totals = [{"datname": "db", "relation": n, **dict.fromkeys(panels.RELATION_COUNTERS, 0),
+               "n_tup_ins": v} for n, v in (("t", 50), ("u", 8))]
+    p = panels.tables_panel(w, rows, totals)
+    table = {r[0]: r for r in p["tables"][0]["rows"]}
+    # t: 50 rows over the 4 s the readings cover, not the window's 6
+    assert table["db: t"][1] == 12.5
+    # u: 8 rows in the period (1, 3], 0 before: 8 over 4 s
+    assert table["db: u"][1] == 2.0
+    written = {s["label"]: s["values"] for s in p["charts"][0]["series"]}
+    assert written["db: t"] == [15.0, 15.0, 10.0, 10.0, None, None]
+    assert written["db: u"] == [0.0, 0.0, 4.0, 4.0, None, None]
