@@ -771,7 +771,12 @@ def relations_panel(w: Window, rows: list[Row]) -> Panel:
         if r["total_bytes"] is not None:
             first.setdefault(name, r)
             last[name] = r
-    secs = (w.to_ts - w.summary_from).total_seconds()
+    # growth per second over the time the readings cover: from the window's
+    # start after its warm-up (or the relation's first row) to its
+    # database's last reading, not to the window's end that no reading saw
+    read = readings(w, rows)
+    last_read = {db: max((e for e, r in zip(w.ends, seen, strict=True) if r), default=None)
+                 for db, seen in read.items()}
     in_summary = {_relation_name(r): r for r in rows if r["interval_end"] <= w.summary_from}
     table: Table = {
         "id": "relations.sizes", "title": "Sizes at the window's end",
@@ -783,6 +788,11 @@ def relations_panel(w: Window, rows: list[Row]) -> Panel:
         b = in_summary.get(name, first[name])
         g = None if e["total_bytes"] is None or b["total_bytes"] is None \
             else e["total_bytes"] - b["total_bytes"]
+        # (a relation there from the window's first interval: from the start)
+        t0 = w.summary_from if name in in_summary or b["interval_end"] == w.ends[0] \
+            else max(b["interval_end"], w.summary_from)
+        t1 = last_read.get(e["datname"])
+        secs = 0.0 if t1 is None else (t1 - t0).total_seconds()
         table["rows"].append([name, e["total_bytes"], e["main_bytes"], e["index_bytes"], e["toast_bytes"],
                               g, None if g is None or secs <= 0 else _r(g / secs)])
     p = _panel("relations", "Relation sizes", about, charts, tables=[table])

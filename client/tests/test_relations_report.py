@@ -90,6 +90,8 @@ def test_sizes_and_activity_of_a_growing_table(server: Server, tmp_path: pathlib
     covered = sum(e - max(e - s, run_from) for v, s, e in zip(written, secs, x, strict=True) if v is not None)
     assert run_to - run_from - 3 <= covered <= run_to - run_from + 0.01
     assert trow[1] * covered == pytest.approx(ROWS, rel=0.02)
+    # and the size's growth per second over the same time
+    assert row[6] * covered == pytest.approx(sizes["after"] - sizes["before"], rel=0.02)
 
 
 def test_per_reading_spreads_a_periods_count() -> None:
@@ -113,10 +115,10 @@ def test_table_activity_per_second_of_what_the_readings_cover() -> None:
                       server_version="17", meta={}, settings={}, environment={}, ends=ends,
                       starts=[e - timedelta(seconds=1) for e in ends])
 
-    def row(i: int, name: str, ins: float, dead: int = 0) -> dict:
+    def row(i: int, name: str, ins: float, dead: int = 0, size: int = 8192) -> dict:
         r: dict = dict.fromkeys(panels.RELATION_COUNTERS, 0)
-        r.update(interval_end=ends[i], datname="db", relation=name, n_tup_ins=ins, total_bytes=8192,
-                 n_live_tup=0, n_dead_tup=dead)
+        r.update(interval_end=ends[i], datname="db", relation=name, n_tup_ins=ins, total_bytes=size,
+                 main_bytes=size, index_bytes=0, toast_bytes=0, n_live_tup=0, n_dead_tup=dead)
         return r
 
     # the database read at intervals 1 and 3 (t moves then: 30 rows, then
@@ -125,7 +127,9 @@ def test_table_activity_per_second_of_what_the_readings_cover() -> None:
     rows = [row(i, "t", {1: 30.0, 3: 20.0}.get(i, 0.0)) for i in range(6)]
     # u is idle at interval 1 but a dead tuple shows at 3 (a reading): its
     # count there is over that period (2 s), not since the window's start
-    rows += [row(i, "u", {3: 8.0}.get(i, 0.0), dead=1 if i >= 3 else 0) for i in range(6)]
+    # (and grows by a page: 8192 bytes over the 4 s read, 2048 a second)
+    rows += [row(i, "u", {3: 8.0}.get(i, 0.0), dead=1 if i >= 3 else 0, size=16384 if i >= 3 else 8192)
+             for i in range(6)]
     assert panels.readings(w, rows) == {"db": [False, True, False, True, False, False]}
     totals = [{"datname": "db", "relation": n, **dict.fromkeys(panels.RELATION_COUNTERS, 0),
                "n_tup_ins": v} for n, v in (("t", 50), ("u", 8))]
@@ -138,3 +142,5 @@ def test_table_activity_per_second_of_what_the_readings_cover() -> None:
     written = {s["label"]: s["values"] for s in p["charts"][0]["series"]}
     assert written["db: t"] == [15.0, 15.0, 10.0, 10.0, None, None]
     assert written["db: u"] == [0.0, 0.0, 4.0, 4.0, None, None]
+    sizes = {r[0]: r for r in panels.relations_panel(w, rows)["tables"][0]["rows"]}
+    assert sizes["db: u"][5:] == [8192, 2048.0] and sizes["db: t"][5:] == [0, 0.0]
