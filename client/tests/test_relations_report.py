@@ -8,6 +8,7 @@ from __future__ import annotations
 import pathlib
 import threading
 import time
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -94,13 +95,17 @@ def test_sizes_and_activity_of_a_growing_table(server: Server, tmp_path: pathlib
     assert row[6] * covered == pytest.approx(sizes["after"] - sizes["before"], rel=0.02)
 
 
-def test_per_reading_spreads_a_periods_count() -> None:
-    from datetime import UTC, datetime, timedelta
+def _window() -> panels.Window:
+    """A window of 6 intervals of 1 s."""
     t0 = datetime(2026, 1, 1, tzinfo=UTC)
     ends = [t0 + timedelta(seconds=i + 1) for i in range(6)]
-    w = panels.Window(run="r", run_id=1, from_ts=t0, to_ts=ends[-1], started=t0, ended=ends[-1],
-                      server_version="17", meta={}, settings={}, environment={}, ends=ends,
-                      starts=[e - timedelta(seconds=1) for e in ends])
+    return panels.Window(run="r", run_id=1, from_ts=t0, to_ts=ends[-1], started=t0, ended=ends[-1],
+                         server_version="17", meta={}, settings={}, environment={}, ends=ends,
+                         starts=[e - timedelta(seconds=1) for e in ends])
+
+
+def test_per_reading_spreads_a_periods_count() -> None:
+    w = _window()
     # readings at intervals 2 and 5: 30 over the first three seconds, 6 over the next three
     assert panels.per_reading(w, [0.0, 0.0, 30.0, 0.0, 0.0, 6.0]) == [10.0, 10.0, 10.0, 2.0, 2.0, 2.0]
     # after the last reading: not known yet; a reset starts a new period
@@ -108,12 +113,8 @@ def test_per_reading_spreads_a_periods_count() -> None:
 
 
 def test_table_activity_per_second_of_what_the_readings_cover() -> None:
-    from datetime import UTC, datetime, timedelta
-    t0 = datetime(2026, 1, 1, tzinfo=UTC)
-    ends = [t0 + timedelta(seconds=i + 1) for i in range(6)]
-    w = panels.Window(run="r", run_id=1, from_ts=t0, to_ts=ends[-1], started=t0, ended=ends[-1],
-                      server_version="17", meta={}, settings={}, environment={}, ends=ends,
-                      starts=[e - timedelta(seconds=1) for e in ends])
+    w = _window()
+    ends = w.ends
 
     def row(i: int, name: str, ins: float, dead: int = 0, size: int = 8192) -> dict:
         r: dict = dict.fromkeys(panels.RELATION_COUNTERS, 0)
