@@ -1154,27 +1154,59 @@ def slowest_reference(conn: Conn, w: Window, by: str, p99: float | None) -> floa
 SLOWEST_ALPHA = 0.01
 
 
+def _binomial_sum(n: int, q: float, k: int, step: int) -> float:
+    """The terms P(X = j) of a binomial (n, q) for j = k, k + step, ... while
+    in 0 .. n, summed away from the mode (where they only shrink): from
+    the log of the first, the next each by the ratio of two terms."""
+    t = math.exp(math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
+                 + k * math.log(q) + (n - k) * math.log1p(-q))
+    total, j = 0.0, k
+    while 0 <= j <= n and t > total * 1e-17:
+        total += t
+        t *= (n - j) / (j + 1) * q / (1.0 - q) if step > 0 else j / (n - j + 1) * (1.0 - q) / q
+        j += step
+    return total
+
+
 def binomial_tail(n: int, k: int, q: float) -> float:
     """P(X >= k) for X binomial (n trials, q each): the chance of k or more
     of an interval's n transactions above a percentile that leaves q above
-    it.  Summed from k upwards in logs (n is up to a second's transactions:
-    comb(n, k) overflows a float long before)."""
+    it.  In logs (n is up to a second's transactions: comb(n, k) overflows
+    a float long before), summed over the smaller side of the mode."""
     if k <= 0:
         return 1.0
     if k > n or q <= 0.0:
         return 0.0
     if q >= 1.0:
         return 1.0
-    log_t = (math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
-             + k * math.log(q) + (n - k) * math.log1p(-q))
-    t, total, ratio = math.exp(log_t), 0.0, q / (1.0 - q)
-    for j in range(k, n + 1):
+    if k > n * q:
+        return min(_binomial_sum(n, q, k, 1), 1.0)
+    return max(1.0 - _binomial_sum(n, q, k - 1, -1), 0.0)
+
+
+def _poisson_sum(k: int, lam: float, step: int) -> float:
+    """The terms P(X = j) of a Poisson (lam) for j = k, k + step, ... (j >=
+    0), summed away from the mean (where they only shrink)."""
+    t = math.exp(-lam + k * math.log(lam) - math.lgamma(k + 1))
+    total, j = 0.0, k
+    while j >= 0 and t > total * 1e-17:
         total += t
-        # past the mode the terms only shrink: stop when they no longer count
-        if j >= n * q and t <= total * 1e-17:
-            break
-        t *= (n - j) / (j + 1) * ratio
-    return min(total, 1.0)
+        t *= lam / (j + 1) if step > 0 else j / lam
+        j += step
+    return total
+
+
+def poisson_head(k: int, lam: float) -> float:
+    """P(X <= k) for X Poisson of mean lam: the chance of k or fewer
+    transactions in an interval where lam were expected; summed over the
+    smaller side of the mean."""
+    if k < 0:
+        return 0.0
+    if lam <= 0.0:
+        return 1.0
+    if k < lam:
+        return min(_poisson_sum(k, lam, -1), 1.0)
+    return max(1.0 - _poisson_sum(k + 1, lam, 1), 0.0)
 
 
 def stands_out(r: Row, by: str, ref: float | None, counts: tuple[int, int] | None = None,
@@ -1185,7 +1217,10 @@ def stands_out(r: Row, by: str, ref: float | None, counts: tuple[int, int] | Non
     would show that many slow ones in so few with a chance below
     SLOWEST_ALPHA / intervals (at most 1 % of a window's transactions are
     slower than its p99: binomial_tail); scale, its p99 over ref.  By tps
-    (ref: the median interval's), below 0.9 times ref; scale, tps over ref."""
+    (ref: the median interval's), below 0.9 times ref and so few that a
+    steady run (Poisson at ref) would show them with a chance below
+    SLOWEST_ALPHA / intervals (poisson_head; at 100 tps a tenth less is
+    noise); scale, tps over ref."""
     if ref is None or ref <= 0:
         return True, None
     if by == "p99":
@@ -1196,7 +1231,12 @@ def stands_out(r: Row, by: str, ref: float | None, counts: tuple[int, int] | Non
         n, slow = counts
         return binomial_tail(n, slow, 0.01) < SLOWEST_ALPHA / max(intervals, 1), scale
     v = r["tps"]
-    return (v is not None and v < 0.9 * ref), (None if v is None else v / ref)
+    if v is None:
+        return False, None
+    start, end = r.get("interval_start"), r.get("interval_end")
+    secs = (end - start).total_seconds() if start is not None and end is not None else 1.0
+    rare = poisson_head(round(v * secs), ref * secs) < SLOWEST_ALPHA / max(intervals, 1)
+    return v < 0.9 * ref and rare, v / ref
 
 
 def slow_counts(conn: Conn, w: Window, rows: list[Row], p99_ms: float) -> dict[datetime, tuple[int, int]]:
@@ -1219,7 +1259,8 @@ def slow_counts(conn: Conn, w: Window, rows: list[Row], p99_ms: float) -> dict[d
 SLOWEST_ABOUT = ("The intervals with the worst p99 latency (lowest throughput when the run has no "
                  "pgbench log) that stand out from the window: more of their transactions slower "
                  "than the window's p99 than chance gives a steady run (a binomial test, 1 % for "
-                 "the whole window), or a tps below 0.9 times the median interval's; each with the "
+                 "the whole window), or a tps below 0.9 times the median interval's and below what "
+                 "chance gives (Poisson, the same 1 %); each with the "
                  "recorded metrics that rose most above the run's median "
                  "(chronicle.slowest_intervals). Those that stand out are shaded on the time "
                  "charts; click a row to put the cursor there.")

@@ -738,6 +738,10 @@ def test_binomial_tail() -> None:
     # every one of 100 at 1 %: 10^-200; none or more: certain; more than n: never
     assert panels.binomial_tail(100, 100, 0.01) == pytest.approx(1e-200, rel=1e-9)
     assert panels.binomial_tail(100, 0, 0.01) == 1.0 and panels.binomial_tail(5, 6, 0.01) == 0.0
+    # a second of 100,000: one slow or more is certain (its chance of none, 0.99^100000,
+    # is below a float's range)
+    assert panels.binomial_tail(100_000, 1, 0.01) == 1.0
+    assert panels.binomial_tail(3, 1, 0.5) == pytest.approx(7 / 8, rel=1e-12)
     # a second of 2,000 transactions, 40 above the p99 (20 expected): the sum,
     # exact in fractions, of the terms 40 .. 2000
     q = fractions.Fraction(1, 100)
@@ -757,8 +761,28 @@ def test_slowest_stand_out_by_chance_or_not() -> None:
     assert panels.stands_out(r, "p99", 10.0, (2000, 35), 1)[0]
     # no counts (no transaction in the interval): not standing out
     assert panels.stands_out(r, "p99", 10.0, None, 1) == (False, pytest.approx(1.1))
-    # by tps: below 0.9 times the median
-    assert panels.stands_out(r, "tps", 2300.0) == (True, pytest.approx(2000 / 2300))
+    # by tps: below 0.9 times the median, and rare: 2,000 where 2,300 were
+    # expected is 6.3 standard deviations; 85 where 100 were, 1.5 (a
+    # steady run shows that every 14 intervals); a 2 s interval counts twice
+    assert panels.stands_out(r, "tps", 2300.0, intervals=3600) == (True, pytest.approx(2000 / 2300))
+    assert panels.stands_out({"tps": 85.0}, "tps", 100.0) == (False, pytest.approx(0.85))
+    two = {"tps": 85.0, "interval_start": T0, "interval_end": T0 + timedelta(seconds=2)}
+    assert not panels.stands_out(two, "tps", 100.0)[0]
+    assert panels.stands_out({**two, "tps": 60.0}, "tps", 100.0, intervals=3600)[0]
+    assert not panels.stands_out({"tps": 2200.0}, "tps", 2300.0)[0]  # not below 0.9 times
+
+
+def test_poisson_head() -> None:
+    # by hand: P(X <= 0) = e^-lam; P(X <= 1) = e^-lam (1 + lam); no fewer than 0
+    assert panels.poisson_head(0, 3.0) == pytest.approx(math.exp(-3.0), rel=1e-12)
+    assert panels.poisson_head(1, 3.0) == pytest.approx(4 * math.exp(-3.0), rel=1e-12)
+    assert panels.poisson_head(-1, 3.0) == 0.0 and panels.poisson_head(5, 0.0) == 1.0
+    # 60 where 100 were expected: the sum, exact in fractions of the terms
+    # 100^j / j! (times e^-100), j = 0 .. 60
+    exact = sum(fractions.Fraction(100 ** j, math.factorial(j)) for j in range(61))
+    assert panels.poisson_head(60, 100.0) == pytest.approx(float(exact) * math.exp(-100.0), rel=1e-9)
+    # the whole distribution
+    assert panels.poisson_head(1000, 100.0) == pytest.approx(1.0)
 
 
 def test_pictures_shade_the_slowest_that_stand_out() -> None:
