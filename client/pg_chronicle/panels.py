@@ -725,13 +725,14 @@ def per_reading(w: Window, deltas: list[Value], read: list[bool] | None = None) 
 
 def covered_mean(w: Window, rates: list[Value]) -> float | None:
     """The mean of per_reading() rates over the intervals of the window after
-    its warm-up that a reading covers (weighted by their seconds): the
-    count per second over the time the readings account for, not over
-    the window's end that no reading has seen yet."""
+    its warm-up (those that end after it, whole, as per_reading() spreads
+    a count over whole intervals) that a reading covers, weighted by their
+    seconds: the count per second over the time the readings account for,
+    not over the window's end that no reading has seen yet."""
     num = den = 0.0
     for s, e, v in zip(w.starts, w.ends, rates, strict=True):
         if v is not None and e > w.summary_from:
-            secs = (e - max(s, w.summary_from)).total_seconds()
+            secs = (e - s).total_seconds()
             num, den = num + v * secs, den + secs
     return num / den if den > 0 else None
 
@@ -778,6 +779,8 @@ def relations_panel(w: Window, rows: list[Row]) -> Panel:
     last_read = {db: max((e for e, r in zip(w.ends, seen, strict=True) if r), default=None)
                  for db, seen in read.items()}
     in_summary = {_relation_name(r): r for r in rows if r["interval_end"] <= w.summary_from}
+    first_start = next((s for s, e in zip(w.starts, w.ends, strict=True) if e > w.summary_from),
+                       w.summary_from)
     table: Table = {
         "id": "relations.sizes", "title": "Sizes at the window's end",
         "columns": ["relation", "total", "table", "indexes", "TOAST", "growth over the window",
@@ -788,9 +791,10 @@ def relations_panel(w: Window, rows: list[Row]) -> Panel:
         b = in_summary.get(name, first[name])
         g = None if e["total_bytes"] is None or b["total_bytes"] is None \
             else e["total_bytes"] - b["total_bytes"]
-        # (a relation there from the window's first interval: from the start)
-        t0 = w.summary_from if name in in_summary or b["interval_end"] == w.ends[0] \
-            else max(b["interval_end"], w.summary_from)
+        # from the start of the first interval after the warm-up (as
+        # covered_mean()), or the relation's first row if it came later
+        t0 = max(b["interval_end"], first_start) \
+            if name not in in_summary and b["interval_end"] != w.ends[0] else first_start
         t1 = last_read.get(e["datname"])
         secs = 0.0 if t1 is None else (t1 - t0).total_seconds()
         table["rows"].append([name, e["total_bytes"], e["main_bytes"], e["index_bytes"], e["toast_bytes"],
