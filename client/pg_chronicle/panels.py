@@ -714,7 +714,7 @@ def per_reading(w: Window, deltas: list[Value], read: list[bool] | None = None) 
             start, acc = i + 1, 0.0
             continue
         acc += d
-        if (read[i] or d != 0) if read is not None else d != 0:
+        if d != 0 or (read is not None and read[i]):
             span = sum(secs[start:i + 1])
             rate = acc / span if span > 0 else None
             for j in range(start, i + 1):
@@ -1154,7 +1154,8 @@ def slowest_reference(conn: Conn, w: Window, by: str, p99: float | None) -> floa
 
 
 # the chance, for the whole window, that a steady run shows an interval as
-# standing out by p99 (the share of each interval: ALPHA over the intervals)
+# standing out (by p99 or by tps; each interval's share: ALPHA over the
+# window's intervals)
 SLOWEST_ALPHA = 0.01
 
 
@@ -1264,10 +1265,9 @@ SLOWEST_ABOUT = ("The intervals with the worst p99 latency (lowest throughput wh
                  "pgbench log) that stand out from the window: more of their transactions slower "
                  "than the window's p99 than chance gives a steady run (a binomial test, 1 % for "
                  "the whole window), or a tps below 0.9 times the median interval's and below what "
-                 "chance gives (Poisson, the same 1 %); each with the "
-                 "recorded metrics that rose most above the run's median "
-                 "(chronicle.slowest_intervals). Those that stand out are shaded on the time "
-                 "charts; click a row to put the cursor there.")
+                 "chance gives (Poisson, the same 1 %); each with the recorded metrics that rose "
+                 "most above the run's median (chronicle.slowest_intervals). Those that stand out "
+                 "are shaded on the time charts; click a row to put the cursor there.")
 
 
 def slowest_rows(conn: Conn, w: Window, n: int = 10) -> tuple[str, list[Row]] | None:
@@ -1320,9 +1320,8 @@ def slowest(conn: Conn, w: Window, ranked: tuple[str, list[Row]] | None, p99: fl
                 + ("; the others are shown for reference, unmarked." if k < SLOWEST_MIN_ROWS else "."))
     else:
         note = (f"{k} of the {len(rows)} slowest intervals {'is' if k == 1 else 'are'} below 0.9 "
-                f"times the median "
-                f"interval's {ref:.1f} {tps_col}" + ("; the others are shown for reference, unmarked."
-                                                      if k < SLOWEST_MIN_ROWS else "."))
+                f"times the median interval's {ref:.1f} {tps_col} and below what chance gives"
+                + ("; the others are shown for reference, unmarked." if k < SLOWEST_MIN_ROWS else "."))
     table: Table = {"id": "slowest.table", "title": f"Slowest intervals (by {by})",
                     "columns": ["rank", "interval end", tps_col, "p50 ms", "p99 ms", "max ms", scale_col,
                                 "what rose"],
