@@ -26,7 +26,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 from psycopg.rows import dict_row
@@ -429,6 +429,19 @@ IO_CHARTS = (("read_bytes_per_s", "Reads by backend type and context", "bytes/s"
              ("fsyncs_per_s", "fsyncs by backend type and context", "1/s"))
 
 
+V = TypeVar("V")
+
+
+def _filled(d: dict[str, list[V]], key: str, n: int, fill: V) -> list[V]:
+    """d[key], made a list of n fills when d has none: a series filled row
+    by row.  Not d.setdefault(key, [fill] * n), which builds a list of n
+    at every row (0.7 s of the report of an hour)."""
+    s = d.get(key)
+    if s is None:
+        s = d[key] = [fill] * n
+    return s
+
+
 def io_panel(w: Window, rows: list[Row], tl: Timeline) -> Panel:
     """pg_stat_io per (backend type, object, context): read/write/extend bytes/s,
     fsyncs/s (io_rows: 0 where a key did not change, nothing in an interval
@@ -442,11 +455,13 @@ def io_panel(w: Window, rows: list[Row], tl: Timeline) -> Panel:
             continue
         key = f"{r['backend_type']} {r['object']}/{r['context']}" if r["object"] != "relation" \
             else f"{r['backend_type']} {r['context']}"
+        if r["reset"]:
+            continue
         for m, d in metrics.items():
             v = r[m]
-            if v is None or r["reset"]:
+            if v is None:
                 continue
-            d.setdefault(key, [0.0] * n)[i] = float(v)
+            _filled(d, key, n, 0.0)[i] = float(v)
     has_io = bool(rows)
     charts: list[Chart] = []
     for m, title, unit in IO_CHARTS:
@@ -592,9 +607,9 @@ def cpu_panel(w: Window, rows: list[Row], totals: list[Row], tl: Timeline) -> Pa
             continue
         u, sy, d = r["user_ms_per_s"], r["system_ms_per_s"], r["run_delay_ms_per_s"]
         if u is not None or sy is not None:
-            busy.setdefault(r["backend_type"], [0.0] * n)[i] = ((u or 0.0) + (sy or 0.0)) / 1000.0
+            _filled(busy, r["backend_type"], n, 0.0)[i] = ((u or 0.0) + (sy or 0.0)) / 1000.0
         if d is not None:
-            wait.setdefault(r["backend_type"], [0.0] * n)[i] = d / 1000.0
+            _filled(wait, r["backend_type"], n, 0.0)[i] = d / 1000.0
     keys = sorted(k for k, v in busy.items() if _nonzero(v))
     if keys:
         charts.append(_chart("cpu.by_type", "CPU of PostgreSQL processes by type", "CPUs", w,
@@ -669,7 +684,7 @@ def _by_relation(w: Window, rows: list[Row], col: str) -> dict[str, list[Value]]
     for r in rows:
         i = idx.get(r["interval_end"])
         if i is not None:
-            vals = out.setdefault(_relation_name(r), [None] * len(w.ends))
+            vals = _filled(out, _relation_name(r), len(w.ends), None)
             vals[i] = None if r[col] is None else float(r[col])
     return out
 
@@ -689,7 +704,7 @@ def readings(w: Window, rows: list[Row]) -> dict[str, list[bool]]:
         i = idx.get(r["interval_end"])
         if i is None:
             continue
-        seen = out.setdefault(r["datname"], [False] * len(w.ends))
+        seen = _filled(out, r["datname"], len(w.ends), False)
         now = tuple(r[g] for g in gauges)
         name = _relation_name(r)
         if any(r[c] for c in RELATION_COUNTERS) or (name in last and last[name] != now):

@@ -340,6 +340,36 @@ def _ts(t: datetime) -> str:
     return t.astimezone(UTC).isoformat(sep=" ", timespec="seconds")
 
 
+def _collect_both(conn: Conn, a: Window, b: Window) -> tuple[Collected, Collected]:
+    """collect() of a comparison's two windows at once: B's on sessions of
+    its own, in a thread, while A's run on conn (one after the other, the
+    server's cores idle while a window's panels are built, and while its
+    last long query runs alone).  One after the other when no other
+    session can be opened; the first error is raised here."""
+    other = _another_connection(conn)
+    if other is None:
+        return collect(conn, a, comparison=True), collect(conn, b, comparison=True)
+    got: list[Collected] = []
+    errors: list[BaseException] = []
+
+    def run_b() -> None:
+        try:
+            got.append(collect(other, b, comparison=True))
+        except BaseException as exc:  # noqa: BLE001  re-raised in the caller's thread
+            errors.append(exc)
+
+    th = threading.Thread(target=run_b, daemon=True)
+    th.start()
+    try:
+        ra = collect(conn, a, comparison=True)
+    finally:
+        th.join()
+        other.close()
+    if errors:
+        raise errors[0]
+    return ra, got[0]
+
+
 def build(conn: Conn, run: str, vs: str | None, from_ts: str | None,
           to_ts: str | None, first: Panel | None = None,
           threshold_ms: float | None = None,
@@ -365,14 +395,15 @@ def build(conn: Conn, run: str, vs: str | None, from_ts: str | None,
         for p in lead:
             if not p["charts"]:
                 early(p)
-    with db.translated():
-        ra = collect(conn, a, comparison=vs is not None, ready=early)
-        meta["generated"], meta["headline"] = _ts(datetime.now(UTC)), ra.headline
-        if vs is None:
+    if vs is None:
+        with db.translated():
+            ra = collect(conn, a, ready=early)
+            meta["generated"], meta["headline"] = _ts(datetime.now(UTC)), ra.headline
             return meta, lead + ra.in_order(), [a]
     b = _window(conn, vs, None, None, threshold_ms)
     with db.translated():
-        rb = collect(conn, b, comparison=True)
+        ra, rb = _collect_both(conn, a, b)
+        meta["generated"], meta["headline"] = _ts(datetime.now(UTC)), ra.headline
         meta["vs_from"], meta["vs_to"] = _ts(b.from_ts), _ts(b.to_ts)
         meta["vs_intervals"], meta["vs_server_version"] = len(b.ends), b.server_version
         meta["vs_headline"] = rb.headline

@@ -11,6 +11,7 @@ import pathlib
 import xml.etree.ElementTree as ET
 
 import matplotlib.image
+import psycopg
 import pytest
 
 from pg_chronicle import panels
@@ -237,6 +238,29 @@ def test_comparison(server: Server, runs: report_runs.ReportRuns) -> None:
     assert sorted(m["label"].split(":")[0] for m in hist["marks"]) == sorted([runs.a] * 2 + [runs.b] * 2)
     assert "waits.aas" in {c["id"] for c in panels["waits"]["charts"]} and \
         "waits.aas.vs" in {c["id"] for c in panels["waits"]["charts"]}
+
+
+def test_comparison_on_one_session(server: Server, runs: report_runs.ReportRuns,
+                                   tmp_path: pathlib.Path) -> None:
+    """A role allowed one session: the comparison's two windows, and each
+    window's queries, run one after the other on it (no second session can
+    be opened), and the report is the one written with many sessions."""
+    server.psql("DROP ROLE IF EXISTS one_session; "
+                "CREATE ROLE one_session LOGIN CONNECTION LIMIT 1 IN ROLE pg_monitor")
+    env = server.env()
+    env["PGUSER"] = "one_session"
+    out = tmp_path / "one"
+    p = cli(server, "report", runs.a, "--vs", runs.b, "-o", str(out), env=env)
+    assert p.returncode == 0, p.stderr
+    one = report_runs.report_data(out / "index.html")
+    many = report_runs.report_data(runs.report_vs / "index.html")
+    for d in (one, many):
+        d["meta"].pop("generated")
+    assert one == many
+    # the limit holds: while one session of the role is open, another is refused
+    with psycopg.connect(server.conninfo, user="one_session"), \
+            pytest.raises(psycopg.OperationalError, match="too many connections"):
+        psycopg.connect(server.conninfo, user="one_session")
 
 
 def test_latency_threshold(server: Server, runs: report_runs.ReportRuns, tmp_path: pathlib.Path) -> None:
