@@ -35,10 +35,12 @@ CHART_IN = 2.6          # height of one chart with its labels
 ENVELOPE_COLUMNS = 1000
 
 # every text as it is: no mathtext between two "$" (statements hold $1, $2),
-# no LaTeX
+# no LaTeX; glyphs not hinted: matplotlib renders text a glyph at a time,
+# and hinting each took half of a table panel's PNG (a character's advance
+# is then the font's own, in the PNG as in the SVG)
 plt.rcParams.update({"font.size": 9, "axes.titlesize": 10, "axes.grid": True, "grid.alpha": 0.3,
                      "svg.fonttype": "none", "legend.fontsize": 7.5,
-                     "text.parse_math": False, "text.usetex": False})
+                     "text.parse_math": False, "text.usetex": False, "text.hinting": "no_hinting"})
 
 
 
@@ -246,7 +248,7 @@ TABLE_FONT = 7.0        # points
 TABLE_FONT_MIN = 4.5
 TABLE_LINE = 1.45       # line spacing, in lines of the font
 TABLE_ROWS = 30         # rows of a table drawn at most
-CHAR_W = 0.6            # DejaVu Sans Mono's advance, in ems
+CHAR_W = 0.602          # DejaVu Sans Mono's advance (1233/2048), in ems
 MARGIN_IN = 0.15
 
 
@@ -275,8 +277,7 @@ def _draw_tables(fig: Figure, panel: Panel, top_in: float) -> None:
         # smaller to fit the width, down to TABLE_FONT_MIN (then cut at the right)
         font = max(TABLE_FONT_MIN, min(TABLE_FONT, (w_in - 2 * MARGIN_IN) * 72 / ((CHAR_W + 0.05) * chars)))
         line = font * TABLE_LINE / 72
-        # a character's advance in a PNG is a whole number of pixels
-        width = min(chars * math.ceil(CHAR_W * font / 72 * DPI) / DPI, w_in - 2 * MARGIN_IN) / w_in
+        width = min(chars * CHAR_W * font / 72, w_in - 2 * MARGIN_IN) / w_in
         fig.text(MARGIN_IN / w_in, y / h_in, _plain(t["title"]), va="top", ha="left", fontsize=9)
         y -= 9 * 1.5 / 72
         for i in t.get("marked", []):
