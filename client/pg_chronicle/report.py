@@ -341,11 +341,11 @@ def _ts(t: datetime) -> str:
 
 
 def _collect_both(conn: Conn, a: Window, b: Window) -> tuple[Collected, Collected]:
-    """collect() of a comparison's two windows at once: B's on sessions of
-    its own, in a thread, while A's run on conn (one after the other, the
-    server's cores idle while a window's panels are built, and while its
-    last long query runs alone).  One after the other when no other
-    session can be opened; the first error is raised here."""
+    """collect() of a comparison's two windows at once: B's in a thread on
+    sessions of its own while A's run on conn, so that the server's cores
+    are busy while a window's panels are built and while its last long
+    query runs alone.  One after the other when no other session can be
+    opened; the first error is raised here."""
     other = _another_connection(conn)
     if other is None:
         return collect(conn, a, comparison=True), collect(conn, b, comparison=True)
